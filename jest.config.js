@@ -1,0 +1,31 @@
+// One config, three projects. Unit tests need nothing running; integration tests get a real
+// Temporal dev server, a real S3 server and one shared workflow bundle from the global setup.
+/** @type {import('jest').Config['transform']} */
+const transform = {
+  "^.+\\.tsx?$": [
+    "@swc/jest",
+    { jsc: { parser: { syntax: "typescript" }, target: "es2022" }, module: { type: "commonjs" } },
+  ],
+};
+
+/** @type {import('jest').Config} */
+module.exports = {
+  reporters: ["default", "<rootDir>/test/support/summary-reporter.js"],
+  projects: [
+    {
+      displayName: "unit",
+      testEnvironment: "node",
+      transform,
+      testMatch: ["<rootDir>/test/unit/**/*.test.ts"],
+    },
+    {
+      displayName: "integration",
+      testEnvironment: "node",
+      transform,
+      testMatch: ["<rootDir>/test/integration/**/*.test.ts"],
+      globalSetup: "<rootDir>/test/support/global-setup.ts",
+      globalTeardown: "<rootDir>/test/support/global-teardown.ts",
+      slowTestThreshold: 30,
+    },
+  ],
+};
