@@ -1,0 +1,152 @@
+/**
+ * The canonical message model: one zod schema per shape, types inferred from it.
+ *
+ * Shapes follow the pi session format (`@mariozechner/pi-ai` messages) so that pi files load
+ * without conversion. Content blocks are the single source of truth: tool calls are read from
+ * an assistant message's content, never from a separate list.
+ */
+import { z } from "zod";
+
+export const TextBlockSchema = z.object({
+  type: z.literal("text"),
+  text: z.string(),
+  /** Provider-opaque signature of a text block (OpenAI Responses item id); replayed as is. */
+  textSignature: z.string().optional(),
+});
+
+export const ThinkingBlockSchema = z.object({
+  type: z.literal("thinking"),
+  thinking: z.string(),
+  /** Anthropic signature, or the encrypted payload of redacted thinking; replayed as is. */
+  thinkingSignature: z.string().optional(),
+  /** True when the provider redacted the thinking; the payload lives in `thinkingSignature`. */
+  redacted: z.boolean().optional(),
+});
+
+export const ImageBlockSchema = z.object({
+  type: z.literal("image"),
+  /** Base64 without a data: prefix. */
+  data: z.string(),
+  mimeType: z.string(),
+});
+
+export const ToolCallBlockSchema = z.object({
+  type: z.literal("toolCall"),
+  id: z.string().min(1),
+  name: z.string().min(1),
+  arguments: z.record(z.string(), z.unknown()),
+  thoughtSignature: z.string().optional(),
+});
+
+export const UserContentSchema = z.union([
+  z.string(),
+  z.array(z.discriminatedUnion("type", [TextBlockSchema, ImageBlockSchema])),
+]);
+export const AssistantBlockSchema = z.discriminatedUnion("type", [
+  TextBlockSchema,
+  ThinkingBlockSchema,
+  ToolCallBlockSchema,
+]);
+export const ToolResultBlockSchema = z.discriminatedUnion("type", [TextBlockSchema, ImageBlockSchema]);
+
+export const CostSchema = z.object({
+  input: z.number(),
+  output: z.number(),
+  cacheRead: z.number(),
+  cacheWrite: z.number(),
+  total: z.number(),
+});
+
+export const UsageSchema = z.object({
+  input: z.number(),
+  output: z.number(),
+  cacheRead: z.number(),
+  cacheWrite: z.number(),
+  totalTokens: z.number(),
+  cost: CostSchema,
+});
+
+export const StopReasonSchema = z.enum(["stop", "length", "toolUse", "error", "aborted"]);
+
+export const UserMessageSchema = z.object({
+  role: z.literal("user"),
+  content: UserContentSchema,
+  /** Epoch milliseconds. */
+  timestamp: z.number(),
+});
+
+export const AssistantMessageSchema = z.object({
+  role: z.literal("assistant"),
+  content: z.array(AssistantBlockSchema),
+  /** Wire API used: "openai-completions" | "openai-responses" | "anthropic-messages" | other. */
+  api: z.string(),
+  provider: z.string(),
+  model: z.string(),
+  responseId: z.string().optional(),
+  usage: UsageSchema,
+  stopReason: StopReasonSchema,
+  errorMessage: z.string().optional(),
+  timestamp: z.number(),
+});
+
+export const ToolResultMessageSchema = z.object({
+  role: z.literal("toolResult"),
+  toolCallId: z.string().min(1),
+  toolName: z.string(),
+  content: z.array(ToolResultBlockSchema),
+  details: z.unknown().optional(),
+  isError: z.boolean(),
+  timestamp: z.number(),
+});
+
+/** A message an LLM can be sent. */
+export const MessageSchema = z.discriminatedUnion("role", [
+  UserMessageSchema,
+  AssistantMessageSchema,
+  ToolResultMessageSchema,
+]);
+
+export type TextBlock = z.infer<typeof TextBlockSchema>;
+export type ThinkingBlock = z.infer<typeof ThinkingBlockSchema>;
+export type ImageBlock = z.infer<typeof ImageBlockSchema>;
+export type ToolCallBlock = z.infer<typeof ToolCallBlockSchema>;
+export type AssistantBlock = z.infer<typeof AssistantBlockSchema>;
+export type ToolResultBlock = z.infer<typeof ToolResultBlockSchema>;
+export type Cost = z.infer<typeof CostSchema>;
+export type Usage = z.infer<typeof UsageSchema>;
+export type StopReason = z.infer<typeof StopReasonSchema>;
+export type UserMessage = z.infer<typeof UserMessageSchema>;
+export type AssistantMessage = z.infer<typeof AssistantMessageSchema>;
+export type ToolResultMessage = z.infer<typeof ToolResultMessageSchema>;
+export type Message = z.infer<typeof MessageSchema>;
+
+/** A tool as offered to a model: name, description and a JSON Schema for its arguments. */
+export interface ToolSpec {
+  name: string;
+  description: string;
+  /** JSON Schema (draft 2020-12 / OpenAPI-compatible object schema). */
+  parameters: Record<string, unknown>;
+}
+
+/** What a provider is asked to continue. */
+export interface LlmContext {
+  systemPrompt?: string;
+  messages: Message[];
+  tools?: ToolSpec[];
+}
+
+/** The tool calls of an assistant message, read from its content (the only source). */
+export function toolCallsOf(message: AssistantMessage): ToolCallBlock[] {
+  return message.content.filter((block): block is ToolCallBlock => block.type === "toolCall");
+}
+
+export function emptyUsage(): Usage {
+  return {
+    input: 0,
+    output: 0,
+    cacheRead: 0,
+    cacheWrite: 0,
+    totalTokens: 0,
+    cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+  };
+}
