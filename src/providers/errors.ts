@@ -1,0 +1,103 @@
+/**
+ * Maps anything an SDK call can throw to a {@link ProviderError} a retry policy can act on.
+ */
+import type { ProviderError } from "./types";
+
+/** Provider wordings of "the prompt does not fit the context window". */
+const CONTEXT_OVERFLOW_PATTERNS: readonly RegExp[] = [
+  /prompt is too long/i,
+  /context_length_exceeded/i,
+  /maximum context length/i,
+  /exceeds the context window/i,
+  /context window (?:limit|exceeded|size)/i,
+  /input is too long/i,
+  /too many (?:input )?tokens/i,
+];
+
+/** Error body types that mean "try again later" even without an HTTP status (mid-stream errors). */
+const RETRYABLE_ERROR_TYPES = new Set(["overloaded_error", "rate_limit_error", "api_error", "server_error"]);
+
+const HTTP_REQUEST_TIMEOUT = 408;
+const HTTP_CONFLICT = 409;
+const HTTP_PAYLOAD_TOO_LARGE = 413;
+const HTTP_TOO_MANY_REQUESTS = 429;
+const HTTP_SERVER_ERROR = 500;
+
+/** The SDK error fields we read; both SDKs' `APIError` classes have this shape. */
+interface SdkErrorShape {
+  status?: number;
+  headers?: Headers;
+  error?: unknown;
+  code?: string | null;
+  type?: string;
+  message?: string;
+  name?: string;
+}
+
+export function isContextOverflowText(text: string): boolean {
+  return CONTEXT_OVERFLOW_PATTERNS.some((pattern) => pattern.test(text));
+}
+
+/** Delay requested by `retry-after-ms` (milliseconds) or `retry-after` (seconds or HTTP date). */
+export function retryAfterMsFrom(headers: Headers | undefined, now = Date.now()): number | undefined {
+  if (!headers) return undefined;
+  const millis = headers.get("retry-after-ms");
+  if (millis !== null && Number.isFinite(Number(millis))) return Math.max(0, Number(millis));
+  const after = headers.get("retry-after");
+  if (after === null) return undefined;
+  const seconds = Number(after);
+  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
+  const date = Date.parse(after);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+}
+
+function errorBodyType(body: unknown): string | undefined {
+  if (typeof body !== "object" || body === null) return undefined;
+  const record = body as Record<string, unknown>;
+  if (typeof record.type === "string" && record.type !== "error") return record.type;
+  const nested = record.error;
+  if (typeof nested === "object" && nested !== null) {
+    const type = (nested as Record<string, unknown>).type;
+    if (typeof type === "string") return type;
+  }
+  return undefined;
+}
+
+function describe(error: unknown): string {
+  if (error instanceof Error) return error.message || error.name;
+  return typeof error === "string" ? error : JSON.stringify(error);
+}
+
+/**
+ * Classifies a thrown value. `aborted` wins whenever the caller's signal fired; HTTP statuses
+ * decide next; errors without a status (network failures, cut streams, mid-stream `error`
+ * events) are retryable unless their body says the request itself is invalid.
+ */
+export function classifyError(error: unknown, signal?: AbortSignal): ProviderError {
+  const message = describe(error);
+  if (signal?.aborted) return { kind: "aborted", message: "Request was aborted" };
+  const sdk = (typeof error === "object" && error !== null ? error : {}) as SdkErrorShape;
+  const bodyType = errorBodyType(sdk.error) ?? sdk.type;
+  const overflowText = `${message} ${sdk.code ?? ""}`;
+  const status = typeof sdk.status === "number" ? sdk.status : undefined;
+
+  if (isContextOverflowText(overflowText) || status === HTTP_PAYLOAD_TOO_LARGE) {
+    return { kind: "context_overflow", ...(status ? { status } : {}), message };
+  }
+  if (status !== undefined) {
+    const retryable =
+      status === HTTP_TOO_MANY_REQUESTS ||
+      status === HTTP_REQUEST_TIMEOUT ||
+      status === HTTP_CONFLICT ||
+      status >= HTTP_SERVER_ERROR;
+    const retryAfterMs = retryable ? retryAfterMsFrom(sdk.headers) : undefined;
+    return {
+      kind: retryable ? "retryable" : "non_retryable",
+      status,
+      ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+      message,
+    };
+  }
+  if (bodyType && !RETRYABLE_ERROR_TYPES.has(bodyType)) return { kind: "non_retryable", message };
+  return { kind: "retryable", message };
+}

@@ -1,0 +1,178 @@
+/**
+ * Accumulates one assistant message from streamed (or whole) provider output and turns the
+ * end of a call — success, error or abort — into a {@link ProviderResult}.
+ */
+import { randomUUID } from "node:crypto";
+import type {
+  AssistantMessage,
+  LlmContext,
+  StopReason,
+  TextBlock,
+  ThinkingBlock,
+  ToolCallBlock,
+} from "../core/messages";
+import { emptyUsage } from "../core/messages";
+import { classifyError } from "./errors";
+import { parseTextToolCalls } from "./fallback-tool-calls";
+import { computeCost } from "./models";
+import type { CompleteOptions, ModelInfo, ProgressInfo, ProviderError, ProviderResult } from "./types";
+
+export interface TokenCounts {
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+}
+
+/** A tool call whose JSON arguments are still arriving. */
+interface OpenToolCall {
+  block: ToolCallBlock;
+  json: string;
+}
+
+function parseArguments(json: string): Record<string, unknown> {
+  if (json.trim() === "") return {};
+  try {
+    const parsed: unknown = JSON.parse(json);
+    return typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)
+      ? (parsed as Record<string, unknown>)
+      : {};
+  } catch {
+    // Truncated or malformed arguments: the tool's schema validation reports what is missing.
+    return {};
+  }
+}
+
+export function newFallbackToolCallId(): string {
+  return `call_${randomUUID().replaceAll("-", "").slice(0, 24)}`;
+}
+
+export class OutputBuilder {
+  readonly message: AssistantMessage;
+  private readonly texts = new Map<string, TextBlock>();
+  private readonly thoughts = new Map<string, ThinkingBlock>();
+  private readonly toolCalls = new Map<string, OpenToolCall>();
+  private readonly progress: ProgressInfo = { textChars: 0, thinkingChars: 0, toolCalls: 0, partialText: "" };
+
+  constructor(
+    private readonly model: ModelInfo,
+    private readonly options: CompleteOptions,
+  ) {
+    this.message = {
+      role: "assistant",
+      content: [],
+      api: model.api,
+      provider: model.provider,
+      model: model.id,
+      usage: emptyUsage(),
+      stopReason: "stop",
+      timestamp: Date.now(),
+    };
+  }
+
+  /** Appends to the text block streamed under `key`, creating it on first use. */
+  text(key: string, delta: string, signature?: string): void {
+    let block = this.texts.get(key);
+    if (!block) {
+      block = { type: "text", text: "" };
+      this.texts.set(key, block);
+      this.message.content.push(block);
+    }
+    block.text += delta;
+    if (signature) block.textSignature = signature;
+    this.progress.textChars += delta.length;
+    this.progress.partialText += delta;
+    this.report();
+  }
+
+  /** Appends to the thinking block streamed under `key`, creating it on first use. */
+  thinking(key: string, delta: string): ThinkingBlock {
+    let block = this.thoughts.get(key);
+    if (!block) {
+      block = { type: "thinking", thinking: "" };
+      this.thoughts.set(key, block);
+      this.message.content.push(block);
+    }
+    block.thinking += delta;
+    this.progress.thinkingChars += delta.length;
+    if (delta) this.report();
+    return block;
+  }
+
+  startToolCall(key: string, id: string, name: string): void {
+    const block: ToolCallBlock = { type: "toolCall", id, name, arguments: {} };
+    this.toolCalls.set(key, { block, json: "" });
+    this.message.content.push(block);
+    this.progress.toolCalls += 1;
+    this.report();
+  }
+
+  hasToolCall(key: string): boolean {
+    return this.toolCalls.has(key);
+  }
+
+  toolArguments(key: string, delta: string): void {
+    const open = this.toolCalls.get(key);
+    if (!open) return;
+    open.json += delta;
+    open.block.arguments = parseArguments(open.json);
+  }
+
+  /** A complete block from a non-streaming response. */
+  push(block: AssistantMessage["content"][number]): void {
+    this.message.content.push(block);
+    if (block.type === "toolCall") this.progress.toolCalls += 1;
+  }
+
+  setUsage(tokens: TokenCounts): void {
+    const totalTokens = tokens.input + tokens.output + tokens.cacheRead + tokens.cacheWrite;
+    const counts = { ...tokens, totalTokens };
+    this.message.usage = { ...counts, cost: computeCost(this.model, counts) };
+  }
+
+  setStopReason(reason: StopReason): void {
+    this.message.stopReason = reason;
+  }
+
+  private report(): void {
+    this.options.onProgress?.({ ...this.progress });
+  }
+
+  /** Result of a call whose response completed. */
+  finish(context: LlmContext): ProviderResult {
+    const usage = this.message.usage;
+    const promptTokens = usage.input + usage.cacheRead + usage.cacheWrite;
+    if (promptTokens > this.model.contextWindow) {
+      return this.failWith({
+        kind: "context_overflow",
+        message: `Prompt used ${promptTokens} tokens; ${this.model.id} has a ${this.model.contextWindow}-token window`,
+      });
+    }
+    this.addTextToolCalls(context);
+    const hasToolCalls = this.message.content.some((block) => block.type === "toolCall");
+    if (hasToolCalls && this.message.stopReason === "stop") this.message.stopReason = "toolUse";
+    return { message: this.message };
+  }
+
+  /** Result of a call that threw; partial content is kept. */
+  fail(error: unknown): ProviderResult {
+    return this.failWith(classifyError(error, this.options.signal));
+  }
+
+  failWith(error: ProviderError): ProviderResult {
+    this.message.stopReason = error.kind === "aborted" ? "aborted" : "error";
+    this.message.errorMessage = error.message;
+    return { message: this.message, error };
+  }
+
+  private addTextToolCalls(context: LlmContext): void {
+    const offered = context.tools?.map((tool) => tool.name) ?? [];
+    if (!this.model.textToolCalls || offered.length === 0) return;
+    if (this.message.content.some((block) => block.type === "toolCall")) return;
+    const text = this.message.content
+      .filter((block): block is TextBlock => block.type === "text")
+      .map((block) => block.text)
+      .join("\n");
+    for (const call of parseTextToolCalls(text, offered, newFallbackToolCallId)) this.push(call);
+  }
+}

@@ -1,0 +1,60 @@
+/**
+ * Deterministic tool-call id normalisation, so a conversation can move between providers.
+ *
+ * Canonical ids are whatever the producing provider returned. OpenAI Responses ids are stored
+ * as `<call_id>|<item id>` (the pi convention). Each converter maps every id through the same
+ * pure function for the assistant's tool call and for the matching tool result, so the pair
+ * stays linked without any lookup table.
+ */
+import { createHash } from "node:crypto";
+
+/** Anthropic: `^[a-zA-Z0-9_-]+$`, at most 64 characters. */
+export const ANTHROPIC_TOOL_ID_MAX = 64;
+/** OpenAI Chat Completions rejects tool-call ids longer than 40 characters. */
+export const CHAT_TOOL_ID_MAX = 40;
+/** OpenAI Responses call ids and item ids: at most 64 characters. */
+export const RESPONSES_ID_MAX = 64;
+const HASH_CHARS = 12;
+const UNSAFE_ID_CHARS = /[^a-zA-Z0-9_-]/g;
+
+export function shortHash(text: string): string {
+  return createHash("sha256").update(text).digest("hex").slice(0, HASH_CHARS);
+}
+
+/**
+ * `id` unchanged when it is already safe and short enough; otherwise its safe characters
+ * (truncated) plus a hash of the original, so two different ids never collapse into one.
+ */
+export function toSafeId(id: string, maxLength: number): string {
+  const sanitized = id.replace(UNSAFE_ID_CHARS, "_");
+  if (sanitized === id && id.length > 0 && id.length <= maxLength) return id;
+  const head = sanitized.slice(0, maxLength - HASH_CHARS - 1);
+  return head ? `${head}_${shortHash(id)}` : shortHash(id);
+}
+
+/** Splits a canonical id into its Responses call id and item id (the latter may be absent). */
+export function splitResponsesId(id: string): { callId: string; itemId?: string } {
+  const separator = id.indexOf("|");
+  if (separator < 0) return { callId: id };
+  return { callId: id.slice(0, separator), itemId: id.slice(separator + 1) };
+}
+
+export function toAnthropicToolId(id: string): string {
+  return toSafeId(id, ANTHROPIC_TOOL_ID_MAX);
+}
+
+/** Chat Completions ids: the Responses call id part when present (it is unique on its own). */
+export function toChatToolId(id: string): string {
+  return toSafeId(splitResponsesId(id).callId, CHAT_TOOL_ID_MAX);
+}
+
+/**
+ * Responses ids. Ids from the Responses API keep their item id; foreign ids get a call id
+ * derived from them and an item id `fc_<hash>` (item ids must start with `fc_`).
+ */
+export function toResponsesToolIds(id: string): { callId: string; itemId: string } {
+  const { callId, itemId } = splitResponsesId(id);
+  const safeCallId = toSafeId(callId, RESPONSES_ID_MAX);
+  if (itemId?.startsWith("fc_")) return { callId: safeCallId, itemId: toSafeId(itemId, RESPONSES_ID_MAX) };
+  return { callId: safeCallId, itemId: `fc_${shortHash(id)}` };
+}

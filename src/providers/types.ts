@@ -1,0 +1,98 @@
+/**
+ * The provider contract: one call turns an LLM context into one canonical assistant message.
+ *
+ * Providers never throw for provider-side failures (HTTP errors, network, timeouts, aborts):
+ * those come back as a message with `stopReason` "error" or "aborted" plus a typed
+ * classification, so the caller (a Temporal activity) decides whether to retry.
+ */
+import type { AssistantMessage, LlmContext } from "../core/messages";
+
+/** Wire protocols Keel speaks. */
+export type ModelApi = "openai-completions" | "openai-responses" | "anthropic-messages";
+
+/** Prices in US dollars per million tokens. */
+export interface ModelPrices {
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+}
+
+/** One entry of the model catalog (`models.json` plus configured additions). */
+export interface ModelInfo {
+  id: string;
+  /** Who serves it: "openai", "anthropic", "local", or any configured name. */
+  provider: string;
+  api: ModelApi;
+  contextWindow: number;
+  maxOutputTokens: number;
+  prices: ModelPrices;
+  /** The model can think/reason; thinking options are sent only when true. */
+  reasoning: boolean;
+  imageInput: boolean;
+  /** Overrides the provider's base URL for this model (OpenAI-compatible servers). */
+  baseUrl?: string;
+  /** Parse tool calls written as text when the model returns no structured ones. */
+  textToolCalls?: boolean;
+}
+
+export type ThinkingLevel = "off" | "minimal" | "low" | "medium" | "high";
+
+/** Progress of a streaming call, reported on every delta (heartbeats, live previews). */
+export interface ProgressInfo {
+  textChars: number;
+  thinkingChars: number;
+  toolCalls: number;
+  partialText: string;
+}
+
+export interface CompleteOptions {
+  maxTokens?: number;
+  temperature?: number;
+  thinkingLevel?: ThinkingLevel;
+  signal?: AbortSignal;
+  onProgress?: (progress: ProgressInfo) => void;
+}
+
+export type ProviderErrorKind = "retryable" | "non_retryable" | "context_overflow" | "aborted";
+
+/** Why a call failed, in the terms a retry policy needs. */
+export interface ProviderError {
+  kind: ProviderErrorKind;
+  /** HTTP status when the server answered. */
+  status?: number;
+  /** Server-requested delay before retrying (`retry-after-ms` / `retry-after`). */
+  retryAfterMs?: number;
+  message: string;
+}
+
+/**
+ * The outcome of one call. `message` is always a canonical assistant message (partial content
+ * is kept on abort and mid-stream errors); `error` is present exactly when
+ * `message.stopReason` is "error" or "aborted".
+ */
+export interface ProviderResult {
+  message: AssistantMessage;
+  error?: ProviderError;
+}
+
+export interface Provider {
+  /** Never throws for provider errors; see {@link ProviderResult}. */
+  complete(model: ModelInfo, context: LlmContext, options?: CompleteOptions): Promise<ProviderResult>;
+}
+
+/** Connection settings shared by every provider implementation. */
+export interface ProviderConnection {
+  apiKey: string;
+  baseURL?: string;
+  headers?: Record<string, string>;
+  /** Per-request timeout of the SDK client, in milliseconds. */
+  timeoutMs?: number;
+  /** Use the non-streaming endpoint form (for servers without SSE support). */
+  stream?: boolean;
+}
+
+export interface AnthropicConnection extends ProviderConnection {
+  /** Put `cache_control` on the system prompt, the last tool and the last user block (default true). */
+  promptCaching?: boolean;
+}
