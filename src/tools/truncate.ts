@@ -1,0 +1,183 @@
+/**
+ * Output limits shared by all tools, and the notices that tell the model how to continue.
+ *
+ * Two independent limits, whichever is hit first: lines and UTF-8 bytes. Head truncation keeps
+ * the beginning (read, grep, find, ls); tail truncation keeps the end (bash, where errors and
+ * results come last). Only whole lines are kept, except when a single last line alone exceeds
+ * the byte limit in tail mode.
+ */
+
+export const MAX_OUTPUT_LINES = 2000;
+export const MAX_OUTPUT_BYTES = 50 * 1024;
+/** Characters kept of one grep match or context line. */
+export const MAX_GREP_LINE_CHARS = 500;
+export const DEFAULT_GREP_LIMIT = 100;
+export const DEFAULT_FIND_LIMIT = 1000;
+export const DEFAULT_LS_LIMIT = 500;
+
+export interface Truncation {
+  /** The kept text. */
+  content: string;
+  truncated: boolean;
+  truncatedBy: "lines" | "bytes" | null;
+  totalLines: number;
+  totalBytes: number;
+  outputLines: number;
+  outputBytes: number;
+  /** Tail mode only: the kept text starts inside a line longer than the byte limit. */
+  lastLinePartial: boolean;
+  /** Head mode only: the first line alone is longer than the byte limit; nothing was kept. */
+  firstLineExceedsLimit: boolean;
+}
+
+export interface TruncationLimits {
+  maxLines?: number;
+  maxBytes?: number;
+}
+
+const byteLength = (text: string): number => Buffer.byteLength(text, "utf8");
+
+export function formatSize(bytes: number): string {
+  if (bytes < 1024) return `${bytes}B`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)}KB`;
+  return `${(bytes / (1024 * 1024)).toFixed(1)}MB`;
+}
+
+function untruncated(content: string, lineCount: number, bytes: number): Truncation {
+  return {
+    content,
+    truncated: false,
+    truncatedBy: null,
+    totalLines: lineCount,
+    totalBytes: bytes,
+    outputLines: lineCount,
+    outputBytes: bytes,
+    lastLinePartial: false,
+    firstLineExceedsLimit: false,
+  };
+}
+
+/** Keeps the first whole lines of `content` that fit both limits. */
+export function truncateHead(content: string, limits: TruncationLimits = {}): Truncation {
+  const maxLines = limits.maxLines ?? MAX_OUTPUT_LINES;
+  const maxBytes = limits.maxBytes ?? MAX_OUTPUT_BYTES;
+  const lines = content.split("\n");
+  const totalBytes = byteLength(content);
+  if (lines.length <= maxLines && totalBytes <= maxBytes)
+    return untruncated(content, lines.length, totalBytes);
+
+  const kept: string[] = [];
+  let keptBytes = 0;
+  let truncatedBy: "lines" | "bytes" = "lines";
+  for (const line of lines) {
+    if (kept.length >= maxLines) break;
+    const cost = byteLength(line) + (kept.length > 0 ? 1 : 0);
+    if (keptBytes + cost > maxBytes) {
+      truncatedBy = "bytes";
+      break;
+    }
+    kept.push(line);
+    keptBytes += cost;
+  }
+  return {
+    content: kept.join("\n"),
+    truncated: true,
+    truncatedBy,
+    totalLines: lines.length,
+    totalBytes,
+    outputLines: kept.length,
+    outputBytes: keptBytes,
+    lastLinePartial: false,
+    firstLineExceedsLimit: kept.length === 0,
+  };
+}
+
+/** Keeps the last whole lines of `content` that fit both limits (or the end of an over-long last line). */
+export function truncateTail(content: string, limits: TruncationLimits = {}): Truncation {
+  const maxLines = limits.maxLines ?? MAX_OUTPUT_LINES;
+  const maxBytes = limits.maxBytes ?? MAX_OUTPUT_BYTES;
+  const lines = content.split("\n");
+  const totalBytes = byteLength(content);
+  if (lines.length <= maxLines && totalBytes <= maxBytes)
+    return untruncated(content, lines.length, totalBytes);
+
+  const kept: string[] = [];
+  let keptBytes = 0;
+  let truncatedBy: "lines" | "bytes" = "lines";
+  let lastLinePartial = false;
+  for (let i = lines.length - 1; i >= 0 && kept.length < maxLines; i--) {
+    const line = lines[i] ?? "";
+    const cost = byteLength(line) + (kept.length > 0 ? 1 : 0);
+    if (keptBytes + cost > maxBytes) {
+      truncatedBy = "bytes";
+      if (kept.length === 0) {
+        const end = tailBytes(line, maxBytes);
+        kept.push(end);
+        keptBytes = byteLength(end);
+        lastLinePartial = true;
+      }
+      break;
+    }
+    kept.unshift(line);
+    keptBytes += cost;
+  }
+  return {
+    content: kept.join("\n"),
+    truncated: true,
+    truncatedBy,
+    totalLines: lines.length,
+    totalBytes,
+    outputLines: kept.length,
+    outputBytes: keptBytes,
+    lastLinePartial,
+    firstLineExceedsLimit: false,
+  };
+}
+
+/** The last `maxBytes` bytes of `text`, starting on a UTF-8 character boundary. */
+function tailBytes(text: string, maxBytes: number): string {
+  const buffer = Buffer.from(text, "utf8");
+  let start = Math.max(0, buffer.length - maxBytes);
+  while (start < buffer.length && (buffer[start]! & 0xc0) === 0x80) start++;
+  return buffer.subarray(start).toString("utf8");
+}
+
+/** Caps one line at `maxChars` characters, marking the cut. */
+export function truncateLine(
+  line: string,
+  maxChars = MAX_GREP_LINE_CHARS,
+): { text: string; truncated: boolean } {
+  if (line.length <= maxChars) return { text: line, truncated: false };
+  return { text: `${line.slice(0, maxChars)}... [truncated]`, truncated: true };
+}
+
+// ---- Notices: the text appended to a truncated output, telling the model what to do next.
+
+export const notices = {
+  readLines: (first: number, last: number, total: number | string) =>
+    `[Showing lines ${first}-${last} of ${total}. Use offset=${last + 1} to continue.]`,
+  readBytes: (first: number, last: number, total: number | string) =>
+    `[Showing lines ${first}-${last} of ${total} (${formatSize(MAX_OUTPUT_BYTES)} limit). Use offset=${last + 1} to continue.]`,
+  readRemaining: (remaining: number, nextOffset: number) =>
+    `[${remaining} more lines in file. Use offset=${nextOffset} to continue.]`,
+  readLongLine: (line: number, size: number, path: string) =>
+    `[Line ${line} is ${formatSize(size)}, exceeds the ${formatSize(MAX_OUTPUT_BYTES)} limit. Use bash: sed -n '${line}p' ${path} | head -c ${MAX_OUTPUT_BYTES}]`,
+  bashLines: (first: number, last: number, total: number, fullOutput: string) =>
+    `[Showing lines ${first}-${last} of ${total}. Full output: ${fullOutput} (use read with offset, or grep, to see the rest)]`,
+  bashBytes: (first: number, last: number, total: number, fullOutput: string) =>
+    `[Showing lines ${first}-${last} of ${total} (${formatSize(MAX_OUTPUT_BYTES)} limit). Full output: ${fullOutput} (use read with offset, or grep, to see the rest)]`,
+  bashPartialLine: (shownBytes: number, line: number, fullOutput: string) =>
+    `[Showing the last ${formatSize(shownBytes)} of line ${line}. Full output: ${fullOutput}]`,
+  matchLimit: (limit: number) =>
+    `${limit} matches limit reached. Use limit=${limit * 2} for more, or refine pattern`,
+  resultLimit: (limit: number) =>
+    `${limit} results limit reached. Use limit=${limit * 2} for more, or refine pattern`,
+  entryLimit: (limit: number) => `${limit} entries limit reached. Use limit=${limit * 2} for more`,
+  byteLimit: () => `${formatSize(MAX_OUTPUT_BYTES)} limit reached`,
+  longLines: () => `Some lines truncated to ${MAX_GREP_LINE_CHARS} chars. Use read to see full lines`,
+} as const;
+
+/** Appends `[notice. notice]` to a listing when any notice applies. */
+export function withNotices(text: string, list: string[]): string {
+  return list.length === 0 ? text : `${text}\n\n[${list.join(". ")}]`;
+}

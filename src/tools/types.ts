@@ -1,0 +1,85 @@
+/**
+ * The shape of a built-in tool: what the model is offered (name, description, JSON Schema),
+ * how it runs (`execute` against a session workspace) and how it may be replayed after an
+ * unknown outcome in a durable run.
+ */
+import { z } from "zod";
+import type { ImageBlock, TextBlock, ToolSpec } from "../core/messages";
+import type { Workspace } from "./workspace";
+
+/**
+ * What a durable runner may do when it does not know whether an earlier attempt finished:
+ * - `safe`: re-run freely (read-only: read, grep, find, ls);
+ * - `idempotent-with-check`: re-run; the tool itself detects that the earlier attempt already
+ *   took effect and reports that instead of applying it twice (write, edit);
+ * - `unsafe`: never re-run silently; report the unknown outcome to the model instead (bash).
+ */
+export type ReplayClass = "safe" | "idempotent-with-check" | "unsafe";
+
+/** Blocks a tool may return; the same blocks a toolResult message carries. */
+export type ToolContentBlock = TextBlock | ImageBlock;
+
+/** What `execute` produces. `details` is for the UI and the session, never sent to the model. */
+export interface ToolOutput {
+  content: ToolContentBlock[];
+  details?: unknown;
+  isError: boolean;
+}
+
+/** A partial result streamed while a tool runs (bash output so far). */
+export interface ToolUpdate {
+  content: ToolContentBlock[];
+  details?: unknown;
+}
+
+export interface ToolContext {
+  workspace: Workspace;
+  /** Cancels the tool; long-running tools stop promptly and report "aborted". */
+  signal?: AbortSignal;
+  onUpdate?: (update: ToolUpdate) => void;
+}
+
+/** The zod schema every tool takes: an object of named arguments. */
+export type ToolParameters = z.ZodObject;
+
+export interface ToolDefinition<P extends ToolParameters = ToolParameters> {
+  name: string;
+  description: string;
+  parameters: P;
+  replay: ReplayClass;
+  /**
+   * Runs with arguments already validated against `parameters`. May throw (a `ToolError` for
+   * expected failures); `runToolCall` turns any throw into an error result.
+   */
+  execute(args: z.output<P>, ctx: ToolContext): Promise<ToolOutput>;
+}
+
+/** An expected tool failure: its message is what the model reads; details go to the result. */
+export class ToolError extends Error {
+  constructor(
+    message: string,
+    readonly details?: unknown,
+  ) {
+    super(message);
+    this.name = "ToolError";
+  }
+}
+
+/** Identity helper that keeps a tool's argument type tied to its schema. */
+export function defineTool<P extends ToolParameters>(definition: ToolDefinition<P>): ToolDefinition<P> {
+  return definition;
+}
+
+/** The provider-facing description of a tool: its zod schema as a JSON Schema object. */
+export function toolSpec(tool: ToolDefinition): ToolSpec {
+  const { $schema: _dialect, ...parameters } = z.toJSONSchema(tool.parameters, { io: "input" });
+  return { name: tool.name, description: tool.description, parameters };
+}
+
+export function textOutput(text: string, details?: unknown): ToolOutput {
+  return { content: [{ type: "text", text }], details, isError: false };
+}
+
+export function errorOutput(text: string, details?: unknown): ToolOutput {
+  return { content: [{ type: "text", text }], details, isError: true };
+}
