@@ -107,6 +107,19 @@ export class OutputBuilder {
     this.report();
   }
 
+  /** The text block streamed under `key`, if any. */
+  textBlock(key: string): TextBlock | undefined {
+    return this.texts.get(key);
+  }
+
+  /** Replaces the streamed arguments with the final JSON the provider reports. */
+  setToolArguments(key: string, json: string): void {
+    const open = this.toolCalls.get(key);
+    if (!open) return;
+    open.json = json;
+    open.block.arguments = parseArguments(json);
+  }
+
   hasToolCall(key: string): boolean {
     return this.toolCalls.has(key);
   }

@@ -39,6 +39,11 @@ export function splitResponsesId(id: string): { callId: string; itemId?: string 
   return { callId: id.slice(0, separator), itemId: id.slice(separator + 1) };
 }
 
+/** The canonical id of a Responses function call: `<call_id>|<item id>`, or the call id alone. */
+export function joinResponsesId(callId: string, itemId: string | undefined): string {
+  return itemId ? `${callId}|${itemId}` : callId;
+}
+
 export function toAnthropicToolId(id: string): string {
   return toSafeId(id, ANTHROPIC_TOOL_ID_MAX);
 }

@@ -1,0 +1,14 @@
+/** One place that builds `openai` SDK clients, so both OpenAI APIs share the same settings. */
+import OpenAI from "openai";
+import type { ProviderConnection } from "./types";
+
+export function createOpenAiClient(connection: ProviderConnection): OpenAI {
+  return new OpenAI({
+    apiKey: connection.apiKey,
+    ...(connection.baseURL ? { baseURL: connection.baseURL } : {}),
+    defaultHeaders: connection.headers,
+    // Retries belong to the durable caller (Temporal activities), not to the SDK.
+    maxRetries: 0,
+    ...(connection.timeoutMs !== undefined ? { timeout: connection.timeoutMs } : {}),
+  });
+}
