@@ -57,9 +57,7 @@ export function toChatMessages(context: LlmContext, model: ModelInfo): ChatCompl
         content: textOf(message.content) || EMPTY_TOOL_RESULT,
       });
     } else {
-      const text = message.content
-        .flatMap((block) => (block.type === "text" ? [block.text] : []))
-        .join("");
+      const text = message.content.flatMap((block) => (block.type === "text" ? [block.text] : [])).join("");
       const toolCalls = message.content.flatMap((block) =>
         block.type === "toolCall"
           ? [
@@ -82,7 +80,11 @@ export function toChatMessages(context: LlmContext, model: ModelInfo): ChatCompl
   return params;
 }
 
-function buildParams(model: ModelInfo, context: LlmContext, options: CompleteOptions): ChatCompletionCreateParamsBase {
+function buildParams(
+  model: ModelInfo,
+  context: LlmContext,
+  options: CompleteOptions,
+): ChatCompletionCreateParamsBase {
   const params: ChatCompletionCreateParamsBase = {
     model: model.id,
     messages: toChatMessages(context, model),
@@ -102,7 +104,12 @@ function buildParams(model: ModelInfo, context: LlmContext, options: CompleteOpt
 
 function usageOf(usage: OpenAI.CompletionUsage): TokenCounts {
   const cached = usage.prompt_tokens_details?.cached_tokens ?? 0;
-  return { input: usage.prompt_tokens - cached, output: usage.completion_tokens, cacheRead: cached, cacheWrite: 0 };
+  return {
+    input: usage.prompt_tokens - cached,
+    output: usage.completion_tokens,
+    cacheRead: cached,
+    cacheWrite: 0,
+  };
 }
 
 function reasoningDelta(delta: object): string {
@@ -125,7 +132,8 @@ function applyChunk(out: OutputBuilder, chunk: ChatCompletionChunk): void {
   if (delta.content) out.text("content", delta.content);
   for (const call of delta.tool_calls ?? []) {
     const key = String(call.index);
-    if (!out.hasToolCall(key)) out.startToolCall(key, call.id ?? `call_${call.index}`, call.function?.name ?? "");
+    if (!out.hasToolCall(key))
+      out.startToolCall(key, call.id ?? `call_${call.index}`, call.function?.name ?? "");
     if (call.function?.arguments) out.toolArguments(key, call.function.arguments);
   }
   if (choice.finish_reason) out.setStopReason(mapFinishReason(choice.finish_reason));
@@ -140,13 +148,20 @@ export class OpenAiCompletionsProvider implements Provider {
     this.stream = connection.stream ?? true;
   }
 
-  async complete(model: ModelInfo, context: LlmContext, options: CompleteOptions = {}): Promise<ProviderResult> {
+  async complete(
+    model: ModelInfo,
+    context: LlmContext,
+    options: CompleteOptions = {},
+  ): Promise<ProviderResult> {
     const out = new OutputBuilder(model, options);
     try {
       const params = buildParams(model, context, options);
       const requestOptions = { signal: options.signal };
       if (!this.stream) {
-        const response = await this.client.chat.completions.create({ ...params, stream: false }, requestOptions);
+        const response = await this.client.chat.completions.create(
+          { ...params, stream: false },
+          requestOptions,
+        );
         out.message.responseId = response.id;
         const choice = response.choices[0];
         const reasoning = choice ? reasoningDelta(choice.message) : "";

@@ -25,12 +25,18 @@ export function toResponsesInput(context: LlmContext, model: ModelInfo): Respons
   for (const message of prepareMessages(context.messages, model)) {
     if (message.role === "user") {
       const blocks =
-        typeof message.content === "string" ? [{ type: "text" as const, text: message.content }] : message.content;
+        typeof message.content === "string"
+          ? [{ type: "text" as const, text: message.content }]
+          : message.content;
       const content = blocks.map(
         (block): ResponseInputContent =>
           block.type === "text"
             ? { type: "input_text", text: block.text }
-            : { type: "input_image", detail: "auto", image_url: `data:${block.mimeType};base64,${block.data}` },
+            : {
+                type: "input_image",
+                detail: "auto",
+                image_url: `data:${block.mimeType};base64,${block.data}`,
+              },
       );
       items.push({ role: "user", content });
     } else if (message.role === "toolResult") {
@@ -72,7 +78,11 @@ export function toResponsesInput(context: LlmContext, model: ModelInfo): Respons
   return items;
 }
 
-function buildParams(model: ModelInfo, context: LlmContext, options: CompleteOptions): ResponseCreateParamsBase {
+function buildParams(
+  model: ModelInfo,
+  context: LlmContext,
+  options: CompleteOptions,
+): ResponseCreateParamsBase {
   const params: ResponseCreateParamsBase = {
     model: model.id,
     input: toResponsesInput(context, model),
@@ -100,7 +110,12 @@ function buildParams(model: ModelInfo, context: LlmContext, options: CompleteOpt
 
 function usageOf(usage: ResponseUsage): TokenCounts {
   const cached = usage.input_tokens_details?.cached_tokens ?? 0;
-  return { input: usage.input_tokens - cached, output: usage.output_tokens, cacheRead: cached, cacheWrite: 0 };
+  return {
+    input: usage.input_tokens - cached,
+    output: usage.output_tokens,
+    cacheRead: cached,
+    cacheWrite: 0,
+  };
 }
 
 function reasoningText(item: Extract<ResponseOutputItem, { type: "reasoning" }>): string {
@@ -114,7 +129,9 @@ function applyItem(out: OutputBuilder, item: ResponseOutputItem): void {
     if (!thinking.thinking) thinking.thinking = reasoningText(item);
     thinking.thinkingSignature = JSON.stringify(item);
   } else if (item.type === "message") {
-    const text = item.content.map((part) => (part.type === "output_text" ? part.text : part.refusal)).join("");
+    const text = item.content
+      .map((part) => (part.type === "output_text" ? part.text : part.refusal))
+      .join("");
     const streamed = out.textBlock(item.id);
     if (streamed) streamed.textSignature = item.id;
     else out.text(item.id, text, item.id);
@@ -183,7 +200,11 @@ export class OpenAiResponsesProvider implements Provider {
     this.stream = connection.stream ?? true;
   }
 
-  async complete(model: ModelInfo, context: LlmContext, options: CompleteOptions = {}): Promise<ProviderResult> {
+  async complete(
+    model: ModelInfo,
+    context: LlmContext,
+    options: CompleteOptions = {},
+  ): Promise<ProviderResult> {
     const out = new OutputBuilder(model, options);
     try {
       const params = buildParams(model, context, options);

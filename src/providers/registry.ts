@@ -69,7 +69,11 @@ export function createProvider(config: ProviderConfig = {}): Provider {
   };
 
   return {
-    async complete(model: ModelInfo, context: LlmContext, options: CompleteOptions = {}): Promise<ProviderResult> {
+    async complete(
+      model: ModelInfo,
+      context: LlmContext,
+      options: CompleteOptions = {},
+    ): Promise<ProviderResult> {
       const connection = connectionFor(model);
       if (!connection) {
         const family = FAMILY_OF_API[model.api];
