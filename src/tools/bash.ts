@@ -1,0 +1,221 @@
+import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { createWriteStream, type WriteStream } from "node:fs";
+import * as fs from "node:fs/promises";
+import * as path from "node:path";
+import { finished } from "node:stream/promises";
+import { z } from "zod";
+import { scrubEnvironment } from "./environment";
+import { groupAlive, terminateGroup } from "./process-group";
+import { MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES, notices, type Truncation, truncateTail } from "./truncate";
+import type { ToolOutput } from "./types";
+import { defineTool } from "./types";
+import { ensureScratchDir, SCRATCH_SUBDIR, type Workspace } from "./workspace";
+
+const BashParameters = z.object({
+  command: z.string().min(1).describe("Bash command to execute"),
+  timeout: z.number().positive().optional().describe("Timeout in seconds (optional, no default timeout)"),
+});
+
+/** Bytes of the most recent output kept in memory once the output is spilled to a file. */
+const ROLLING_TAIL_BYTES = 2 * MAX_OUTPUT_BYTES;
+/** Minimum interval between streamed partial outputs. */
+const UPDATE_INTERVAL_MS = 250;
+/** How long to wait for the pipes to drain after the shell exits (background children may hold them). */
+const PIPE_DRAIN_MS = 200;
+/**
+ * Prepended to every command: on SIGTERM the shell waits for (and so reaps) its background
+ * children before exiting, instead of leaving them as orphans.
+ */
+const REAP_ON_TERM = "trap 'wait; exit 143' TERM\n";
+
+/**
+ * Collects a command's combined output with bounded memory. Everything stays in memory until the
+ * output exceeds the display limits; from then on it goes to a file in the workspace's scratch
+ * area and only a rolling tail is kept.
+ */
+class OutputCollector {
+  private head: Buffer[] = [];
+  private tail = Buffer.alloc(0);
+  private totalBytes = 0;
+  private newlines = 0;
+  private lastByte: number | undefined;
+  private file?: { relative: string; stream: WriteStream };
+
+  constructor(private readonly workspace: Workspace) {}
+
+  async append(chunk: Buffer): Promise<void> {
+    this.totalBytes += chunk.length;
+    for (const byte of chunk) if (byte === 0x0a) this.newlines++;
+    this.lastByte = chunk[chunk.length - 1] ?? this.lastByte;
+    const joined = Buffer.concat([this.tail, chunk]);
+    this.tail = joined.subarray(Math.max(0, joined.length - ROLLING_TAIL_BYTES));
+    if (this.file) {
+      this.file.stream.write(chunk);
+      return;
+    }
+    this.head.push(chunk);
+    if (this.totalBytes > MAX_OUTPUT_BYTES || this.newlines >= MAX_OUTPUT_LINES) await this.spill();
+  }
+
+  private async spill(): Promise<void> {
+    const scratch = await ensureScratchDir(this.workspace);
+    const name = `bash-${Date.now()}-${randomBytes(4).toString("hex")}.log`;
+    const stream = createWriteStream(path.join(scratch, name));
+    for (const chunk of this.head) stream.write(chunk);
+    this.head = [];
+    this.file = { relative: `${SCRATCH_SUBDIR}/${name}`, stream };
+  }
+
+  get lineCount(): number {
+    if (this.totalBytes === 0) return 0;
+    return this.newlines + (this.lastByte === 0x0a ? 0 : 1);
+  }
+
+  /** The output so far (its tail once spilled), without a trailing newline. */
+  text(): string {
+    const bytes = this.file ? this.tail : Buffer.concat(this.head);
+    let start = 0;
+    // A rolling tail may begin inside a multi-byte character.
+    while (this.file && start < bytes.length && ((bytes[start] ?? 0) & 0xc0) === 0x80) start++;
+    return bytes.subarray(start).toString("utf8").replace(/\n$/, "");
+  }
+
+  get fullOutputPath(): string | undefined {
+    return this.file?.relative;
+  }
+
+  async close(): Promise<void> {
+    if (!this.file) return;
+    this.file.stream.end();
+    await finished(this.file.stream);
+  }
+}
+
+interface Rendered {
+  text: string;
+  truncation?: Truncation;
+}
+
+function render(output: OutputCollector): Rendered {
+  const truncation = truncateTail(output.text());
+  const fullOutput = output.fullOutputPath;
+  if (!truncation.truncated && !fullOutput) return { text: truncation.content };
+  const total = output.lineCount;
+  const first = total - truncation.outputLines + 1;
+  const where = fullOutput ?? "(not saved)";
+  const notice = truncation.lastLinePartial
+    ? notices.bashPartialLine(truncation.outputBytes, total, where)
+    : truncation.truncatedBy === "bytes"
+      ? notices.bashBytes(first, total, total, where)
+      : notices.bashLines(first, total, total, where);
+  return { text: `${truncation.content}\n\n${notice}`, truncation: { ...truncation, totalLines: total } };
+}
+
+export interface BashDetails {
+  exitCode: number | null;
+  /** Signal that ended the shell, if any. */
+  signal?: string;
+  timedOut?: boolean;
+  aborted?: boolean;
+  truncation?: Truncation;
+  /** Workspace-relative path of the complete output, when it was truncated. */
+  fullOutputPath?: string;
+}
+
+export const bashTool = defineTool({
+  name: "bash",
+  description: `Execute a bash command in the workspace directory. Returns stdout and stderr combined. Output is truncated to the last ${MAX_OUTPUT_LINES} lines or ${MAX_OUTPUT_BYTES / 1024}KB (whichever is hit first); if truncated, the full output is saved to a file in the workspace (named in the output). Optionally provide a timeout in seconds. Commands that fail report their exit code.`,
+  parameters: BashParameters,
+  replay: "unsafe",
+  async execute({ command, timeout }, { workspace, signal, onUpdate }): Promise<ToolOutput> {
+    const output = new OutputCollector(workspace);
+    const child = spawn("bash", ["-c", REAP_ON_TERM + command], {
+      cwd: await fs.realpath(workspace.dir),
+      detached: true,
+      env: scrubEnvironment(),
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+
+    let stopping: Promise<void> | undefined;
+    let timedOut = false;
+    const stop = () => {
+      if (child.pid !== undefined && !stopping) stopping = terminateGroup(child.pid);
+    };
+    const onAbort = () => stop();
+    signal?.addEventListener("abort", onAbort, { once: true });
+    if (signal?.aborted) stop();
+    const timer =
+      timeout !== undefined
+        ? setTimeout(() => {
+            timedOut = true;
+            stop();
+          }, timeout * 1000)
+        : undefined;
+
+    let lastUpdate = 0;
+    let writes = Promise.resolve();
+    const onData = (chunk: Buffer) => {
+      writes = writes.then(() => output.append(chunk));
+      if (onUpdate && Date.now() - lastUpdate >= UPDATE_INTERVAL_MS) {
+        lastUpdate = Date.now();
+        void writes.then(() => onUpdate({ content: [{ type: "text", text: render(output).text }] }));
+      }
+    };
+    child.stdout.on("data", onData);
+    child.stderr.on("data", onData);
+
+    const pipesClosed = Promise.all([
+      new Promise((resolve) => child.stdout.once("close", resolve)),
+      new Promise((resolve) => child.stderr.once("close", resolve)),
+    ]);
+    const exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null } | Error>(
+      (resolve) => {
+        child.once("error", resolve);
+        child.once("exit", (code, exitSignal) => resolve({ code, signal: exitSignal }));
+      },
+    );
+    await Promise.race([pipesClosed, new Promise((resolve) => setTimeout(resolve, PIPE_DRAIN_MS))]);
+    child.stdout.destroy();
+    child.stderr.destroy();
+    if (timer) clearTimeout(timer);
+    signal?.removeEventListener("abort", onAbort);
+    if (stopping) await stopping;
+    else if (child.pid !== undefined && (signal?.aborted || timedOut) && groupAlive(child.pid)) {
+      await terminateGroup(child.pid);
+    }
+    await writes;
+    await output.close();
+
+    if (exit instanceof Error) {
+      return { content: [{ type: "text", text: `Failed to start bash: ${exit.message}` }], isError: true };
+    }
+    const { text, truncation } = render(output);
+    const details: BashDetails = {
+      exitCode: exit.code,
+      ...(exit.signal ? { signal: exit.signal } : {}),
+      ...(truncation ? { truncation, fullOutputPath: output.fullOutputPath } : {}),
+    };
+    const withStatus = (status: string) => (text ? `${text}\n\n${status}` : status);
+    if (signal?.aborted) {
+      return {
+        content: [{ type: "text", text: withStatus("Command aborted") }],
+        details: { ...details, aborted: true },
+        isError: true,
+      };
+    }
+    if (timedOut) {
+      return {
+        content: [{ type: "text", text: withStatus(`Command timed out after ${timeout} seconds`) }],
+        details: { ...details, timedOut: true },
+        isError: true,
+      };
+    }
+    if (exit.code !== 0) {
+      const status =
+        exit.code === null ? `Command killed by ${exit.signal}` : `Command exited with code ${exit.code}`;
+      return { content: [{ type: "text", text: withStatus(status) }], details, isError: true };
+    }
+    return { content: [{ type: "text", text: text || "(no output)" }], details, isError: false };
+  },
+});

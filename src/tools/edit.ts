@@ -1,0 +1,121 @@
+import * as fs from "node:fs/promises";
+import { createPatch } from "diff";
+import { z } from "zod";
+import { countOccurrences, locate } from "./edit-match";
+import { looksBinary, MAX_EDIT_FILE_BYTES } from "./files";
+import { statOrExplain } from "./read";
+import { formatSize } from "./truncate";
+import { defineTool, ToolError, textOutput } from "./types";
+import { resolveInside } from "./workspace";
+import { writeFileNoFollow } from "./write";
+
+const EditParameters = z.object({
+  path: z
+    .string()
+    .describe("Path to the file to edit (relative to the workspace root, or absolute inside it)"),
+  oldText: z
+    .string()
+    .describe("Exact text to find and replace (must match exactly and be unique in the file)"),
+  newText: z.string().describe("New text to replace the old text with"),
+});
+
+const BOM = "\uFEFF";
+const toLF = (text: string): string => text.replace(/\r\n/g, "\n").replace(/\r/g, "\n");
+
+/** The file's dominant line ending, judged by its first line break. */
+function lineEndingOf(text: string): "\r\n" | "\n" {
+  const lf = text.indexOf("\n");
+  return lf > 0 && text[lf - 1] === "\r" ? "\r\n" : "\n";
+}
+
+export interface EditDetails {
+  /** Unified diff of the change (LF line endings). */
+  diff: string;
+  /** First changed line in the new file (1-indexed). */
+  firstChangedLine: number;
+  /** The match needed the tolerant comparison (whitespace, quotes, dashes, Unicode forms). */
+  tolerant: boolean;
+}
+
+/**
+ * True when a previous identical edit already took effect: newText is present and every
+ * remaining occurrence of oldText is accounted for by newText itself (when newText contains it).
+ */
+function alreadyApplied(content: string, oldText: string, newText: string): boolean {
+  const newCount = countOccurrences(content, newText);
+  if (newText.length === 0 || newCount === 0) return false;
+  const oldInNew = countOccurrences(newText, oldText);
+  return countOccurrences(content, oldText) === newCount * oldInNew;
+}
+
+export const editTool = defineTool({
+  name: "edit",
+  description:
+    "Edit a file by replacing exact text. The oldText must match exactly (including whitespace) and be unique in the file; if no exact match exists, a match ignoring trailing whitespace, smart quotes, Unicode dashes and special spaces is tried. Use this for precise, surgical edits. Line endings and a UTF-8 BOM are preserved.",
+  parameters: EditParameters,
+  replay: "idempotent-with-check",
+  async execute({ path, oldText, newText }, { workspace, signal }) {
+    const { real, relative } = await resolveInside(workspace, path);
+    const stats = await statOrExplain(real, path);
+    if (!stats.isFile()) throw new ToolError(`Cannot edit ${path}: not a regular file.`);
+    if (stats.size > MAX_EDIT_FILE_BYTES) {
+      throw new ToolError(
+        `Cannot edit ${path}: ${formatSize(stats.size)} exceeds ${formatSize(MAX_EDIT_FILE_BYTES)}.`,
+      );
+    }
+    const raw = await fs.readFile(real);
+    if (looksBinary(raw.subarray(0, 8192))) throw new ToolError(`Cannot edit ${path}: it is a binary file.`);
+
+    const decoded = raw.toString("utf8");
+    const bom = decoded.startsWith(BOM) ? BOM : "";
+    const original = decoded.slice(bom.length);
+    const ending = lineEndingOf(original);
+    const content = toLF(original);
+    const oldLF = toLF(oldText);
+    const newLF = toLF(newText);
+    if (oldLF.length === 0) throw new ToolError("oldText must not be empty.");
+    if (oldLF === newLF) throw new ToolError("oldText and newText are identical; nothing to change.");
+
+    if (alreadyApplied(content, oldLF, newLF)) {
+      return textOutput(
+        `The edit is already applied in ${relative} (newText is present, oldText is not); nothing changed.`,
+        {
+          alreadyApplied: true,
+        },
+      );
+    }
+    const match = locate(content, oldLF);
+    if (match.kind === "none") {
+      const tolerantNew = newLF.trim().length > 0 ? locate(content, newLF) : { kind: "none" as const };
+      if (tolerantNew.kind === "unique") {
+        return textOutput(
+          `The edit is already applied in ${relative} (newText is present, oldText is not); nothing changed.`,
+          {
+            alreadyApplied: true,
+          },
+        );
+      }
+      throw new ToolError(
+        `Could not find the text to replace in ${relative}. oldText must match the file exactly, including whitespace and newlines; read the file again to copy it.`,
+      );
+    }
+    if (match.kind === "ambiguous") {
+      throw new ToolError(
+        `Found ${match.count} occurrences of oldText in ${relative} (lines ${match.lines.join(", ")}${match.count > match.lines.length ? ", …" : ""}). The text must be unique: include more surrounding lines to identify one occurrence.`,
+      );
+    }
+
+    const updated = content.slice(0, match.start) + newLF + content.slice(match.end);
+    if (signal?.aborted) throw new ToolError("Operation aborted");
+    const restored = ending === "\r\n" ? updated.replace(/\n/g, "\r\n") : updated;
+    await writeFileNoFollow(real, bom + restored);
+
+    const details: EditDetails = {
+      diff: createPatch(relative, content, updated, undefined, undefined, { context: 3 }),
+      firstChangedLine: content.slice(0, match.start).split("\n").length,
+      tolerant: match.tolerant,
+    };
+    const how = match.tolerant ? " (matched ignoring whitespace/quote/dash differences)" : "";
+    return textOutput(`Successfully replaced text in ${relative}${how}.`, details);
+  },
+});

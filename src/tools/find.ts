@@ -1,0 +1,72 @@
+import * as fs from "node:fs/promises";
+import picomatch from "picomatch";
+import { z } from "zod";
+import { DEFAULT_FIND_LIMIT, MAX_OUTPUT_BYTES, notices, truncateHead, withNotices } from "./truncate";
+import { defineTool, ToolError, textOutput } from "./types";
+import { assertConfinedGlob, walk } from "./walk";
+import { resolveInside } from "./workspace";
+
+const FindParameters = z.object({
+  pattern: z
+    .string()
+    .min(1)
+    .describe("Glob pattern to match files, e.g. '*.ts', '**/*.json', or 'src/**/*.spec.ts'"),
+  path: z.string().optional().describe("Directory to search in (default: the workspace root)"),
+  limit: z
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .describe(`Maximum number of results (default: ${DEFAULT_FIND_LIMIT})`),
+});
+
+/**
+ * A pattern without "/" matches file names anywhere; with "/", it matches the path relative to
+ * the search directory at any depth (as `fd --glob --full-path` with an implicit leading `**\/`).
+ */
+function matcherFor(pattern: string): (relative: string) => boolean {
+  if (!pattern.includes("/")) return picomatch(pattern, { dot: true, basename: true });
+  const anchored = pattern.startsWith("**/") || pattern === "**" ? pattern : `**/${pattern}`;
+  return picomatch(anchored, { dot: true });
+}
+
+export const findTool = defineTool({
+  name: "find",
+  description: `Search for files by glob pattern. Returns matching paths relative to the search directory (directories end with /). Respects .gitignore. Output is truncated to ${DEFAULT_FIND_LIMIT} results or ${MAX_OUTPUT_BYTES / 1024}KB (whichever is hit first).`,
+  parameters: FindParameters,
+  replay: "safe",
+  async execute({ pattern, path, limit = DEFAULT_FIND_LIMIT }, { workspace, signal }) {
+    assertConfinedGlob(pattern, "pattern");
+    const matches = matcherFor(pattern);
+    const root = await resolveInside(workspace, ".");
+    const target = await resolveInside(workspace, path ?? ".");
+    const stats = await fs.stat(target.real).catch(() => undefined);
+    if (!stats) throw new ToolError(`Path not found: ${path}`);
+    if (!stats.isDirectory()) throw new ToolError(`Not a directory: ${path}`);
+
+    const results: string[] = [];
+    let limitReached = false;
+    for await (const entry of walk(root.real, target.real, signal)) {
+      if (!matches(entry.relative)) continue;
+      if (results.length >= limit) {
+        limitReached = true;
+        break;
+      }
+      results.push(entry.isDirectory ? `${entry.relative}/` : entry.relative);
+    }
+    if (results.length === 0) return textOutput("No files found matching pattern");
+
+    const truncation = truncateHead(results.join("\n"), { maxLines: Number.MAX_SAFE_INTEGER });
+    const list: string[] = [];
+    const details: Record<string, unknown> = { count: results.length };
+    if (limitReached) {
+      list.push(notices.resultLimit(limit));
+      details.resultLimitReached = limit;
+    }
+    if (truncation.truncated) {
+      list.push(notices.byteLimit());
+      details.truncation = truncation;
+    }
+    return textOutput(withNotices(truncation.content, list), details);
+  },
+});

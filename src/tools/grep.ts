@@ -1,0 +1,138 @@
+import * as fs from "node:fs/promises";
+import picomatch from "picomatch";
+import { z } from "zod";
+import { looksBinary, MAX_EDIT_FILE_BYTES } from "./files";
+import {
+  DEFAULT_GREP_LIMIT,
+  MAX_GREP_LINE_CHARS,
+  MAX_OUTPUT_BYTES,
+  notices,
+  truncateHead,
+  truncateLine,
+  withNotices,
+} from "./truncate";
+import { defineTool, ToolError, textOutput } from "./types";
+import { assertConfinedGlob, walk } from "./walk";
+import { resolveInside } from "./workspace";
+
+const GrepParameters = z.object({
+  pattern: z.string().min(1).describe("Search pattern (JavaScript regular expression, or literal string)"),
+  path: z.string().optional().describe("Directory or file to search (default: the workspace root)"),
+  glob: z.string().optional().describe("Filter files by glob pattern, e.g. '*.ts' or '**/*.spec.ts'"),
+  ignoreCase: z.boolean().optional().describe("Case-insensitive search (default: false)"),
+  literal: z
+    .boolean()
+    .optional()
+    .describe("Treat pattern as literal string instead of regex (default: false)"),
+  context: z
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe("Number of lines to show before and after each match (default: 0)"),
+  limit: z
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .describe(`Maximum number of matches to return (default: ${DEFAULT_GREP_LIMIT})`),
+});
+
+const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
+function compile(pattern: string, literal: boolean, ignoreCase: boolean): RegExp {
+  try {
+    return new RegExp(literal ? escapeRegExp(pattern) : pattern, ignoreCase ? "i" : "");
+  } catch (error) {
+    throw new ToolError(
+      `Invalid regular expression ${JSON.stringify(pattern)}: ${error instanceof Error ? error.message : String(error)}. Use literal=true to search for the text as is.`,
+    );
+  }
+}
+
+/** The output lines for one file's matches, context windows merged so no line repeats. */
+function formatFileMatches(
+  shownPath: string,
+  lines: string[],
+  matchLines: number[],
+  context: number,
+): { output: string[]; longLines: boolean } {
+  const output: string[] = [];
+  let longLines = false;
+  const isMatch = new Set(matchLines);
+  let printedUpTo = 0;
+  for (const line of matchLines) {
+    const from = Math.max(printedUpTo + 1, line - context);
+    const to = Math.min(lines.length, line + context);
+    for (let current = from; current <= to; current++) {
+      const { text, truncated } = truncateLine(lines[current - 1] ?? "");
+      longLines ||= truncated;
+      output.push(
+        isMatch.has(current) ? `${shownPath}:${current}: ${text}` : `${shownPath}-${current}- ${text}`,
+      );
+    }
+    printedUpTo = Math.max(printedUpTo, to);
+  }
+  return { output, longLines };
+}
+
+export const grepTool = defineTool({
+  name: "grep",
+  description: `Search file contents for a pattern. Returns matching lines with file paths and line numbers. Respects .gitignore; skips binary files. Output is truncated to ${DEFAULT_GREP_LIMIT} matches or ${MAX_OUTPUT_BYTES / 1024}KB (whichever is hit first). Long lines are truncated to ${MAX_GREP_LINE_CHARS} chars.`,
+  parameters: GrepParameters,
+  replay: "safe",
+  async execute(args, { workspace, signal }) {
+    const { pattern, glob, ignoreCase = false, literal = false, context = 0 } = args;
+    const limit = args.limit ?? DEFAULT_GREP_LIMIT;
+    const regex = compile(pattern, literal, ignoreCase);
+    if (glob !== undefined) assertConfinedGlob(glob, "glob");
+    const matchesGlob = glob ? picomatch(glob, { dot: true, basename: !glob.includes("/") }) : () => true;
+    const root = await resolveInside(workspace, ".");
+    const target = await resolveInside(workspace, args.path ?? ".");
+    await fs.stat(target.real).catch(() => {
+      throw new ToolError(`Path not found: ${args.path}`);
+    });
+
+    const output: string[] = [];
+    let matchCount = 0;
+    let longLines = false;
+    for await (const entry of walk(root.real, target.real, signal)) {
+      if (matchCount >= limit) break;
+      if (entry.isDirectory || !matchesGlob(entry.relative)) continue;
+      const stats = await fs.stat(entry.absolute).catch(() => undefined);
+      if (!stats || stats.size > MAX_EDIT_FILE_BYTES) continue;
+      const data = await fs.readFile(entry.absolute).catch(() => undefined);
+      if (!data || looksBinary(data.subarray(0, 8192))) continue;
+      const lines = data.toString("utf8").split(/\r?\n/);
+      const matchLines: number[] = [];
+      for (let i = 0; i < lines.length && matchCount < limit; i++) {
+        if (regex.test(lines[i] ?? "")) {
+          matchLines.push(i + 1);
+          matchCount++;
+        }
+      }
+      if (matchLines.length === 0) continue;
+      const formatted = formatFileMatches(entry.relative, lines, matchLines, context);
+      output.push(...formatted.output);
+      longLines ||= formatted.longLines;
+    }
+    if (matchCount === 0) return textOutput("No matches found");
+
+    const truncation = truncateHead(output.join("\n"), { maxLines: Number.MAX_SAFE_INTEGER });
+    const list: string[] = [];
+    const details: Record<string, unknown> = { matchCount };
+    if (matchCount >= limit) {
+      list.push(notices.matchLimit(limit));
+      details.matchLimitReached = limit;
+    }
+    if (truncation.truncated) {
+      list.push(notices.byteLimit());
+      details.truncation = truncation;
+    }
+    if (longLines) {
+      list.push(notices.longLines());
+      details.linesTruncated = true;
+    }
+    return textOutput(withNotices(truncation.content, list), details);
+  },
+});

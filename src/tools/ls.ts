@@ -1,0 +1,48 @@
+import * as fs from "node:fs/promises";
+import { z } from "zod";
+import { DEFAULT_LS_LIMIT, MAX_OUTPUT_BYTES, notices, truncateHead, withNotices } from "./truncate";
+import { defineTool, ToolError, textOutput } from "./types";
+import { resolveInside } from "./workspace";
+
+const LsParameters = z.object({
+  path: z.string().optional().describe("Directory to list (default: the workspace root)"),
+  limit: z
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .describe(`Maximum number of entries to return (default: ${DEFAULT_LS_LIMIT})`),
+});
+
+export const lsTool = defineTool({
+  name: "ls",
+  description: `List directory contents, sorted alphabetically, including dotfiles. Directories end with /, symbolic links with @. Output is truncated to ${DEFAULT_LS_LIMIT} entries or ${MAX_OUTPUT_BYTES / 1024}KB (whichever is hit first).`,
+  parameters: LsParameters,
+  replay: "safe",
+  async execute({ path = ".", limit = DEFAULT_LS_LIMIT }, { workspace }) {
+    const { real } = await resolveInside(workspace, path);
+    const stats = await fs.stat(real).catch(() => undefined);
+    if (!stats) throw new ToolError(`Path not found: ${path}`);
+    if (!stats.isDirectory()) throw new ToolError(`Not a directory: ${path}`);
+
+    const entries = await fs.readdir(real, { withFileTypes: true });
+    entries.sort((a, b) => a.name.toLowerCase().localeCompare(b.name.toLowerCase()));
+    const shown = entries
+      .slice(0, limit)
+      .map((entry) => entry.name + (entry.isDirectory() ? "/" : entry.isSymbolicLink() ? "@" : ""));
+    if (shown.length === 0) return textOutput("(empty directory)");
+
+    const truncation = truncateHead(shown.join("\n"), { maxLines: Number.MAX_SAFE_INTEGER });
+    const list: string[] = [];
+    const details: Record<string, unknown> = { count: shown.length };
+    if (entries.length > limit) {
+      list.push(notices.entryLimit(limit));
+      details.entryLimitReached = limit;
+    }
+    if (truncation.truncated) {
+      list.push(notices.byteLimit());
+      details.truncation = truncation;
+    }
+    return textOutput(withNotices(truncation.content, list), details);
+  },
+});

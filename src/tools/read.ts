@@ -1,0 +1,143 @@
+import { createReadStream } from "node:fs";
+import * as fs from "node:fs/promises";
+import { createInterface } from "node:readline";
+import { z } from "zod";
+import { looksBinary, MAX_IMAGE_BYTES, SNIFF_BYTES, sniffImageMimeType } from "./files";
+import { formatSize, MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES, notices, truncateHead } from "./truncate";
+import { defineTool, ToolError, textOutput } from "./types";
+import { resolveInside } from "./workspace";
+
+const ReadParameters = z.object({
+  path: z
+    .string()
+    .describe("Path to the file to read (relative to the workspace root, or absolute inside it)"),
+  offset: z.number().int().min(1).optional().describe("Line number to start reading from (1-indexed)"),
+  limit: z.number().int().min(1).optional().describe("Maximum number of lines to read"),
+});
+
+export async function statOrExplain(real: string, shownPath: string) {
+  try {
+    return await fs.stat(real);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") throw new ToolError(`File not found: ${shownPath}`);
+    throw new ToolError(`Cannot access ${shownPath}: ${code ?? String(error)}`);
+  }
+}
+
+export async function readHead(real: string): Promise<Buffer> {
+  const handle = await fs.open(real, "r");
+  try {
+    const buffer = Buffer.alloc(SNIFF_BYTES);
+    const { bytesRead } = await handle.read(buffer, 0, SNIFF_BYTES, 0);
+    return buffer.subarray(0, bytesRead);
+  } finally {
+    await handle.close();
+  }
+}
+
+interface LineWindow {
+  totalLines: number;
+  /** The first lines from `start`, at most `limit`, kept only until they exceed the output limits. */
+  kept: string[];
+}
+
+/**
+ * Streams the file once: counts all lines and keeps the requested window, but never more than
+ * one line past the output limits (truncation needs only a prefix), so memory stays bounded.
+ */
+async function readLineWindow(
+  real: string,
+  start: number,
+  limit: number,
+  signal?: AbortSignal,
+): Promise<LineWindow> {
+  const stream = createReadStream(real, { encoding: "utf8" });
+  const lines = createInterface({ input: stream, crlfDelay: Number.POSITIVE_INFINITY });
+  const kept: string[] = [];
+  let keptBytes = 0;
+  let totalLines = 0;
+  try {
+    for await (const line of lines) {
+      if (signal?.aborted) throw new ToolError("Operation aborted");
+      totalLines++;
+      const inWindow = totalLines >= start && totalLines < start + limit;
+      const withinCaps = kept.length <= MAX_OUTPUT_LINES && keptBytes <= MAX_OUTPUT_BYTES;
+      if (inWindow && withinCaps) {
+        kept.push(line);
+        keptBytes += Buffer.byteLength(line, "utf8") + 1;
+      }
+    }
+  } finally {
+    lines.close();
+    stream.destroy();
+  }
+  return { totalLines, kept };
+}
+
+export const readTool = defineTool({
+  name: "read",
+  description: `Read the contents of a file. Supports text files and images (jpg, png, gif, webp); images are returned as attachments (up to ${formatSize(MAX_IMAGE_BYTES)}). Binary files are refused. For text files, output is truncated to ${MAX_OUTPUT_LINES} lines or ${MAX_OUTPUT_BYTES / 1024}KB (whichever is hit first). Use offset/limit for large files. When you need the full file, continue with offset until complete.`,
+  parameters: ReadParameters,
+  replay: "safe",
+  async execute({ path, offset, limit }, { workspace, signal }) {
+    const { real } = await resolveInside(workspace, path);
+    const stats = await statOrExplain(real, path);
+    if (stats.isDirectory()) throw new ToolError(`${path} is a directory. Use ls to list it.`);
+    if (!stats.isFile()) throw new ToolError(`${path} is not a regular file.`);
+
+    const head = await readHead(real);
+    const mimeType = sniffImageMimeType(head);
+    if (mimeType) {
+      if (stats.size > MAX_IMAGE_BYTES) {
+        throw new ToolError(
+          `Image ${path} is ${formatSize(stats.size)}, over the ${formatSize(MAX_IMAGE_BYTES)} limit for inline images. Use bash to shrink it first if an image tool is available.`,
+        );
+      }
+      const data = (await fs.readFile(real)).toString("base64");
+      return {
+        content: [
+          { type: "text", text: `Read image file [${mimeType}]` },
+          { type: "image", data, mimeType },
+        ],
+        details: { mimeType, bytes: stats.size },
+        isError: false,
+      };
+    }
+    if (looksBinary(head)) {
+      throw new ToolError(
+        `${path} is a binary file (${formatSize(stats.size)}); read only shows text. Use bash (e.g. file, xxd | head) to inspect it.`,
+      );
+    }
+
+    const start = offset ?? 1;
+    const { totalLines, kept } = await readLineWindow(real, start, limit ?? Number.POSITIVE_INFINITY, signal);
+    if (totalLines === 0 && start === 1) return textOutput("[File is empty]", { totalLines });
+    if (start > totalLines) {
+      throw new ToolError(`Offset ${start} is beyond end of file (${totalLines} lines total)`);
+    }
+    const windowEnd = Math.min(totalLines, start + (limit ?? totalLines) - 1);
+    const truncation = truncateHead(kept.join("\n"));
+    if (truncation.firstLineExceedsLimit) {
+      const size = Buffer.byteLength(kept[0] ?? "", "utf8");
+      return textOutput(notices.readLongLine(start, size, path), { totalLines, truncation });
+    }
+    if (truncation.truncated || kept.length < windowEnd - start + 1) {
+      const last = start + truncation.outputLines - 1;
+      const notice =
+        truncation.truncatedBy === "bytes"
+          ? notices.readBytes(start, last, totalLines)
+          : notices.readLines(start, last, totalLines);
+      return textOutput(`${truncation.content}\n\n${notice}`, { totalLines, truncation });
+    }
+    if (windowEnd < totalLines) {
+      return textOutput(
+        `${truncation.content}\n\n${notices.readRemaining(totalLines - windowEnd, windowEnd + 1)}`,
+        {
+          totalLines,
+        },
+      );
+    }
+    return textOutput(truncation.content, { totalLines });
+  },
+});
