@@ -150,3 +150,140 @@ export function emptyUsage(): Usage {
     cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
   };
 }
+
+// ---------------------------------------------------------------------------------------------
+// Agent messages: the extra roles pi stores in session files next to LLM messages. They never
+// reach a provider as such; `convertToLlm` turns them into user messages exactly as pi does.
+// ---------------------------------------------------------------------------------------------
+
+/** A shell command the user ran directly (pi's `!` command), with its captured output. */
+export const BashExecutionMessageSchema = z.object({
+  role: z.literal("bashExecution"),
+  command: z.string(),
+  output: z.string(),
+  /** Missing (`undefined`) or null when the process did not exit normally. */
+  exitCode: z.number().nullable().optional(),
+  cancelled: z.boolean(),
+  truncated: z.boolean(),
+  fullOutputPath: z.string().optional(),
+  timestamp: z.number(),
+  /** True for pi's `!!` prefix: kept in the session, never sent to the model. */
+  excludeFromContext: z.boolean().optional(),
+});
+
+/** A message injected by an extension (pi's `sendMessage`); reaches the model as a user message. */
+export const CustomMessageSchema = z.object({
+  role: z.literal("custom"),
+  customType: z.string(),
+  content: UserContentSchema,
+  display: z.boolean(),
+  details: z.unknown().optional(),
+  timestamp: z.number(),
+});
+
+export const BranchSummaryMessageSchema = z.object({
+  role: z.literal("branchSummary"),
+  summary: z.string(),
+  fromId: z.string(),
+  timestamp: z.number(),
+});
+
+export const CompactionSummaryMessageSchema = z.object({
+  role: z.literal("compactionSummary"),
+  summary: z.string(),
+  tokensBefore: z.number(),
+  timestamp: z.number(),
+});
+
+/** Anything a session `message` entry may hold: an LLM message or one of pi's agent roles. */
+export const AgentMessageSchema = z.discriminatedUnion("role", [
+  UserMessageSchema,
+  AssistantMessageSchema,
+  ToolResultMessageSchema,
+  BashExecutionMessageSchema,
+  CustomMessageSchema,
+  BranchSummaryMessageSchema,
+  CompactionSummaryMessageSchema,
+]);
+
+export type BashExecutionMessage = z.infer<typeof BashExecutionMessageSchema>;
+export type CustomMessage = z.infer<typeof CustomMessageSchema>;
+export type BranchSummaryMessage = z.infer<typeof BranchSummaryMessageSchema>;
+export type CompactionSummaryMessage = z.infer<typeof CompactionSummaryMessageSchema>;
+export type AgentMessage = z.infer<typeof AgentMessageSchema>;
+
+/** Text pi wraps around a compaction summary when it becomes a user message. */
+export const COMPACTION_SUMMARY_PREFIX =
+  "The conversation history before this point was compacted into the following summary:\n\n<summary>\n";
+export const COMPACTION_SUMMARY_SUFFIX = "\n</summary>";
+/** Text pi wraps around a branch summary when it becomes a user message. */
+export const BRANCH_SUMMARY_PREFIX =
+  "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n";
+export const BRANCH_SUMMARY_SUFFIX = "</summary>";
+
+/** The user-message text pi sends for a bash execution (same wording, byte for byte). */
+export function bashExecutionToText(message: BashExecutionMessage): string {
+  let text = `Ran \`${message.command}\`\n`;
+  text += message.output ? `\`\`\`\n${message.output}\n\`\`\`` : "(no output)";
+  if (message.cancelled) {
+    text += "\n\n(command cancelled)";
+  } else if (message.exitCode !== null && message.exitCode !== undefined && message.exitCode !== 0) {
+    text += `\n\nCommand exited with code ${message.exitCode}`;
+  }
+  if (message.truncated && message.fullOutputPath) {
+    text += `\n\n[Output truncated. Full output: ${message.fullOutputPath}]`;
+  }
+  return text;
+}
+
+/**
+ * The LLM messages for a list of agent messages, converted exactly as pi's `convertToLlm`:
+ * bash executions, custom messages and summaries become user messages (bash executions marked
+ * `excludeFromContext` are dropped); user / assistant / toolResult pass through unchanged.
+ */
+export function convertToLlm(messages: readonly AgentMessage[]): Message[] {
+  const out: Message[] = [];
+  for (const message of messages) {
+    switch (message.role) {
+      case "bashExecution":
+        if (message.excludeFromContext) break;
+        out.push({
+          role: "user",
+          content: [{ type: "text", text: bashExecutionToText(message) }],
+          timestamp: message.timestamp,
+        });
+        break;
+      case "custom":
+        out.push({
+          role: "user",
+          content:
+            typeof message.content === "string" ? [{ type: "text", text: message.content }] : message.content,
+          timestamp: message.timestamp,
+        });
+        break;
+      case "branchSummary":
+        out.push(
+          summaryUserMessage(
+            BRANCH_SUMMARY_PREFIX + message.summary + BRANCH_SUMMARY_SUFFIX,
+            message.timestamp,
+          ),
+        );
+        break;
+      case "compactionSummary":
+        out.push(
+          summaryUserMessage(
+            COMPACTION_SUMMARY_PREFIX + message.summary + COMPACTION_SUMMARY_SUFFIX,
+            message.timestamp,
+          ),
+        );
+        break;
+      default:
+        out.push(message);
+    }
+  }
+  return out;
+}
+
+function summaryUserMessage(text: string, timestamp: number): UserMessage {
+  return { role: "user", content: [{ type: "text", text }], timestamp };
+}
