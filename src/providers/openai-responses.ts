@@ -126,7 +126,9 @@ function reasoningText(item: Extract<ResponseOutputItem, { type: "reasoning" }>)
 function applyItem(out: OutputBuilder, item: ResponseOutputItem): void {
   if (item.type === "reasoning") {
     const thinking = out.thinking(item.id, "");
-    if (!thinking.thinking) thinking.thinking = reasoningText(item);
+    // The final item holds the whole summary, its parts joined; it replaces the streamed deltas.
+    const summary = reasoningText(item);
+    if (summary) thinking.thinking = summary;
     thinking.thinkingSignature = JSON.stringify(item);
   } else if (item.type === "message") {
     const text = item.content
@@ -163,9 +165,6 @@ function applyEvent(out: OutputBuilder, event: ResponseStreamEvent): boolean {
     case "response.reasoning_summary_text.delta":
     case "response.reasoning_text.delta":
       out.thinking(event.item_id, event.delta);
-      return false;
-    case "response.reasoning_summary_part.done":
-      out.thinking(event.item_id, "\n\n");
       return false;
     case "response.output_text.delta":
       out.text(event.item_id, event.delta, event.item_id);
