@@ -25,6 +25,7 @@ module.exports = {
       testMatch: ["<rootDir>/test/integration/**/*.test.ts"],
       globalSetup: "<rootDir>/test/support/global-setup.ts",
       globalTeardown: "<rootDir>/test/support/global-teardown.ts",
+      setupFiles: ["<rootDir>/test/support/quiet-temporal-logs.ts"],
       slowTestThreshold: 30,
     },
   ],

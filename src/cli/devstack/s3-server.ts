@@ -1,0 +1,137 @@
+/**
+ * SeaweedFS (`weed mini`) as the local S3-compatible server: one process, bound to loopback,
+ * telemetry off, with atomic conditional writes (`If-None-Match: *`, `If-Match`).
+ */
+
+import { join } from "node:path";
+import { CreateBucketCommand, HeadBucketCommand } from "@aws-sdk/client-s3";
+import { createS3Client, type S3Settings } from "../../store/s3-config";
+import { freePorts, waitForPort } from "./ports";
+import { type ServiceProcess, startServiceProcess } from "./service-process";
+import { toolPaths } from "./tools";
+
+export interface S3DevServer {
+  settings: S3Settings;
+  process: ServiceProcess;
+}
+
+export interface S3DevServerOptions {
+  dataDir: string;
+  bucket: string;
+  port?: number;
+  accessKeyId?: string;
+  secretAccessKey?: string;
+}
+
+/** Local-only credentials of the dev server (not a secret: it listens on loopback only). */
+const LOCAL_ACCESS_KEY_ID = "keel-local";
+const LOCAL_SECRET_ACCESS_KEY = "keel-local-secret";
+
+export async function startS3DevServer(options: S3DevServerOptions): Promise<S3DevServer> {
+  // weed mini runs master, volume, filer, S3 and WebDAV servers; each gets its own port (and a
+  // gRPC port) so that several stacks (dev + tests) can run side by side.
+  const ports = await freePorts(12);
+  const [
+    s3,
+    s3Grpc,
+    master,
+    masterGrpc,
+    volume,
+    volumeGrpc,
+    filer,
+    filerGrpc,
+    webdav,
+    admin,
+    adminGrpc,
+    metrics,
+  ] = ports as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  const s3Port = options.port ?? s3;
+  const accessKeyId = options.accessKeyId ?? LOCAL_ACCESS_KEY_ID;
+  const secretAccessKey = options.secretAccessKey ?? LOCAL_SECRET_ACCESS_KEY;
+  const args = [
+    "mini",
+    `-dir=${options.dataDir}`,
+    "-ip=127.0.0.1",
+    "-ip.bind=127.0.0.1",
+    `-s3.port=${s3Port}`,
+    `-s3.port.grpc=${s3Grpc}`,
+    "-s3.port.iceberg=0",
+    "-s3.port.lance=0",
+    `-master.port=${master}`,
+    `-master.port.grpc=${masterGrpc}`,
+    "-master.telemetry=false",
+    `-volume.port=${volume}`,
+    `-volume.port.grpc=${volumeGrpc}`,
+    `-filer.port=${filer}`,
+    `-filer.port.grpc=${filerGrpc}`,
+    `-webdav.port=${webdav}`,
+    `-admin.port=${admin}`,
+    `-admin.port.grpc=${adminGrpc}`,
+    "-admin.ui=false",
+    `-metricsPort=${metrics}`,
+  ];
+  const process = startServiceProcess("s3", toolPaths().weed, args, {
+    logFile: join(options.dataDir, "seaweedfs.log"),
+    // weed mini takes the S3 identity from these variables.
+    env: {
+      PATH: globalThis.process.env.PATH,
+      AWS_ACCESS_KEY_ID: accessKeyId,
+      AWS_SECRET_ACCESS_KEY: secretAccessKey,
+    },
+  });
+  const settings: S3Settings = {
+    bucket: options.bucket,
+    prefix: "",
+    region: "us-east-1",
+    endpoint: `http://127.0.0.1:${s3Port}`,
+    forcePathStyle: true,
+    accessKeyId,
+    secretAccessKey,
+    checksums: "when_required",
+  };
+  try {
+    await waitForPort(s3Port, 60_000, process.isAlive);
+    await ensureBucket(settings, 30_000);
+  } catch (error) {
+    await process.stop();
+    throw new Error(`S3 server did not start (${(error as Error).message}); see ${process.logFile}`);
+  }
+  return { settings, process };
+}
+
+/** Creates the bucket, retrying while the server finishes starting its components. */
+async function ensureBucket(settings: S3Settings, timeoutMs: number): Promise<void> {
+  const client = createS3Client(settings);
+  const deadline = Date.now() + timeoutMs;
+  try {
+    for (;;) {
+      try {
+        await client.send(new HeadBucketCommand({ Bucket: settings.bucket }));
+        return;
+      } catch {
+        try {
+          await client.send(new CreateBucketCommand({ Bucket: settings.bucket }));
+          return;
+        } catch (error) {
+          if (Date.now() > deadline) throw error;
+          await new Promise((r) => setTimeout(r, 250));
+        }
+      }
+    }
+  } finally {
+    client.destroy();
+  }
+}

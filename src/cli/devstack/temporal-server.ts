@@ -1,0 +1,62 @@
+/** The Temporal CLI dev server (`temporal server start-dev`), with its web UI, on loopback ports. */
+import { join } from "node:path";
+import { keelSearchAttributes } from "../../workflows/search-attributes";
+import { freePorts, waitForPort } from "./ports";
+import { type ServiceProcess, startServiceProcess } from "./service-process";
+import { toolPaths } from "./tools";
+
+export interface TemporalDevServer {
+  /** gRPC frontend, host:port. */
+  address: string;
+  namespace: string;
+  uiUrl: string;
+  process: ServiceProcess;
+}
+
+export interface TemporalDevServerOptions {
+  /** Folder for the log file and (when `persist`) the SQLite database. */
+  dataDir: string;
+  /** Keep state in `dataDir/temporal.sqlite` across restarts; otherwise in memory. */
+  persist?: boolean;
+  port?: number;
+  uiPort?: number;
+  namespace?: string;
+}
+
+export async function startTemporalDevServer(options: TemporalDevServerOptions): Promise<TemporalDevServer> {
+  const [freeGrpc, freeUi] = await freePorts(2);
+  const port = options.port ?? freeGrpc!;
+  const uiPort = options.uiPort ?? freeUi!;
+  const namespace = options.namespace ?? "default";
+  const args = [
+    "server",
+    "start-dev",
+    "--ip",
+    "127.0.0.1",
+    "--port",
+    String(port),
+    "--ui-port",
+    String(uiPort),
+    "--namespace",
+    namespace,
+    "--log-level",
+    "warn",
+    "--log-format",
+    "json",
+    ...keelSearchAttributes.flatMap((key) => ["--search-attribute", `${key.name}=Keyword`]),
+    ...(options.persist ? ["--db-filename", join(options.dataDir, "temporal.sqlite")] : []),
+  ];
+  const process = startServiceProcess("temporal", toolPaths().temporal, args, {
+    logFile: join(options.dataDir, "temporal.log"),
+  });
+  try {
+    await waitForPort(port, 60_000, process.isAlive);
+    await waitForPort(uiPort, 60_000, process.isAlive);
+  } catch (error) {
+    await process.stop();
+    throw new Error(
+      `Temporal dev server did not start (${(error as Error).message}); see ${process.logFile}`,
+    );
+  }
+  return { address: `127.0.0.1:${port}`, namespace, uiUrl: `http://127.0.0.1:${uiPort}`, process };
+}
