@@ -169,12 +169,12 @@ export const bashTool = defineTool({
       new Promise((resolve) => child.stdout.once("close", resolve)),
       new Promise((resolve) => child.stderr.once("close", resolve)),
     ]);
-    const exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null } | Error>(
-      (resolve) => {
-        child.once("error", resolve);
-        child.once("exit", (code, exitSignal) => resolve({ code, signal: exitSignal }));
-      },
-    );
+    const exit = await new Promise<
+      { started: true; code: number | null; signal: NodeJS.Signals | null } | { started: false; error: Error }
+    >((resolve) => {
+      child.once("error", (error) => resolve({ started: false, error }));
+      child.once("exit", (code, exitSignal) => resolve({ started: true, code, signal: exitSignal }));
+    });
     await Promise.race([pipesClosed, new Promise((resolve) => setTimeout(resolve, PIPE_DRAIN_MS))]);
     child.stdout.destroy();
     child.stderr.destroy();
@@ -187,8 +187,11 @@ export const bashTool = defineTool({
     await writes;
     await output.close();
 
-    if (exit instanceof Error) {
-      return { content: [{ type: "text", text: `Failed to start bash: ${exit.message}` }], isError: true };
+    if (!exit.started) {
+      return {
+        content: [{ type: "text", text: `Failed to start bash: ${exit.error.message}` }],
+        isError: true,
+      };
     }
     const { text, truncation } = render(output);
     const details: BashDetails = {

@@ -87,8 +87,9 @@ export async function ensureScratchDir(workspace: Workspace): Promise<string> {
   return scratch;
 }
 
-const errorCode = (error: unknown): string | undefined =>
-  error instanceof Error && "code" in error ? String((error as NodeJS.ErrnoException).code) : undefined;
+/** The errno code of a Node error (checked structurally: such errors may come from another realm). */
+export const errorCode = (error: unknown): string | undefined =>
+  typeof error === "object" && error !== null && "code" in error ? String(error.code) : undefined;
 
 /**
  * Real path of `target`, which may not exist yet: the realpath of its longest existing prefix
