@@ -43,13 +43,18 @@ function estimateTokens(chars: number): number {
   return Math.ceil(chars / CHARS_PER_TOKEN);
 }
 
-/** Deterministic: ids derive from scenario, first user message and turn index. */
+/**
+ * Deterministic: ids derive from scenario, first user message and turn index. Scripted
+ * thinking is sent only when the request asked for thinking, as real providers do.
+ */
 export function buildReply(
   request: NormalizedRequest,
-  turn: Turn,
+  scripted: Turn,
   scenario: string,
   turnIndex: number,
 ): Reply {
+  const { thinking: scriptedThinking, ...withoutThinking } = scripted;
+  const turn: Turn = request.thinking && scriptedThinking ? scripted : withoutThinking;
   const firstUser = request.messages.find((message) => message.role === "user")?.text ?? "";
   const base = hash(`${scenario}\0${firstUser}\0${turnIndex}`);
   const toolCalls = (turn.toolCalls ?? []).map((call, index) => ({
