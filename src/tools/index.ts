@@ -19,7 +19,7 @@ import {
   type ToolOutput,
   toolSpec,
 } from "./types";
-import { formatValidationError, validateArguments } from "./validate";
+import { describeReceived, formatValidationError, validateArguments } from "./validate";
 import { writeTool } from "./write";
 
 export * from "./types";
@@ -67,7 +67,7 @@ export async function runToolCall(
   if (!tool) {
     const available = tools.map((candidate) => candidate.name).join(", ");
     return errorOutput(
-      `${formatValidationError(toolCall.name, [`unknown tool "${toolCall.name}"; available tools: ${available}`], toolCall.arguments)}`,
+      `Unknown tool "${toolCall.name}". Available tools: ${available}.\n${describeReceived(toolCall.arguments)}`,
     );
   }
   const validated = validateArguments(tool, toolCall.arguments);

@@ -21,8 +21,8 @@ export function validateArguments<P extends ToolParameters>(
 
 const MAX_ECHOED_ARGUMENT_CHARS = 2000;
 
-/** The error text the model reads for invalid arguments: each problem, then what it sent. */
-export function formatValidationError(toolName: string, problems: string[], args: unknown): string {
+/** Echo of the received arguments, capped so a huge payload does not flood the context. */
+export function describeReceived(args: unknown): string {
   let received: string;
   try {
     received = JSON.stringify(args) ?? String(args);
@@ -32,9 +32,14 @@ export function formatValidationError(toolName: string, problems: string[], args
   if (received.length > MAX_ECHOED_ARGUMENT_CHARS) {
     received = `${received.slice(0, MAX_ECHOED_ARGUMENT_CHARS)}… (${received.length} chars)`;
   }
+  return `Received arguments: ${received}`;
+}
+
+/** The error text the model reads for invalid arguments: each problem, then what it sent. */
+export function formatValidationError(toolName: string, problems: string[], args: unknown): string {
   return [
     `Invalid arguments for tool "${toolName}":`,
     ...problems.map((problem) => `  - ${problem}`),
-    `Received arguments: ${received}`,
+    describeReceived(args),
   ].join("\n");
 }
