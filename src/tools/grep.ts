@@ -104,6 +104,7 @@ export const grepTool = defineTool({
       const data = await fs.readFile(entry.absolute).catch(() => undefined);
       if (!data || looksBinary(data.subarray(0, 8192))) continue;
       const lines = data.toString("utf8").split(/\r?\n/);
+      if (lines.at(-1) === "") lines.pop(); // the final newline ends the last line; it opens no new one
       const matchLines: number[] = [];
       for (let i = 0; i < lines.length && matchCount < limit; i++) {
         if (regex.test(lines[i] ?? "")) {

@@ -1,5 +1,6 @@
 import * as fs from "node:fs/promises";
 import * as path from "node:path";
+import { runToolCall } from "../../../src/tools";
 import type { BashDetails } from "../../../src/tools/bash";
 import { isSecretName, scrubEnvironment } from "../../../src/tools/environment";
 import { groupAlive } from "../../../src/tools/process-group";
@@ -199,7 +200,6 @@ describe("bash", () => {
 
   it("streams partial output through onUpdate", async () => {
     const updates: string[] = [];
-    const { runToolCall } = await import("../../../src/tools");
     await runToolCall(
       { name: "bash", arguments: { command: "echo first; sleep 0.6; echo second" } },
       { ...sandbox.ctx, onUpdate: (update) => updates.push(textOf({ ...update, isError: false })) },
