@@ -304,6 +304,7 @@ export type WorkspaceSource =
 export const GIT_CLONE_TIMEOUT_MS = 5 * 60_000;
 
 function run(
+  describe: string,
   command: string,
   args: string[],
   options: { signal?: AbortSignal; timeoutMs: number },
@@ -319,8 +320,7 @@ function run(
         env: { ...process.env, GIT_TERMINAL_PROMPT: "0" },
       },
       (error, _stdout, stderr) => {
-        if (error)
-          reject(new Error(`${command} ${args[0] ?? ""} failed: ${String(stderr).trim() || error.message}`));
+        if (error) reject(new Error(`${describe} failed: ${String(stderr).trim() || error.message}`));
         else resolve();
       },
     );
@@ -344,6 +344,7 @@ async function populate(target: string, source: WorkspaceSource, signal?: AbortS
       }
       const refArgs = source.ref ? ["--branch", source.ref] : [];
       await run(
+        "git clone",
         "git",
         ["-c", "protocol.ext.allow=never", "clone", "--quiet", ...refArgs, "--", source.url, target],
         { signal, timeoutMs: GIT_CLONE_TIMEOUT_MS },
