@@ -5,7 +5,13 @@
  * model and thinking level), so a session opens identically in pi and in Keel.
  */
 import type { AgentMessage } from "./messages";
-import type { CompactionEntry, ModelRef, SessionContext, SessionEntry } from "./session-types";
+import type {
+  BranchSummaryEntry,
+  CompactionEntry,
+  ModelRef,
+  SessionContext,
+  SessionEntry,
+} from "./session-types";
 
 /** Lookup structures over a session's entries; derived data, rebuilt from entries at will. */
 export interface SessionIndex {
@@ -136,17 +142,19 @@ export function contextMessageOf(entry: SessionEntry): AgentMessage | undefined 
         timestamp: isoToEpochMs(entry.timestamp),
       };
     case "branch_summary":
-      return entry.summary
-        ? {
-            role: "branchSummary",
-            summary: entry.summary,
-            fromId: entry.fromId,
-            timestamp: isoToEpochMs(entry.timestamp),
-          }
-        : undefined;
+      return entry.summary ? branchSummaryMessage(entry) : undefined;
     default:
       return undefined;
   }
+}
+
+export function branchSummaryMessage(entry: BranchSummaryEntry): AgentMessage {
+  return {
+    role: "branchSummary",
+    summary: entry.summary,
+    fromId: entry.fromId,
+    timestamp: isoToEpochMs(entry.timestamp),
+  };
 }
 
 export function compactionSummaryMessage(entry: CompactionEntry): AgentMessage {

@@ -18,7 +18,10 @@ export function readFixture(dir: string, name: string): string {
 }
 
 /** Run one of the ESM helpers that drive pi's own code (jest itself cannot load pi's ESM build). */
-export function runPiHelper<T>(script: "pi-context.mjs" | "pi-write.mjs", args: string[]): T {
+export function runPiHelper<T>(
+  script: "pi-context.mjs" | "pi-write.mjs" | "pi-compaction.mjs",
+  args: string[],
+): T {
   const out = execFileSync(process.execPath, [join(__dirname, "support", script), ...args], {
     encoding: "utf8",
     maxBuffer: 256 * 1024 * 1024,
