@@ -42,6 +42,8 @@ export interface LocalLlmServerOptions {
   tokensPerSecond?: number;
   /** Seed for rate-based faults. */
   seed?: number;
+  /** Keep each request body in the journal (for assertions on what was sent). */
+  journalBodies?: boolean;
 }
 
 const TurnSchema = z.object({
@@ -279,6 +281,7 @@ export class LocalLlmServer {
       digest: digestOf(request),
       status: 200,
       outcome: "pending",
+      ...(this.options.journalBodies ? { body } : {}),
     };
     this.entries.push(entry);
     let closedByClient = false;

@@ -128,4 +128,6 @@ export interface JournalEntry {
   status: number;
   /** How the exchange ended. */
   outcome: "completed" | "error" | "cut" | "client_closed" | "pending";
+  /** The raw request body, when the server was started with `journalBodies`. */
+  body?: unknown;
 }
