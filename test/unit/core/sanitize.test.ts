@@ -139,7 +139,7 @@ describe("pruneOldToolOutputs", () => {
           const messages = turns.flatMap(([size, withTool], i): Message[] =>
             withTool
               ? [user(`u${i}`), assistant([toolCall(`c${i}`)]), toolResult(`c${i}`, "y".repeat(size))]
-              : [user(`u${i}`), assistant([{ type: "text", text: "z".repeat(size % 100) + "." }])],
+              : [user(`u${i}`), assistant([{ type: "text", text: `${"z".repeat(size % 100)}.` }])],
           );
           const options = { protectedUserTurns, protectTokens, minimumTokens: 1 };
           const result = pruneOldToolOutputs(messages, options);
