@@ -50,6 +50,9 @@ beforeAll(async () => {
         turns: [{ text: "one two three four five six seven eight nine ten eleven twelve thirteen fourteen" }],
       },
       long: { turns: [{ text: "Cut short", stopReason: "length" }] },
+      textual: {
+        turns: [{ text: '<tool_call>{"name": "read", "arguments": {"path": "x.ts"}}</tool_call>' }],
+      },
     },
   });
 });
@@ -345,6 +348,23 @@ describe("model catalog", () => {
 
   test("unknown models are a configuration error", () => {
     expect(() => resolveModel("no-such-model")).toThrow(/Unknown model "no-such-model"/);
+  });
+
+  test("text-written tool calls become tool calls only for models that opt in", async () => {
+    const base = resolveModel("local-chat");
+    const provider = providerFor();
+    const ask = (model: ModelInfo) =>
+      provider.complete(model, context([user("[scenario:textual] go")], [READ_TOOL]));
+    const parsed = await ask({ ...base, textToolCalls: true });
+    expect(parsed.message.stopReason).toBe("toolUse");
+    expect(parsed.message.content.at(-1)).toMatchObject({
+      type: "toolCall",
+      name: "read",
+      arguments: { path: "x.ts" },
+    });
+    const plain = await ask(base);
+    expect(plain.message.stopReason).toBe("stop");
+    expect(plain.message.content.map((block) => block.type)).toEqual(["text"]);
   });
 
   test("a model's own baseUrl wins over the provider's", async () => {
