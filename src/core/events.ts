@@ -1,33 +1,88 @@
 /**
- * The run's event model: what a caller can watch while a run works. Every event carries a
- * sequence number (`seq`, increasing without gaps within a run and across its continuations)
- * and the epoch-ms time it was recorded (`at`). Payloads are short: ids, names, previews.
+ * Run events: what happened during an agent run, numbered by `seq` and kept in a bounded
+ * buffer that clients read incrementally (`eventsAfter`). The buffer is plain data so a
+ * workflow can hold it, answer queries from it and carry it across continue-as-new.
  */
+import type { AgentMessage, StopReason, Usage } from "./messages";
+import type { ToolCallState } from "./tool-registry";
 
-export type RunEventInput =
-  | { type: "agent_start" }
-  | { type: "agent_end"; status: "completed" | "aborted" | "failed"; reason: string }
+/** Events kept by default; older ones are dropped first (readers learn it through `missed`). */
+export const DEFAULT_EVENT_BUFFER_CAPACITY = 1_000;
+
+export type AgentEndStatus = "completed" | "aborted" | "failed";
+
+/** An event before it is numbered. */
+export type AgentEventBody =
+  | { type: "agent_start"; runId: string }
+  | { type: "agent_end"; status: AgentEndStatus; reason?: string; usage?: Usage }
   | { type: "turn_start"; turn: number }
-  | { type: "turn_end"; turn: number }
-  | { type: "message_start"; role: "user" | "assistant"; entryId: string }
+  | { type: "turn_end"; turn: number; stopReason?: StopReason; errorMessage?: string }
+  | { type: "message_start"; entryId: string; role: AgentMessage["role"] }
+  | { type: "message_end"; entryId: string; role: AgentMessage["role"]; message?: AgentMessage }
+  | { type: "tool_execution_start"; toolCallId: string; toolName: string; args?: Record<string, unknown> }
+  | { type: "tool_execution_update"; toolCallId: string; toolName: string; partial: string }
   | {
-      type: "message_end";
-      role: "user" | "assistant";
-      entryId: string;
-      preview?: string;
-      stopReason?: string;
+      type: "tool_execution_end";
+      toolCallId: string;
+      toolName: string;
+      state: ToolCallState;
+      isError: boolean;
     }
-  | { type: "tool_execution_start"; toolCallId: string; name: string }
-  | { type: "tool_execution_update"; toolCallId: string; preview: string }
-  | { type: "tool_execution_end"; toolCallId: string; name: string; isError: boolean; preview?: string }
-  | { type: "compaction_start"; reason: string }
-  | { type: "compaction_end"; compacted: boolean; tokensBefore: number }
-  | { type: "retry"; activity: string; attempt: number; reason: string }
-  | { type: "approval_requested"; toolCallId: string; name: string }
-  | { type: "approval_resolved"; toolCallId: string; decision: "approve" | "reject" | "timeout" }
-  | { type: "queue_update"; queue: "steering" | "followUp"; length: number };
+  | { type: "compaction_start"; reason: "threshold" | "overflow" | "manual"; tokensBefore: number }
+  | { type: "compaction_end"; entryId?: string; tokensBefore: number; error?: string }
+  | { type: "retry"; attempt: number; maxAttempts: number; delayMs: number; error: string }
+  | { type: "approval_requested"; toolCallId: string; toolName: string; args: Record<string, unknown> }
+  | {
+      type: "approval_resolved";
+      toolCallId: string;
+      decision: "approved" | "denied" | "timed_out";
+      editedArgs?: Record<string, unknown>;
+    };
 
-export type RunEventType = RunEventInput["type"];
+export type AgentEventType = AgentEventBody["type"];
+/** A numbered event; `seq` starts at 1 and increases by one per event of a run. */
+export type AgentEvent = AgentEventBody & { seq: number };
 
-/** A recorded event: the input plus its sequence number and time. */
-export type RunEvent = RunEventInput & { seq: number; at: number };
+export interface EventBuffer {
+  /** Retained events, oldest first. */
+  events: AgentEvent[];
+  /** The `seq` the next appended event gets. */
+  nextSeq: number;
+  capacity: number;
+}
+
+export function createEventBuffer(capacity = DEFAULT_EVENT_BUFFER_CAPACITY, nextSeq = 1): EventBuffer {
+  if (!Number.isInteger(capacity) || capacity < 1)
+    throw new RangeError(`event buffer capacity ${capacity} < 1`);
+  return { events: [], nextSeq, capacity };
+}
+
+/** Number the event and append it; the oldest events go once the capacity is exceeded. */
+export function appendEvent(
+  buffer: EventBuffer,
+  body: AgentEventBody,
+): { buffer: EventBuffer; event: AgentEvent } {
+  const event = { ...body, seq: buffer.nextSeq } as AgentEvent;
+  const events = [...buffer.events, event];
+  if (events.length > buffer.capacity) events.splice(0, events.length - buffer.capacity);
+  return { buffer: { ...buffer, events, nextSeq: buffer.nextSeq + 1 }, event };
+}
+
+export interface EventsAfter {
+  events: AgentEvent[];
+  /** True when events after `afterSeq` were already dropped from the buffer. */
+  missed: boolean;
+  /** Pass this as `afterSeq` next time. */
+  lastSeq: number;
+}
+
+/** Events with `seq > afterSeq`, at most `limit` of them, oldest first. */
+export function eventsAfter(buffer: EventBuffer, afterSeq: number, limit = buffer.capacity): EventsAfter {
+  const oldest = buffer.events[0]?.seq ?? buffer.nextSeq;
+  const events = buffer.events.filter((event) => event.seq > afterSeq).slice(0, Math.max(0, limit));
+  return {
+    events,
+    missed: afterSeq < oldest - 1,
+    lastSeq: events[events.length - 1]?.seq ?? Math.max(afterSeq, oldest - 1),
+  };
+}

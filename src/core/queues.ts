@@ -1,22 +1,71 @@
 /**
- * Steering and follow-up queue semantics (pi's agent): at a drain point a queue gives either its
- * oldest message ("one-at-a-time") or everything it holds ("all"). Queues are bounded by their
- * owner; a message beyond the bound is refused with a reason, never silently dropped.
+ * Steering and follow-up queues (pi's semantics): steering messages are injected at the next
+ * turn boundary (after the current tool calls finish), follow-ups when the agent would
+ * otherwise stop. A queue hands out one message per drain ("one-at-a-time") or everything
+ * ("all"). Queues are bounded: enqueueing into a full queue is refused with a reason, never
+ * dropped silently. Plain data, so a workflow can hold and serialise them.
  */
 
 export type QueueMode = "one-at-a-time" | "all";
 
-/** Removes and returns the messages to deliver now, oldest first. */
-export function drainQueue<T>(queue: T[], mode: QueueMode): T[] {
-  if (queue.length === 0) return [];
-  return mode === "all" ? queue.splice(0) : queue.splice(0, 1);
+/** Messages a queue holds by default. */
+export const DEFAULT_QUEUE_CAPACITY = 100;
+
+export interface MessageQueue<T> {
+  items: T[];
+  mode: QueueMode;
+  capacity: number;
 }
 
-export type EnqueueResult = { accepted: true; length: number } | { accepted: false; reason: string };
+export type EnqueueResult<T> =
+  | { ok: true; queue: MessageQueue<T>; position: number }
+  | { ok: false; reason: "queue_full"; capacity: number };
 
-/** Appends when below `limit`; otherwise refuses and leaves the queue as it was. */
-export function enqueue<T>(queue: T[], item: T, limit: number): EnqueueResult {
-  if (queue.length >= limit) return { accepted: false, reason: `queue is full (${limit} waiting)` };
-  queue.push(item);
-  return { accepted: true, length: queue.length };
+export function createQueue<T>(mode: QueueMode, capacity = DEFAULT_QUEUE_CAPACITY): MessageQueue<T> {
+  if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError(`queue capacity ${capacity} < 1`);
+  return { items: [], mode, capacity };
+}
+
+/** Append `item`; refused (queue unchanged) when the queue is full. `position` is 1-based. */
+export function enqueue<T>(queue: MessageQueue<T>, item: T): EnqueueResult<T> {
+  if (queue.items.length >= queue.capacity)
+    return { ok: false, reason: "queue_full", capacity: queue.capacity };
+  const items = [...queue.items, item];
+  return { ok: true, queue: { ...queue, items }, position: items.length };
+}
+
+/** Take what the mode allows: the oldest message, or all of them. */
+export function drain<T>(queue: MessageQueue<T>): { taken: T[]; queue: MessageQueue<T> } {
+  const count = queue.mode === "all" ? queue.items.length : Math.min(1, queue.items.length);
+  return { taken: queue.items.slice(0, count), queue: { ...queue, items: queue.items.slice(count) } };
+}
+
+/** Remove everything (abort, or a caller clearing its queued messages). */
+export function clearQueue<T>(queue: MessageQueue<T>): { removed: T[]; queue: MessageQueue<T> } {
+  return { removed: queue.items, queue: { ...queue, items: [] } };
+}
+
+/** How a message sent to a session with a live run is delivered. */
+export type DeliveryMode = "steer" | "followUp" | "interrupt" | "reject";
+
+/** Where a message goes when a run is busy: a queue, the interrupt path, or a refusal. */
+export type DeliveryDecision =
+  | { action: "start_run" }
+  | { action: "enqueue"; queue: "steering" | "followUp" }
+  | { action: "interrupt" }
+  | { action: "refuse"; reason: "busy" };
+
+/** The delivery decision for `mode` when a run is (or is not) active; queue bounds apply after. */
+export function decideDelivery(mode: DeliveryMode, runActive: boolean): DeliveryDecision {
+  if (!runActive) return { action: "start_run" };
+  switch (mode) {
+    case "steer":
+      return { action: "enqueue", queue: "steering" };
+    case "followUp":
+      return { action: "enqueue", queue: "followUp" };
+    case "interrupt":
+      return { action: "interrupt" };
+    case "reject":
+      return { action: "refuse", reason: "busy" };
+  }
 }

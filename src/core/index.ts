@@ -1,0 +1,22 @@
+/**
+ * Keel's pure core: message model, session format and tree, context building, sanitation,
+ * tool-call registry, token estimation, compaction and branch-summary planning, adapters for
+ * the other seed's format, events and queues. No I/O, no clock, no ambient randomness: safe to
+ * import from Temporal workflow code.
+ */
+export * from "./branch-summary";
+export * from "./compaction";
+export * from "./events";
+export * from "./ids";
+export * from "./messages";
+export * from "./queues";
+export * from "./sanitize";
+export * from "./session-codec";
+export * from "./session-entries";
+export * from "./session-tree";
+export * from "./session-types";
+export * from "./summary-prompts";
+export * from "./tokens";
+export * from "./tool-registry";
+export * from "./wire-adapter";
+export * from "./wire-session";
