@@ -1,0 +1,5 @@
+/** S3 session store: key layout, immutable-object cache and the store itself. */
+export * from "./entry-cache";
+export * from "./s3-config";
+export * from "./session-keys";
+export * from "./session-store";

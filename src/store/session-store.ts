@@ -1,0 +1,751 @@
+/**
+ * S3 session store: one immutable object per session entry, written with `If-None-Match: *` at a
+ * key the caller assigned (tenant, session, sequence number), plus immutable chunk objects of
+ * `chunkSize` consecutive entries so a cold read costs a few chunk GETs and a short tail. Objects
+ * are never overwritten or deleted, so a worker-local cache never needs invalidation.
+ * See docs/store.md for the layout and the rules.
+ */
+import {
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  type S3Client,
+  S3ServiceException,
+} from "@aws-sdk/client-s3";
+import type { z } from "zod";
+import { serializeEntry, serializeSession } from "../core/session-codec";
+import {
+  type SessionEntry,
+  SessionEntrySchema,
+  type SessionHeader,
+  SessionHeaderSchema,
+} from "../core/session-types";
+import { EntryCache } from "./entry-cache";
+import type { S3Settings } from "./s3-config";
+import {
+  assertValidId,
+  assertValidSeq,
+  chunkKey,
+  ENTRIES_FOLDER,
+  entryKey,
+  headerKey,
+  parseSessionObjectKey,
+  type SessionRef,
+  sessionIdOfFolder,
+  sessionPrefix,
+  tenantSessionsPrefix,
+} from "./session-keys";
+
+/** Entries per chunk object unless configured otherwise. Part of the storage layout: see docs. */
+export const DEFAULT_CHUNK_SIZE = 256;
+/** S3 requests one store operation keeps in flight at most. */
+export const DEFAULT_REQUEST_CONCURRENCY = 32;
+/** Page size of a `listSessions` call when none is given, and the largest S3 allows. */
+export const DEFAULT_LIST_LIMIT = 100;
+export const MAX_LIST_LIMIT = 1000;
+/** Sessions whose read progress a store remembers (an LRU of a few numbers per session). */
+const MAX_TRACKED_SESSIONS = 10_000;
+/**
+ * Attempts for a conditional create that S3 answers with 409 ConditionalRequestConflict (a
+ * concurrent conditional write to the same key still in progress; S3 asks the caller to retry).
+ */
+const CONDITIONAL_CONFLICT_ATTEMPTS = 5;
+/**
+ * Attempts to read an object right after a conditional create was refused with 412: the winning
+ * write may not be readable yet on some S3-compatible servers.
+ */
+const READ_AFTER_CONFLICT_ATTEMPTS = 5;
+const RETRY_BASE_DELAY_MS = 50;
+
+const JSON_CONTENT_TYPE = "application/json";
+const JSONL_CONTENT_TYPE = "application/x-ndjson";
+
+/** Base class of the store's own errors (S3 errors are passed through unchanged). */
+export class SessionStoreError extends Error {}
+
+export class SessionNotFoundError extends SessionStoreError {
+  override readonly name = "SessionNotFoundError";
+  constructor(readonly ref: SessionRef) {
+    super(`session ${ref.tenantId}/${ref.sessionId} does not exist`);
+  }
+}
+
+export class SessionExistsError extends SessionStoreError {
+  override readonly name = "SessionExistsError";
+  constructor(readonly ref: SessionRef) {
+    super(`session ${ref.tenantId}/${ref.sessionId} already exists`);
+  }
+}
+
+/**
+ * A different entry is already stored at the sequence number: another writer (a zombie attempt
+ * of an earlier run) got there first. Never retried: the caller's view of the session is stale.
+ */
+export class EntryConflictError extends SessionStoreError {
+  override readonly name = "EntryConflictError";
+  constructor(
+    readonly ref: SessionRef,
+    readonly seq: number,
+    readonly attemptedId: string,
+    readonly storedId: string,
+  ) {
+    super(
+      `entry ${seq} of session ${ref.tenantId}/${ref.sessionId} is ${JSON.stringify(storedId)}, ` +
+        `not ${JSON.stringify(attemptedId)}`,
+    );
+  }
+}
+
+/** A stored object is not what the layout says it is (bad JSON, bad schema, wrong chunk size). */
+export class CorruptObjectError extends SessionStoreError {
+  override readonly name = "CorruptObjectError";
+  constructor(
+    readonly key: string,
+    reason: string,
+  ) {
+    super(`corrupt object ${key}: ${reason}`);
+  }
+}
+
+/** An entry or header that does not match its schema; refused before anything is written. */
+export class InvalidSessionDataError extends SessionStoreError {
+  override readonly name = "InvalidSessionDataError";
+  constructor(
+    readonly key: string,
+    reason: string,
+  ) {
+    super(`refusing to write ${key}: ${reason}`);
+  }
+}
+
+/** An object the store knows exists (listed, or acknowledged by a 412) could not be read. */
+export class MissingObjectError extends SessionStoreError {
+  override readonly name = "MissingObjectError";
+  constructor(readonly key: string) {
+    super(`object ${key} exists but could not be read`);
+  }
+}
+
+export interface SessionStoreOptions {
+  /** Entries per chunk object (default 256). Must not change for data already written. */
+  chunkSize?: number;
+  /** Cache of immutable objects; share one per worker process. A private one by default. */
+  cache?: EntryCache;
+  /** S3 requests kept in flight by one operation (default 32). */
+  concurrency?: number;
+  /**
+   * Whether `readEntries` writes chunk objects a writer could not (entries written out of order);
+   * default true. Turn off for processes with read-only access to the bucket.
+   */
+  sealChunksOnRead?: boolean;
+}
+
+export interface CreateSessionResult {
+  /** False when a header was already stored; `header` is then the stored one. */
+  created: boolean;
+  header: SessionHeader;
+}
+
+export interface PutEntryResult {
+  /** False when this very entry (same id) was already stored: a retry adopted it. */
+  written: boolean;
+  entry: SessionEntry;
+}
+
+export interface SequencedEntry {
+  seq: number;
+  entry: SessionEntry;
+}
+
+export interface ReadEntriesOptions {
+  /** Highest sequence number to return (inclusive). */
+  toSeq?: number;
+  /** Stop at the first missing sequence number (a live run may still be writing it). */
+  untilGap?: boolean;
+}
+
+export interface ReadEntriesResult {
+  /** In sequence order. The objects are shared with the cache and frozen. */
+  entries: SequencedEntry[];
+  /** First free sequence number after the contiguous run of entries starting at 0. */
+  nextSeq: number;
+  /** Missing sequence numbers below the highest entry read (bounded by `toSeq`). */
+  gaps: number[];
+}
+
+export interface ListSessionsOptions {
+  /** Sessions per page, 1..1000 (default 100). */
+  limit?: number;
+  /** `nextCursor` of the previous page. */
+  cursor?: string;
+}
+
+export interface SessionSummary {
+  sessionId: string;
+  /** Null when the folder has entries but no header (entries written without `createSession`). */
+  header: SessionHeader | null;
+}
+
+export interface SessionPage {
+  sessions: SessionSummary[];
+  /** Present when more sessions follow. */
+  nextCursor?: string;
+}
+
+export interface ImportResult {
+  entries: number;
+  chunks: number;
+}
+
+/** What this store learned about a session; only ever grows, since objects are immutable. */
+interface SessionProgress {
+  /** Every sequence number below this is stored. */
+  contiguousEnd: number;
+  /** Every chunk starting below this is stored. */
+  sealedEnd: number;
+}
+
+/** One listing of a session folder (or of its entries after a known prefix). */
+interface SessionListing {
+  hasHeader: boolean;
+  entrySeqs: Set<number>;
+  chunkStarts: Set<number>;
+}
+
+type Parse<T> = (key: string, text: string) => T;
+
+export class SessionStore {
+  readonly chunkSize: number;
+  readonly cache: EntryCache;
+  private readonly bucket: string;
+  private readonly prefix: string;
+  private readonly concurrency: number;
+  private readonly sealChunksOnRead: boolean;
+  private readonly progress = new Map<string, SessionProgress>();
+
+  constructor(
+    private readonly client: S3Client,
+    settings: S3Settings,
+    options: SessionStoreOptions = {},
+  ) {
+    this.chunkSize = options.chunkSize ?? DEFAULT_CHUNK_SIZE;
+    if (!Number.isSafeInteger(this.chunkSize) || this.chunkSize < 2) {
+      throw new RangeError(`chunkSize must be an integer >= 2, got ${this.chunkSize}`);
+    }
+    this.concurrency = options.concurrency ?? DEFAULT_REQUEST_CONCURRENCY;
+    if (!Number.isSafeInteger(this.concurrency) || this.concurrency < 1) {
+      throw new RangeError(`concurrency must be a positive integer, got ${this.concurrency}`);
+    }
+    this.cache = options.cache ?? new EntryCache();
+    this.sealChunksOnRead = options.sealChunksOnRead ?? true;
+    this.bucket = settings.bucket;
+    this.prefix = settings.prefix;
+  }
+
+  /**
+   * Writes the header of a new session (conditional create). When a header is already stored,
+   * returns it with `created: false` (whether or not it equals `header`).
+   */
+  async createSession(ref: SessionRef, header: SessionHeader): Promise<CreateSessionResult> {
+    const key = headerKey(this.prefix, ref);
+    const written = prepareWrite(key, header, HEADER_KIND);
+    if (await this.putIfAbsent(key, written.body, JSON_CONTENT_TYPE)) {
+      this.cacheWritten(key, written);
+      return { created: true, header };
+    }
+    return { created: false, header: await this.readAfterConflict(key, parseHeader) };
+  }
+
+  /** The stored header; throws `SessionNotFoundError` when there is none. */
+  async getHeader(ref: SessionRef): Promise<SessionHeader> {
+    const header = await this.readObject(headerKey(this.prefix, ref), parseHeader);
+    if (!header) throw new SessionNotFoundError(ref);
+    return header;
+  }
+
+  /** Whether the session's header is stored. */
+  async sessionExists(ref: SessionRef): Promise<boolean> {
+    const key = headerKey(this.prefix, ref);
+    if (this.cache.has(key)) return true;
+    try {
+      await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }));
+      return true;
+    } catch (error) {
+      if (isNotFound(error)) return false;
+      throw error;
+    }
+  }
+
+  /**
+   * Stores `entry` at `seq` unless something is stored there already. A retry finds its own
+   * entry (same id) and adopts it (`written: false`); a different entry at `seq` throws
+   * `EntryConflictError`. When `seq` completes a chunk, the chunk object is written as well (on
+   * an adopting retry too, so a crash between the two writes heals).
+   */
+  async putEntry(ref: SessionRef, seq: number, entry: SessionEntry): Promise<PutEntryResult> {
+    const result = await this.writeEntry(ref, seq, entry);
+    if (seq % this.chunkSize === this.chunkSize - 1) {
+      await this.sealChunkAfterWrite(ref, seq - this.chunkSize + 1);
+    }
+    return result;
+  }
+
+  /** The entry stored at `seq`, or undefined when there is none. */
+  async getEntry(ref: SessionRef, seq: number): Promise<SessionEntry | undefined> {
+    return this.readObject(entryKey(this.prefix, ref, seq), parseEntry);
+  }
+
+  /**
+   * Reads a session's entries in sequence order. Lists the session (one LIST page per 1000
+   * objects; after an earlier read on this store only the entries after the known contiguous
+   * prefix are listed), takes what the cache holds, and fetches the rest — whole chunks where a
+   * chunk object exists, single entries otherwise. Throws `SessionNotFoundError` when the
+   * session has neither header nor entries.
+   */
+  async readEntries(ref: SessionRef, options: ReadEntriesOptions = {}): Promise<ReadEntriesResult> {
+    const folder = sessionPrefix(this.prefix, ref);
+    const toSeq = options.toSeq ?? Number.POSITIVE_INFINITY;
+    if (options.toSeq !== undefined) assertValidSeq(options.toSeq);
+    const known = this.progressOf(folder);
+    const listing = await this.listSession(ref, folder, known.contiguousEnd);
+    if (known.contiguousEnd === 0 && !listing.hasHeader && listing.entrySeqs.size === 0) {
+      throw new SessionNotFoundError(ref);
+    }
+
+    const size = this.chunkSize;
+    const chunkStored = (first: number) => listing.chunkStarts.has(first) || first + size <= known.sealedEnd;
+    const isStored = (seq: number) =>
+      seq < known.contiguousEnd || listing.entrySeqs.has(seq) || chunkStored(seq - (seq % size));
+
+    let highest = known.contiguousEnd - 1;
+    for (const seq of listing.entrySeqs) highest = Math.max(highest, seq);
+    for (const first of listing.chunkStarts) highest = Math.max(highest, first + size - 1);
+    let contiguousEnd = known.contiguousEnd;
+    while (contiguousEnd <= highest && isStored(contiguousEnd)) contiguousEnd++;
+
+    const upper = Math.min(highest, toSeq);
+    const wanted: number[] = [];
+    const gaps: number[] = [];
+    for (let seq = 0; seq <= upper; seq++) {
+      if (seq < contiguousEnd || isStored(seq)) wanted.push(seq);
+      else gaps.push(seq);
+    }
+    const readUpTo = options.untilGap ? Math.min(contiguousEnd, upper + 1) : upper + 1;
+    const entries = await this.resolveEntries(
+      ref,
+      wanted.filter((seq) => seq < readUpTo),
+      chunkStored,
+    );
+
+    known.contiguousEnd = contiguousEnd;
+    while (listing.chunkStarts.has(known.sealedEnd)) known.sealedEnd += size;
+    if (this.sealChunksOnRead) await this.sealReadChunks(ref, known, entries);
+
+    return {
+      entries: [...entries].sort((a, b) => a[0] - b[0]).map(([seq, entry]) => ({ seq, entry })),
+      nextSeq: contiguousEnd,
+      gaps,
+    };
+  }
+
+  /** One page of a tenant's sessions (in id order) with their headers. */
+  async listSessions(tenantId: string, options: ListSessionsOptions = {}): Promise<SessionPage> {
+    assertValidId("tenant", tenantId);
+    const limit = options.limit ?? DEFAULT_LIST_LIMIT;
+    if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) {
+      throw new RangeError(`limit must be an integer in [1, ${MAX_LIST_LIMIT}], got ${limit}`);
+    }
+    const folder = tenantSessionsPrefix(this.prefix, tenantId);
+    const page = await this.client.send(
+      new ListObjectsV2Command({
+        Bucket: this.bucket,
+        Prefix: folder,
+        Delimiter: "/",
+        MaxKeys: limit,
+        ContinuationToken: options.cursor,
+      }),
+    );
+    const ids = (page.CommonPrefixes ?? [])
+      .map((common) => sessionIdOfFolder(folder, common.Prefix ?? ""))
+      .filter((id): id is string => id !== null);
+    const sessions = await mapWithLimit(ids, this.concurrency, async (sessionId) => ({
+      sessionId,
+      header: (await this.readObject(headerKey(this.prefix, { tenantId, sessionId }), parseHeader)) ?? null,
+    }));
+    return page.IsTruncated && page.NextContinuationToken
+      ? { sessions, nextCursor: page.NextContinuationToken }
+      : { sessions };
+  }
+
+  /**
+   * The whole session as one pi-format JSONL file: header line, then every stored entry in
+   * sequence order (gaps are skipped; a finished run leaves none).
+   */
+  async exportJsonl(ref: SessionRef): Promise<string> {
+    const header = await this.getHeader(ref);
+    const { entries } = await this.readEntries(ref);
+    return serializeSession({ header, entries: entries.map(({ entry }) => entry) });
+  }
+
+  /**
+   * Stores a whole session: the header (throws `SessionExistsError` when the session exists),
+   * then `entries` at sequence numbers 0..n-1 in parallel, then every complete chunk. An
+   * interrupted import leaves a partial session behind; it is not resumable under the same id.
+   */
+  async importEntries(
+    ref: SessionRef,
+    header: SessionHeader,
+    entries: readonly SessionEntry[],
+  ): Promise<ImportResult> {
+    const key = headerKey(this.prefix, ref);
+    const written = prepareWrite(key, header, HEADER_KIND);
+    if (!(await this.putIfAbsent(key, written.body, JSON_CONTENT_TYPE))) throw new SessionExistsError(ref);
+    this.cacheWritten(key, written);
+
+    await mapWithLimit(entries, this.concurrency, (entry, seq) => this.writeEntry(ref, seq, entry));
+    const chunkStarts: number[] = [];
+    for (let first = 0; first + this.chunkSize <= entries.length; first += this.chunkSize) {
+      chunkStarts.push(first);
+    }
+    await mapWithLimit(chunkStarts, this.concurrency, (first) =>
+      this.writeChunk(ref, first, entries.slice(first, first + this.chunkSize)),
+    );
+    return { entries: entries.length, chunks: chunkStarts.length };
+  }
+
+  // --- entries and chunks ---------------------------------------------------------------
+
+  private async writeEntry(ref: SessionRef, seq: number, entry: SessionEntry): Promise<PutEntryResult> {
+    const key = entryKey(this.prefix, ref, seq);
+    const written = prepareWrite(key, entry, ENTRY_KIND);
+    if (await this.putIfAbsent(key, written.body, JSON_CONTENT_TYPE)) {
+      this.cacheWritten(key, written);
+      return { written: true, entry };
+    }
+    const stored = await this.readAfterConflict(key, parseEntry);
+    if (stored.id !== entry.id) throw new EntryConflictError(ref, seq, entry.id, stored.id);
+    return { written: false, entry: stored };
+  }
+
+  /**
+   * Writes the chunk starting at `first` when all its entries are stored. When one is missing
+   * (parallel writes landing out of order) nothing is written; a later `readEntries` seals it.
+   */
+  private async sealChunkAfterWrite(ref: SessionRef, first: number): Promise<void> {
+    const known = this.progressOf(sessionPrefix(this.prefix, ref));
+    if (first + this.chunkSize <= known.sealedEnd) return;
+    const seqs = Array.from({ length: this.chunkSize }, (_, i) => first + i);
+    const entries = await mapWithLimit(seqs, this.concurrency, (seq) => this.getEntry(ref, seq));
+    if (entries.some((entry) => entry === undefined)) return;
+    await this.writeChunk(ref, first, entries as SessionEntry[]);
+    if (known.sealedEnd === first) known.sealedEnd += this.chunkSize;
+  }
+
+  /** Seals complete chunks of the contiguous prefix whose entries this read holds. */
+  private async sealReadChunks(
+    ref: SessionRef,
+    known: SessionProgress,
+    entries: Map<number, SessionEntry>,
+  ): Promise<void> {
+    const size = this.chunkSize;
+    while (known.sealedEnd + size <= known.contiguousEnd) {
+      const first = known.sealedEnd;
+      const chunk: SessionEntry[] = [];
+      for (let seq = first; seq < first + size; seq++) {
+        const entry = entries.get(seq);
+        if (!entry) return;
+        chunk.push(entry);
+      }
+      await this.writeChunk(ref, first, chunk);
+      known.sealedEnd += size;
+    }
+  }
+
+  /** Conditional create of a chunk; an existing chunk holds the same immutable entries. */
+  private async writeChunk(ref: SessionRef, first: number, entries: readonly SessionEntry[]): Promise<void> {
+    const body = `${entries.map((entry) => serializeEntry(entry)).join("\n")}\n`;
+    await this.putIfAbsent(chunkKey(this.prefix, ref, first), body, JSONL_CONTENT_TYPE);
+  }
+
+  /**
+   * The entries at `seqs`, from the cache where possible, else from chunk objects (where a chunk
+   * is stored and more than one of its entries is needed) and entry objects.
+   */
+  private async resolveEntries(
+    ref: SessionRef,
+    seqs: readonly number[],
+    chunkStored: (first: number) => boolean,
+  ): Promise<Map<number, SessionEntry>> {
+    const size = this.chunkSize;
+    const found = new Map<number, SessionEntry>();
+    const byChunk = new Map<number, number[]>();
+    for (const seq of seqs) {
+      const first = seq - (seq % size);
+      const group = byChunk.get(first);
+      if (group) group.push(seq);
+      else byChunk.set(first, [seq]);
+    }
+
+    const chunksToFetch: number[] = [];
+    const entriesToFetch: number[] = [];
+    for (const [first, group] of byChunk) {
+      const stored = chunkStored(first);
+      const cachedChunk = stored
+        ? this.cache.get<SessionEntry[]>(chunkKey(this.prefix, ref, first))
+        : undefined;
+      if (cachedChunk) {
+        for (const seq of group) found.set(seq, cachedChunk[seq - first]!);
+        continue;
+      }
+      const missing: number[] = [];
+      for (const seq of group) {
+        const cached = this.cache.get<SessionEntry>(entryKey(this.prefix, ref, seq));
+        if (cached) found.set(seq, cached);
+        else missing.push(seq);
+      }
+      if (stored && missing.length > 1) chunksToFetch.push(first);
+      else entriesToFetch.push(...missing);
+    }
+
+    const fetches: Array<() => Promise<void>> = [
+      ...chunksToFetch.map((first) => async () => {
+        const key = chunkKey(this.prefix, ref, first);
+        const chunk = await this.fetchObject(key, (k, text) => parseChunk(k, text, size));
+        if (!chunk) throw new MissingObjectError(key);
+        for (const seq of byChunk.get(first) ?? []) found.set(seq, chunk[seq - first]!);
+      }),
+      ...entriesToFetch.map((seq) => async () => {
+        const key = entryKey(this.prefix, ref, seq);
+        const entry = await this.fetchObject(key, parseEntry);
+        if (!entry) throw new MissingObjectError(key);
+        found.set(seq, entry);
+      }),
+    ];
+    await mapWithLimit(fetches, this.concurrency, (fetch) => fetch());
+    return found;
+  }
+
+  /**
+   * Lists the session folder; when `contiguousEnd` > 0 (everything below it is known to be
+   * stored) only the entry keys after it, which is one request for a session read before.
+   */
+  private async listSession(ref: SessionRef, folder: string, contiguousEnd: number): Promise<SessionListing> {
+    const listing: SessionListing = { hasHeader: false, entrySeqs: new Set(), chunkStarts: new Set() };
+    const incremental = contiguousEnd > 0;
+    let token: string | undefined;
+    do {
+      const page = await this.client.send(
+        new ListObjectsV2Command({
+          Bucket: this.bucket,
+          Prefix: incremental ? `${folder}${ENTRIES_FOLDER}` : folder,
+          StartAfter: incremental && !token ? entryKey(this.prefix, ref, contiguousEnd - 1) : undefined,
+          ContinuationToken: token,
+        }),
+      );
+      for (const object of page.Contents ?? []) {
+        const parsed = parseSessionObjectKey(folder, object.Key ?? "");
+        if (parsed?.kind === "header") listing.hasHeader = true;
+        else if (parsed?.kind === "entry") listing.entrySeqs.add(parsed.seq);
+        else if (parsed?.kind === "chunk" && parsed.firstSeq % this.chunkSize === 0) {
+          listing.chunkStarts.add(parsed.firstSeq);
+        }
+      }
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+    return listing;
+  }
+
+  /** The store's record for a session folder, created empty; an LRU bounded in sessions. */
+  private progressOf(folder: string): SessionProgress {
+    let record = this.progress.get(folder);
+    if (record) {
+      this.progress.delete(folder);
+    } else {
+      record = { contiguousEnd: 0, sealedEnd: 0 };
+      if (this.progress.size >= MAX_TRACKED_SESSIONS) {
+        const oldest = this.progress.keys().next().value;
+        if (oldest !== undefined) this.progress.delete(oldest);
+      }
+    }
+    this.progress.set(folder, record);
+    return record;
+  }
+
+  // --- S3 primitives ----------------------------------------------------------------------
+
+  /** Conditional create; true when written, false when an object already exists at `key`. */
+  private async putIfAbsent(key: string, body: string, contentType: string): Promise<boolean> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.client.send(
+          new PutObjectCommand({
+            Bucket: this.bucket,
+            Key: key,
+            Body: body,
+            ContentType: contentType,
+            IfNoneMatch: "*",
+          }),
+        );
+        return true;
+      } catch (error) {
+        const status = httpStatus(error);
+        if (status === 412) return false;
+        if (status === 409 && attempt < CONDITIONAL_CONFLICT_ATTEMPTS) {
+          await delay(RETRY_BASE_DELAY_MS * 2 ** (attempt - 1));
+          continue;
+        }
+        throw error;
+      }
+    }
+  }
+
+  /** The parsed object at `key` through the cache; undefined when there is none. */
+  private async readObject<T>(key: string, parse: Parse<T>): Promise<T | undefined> {
+    const cached = this.cache.get<T>(key);
+    return cached !== undefined ? cached : this.fetchObject(key, parse);
+  }
+
+  /** GETs, parses and caches the object at `key`, bypassing the cache lookup. */
+  private async fetchObject<T>(key: string, parse: Parse<T>): Promise<T | undefined> {
+    let text: string;
+    try {
+      const response = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
+      text = (await response.Body?.transformToString("utf-8")) ?? "";
+    } catch (error) {
+      if (isNotFound(error)) return undefined;
+      throw error;
+    }
+    const value = deepFreeze(parse(key, text));
+    this.cache.set(key, value, Buffer.byteLength(text));
+    return value;
+  }
+
+  /** Reads an object a 412 said exists, allowing the winning write a moment to become visible. */
+  private async readAfterConflict<T>(key: string, parse: Parse<T>): Promise<T> {
+    for (let attempt = 1; attempt <= READ_AFTER_CONFLICT_ATTEMPTS; attempt++) {
+      const value = await this.readObject(key, parse);
+      if (value !== undefined) return value;
+      await delay(RETRY_BASE_DELAY_MS * 2 ** (attempt - 1));
+    }
+    throw new MissingObjectError(key);
+  }
+
+  /** Caches what was just written, as parsed from the written bytes (what a reader would get). */
+  private cacheWritten(key: string, written: PreparedWrite): void {
+    this.cache.set(key, deepFreeze(written.value), Buffer.byteLength(written.body));
+  }
+}
+
+// --- parsing -------------------------------------------------------------------------------
+
+function parseJson(key: string, text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new CorruptObjectError(key, `not JSON (${(error as Error).message})`);
+  }
+}
+
+interface ObjectKind {
+  what: string;
+  schema: z.ZodType;
+}
+
+const ENTRY_KIND: ObjectKind = { what: "session entry", schema: SessionEntrySchema };
+const HEADER_KIND: ObjectKind = { what: "session header", schema: SessionHeaderSchema };
+
+/** Why `value` is not a valid object of `kind`, or undefined when it is. */
+function schemaProblem(kind: ObjectKind, value: unknown): string | undefined {
+  const checked = kind.schema.safeParse(value);
+  if (checked.success) return undefined;
+  const issue = checked.error.issues[0];
+  const path = issue && issue.path.length > 0 ? issue.path.join(".") : "(root)";
+  return `not a ${kind.what}: ${path}: ${issue?.message ?? "invalid"}`;
+}
+
+function schemaParser<T>(kind: ObjectKind): Parse<T> {
+  return (key, text) => {
+    const value = parseJson(key, text);
+    const problem = schemaProblem(kind, value);
+    if (problem) throw new CorruptObjectError(key, problem);
+    // The object as read, not zod's copy: unknown keys and key order survive (as in the codec).
+    return value as T;
+  };
+}
+
+const parseEntry = schemaParser<SessionEntry>(ENTRY_KIND);
+const parseHeader = schemaParser<SessionHeader>(HEADER_KIND);
+
+/** The bytes to write and the value a reader will parse from them. */
+interface PreparedWrite {
+  body: string;
+  value: unknown;
+}
+
+/** Serializes and validates an entry or header; throws `InvalidSessionDataError` when invalid. */
+function prepareWrite(key: string, value: SessionEntry | SessionHeader, kind: ObjectKind): PreparedWrite {
+  const body = serializeEntry(value);
+  const parsed: unknown = JSON.parse(body);
+  const problem = schemaProblem(kind, parsed);
+  if (problem) throw new InvalidSessionDataError(key, problem);
+  return { body, value: parsed };
+}
+
+function parseChunk(key: string, text: string, chunkSize: number): SessionEntry[] {
+  const lines = text.split("\n").filter((line) => line !== "");
+  if (lines.length !== chunkSize) {
+    throw new CorruptObjectError(key, `holds ${lines.length} entries, the chunk size is ${chunkSize}`);
+  }
+  return lines.map((line) => parseEntry(key, line));
+}
+
+// --- helpers -------------------------------------------------------------------------------
+
+function httpStatus(error: unknown): number | undefined {
+  return error instanceof S3ServiceException ? error.$metadata?.httpStatusCode : undefined;
+}
+
+function isNotFound(error: unknown): boolean {
+  return httpStatus(error) === 404;
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/**
+ * Cached objects are shared by every reader of the worker; freezing them turns an accidental
+ * mutation into an immediate error instead of a silently corrupted cache.
+ */
+function deepFreeze<T>(value: T): T {
+  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value)) deepFreeze(child);
+  }
+  return value;
+}
+
+/** Runs `fn` over `items` with at most `limit` calls in flight; results in input order. */
+async function mapWithLimit<T, R>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T, index: number) => Promise<R>,
+): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  let failed = false;
+  const worker = async () => {
+    while (next < items.length && !failed) {
+      const index = next++;
+      try {
+        results[index] = await fn(items[index]!, index);
+      } catch (error) {
+        failed = true;
+        throw error;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
+}
