@@ -58,6 +58,8 @@ function userContent(message: UserMessage | ToolResultMessage): ContentBlockPara
       : message.content;
   return blocks.flatMap((block): ContentBlockParam[] => {
     if (block.type === "text") return block.text.trim() ? [{ type: "text", text: block.text }] : [];
+    // The SDK types media_type as a union of four image types; the canonical block carries a
+    // free-form MIME type, and the API itself reports an unsupported one.
     return [
       {
         type: "image",

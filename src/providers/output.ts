@@ -17,6 +17,9 @@ import { parseTextToolCalls } from "./fallback-tool-calls";
 import { computeCost } from "./models";
 import type { CompleteOptions, ModelInfo, ProgressInfo, ProviderError, ProviderResult } from "./types";
 
+/** A completed response whose stop reason means "no answer" (refusal, content filter). */
+const REFUSAL_MESSAGE = "The provider declined to answer (refusal or content filter)";
+
 export interface TokenCounts {
   input: number;
   output: number;
@@ -153,6 +156,9 @@ export class OutputBuilder {
 
   /** Result of a call whose response completed. */
   finish(context: LlmContext): ProviderResult {
+    if (this.message.stopReason === "error") {
+      return this.failWith({ kind: "non_retryable", message: REFUSAL_MESSAGE });
+    }
     const usage = this.message.usage;
     const promptTokens = usage.input + usage.cacheRead + usage.cacheWrite;
     if (promptTokens > this.model.contextWindow) {
