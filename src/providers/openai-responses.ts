@@ -147,7 +147,9 @@ function applyItem(out: OutputBuilder, item: ResponseOutputItem): void {
 function applyResponse(out: OutputBuilder, response: OpenAI.Responses.Response): void {
   out.message.responseId = response.id;
   if (response.usage) out.setUsage(usageOf(response.usage));
-  if (response.status === "incomplete") out.setStopReason("length");
+  if (response.status === "incomplete") {
+    out.setStopReason(response.incomplete_details?.reason === "content_filter" ? "error" : "length");
+  }
 }
 
 /** Applies one stream event; returns true when the response is complete. */

@@ -61,7 +61,7 @@ const TurnSchema = z.object({
     })
     .partial()
     .optional(),
-  stopReason: z.enum(["stop", "length"]).optional(),
+  stopReason: z.enum(["stop", "length", "refusal"]).optional(),
 });
 
 const ScenariosBodySchema = z.record(

@@ -54,8 +54,8 @@ export interface Turn {
   toolCalls?: ScriptedToolCall[];
   /** Exact usage to report; by default it is estimated from the request and reply sizes. */
   usage?: Partial<TurnUsage>;
-  /** "length" reports a max-tokens stop. */
-  stopReason?: "stop" | "length";
+  /** "length" reports a max-tokens stop; "refusal" a refusal / content-filter stop. */
+  stopReason?: "stop" | "length" | "refusal";
 }
 
 export interface TurnContext {

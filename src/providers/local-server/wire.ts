@@ -32,7 +32,7 @@ export interface Reply {
   text?: string;
   toolCalls: ReplyToolCall[];
   usage: TurnUsage;
-  stop: "stop" | "length" | "toolUse";
+  stop: "stop" | "length" | "refusal" | "toolUse";
 }
 
 function hash(text: string): string {
@@ -81,7 +81,12 @@ export function buildReply(
       cacheRead: turn.usage?.cacheRead ?? 0,
       cacheWrite: turn.usage?.cacheWrite ?? 0,
     },
-    stop: turn.stopReason === "length" ? "length" : toolCalls.length > 0 ? "toolUse" : "stop",
+    stop:
+      turn.stopReason && turn.stopReason !== "stop"
+        ? turn.stopReason
+        : toolCalls.length > 0
+          ? "toolUse"
+          : "stop",
   };
 }
 
@@ -94,7 +99,12 @@ const created = () => Math.floor(Date.now() / 1000);
 
 // ---------------------------------------------------------------- OpenAI Chat Completions
 
-const CHAT_FINISH = { stop: "stop", length: "length", toolUse: "tool_calls" } as const;
+const CHAT_FINISH = {
+  stop: "stop",
+  length: "length",
+  refusal: "content_filter",
+  toolUse: "tool_calls",
+} as const;
 
 function chatUsage(reply: Reply) {
   const prompt = reply.usage.input + reply.usage.cacheRead;
@@ -227,7 +237,10 @@ function responseObject(reply: Reply, status: "in_progress" | "completed" | "inc
     model: reply.model,
     output,
     error: null,
-    incomplete_details: status === "incomplete" ? { reason: "max_output_tokens" } : null,
+    incomplete_details:
+      status === "incomplete"
+        ? { reason: reply.stop === "refusal" ? "content_filter" : "max_output_tokens" }
+        : null,
     usage: status === "in_progress" ? null : responsesUsage(reply),
   };
 }
@@ -240,7 +253,8 @@ function responsesOutput(reply: Reply): unknown[] {
   ];
 }
 
-const finalStatus = (reply: Reply) => (reply.stop === "length" ? "incomplete" : "completed");
+const finalStatus = (reply: Reply) =>
+  reply.stop === "length" || reply.stop === "refusal" ? "incomplete" : "completed";
 
 function responsesJson(reply: Reply) {
   return responseObject(reply, finalStatus(reply), responsesOutput(reply));
@@ -319,7 +333,12 @@ function responsesEvents(reply: Reply): SseEvent[] {
 
 // ---------------------------------------------------------------- Anthropic Messages
 
-const ANTHROPIC_STOP = { stop: "end_turn", length: "max_tokens", toolUse: "tool_use" } as const;
+const ANTHROPIC_STOP = {
+  stop: "end_turn",
+  length: "max_tokens",
+  refusal: "refusal",
+  toolUse: "tool_use",
+} as const;
 
 function anthropicUsage(reply: Reply, output: number) {
   return {

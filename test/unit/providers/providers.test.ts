@@ -50,6 +50,7 @@ beforeAll(async () => {
         turns: [{ text: "one two three four five six seven eight nine ten eleven twelve thirteen fourteen" }],
       },
       long: { turns: [{ text: "Cut short", stopReason: "length" }] },
+      refuse: { turns: [{ text: "I can't", stopReason: "refusal" }] },
       textual: {
         turns: [{ text: '<tool_call>{"name": "read", "arguments": {"path": "x.ts"}}</tool_call>' }],
       },
@@ -198,6 +199,13 @@ describe.each(APIS)("%s", (api) => {
       const result = await provider.complete(model, context([user("[scenario:long] go")]));
       expect(result.message.stopReason).toBe("length");
       expect(textOf(result.message)).toBe("Cut short");
+    });
+
+    test("a refusal / content-filter stop is a non-retryable error with the text kept", async () => {
+      const result = await provider.complete(model, context([user("[scenario:refuse] go")]));
+      expect(result.message.stopReason).toBe("error");
+      expect(result.error?.kind).toBe("non_retryable");
+      expect(textOf(result.message)).toBe("I can't");
     });
 
     test("usage beyond the context window is a context overflow", async () => {
