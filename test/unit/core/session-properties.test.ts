@@ -37,10 +37,7 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
   { weight: 1, arbitrary: fc.jsonValue().map((data) => ({ kind: "custom" as const, data })) },
 );
 
-function linearSession(
-  steps: fc.Arbitrary<unknown> extends never ? never : { kind: string }[],
-  seed: number,
-) {
+function linearSession(steps: Step[], seed: number) {
   const random = seededRandom(seed);
   const entries: SessionEntry[] = [];
   const at = () => ({
