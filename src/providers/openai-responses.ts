@@ -20,6 +20,19 @@ import type { CompleteOptions, ModelInfo, Provider, ProviderConnection, Provider
 
 const EMPTY_TOOL_RESULT = "(no output)";
 
+/** The reasoning item stored in a thinking signature; undefined when absent or not an item. */
+function reasoningItemOf(signature: string | undefined): ResponseInputItem | undefined {
+  if (!signature) return undefined;
+  try {
+    const item: unknown = JSON.parse(signature);
+    const isReasoning =
+      typeof item === "object" && item !== null && (item as { type?: unknown }).type === "reasoning";
+    return isReasoning ? (item as ResponseInputItem) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export function toResponsesInput(context: LlmContext, model: ModelInfo): ResponseInputItem[] {
   const items: ResponseInputItem[] = [];
   for (const message of prepareMessages(context.messages, model)) {
@@ -51,7 +64,8 @@ export function toResponsesInput(context: LlmContext, model: ModelInfo): Respons
         if (block.type === "thinking") {
           // Only this model can read its own encrypted reasoning; foreign thinking was
           // already turned into text by prepareMessages.
-          if (sameModel && block.thinkingSignature) items.push(JSON.parse(block.thinkingSignature));
+          const reasoning = sameModel ? reasoningItemOf(block.thinkingSignature) : undefined;
+          if (reasoning) items.push(reasoning);
         } else if (block.type === "text") {
           if (sameModel && block.textSignature) {
             items.push({
