@@ -338,7 +338,8 @@ export class SessionStore {
       chunkStored,
     );
 
-    known.contiguousEnd = contiguousEnd;
+    // Concurrent reads of one session share this record; it only ever grows.
+    known.contiguousEnd = Math.max(known.contiguousEnd, contiguousEnd);
     while (listing.chunkStarts.has(known.sealedEnd)) known.sealedEnd += size;
     if (this.sealChunksOnRead) await this.sealReadChunks(ref, known, entries);
 
