@@ -27,6 +27,8 @@ module.exports = {
       globalTeardown: "<rootDir>/test/support/global-teardown.ts",
       setupFiles: ["<rootDir>/test/support/quiet-temporal-logs.ts"],
       slowTestThreshold: 30,
+      // Real servers on a shared 2-core machine: generous per-test time.
+      testTimeout: 60_000,
     },
   ],
 };

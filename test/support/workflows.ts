@@ -26,3 +26,5 @@ export async function sleepOneDay(): Promise<number> {
   await sleep("1 day");
   return Date.now() - start;
 }
+
+export * from "../../src/workflows/index";

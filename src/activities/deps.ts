@@ -1,0 +1,16 @@
+/** What activities need from the worker process: created once per process, shared by every call. */
+import type { ModelCatalog } from "../providers/models";
+import type { Provider } from "../providers/types";
+import type { SessionStore } from "../store/session-store";
+import type { ToolCallMarkers } from "../store/tool-call-markers";
+
+export interface ActivityDeps {
+  store: SessionStore;
+  markers: ToolCallMarkers;
+  provider: Provider;
+  catalog: ModelCatalog;
+  /** Folder holding one workspace per session on this worker. */
+  workspaceRoot: string;
+  /** This worker's own task queue: tool activities of sessions it holds go there. */
+  workerTaskQueue: string;
+}

@@ -1,0 +1,92 @@
+/**
+ * The tool activity: runs one tool call in the session's workspace and writes its result at the
+ * slot the workflow assigned. A stored result is returned as is; an `unsafe` tool (bash) that an
+ * earlier attempt may have started is not run again — the model is told the outcome is unknown.
+ */
+import { ApplicationFailure, CancelledFailure, Context } from "@temporalio/activity";
+import type { ToolCallBlock, ToolResultMessage } from "../core/messages";
+import { createMessageEntry } from "../core/session-entries";
+import type { SessionEntry } from "../core/session-types";
+import { runToolCall, toolNamed, toToolResultMessage, workspaceFor } from "../tools";
+import { UNKNOWN_OUTCOME_TEXT } from "../workflows/markers";
+import type { ActivityDeps } from "./deps";
+import type { ExecuteToolInput, ExecuteToolResult } from "./types";
+
+const PREVIEW_CHARS = 300;
+const HEARTBEAT_INTERVAL_MS = 5_000;
+
+export function executeToolActivity({ store, markers, workspaceRoot }: ActivityDeps) {
+  return async function executeTool(input: ExecuteToolInput): Promise<ExecuteToolResult> {
+    const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
+    const ctx = Context.current();
+    const stored = await store.getEntry(ref, input.slot.seq);
+    if (stored) return summarize(resultOf(stored, input.slot.id), "adopted");
+
+    const call = await toolCallOf(store, input);
+    const toolCall: ToolCallBlock = { ...call, arguments: input.argumentsOverride ?? call.arguments };
+    const write = async (message: ToolResultMessage) =>
+      (await store.putEntry(ref, input.slot.seq, createMessageEntry(input.slot, message))).entry;
+
+    if (toolNamed(call.name)?.replay === "unsafe") {
+      const firstStart = await markers.markStarted(ref, call.id, ctx.info.attempt);
+      if (!firstStart) {
+        const entry = await write(
+          toToolResultMessage(
+            toolCall,
+            { content: [{ type: "text", text: UNKNOWN_OUTCOME_TEXT }], isError: true },
+            Date.now(),
+          ),
+        );
+        return summarize(resultOf(entry, input.slot.id), "unknown_outcome");
+      }
+    }
+
+    const workspace = workspaceFor(workspaceRoot, input.tenantId, input.sessionId);
+    const heartbeat = setInterval(() => ctx.heartbeat({ phase: "running" }), HEARTBEAT_INTERVAL_MS);
+    let output: Awaited<ReturnType<typeof runToolCall>>;
+    try {
+      output = await runToolCall(toolCall, {
+        workspace,
+        signal: ctx.cancellationSignal,
+        onUpdate: () => ctx.heartbeat({ phase: "update" }),
+      });
+    } finally {
+      clearInterval(heartbeat);
+    }
+    const entry = await write(toToolResultMessage(toolCall, output, Date.now()));
+    if (ctx.cancellationSignal.aborted)
+      throw new CancelledFailure("the tool was cancelled; its output is stored");
+    return summarize(resultOf(entry, input.slot.id), "executed");
+  };
+}
+
+async function toolCallOf(store: ActivityDeps["store"], input: ExecuteToolInput): Promise<ToolCallBlock> {
+  const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
+  const entry = await store.getEntry(ref, input.assistantSeq);
+  const call =
+    entry?.type === "message" && entry.message.role === "assistant"
+      ? entry.message.content.find((block) => block.type === "toolCall" && block.id === input.toolCallId)
+      : undefined;
+  if (!call || call.type !== "toolCall") {
+    throw ApplicationFailure.nonRetryable(
+      `tool call ${input.toolCallId} is not in the assistant entry at seq ${input.assistantSeq}`,
+      "EntryConflict",
+    );
+  }
+  return call;
+}
+
+function resultOf(entry: SessionEntry, expectedId: string): ToolResultMessage {
+  if (entry.id !== expectedId || entry.type !== "message" || entry.message.role !== "toolResult") {
+    throw ApplicationFailure.nonRetryable(
+      `the entry stored at the tool result slot is not the expected result (${entry.id})`,
+      "EntryConflict",
+    );
+  }
+  return entry.message;
+}
+
+function summarize(message: ToolResultMessage, outcome: ExecuteToolResult["outcome"]): ExecuteToolResult {
+  const text = message.content.flatMap((block) => (block.type === "text" ? [block.text] : [])).join("\n");
+  return { isError: message.isError, outcome, preview: text.slice(0, PREVIEW_CHARS) };
+}

@@ -1,0 +1,21 @@
+/** All activities of a worker, wired to the process's dependencies. */
+
+import { compactActivity } from "./compact";
+import type { ActivityDeps } from "./deps";
+import { executeToolActivity } from "./execute-tool";
+import { llmTurnActivity } from "./llm-turn";
+import { sessionActivities } from "./session-activities";
+import type { KeelActivities } from "./types";
+import { workspaceActivities } from "./workspace-activities";
+
+export type { ActivityDeps } from "./deps";
+
+export function createActivities(deps: ActivityDeps): KeelActivities {
+  return {
+    ...sessionActivities(deps),
+    ...workspaceActivities(deps),
+    llmTurn: llmTurnActivity(deps),
+    executeTool: executeToolActivity(deps),
+    compact: compactActivity(deps),
+  };
+}

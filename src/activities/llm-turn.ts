@@ -1,0 +1,153 @@
+/**
+ * The LLM turn activity: one model call producing the assistant entry at the slot the workflow
+ * assigned. If that entry is already stored (an earlier attempt wrote it and then died), the model
+ * is not called again: the stored answer is returned.
+ */
+
+import { randomBytes } from "node:crypto";
+import { ApplicationFailure, CancelledFailure, Context } from "@temporalio/activity";
+import { type AssistantMessage, toolCallsOf } from "../core/messages";
+import { createMessageEntry } from "../core/session-entries";
+import type { SessionEntry } from "../core/session-types";
+import { parseTextToolCalls } from "../providers/fallback-tool-calls";
+import { toolNamed, toolSpecs } from "../tools";
+import { INTERRUPTED_MARKER } from "../workflows/markers";
+import { entriesBefore, modelMessages } from "./conversation";
+import type { ActivityDeps } from "./deps";
+import type { LlmTurnInput, LlmTurnResult, ToolCallSummary } from "./types";
+
+const PREVIEW_CHARS = 500;
+const ARGUMENTS_PREVIEW_CHARS = 300;
+/** Keeps the activity visibly alive while the model thinks without streaming anything. */
+const HEARTBEAT_INTERVAL_MS = 5_000;
+
+export function llmTurnActivity({ store, provider, catalog }: ActivityDeps) {
+  return async function llmTurn(input: LlmTurnInput): Promise<LlmTurnResult> {
+    const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
+    const ctx = Context.current();
+    const model = catalog.find(input.model);
+    if (!model) throw ApplicationFailure.nonRetryable(`unknown model "${input.model}"`, "UnknownModel");
+
+    for (const write of input.writesFirst) await store.putEntry(ref, write.seq, write.entry);
+    const stored = await store.getEntry(ref, input.slot.seq);
+    if (stored) return summarize(assistantOf(stored, input.slot.id), true, model.contextWindow);
+
+    const entries = await entriesBefore(store, ref, input.slot.seq);
+    const messages = modelMessages(entries, input.slot.parentId);
+    const tools = input.tools.flatMap((name) => {
+      const tool = toolNamed(name);
+      return tool ? [tool] : [];
+    });
+
+    const heartbeat = setInterval(() => ctx.heartbeat({ phase: "waiting" }), HEARTBEAT_INTERVAL_MS);
+    let outcome: Awaited<ReturnType<typeof provider.complete>>;
+    try {
+      outcome = await provider.complete(
+        model,
+        { systemPrompt: input.systemPrompt, messages, tools: toolSpecs(tools) },
+        {
+          thinkingLevel: input.thinkingLevel,
+          signal: ctx.cancellationSignal,
+          onProgress: (progress) =>
+            ctx.heartbeat({ textChars: progress.textChars, toolCalls: progress.toolCalls }),
+        },
+      );
+    } finally {
+      clearInterval(heartbeat);
+    }
+    let { message } = outcome;
+    const error = outcome.error;
+
+    if (error?.kind === "aborted" || ctx.cancellationSignal.aborted) {
+      await store.putEntry(ref, input.slot.seq, createMessageEntry(input.slot, interrupted(message)));
+      throw new CancelledFailure("the model call was cancelled; its partial answer is stored");
+    }
+    if (error?.kind === "retryable") {
+      throw ApplicationFailure.create({
+        type: "RetryableLlmError",
+        message: `${model.id}: ${error.message}`,
+        nextRetryDelay: error.retryAfterMs,
+      });
+    }
+    if (error?.kind === "context_overflow") {
+      return {
+        ...summarize(message, false, model.contextWindow),
+        errorKind: "context_overflow",
+        errorMessage: error.message,
+      };
+    }
+
+    if (!error && toolCallsOf(message).length === 0 && model.textToolCalls && tools.length > 0) {
+      message = withFallbackToolCalls(
+        message,
+        tools.map((tool) => tool.name),
+      );
+    }
+    const result = await store.putEntry(ref, input.slot.seq, createMessageEntry(input.slot, message));
+    const summary = summarize(assistantOf(result.entry, input.slot.id), !result.written, model.contextWindow);
+    if (error?.kind === "non_retryable")
+      return { ...summary, errorKind: "non_retryable", errorMessage: error.message };
+    return summary;
+  };
+}
+
+function assistantOf(entry: SessionEntry, expectedId: string): AssistantMessage {
+  if (entry.id !== expectedId || entry.type !== "message" || entry.message.role !== "assistant") {
+    throw ApplicationFailure.nonRetryable(
+      `the entry stored at the assistant slot is not the expected assistant message (${entry.id})`,
+      "EntryConflict",
+    );
+  }
+  return entry.message;
+}
+
+/** The partial answer of a cancelled call: its text, marked, without half-formed tool calls. */
+function interrupted(message: AssistantMessage): AssistantMessage {
+  const text = message.content.flatMap((block) => (block.type === "text" && block.text ? [block.text] : []));
+  return {
+    ...message,
+    content: [{ type: "text", text: [...text, INTERRUPTED_MARKER].join("\n\n") }],
+    stopReason: "aborted",
+    errorMessage: message.errorMessage ?? "cancelled",
+  };
+}
+
+function withFallbackToolCalls(message: AssistantMessage, offered: string[]): AssistantMessage {
+  const text = message.content.flatMap((block) => (block.type === "text" ? [block.text] : [])).join("\n");
+  const calls = parseTextToolCalls(text, offered, () => `call_${randomBytes(12).toString("hex")}`);
+  if (calls.length === 0) return message;
+  return { ...message, content: [...message.content, ...calls], stopReason: "toolUse" };
+}
+
+function summarize(message: AssistantMessage, adopted: boolean, contextWindow: number): LlmTurnResult {
+  const text = message.content.flatMap((block) => (block.type === "text" ? [block.text] : [])).join("\n");
+  const toolCalls: ToolCallSummary[] = toolCallsOf(message).map((call) => {
+    const json = JSON.stringify(call.arguments);
+    return {
+      id: call.id,
+      name: call.name,
+      argumentsPreview:
+        json.length > ARGUMENTS_PREVIEW_CHARS ? `${json.slice(0, ARGUMENTS_PREVIEW_CHARS)}…` : json,
+      label: labelOf(call.arguments),
+    };
+  });
+  const usage = message.usage;
+  return {
+    stopReason: message.stopReason,
+    adopted,
+    usage,
+    contextTokens: usage.input + usage.cacheRead + usage.cacheWrite + usage.output,
+    contextWindow,
+    textPreview: text.slice(0, PREVIEW_CHARS),
+    toolCalls,
+  };
+}
+
+/** The argument that says what a call does: a command, a path or a pattern. */
+function labelOf(args: Record<string, unknown>): string {
+  for (const key of ["command", "path", "pattern"]) {
+    const value = args[key];
+    if (typeof value === "string") return value.slice(0, 120);
+  }
+  return "";
+}

@@ -1,0 +1,126 @@
+/**
+ * The activities' contract with the run workflow. Inputs name a session, entry placements and
+ * settings — never the conversation, which activities read from the session store — and results
+ * are short summaries, so workflow history stays a few KB per turn however long the session.
+ */
+import type { Usage } from "../core/messages";
+import type { SessionEntry } from "../core/session-types";
+import type { WorkspaceSource } from "../tools/workspace";
+import type { SessionCursor, SessionRef, ThinkingLevel } from "../workflows/types";
+
+/** A sequence number and an entry to write there (conditional create; a retry adopts). */
+export interface EntryWrite {
+  seq: number;
+  entry: SessionEntry;
+}
+
+/** Where an activity writes the entry it produces; assigned by the workflow beforehand. */
+export interface EntrySlot {
+  seq: number;
+  id: string;
+  parentId: string | null;
+  /** ISO 8601. */
+  timestamp: string;
+}
+
+export interface OpenSessionInput extends SessionRef {
+  /** Working directory recorded in a new session's header. */
+  cwd: string;
+}
+
+export interface AppendEntriesInput extends SessionRef {
+  writes: EntryWrite[];
+}
+
+export interface AppendEntriesResult {
+  written: number;
+  adopted: number;
+}
+
+export interface ClaimWorkspaceInput extends SessionRef {
+  /** What a new workspace starts from (an existing one is kept as it is). */
+  source?: WorkspaceSource;
+}
+
+export interface ClaimWorkspaceResult {
+  /** Task queue of the worker that now holds the session's workspace. */
+  taskQueue: string;
+}
+
+export interface LlmTurnInput extends SessionRef {
+  turn: number;
+  model: string;
+  systemPrompt?: string;
+  thinkingLevel: ThinkingLevel;
+  tools: string[];
+  /** Entries written before the call (user messages of this turn), in order. */
+  writesFirst: EntryWrite[];
+  /** The assistant entry this call produces; its parent is the context's leaf. */
+  slot: EntrySlot;
+}
+
+export interface ToolCallSummary {
+  id: string;
+  name: string;
+  /** Shortened JSON of the arguments; the full arguments stay in the stored entry. */
+  argumentsPreview: string;
+  /** The call in a few words for people (`npm test` for bash, the path for read). */
+  label: string;
+}
+
+export type LlmErrorKind = "non_retryable" | "context_overflow";
+
+export interface LlmTurnResult {
+  stopReason: "stop" | "length" | "toolUse" | "error" | "aborted";
+  /** The entry was already stored by an earlier attempt: the model was not called again. */
+  adopted: boolean;
+  usage: Usage;
+  /** Tokens of the context the model saw (input side of the usage). */
+  contextTokens: number;
+  contextWindow: number;
+  textPreview: string;
+  toolCalls: ToolCallSummary[];
+  errorKind?: LlmErrorKind;
+  errorMessage?: string;
+}
+
+export interface ExecuteToolInput extends SessionRef {
+  /** Sequence number of the assistant entry holding the tool call (its arguments are read there). */
+  assistantSeq: number;
+  toolCallId: string;
+  toolName: string;
+  /** Arguments edited at approval; replace the model's. */
+  argumentsOverride?: Record<string, unknown>;
+  slot: EntrySlot;
+}
+
+export interface ExecuteToolResult {
+  isError: boolean;
+  /** "executed" ran now; "adopted" found its result stored; "unknown_outcome" refused to re-run. */
+  outcome: "executed" | "adopted" | "unknown_outcome";
+  preview: string;
+}
+
+export interface CompactInput extends SessionRef {
+  model: string;
+  reserveTokens: number;
+  keepRecentTokens: number;
+  /** Leaf whose context is compacted; the compaction entry becomes its child. */
+  slot: EntrySlot;
+  instructions?: string;
+}
+
+export interface CompactResult {
+  compacted: boolean;
+  reason: string;
+  tokensBefore: number;
+}
+
+export interface KeelActivities {
+  openSession(input: OpenSessionInput): Promise<SessionCursor>;
+  appendEntries(input: AppendEntriesInput): Promise<AppendEntriesResult>;
+  claimWorkspace(input: ClaimWorkspaceInput): Promise<ClaimWorkspaceResult>;
+  llmTurn(input: LlmTurnInput): Promise<LlmTurnResult>;
+  executeTool(input: ExecuteToolInput): Promise<ExecuteToolResult>;
+  compact(input: CompactInput): Promise<CompactResult>;
+}

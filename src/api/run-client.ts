@@ -1,0 +1,154 @@
+/**
+ * The client side of runs: delivering messages (starting a run when none is live), abort,
+ * approvals, state and events. Used by the HTTP API, the CLI and tests.
+ */
+import {
+  type Client,
+  WithStartWorkflowOperation,
+  WorkflowNotFoundError,
+  WorkflowUpdateFailedError,
+} from "@temporalio/client";
+import { ApplicationFailure } from "@temporalio/common";
+import type { AgentEvent } from "../core/events";
+import type { agentRun } from "../workflows/agent-run";
+import {
+  abortSignal,
+  approveSignal,
+  DeliveryRefusal,
+  deliverUpdate,
+  eventsQuery,
+  stateQuery,
+} from "../workflows/definitions";
+import {
+  type ApprovalDecision,
+  type DeliverRequest,
+  type DeliverResult,
+  type RunSettings,
+  type RunState,
+  runWorkflowId,
+  type SessionRef,
+} from "../workflows/types";
+
+/** A delivery refused by the run (busy, queue full, ended, invalid): `type` says which. */
+export class DeliveryRefusedError extends Error {
+  constructor(
+    readonly type: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = "DeliveryRefusedError";
+  }
+}
+
+export interface Delivered extends DeliverResult {
+  workflowId: string;
+  runId: string;
+}
+
+/** A message racing a run's last moments may meet it ended; it is then delivered to a new run. */
+const ENDED_RUN_RETRIES = 5;
+
+export class RunClient {
+  constructor(
+    private readonly client: Client,
+    private readonly taskQueue: string,
+  ) {}
+
+  /**
+   * Delivers `request` to the session's live run, or starts a run with it (update-with-start):
+   * one run at most is live per session. Throws DeliveryRefusedError when the run refuses.
+   */
+  async deliver(ref: SessionRef, request: DeliverRequest, settings: RunSettings): Promise<Delivered> {
+    const workflowId = runWorkflowId(ref);
+    for (let attempt = 0; ; attempt++) {
+      const startWorkflowOperation = new WithStartWorkflowOperation<typeof agentRun>("agentRun", {
+        workflowId,
+        taskQueue: this.taskQueue,
+        args: [{ ...ref, settings }],
+        workflowIdConflictPolicy: "USE_EXISTING",
+        staticSummary: summaryLine(request.text),
+      });
+      try {
+        const result = await this.client.workflow.executeUpdateWithStart(deliverUpdate, {
+          args: [request],
+          startWorkflowOperation,
+        });
+        const handle = await startWorkflowOperation.workflowHandle();
+        const { runId } = await handle.describe();
+        return { ...result, workflowId, runId };
+      } catch (error) {
+        const refusal = refusalOf(error);
+        if (refusal?.type === DeliveryRefusal.ended && attempt < ENDED_RUN_RETRIES) {
+          await new Promise((r) => setTimeout(r, 200 * (attempt + 1)));
+          continue;
+        }
+        if (refusal) throw new DeliveryRefusedError(refusal.type ?? DeliveryRefusal.invalid, refusal.message);
+        throw error;
+      }
+    }
+  }
+
+  /** Asks the live run to stop. Returns false when no run is live. */
+  async abort(ref: SessionRef, reason: string): Promise<boolean> {
+    return this.signalLive(ref, (handle) => handle.signal(abortSignal, reason));
+  }
+
+  async approve(ref: SessionRef, decision: ApprovalDecision): Promise<boolean> {
+    return this.signalLive(ref, (handle) => handle.signal(approveSignal, decision));
+  }
+
+  /** State of the session's latest run, or undefined when it never had one. */
+  async state(ref: SessionRef): Promise<RunState | undefined> {
+    try {
+      return await this.client.workflow.getHandle(runWorkflowId(ref)).query(stateQuery);
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError) return undefined;
+      throw error;
+    }
+  }
+
+  async events(ref: SessionRef, afterSeq: number): Promise<AgentEvent[]> {
+    try {
+      return await this.client.workflow.getHandle(runWorkflowId(ref)).query(eventsQuery, afterSeq);
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError) return [];
+      throw error;
+    }
+  }
+
+  handle(ref: SessionRef) {
+    return this.client.workflow.getHandle(runWorkflowId(ref));
+  }
+
+  private async signalLive(
+    ref: SessionRef,
+    send: (handle: ReturnType<Client["workflow"]["getHandle"]>) => Promise<void>,
+  ): Promise<boolean> {
+    const handle = this.client.workflow.getHandle(runWorkflowId(ref));
+    try {
+      const description = await handle.describe();
+      if (description.status.name !== "RUNNING") return false;
+      await send(handle);
+      return true;
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError) return false;
+      throw error;
+    }
+  }
+}
+
+function refusalOf(error: unknown): ApplicationFailure | undefined {
+  const cause = error instanceof WorkflowUpdateFailedError ? error.cause : undefined;
+  if (
+    cause instanceof ApplicationFailure &&
+    Object.values<string>(DeliveryRefusal).includes(cause.type ?? "")
+  ) {
+    return cause;
+  }
+  return undefined;
+}
+
+function summaryLine(text: string): string {
+  const first = text.split("\n", 1)[0] ?? "";
+  return first.length > 120 ? `${first.slice(0, 117)}...` : first;
+}

@@ -1,0 +1,49 @@
+/** Worker configuration from the environment, validated once at start. */
+import { join } from "node:path";
+import { z } from "zod";
+import { type S3Settings, s3SettingsFromEnv } from "../store/s3-config";
+
+const WorkerEnvSchema = z.object({
+  KEEL_TEMPORAL_ADDRESS: z.string().default("127.0.0.1:7233"),
+  KEEL_TEMPORAL_NAMESPACE: z.string().default("default"),
+  /** Temporal Cloud API key; TLS is used when it is set. */
+  KEEL_TEMPORAL_API_KEY: z.string().optional(),
+  KEEL_TASK_QUEUE: z.string().min(1).default("keel"),
+  KEEL_WORKSPACE_ROOT: z.string().optional(),
+  /** A prebuilt workflow bundle (`npm run build:workflows`); bundled at start when unset. */
+  KEEL_WORKFLOW_BUNDLE: z.string().optional(),
+  KEEL_MAX_CONCURRENT_ACTIVITIES: z.coerce.number().int().positive().default(200),
+});
+
+export interface WorkerConfig {
+  temporal: { address: string; namespace: string; apiKey?: string };
+  taskQueue: string;
+  workspaceRoot: string;
+  workflowBundlePath?: string;
+  maxConcurrentActivities: number;
+  s3: S3Settings;
+}
+
+/** Throws one readable error listing every invalid variable (values of secrets are never shown). */
+export function workerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
+  const parsed = WorkerEnvSchema.safeParse(env);
+  if (!parsed.success) {
+    const problems = parsed.error.issues
+      .map((issue) => `${issue.path.join(".")}: ${issue.message}`)
+      .join("; ");
+    throw new Error(`Invalid worker configuration: ${problems}`);
+  }
+  const values = parsed.data;
+  return {
+    temporal: {
+      address: values.KEEL_TEMPORAL_ADDRESS,
+      namespace: values.KEEL_TEMPORAL_NAMESPACE,
+      apiKey: values.KEEL_TEMPORAL_API_KEY,
+    },
+    taskQueue: values.KEEL_TASK_QUEUE,
+    workspaceRoot: values.KEEL_WORKSPACE_ROOT ?? join(process.cwd(), ".keel/workspaces"),
+    workflowBundlePath: values.KEEL_WORKFLOW_BUNDLE,
+    maxConcurrentActivities: values.KEEL_MAX_CONCURRENT_ACTIVITIES,
+    s3: s3SettingsFromEnv(env),
+  };
+}

@@ -1,0 +1,2 @@
+/** Workflow code registered with workers (the workflow bundle's entry point). */
+export { agentRun } from "./agent-run";

@@ -1,0 +1,171 @@
+/**
+ * The run workflow's contract with its callers: input, settings, deliveries, state and result.
+ * Plain data only (it travels through Temporal payloads and is carried across continue-as-new).
+ */
+import type { Usage } from "../core/messages";
+import type { QueueMode } from "../core/queues";
+import type { ToolCallState } from "../core/tool-registry";
+import type { WorkspaceSource } from "../tools/workspace";
+
+/** How a message reaches a session: see docs/architecture.md, "Delivery modes". */
+export type DeliveryMode = "auto" | "steer" | "followUp" | "interrupt" | "reject";
+/** What happened to a delivered message. */
+export type DeliveryOutcome = "started" | "steered" | "queued" | "interrupted";
+export type ThinkingLevel = "off" | "minimal" | "low" | "medium" | "high";
+
+export type PolicyAction = "allow" | "deny" | "ask";
+
+/** First matching rule wins; `argumentsPattern` is a regular expression over the JSON arguments. */
+export interface ToolPolicyRule {
+  tool: string;
+  argumentsPattern?: string;
+  action: PolicyAction;
+}
+
+export interface ToolPolicy {
+  rules: ToolPolicyRule[];
+  default: PolicyAction;
+  /** How long an `ask` waits for a decision before it counts as a denial. */
+  approvalTimeoutMs: number;
+}
+
+export interface RunLimits {
+  maxTurns: number;
+  maxToolCalls: number;
+  /** Stop once the run's cost reaches this many US dollars (0 = no budget). */
+  maxCostUsd: number;
+}
+
+export interface CompactionSettings {
+  enabled: boolean;
+  reserveTokens: number;
+  keepRecentTokens: number;
+}
+
+export interface RunSettings {
+  /** Model id from the catalog (src/providers/models.json or KEEL_MODELS_FILE). */
+  model: string;
+  systemPrompt?: string;
+  thinkingLevel: ThinkingLevel;
+  /** Names of the built-in tools the model may call. */
+  tools: string[];
+  toolExecution: "sequential" | "parallel";
+  policy: ToolPolicy;
+  limits: RunLimits;
+  steeringMode: QueueMode;
+  followUpMode: QueueMode;
+  /** Bound of each queue; a message beyond it is refused, never dropped. */
+  queueLimit: number;
+  compaction: CompactionSettings;
+  /** Empty assistant answers (no text, no tool call) nudged before the run fails. */
+  maxEmptyResponses: number;
+  /** What a new session's workspace starts from (default: empty). */
+  workspace?: WorkspaceSource;
+}
+
+export const DEFAULT_RUN_SETTINGS: RunSettings = {
+  model: "local-chat",
+  thinkingLevel: "off",
+  tools: ["read", "write", "edit", "bash", "grep", "find", "ls"],
+  toolExecution: "parallel",
+  policy: { rules: [], default: "allow", approvalTimeoutMs: 24 * 60 * 60 * 1000 },
+  limits: { maxTurns: 50, maxToolCalls: 200, maxCostUsd: 0 },
+  steeringMode: "one-at-a-time",
+  followUpMode: "all",
+  queueLimit: 32,
+  compaction: { enabled: true, reserveTokens: 16_384, keepRecentTokens: 20_000 },
+  maxEmptyResponses: 2,
+};
+
+export interface SessionRef {
+  tenantId: string;
+  sessionId: string;
+}
+
+/** Where the next entry of a session goes: its sequence number and its parent (the leaf). */
+export interface SessionCursor {
+  nextSeq: number;
+  leafId: string | null;
+}
+
+export interface QueuedMessage {
+  text: string;
+  /** Epoch ms at which the run accepted it. */
+  acceptedAt: number;
+}
+
+/** What a run carries into its continuation (continue-as-new): small by construction. */
+export interface CarriedState {
+  cursor: SessionCursor;
+  turn: number;
+  toolCallCount: number;
+  usage: Usage;
+  steering: QueuedMessage[];
+  followUp: QueuedMessage[];
+  /** A message the previous execution accepted but had not yet written. */
+  pending: QueuedMessage[];
+  nextEventSeq: number;
+  emptyResponses: number;
+}
+
+export interface RunInput extends SessionRef {
+  settings: RunSettings;
+  carried?: CarriedState;
+}
+
+export interface DeliverRequest {
+  text: string;
+  mode: DeliveryMode;
+}
+
+export interface DeliverResult {
+  delivery: DeliveryOutcome;
+  /** Messages waiting in the queue the message went to, itself included. */
+  queueLength: number;
+}
+
+export type RunStatus = "starting" | "running" | "waiting_approval" | "completed" | "aborted" | "failed";
+
+export interface PendingToolCall {
+  toolCallId: string;
+  name: string;
+  state: ToolCallState | "awaiting_approval";
+  /** Shortened JSON of the arguments. */
+  argumentsPreview: string;
+}
+
+export interface RunState {
+  status: RunStatus;
+  turn: number;
+  toolCallCount: number;
+  leafId: string | null;
+  nextSeq: number;
+  usage: Usage;
+  queues: { steering: number; followUp: number };
+  pendingToolCalls: PendingToolCall[];
+  lastAssistantText: string;
+  endReason?: string;
+  lastEventSeq: number;
+}
+
+export interface RunResult {
+  status: "completed" | "aborted" | "failed";
+  reason: string;
+  turns: number;
+  usage: Usage;
+  leafId: string | null;
+  nextSeq: number;
+}
+
+export interface ApprovalDecision {
+  toolCallId: string;
+  decision: "approve" | "reject";
+  /** Replacement arguments (an edit); validated by the tool before it runs. */
+  arguments?: Record<string, unknown>;
+  reason?: string;
+}
+
+/** Workflow id of the run of a session: at most one run is live per session. */
+export function runWorkflowId(ref: SessionRef): string {
+  return `keel-run/${ref.tenantId}/${ref.sessionId}`;
+}

@@ -1,0 +1,141 @@
+/**
+ * An integration stage for runs: the local LLM server (in this process), Keel workers as separate
+ * processes (so a test can SIGKILL one), a RunClient and a session store on the real servers.
+ */
+import { Client, Connection } from "@temporalio/client";
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { RunClient } from "../../src/api/run-client";
+import type { SessionEntry } from "../../src/core/session-types";
+import { type LocalLlmServer, startLocalLlmServer } from "../../src/providers/local-server";
+import { SessionStore } from "../../src/store/session-store";
+import { s3SettingsToEnv } from "../../src/store/s3-config";
+import { DEFAULT_RUN_SETTINGS, type RunResult, type RunSettings, runWorkflowId } from "../../src/workflows/types";
+import { s3Client, s3Settings, temporalAddress, temporalNamespace, testTmpDir, uniqueName, workflowBundlePath } from "./integration-env";
+
+const projectRoot = resolve(__dirname, "../..");
+const tsx = join(projectRoot, "node_modules/.bin/tsx");
+
+export interface WorkerProcess {
+  child: ChildProcess;
+  ownTaskQueue: string;
+  output(): string;
+  /** SIGKILL: the process dies without draining (a crash). */
+  kill(): Promise<void>;
+  /** SIGTERM: graceful shutdown. */
+  stop(): Promise<void>;
+}
+
+export interface RunStage {
+  llm: LocalLlmServer;
+  runs: RunClient;
+  client: Client;
+  store: SessionStore;
+  taskQueue: string;
+  workspaceRoot: string;
+  tenantId: string;
+  startWorker(): Promise<WorkerProcess>;
+  settings(overrides?: Partial<RunSettings>): RunSettings;
+  newSession(): { tenantId: string; sessionId: string };
+  result(ref: { tenantId: string; sessionId: string }): Promise<RunResult>;
+  entries(ref: { tenantId: string; sessionId: string }): Promise<SessionEntry[]>;
+  close(): Promise<void>;
+}
+
+export async function createRunStage(): Promise<RunStage> {
+  const llm = await startLocalLlmServer({ journalBodies: true });
+  const connection = await Connection.connect({ address: temporalAddress() });
+  const client = new Client({ connection, namespace: temporalNamespace() });
+  const taskQueue = uniqueName("runs");
+  const workspaceRoot = mkdtempSync(join(testTmpDir(), "workspaces-"));
+  const s3 = s3Client();
+  const store = new SessionStore(s3, s3Settings());
+  const workers: WorkerProcess[] = [];
+
+  async function startWorker(): Promise<WorkerProcess> {
+    const child = spawn(tsx, [join(projectRoot, "src/worker/main.ts")], {
+      cwd: projectRoot,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        KEEL_TEMPORAL_ADDRESS: temporalAddress(),
+        KEEL_TEMPORAL_NAMESPACE: temporalNamespace(),
+        KEEL_TASK_QUEUE: taskQueue,
+        KEEL_WORKFLOW_BUNDLE: workflowBundlePath(),
+        KEEL_WORKSPACE_ROOT: workspaceRoot,
+        ...s3SettingsToEnv(s3Settings()),
+        OPENAI_API_KEY: "local-key",
+        OPENAI_BASE_URL: llm.openaiBaseURL,
+        ANTHROPIC_API_KEY: "local-key",
+        ANTHROPIC_BASE_URL: llm.anthropicBaseURL,
+      },
+    });
+    let output = "";
+    child.stdout?.on("data", (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    child.stderr?.on("data", (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    const exited = new Promise<void>((done) => child.once("exit", () => done()));
+    const ownTaskQueue = await new Promise<string>((done, fail) => {
+      const timer = setTimeout(() => fail(new Error(`worker did not start:\n${output}`)), 60_000);
+      const check = () => {
+        const line = output.split("\n").find((candidate) => candidate.includes('"worker started"'));
+        if (line) {
+          clearTimeout(timer);
+          done(JSON.parse(line).ownTaskQueue as string);
+        }
+      };
+      child.stdout?.on("data", check);
+      child.once("exit", () => fail(new Error(`worker exited early:\n${output}`)));
+    });
+    const worker: WorkerProcess = {
+      child,
+      ownTaskQueue,
+      output: () => output,
+      async kill() {
+        child.kill("SIGKILL");
+        await exited;
+      },
+      async stop() {
+        if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+        await exited;
+      },
+    };
+    workers.push(worker);
+    return worker;
+  }
+
+  const tenantId = uniqueName("tenant");
+  return {
+    llm,
+    runs: new RunClient(client, taskQueue),
+    client,
+    store,
+    taskQueue,
+    workspaceRoot,
+    tenantId,
+    startWorker,
+    settings: (overrides = {}) => ({ ...DEFAULT_RUN_SETTINGS, model: "local-chat", ...overrides }),
+    newSession: () => ({ tenantId, sessionId: uniqueName("session") }),
+    result: (ref) => client.workflow.getHandle(runWorkflowId(ref)).result() as Promise<RunResult>,
+    async entries(ref) {
+      const { entries } = await store.readEntries(ref);
+      return entries.map((stored) => stored.entry);
+    },
+    async close() {
+      await Promise.all(workers.map((worker) => worker.stop()));
+      await connection.close();
+      s3.destroy();
+      await llm.close();
+    },
+  };
+}
+
+/** Messages of a session's entries, in order (for assertions). */
+export function messagesOf(entries: SessionEntry[]) {
+  return entries.flatMap((entry) => (entry.type === "message" ? [entry.message] : []));
+}
