@@ -32,11 +32,14 @@ function generateSession(entryCount: number, seed: number): string {
   const random = seededRandom(seed);
   const entries: SessionEntry[] = [];
   let time = Date.UTC(2026, 0, 1);
-  const place = () => ({
-    id: makeEntryId(random),
-    parentId: entries[entries.length - 1]?.id ?? null,
-    timestamp: new Date((time += 1000)).toISOString(),
-  });
+  const place = () => {
+    time += 1000;
+    return {
+      id: makeEntryId(random),
+      parentId: entries[entries.length - 1]?.id ?? null,
+      timestamp: new Date(time).toISOString(),
+    };
+  };
   const push = (message: Message) => entries.push(createMessageEntry(place(), message));
   const text = (chars: number) => "lorem ipsum dolor sit amet ".repeat(Math.ceil(chars / 27)).slice(0, chars);
   entries.push(createModelChangeEntry(place(), "anthropic", "claude-sonnet-4-5"));
