@@ -66,9 +66,13 @@ export function parseSession(text: string): ParsedSession {
     errors.push({ line: first?.line ?? 1, reason: "missing session header" });
   }
 
-  const sourceVersion = header?.version ?? 1;
   const values = raw.map((r) => r.value);
-  migrateRawEntries(header as RawObject | null, values);
+  // Without a readable header the entries tell: v1 entries have no ids. Guessing v1 for a v3
+  // file would overwrite its ids.
+  const sourceVersion =
+    header?.version ??
+    (header === null && values.some((v) => typeof v.id === "string") ? CURRENT_SESSION_VERSION : 1);
+  migrateRawEntries(sourceVersion, header as RawObject | null, values);
   fillLegacyTotalTokens(values);
 
   const entries: SessionEntry[] = [];
@@ -104,15 +108,14 @@ export function serializeSession(file: SessionFile): string {
 }
 
 /**
- * Bring raw entries of an older file to version 3, in place, as pi does:
+ * Bring raw entries of a `version` 1 or 2 file to version 3, in place, as pi does:
  * - v1 → v2: entries get ids and a linear parent chain; a compaction's `firstKeptEntryIndex`
  *   (an index into header + entries) becomes `firstKeptEntryId`. Unlike pi, ids are derived
  *   from the entry's position (8 hex digits), so migrating the same file twice gives the same ids.
  * - v2 → v3: the message role `hookMessage` is renamed `custom`.
  * The header's `version` is set to 3. Does nothing for version 3 files.
  */
-export function migrateRawEntries(header: RawObject | null, entries: RawObject[]): void {
-  const version = typeof header?.version === "number" ? header.version : 1;
+export function migrateRawEntries(version: number, header: RawObject | null, entries: RawObject[]): void {
   if (version >= CURRENT_SESSION_VERSION) return;
   if (version < 2) assignLinearIds(entries);
   for (const entry of entries) {

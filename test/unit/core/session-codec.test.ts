@@ -107,3 +107,13 @@ describe("serializeSession", () => {
     expect(serializeSession(file)).toBe(text);
   });
 });
+
+describe("files with a broken header", () => {
+  it("keeps the ids of v3 entries instead of migrating them as v1", () => {
+    const text = readFixture(SESSION_FIXTURES, "split-turn.jsonl").replace(/^[^\n]*\n/, "{not json\n");
+    const parsed = parseSession(text);
+    expect(parsed.header).toBeNull();
+    expect(parsed.sourceVersion).toBe(3);
+    expect(parsed.entries[0]!.id).toBe("d0000001");
+  });
+});
