@@ -8,6 +8,7 @@ export * from "./branch-summary";
 export * from "./compaction";
 export * from "./events";
 export * from "./ids";
+export * from "./llm-context";
 export * from "./messages";
 export * from "./queues";
 export * from "./sanitize";
