@@ -10,6 +10,8 @@ const transform = {
 
 /** @type {import('jest').Config} */
 module.exports = {
+  // Integration tests drive real servers on a shared 2-core machine: generous per-test time.
+  testTimeout: 60_000,
   reporters: ["default", "<rootDir>/test/support/summary-reporter.js"],
   projects: [
     {
@@ -27,8 +29,6 @@ module.exports = {
       globalTeardown: "<rootDir>/test/support/global-teardown.ts",
       setupFiles: ["<rootDir>/test/support/quiet-temporal-logs.ts"],
       slowTestThreshold: 30,
-      // Real servers on a shared 2-core machine: generous per-test time.
-      testTimeout: 60_000,
     },
   ],
 };

@@ -39,14 +39,21 @@ export function compactActivity({ store, provider, catalog }: ActivityDeps) {
       };
     }
     const requests = buildCompactionRequests(preparation, input.instructions);
-    const history = await summarize(provider, model, requests.history);
-    const prefix = requests.turnPrefix ? await summarize(provider, model, requests.turnPrefix) : undefined;
+    const history = await summarizeWith(provider, model, requests.history);
+    const prefix = requests.turnPrefix
+      ? await summarizeWith(provider, model, requests.turnPrefix)
+      : undefined;
     await store.putEntry(ref, input.slot.seq, compactionEntryFor(input.slot, preparation, history, prefix));
     return { compacted: true, reason: "summarized", tokensBefore: preparation.tokensBefore };
   };
 }
 
-async function summarize(provider: Provider, model: ModelInfo, request: SummaryRequest): Promise<string> {
+/** The model's text answer to a summary request; provider errors become retryable or final failures. */
+export async function summarizeWith(
+  provider: Provider,
+  model: ModelInfo,
+  request: SummaryRequest,
+): Promise<string> {
   const ctx = Context.current();
   const { message, error } = await provider.complete(
     model,

@@ -10,10 +10,11 @@ import type { SessionEntry } from "../core/session-types";
 import { runToolCall, toolNamed, toToolResultMessage, workspaceFor } from "../tools";
 import { UNKNOWN_OUTCOME_TEXT } from "../workflows/markers";
 import type { ActivityDeps } from "./deps";
+import { failpoint } from "./failpoints";
+import { heartbeatIntervalMs } from "./heartbeat";
 import type { ExecuteToolInput, ExecuteToolResult } from "./types";
 
 const PREVIEW_CHARS = 300;
-const HEARTBEAT_INTERVAL_MS = 5_000;
 
 export function executeToolActivity({ store, markers, workspaceRoot }: ActivityDeps) {
   return async function executeTool(input: ExecuteToolInput): Promise<ExecuteToolResult> {
@@ -42,7 +43,7 @@ export function executeToolActivity({ store, markers, workspaceRoot }: ActivityD
     }
 
     const workspace = workspaceFor(workspaceRoot, input.tenantId, input.sessionId);
-    const heartbeat = setInterval(() => ctx.heartbeat({ phase: "running" }), HEARTBEAT_INTERVAL_MS);
+    const heartbeat = setInterval(() => ctx.heartbeat({ phase: "running" }), heartbeatIntervalMs(ctx));
     let output: Awaited<ReturnType<typeof runToolCall>>;
     try {
       output = await runToolCall(toolCall, {
@@ -54,6 +55,7 @@ export function executeToolActivity({ store, markers, workspaceRoot }: ActivityD
       clearInterval(heartbeat);
     }
     const entry = await write(toToolResultMessage(toolCall, output, Date.now()));
+    failpoint("executeTool.afterWrite");
     if (ctx.cancellationSignal.aborted)
       throw new CancelledFailure("the tool was cancelled; its output is stored");
     return summarize(resultOf(entry, input.slot.id), "executed");

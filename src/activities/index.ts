@@ -1,5 +1,6 @@
 /** All activities of a worker, wired to the process's dependencies. */
 
+import { branchActivity } from "./branch";
 import { compactActivity } from "./compact";
 import type { ActivityDeps } from "./deps";
 import { executeToolActivity } from "./execute-tool";
@@ -17,5 +18,6 @@ export function createActivities(deps: ActivityDeps): KeelActivities {
     llmTurn: llmTurnActivity(deps),
     executeTool: executeToolActivity(deps),
     compact: compactActivity(deps),
+    branch: branchActivity(deps),
   };
 }

@@ -14,12 +14,12 @@ import { toolNamed, toolSpecs } from "../tools";
 import { INTERRUPTED_MARKER } from "../workflows/markers";
 import { entriesBefore, modelMessages } from "./conversation";
 import type { ActivityDeps } from "./deps";
+import { failpoint } from "./failpoints";
+import { heartbeatIntervalMs } from "./heartbeat";
 import type { LlmTurnInput, LlmTurnResult, ToolCallSummary } from "./types";
 
 const PREVIEW_CHARS = 500;
 const ARGUMENTS_PREVIEW_CHARS = 300;
-/** Keeps the activity visibly alive while the model thinks without streaming anything. */
-const HEARTBEAT_INTERVAL_MS = 5_000;
 
 export function llmTurnActivity({ store, provider, catalog }: ActivityDeps) {
   return async function llmTurn(input: LlmTurnInput): Promise<LlmTurnResult> {
@@ -39,7 +39,7 @@ export function llmTurnActivity({ store, provider, catalog }: ActivityDeps) {
       return tool ? [tool] : [];
     });
 
-    const heartbeat = setInterval(() => ctx.heartbeat({ phase: "waiting" }), HEARTBEAT_INTERVAL_MS);
+    const heartbeat = setInterval(() => ctx.heartbeat({ phase: "waiting" }), heartbeatIntervalMs(ctx));
     let outcome: Awaited<ReturnType<typeof provider.complete>>;
     try {
       outcome = await provider.complete(
@@ -84,6 +84,7 @@ export function llmTurnActivity({ store, provider, catalog }: ActivityDeps) {
       );
     }
     const result = await store.putEntry(ref, input.slot.seq, createMessageEntry(input.slot, message));
+    failpoint("llmTurn.afterWrite");
     const summary = summarize(assistantOf(result.entry, input.slot.id), !result.written, model.contextWindow);
     if (error?.kind === "non_retryable")
       return { ...summary, errorKind: "non_retryable", errorMessage: error.message };

@@ -116,6 +116,21 @@ export interface CompactResult {
   tokensBefore: number;
 }
 
+export interface BranchInput extends SessionRef {
+  model: string;
+  /** The leaf being left (summarized when `summarize`). */
+  oldLeafId: string | null;
+  /** The marker or branch summary entry; its parent is the entry navigated to. */
+  slot: EntrySlot & { parentId: string };
+  summarize: boolean;
+  instructions?: string;
+}
+
+export interface BranchResult {
+  entryId: string;
+  summarized: boolean;
+}
+
 export interface KeelActivities {
   openSession(input: OpenSessionInput): Promise<SessionCursor>;
   appendEntries(input: AppendEntriesInput): Promise<AppendEntriesResult>;
@@ -123,4 +138,5 @@ export interface KeelActivities {
   llmTurn(input: LlmTurnInput): Promise<LlmTurnResult>;
   executeTool(input: ExecuteToolInput): Promise<ExecuteToolResult>;
   compact(input: CompactInput): Promise<CompactResult>;
+  branch(input: BranchInput): Promise<BranchResult>;
 }

@@ -5,6 +5,7 @@
 import {
   type Client,
   WithStartWorkflowOperation,
+  WorkflowExecutionAlreadyStartedError,
   WorkflowNotFoundError,
   WorkflowUpdateFailedError,
 } from "@temporalio/client";
@@ -19,6 +20,12 @@ import {
   eventsQuery,
   stateQuery,
 } from "../workflows/definitions";
+import type {
+  BranchSessionInput,
+  BranchSessionResult,
+  CompactSessionInput,
+  CompactSessionResult,
+} from "../workflows/session-maintenance";
 import {
   type ApprovalDecision,
   type DeliverRequest,
@@ -37,6 +44,14 @@ export class DeliveryRefusedError extends Error {
   ) {
     super(message);
     this.name = "DeliveryRefusedError";
+  }
+}
+
+/** The session has a live run (or another maintenance task); retry when it is idle. */
+export class SessionBusyError extends Error {
+  constructor(readonly ref: SessionRef) {
+    super(`session ${ref.sessionId} is busy with a run`);
+    this.name = "SessionBusyError";
   }
 }
 
@@ -85,6 +100,35 @@ export class RunClient {
         if (refusal) throw new DeliveryRefusedError(refusal.type ?? DeliveryRefusal.invalid, refusal.message);
         throw error;
       }
+    }
+  }
+
+  /** Compacts an idle session now (an LLM summary); SessionBusyError while a run is live. */
+  compact(
+    ref: SessionRef,
+    options: Omit<CompactSessionInput, keyof SessionRef>,
+  ): Promise<CompactSessionResult> {
+    return this.exclusive<CompactSessionResult>(ref, "compactSession", { ...ref, ...options });
+  }
+
+  /** Moves an idle session's leaf to `entryId`, optionally summarizing the branch left behind. */
+  branch(ref: SessionRef, options: Omit<BranchSessionInput, keyof SessionRef>): Promise<BranchSessionResult> {
+    return this.exclusive<BranchSessionResult>(ref, "branchSession", { ...ref, ...options });
+  }
+
+  /** Runs a maintenance workflow under the session's run id, so it never overlaps a run. */
+  private async exclusive<R>(ref: SessionRef, workflowType: string, input: unknown): Promise<R> {
+    try {
+      return await this.client.workflow.execute(workflowType, {
+        workflowId: runWorkflowId(ref),
+        taskQueue: this.taskQueue,
+        args: [input],
+        workflowIdConflictPolicy: "FAIL",
+        staticSummary: `${workflowType} ${ref.sessionId}`,
+      });
+    } catch (error) {
+      if (error instanceof WorkflowExecutionAlreadyStartedError) throw new SessionBusyError(ref);
+      throw error;
     }
   }
 

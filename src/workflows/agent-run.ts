@@ -65,8 +65,10 @@ import type {
   RunResult,
   RunState,
   RunStatus,
+  RunTimeouts,
   SessionCursor,
 } from "./types";
+import { sessionCwd } from "./types";
 
 /** Signals and updates accepted before continuing as new, below Temporal's per-run caps (10k / 2k). */
 const MAX_SIGNALS_PER_EXECUTION = 9_000;
@@ -83,37 +85,45 @@ const storage = proxyActivities<KeelActivities>({
   },
 });
 
-const llm = proxyActivities<KeelActivities>({
-  // Fits a 15-minute Lambda worker; long generations keep the activity alive by heartbeats.
-  startToCloseTimeout: "10 minutes",
-  heartbeatTimeout: "30 seconds",
-  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-  retry: {
-    initialInterval: "2 seconds",
-    backoffCoefficient: 2,
-    maximumInterval: "1 minute",
-    maximumAttempts: 8,
-    nonRetryableErrorTypes: ["NonRetryableLlmError", "UnknownModel"],
-  },
-});
-
-/** Tool activities run on the worker that holds the session's workspace (its own task queue). */
-function toolActivities(taskQueue: string) {
-  return proxyActivities<KeelActivities>({
-    taskQueue,
-    // A dead worker leaves the task unclaimed: give up quickly and move the workspace.
-    scheduleToStartTimeout: "30 seconds",
-    startToCloseTimeout: "15 minutes",
-    heartbeatTimeout: "30 seconds",
-    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-    retry: { initialInterval: "1 second", backoffCoefficient: 2, maximumAttempts: 5 },
-  });
-}
-
 const claim = proxyActivities<KeelActivities>({
   startToCloseTimeout: "5 minutes",
   retry: { initialInterval: "1 second", maximumAttempts: 10 },
 });
+
+/** Model calls (turns, compaction): retried with backoff on rate limits, 5xx and network errors. */
+function llmActivities(timeouts: RunTimeouts) {
+  return proxyActivities<KeelActivities>({
+    // Fits a 15-minute Lambda worker; long generations keep the activity alive by heartbeats.
+    startToCloseTimeout: "10 minutes",
+    heartbeatTimeout: timeouts.heartbeatMs,
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+    retry: {
+      initialInterval: "2 seconds",
+      backoffCoefficient: 2,
+      maximumInterval: "1 minute",
+      maximumAttempts: 8,
+      nonRetryableErrorTypes: ["NonRetryableLlmError", "UnknownModel", "EntryConflict"],
+    },
+  });
+}
+
+/** Tool activities run on the worker that holds the session's workspace (its own task queue). */
+function toolActivities(taskQueue: string, timeouts: RunTimeouts) {
+  return proxyActivities<KeelActivities>({
+    taskQueue,
+    // A dead worker leaves the task unclaimed: give up soon and move the workspace.
+    scheduleToStartTimeout: timeouts.toolScheduleToStartMs,
+    startToCloseTimeout: "15 minutes",
+    heartbeatTimeout: timeouts.heartbeatMs,
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+    retry: {
+      initialInterval: "1 second",
+      backoffCoefficient: 2,
+      maximumAttempts: 5,
+      nonRetryableErrorTypes: ["EntryConflict"],
+    },
+  });
+}
 
 interface OpenCall {
   summary: ToolCallSummary;
@@ -128,8 +138,11 @@ export async function agentRun(input: RunInput): Promise<RunResult> {
   const { tenantId, sessionId, settings } = input;
   const ref = { tenantId, sessionId };
   const carried = input.carried;
+  const llm = llmActivities(settings.timeouts);
 
   let status: RunStatus = carried ? "running" : "starting";
+  /** True once a message started this run: later messages are steered, queued or refused. */
+  let begun = carried !== undefined;
   let cursor: SessionCursor | undefined = carried?.cursor;
   let turn = carried?.turn ?? 0;
   let toolCallCount = carried?.toolCallCount ?? 0;
@@ -207,17 +220,19 @@ export async function agentRun(input: RunInput): Promise<RunResult> {
     { key: RunStatusAttribute, value: status },
   ]);
 
+  /** `auto` steers a live run; the first message of a run starts it. */
+  const deliveryDecision = (request: DeliverRequest) =>
+    decideDelivery(request.mode === "auto" ? "steer" : request.mode, begun);
+
   setHandler(
     deliverUpdate,
     (request: DeliverRequest): DeliverResult => {
       updatesSeen += 1;
       const message: QueuedMessage = { text: request.text, acceptedAt: Date.now() };
-      const decision = decideDelivery(
-        request.mode === "auto" ? "steer" : request.mode,
-        status !== "starting",
-      );
+      const decision = deliveryDecision(request);
       switch (decision.action) {
         case "start_run":
+          begun = true;
           pending = accept(pending, message);
           return { delivery: "started", queueLength: pending.items.length };
         case "interrupt":
@@ -250,10 +265,7 @@ export async function agentRun(input: RunInput): Promise<RunResult> {
             DeliveryRefusal.ended,
           );
         }
-        const decision = decideDelivery(
-          request.mode === "auto" ? "steer" : request.mode,
-          status !== "starting",
-        );
+        const decision = deliveryDecision(request);
         if (decision.action === "refuse") {
           throw ApplicationFailure.nonRetryable("the session is busy with a run", DeliveryRefusal.busy);
         }
@@ -407,7 +419,7 @@ export async function agentRun(input: RunInput): Promise<RunResult> {
     for (let attempt = 0; ; attempt++) {
       const queue = await workspaceTaskQueue();
       try {
-        const result = await toolActivities(queue).executeTool.executeWithOptions(
+        const result = await toolActivities(queue, settings.timeouts).executeTool.executeWithOptions(
           { summary: toolSummary(call.summary) },
           [
             {
@@ -582,7 +594,7 @@ export async function agentRun(input: RunInput): Promise<RunResult> {
   // ---- the run ----------------------------------------------------------------------------
   await condition(() => queued() > 0 || abortReason !== undefined);
   if (abortReason !== undefined && !cursor) return finish("aborted", abortReason);
-  cursor ??= await storage.openSession({ ...ref, cwd: `/workspaces/${tenantId}/${sessionId}` });
+  cursor ??= await storage.openSession({ ...ref, cwd: sessionCwd(ref) });
   if (!carried) emit({ type: "agent_start", runId: workflowInfo().runId });
   setStatus("running");
 

@@ -61,6 +61,14 @@ export interface RunSettings {
   maxEmptyResponses: number;
   /** What a new session's workspace starts from (default: empty). */
   workspace?: WorkspaceSource;
+  timeouts: RunTimeouts;
+}
+
+export interface RunTimeouts {
+  /** An activity silent this long is presumed dead (its worker crashed) and retried. */
+  heartbeatMs: number;
+  /** A tool task not picked up by the workspace's worker in this time moves the workspace. */
+  toolScheduleToStartMs: number;
 }
 
 export const DEFAULT_RUN_SETTINGS: RunSettings = {
@@ -75,6 +83,7 @@ export const DEFAULT_RUN_SETTINGS: RunSettings = {
   queueLimit: 32,
   compaction: { enabled: true, reserveTokens: 16_384, keepRecentTokens: 20_000 },
   maxEmptyResponses: 2,
+  timeouts: { heartbeatMs: 30_000, toolScheduleToStartMs: 30_000 },
 };
 
 export interface SessionRef {
@@ -163,6 +172,11 @@ export interface ApprovalDecision {
   /** Replacement arguments (an edit); validated by the tool before it runs. */
   arguments?: Record<string, unknown>;
   reason?: string;
+}
+
+/** Working directory recorded in a session's header: where its workspace appears to the model. */
+export function sessionCwd(ref: SessionRef): string {
+  return `/workspaces/${ref.tenantId}/${ref.sessionId}`;
 }
 
 /** Workflow id of the run of a session: at most one run is live per session. */

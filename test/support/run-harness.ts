@@ -2,17 +2,31 @@
  * An integration stage for runs: the local LLM server (in this process), Keel workers as separate
  * processes (so a test can SIGKILL one), a RunClient and a session store on the real servers.
  */
-import { Client, Connection } from "@temporalio/client";
+
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { Client, Connection } from "@temporalio/client";
 import { RunClient } from "../../src/api/run-client";
 import type { SessionEntry } from "../../src/core/session-types";
 import { type LocalLlmServer, startLocalLlmServer } from "../../src/providers/local-server";
-import { SessionStore } from "../../src/store/session-store";
 import { s3SettingsToEnv } from "../../src/store/s3-config";
-import { DEFAULT_RUN_SETTINGS, type RunResult, type RunSettings, runWorkflowId } from "../../src/workflows/types";
-import { s3Client, s3Settings, temporalAddress, temporalNamespace, testTmpDir, uniqueName, workflowBundlePath } from "./integration-env";
+import { SessionStore } from "../../src/store/session-store";
+import {
+  DEFAULT_RUN_SETTINGS,
+  type RunResult,
+  type RunSettings,
+  runWorkflowId,
+} from "../../src/workflows/types";
+import {
+  s3Client,
+  s3Settings,
+  temporalAddress,
+  temporalNamespace,
+  testTmpDir,
+  uniqueName,
+  workflowBundlePath,
+} from "./integration-env";
 
 const projectRoot = resolve(__dirname, "../..");
 const tsx = join(projectRoot, "node_modules/.bin/tsx");
@@ -35,7 +49,7 @@ export interface RunStage {
   taskQueue: string;
   workspaceRoot: string;
   tenantId: string;
-  startWorker(): Promise<WorkerProcess>;
+  startWorker(extraEnv?: Record<string, string>): Promise<WorkerProcess>;
   settings(overrides?: Partial<RunSettings>): RunSettings;
   newSession(): { tenantId: string; sessionId: string };
   result(ref: { tenantId: string; sessionId: string }): Promise<RunResult>;
@@ -53,7 +67,7 @@ export async function createRunStage(): Promise<RunStage> {
   const store = new SessionStore(s3, s3Settings());
   const workers: WorkerProcess[] = [];
 
-  async function startWorker(): Promise<WorkerProcess> {
+  async function startWorker(extraEnv: Record<string, string> = {}): Promise<WorkerProcess> {
     const child = spawn(tsx, [join(projectRoot, "src/worker/main.ts")], {
       cwd: projectRoot,
       stdio: ["ignore", "pipe", "pipe"],
@@ -70,6 +84,7 @@ export async function createRunStage(): Promise<RunStage> {
         OPENAI_BASE_URL: llm.openaiBaseURL,
         ANTHROPIC_API_KEY: "local-key",
         ANTHROPIC_BASE_URL: llm.anthropicBaseURL,
+        ...extraEnv,
       },
     });
     let output = "";
@@ -119,7 +134,13 @@ export async function createRunStage(): Promise<RunStage> {
     workspaceRoot,
     tenantId,
     startWorker,
-    settings: (overrides = {}) => ({ ...DEFAULT_RUN_SETTINGS, model: "local-chat", ...overrides }),
+    settings: (overrides = {}) => ({
+      ...DEFAULT_RUN_SETTINGS,
+      model: "local-chat",
+      // Crashed workers are detected in seconds, not the production default of 30 s.
+      timeouts: { heartbeatMs: 4_000, toolScheduleToStartMs: 5_000 },
+      ...overrides,
+    }),
     newSession: () => ({ tenantId, sessionId: uniqueName("session") }),
     result: (ref) => client.workflow.getHandle(runWorkflowId(ref)).result() as Promise<RunResult>,
     async entries(ref) {
@@ -138,4 +159,25 @@ export async function createRunStage(): Promise<RunStage> {
 /** Messages of a session's entries, in order (for assertions). */
 export function messagesOf(entries: SessionEntry[]) {
   return entries.flatMap((entry) => (entry.type === "message" ? [entry.message] : []));
+}
+
+/** Polls `probe` until it returns a value other than undefined; fails after `timeoutMs`. */
+export async function eventually<T>(
+  probe: () => Promise<T | undefined>,
+  timeoutMs = 30_000,
+  what = "condition",
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** A scenario answering every request with "You said: <last user message>", each reply slowed by `latencyMs`. */
+export function slowEchoScenario(stage: RunStage, name: string, latencyMs: number): void {
+  stage.llm.addScenario(name, { turns: [], after: { text: "You said: {{lastUser}}" } });
+  stage.llm.addFaults([{ kind: "slow", match: { scenario: name }, rate: 1, latencyMs }]);
 }

@@ -1,5 +1,5 @@
-import { checkInvariants } from "../../../src/core/sanitize";
 import { convertToLlm } from "../../../src/core/messages";
+import { checkInvariants } from "../../../src/core/sanitize";
 import { createRunStage, messagesOf, type RunStage } from "../../support/run-harness";
 
 jest.setTimeout(120_000);
@@ -24,20 +24,30 @@ test("a prompt answered with text: one LLM call, user + assistant entries stored
   const messages = messagesOf(await stage.entries(ref));
   expect(messages.map((message) => message.role)).toEqual(["user", "assistant"]);
   const answer = messages[1];
-  expect(answer?.role === "assistant" && answer.content).toEqual([{ type: "text", text: "You said: hello keel" }]);
+  expect(answer?.role === "assistant" && answer.content).toEqual([
+    { type: "text", text: "You said: hello keel" },
+  ]);
   expect(result.usage.totalTokens).toBeGreaterThan(0);
 });
 
 test("a multi-turn task with tool calls runs the tools in the workspace and answers", async () => {
   stage.llm.addScenario("write-then-read", {
     turns: [
-      { toolCalls: [{ name: "write", arguments: { path: "notes/hello.txt", content: "written by a tool\n" } }] },
+      {
+        toolCalls: [
+          { name: "write", arguments: { path: "notes/hello.txt", content: "written by a tool\n" } },
+        ],
+      },
       { toolCalls: [{ name: "read", arguments: { path: "notes/hello.txt" } }] },
       { text: "The file says: {{lastToolResult}}" },
     ],
   });
   const ref = stage.newSession();
-  await stage.runs.deliver(ref, { text: "[scenario:write-then-read] make a note", mode: "auto" }, stage.settings());
+  await stage.runs.deliver(
+    ref,
+    { text: "[scenario:write-then-read] make a note", mode: "auto" },
+    stage.settings(),
+  );
   const result = await stage.result(ref);
   expect(result.status).toBe("completed");
   const messages = messagesOf(await stage.entries(ref));
@@ -76,8 +86,15 @@ test("parallel tool calls are recorded in source order", async () => {
   const messages = messagesOf(await stage.entries(ref));
   const assistant = messages[1];
   const results = messages.slice(2, 5);
-  const callIds = assistant?.role === "assistant" ? assistant.content.flatMap((b) => (b.type === "toolCall" ? [b.id] : [])) : [];
-  expect(results.map((message) => (message.role === "toolResult" ? message.toolCallId : ""))).toEqual(callIds);
+  const callIds =
+    assistant?.role === "assistant"
+      ? assistant.content.flatMap((b) => (b.type === "toolCall" ? [b.id] : []))
+      : [];
+  expect(results.map((message) => (message.role === "toolResult" ? message.toolCallId : ""))).toEqual(
+    callIds,
+  );
   const first = results[0];
-  expect(first?.role === "toolResult" && first.content[0]?.type === "text" && first.content[0].text).toContain("first");
+  expect(
+    first?.role === "toolResult" && first.content[0]?.type === "text" && first.content[0].text,
+  ).toContain("first");
 });

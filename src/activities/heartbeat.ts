@@ -1,0 +1,14 @@
+import type { Context } from "@temporalio/activity";
+
+/** Fallback when an activity runs without a heartbeat timeout. */
+const DEFAULT_HEARTBEAT_INTERVAL_MS = 5_000;
+
+/**
+ * How often an activity heartbeats while it waits on something silent (a model that has not
+ * started streaming, a quiet command): a third of its heartbeat timeout, so a live activity is
+ * never taken for a dead one, and a cancellation reaches it promptly.
+ */
+export function heartbeatIntervalMs(ctx: Context): number {
+  const timeout = ctx.info.heartbeatTimeoutMs;
+  return timeout ? Math.max(200, Math.floor(timeout / 3)) : DEFAULT_HEARTBEAT_INTERVAL_MS;
+}

@@ -1,0 +1,87 @@
+/**
+ * Short workflows that change a session while no run is live: compaction and branching. They use
+ * the session's run workflow id, so Temporal itself keeps them and runs from overlapping.
+ */
+import { proxyActivities } from "@temporalio/workflow";
+import type { EntrySlot, KeelActivities } from "../activities/types";
+import { makeEntryId } from "../core/ids";
+import { type SessionRef, sessionCwd } from "./types";
+
+const activities = proxyActivities<KeelActivities>({
+  startToCloseTimeout: "10 minutes",
+  heartbeatTimeout: "30 seconds",
+  retry: {
+    initialInterval: "2 seconds",
+    backoffCoefficient: 2,
+    maximumAttempts: 8,
+    nonRetryableErrorTypes: ["NonRetryableLlmError", "UnknownModel", "UnknownEntry"],
+  },
+});
+
+export interface CompactSessionInput extends SessionRef {
+  model: string;
+  instructions?: string;
+  reserveTokens: number;
+  keepRecentTokens: number;
+}
+
+export interface CompactSessionResult {
+  compacted: boolean;
+  reason: string;
+  tokensBefore: number;
+  entryId?: string;
+}
+
+/** The session's cursor and a slot at its end whose parent is `parentId` (default: the leaf). */
+async function slotAtEnd(ref: SessionRef, parentId?: string) {
+  const cursor = await activities.openSession({ ...ref, cwd: sessionCwd(ref) });
+  const slot: EntrySlot = {
+    seq: cursor.nextSeq,
+    id: makeEntryId(Math.random),
+    parentId: parentId ?? cursor.leafId,
+    timestamp: new Date().toISOString(),
+  };
+  return { cursor, slot };
+}
+
+export async function compactSession(input: CompactSessionInput): Promise<CompactSessionResult> {
+  const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
+  const { slot } = await slotAtEnd(ref);
+  const result = await activities.compact({
+    ...ref,
+    model: input.model,
+    reserveTokens: input.reserveTokens,
+    keepRecentTokens: input.keepRecentTokens,
+    slot,
+    instructions: input.instructions,
+  });
+  return { ...result, ...(result.compacted ? { entryId: slot.id } : {}) };
+}
+
+export interface BranchSessionInput extends SessionRef {
+  /** The entry that becomes the new leaf's parent. */
+  entryId: string;
+  summarize: boolean;
+  model: string;
+  instructions?: string;
+}
+
+export interface BranchSessionResult {
+  /** The marker or branch summary entry: the session's new leaf. */
+  leafId: string;
+  summarized: boolean;
+}
+
+export async function branchSession(input: BranchSessionInput): Promise<BranchSessionResult> {
+  const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
+  const { cursor, slot } = await slotAtEnd(ref, input.entryId);
+  const result = await activities.branch({
+    ...ref,
+    model: input.model,
+    oldLeafId: cursor.leafId,
+    slot: { ...slot, parentId: input.entryId },
+    summarize: input.summarize,
+    instructions: input.instructions,
+  });
+  return { leafId: result.entryId, summarized: result.summarized };
+}
