@@ -1,0 +1,168 @@
+/**
+ * The HTTP API as one Hono app: served by the local Node server (`server.ts`) and by the Lambda
+ * handler (`lambda.ts`). Routes are declared with `@hono/zod-openapi`, so the schemas that
+ * validate requests also produce `GET /v1/openapi.json`. Docs: docs/api.md.
+ */
+import { OpenAPIHono } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { HTTPException } from "hono/http-exception";
+import type { ModelCatalog } from "../providers/models";
+import { InvalidIdError } from "../store/session-keys";
+import {
+  InvalidSessionDataError,
+  SessionExistsError,
+  SessionNotFoundError,
+  type SessionStore,
+} from "../store/session-store";
+import { bearerAuth, type TenantVariables } from "./auth";
+import type { ApiConfig } from "./config";
+import { idempotency } from "./idempotency";
+import type { JsonObjects } from "./json-objects";
+import { PROBLEMS, ProblemError, type ProblemSlug, problemResponse } from "./problems";
+import { registerRunRoutes } from "./routes/runs";
+import { registerSessionRoutes } from "./routes/sessions";
+import { registerTransferRoutes } from "./routes/transfer";
+import { DeliveryRefusedError, type RunClient } from "./run-client";
+import { registerSlackRoutes } from "./slack/events";
+import type { SlackReply } from "./slack/reply";
+import { isConnectionFailure } from "./temporal";
+
+export const API_VERSION = "0.1.0";
+
+export type ApiConfigSubset = Pick<
+  ApiConfig,
+  "apiKeys" | "bodyLimitBytes" | "allowDirectoryWorkspaces" | "sseMaxSeconds" | "slack"
+>;
+
+export interface ApiDependencies {
+  config: ApiConfigSubset;
+  /** The run client; in production a lazy connection (see `LazyRunClient`). */
+  runs: () => Promise<RunClient>;
+  /** Told about every error escaping a route, so a dead Temporal connection can be dropped. */
+  onFailure?: (error: unknown) => void;
+  store: SessionStore;
+  /** Idempotency records and chat thread mappings. */
+  objects: JsonObjects;
+  catalog: ModelCatalog;
+  /** Posts a chat reply (Slack); default: `postSlackReply` with the configured token. */
+  slackReply?: SlackReply;
+  now?: () => number;
+  /** Structured log lines; never receives headers, keys or bodies. */
+  log?: (record: Record<string, unknown>) => void;
+}
+
+export type ApiEnv = { Variables: TenantVariables };
+export type ApiApp = OpenAPIHono<ApiEnv>;
+
+/** Context handed to the route modules. */
+export interface RouteContext extends ApiDependencies {
+  now: () => number;
+  log: (record: Record<string, unknown>) => void;
+}
+
+const DELIVERY_REFUSALS: Record<string, ProblemSlug> = {
+  RunBusy: "run-busy",
+  QueueFull: "queue-full",
+  InvalidMessage: "invalid-message",
+  RunEnded: "run-ended",
+};
+
+const HTTP_EXCEPTION_SLUGS: Partial<Record<number, ProblemSlug>> = {
+  400: "malformed-body",
+  401: "unauthorized",
+  404: "not-found",
+  413: "payload-too-large",
+  415: "unsupported-media-type",
+};
+
+function defaultLog(record: Record<string, unknown>): void {
+  process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), ...record })}\n`);
+}
+
+/** Maps any error to its problem response. Unknown errors become 500 and are logged. */
+function errorResponse(error: unknown, c: Context, deps: RouteContext): Response {
+  if (error instanceof ProblemError) {
+    return problemResponse(error.slug, error.detail, error.extensions, error.headers);
+  }
+  if (error instanceof DeliveryRefusedError) {
+    const slug = DELIVERY_REFUSALS[error.type] ?? "invalid-message";
+    return problemResponse(slug, error.message, {}, slug === "queue-full" ? { "retry-after": "1" } : {});
+  }
+  if (error instanceof SessionNotFoundError) return problemResponse("session-not-found");
+  if (error instanceof SessionExistsError) return problemResponse("session-exists");
+  if (error instanceof InvalidSessionDataError) return problemResponse("invalid-session-file", error.message);
+  if (error instanceof InvalidIdError) return problemResponse("invalid-request", error.message);
+  if (error instanceof HTTPException) {
+    const slug = HTTP_EXCEPTION_SLUGS[error.status];
+    if (slug) return problemResponse(slug, error.message || undefined);
+  }
+  deps.onFailure?.(error);
+  const method = c.req.method;
+  const path = c.req.path;
+  if (isConnectionFailure(error)) {
+    deps.log({ level: "warn", msg: "temporal unavailable", method, path, error: String(error) });
+    return problemResponse("temporal-unavailable", "Retry shortly.", {}, { "retry-after": "2" });
+  }
+  deps.log({
+    level: "error",
+    msg: "unhandled error",
+    method,
+    path,
+    error: error instanceof Error ? (error.stack ?? error.message) : String(error),
+  });
+  return problemResponse("internal-error");
+}
+
+export function createApp(dependencies: ApiDependencies): ApiApp {
+  const deps: RouteContext = {
+    ...dependencies,
+    now: dependencies.now ?? Date.now,
+    log: dependencies.log ?? defaultLog,
+  };
+  const app: ApiApp = new OpenAPIHono<ApiEnv>({
+    defaultHook: (result) => {
+      if (!result.success) {
+        throw new ProblemError("invalid-request", "The request does not match the schema.", {
+          errors: result.error.issues.map((issue) => ({
+            path: issue.path.join("."),
+            message: issue.message,
+          })),
+        });
+      }
+    },
+  });
+  app.onError((error, c) => errorResponse(error, c, deps));
+  app.notFound(() => problemResponse("not-found", "No such route."));
+
+  app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer" });
+  const limit = bodyLimit({
+    maxSize: deps.config.bodyLimitBytes,
+    onError: () =>
+      problemResponse(
+        "payload-too-large",
+        `Request bodies are limited to ${deps.config.bodyLimitBytes} bytes.`,
+      ),
+  });
+  for (const path of ["/v1/sessions", "/v1/sessions/*"]) {
+    app.use(path, bearerAuth(deps.config.apiKeys), limit, idempotency(deps.objects, deps.now));
+  }
+  app.use("/v1/integrations/*", limit);
+
+  registerSessionRoutes(app, deps);
+  registerRunRoutes(app, deps);
+  registerTransferRoutes(app, deps);
+  registerSlackRoutes(app, deps);
+
+  app.get("/healthz", (c) => c.json({ ok: true }));
+  app.doc31("/v1/openapi.json", {
+    openapi: "3.1.0",
+    info: {
+      title: "Keel API",
+      version: API_VERSION,
+      description: "Durable coding-agent runs. Errors are application/problem+json (see docs/api.md).",
+    },
+    security: [{ bearer: [] }],
+  });
+  return app;
+}

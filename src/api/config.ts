@@ -1,0 +1,126 @@
+/** API configuration from the environment, validated once when the app is built. */
+import { readFileSync } from "node:fs";
+import { z } from "zod";
+import { type S3Settings, s3SettingsFromEnv } from "../store/s3-config";
+import { isValidId } from "../store/session-keys";
+
+/** Default request body limit: below API Gateway's and Lambda's 6 MB payload limit. */
+export const DEFAULT_BODY_LIMIT_BYTES = 5 * 1024 * 1024;
+export const DEFAULT_API_PORT = 8787;
+export const DEFAULT_SLACK_STOP_WORD = "stop";
+
+const SHA256_HEX = /^[0-9a-f]{64}$/;
+
+/** `{"<sha256 hex of the key>": "<tenant id>"}`: keys are never configured in clear. */
+export const ApiKeysSchema = z.record(
+  z.string().regex(SHA256_HEX, "must be the lowercase sha256 hex digest of an API key"),
+  z.string().refine(isValidId, "tenant ids match ^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$"),
+);
+export type ApiKeys = z.infer<typeof ApiKeysSchema>;
+
+const booleanFlag = z.enum(["true", "false", "1", "0"]).transform((v) => v === "true" || v === "1");
+
+const ApiEnvSchema = z.object({
+  KEEL_TEMPORAL_ADDRESS: z.string().default("127.0.0.1:7233"),
+  KEEL_TEMPORAL_NAMESPACE: z.string().default("default"),
+  /** Temporal Cloud API key; TLS is used when it is set. */
+  KEEL_TEMPORAL_API_KEY: z.string().optional(),
+  KEEL_TASK_QUEUE: z.string().min(1).default("keel"),
+  KEEL_API_KEYS: z.string().optional(),
+  KEEL_API_KEYS_FILE: z.string().optional(),
+  KEEL_API_BODY_LIMIT_BYTES: z.coerce.number().int().positive().default(DEFAULT_BODY_LIMIT_BYTES),
+  KEEL_API_PORT: z.coerce.number().int().min(0).max(65_535).default(DEFAULT_API_PORT),
+  /** Lets callers start a workspace from a directory on the worker machine (off by default). */
+  KEEL_API_ALLOW_DIRECTORY_WORKSPACES: booleanFlag.default(false),
+  /** Longest life of one event stream; 0 = until the run ends. Behind API Gateway keep it < 29. */
+  KEEL_API_SSE_MAX_SECONDS: z.coerce.number().int().min(0).default(0),
+  KEEL_SLACK_SIGNING_SECRET: z.string().min(1).optional(),
+  KEEL_SLACK_BOT_TOKEN: z.string().min(1).optional(),
+  KEEL_SLACK_TENANT: z.string().refine(isValidId, "must be a valid tenant id").optional(),
+  KEEL_SLACK_API_URL: z.url().optional(),
+  KEEL_SLACK_STOP_WORD: z.string().min(1).default(DEFAULT_SLACK_STOP_WORD),
+});
+
+export interface SlackConfig {
+  signingSecret: string;
+  /** Tenant owning every Slack-started session. */
+  tenantId: string;
+  botToken?: string;
+  /** Base URL of Slack's Web API (`https://slack.com/api/` when unset). */
+  apiUrl?: string;
+  /** A thread message consisting of this word (case-insensitive) aborts the run. */
+  stopWord: string;
+}
+
+export interface ApiConfig {
+  temporal: { address: string; namespace: string; apiKey?: string };
+  taskQueue: string;
+  s3: S3Settings;
+  apiKeys: ApiKeys;
+  bodyLimitBytes: number;
+  port: number;
+  allowDirectoryWorkspaces: boolean;
+  sseMaxSeconds: number;
+  /** Absent when no signing secret is configured: the Slack route then answers 404. */
+  slack?: SlackConfig;
+}
+
+function formatIssues(error: z.ZodError): string {
+  return error.issues.map((issue) => `${issue.path.join(".") || "(value)"}: ${issue.message}`).join("; ");
+}
+
+/** Parses the API key map (JSON text); the message never quotes the text (it may hold secrets). */
+export function parseApiKeys(text: string, source: string): ApiKeys {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new Error(`Invalid API keys in ${source}: not JSON`);
+  }
+  const parsed = ApiKeysSchema.safeParse(value);
+  if (!parsed.success) throw new Error(`Invalid API keys in ${source}: ${formatIssues(parsed.error)}`);
+  return parsed.data;
+}
+
+/** Throws one readable error listing every invalid variable (secret values are never shown). */
+export function apiConfigFromEnv(env: NodeJS.ProcessEnv = process.env): ApiConfig {
+  const parsed = ApiEnvSchema.safeParse(env);
+  if (!parsed.success) throw new Error(`Invalid API configuration: ${formatIssues(parsed.error)}`);
+  const values = parsed.data;
+  const apiKeys = {
+    ...(values.KEEL_API_KEYS_FILE
+      ? parseApiKeys(readFileSync(values.KEEL_API_KEYS_FILE, "utf8"), "KEEL_API_KEYS_FILE")
+      : {}),
+    ...(values.KEEL_API_KEYS ? parseApiKeys(values.KEEL_API_KEYS, "KEEL_API_KEYS") : {}),
+  };
+  let slack: SlackConfig | undefined;
+  if (values.KEEL_SLACK_SIGNING_SECRET) {
+    if (!values.KEEL_SLACK_TENANT) {
+      throw new Error(
+        "Invalid API configuration: KEEL_SLACK_TENANT is required with KEEL_SLACK_SIGNING_SECRET",
+      );
+    }
+    slack = {
+      signingSecret: values.KEEL_SLACK_SIGNING_SECRET,
+      tenantId: values.KEEL_SLACK_TENANT,
+      botToken: values.KEEL_SLACK_BOT_TOKEN,
+      apiUrl: values.KEEL_SLACK_API_URL,
+      stopWord: values.KEEL_SLACK_STOP_WORD,
+    };
+  }
+  return {
+    temporal: {
+      address: values.KEEL_TEMPORAL_ADDRESS,
+      namespace: values.KEEL_TEMPORAL_NAMESPACE,
+      apiKey: values.KEEL_TEMPORAL_API_KEY,
+    },
+    taskQueue: values.KEEL_TASK_QUEUE,
+    s3: s3SettingsFromEnv(env),
+    apiKeys,
+    bodyLimitBytes: values.KEEL_API_BODY_LIMIT_BYTES,
+    port: values.KEEL_API_PORT,
+    allowDirectoryWorkspaces: values.KEEL_API_ALLOW_DIRECTORY_WORKSPACES,
+    sseMaxSeconds: values.KEEL_API_SSE_MAX_SECONDS,
+    slack,
+  };
+}

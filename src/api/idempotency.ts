@@ -1,0 +1,137 @@
+/**
+ * `Idempotency-Key` for POSTs. The first request with a key claims an S3 record (conditional
+ * create), runs, and stores its response (status + body); a retry with the same key gets the
+ * stored response back and runs nothing. The same key with a different request is refused (422);
+ * while the first request is still running a retry gets 409 and `Retry-After`.
+ *
+ * Record key: `{prefix}idempotency/{tenantId}/{sha256(key + method + path)}.json`.
+ * Responses with status >= 500 are not kept (the record is removed) so a retry may try again.
+ */
+import type { MiddlewareHandler } from "hono";
+import { z } from "zod";
+import { sha256Hex, type TenantVariables } from "./auth";
+import type { JsonObjects } from "./json-objects";
+import { ProblemError } from "./problems";
+
+export const IDEMPOTENCY_HEADER = "idempotency-key";
+export const REPLAYED_HEADER = "idempotent-replayed";
+/** Printable ASCII, at most this long. */
+export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
+const KEY_PATTERN = /^[\x20-\x7e]+$/;
+/** A claim older than this belongs to a request that died; a retry may take it over. */
+export const STALE_CLAIM_MS = 5 * 60_000;
+/** Claim attempts when the record vanishes between a failed create and the read. */
+const CLAIM_ATTEMPTS = 3;
+
+const IdempotencyRecordSchema = z.discriminatedUnion("state", [
+  z.object({ state: z.literal("pending"), requestHash: z.string(), startedAt: z.number() }),
+  z.object({
+    state: z.literal("done"),
+    requestHash: z.string(),
+    status: z.number().int(),
+    contentType: z.string(),
+    body: z.string(),
+    completedAt: z.number(),
+  }),
+]);
+type IdempotencyRecord = z.infer<typeof IdempotencyRecordSchema>;
+type DoneRecord = Extract<IdempotencyRecord, { state: "done" }>;
+
+export function idempotencyRecordKey(
+  prefix: string,
+  tenantId: string,
+  idempotencyKey: string,
+  method: string,
+  path: string,
+): string {
+  return `${prefix}idempotency/${tenantId}/${sha256Hex(idempotencyKey + method + path)}.json`;
+}
+
+function validateKey(idempotencyKey: string): void {
+  if (
+    idempotencyKey.length === 0 ||
+    idempotencyKey.length > MAX_IDEMPOTENCY_KEY_LENGTH ||
+    !KEY_PATTERN.test(idempotencyKey)
+  ) {
+    throw new ProblemError(
+      "invalid-request",
+      `Idempotency-Key must be 1..${MAX_IDEMPOTENCY_KEY_LENGTH} printable ASCII characters`,
+    );
+  }
+}
+
+const inUse = (detail: string) =>
+  new ProblemError("idempotency-key-in-use", detail, {}, { "retry-after": "1" });
+
+/**
+ * Claims `key` for a request with `requestHash`. Returns the stored record when the request was
+ * answered before; throws the matching problem when the key is held by another request.
+ */
+async function claim(
+  objects: JsonObjects,
+  key: string,
+  requestHash: string,
+  now: () => number,
+): Promise<DoneRecord | undefined> {
+  const pending: IdempotencyRecord = { state: "pending", requestHash, startedAt: now() };
+  for (let attempt = 1; attempt <= CLAIM_ATTEMPTS; attempt++) {
+    if (await objects.createIfAbsent(key, pending)) return undefined;
+    const existing = await objects.read(key, IdempotencyRecordSchema);
+    if (existing === undefined) continue;
+    if (existing.requestHash !== requestHash) {
+      throw new ProblemError(
+        "idempotency-key-reused",
+        "This Idempotency-Key was first used with a different request body.",
+      );
+    }
+    if (existing.state === "done") return existing;
+    if (now() - existing.startedAt < STALE_CLAIM_MS) {
+      throw inUse("The first request with this Idempotency-Key has not finished yet.");
+    }
+    // The request that claimed the key died long ago: take its claim over.
+    await objects.overwrite(key, pending);
+    return undefined;
+  }
+  throw inUse("The Idempotency-Key record is changing; retry.");
+}
+
+/**
+ * Middleware for POST routes behind `bearerAuth`. Requests without the header pass through
+ * unchanged. Reads the body (Hono caches it, so validators downstream see the same bytes).
+ */
+export function idempotency(
+  objects: JsonObjects,
+  now: () => number = Date.now,
+): MiddlewareHandler<{ Variables: TenantVariables }> {
+  return async (c, next) => {
+    const idempotencyKey = c.req.header(IDEMPOTENCY_HEADER);
+    if (c.req.method !== "POST" || idempotencyKey === undefined) return next();
+    validateKey(idempotencyKey);
+    const body = new Uint8Array(await c.req.arrayBuffer());
+    const path = c.req.path;
+    const requestHash = sha256Hex(Buffer.concat([Buffer.from(`${c.req.method} ${path}\n`), body]));
+    const key = idempotencyRecordKey(objects.prefix, c.get("tenantId"), idempotencyKey, c.req.method, path);
+
+    const answered = await claim(objects, key, requestHash, now);
+    if (answered) {
+      return new Response(answered.body, {
+        status: answered.status,
+        headers: { "content-type": answered.contentType, [REPLAYED_HEADER]: "true" },
+      });
+    }
+    await next();
+    const response = c.res;
+    if (response.status >= 500) {
+      await objects.remove(key);
+      return;
+    }
+    await objects.overwrite(key, {
+      state: "done",
+      requestHash,
+      status: response.status,
+      contentType: response.headers.get("content-type") ?? "application/json",
+      body: await response.clone().text(),
+      completedAt: now(),
+    } satisfies IdempotencyRecord);
+  };
+}

@@ -1,0 +1,92 @@
+/**
+ * Errors as RFC 9457 problem details (`application/problem+json`). Every error the API answers
+ * has a stable `type` URI `https://keel.dev/problems/<slug>`; clients branch on the slug, never on
+ * `title` or `detail`.
+ */
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+
+export const PROBLEM_TYPE_BASE = "https://keel.dev/problems/";
+export const PROBLEM_CONTENT_TYPE = "application/problem+json";
+
+/** Every problem the API can answer: slug → HTTP status and a fixed title. */
+export const PROBLEMS = {
+  "invalid-request": { status: 400, title: "The request is invalid" },
+  "malformed-body": { status: 400, title: "The request body cannot be read" },
+  "invalid-message": { status: 400, title: "The run refused the message as invalid" },
+  "invalid-session-file": { status: 400, title: "The session file cannot be imported" },
+  unauthorized: { status: 401, title: "Missing or invalid credentials" },
+  "invalid-signature": { status: 401, title: "The request signature is missing, stale or wrong" },
+  "not-found": { status: 404, title: "Not found" },
+  "session-not-found": { status: 404, title: "No such session" },
+  "entry-not-found": { status: 404, title: "No such entry in the session" },
+  "method-not-allowed": { status: 405, title: "Method not allowed" },
+  "run-busy": { status: 409, title: "The session's run is busy" },
+  "run-ended": { status: 409, title: "The session's run ended while the message was delivered" },
+  "no-active-run": { status: 409, title: "The session has no active run" },
+  "no-pending-approval": { status: 409, title: "No approval is pending for this tool call" },
+  "session-exists": { status: 409, title: "The session already exists" },
+  "idempotency-key-in-use": {
+    status: 409,
+    title: "A request with this Idempotency-Key is still being processed",
+  },
+  "payload-too-large": { status: 413, title: "The request body is too large" },
+  "unsupported-media-type": { status: 415, title: "Unsupported content type" },
+  "idempotency-key-reused": {
+    status: 422,
+    title: "The Idempotency-Key was used with a different request",
+  },
+  "queue-full": { status: 429, title: "The session's message queue is full" },
+  "internal-error": { status: 500, title: "Internal error" },
+  "not-implemented": { status: 501, title: "Not implemented" },
+  "temporal-unavailable": { status: 503, title: "The workflow service is unavailable" },
+} as const satisfies Record<string, { status: ContentfulStatusCode; title: string }>;
+
+export type ProblemSlug = keyof typeof PROBLEMS;
+
+export interface ProblemDocument {
+  type: string;
+  title: string;
+  status: number;
+  detail?: string;
+  [extension: string]: unknown;
+}
+
+/** A failure a handler raises; the app's error handler turns it into its problem response. */
+export class ProblemError extends Error {
+  constructor(
+    readonly slug: ProblemSlug,
+    readonly detail?: string,
+    /** Extension members added to the document (e.g. `errors`, `retryAfterSeconds`). */
+    readonly extensions: Record<string, unknown> = {},
+    /** Extra response headers (e.g. `WWW-Authenticate`, `Retry-After`). */
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(detail ?? PROBLEMS[slug].title);
+    this.name = "ProblemError";
+  }
+}
+
+export function problemDocument(
+  slug: ProblemSlug,
+  detail?: string,
+  extensions: Record<string, unknown> = {},
+): ProblemDocument {
+  const { status, title } = PROBLEMS[slug];
+  const document: ProblemDocument = { ...extensions, type: `${PROBLEM_TYPE_BASE}${slug}`, title, status };
+  if (detail !== undefined) document.detail = detail;
+  return document;
+}
+
+/** The problem response itself. */
+export function problemResponse(
+  slug: ProblemSlug,
+  detail?: string,
+  extensions: Record<string, unknown> = {},
+  headers: Record<string, string> = {},
+): Response {
+  const document = problemDocument(slug, detail, extensions);
+  return new Response(JSON.stringify(document), {
+    status: document.status,
+    headers: { ...headers, "content-type": PROBLEM_CONTENT_TYPE },
+  });
+}

@@ -1,0 +1,78 @@
+/** Helpers shared by the route modules: session refs, existence checks, OpenAPI fragments. */
+import type { Context } from "hono";
+import type { SessionHeader } from "../../core/session-types";
+import { SessionNotFoundError } from "../../store/session-store";
+import type { RunState, SessionRef } from "../../workflows/types";
+import type { RouteContext } from "../app";
+import type { TenantVariables } from "../auth";
+import { ProblemError } from "../problems";
+import { ProblemSchema } from "../schemas";
+
+export function refOf(c: Context<{ Variables: TenantVariables }>, sessionId: string): SessionRef {
+  return { tenantId: c.get("tenantId"), sessionId };
+}
+
+export interface SessionPresence {
+  header?: SessionHeader;
+  state?: RunState;
+}
+
+/**
+ * What is known of a session: its stored header and its latest run's state. Throws
+ * session-not-found when neither exists — also for another tenant's session, since every
+ * lookup is made under the caller's own tenant.
+ */
+export async function requireSession(deps: RouteContext, ref: SessionRef): Promise<SessionPresence> {
+  const runs = await deps.runs();
+  const [header, state] = await Promise.all([
+    deps.store.getHeader(ref).catch((error: unknown) => {
+      if (error instanceof SessionNotFoundError) return undefined;
+      throw error;
+    }),
+    runs.state(ref),
+  ]);
+  if (!header && !state) throw new ProblemError("session-not-found");
+  return { header, state };
+}
+
+export const TERMINAL_RUN_STATUSES: ReadonlySet<RunState["status"]> = new Set([
+  "completed",
+  "aborted",
+  "failed",
+]);
+
+export function isLive(state: RunState | undefined): state is RunState {
+  return state !== undefined && !TERMINAL_RUN_STATUSES.has(state.status);
+}
+
+const problemContent = { "application/problem+json": { schema: ProblemSchema } };
+
+/** OpenAPI `responses` entries for the problems a route can answer. */
+export function problemResponses(...statuses: number[]) {
+  const descriptions: Record<number, string> = {
+    400: "Invalid request",
+    401: "Missing or invalid API key",
+    404: "No such session (or not the caller's)",
+    409: "Conflict with the run's state",
+    413: "Body too large",
+    415: "Unsupported content type",
+    422: "Idempotency-Key reused with a different request",
+    429: "Queue full",
+    501: "Not implemented",
+    503: "Temporal unavailable",
+  };
+  return Object.fromEntries(
+    [...new Set([400, 401, 404, 503, ...statuses])].map((status) => [
+      status,
+      { description: descriptions[status] ?? "Problem", content: problemContent },
+    ]),
+  );
+}
+
+export const idempotencyHeaderParam = {
+  name: "Idempotency-Key",
+  in: "header" as const,
+  required: false,
+  schema: { type: "string" as const, maxLength: 255 },
+  description: "A retried POST with the same key returns the first response and does nothing again",
+};

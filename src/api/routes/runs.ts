@@ -1,0 +1,220 @@
+/** Run routes: messages, abort, approvals and the event stream. */
+import { createRoute } from "@hono/zod-openapi";
+import { streamSSE } from "hono/streaming";
+import type { AgentEvent } from "../../core/events";
+import type { SessionRef } from "../../workflows/types";
+import type { ApiApp, RouteContext } from "../app";
+import { ProblemError } from "../problems";
+import type { RunClient } from "../run-client";
+import { runSettingsFrom } from "../run-settings";
+import {
+  AbortBodySchema,
+  AcceptedSchema,
+  ApprovalBodySchema,
+  ApprovalParamsSchema,
+  DeliveredSchema,
+  EventsPageSchema,
+  EventsQuerySchema,
+  MessageBodySchema,
+  SessionParamsSchema,
+} from "../schemas";
+import { idempotencyHeaderParam, isLive, problemResponses, refOf, requireSession } from "./common";
+
+/** How often an event stream asks the run for new events. */
+export const EVENT_POLL_INTERVAL_MS = 300;
+/** An SSE comment this often keeps idle connections (and proxies) open. */
+export const SSE_KEEPALIVE_MS = 15_000;
+
+const postMessage = createRoute({
+  method: "post",
+  path: "/v1/sessions/{sessionId}/messages",
+  summary: "Deliver a message: starts a run when idle, or reaches the live run per `delivery`",
+  request: {
+    params: SessionParamsSchema,
+    body: { required: true, content: { "application/json": { schema: MessageBodySchema } } },
+  },
+  responses: {
+    202: { description: "Delivered", content: { "application/json": { schema: DeliveredSchema } } },
+    ...problemResponses(409, 413, 415, 422, 429),
+  },
+  parameters: [idempotencyHeaderParam],
+});
+
+const abortRun = createRoute({
+  method: "post",
+  path: "/v1/sessions/{sessionId}/abort",
+  summary: "Abort the session's live run",
+  request: {
+    params: SessionParamsSchema,
+    body: { required: false, content: { "application/json": { schema: AbortBodySchema } } },
+  },
+  responses: {
+    202: { description: "Abort requested", content: { "application/json": { schema: AcceptedSchema } } },
+    ...problemResponses(409, 413, 415, 422),
+  },
+  parameters: [idempotencyHeaderParam],
+});
+
+const approve = createRoute({
+  method: "post",
+  path: "/v1/sessions/{sessionId}/approvals/{toolCallId}",
+  summary: "Approve or reject a tool call waiting for approval",
+  request: {
+    params: ApprovalParamsSchema,
+    body: { required: true, content: { "application/json": { schema: ApprovalBodySchema } } },
+  },
+  responses: {
+    202: { description: "Decision delivered", content: { "application/json": { schema: AcceptedSchema } } },
+    ...problemResponses(409, 413, 415, 422),
+  },
+  parameters: [idempotencyHeaderParam],
+});
+
+const getEvents = createRoute({
+  method: "get",
+  path: "/v1/sessions/{sessionId}/events",
+  summary:
+    "Events of the latest run after a sequence number: a JSON page, or Server-Sent Events with Accept: text/event-stream (id = seq; Last-Event-ID resumes; the stream ends with the run)",
+  request: { params: SessionParamsSchema, query: EventsQuerySchema },
+  responses: {
+    200: {
+      description: "Events",
+      content: {
+        "application/json": { schema: EventsPageSchema },
+        "text/event-stream": { schema: { type: "string" } },
+      },
+    },
+    ...problemResponses(),
+  },
+});
+
+function lastEventIdOf(header: string | undefined): number | undefined {
+  return header !== undefined && /^\d{1,15}$/.test(header.trim()) ? Number(header.trim()) : undefined;
+}
+
+/**
+ * Streams the run's events as SSE from `after` until the run ends (or `maxSeconds` pass), polling
+ * the run's events query. A run started after the one a client was following restarts numbering
+ * at 1; the stream notices (the run's last seq is below the client's) and starts from 0.
+ */
+async function streamEvents(
+  stream: Parameters<Parameters<typeof streamSSE>[1]>[0],
+  runs: RunClient,
+  ref: SessionRef,
+  startAfter: number,
+  maxSeconds: number,
+): Promise<void> {
+  let after = startAfter;
+  let closed = false;
+  stream.onAbort(() => {
+    closed = true;
+  });
+  const deadline = maxSeconds > 0 ? Date.now() + maxSeconds * 1000 : Number.POSITIVE_INFINITY;
+  let lastWrite = Date.now();
+  while (!closed && Date.now() < deadline) {
+    const events: AgentEvent[] = await runs.events(ref, after);
+    for (const event of events) {
+      await stream.writeSSE({ id: String(event.seq), event: event.type, data: JSON.stringify(event) });
+      after = event.seq;
+      lastWrite = Date.now();
+      if (event.type === "agent_end") return;
+    }
+    if (events.length === 0) {
+      const state = await runs.state(ref);
+      if (!isLive(state)) return;
+      if (state.lastEventSeq < after) after = 0;
+      if (Date.now() - lastWrite >= SSE_KEEPALIVE_MS) {
+        await stream.write(": keep-alive\n\n");
+        lastWrite = Date.now();
+      }
+    }
+    await stream.sleep(EVENT_POLL_INTERVAL_MS);
+  }
+}
+
+export function registerRunRoutes(app: ApiApp, deps: RouteContext): void {
+  app.openapi(postMessage, async (c) => {
+    const { sessionId } = c.req.valid("param");
+    const body = c.req.valid("json");
+    const settings = runSettingsFrom(body, {
+      catalog: deps.catalog,
+      allowDirectoryWorkspaces: deps.config.allowDirectoryWorkspaces,
+    });
+    const runs = await deps.runs();
+    const delivered = await runs.deliver(
+      refOf(c, sessionId),
+      { text: body.text, mode: body.delivery },
+      settings,
+    );
+    return c.json(
+      {
+        sessionId,
+        runId: delivered.runId,
+        workflowId: delivered.workflowId,
+        delivery: delivered.delivery,
+        queueLength: delivered.queueLength,
+      },
+      202,
+    );
+  });
+
+  app.openapi(abortRun, async (c) => {
+    const { sessionId } = c.req.valid("param");
+    const { reason } = c.req.valid("json");
+    const ref = refOf(c, sessionId);
+    await requireSession(deps, ref);
+    const runs = await deps.runs();
+    if (!(await runs.abort(ref, reason ?? "aborted through the API"))) {
+      throw new ProblemError("no-active-run", "The session's latest run has already ended.");
+    }
+    return c.json({ accepted: true as const }, 202);
+  });
+
+  app.openapi(approve, async (c) => {
+    const { sessionId, toolCallId } = c.req.valid("param");
+    const body = c.req.valid("json");
+    const ref = refOf(c, sessionId);
+    const { state } = await requireSession(deps, ref);
+    const waiting = isLive(state)
+      ? state.pendingToolCalls.find(
+          (call) => call.toolCallId === toolCallId && call.state === "awaiting_approval",
+        )
+      : undefined;
+    if (!waiting)
+      throw new ProblemError("no-pending-approval", `Tool call ${toolCallId} is not waiting for approval.`);
+    const runs = await deps.runs();
+    const delivered = await runs.approve(ref, {
+      toolCallId,
+      decision: body.decision,
+      ...(body.args !== undefined ? { arguments: body.args } : {}),
+      ...(body.reason !== undefined ? { reason: body.reason } : {}),
+    });
+    if (!delivered)
+      throw new ProblemError("no-active-run", "The session's run ended before the decision arrived.");
+    return c.json({ accepted: true as const }, 202);
+  });
+
+  app.openapi(getEvents, async (c) => {
+    const { sessionId } = c.req.valid("param");
+    const query = c.req.valid("query");
+    const ref = refOf(c, sessionId);
+    const { state } = await requireSession(deps, ref);
+    const runs = await deps.runs();
+    const wantsStream = (c.req.header("accept") ?? "").includes("text/event-stream");
+    if (wantsStream) {
+      const after = lastEventIdOf(c.req.header("last-event-id")) ?? query.after ?? 0;
+      return streamSSE(
+        c,
+        (stream) => streamEvents(stream, runs, ref, after, deps.config.sseMaxSeconds),
+        async (error, stream) => {
+          deps.onFailure?.(error);
+          deps.log({ level: "warn", msg: "event stream failed", path: c.req.path, error: String(error) });
+          await stream.writeSSE({ event: "error", data: JSON.stringify({ message: "event stream failed" }) });
+        },
+      ) as unknown as Response;
+    }
+    const after = query.after ?? 0;
+    const events = await runs.events(ref, after);
+    return c.json({ events, lastSeq: events.at(-1)?.seq ?? after, runEnded: !isLive(state) }, 200);
+  });
+}

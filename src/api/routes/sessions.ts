@@ -1,0 +1,90 @@
+/** Session reads: `GET /v1/sessions/{id}` and `GET /v1/sessions`. */
+
+import type { z } from "@hono/zod-openapi";
+import { createRoute } from "@hono/zod-openapi";
+import type { RunState } from "../../workflows/types";
+import type { ApiApp, RouteContext } from "../app";
+import {
+  ListQuerySchema,
+  SessionListSchema,
+  SessionParamsSchema,
+  type SessionStatusSchema,
+  SessionViewSchema,
+} from "../schemas";
+import { problemResponses, refOf, requireSession } from "./common";
+
+const getSession = createRoute({
+  method: "get",
+  path: "/v1/sessions/{sessionId}",
+  summary: "A session: status, latest run, entry count and leaf",
+  request: { params: SessionParamsSchema },
+  responses: {
+    200: { description: "The session", content: { "application/json": { schema: SessionViewSchema } } },
+    ...problemResponses(),
+  },
+});
+
+const listSessions = createRoute({
+  method: "get",
+  path: "/v1/sessions",
+  summary: "The caller's sessions, in id order, paged",
+  request: { query: ListQuerySchema },
+  responses: {
+    200: {
+      description: "A page of sessions",
+      content: { "application/json": { schema: SessionListSchema } },
+    },
+    ...problemResponses(),
+  },
+});
+
+export function sessionStatus(state: RunState | undefined): z.infer<typeof SessionStatusSchema> {
+  if (state?.status === "waiting_approval") return "waiting_approval";
+  if (state?.status === "running" || state?.status === "starting") return "running";
+  return "idle";
+}
+
+export function registerSessionRoutes(app: ApiApp, deps: RouteContext): void {
+  app.openapi(getSession, async (c) => {
+    const { sessionId } = c.req.valid("param");
+    const ref = refOf(c, sessionId);
+    const { header, state } = await requireSession(deps, ref);
+    const { entries } = header ? await deps.store.readEntries(ref, { untilGap: true }) : { entries: [] };
+    const view: z.infer<typeof SessionViewSchema> = {
+      sessionId,
+      status: sessionStatus(state),
+      entryCount: entries.length,
+      leafId: entries.at(-1)?.entry.id ?? null,
+    };
+    if (header?.parentSession !== undefined) view.parentSession = header.parentSession;
+    if (header) view.createdAt = header.timestamp;
+    if (state) {
+      const runs = await deps.runs();
+      const description = await runs.handle(ref).describe();
+      view.run = {
+        runId: description.runId,
+        status: state.status,
+        turn: state.turn,
+        usage: state.usage,
+        cost: state.usage.cost.total,
+        pendingToolCalls: state.pendingToolCalls,
+      };
+      if (state.endReason !== undefined) view.run.endReason = state.endReason;
+    }
+    return c.json(view, 200);
+  });
+
+  app.openapi(listSessions, async (c) => {
+    const { limit, cursor } = c.req.valid("query");
+    const page = await deps.store.listSessions(c.get("tenantId"), { limit, cursor });
+    const body: z.infer<typeof SessionListSchema> = {
+      sessions: page.sessions.map(({ sessionId, header }) => ({
+        sessionId,
+        ...(header ? { createdAt: header.timestamp } : {}),
+        ...(header?.parentSession !== undefined ? { parentSession: header.parentSession } : {}),
+      })),
+    };
+    if (page.nextCursor) body.nextCursor = page.nextCursor;
+    return c.json(body, 200);
+  });
+}

@@ -1,0 +1,247 @@
+/** Session data routes: entries (paged), export, import, fork; branch and compact. */
+import { randomBytes, randomUUID } from "node:crypto";
+import { createRoute, z } from "@hono/zod-openapi";
+import { parseSession } from "../../core/session-codec";
+import { createSessionHeader } from "../../core/session-entries";
+import { indexSession, pathToRoot } from "../../core/session-tree";
+import type { SessionEntry, SessionHeader } from "../../core/session-types";
+import { importWireSession } from "../../core/wire-session";
+import type { SessionRef } from "../../workflows/types";
+import type { ApiApp, RouteContext } from "../app";
+import { ProblemError } from "../problems";
+import {
+  BranchBodySchema,
+  CompactBodySchema,
+  CreatedSessionSchema,
+  DEFAULT_PAGE_LIMIT,
+  EntriesPageSchema,
+  EntriesQuerySchema,
+  ForkBodySchema,
+  SessionParamsSchema,
+} from "../schemas";
+import { idempotencyHeaderParam, problemResponses, refOf, requireSession } from "./common";
+
+/** Skipped lines reported back by an import, at most. */
+export const MAX_IMPORT_WARNINGS = 50;
+const JSONL_CONTENT_TYPE = "application/x-ndjson";
+
+const getEntries = createRoute({
+  method: "get",
+  path: "/v1/sessions/{sessionId}/entries",
+  summary: "Stored entries in sequence order, paged (only the contiguous prefix while a run writes)",
+  request: { params: SessionParamsSchema, query: EntriesQuerySchema },
+  responses: {
+    200: { description: "A page of entries", content: { "application/json": { schema: EntriesPageSchema } } },
+    ...problemResponses(),
+  },
+});
+
+const exportSession = createRoute({
+  method: "get",
+  path: "/v1/sessions/{sessionId}/export",
+  summary: "The whole session as one pi session file (JSONL, version 3)",
+  request: { params: SessionParamsSchema },
+  responses: {
+    200: { description: "pi JSONL", content: { [JSONL_CONTENT_TYPE]: { schema: z.string() } } },
+    ...problemResponses(),
+  },
+});
+
+const importSession = createRoute({
+  method: "post",
+  path: "/v1/sessions/import",
+  summary:
+    "Import a pi session file (JSONL, versions 1-3) or a session JSON of the wire format (kind/parts); returns the new session's id",
+  request: {
+    body: {
+      required: true,
+      content: {
+        [JSONL_CONTENT_TYPE]: { schema: { type: "string" } },
+        "application/json": {
+          schema: { type: "object", description: "wire-format session JSON or a one-line pi file" },
+        },
+      },
+    },
+  },
+  responses: {
+    201: { description: "Imported", content: { "application/json": { schema: CreatedSessionSchema } } },
+    ...problemResponses(413, 415, 422),
+  },
+  parameters: [idempotencyHeaderParam],
+});
+
+const forkSession = createRoute({
+  method: "post",
+  path: "/v1/sessions/{sessionId}/fork",
+  summary: "A new session holding the path from the root to `entryId`",
+  request: {
+    params: SessionParamsSchema,
+    body: { required: true, content: { "application/json": { schema: ForkBodySchema } } },
+  },
+  responses: {
+    201: { description: "Forked", content: { "application/json": { schema: CreatedSessionSchema } } },
+    ...problemResponses(413, 415, 422),
+  },
+  parameters: [idempotencyHeaderParam],
+});
+
+const branchSession = createRoute({
+  method: "post",
+  path: "/v1/sessions/{sessionId}/branch",
+  summary: "Move the session's leaf to `entryId`, optionally summarizing the abandoned branch",
+  request: {
+    params: SessionParamsSchema,
+    body: { required: true, content: { "application/json": { schema: BranchBodySchema } } },
+  },
+  responses: { ...problemResponses(409, 413, 415, 422, 501) },
+  parameters: [idempotencyHeaderParam],
+});
+
+const compactSession = createRoute({
+  method: "post",
+  path: "/v1/sessions/{sessionId}/compact",
+  summary: "Compact the session's context now",
+  request: {
+    params: SessionParamsSchema,
+    body: { required: false, content: { "application/json": { schema: CompactBodySchema } } },
+  },
+  responses: { ...problemResponses(409, 413, 415, 422, 501) },
+  parameters: [idempotencyHeaderParam],
+});
+
+/** A uniform random number in [0, 1) from the system CSPRNG (entry ids of imports). */
+function secureRandom(): number {
+  return randomBytes(6).readUIntBE(0, 6) / 2 ** 48;
+}
+
+type ParsedImport = { header: SessionHeader | null; entries: SessionEntry[]; warnings: string[] };
+
+const JSONL_MEDIA_TYPES = new Set([JSONL_CONTENT_TYPE, "application/jsonl", "text/plain", ""]);
+
+/** Reads an import body: wire session JSON, or a pi JSONL file (also when sent as JSON). */
+function parseImport(text: string, contentTypeHeader: string, nowIso: string): ParsedImport {
+  const mediaType = contentTypeHeader.split(";", 1)[0]?.trim().toLowerCase() ?? "";
+  if (mediaType !== "application/json" && !JSONL_MEDIA_TYPES.has(mediaType)) {
+    throw new ProblemError(
+      "unsupported-media-type",
+      "Send application/x-ndjson (pi JSONL) or application/json.",
+    );
+  }
+  if (mediaType === "application/json") {
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      throw new ProblemError(
+        "malformed-body",
+        "The body is not JSON; send pi JSONL as application/x-ndjson.",
+      );
+    }
+    const isPiHeader =
+      typeof value === "object" && value !== null && (value as { type?: unknown }).type === "session";
+    if (!isPiHeader) {
+      if (typeof value !== "object" || value === null || Array.isArray(value) || !("messages" in value)) {
+        throw new ProblemError("invalid-session-file", "A session JSON must be an object with `messages`.");
+      }
+      const { session, problems } = importWireSession(value, secureRandom, nowIso);
+      return { header: session.header, entries: session.entries, warnings: problems };
+    }
+  }
+  const parsed = parseSession(text);
+  if (parsed.header === null && parsed.entries.length === 0) {
+    throw new ProblemError("invalid-session-file", "No session header and no readable entry.", {
+      errors: parsed.errors.slice(0, MAX_IMPORT_WARNINGS),
+    });
+  }
+  return {
+    header: parsed.header,
+    entries: parsed.entries,
+    warnings: parsed.errors.map((error) => `line ${error.line}: ${error.reason}`),
+  };
+}
+
+export function registerTransferRoutes(app: ApiApp, deps: RouteContext): void {
+  const createSession = async (
+    tenantId: string,
+    source: { header: SessionHeader | null; entries: SessionEntry[] },
+    parentSession?: string,
+  ) => {
+    const sessionId = randomUUID();
+    const timestamp = new Date(deps.now()).toISOString();
+    const header: SessionHeader = source.header
+      ? { ...source.header, id: sessionId, ...(parentSession !== undefined ? { parentSession } : {}) }
+      : createSessionHeader(sessionId, timestamp, "", parentSession);
+    await deps.store.importEntries({ tenantId, sessionId }, header, source.entries);
+    return { sessionId, entryCount: source.entries.length, leafId: source.entries.at(-1)?.id ?? null };
+  };
+
+  /** The session's entries and the path root → `entryId` (entry-not-found when absent). */
+  const pathTo = async (ref: SessionRef, entryId: string) => {
+    const { entries } = await deps.store.readEntries(ref, { untilGap: true });
+    const path = pathToRoot(indexSession(entries.map((stored) => stored.entry)).byId, entryId);
+    if (path.length === 0) throw new ProblemError("entry-not-found", `No entry ${JSON.stringify(entryId)}.`);
+    return path;
+  };
+
+  app.openapi(getEntries, async (c) => {
+    const { sessionId } = c.req.valid("param");
+    const { after, limit = DEFAULT_PAGE_LIMIT } = c.req.valid("query");
+    const ref = refOf(c, sessionId);
+    const { header } = await requireSession(deps, ref);
+    const { entries } = header ? await deps.store.readEntries(ref, { untilGap: true }) : { entries: [] };
+    const following = after === undefined ? entries : entries.filter((stored) => stored.seq > after);
+    const page = following.slice(0, limit);
+    const body: z.infer<typeof EntriesPageSchema> = { entries: page };
+    if (following.length > page.length) body.nextAfter = page.at(-1)?.seq;
+    return c.json(body, 200);
+  });
+
+  app.openapi(exportSession, async (c) => {
+    const { sessionId } = c.req.valid("param");
+    const ref = refOf(c, sessionId);
+    await requireSession(deps, ref);
+    const jsonl = await deps.store.exportJsonl(ref);
+    const response = c.body(jsonl, 200, {
+      "content-type": JSONL_CONTENT_TYPE,
+      "content-disposition": `attachment; filename="${sessionId}.jsonl"`,
+    });
+    // The typed handler models JSON responses only; this route's body is JSONL text.
+    return response as never;
+  });
+
+  app.openapi(importSession, async (c) => {
+    const text = await c.req.text();
+    const parsed = parseImport(text, c.req.header("content-type") ?? "", new Date(deps.now()).toISOString());
+    const created = await createSession(c.get("tenantId"), parsed);
+    const warnings = parsed.warnings.slice(0, MAX_IMPORT_WARNINGS);
+    return c.json({ ...created, ...(warnings.length > 0 ? { warnings } : {}) }, 201);
+  });
+
+  app.openapi(forkSession, async (c) => {
+    const { sessionId } = c.req.valid("param");
+    const { entryId } = c.req.valid("json");
+    const ref = refOf(c, sessionId);
+    const { header } = await requireSession(deps, ref);
+    const path = await pathTo(ref, entryId);
+    const created = await createSession(ref.tenantId, { header: header ?? null, entries: path }, sessionId);
+    return c.json({ ...created, parentSession: sessionId }, 201);
+  });
+
+  // Branch and compact run inside the session's workflow; the run client does not offer them
+  // yet, so both validate the request and the session, then answer 501.
+  app.openapi(branchSession, async (c) => {
+    const { sessionId } = c.req.valid("param");
+    const { entryId } = c.req.valid("json");
+    const ref = refOf(c, sessionId);
+    await requireSession(deps, ref);
+    await pathTo(ref, entryId);
+    throw new ProblemError("not-implemented", "Branching through the API is not available yet.");
+  });
+
+  app.openapi(compactSession, async (c) => {
+    const { sessionId } = c.req.valid("param");
+    c.req.valid("json");
+    await requireSession(deps, refOf(c, sessionId));
+    throw new ProblemError("not-implemented", "Compaction through the API is not available yet.");
+  });
+}

@@ -1,0 +1,34 @@
+/** Builds the app's dependencies from configuration (shared by the Lambda and the Node server). */
+import { loadCatalog } from "../providers/models";
+import { createS3Client } from "../store/s3-config";
+import { SessionStore } from "../store/session-store";
+import { type ApiApp, createApp } from "./app";
+import type { ApiConfig } from "./config";
+import { JsonObjects } from "./json-objects";
+import { LazyRunClient } from "./temporal";
+
+export interface ApiRuntime {
+  app: ApiApp;
+  close(): Promise<void>;
+}
+
+export function createApiRuntime(config: ApiConfig): ApiRuntime {
+  const s3 = createS3Client(config.s3);
+  const store = new SessionStore(s3, config.s3);
+  const temporal = new LazyRunClient(config.temporal, config.taskQueue);
+  const app = createApp({
+    config,
+    runs: () => temporal.get(),
+    onFailure: (error) => temporal.reportFailure(error),
+    store,
+    objects: new JsonObjects(s3, config.s3.bucket, config.s3.prefix),
+    catalog: loadCatalog(),
+  });
+  return {
+    app,
+    async close() {
+      await temporal.close();
+      s3.destroy();
+    },
+  };
+}

@@ -1,0 +1,180 @@
+/**
+ * `POST /v1/integrations/slack/events`: Slack's Events API. Verifies the request signature,
+ * answers the URL verification challenge, and maps threads to sessions:
+ * - an `app_mention` starts a run in the thread's session (or reaches the live one);
+ * - a plain message in a thread that already has a session is delivered with `auto` (steers a
+ *   busy run, starts a run when idle);
+ * - a message that is exactly the stop word (default `stop`) aborts the thread's run.
+ * It answers 200 as soon as the message is delivered (Slack wants an answer within 3 s); the
+ * run's answer is posted to the thread later, by the worker (see reply.ts).
+ */
+import { createRoute, z } from "@hono/zod-openapi";
+import { DEFAULT_RUN_SETTINGS, type SessionRef } from "../../workflows/types";
+import type { ApiApp, RouteContext } from "../app";
+import type { SlackConfig } from "../config";
+import { ProblemError } from "../problems";
+import { problemResponses } from "../routes/common";
+import { DeliveryRefusedError } from "../run-client";
+import { postSlackReply, type SlackReply } from "./reply";
+import { SLACK_SIGNATURE_HEADER, SLACK_TIMESTAMP_HEADER, verifySlackSignature } from "./signature";
+import {
+  claimSlackEvent,
+  readSlackThread,
+  releaseSlackEvent,
+  type SlackThread,
+  saveSlackThread,
+  slackSessionId,
+} from "./threads";
+
+const SlackEventSchema = z
+  .object({
+    type: z.string(),
+    text: z.string().optional(),
+    user: z.string().optional(),
+    bot_id: z.string().optional(),
+    subtype: z.string().optional(),
+    channel: z.string().optional(),
+    ts: z.string().optional(),
+    thread_ts: z.string().optional(),
+  })
+  .passthrough();
+
+const SlackPayloadSchema = z
+  .object({
+    type: z.string(),
+    challenge: z.string().optional(),
+    team_id: z.string().optional(),
+    event_id: z.string().optional(),
+    event: SlackEventSchema.optional(),
+    authorizations: z.array(z.object({ user_id: z.string().optional() }).passthrough()).optional(),
+  })
+  .passthrough();
+type SlackPayload = z.infer<typeof SlackPayloadSchema>;
+type SlackEvent = z.infer<typeof SlackEventSchema>;
+
+const slackEvents = createRoute({
+  method: "post",
+  path: "/v1/integrations/slack/events",
+  summary: "Slack Events API endpoint (signed by Slack; no API key)",
+  security: [],
+  request: {
+    body: { required: true, content: { "application/json": { schema: { type: "object" } } } },
+  },
+  responses: {
+    200: {
+      description: "Acknowledged (or the URL verification challenge)",
+      content: {
+        "application/json": {
+          schema: z.object({ ok: z.boolean().optional(), challenge: z.string().optional() }),
+        },
+      },
+    },
+    ...problemResponses(413),
+  },
+});
+
+/** `<@U123>` and `<@U123|name>` mentions. */
+const MENTION = /<@[A-Z0-9]+(?:\|[^>]*)?>/g;
+
+function stripMentions(text: string): string {
+  return text.replace(MENTION, " ").replace(/\s+/g, " ").trim();
+}
+
+/** What to do with an event: deliver to a thread's session, or nothing. */
+interface ThreadMessage {
+  thread: SlackThread;
+  text: string;
+  /** A mention may open a thread; a plain message only reaches threads that have a session. */
+  opensThread: boolean;
+}
+
+function threadMessageOf(payload: SlackPayload, event: SlackEvent): ThreadMessage | undefined {
+  if (event.bot_id || event.subtype || !payload.team_id || !event.channel || !event.ts) return undefined;
+  const text = event.text ?? "";
+  if (event.type === "app_mention") {
+    const thread = { teamId: payload.team_id, channel: event.channel, threadTs: event.thread_ts ?? event.ts };
+    return { thread, text: stripMentions(text), opensThread: true };
+  }
+  if (event.type === "message" && event.thread_ts) {
+    // A message mentioning the app also arrives as app_mention; handle it once, there.
+    const botUsers = (payload.authorizations ?? []).flatMap((a) => (a.user_id ? [a.user_id] : []));
+    if (botUsers.some((user) => text.includes(`<@${user}`))) return undefined;
+    const thread = { teamId: payload.team_id, channel: event.channel, threadTs: event.thread_ts };
+    return { thread, text: stripMentions(text), opensThread: false };
+  }
+  return undefined;
+}
+
+async function handleThreadMessage(
+  deps: RouteContext,
+  slack: SlackConfig,
+  reply: SlackReply,
+  message: ThreadMessage,
+): Promise<void> {
+  const ref: SessionRef = { tenantId: slack.tenantId, sessionId: slackSessionId(message.thread) };
+  if (!message.opensThread && !(await readSlackThread(deps.objects, ref))) return;
+  if (message.text.length === 0) return;
+  const runs = await deps.runs();
+  if (message.text.toLowerCase() === slack.stopWord.toLowerCase()) {
+    await runs.abort(ref, "stopped from Slack");
+    return;
+  }
+  await saveSlackThread(deps.objects, ref, message.thread);
+  try {
+    await runs.deliver(ref, { text: message.text, mode: "auto" }, DEFAULT_RUN_SETTINGS);
+  } catch (error) {
+    if (!(error instanceof DeliveryRefusedError)) throw error;
+    const text =
+      error.type === "QueueFull"
+        ? "Too many messages are waiting for this run; try again when it has caught up."
+        : `The message was not delivered: ${error.message}`;
+    await reply({ channel: message.thread.channel, threadTs: message.thread.threadTs, text }).catch(
+      (failure) => deps.log({ level: "warn", msg: "slack reply failed", error: String(failure) }),
+    );
+  }
+}
+
+export function registerSlackRoutes(app: ApiApp, deps: RouteContext): void {
+  app.openapi(slackEvents, async (c) => {
+    const slack = deps.config.slack;
+    if (!slack) throw new ProblemError("not-found", "The Slack integration is not configured.");
+    const body = await c.req.text();
+    const check = verifySlackSignature({
+      signingSecret: slack.signingSecret,
+      timestamp: c.req.header(SLACK_TIMESTAMP_HEADER),
+      signature: c.req.header(SLACK_SIGNATURE_HEADER),
+      body,
+      nowMs: deps.now(),
+    });
+    if (!check.ok) throw new ProblemError("invalid-signature", check.reason);
+
+    let value: unknown;
+    try {
+      value = JSON.parse(body);
+    } catch {
+      throw new ProblemError("malformed-body", "The body is not JSON.");
+    }
+    const parsed = SlackPayloadSchema.safeParse(value);
+    if (!parsed.success) throw new ProblemError("invalid-request", "Not a Slack event payload.");
+    const payload = parsed.data;
+    if (payload.type === "url_verification") return c.json({ challenge: payload.challenge ?? "" }, 200);
+
+    const message =
+      payload.type === "event_callback" && payload.event
+        ? threadMessageOf(payload, payload.event)
+        : undefined;
+    if (!message || !payload.event_id) return c.json({ ok: true }, 200);
+    if (!(await claimSlackEvent(deps.objects, slack.tenantId, payload.event_id)))
+      return c.json({ ok: true }, 200);
+    const reply =
+      deps.slackReply ??
+      ((target) => postSlackReply(target, { token: slack.botToken, apiUrl: slack.apiUrl }));
+    try {
+      await handleThreadMessage(deps, slack, reply, message);
+    } catch (error) {
+      await releaseSlackEvent(deps.objects, slack.tenantId, payload.event_id);
+      throw error;
+    }
+    return c.json({ ok: true }, 200);
+  });
+}
