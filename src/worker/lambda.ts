@@ -1,0 +1,136 @@
+/**
+ * The worker as a Temporal serverless worker on AWS Lambda (`@temporalio/lambda-worker`). Temporal
+ * invokes a published version of the function when the task queue has work; each invocation polls
+ * until shortly before its deadline, then drains and returns.
+ *
+ * Configuration: the KEEL_* variables of `config.ts`, plus `KEEL_WORKER_DEPLOYMENT_NAME` and
+ * `KEEL_WORKER_BUILD_ID` (the worker deployment version). Secrets arrive as `<NAME>_SECRET_ARN`
+ * and are read once per execution environment through the AWS Parameters and Secrets Lambda
+ * extension (see `resolveSecretEnv`).
+ *
+ * Differences from the long-running worker: there is no per-process task queue — every activity,
+ * tool calls included, runs on the shared queue — and session workspaces live in this execution
+ * environment's /tmp, so a run's files are only shared between tool calls that land on the same
+ * environment (docs/deploy.md, "Lambda workers").
+ */
+import { runWorker } from "@temporalio/lambda-worker";
+import { z } from "zod";
+import { createActivities } from "../activities";
+import { loadCatalog } from "../providers/models";
+import { createProvider } from "../providers/registry";
+import { EntryCache } from "../store/entry-cache";
+import { createS3Client } from "../store/s3-config";
+import { SessionStore } from "../store/session-store";
+import { ToolCallMarkers } from "../store/tool-call-markers";
+import { workerConfigFromEnv } from "./config";
+import { log } from "./log";
+
+/** The handler `runWorker` builds. */
+type LambdaWorkerHandler = ReturnType<typeof runWorker>;
+/** What the handler reads from Lambda's context object. */
+export type LambdaContext = Parameters<LambdaWorkerHandler>[1];
+
+/** Variables naming a secret end with this; the value is set on the name without it. */
+export const SECRET_ARN_SUFFIX = "_SECRET_ARN";
+/** The Parameters and Secrets extension's default port. */
+const SECRETS_EXTENSION_DEFAULT_PORT = 2773;
+/** Activity slots per invocation: a run's parallel tool calls plus its LLM turn. */
+const LAMBDA_MAX_CONCURRENT_ACTIVITIES = 8;
+
+const DeploymentEnvSchema = z.object({
+  KEEL_WORKER_DEPLOYMENT_NAME: z.string().min(1),
+  KEEL_WORKER_BUILD_ID: z.string().min(1),
+});
+
+const ExtensionResponseSchema = z.object({ SecretString: z.string() });
+
+/**
+ * Sets `NAME` from every `NAME_SECRET_ARN` in `env` (unless `NAME` is already set), fetching each
+ * secret from the Parameters and Secrets Lambda extension on localhost. Throws naming the variable
+ * (never the value) when a secret cannot be read.
+ */
+export async function resolveSecretEnv(
+  env: NodeJS.ProcessEnv = process.env,
+  fetchImpl: typeof fetch = fetch,
+): Promise<void> {
+  const port = Number(env.PARAMETERS_SECRETS_EXTENSION_HTTP_PORT ?? SECRETS_EXTENSION_DEFAULT_PORT);
+  const pending = Object.entries(env).flatMap(([name, arn]) => {
+    if (!name.endsWith(SECRET_ARN_SUFFIX) || !arn) return [];
+    const target = name.slice(0, -SECRET_ARN_SUFFIX.length);
+    return env[target] ? [] : [{ target, arn }];
+  });
+  await Promise.all(
+    pending.map(async ({ target, arn }) => {
+      const url = `http://localhost:${port}/secretsmanager/get?secretId=${encodeURIComponent(arn)}`;
+      const response = await fetchImpl(url, {
+        headers: { "X-Aws-Parameters-Secrets-Token": env.AWS_SESSION_TOKEN ?? "" },
+      });
+      if (!response.ok) throw new Error(`Cannot read the secret for ${target}: HTTP ${response.status}`);
+      const parsed = ExtensionResponseSchema.safeParse(await response.json());
+      if (!parsed.success) throw new Error(`The secret for ${target} has no SecretString`);
+      env[target] = parsed.data.SecretString;
+    }),
+  );
+}
+
+/** Resolves secrets, validates configuration and builds the `runWorker` handler: once per environment. */
+async function createHandler(): Promise<LambdaWorkerHandler> {
+  await resolveSecretEnv();
+  const config = workerConfigFromEnv();
+  const deployment = DeploymentEnvSchema.parse(process.env);
+  const s3 = createS3Client(config.s3);
+  const activities = createActivities({
+    store: new SessionStore(s3, config.s3, { cache: new EntryCache() }),
+    markers: new ToolCallMarkers(s3, config.s3),
+    provider: createProvider(),
+    catalog: loadCatalog(),
+    workspaceRoot: config.workspaceRoot,
+    // No per-invocation queue can outlive the invocation: tool calls use the shared queue.
+    workerTaskQueue: config.taskQueue,
+  });
+  if (!config.workflowBundlePath) throw new Error("KEEL_WORKFLOW_BUNDLE is required on Lambda");
+  const workflowBundlePath = config.workflowBundlePath;
+  log("info", "lambda worker configured", {
+    taskQueue: config.taskQueue,
+    namespace: config.temporal.namespace,
+    deploymentName: deployment.KEEL_WORKER_DEPLOYMENT_NAME,
+    buildId: deployment.KEEL_WORKER_BUILD_ID,
+  });
+  return runWorker(
+    { deploymentName: deployment.KEEL_WORKER_DEPLOYMENT_NAME, buildId: deployment.KEEL_WORKER_BUILD_ID },
+    (lambdaConfig) => {
+      lambdaConfig.namespace = config.temporal.namespace;
+      lambdaConfig.connectionOptions = {
+        address: config.temporal.address,
+        ...(config.temporal.apiKey ? { tls: true, apiKey: config.temporal.apiKey } : {}),
+      };
+      Object.assign(lambdaConfig.workerOptions, {
+        taskQueue: config.taskQueue,
+        workflowBundle: { codePath: workflowBundlePath },
+        activities,
+        maxConcurrentActivityTaskExecutions: LAMBDA_MAX_CONCURRENT_ACTIVITIES,
+        // Cancellation reaches an activity with its next heartbeat (as on the long-running worker).
+        defaultHeartbeatThrottleInterval: "1 second",
+        maxHeartbeatThrottleInterval: "2 seconds",
+        // Agent runs last long and continue as new: they follow the current version, and workflow
+        // changes ship with patches proven by replay tests (docs/deploy.md).
+        workerDeploymentOptions: { defaultVersioningBehavior: "AUTO_UPGRADE" },
+      });
+    },
+  );
+}
+
+let initialization: Promise<LambdaWorkerHandler> | undefined;
+
+/** The Lambda entry point. A failed initialization is retried by the next invocation. */
+export async function handler(event: unknown, context: LambdaContext): Promise<void> {
+  initialization ??= createHandler().catch((error: unknown) => {
+    initialization = undefined;
+    log("error", "lambda worker failed to start", {
+      error: error instanceof Error ? error.message : String(error),
+    });
+    throw error;
+  });
+  const run = await initialization;
+  await run(event, context);
+}
