@@ -1,0 +1,118 @@
+/**
+ * The API on the real stack: a run stage (Temporal, S3, worker, local LLM) plus the Hono app with
+ * two tenants, and a small request helper. Requests go through `app.request`, the same fetch
+ * entry the Node server and the Lambda adapter use.
+ */
+import { createHash } from "node:crypto";
+import { type ApiApp, type ApiDependencies, createApp } from "../../../src/api/app";
+import type { SlackConfig } from "../../../src/api/config";
+import { JsonObjects } from "../../../src/api/json-objects";
+import { loadCatalog } from "../../../src/providers/models";
+import { s3Client, s3Settings, uniqueName } from "../../support/integration-env";
+import { createRunStage, type RunStage } from "../../support/run-harness";
+
+export const PROBLEM_JSON = "application/problem+json";
+
+export interface ApiStage {
+  stage: RunStage;
+  app: ApiApp;
+  /** API keys of two tenants; tenant A is the run stage's tenant. */
+  keys: { a: string; b: string };
+  tenants: { a: string; b: string };
+  objects: JsonObjects;
+  call(method: string, path: string, options?: CallOptions): Promise<ApiResponse>;
+  /** A fresh session id. */
+  sessionId(): string;
+  close(): Promise<void>;
+}
+
+export interface CallOptions {
+  key?: string | null;
+  json?: unknown;
+  body?: string;
+  headers?: Record<string, string>;
+}
+
+export interface ApiResponse {
+  status: number;
+  headers: Headers;
+  text: string;
+  // biome-ignore lint/suspicious/noExplicitAny: response bodies are asserted field by field in tests
+  body: any;
+}
+
+const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
+
+export async function createApiStage(
+  options: { slack?: SlackConfig; overrides?: Partial<ApiDependencies>; withWorker?: boolean } = {},
+): Promise<ApiStage> {
+  const stage = await createRunStage();
+  if (options.withWorker !== false) await stage.startWorker();
+  const keys = { a: `key-a-${uniqueName("k")}`, b: `key-b-${uniqueName("k")}` };
+  const tenants = { a: stage.tenantId, b: uniqueName("tenant") };
+  const s3 = s3Client();
+  const settings = s3Settings();
+  const objects = new JsonObjects(s3, settings.bucket, settings.prefix);
+  const app = createApp({
+    config: {
+      apiKeys: { [sha256(keys.a)]: tenants.a, [sha256(keys.b)]: tenants.b },
+      bodyLimitBytes: 256 * 1024,
+      allowDirectoryWorkspaces: false,
+      sseMaxSeconds: 0,
+      slack: options.slack,
+    },
+    runs: async () => stage.runs,
+    store: stage.store,
+    objects,
+    catalog: loadCatalog(),
+    log: () => undefined,
+    ...options.overrides,
+  });
+
+  async function call(method: string, path: string, callOptions: CallOptions = {}): Promise<ApiResponse> {
+    const headers: Record<string, string> = { ...callOptions.headers };
+    const key = callOptions.key === undefined ? keys.a : callOptions.key;
+    if (key !== null) headers.authorization = `Bearer ${key}`;
+    let body = callOptions.body;
+    if (callOptions.json !== undefined) {
+      body = JSON.stringify(callOptions.json);
+      headers["content-type"] ??= "application/json";
+    }
+    const response = await app.request(path, { method, headers, body });
+    const text = await response.text();
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = undefined;
+    }
+    return { status: response.status, headers: response.headers, text, body: parsed };
+  }
+
+  return {
+    stage,
+    app,
+    keys,
+    tenants,
+    objects,
+    call,
+    sessionId: () => uniqueName("session"),
+    async close() {
+      await stage.close();
+      s3.destroy();
+    },
+  };
+}
+
+/** Asserts a problem+json response with the given status and slug. */
+export function expectProblem(response: ApiResponse, status: number, slug: string): void {
+  expect({ status: response.status, contentType: response.headers.get("content-type") }).toEqual({
+    status,
+    contentType: PROBLEM_JSON,
+  });
+  expect(response.body).toMatchObject({
+    type: `https://keel.dev/problems/${slug}`,
+    status,
+    title: expect.any(String),
+  });
+}

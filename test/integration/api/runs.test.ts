@@ -1,0 +1,255 @@
+/** Runs through the API: delivery modes, refusals, abort, approvals, state and the event stream. */
+import { eventually, messagesOf, slowEchoScenario } from "../../support/run-harness";
+import { type ApiStage, createApiStage, expectProblem } from "./api-stage";
+
+let api: ApiStage;
+
+beforeAll(async () => {
+  api = await createApiStage();
+});
+
+afterAll(async () => {
+  await api?.close();
+});
+
+const refOf = (sessionId: string) => ({ tenantId: api.tenants.a, sessionId });
+const send = (sessionId: string, body: Record<string, unknown>) =>
+  api.call("POST", `/v1/sessions/${sessionId}/messages`, { json: body });
+
+async function userAndAssistantTexts(sessionId: string): Promise<string[]> {
+  const messages = messagesOf(await api.stage.entries(refOf(sessionId)));
+  return messages.map((message) => {
+    if (message.role === "user") return `user: ${typeof message.content === "string" ? message.content : ""}`;
+    if (message.role === "assistant") {
+      return `assistant: ${message.content.flatMap((b) => (b.type === "text" ? [b.text] : [])).join("")}`;
+    }
+    return message.role;
+  });
+}
+
+async function waitForModelCall(scenario: string): Promise<void> {
+  await eventually(async () =>
+    api.stage.llm.journal().some((entry) => entry.scenario === scenario) ? true : undefined,
+  );
+}
+
+test("a message to an idle session starts a run: 202, then the session reads idle with the answer stored", async () => {
+  const sessionId = api.sessionId();
+  const started = await send(sessionId, { text: "hello api" });
+  expect(started.status).toBe(202);
+  expect(started.body).toMatchObject({
+    sessionId,
+    delivery: "started",
+    workflowId: `keel-run/${api.tenants.a}/${sessionId}`,
+    runId: expect.any(String),
+  });
+  await api.stage.result(refOf(sessionId));
+  expect(await userAndAssistantTexts(sessionId)).toEqual([
+    "user: hello api",
+    "assistant: You said: hello api",
+  ]);
+
+  const view = await api.call("GET", `/v1/sessions/${sessionId}`);
+  expect(view.status).toBe(200);
+  expect(view.body).toMatchObject({
+    sessionId,
+    status: "idle",
+    entryCount: 2,
+    run: { runId: started.body.runId, status: "completed", turn: 1, pendingToolCalls: [] },
+  });
+  expect(view.body.run.usage.totalTokens).toBeGreaterThan(0);
+  expect(view.body.leafId).toBe((await api.stage.entries(refOf(sessionId))).at(-1)?.id);
+
+  const list = await api.call("GET", "/v1/sessions?limit=1000");
+  expect(list.status).toBe(200);
+  expect(list.body.sessions.map((s: { sessionId: string }) => s.sessionId)).toContain(sessionId);
+});
+
+test("steer, follow-up and interrupt reach the live run", async () => {
+  slowEchoScenario(api.stage, "api-steer", 1_500);
+  const steered = api.sessionId();
+  await send(steered, { text: "[scenario:api-steer] first" });
+  const steer = await send(steered, { text: "steer me", delivery: "steer" });
+  expect(steer.status).toBe(202);
+  expect(steer.body.delivery).toBe("steered");
+  const view = await api.call("GET", `/v1/sessions/${steered}`);
+  expect(view.body.status).toBe("running");
+
+  slowEchoScenario(api.stage, "api-follow", 1_000);
+  const followed = api.sessionId();
+  await send(followed, { text: "[scenario:api-follow] first" });
+  const followUp = await send(followed, { text: "afterwards", delivery: "followUp" });
+  expect(followUp.body.delivery).toBe("queued");
+
+  slowEchoScenario(api.stage, "api-interrupt", 4_000);
+  const interrupted = api.sessionId();
+  await send(interrupted, { text: "[scenario:api-interrupt] long" });
+  await waitForModelCall("api-interrupt");
+  const interrupt = await send(interrupted, { text: "change of plan", delivery: "interrupt" });
+  expect(interrupt.body.delivery).toBe("interrupted");
+
+  // `auto` on a busy session steers.
+  slowEchoScenario(api.stage, "api-auto", 1_500);
+  const auto = api.sessionId();
+  await send(auto, { text: "[scenario:api-auto] first" });
+  expect((await send(auto, { text: "also this" })).body.delivery).toBe("steered");
+
+  for (const sessionId of [steered, followed, interrupted, auto]) {
+    expect((await api.stage.result(refOf(sessionId))).status).toBe("completed");
+  }
+  expect(await userAndAssistantTexts(followed)).toEqual([
+    "user: [scenario:api-follow] first",
+    "assistant: You said: first",
+    "user: afterwards",
+    "assistant: You said: afterwards",
+  ]);
+  expect((await userAndAssistantTexts(steered)).filter((line) => line.startsWith("user"))).toEqual([
+    "user: [scenario:api-steer] first",
+    "user: steer me",
+  ]);
+  expect((await userAndAssistantTexts(interrupted)).slice(-2)).toEqual([
+    "user: change of plan",
+    "assistant: You said: change of plan",
+  ]);
+});
+
+test("reject while busy is 409 run-busy; a full queue is 429 queue-full", async () => {
+  slowEchoScenario(api.stage, "api-busy", 2_000);
+  const sessionId = api.sessionId();
+  await send(sessionId, { text: "[scenario:api-busy] work" });
+  await waitForModelCall("api-busy");
+  expectProblem(await send(sessionId, { text: "me too", delivery: "reject" }), 409, "run-busy");
+
+  slowEchoScenario(api.stage, "api-queue", 8_000);
+  const queued = api.sessionId();
+  // queueLimit is not settable through the API; the default bound (32) is the one tested.
+  await send(queued, { text: "[scenario:api-queue] work" });
+  await waitForModelCall("api-queue");
+  const answers = [];
+  for (let i = 0; i < 33; i++) answers.push(await send(queued, { text: `note ${i}`, delivery: "steer" }));
+  expect(answers.slice(0, 32).every((answer) => answer.status === 202)).toBe(true);
+  const refused = answers[32]!;
+  expectProblem(refused, 429, "queue-full");
+  expect(refused.headers.get("retry-after")).toBe("1");
+  await api.call("POST", `/v1/sessions/${queued}/abort`, { json: {} });
+});
+
+test("abort ends the live run; aborting an ended run is 409 no-active-run", async () => {
+  api.stage.llm.addScenario("api-hung", { turns: [], after: { text: "You said: {{lastUser}}" } });
+  api.stage.llm.addFaults([{ kind: "hang", match: { scenario: "api-hung" } }]);
+  const sessionId = api.sessionId();
+  await send(sessionId, { text: "[scenario:api-hung] think" });
+  await waitForModelCall("api-hung");
+  const aborted = await api.call("POST", `/v1/sessions/${sessionId}/abort`, { json: { reason: "enough" } });
+  expect(aborted.status).toBe(202);
+  expect((await api.stage.result(refOf(sessionId))).status).toBe("aborted");
+  expectProblem(await api.call("POST", `/v1/sessions/${sessionId}/abort`), 409, "no-active-run");
+});
+
+test("approval flow: waiting_approval status, pending call listed, approve runs the tool", async () => {
+  api.stage.llm.addScenario("api-approval", {
+    turns: [{ toolCalls: [{ name: "bash", arguments: { command: "echo original" } }] }],
+    after: { text: "Result: {{lastToolResult}}" },
+  });
+  const sessionId = api.sessionId();
+  const started = await send(sessionId, {
+    text: "[scenario:api-approval] go",
+    policy: { rules: [{ tool: "bash", action: "ask" }], approvalTimeoutMs: 60_000 },
+  });
+  expect(started.status).toBe(202);
+  const view = await eventually(async () => {
+    const current = await api.call("GET", `/v1/sessions/${sessionId}`);
+    return current.body.status === "waiting_approval" ? current : undefined;
+  });
+  const pending = view.body.run.pendingToolCalls[0];
+  expect(pending).toMatchObject({ name: "bash", state: "awaiting_approval" });
+
+  expectProblem(
+    await api.call("POST", `/v1/sessions/${sessionId}/approvals/not-a-call`, {
+      json: { decision: "approve" },
+    }),
+    409,
+    "no-pending-approval",
+  );
+  const approved = await api.call("POST", `/v1/sessions/${sessionId}/approvals/${pending.toolCallId}`, {
+    json: { decision: "approve", args: { command: "echo edited" } },
+  });
+  expect(approved.status).toBe(202);
+  expect((await api.stage.result(refOf(sessionId))).status).toBe("completed");
+  expect((await userAndAssistantTexts(sessionId)).at(-1)).toContain("edited");
+});
+
+interface SseEvent {
+  id?: string;
+  event?: string;
+  data?: string;
+}
+
+function parseSse(text: string): SseEvent[] {
+  return text
+    .split("\n\n")
+    .filter((block) => block.trim() && !block.startsWith(":"))
+    .map((block) => {
+      const event: SseEvent = {};
+      for (const line of block.split("\n")) {
+        const [field, ...rest] = line.split(": ");
+        if (field === "id" || field === "event" || field === "data") event[field] = rest.join(": ");
+      }
+      return event;
+    });
+}
+
+/** Reads an SSE response until `enough` says stop (then cancels) or the stream ends. */
+async function readSse(response: Response, enough: (events: SseEvent[]) => boolean): Promise<SseEvent[]> {
+  const reader = response.body!.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return parseSse(text);
+    text += decoder.decode(value, { stream: true });
+    const complete = text.slice(0, text.lastIndexOf("\n\n") + 2);
+    if (enough(parseSse(complete))) {
+      await reader.cancel();
+      return parseSse(complete);
+    }
+  }
+}
+
+test("events: SSE with id = seq, resumed by Last-Event-ID without loss or repeats, ends with the run; JSON page", async () => {
+  slowEchoScenario(api.stage, "api-sse", 700);
+  const sessionId = api.sessionId();
+  await send(sessionId, { text: "[scenario:api-sse] one" });
+  await send(sessionId, { text: "two", delivery: "followUp" });
+  const headers = { authorization: `Bearer ${api.keys.a}`, accept: "text/event-stream" };
+  const first = await api.app.request(`/v1/sessions/${sessionId}/events`, { headers });
+  expect(first.headers.get("content-type")).toContain("text/event-stream");
+  const early = await readSse(first, (events) => events.length >= 3);
+  const lastSeen = early.at(-1)!.id!;
+
+  const rest = await readSse(
+    await api.app.request(`/v1/sessions/${sessionId}/events`, {
+      headers: { ...headers, "last-event-id": lastSeen },
+    }),
+    () => false,
+  );
+  const all = [...early, ...rest];
+  const seqs = all.map((event) => Number(event.id));
+  expect(seqs).toEqual(seqs.map((_, index) => index + 1));
+  expect(all.at(-1)?.event).toBe("agent_end");
+  for (const event of all)
+    expect(JSON.parse(event.data!)).toMatchObject({ seq: Number(event.id), type: event.event });
+  expect(all.filter((event) => event.event === "turn_start")).toHaveLength(2);
+
+  // ?after= works the same; an ended run's stream ends right away after its last event.
+  const tail = await readSse(
+    await api.app.request(`/v1/sessions/${sessionId}/events?after=${seqs.length - 1}`, { headers }),
+    () => false,
+  );
+  expect(tail.map((event) => event.event)).toEqual(["agent_end"]);
+
+  const page = await api.call("GET", `/v1/sessions/${sessionId}/events?after=2`);
+  expect(page.status).toBe(200);
+  expect(page.body.events[0].seq).toBe(3);
+  expect(page.body).toMatchObject({ lastSeq: seqs.length, runEnded: true });
+});
