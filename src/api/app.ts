@@ -19,7 +19,7 @@ import { bearerAuth, type TenantVariables } from "./auth";
 import type { ApiConfig } from "./config";
 import { idempotency } from "./idempotency";
 import type { JsonObjects } from "./json-objects";
-import { PROBLEMS, ProblemError, type ProblemSlug, problemResponse } from "./problems";
+import { ProblemError, type ProblemSlug, problemResponse } from "./problems";
 import { registerRunRoutes } from "./routes/runs";
 import { registerSessionRoutes } from "./routes/sessions";
 import { registerTransferRoutes } from "./routes/transfer";
