@@ -1,0 +1,382 @@
+/**
+ * Session data through the API (entries, export/import, fork, branch, compact), tenant isolation,
+ * idempotency, problem documents, limits and the OpenAPI document.
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { messagesOf } from "../../support/run-harness";
+import { type ApiStage, createApiStage, expectProblem } from "./api-stage";
+
+let api: ApiStage;
+
+beforeAll(async () => {
+  api = await createApiStage();
+});
+
+afterAll(async () => {
+  await api?.close();
+});
+
+const fixture = (name: string) => readFileSync(join(__dirname, "../../fixtures/sessions", name), "utf8");
+const ndjson = { "content-type": "application/x-ndjson" };
+
+/** A session with a finished run, created through the API. */
+async function finishedSession(text = "hello"): Promise<string> {
+  const sessionId = api.sessionId();
+  expect((await api.call("POST", `/v1/sessions/${sessionId}/messages`, { json: { text } })).status).toBe(202);
+  await api.stage.result({ tenantId: api.tenants.a, sessionId });
+  return sessionId;
+}
+
+function withoutHeader(jsonl: string): string[] {
+  return jsonl.trimEnd().split("\n").slice(1);
+}
+
+test("export gives one pi JSONL file; importing it gives a new session with the same entries", async () => {
+  const sessionId = await finishedSession("export me");
+  const exported = await api.call("GET", `/v1/sessions/${sessionId}/export`);
+  expect(exported.status).toBe(200);
+  expect(exported.headers.get("content-type")).toBe("application/x-ndjson");
+  const header = JSON.parse(exported.text.split("\n")[0]!);
+  expect(header).toMatchObject({ type: "session", version: 3, id: sessionId });
+
+  const imported = await api.call("POST", "/v1/sessions/import", { body: exported.text, headers: ndjson });
+  expect(imported.status).toBe(201);
+  expect(imported.body.sessionId).not.toBe(sessionId);
+  expect(imported.body.entryCount).toBe(2);
+  const again = await api.call("GET", `/v1/sessions/${imported.body.sessionId}/export`);
+  expect(withoutHeader(again.text)).toEqual(withoutHeader(exported.text));
+  expect(JSON.parse(again.text.split("\n")[0]!).id).toBe(imported.body.sessionId);
+
+  // The imported session continues where the file ended.
+  const next = await api.call("POST", `/v1/sessions/${imported.body.sessionId}/messages`, {
+    json: { text: "more" },
+  });
+  expect(next.body.delivery).toBe("started");
+  await api.stage.result({ tenantId: api.tenants.a, sessionId: imported.body.sessionId });
+  const messages = messagesOf(
+    await api.stage.entries({ tenantId: api.tenants.a, sessionId: imported.body.sessionId }),
+  );
+  expect(messages).toHaveLength(4);
+});
+
+test("a pi file with branches and labels survives import and export byte for byte (after the header)", async () => {
+  const text = fixture("branches-labels.jsonl");
+  const imported = await api.call("POST", "/v1/sessions/import", { body: text, headers: ndjson });
+  expect(imported.status).toBe(201);
+  const exported = await api.call("GET", `/v1/sessions/${imported.body.sessionId}/export`);
+  expect(withoutHeader(exported.text)).toEqual(withoutHeader(text));
+});
+
+test("the wire-format session JSON imports through its adapter; bad files are 400, other media types 415", async () => {
+  const imported = await api.call("POST", "/v1/sessions/import", {
+    body: fixture("wire-session.json"),
+    headers: { "content-type": "application/json" },
+  });
+  expect(imported.status).toBe(201);
+  const entries = await api.stage.entries({ tenantId: api.tenants.a, sessionId: imported.body.sessionId });
+  expect(messagesOf(entries).length).toBeGreaterThan(2);
+  expect(entries[0]).toMatchObject({ type: "custom", customType: "keel.wire-session" });
+
+  expectProblem(
+    await api.call("POST", "/v1/sessions/import", { body: "not a session\n", headers: ndjson }),
+    400,
+    "invalid-session-file",
+  );
+  expectProblem(await api.call("POST", "/v1/sessions/import", { json: [1, 2] }), 400, "invalid-session-file");
+  expectProblem(
+    await api.call("POST", "/v1/sessions/import", {
+      body: "{",
+      headers: { "content-type": "application/json" },
+    }),
+    400,
+    "malformed-body",
+  );
+  expectProblem(
+    await api.call("POST", "/v1/sessions/import", { body: "x", headers: { "content-type": "image/png" } }),
+    415,
+    "unsupported-media-type",
+  );
+});
+
+test("entries are paged in sequence order", async () => {
+  const imported = await api.call("POST", "/v1/sessions/import", {
+    body: fixture("branches-labels.jsonl"),
+    headers: ndjson,
+  });
+  const sessionId = imported.body.sessionId;
+  const seen: number[] = [];
+  let after: number | undefined;
+  for (;;) {
+    const page = await api.call(
+      "GET",
+      `/v1/sessions/${sessionId}/entries?limit=3${after === undefined ? "" : `&after=${after}`}`,
+    );
+    expect(page.status).toBe(200);
+    seen.push(...page.body.entries.map((stored: { seq: number }) => stored.seq));
+    if (page.body.nextAfter === undefined) break;
+    after = page.body.nextAfter;
+  }
+  expect(seen).toEqual([...Array(imported.body.entryCount).keys()]);
+  expectProblem(await api.call("GET", `/v1/sessions/${sessionId}/entries?limit=0`), 400, "invalid-request");
+});
+
+test("fork makes a new session holding the root-to-entry path, with parentSession set", async () => {
+  const text = fixture("branches-labels.jsonl");
+  const source = (await api.call("POST", "/v1/sessions/import", { body: text, headers: ndjson })).body
+    .sessionId;
+  const entries = withoutHeader(text).map((line) => JSON.parse(line));
+  const target = entries[Math.floor(entries.length / 2)];
+  const byId = new Map(entries.map((entry) => [entry.id, entry]));
+  const expectedPath: string[] = [];
+  for (let current = target; current; current = byId.get(current.parentId)) expectedPath.unshift(current.id);
+
+  const forked = await api.call("POST", `/v1/sessions/${source}/fork`, { json: { entryId: target.id } });
+  expect(forked.status).toBe(201);
+  expect(forked.body).toMatchObject({
+    parentSession: source,
+    leafId: target.id,
+    entryCount: expectedPath.length,
+  });
+  const exported = await api.call("GET", `/v1/sessions/${forked.body.sessionId}/export`);
+  expect(JSON.parse(exported.text.split("\n")[0]!)).toMatchObject({
+    id: forked.body.sessionId,
+    parentSession: source,
+  });
+  expect(withoutHeader(exported.text).map((line) => JSON.parse(line).id)).toEqual(expectedPath);
+  const view = await api.call("GET", `/v1/sessions/${forked.body.sessionId}`);
+  expect(view.body).toMatchObject({ status: "idle", parentSession: source, leafId: target.id });
+
+  expectProblem(
+    await api.call("POST", `/v1/sessions/${source}/fork`, { json: { entryId: "nope" } }),
+    404,
+    "entry-not-found",
+  );
+});
+
+test("branch and compact validate, then answer 501 not-implemented", async () => {
+  const sessionId = await finishedSession();
+  const leaf = (await api.call("GET", `/v1/sessions/${sessionId}`)).body.leafId;
+  expectProblem(
+    await api.call("POST", `/v1/sessions/${sessionId}/branch`, { json: { entryId: leaf } }),
+    501,
+    "not-implemented",
+  );
+  expectProblem(
+    await api.call("POST", `/v1/sessions/${sessionId}/branch`, { json: { entryId: "nope" } }),
+    404,
+    "entry-not-found",
+  );
+  expectProblem(
+    await api.call("POST", `/v1/sessions/${sessionId}/branch`, { json: { summarize: "yes" } }),
+    400,
+    "invalid-request",
+  );
+  expectProblem(
+    await api.call("POST", `/v1/sessions/${sessionId}/compact`, { json: {} }),
+    501,
+    "not-implemented",
+  );
+  expectProblem(
+    await api.call("POST", `/v1/sessions/${sessionId}/compact`, { json: { instructions: 5 } }),
+    400,
+    "invalid-request",
+  );
+});
+
+test("a tenant never sees or touches another tenant's session: 404 on every route", async () => {
+  const sessionId = await finishedSession("private");
+  const leaf = (await api.call("GET", `/v1/sessions/${sessionId}`)).body.leafId;
+  const b = { key: api.keys.b };
+  const reads = ["", "/events", "/entries", "/export"];
+  for (const suffix of reads) {
+    expectProblem(await api.call("GET", `/v1/sessions/${sessionId}${suffix}`, b), 404, "session-not-found");
+  }
+  expectProblem(
+    await api.call("GET", `/v1/sessions/${sessionId}/events`, {
+      ...b,
+      headers: { accept: "text/event-stream" },
+    }),
+    404,
+    "session-not-found",
+  );
+  const writes: Array<[string, unknown]> = [
+    ["/abort", {}],
+    ["/approvals/call-1", { decision: "approve" }],
+    ["/fork", { entryId: leaf }],
+    ["/branch", { entryId: leaf }],
+    ["/compact", {}],
+  ];
+  for (const [suffix, json] of writes) {
+    expectProblem(
+      await api.call("POST", `/v1/sessions/${sessionId}${suffix}`, { ...b, json }),
+      404,
+      "session-not-found",
+    );
+  }
+  const listed = await api.call("GET", "/v1/sessions?limit=1000", b);
+  expect(listed.body.sessions.map((s: { sessionId: string }) => s.sessionId)).not.toContain(sessionId);
+
+  // The same id under tenant B is B's own session; A's is untouched.
+  const before = await api.call("GET", `/v1/sessions/${sessionId}/export`);
+  const own = await api.call("POST", `/v1/sessions/${sessionId}/messages`, { ...b, json: { text: "mine" } });
+  expect(own.body).toMatchObject({
+    delivery: "started",
+    workflowId: `keel-run/${api.tenants.b}/${sessionId}`,
+  });
+  await api.stage.result({ tenantId: api.tenants.b, sessionId });
+  expect((await api.call("GET", `/v1/sessions/${sessionId}/export`)).text).toBe(before.text);
+});
+
+test("Idempotency-Key: a retried POST returns the first response and starts no second run", async () => {
+  api.stage.llm.addScenario("api-idem", { turns: [], after: { text: "You said: {{lastUser}}" } });
+  const sessionId = api.sessionId();
+  const key = `idem-${sessionId}`;
+  const body = { text: "[scenario:api-idem] once" };
+  const first = await api.call("POST", `/v1/sessions/${sessionId}/messages`, {
+    json: body,
+    headers: { "idempotency-key": key },
+  });
+  await api.stage.result({ tenantId: api.tenants.a, sessionId });
+  const retry = await api.call("POST", `/v1/sessions/${sessionId}/messages`, {
+    json: body,
+    headers: { "idempotency-key": key },
+  });
+  expect(first.status).toBe(202);
+  expect(retry.status).toBe(202);
+  expect(retry.body).toEqual(first.body);
+  expect(retry.headers.get("idempotent-replayed")).toBe("true");
+  expect(api.stage.llm.journal().filter((entry) => entry.scenario === "api-idem")).toHaveLength(1);
+  expect(messagesOf(await api.stage.entries({ tenantId: api.tenants.a, sessionId }))).toHaveLength(2);
+
+  expectProblem(
+    await api.call("POST", `/v1/sessions/${sessionId}/messages`, {
+      json: { text: "other" },
+      headers: { "idempotency-key": key },
+    }),
+    422,
+    "idempotency-key-reused",
+  );
+  // Keys are per tenant: tenant B's request with the same key is its own.
+  const other = await api.call("POST", `/v1/sessions/${sessionId}/messages`, {
+    key: api.keys.b,
+    json: body,
+    headers: { "idempotency-key": key },
+  });
+  expect(other.headers.get("idempotent-replayed")).toBeNull();
+  expect(other.body.workflowId).toContain(api.tenants.b);
+
+  const imports = await Promise.all(
+    [1, 2].map(() =>
+      api.call("POST", "/v1/sessions/import", {
+        body: fixture("v1-linear.jsonl"),
+        headers: { ...ndjson, "idempotency-key": `import-${sessionId}` },
+      }),
+    ),
+  );
+  // Concurrent duplicates: one runs, the other is told to retry (409) or replayed.
+  const created = imports.filter((response) => response.status === 201);
+  expect(created.length).toBeGreaterThanOrEqual(1);
+  for (const response of imports) {
+    if (response.status !== 201) expectProblem(response, 409, "idempotency-key-in-use");
+  }
+  const replayed = await api.call("POST", "/v1/sessions/import", {
+    body: fixture("v1-linear.jsonl"),
+    headers: { ...ndjson, "idempotency-key": `import-${sessionId}` },
+  });
+  expect(replayed.body.sessionId).toBe(created[0]!.body.sessionId);
+  expectProblem(
+    await api.call("POST", "/v1/sessions/import", {
+      body: "x",
+      headers: { ...ndjson, "idempotency-key": "\u00e9" },
+    }),
+    400,
+    "invalid-request",
+  );
+});
+
+test("problem documents: 401, 404, 400 with errors, malformed JSON, 415, 413", async () => {
+  expectProblem(await api.call("GET", "/v1/sessions", { key: null }), 401, "unauthorized");
+  const wrong = await api.call("GET", "/v1/sessions", { key: "not-a-key" });
+  expectProblem(wrong, 401, "unauthorized");
+  expect(wrong.headers.get("www-authenticate")).toContain("Bearer");
+  expectProblem(await api.call("GET", "/v1/nothing-here"), 404, "not-found");
+  expectProblem(await api.call("GET", `/v1/sessions/${api.sessionId()}`), 404, "session-not-found");
+
+  const invalid = await api.call("POST", `/v1/sessions/${api.sessionId()}/messages`, {
+    json: { text: "", delivery: "later" },
+  });
+  expectProblem(invalid, 400, "invalid-request");
+  expect(invalid.body.errors.map((error: { path: string }) => error.path).sort()).toEqual([
+    "delivery",
+    "text",
+  ]);
+  expectProblem(
+    await api.call("POST", `/v1/sessions/${api.sessionId()}/messages`, {
+      json: { text: "x", model: "no-such-model" },
+    }),
+    400,
+    "invalid-request",
+  );
+  expectProblem(
+    await api.call("POST", `/v1/sessions/${api.sessionId()}/messages`, {
+      json: { text: "x", workspace: { type: "directory", path: "/etc" } },
+    }),
+    400,
+    "invalid-request",
+  );
+  expectProblem(
+    await api.call("POST", `/v1/sessions/${api.sessionId()}/messages`, {
+      json: { text: "x", policy: { rules: [{ tool: "bash", argumentsPattern: "(", action: "ask" }] } },
+    }),
+    400,
+    "invalid-request",
+  );
+  expectProblem(
+    await api.call("POST", `/v1/sessions/${api.sessionId()}/messages`, {
+      body: "{",
+      headers: { "content-type": "application/json" },
+    }),
+    400,
+    "malformed-body",
+  );
+  expectProblem(
+    await api.call("POST", `/v1/sessions/${api.sessionId()}/messages`, {
+      body: "text=x",
+      headers: { "content-type": "text/plain" },
+    }),
+    415,
+    "unsupported-media-type",
+  );
+  expectProblem(await api.call("GET", "/v1/sessions/bad..id"), 400, "invalid-request");
+  const tooLarge = await api.call("POST", `/v1/sessions/${api.sessionId()}/messages`, {
+    json: { text: "x".repeat(300 * 1024) },
+  });
+  expectProblem(tooLarge, 413, "payload-too-large");
+});
+
+test("GET /v1/openapi.json documents every route; /healthz answers without a key", async () => {
+  const doc = await api.call("GET", "/v1/openapi.json", { key: null });
+  expect(doc.status).toBe(200);
+  expect(Object.keys(doc.body.paths).sort()).toEqual(
+    [
+      "/v1/integrations/slack/events",
+      "/v1/sessions",
+      "/v1/sessions/import",
+      "/v1/sessions/{sessionId}",
+      "/v1/sessions/{sessionId}/abort",
+      "/v1/sessions/{sessionId}/approvals/{toolCallId}",
+      "/v1/sessions/{sessionId}/branch",
+      "/v1/sessions/{sessionId}/compact",
+      "/v1/sessions/{sessionId}/entries",
+      "/v1/sessions/{sessionId}/events",
+      "/v1/sessions/{sessionId}/export",
+      "/v1/sessions/{sessionId}/fork",
+      "/v1/sessions/{sessionId}/messages",
+    ].sort(),
+  );
+  expect(
+    doc.body.paths["/v1/sessions/{sessionId}/messages"].post.requestBody.content["application/json"].schema,
+  ).toBeDefined();
+  expect((await api.call("GET", "/healthz", { key: null })).body).toEqual({ ok: true });
+});
