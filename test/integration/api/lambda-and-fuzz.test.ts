@@ -4,13 +4,14 @@
  */
 import { createHash } from "node:crypto";
 import fc from "fast-check";
+import { handler } from "../../../src/api/lambda";
 import { temporalAddress, temporalNamespace } from "../../support/integration-env";
 import { type ApiStage, createApiStage, PROBLEM_JSON } from "./api-stage";
 
 let api: ApiStage;
-type LambdaModule = typeof import("../../../src/api/lambda");
-let lambda: LambdaModule;
 
+// The handler reads its configuration on the first invocation, so the environment set here is
+// the one it sees (as a deployment's would be).
 beforeAll(async () => {
   api = await createApiStage();
   const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
@@ -24,7 +25,6 @@ beforeAll(async () => {
     }),
     KEEL_API_BODY_LIMIT_BYTES: String(256 * 1024),
   });
-  lambda = await import("../../../src/api/lambda");
 });
 
 afterAll(async () => {
@@ -80,7 +80,7 @@ function v2Event(options: V2Options) {
 
 async function invoke(options: V2Options) {
   // biome-ignore lint/suspicious/noExplicitAny: the adapter's event union is wider than this test's v2 events
-  const result = await lambda.handler(v2Event(options) as any, {} as any);
+  const result = await handler(v2Event(options) as any, {} as any);
   const body = result.isBase64Encoded ? Buffer.from(result.body, "base64").toString("utf8") : result.body;
   return { status: result.statusCode, headers: result.headers ?? {}, body };
 }
