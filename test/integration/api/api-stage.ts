@@ -44,7 +44,12 @@ export interface ApiResponse {
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
 
 export async function createApiStage(
-  options: { slack?: SlackConfig; overrides?: Partial<ApiDependencies>; withWorker?: boolean } = {},
+  options: {
+    /** Slack settings for the stage's tenants (tenant A owns Slack's sessions in the tests). */
+    slack?: (tenants: { a: string; b: string }) => SlackConfig;
+    overrides?: Partial<ApiDependencies>;
+    withWorker?: boolean;
+  } = {},
 ): Promise<ApiStage> {
   const stage = await createRunStage();
   if (options.withWorker !== false) await stage.startWorker();
@@ -59,7 +64,7 @@ export async function createApiStage(
       bodyLimitBytes: 256 * 1024,
       allowDirectoryWorkspaces: false,
       sseMaxSeconds: 0,
-      slack: options.slack,
+      slack: options.slack?.(tenants),
     },
     runs: async () => stage.runs,
     store: stage.store,

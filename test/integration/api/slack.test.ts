@@ -1,0 +1,231 @@
+/** The Slack integration: signatures, URL verification, threads as sessions, stop word, replies. */
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { postSlackReply } from "../../../src/api/slack/reply";
+import { slackSignature } from "../../../src/api/slack/signature";
+import { readSlackThread, slackSessionId } from "../../../src/api/slack/threads";
+import { eventually, messagesOf, slowEchoScenario } from "../../support/run-harness";
+import { type ApiStage, createApiStage, expectProblem } from "./api-stage";
+
+const SIGNING_SECRET = "test-signing-secret";
+const BOT_USER = "UKEELBOT";
+const TEAM = "T0001";
+const CHANNEL = "C0001";
+
+/** A stand-in for Slack's Web API recording chat.postMessage calls. */
+interface SlackStandIn {
+  url: string;
+  posts: Array<{ authorization?: string; body: Record<string, string> }>;
+  server: Server;
+}
+
+async function startSlackStandIn(): Promise<SlackStandIn> {
+  const posts: SlackStandIn["posts"] = [];
+  const server = createServer((request, response) => {
+    let raw = "";
+    request.on("data", (chunk: Buffer) => {
+      raw += chunk.toString();
+    });
+    request.on("end", () => {
+      const type = request.headers["content-type"] ?? "";
+      const body = type.includes("json")
+        ? (JSON.parse(raw) as Record<string, string>)
+        : Object.fromEntries(new URLSearchParams(raw));
+      if (request.url?.endsWith("/chat.postMessage"))
+        posts.push({ authorization: request.headers.authorization, body });
+      response.setHeader("content-type", "application/json");
+      response.end(JSON.stringify({ ok: true, ts: "1700000000.000200" }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/`, posts, server };
+}
+
+let api: ApiStage;
+let slack: SlackStandIn;
+let eventCounter = 0;
+
+beforeAll(async () => {
+  slack = await startSlackStandIn();
+  api = await createApiStage({
+    slack: (tenants) => ({
+      signingSecret: SIGNING_SECRET,
+      tenantId: tenants.a,
+      botToken: "xoxb-test",
+      apiUrl: slack.url,
+      stopWord: "stop",
+    }),
+  });
+});
+
+afterAll(async () => {
+  await api?.close();
+  await new Promise((resolve) => slack?.server.close(resolve));
+});
+
+function signedHeaders(body: string, options: { secret?: string; timestamp?: number } = {}) {
+  const timestamp = String(options.timestamp ?? Math.floor(Date.now() / 1000));
+  return {
+    "content-type": "application/json",
+    "x-slack-request-timestamp": timestamp,
+    "x-slack-signature": slackSignature(options.secret ?? SIGNING_SECRET, timestamp, body),
+  };
+}
+
+async function postEvent(payload: unknown, options: { secret?: string; timestamp?: number } = {}) {
+  const body = JSON.stringify(payload);
+  return api.call("POST", "/v1/integrations/slack/events", {
+    key: null,
+    body,
+    headers: signedHeaders(body, options),
+  });
+}
+
+function eventCallback(event: Record<string, unknown>) {
+  eventCounter += 1;
+  return {
+    type: "event_callback",
+    team_id: TEAM,
+    event_id: `Ev${eventCounter}-${Date.now()}`,
+    authorizations: [{ user_id: BOT_USER }],
+    event: { channel: CHANNEL, user: "UHUMAN", ts: `${Date.now() / 1000}`, ...event },
+  };
+}
+
+const threadRef = (threadTs: string) => ({
+  tenantId: api.tenants.a,
+  sessionId: slackSessionId({ teamId: TEAM, channel: CHANNEL, threadTs }),
+});
+
+test("signatures: valid passes; wrong secret, stale timestamp, replayed old request and missing headers are 401", async () => {
+  const challenge = { type: "url_verification", challenge: "c-123" };
+  const ok = await postEvent(challenge);
+  expect(ok.status).toBe(200);
+  expect(ok.body).toEqual({ challenge: "c-123" });
+
+  expectProblem(await postEvent(challenge, { secret: "wrong" }), 401, "invalid-signature");
+  const sixMinutesAgo = Math.floor(Date.now() / 1000) - 6 * 60;
+  expectProblem(await postEvent(challenge, { timestamp: sixMinutesAgo }), 401, "invalid-signature");
+  expectProblem(await postEvent(challenge, { timestamp: sixMinutesAgo + 12 * 60 }), 401, "invalid-signature");
+
+  // A request captured with its valid signature and replayed later carries its old timestamp.
+  const body = JSON.stringify(challenge);
+  const captured = signedHeaders(body, { timestamp: sixMinutesAgo });
+  expectProblem(
+    await api.call("POST", "/v1/integrations/slack/events", { key: null, body, headers: captured }),
+    401,
+    "invalid-signature",
+  );
+  // Tampering with the body breaks the signature.
+  const fresh = signedHeaders(body);
+  expectProblem(
+    await api.call("POST", "/v1/integrations/slack/events", {
+      key: null,
+      body: body.replace("c-123", "c-999"),
+      headers: fresh,
+    }),
+    401,
+    "invalid-signature",
+  );
+  expectProblem(
+    await api.call("POST", "/v1/integrations/slack/events", {
+      key: null,
+      body,
+      headers: { "content-type": "application/json" },
+    }),
+    401,
+    "invalid-signature",
+  );
+  const { "x-slack-signature": _dropped, ...noSignature } = fresh;
+  expectProblem(
+    await api.call("POST", "/v1/integrations/slack/events", { key: null, body, headers: noSignature }),
+    401,
+    "invalid-signature",
+  );
+});
+
+test("a mention starts a run in the thread's session; thread messages steer; a retried event is handled once", async () => {
+  slowEchoScenario(api.stage, "slack-slow", 1_500);
+  const threadTs = `${Date.now() / 1000}`;
+  const mention = eventCallback({
+    type: "app_mention",
+    text: `<@${BOT_USER}> [scenario:slack-slow] fix the build`,
+    ts: threadTs,
+  });
+  expect((await postEvent(mention)).status).toBe(200);
+  const ref = threadRef(threadTs);
+  expect(await readSlackThread(api.objects, ref)).toEqual({ teamId: TEAM, channel: CHANNEL, threadTs });
+  await eventually(async () => ((await api.stage.runs.state(ref))?.status === "running" ? true : undefined));
+
+  // Slack retries an event it thinks was not acknowledged: same event id, delivered once.
+  expect((await postEvent(mention)).status).toBe(200);
+  const steer = eventCallback({ type: "message", text: "use the lockfile", thread_ts: threadTs });
+  expect((await postEvent(steer)).status).toBe(200);
+  // A message mentioning the bot arrives twice (app_mention and message); the message copy is skipped.
+  const duplicate = eventCallback({
+    type: "message",
+    text: `<@${BOT_USER}> ignored copy`,
+    thread_ts: threadTs,
+  });
+  expect((await postEvent(duplicate)).status).toBe(200);
+  // Bot messages (the run's own replies) are ignored.
+  expect(
+    (await postEvent(eventCallback({ type: "message", text: "bot", bot_id: "B1", thread_ts: threadTs })))
+      .status,
+  ).toBe(200);
+
+  expect((await api.stage.result(ref)).status).toBe("completed");
+  const users = messagesOf(await api.stage.entries(ref)).flatMap((m) =>
+    m.role === "user" && typeof m.content === "string" ? [m.content] : [],
+  );
+  expect(users).toEqual(["[scenario:slack-slow] fix the build", "use the lockfile"]);
+
+  // Idle again: the next thread message starts a new run in the same session.
+  expect(
+    (await postEvent(eventCallback({ type: "message", text: "and now?", thread_ts: threadTs }))).status,
+  ).toBe(200);
+  await eventually(async () => {
+    const texts = messagesOf(await api.stage.entries(ref)).flatMap((m) =>
+      m.role === "user" && typeof m.content === "string" ? [m.content] : [],
+    );
+    return texts.includes("and now?") ? true : undefined;
+  });
+});
+
+test("a message in a thread without a session is ignored; the stop word aborts the thread's run", async () => {
+  const unmapped = `${Date.now() / 1000}`;
+  expect(
+    (await postEvent(eventCallback({ type: "message", text: "hello?", thread_ts: unmapped }))).status,
+  ).toBe(200);
+  expect(await api.stage.runs.state(threadRef(unmapped))).toBeUndefined();
+
+  api.stage.llm.addScenario("slack-hung", { turns: [], after: { text: "You said: {{lastUser}}" } });
+  api.stage.llm.addFaults([{ kind: "hang", match: { scenario: "slack-hung" } }]);
+  const threadTs = `${Date.now() / 1000 + 1}`;
+  await postEvent(
+    eventCallback({ type: "app_mention", text: `<@${BOT_USER}> [scenario:slack-hung] think`, ts: threadTs }),
+  );
+  const ref = threadRef(threadTs);
+  await eventually(async () =>
+    api.stage.llm.journal().some((entry) => entry.scenario === "slack-hung") ? true : undefined,
+  );
+  expect(
+    (await postEvent(eventCallback({ type: "message", text: " STOP ", thread_ts: threadTs }))).status,
+  ).toBe(200);
+  expect((await api.stage.result(ref)).status).toBe("aborted");
+});
+
+test("postSlackReply posts into the thread through the Web API client at the configured base URL", async () => {
+  await postSlackReply(
+    { channel: CHANNEL, threadTs: "1700000000.000100", text: "All tests pass." },
+    { token: "xoxb-test", apiUrl: slack.url },
+  );
+  expect(slack.posts.at(-1)).toEqual({
+    authorization: "Bearer xoxb-test",
+    body: expect.objectContaining({
+      channel: CHANNEL,
+      thread_ts: "1700000000.000100",
+      text: "All tests pass.",
+    }),
+  });
+});
