@@ -78,7 +78,14 @@ export function parseApiKeys(text: string, source: string): ApiKeys {
     throw new Error(`Invalid API keys in ${source}: not JSON`);
   }
   const parsed = ApiKeysSchema.safeParse(value);
-  if (!parsed.success) throw new Error(`Invalid API keys in ${source}: ${formatIssues(parsed.error)}`);
+  if (!parsed.success) {
+    // Issue paths would quote the map's keys, which may be clear-text keys pasted by mistake.
+    const messages = [...new Set(parsed.error.issues.map((issue) => issue.message))];
+    const digestHint = parsed.error.issues.some((issue) => issue.code === "invalid_key")
+      ? "every key must be the lowercase sha256 hex digest of an API key; "
+      : "";
+    throw new Error(`Invalid API keys in ${source}: ${digestHint}${messages.join("; ")}`);
+  }
   return parsed.data;
 }
 

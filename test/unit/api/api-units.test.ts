@@ -1,0 +1,159 @@
+import { createHash } from "node:crypto";
+import { tenantOfKey } from "../../../src/api/auth";
+import { apiConfigFromEnv, parseApiKeys } from "../../../src/api/config";
+import { ProblemError, problemDocument } from "../../../src/api/problems";
+import { runSettingsFrom } from "../../../src/api/run-settings";
+import { MessageBodySchema } from "../../../src/api/schemas";
+import { slackSignature, verifySlackSignature } from "../../../src/api/slack/signature";
+import { slackSessionId } from "../../../src/api/slack/threads";
+import { isConnectionFailure } from "../../../src/api/temporal";
+import { loadCatalog } from "../../../src/providers/models";
+import { DEFAULT_RUN_SETTINGS } from "../../../src/workflows/types";
+
+const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
+
+describe("API keys", () => {
+  const keys = { [sha256("alpha-key")]: "alpha", [sha256("beta-key")]: "beta" };
+
+  test("a key maps to its tenant; unknown keys to nothing", () => {
+    expect(tenantOfKey(keys, "alpha-key")).toBe("alpha");
+    expect(tenantOfKey(keys, "beta-key")).toBe("beta");
+    expect(tenantOfKey(keys, sha256("alpha-key"))).toBeUndefined();
+    expect(tenantOfKey(keys, "")).toBeUndefined();
+  });
+
+  test("configuration accepts only sha256 digests and valid tenant ids, and never echoes the text", () => {
+    expect(parseApiKeys(JSON.stringify(keys), "test")).toEqual(keys);
+    expect(() => parseApiKeys('{"plain-secret-key": "alpha"}', "KEEL_API_KEYS")).toThrow(/sha256/);
+    expect(() => parseApiKeys(`{"${sha256("x")}": "../etc"}`, "KEEL_API_KEYS")).toThrow(/tenant/);
+    expect(() => parseApiKeys("{plain-secret-key", "KEEL_API_KEYS")).toThrow(/^((?!plain-secret-key).)*$/);
+  });
+
+  test("the environment gives a complete config; Slack needs its tenant", () => {
+    const base = { KEEL_S3_BUCKET: "bucket", KEEL_API_KEYS: JSON.stringify(keys) };
+    const config = apiConfigFromEnv(base);
+    expect(config).toMatchObject({ apiKeys: keys, taskQueue: "keel", allowDirectoryWorkspaces: false });
+    expect(config.slack).toBeUndefined();
+    expect(() => apiConfigFromEnv({ ...base, KEEL_SLACK_SIGNING_SECRET: "s" })).toThrow(/KEEL_SLACK_TENANT/);
+    expect(
+      apiConfigFromEnv({ ...base, KEEL_SLACK_SIGNING_SECRET: "s", KEEL_SLACK_TENANT: "alpha" }).slack,
+    ).toMatchObject({
+      tenantId: "alpha",
+      stopWord: "stop",
+    });
+    expect(() => apiConfigFromEnv({ ...base, KEEL_API_BODY_LIMIT_BYTES: "-1" })).toThrow(
+      /KEEL_API_BODY_LIMIT_BYTES/,
+    );
+  });
+});
+
+describe("Slack signatures", () => {
+  const nowMs = 1_700_000_000_000;
+  const timestamp = String(nowMs / 1000);
+  const body = '{"type":"url_verification"}';
+  const check = (overrides: Partial<Parameters<typeof verifySlackSignature>[0]>) =>
+    verifySlackSignature({
+      signingSecret: "secret",
+      timestamp,
+      signature: slackSignature("secret", timestamp, body),
+      body,
+      nowMs,
+      ...overrides,
+    });
+
+  test("Slack's documented example signature verifies", () => {
+    // From Slack's "Verifying requests from Slack" guide.
+    const exampleBody =
+      "token=xyzz0WbapA4vBCDEFasx0q6G&team_id=T1DC2JH3J&team_domain=testteamnow&channel_id=G8PSS9T3V&channel_name=foobar&user_id=U2CERLKJA&user_name=roadrunner&command=%2Fwebhook-collect&text=&response_url=https%3A%2F%2Fhooks.slack.com%2Fcommands%2FT1DC2JH3J%2F397700885554%2F96rGlfmibIGlgcZRskXaIFfN&trigger_id=398738663015.47445629121.803a0bc887a14d10d2c447fce8b6703c";
+    expect(slackSignature("8f742231b10e8888abcd99yyyzzz85a5", "1531420618", exampleBody)).toBe(
+      "v0=a2114d57b48eac39b9ad189dd8316235a7b4a8d21a10bd27519666489c69b503",
+    );
+  });
+
+  test("valid, wrong secret, tampered body, stale or future timestamp, missing headers", () => {
+    expect(check({})).toEqual({ ok: true });
+    expect(check({ signingSecret: "other" })).toEqual({ ok: false, reason: "bad-signature" });
+    expect(check({ body: `${body} ` })).toEqual({ ok: false, reason: "bad-signature" });
+    expect(check({ nowMs: nowMs + 301_000 })).toEqual({ ok: false, reason: "stale-timestamp" });
+    expect(check({ nowMs: nowMs - 301_000 })).toEqual({ ok: false, reason: "stale-timestamp" });
+    expect(check({ nowMs: nowMs + 299_000 })).toEqual({ ok: true });
+    expect(check({ timestamp: "12e3" })).toEqual({ ok: false, reason: "stale-timestamp" });
+    expect(check({ signature: undefined })).toEqual({ ok: false, reason: "missing-headers" });
+    expect(check({ timestamp: undefined })).toEqual({ ok: false, reason: "missing-headers" });
+    expect(check({ signature: "v0=short" })).toEqual({ ok: false, reason: "bad-signature" });
+  });
+
+  test("a thread's session id is deterministic, distinct per thread and a valid session id", () => {
+    const thread = { teamId: "T1", channel: "C1", threadTs: "1700000000.000100" };
+    expect(slackSessionId(thread)).toBe(slackSessionId({ ...thread }));
+    expect(slackSessionId(thread)).not.toBe(slackSessionId({ ...thread, threadTs: "1700000000.000200" }));
+    expect(slackSessionId(thread)).toMatch(/^slack-[0-9a-f]{32}$/);
+  });
+});
+
+describe("run settings from a message body", () => {
+  const catalog = loadCatalog();
+  const settingsOf = (body: unknown, allowDirectoryWorkspaces = false) =>
+    runSettingsFrom(MessageBodySchema.parse(body), { catalog, allowDirectoryWorkspaces });
+
+  test("defaults, then the caller's choices", () => {
+    expect(settingsOf({ text: "x" })).toEqual(DEFAULT_RUN_SETTINGS);
+    const settings = settingsOf({
+      text: "x",
+      model: "local-chat",
+      systemPrompt: "be brief",
+      tools: ["read", "read", "ls"],
+      policy: { rules: [{ tool: "bash", argumentsPattern: "rm ", action: "deny" }], default: "ask" },
+      workspace: { type: "git", url: "https://example.com/repo.git", ref: "main" },
+    });
+    expect(settings).toMatchObject({
+      model: "local-chat",
+      systemPrompt: "be brief",
+      tools: ["read", "ls"],
+      policy: { rules: [{ tool: "bash", argumentsPattern: "rm ", action: "deny" }], default: "ask" },
+      workspace: { type: "git", url: "https://example.com/repo.git", ref: "main" },
+    });
+    expect(settings.policy.approvalTimeoutMs).toBe(DEFAULT_RUN_SETTINGS.policy.approvalTimeoutMs);
+  });
+
+  test("unknown models and worker-disk workspaces are refused unless enabled", () => {
+    expect(() => settingsOf({ text: "x", model: "nope" })).toThrow(ProblemError);
+    expect(() => settingsOf({ text: "x", workspace: { type: "directory", path: "/srv" } })).toThrow(
+      /disabled/,
+    );
+    expect(() => settingsOf({ text: "x", workspace: { type: "git", url: "/srv/repo" } })).toThrow(/disabled/);
+    expect(settingsOf({ text: "x", workspace: { type: "directory", path: "/srv" } }, true).workspace).toEqual(
+      {
+        type: "directory",
+        path: "/srv",
+      },
+    );
+  });
+
+  test("the schema refuses bad regexes, unknown tools and option-like git arguments", () => {
+    const invalid = [
+      { text: "x", policy: { rules: [{ tool: "bash", argumentsPattern: "(", action: "ask" }] } },
+      { text: "x", tools: ["rm"] },
+      { text: "x", workspace: { type: "git", url: "--upload-pack=evil" } },
+      { text: "x", workspace: { type: "git", url: "https://e.com/r", ref: "-x" } },
+      { text: "" },
+    ];
+    for (const body of invalid) expect(MessageBodySchema.safeParse(body).success).toBe(false);
+  });
+});
+
+test("problem documents carry a stable type URI, the title and the status", () => {
+  expect(problemDocument("queue-full", "wait")).toEqual({
+    type: "https://keel.dev/problems/queue-full",
+    title: "The session's message queue is full",
+    status: 429,
+    detail: "wait",
+  });
+});
+
+test("connection failures are told apart from request failures", () => {
+  expect(isConnectionFailure({ code: 14, details: "unavailable" })).toBe(true);
+  expect(isConnectionFailure(new Error("x", { cause: { code: 14 } }))).toBe(true);
+  expect(isConnectionFailure({ code: 5 })).toBe(false);
+  expect(isConnectionFailure(new Error("plain"))).toBe(false);
+});
