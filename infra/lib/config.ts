@@ -128,6 +128,12 @@ export const KeelInfraConfigSchema = z.object({
   network: z
     .object({
       maxAzs: z.number().int().min(1).max(3).default(2),
+      /** Explicit zones avoid an AWS lookup at synth time (needed for offline `cdk synth`). */
+      availabilityZones: z
+        .array(z.string().regex(/^[a-z]{2}(-gov)?-[a-z]+-\d[a-z]$/))
+        .min(1)
+        .max(3)
+        .optional(),
       /** 0: tasks run in public subnets with public IPs (cheaper); otherwise private subnets behind NAT. */
       natGateways: z.number().int().min(0).max(3).default(1),
     })

@@ -41,7 +41,9 @@ export class EcsWorkers extends Construct {
     const { config, workers, storage, secrets, region } = props;
     const publicSubnetsOnly = config.network.natGateways === 0;
     const vpc = new ec2.Vpc(this, "Vpc", {
-      maxAzs: config.network.maxAzs,
+      ...(config.network.availabilityZones
+        ? { availabilityZones: config.network.availabilityZones }
+        : { maxAzs: config.network.maxAzs }),
       natGateways: config.network.natGateways,
       subnetConfiguration: publicSubnetsOnly
         ? [{ name: "public", subnetType: ec2.SubnetType.PUBLIC }]

@@ -23,6 +23,7 @@ export class KeelStack extends Stack {
   readonly api: KeelApi;
   readonly workers: EcsWorkers | LambdaWorkers;
   readonly monitoring: KeelMonitoring;
+  private readonly configuredZones?: string[];
 
   constructor(scope: Construct, id: string, props: KeelStackProps) {
     super(scope, id, {
@@ -31,6 +32,7 @@ export class KeelStack extends Stack {
       description: `Keel durable coding agents (${props.config.environment})`,
     });
     const { config } = props;
+    this.configuredZones = config.network.availabilityZones;
     Tags.of(this).add("keel:environment", config.environment);
     const region = config.region;
 
@@ -80,6 +82,11 @@ export class KeelStack extends Stack {
     new CfnOutput(this, "ApiUrl", { value: this.api.url(config) });
     new CfnOutput(this, "BucketName", { value: this.storage.bucket.bucketName });
     new CfnOutput(this, "AlarmTopicArn", { value: this.monitoring.topic.topicArn });
+  }
+
+  /** Configured zones need no lookup, so synthesis works without AWS credentials. */
+  override get availabilityZones(): string[] {
+    return this.configuredZones ?? super.availabilityZones;
   }
 }
 

@@ -2,7 +2,7 @@
 import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { App } from "aws-cdk-lib";
-import { Template } from "aws-cdk-lib/assertions";
+import { Annotations, Match, Template } from "aws-cdk-lib/assertions";
 import * as ecs from "aws-cdk-lib/aws-ecs";
 import { type KeelInfraConfig, parseInfraConfig } from "../../../infra/lib/config";
 import { KeelStack } from "../../../infra/lib/keel-stack";
@@ -35,6 +35,10 @@ export function synthesize(
     skipLambdaRuntimeFiles: !options.lambdaRuntimeFiles,
   });
   const assembly = app.synth();
+  // What `cdk synth --strict` would refuse: any error or warning annotation.
+  const annotations = Annotations.fromStack(stack);
+  annotations.hasNoError("*", Match.anyValue());
+  annotations.hasNoWarning("*", Match.anyValue());
   return { stack, template: Template.fromStack(stack), assemblyDir: assembly.directory };
 }
 

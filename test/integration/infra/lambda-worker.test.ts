@@ -1,0 +1,126 @@
+/**
+ * The Lambda worker entry (`src/worker/lambda.ts`) against the real Temporal dev server with a fake
+ * Lambda context: one invocation picks up a run's workflow and activity tasks (tool calls
+ * included, on the shared task queue), and returns before the invocation's deadline.
+ */
+import type { LambdaContext } from "../../../src/worker/lambda";
+import { runWorkflowId } from "../../../src/workflows/types";
+import {
+  temporalAddress,
+  temporalNamespace,
+  uniqueName,
+  workflowBundlePath,
+} from "../../support/integration-env";
+import { createRunStage, messagesOf, type RunStage } from "../../support/run-harness";
+
+jest.setTimeout(120_000);
+
+/** Remaining time the fake context reports at the start of the invocation. */
+const INVOCATION_MS = 30_000;
+
+let stage: RunStage;
+/**
+ * Loaded in its own module registry: the integration setup already installed a Temporal Runtime
+ * in the shared one, and `runWorker` installs its own, as it does in a fresh Lambda environment.
+ */
+let handler: typeof import("../../../src/worker/lambda").handler;
+
+beforeAll(async () => {
+  stage = await createRunStage();
+  jest.isolateModules(() => {
+    handler = require("../../../src/worker/lambda").handler;
+  });
+});
+
+afterAll(async () => {
+  await stage?.close();
+});
+
+function fakeContext(deadline: number): LambdaContext {
+  return {
+    awsRequestId: uniqueName("request"),
+    invokedFunctionArn: "arn:aws:lambda:us-east-1:123456789012:function:keel-worker:7",
+    functionName: "keel-worker",
+    functionVersion: "7",
+    memoryLimitInMB: "2048",
+    logGroupName: "/aws/lambda/keel-worker",
+    logStreamName: "test",
+    callbackWaitsForEmptyEventLoop: true,
+    getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
+    done() {},
+    fail() {},
+    succeed() {},
+  } as LambdaContext;
+}
+
+test("one invocation runs a run's workflow and tool tasks, then returns before the deadline", async () => {
+  const deploymentName = uniqueName("keel-lambda");
+  const buildId = "build-1";
+  Object.assign(process.env, {
+    KEEL_TEMPORAL_ADDRESS: temporalAddress(),
+    KEEL_TEMPORAL_NAMESPACE: temporalNamespace(),
+    KEEL_TASK_QUEUE: stage.taskQueue,
+    KEEL_WORKFLOW_BUNDLE: workflowBundlePath(),
+    KEEL_WORKSPACE_ROOT: stage.workspaceRoot,
+    KEEL_WORKER_DEPLOYMENT_NAME: deploymentName,
+    KEEL_WORKER_BUILD_ID: buildId,
+    OPENAI_API_KEY: "local-key",
+    OPENAI_BASE_URL: stage.llm.openaiBaseURL,
+    ANTHROPIC_API_KEY: "local-key",
+    ANTHROPIC_BASE_URL: stage.llm.anthropicBaseURL,
+  });
+  // What `temporal worker deployment set-current-version` does after a deploy: route the task
+  // queue's work to this version (before any of its workers has polled).
+  await stage.client.workflowService.setWorkerDeploymentCurrentVersion({
+    namespace: temporalNamespace(),
+    deploymentName,
+    buildId,
+    identity: "lambda-worker-test",
+    allowNoPollers: true,
+    ignoreMissingTaskQueues: true,
+  });
+
+  stage.llm.addScenario("lambda-write-then-read", {
+    turns: [
+      { toolCalls: [{ name: "write", arguments: { path: "note.txt", content: "from lambda\n" } }] },
+      { toolCalls: [{ name: "read", arguments: { path: "note.txt" } }] },
+      { text: "The note says: {{lastToolResult}}" },
+    ],
+  });
+  const started = Date.now();
+  const deadline = started + INVOCATION_MS;
+  const invocation = handler({}, fakeContext(deadline));
+  // Delivery waits for the workflow to accept the message: the invocation must be polling.
+  const ref = stage.newSession();
+  await stage.runs.deliver(
+    ref,
+    { text: "[scenario:lambda-write-then-read] go", mode: "auto" },
+    stage.settings(),
+  );
+  const result = await stage.result(ref);
+  await invocation;
+  const finished = Date.now();
+
+  expect(result.status).toBe("completed");
+  const messages = messagesOf(await stage.entries(ref));
+  expect(messages.map((message) => message.role)).toEqual([
+    "user",
+    "assistant",
+    "toolResult",
+    "assistant",
+    "toolResult",
+    "assistant",
+  ]);
+  const last = messages.at(-1);
+  expect(last?.role === "assistant" && last.content[0]).toEqual({
+    type: "text",
+    text: "The note says: from lambda",
+  });
+  // The worker stops polling ahead of the deadline (7 s buffer) and has drained by then.
+  expect(finished).toBeLessThan(deadline);
+
+  // The run was processed by this worker deployment version.
+  const description = await stage.client.workflow.getHandle(runWorkflowId(ref)).describe();
+  const versioning = description.raw.workflowExecutionInfo?.versioningInfo;
+  expect(versioning?.deploymentVersion).toMatchObject({ deploymentName, buildId });
+});
