@@ -29,7 +29,6 @@ import {
 } from "./integration-env";
 
 const projectRoot = resolve(__dirname, "../..");
-const tsx = join(projectRoot, "node_modules/.bin/tsx");
 
 export interface WorkerProcess {
   child: ChildProcess;
@@ -68,7 +67,8 @@ export async function createRunStage(): Promise<RunStage> {
   const workers: WorkerProcess[] = [];
 
   async function startWorker(extraEnv: Record<string, string> = {}): Promise<WorkerProcess> {
-    const child = spawn(tsx, [join(projectRoot, "src/worker/main.ts")], {
+    // node itself with tsx as a loader (not the tsx wrapper), so a kill reaches the worker.
+    const child = spawn(process.execPath, ["--import", "tsx", join(projectRoot, "src/worker/main.ts")], {
       cwd: projectRoot,
       stdio: ["ignore", "pipe", "pipe"],
       env: {
