@@ -10,6 +10,8 @@ const transform = {
 
 /** @type {import('jest').Config} */
 module.exports = {
+  // Synthesized CDK output holds copies of package.json; keep it out of jest's module map.
+  modulePathIgnorePatterns: ["<rootDir>/infra/cdk.out", "<rootDir>/.keel"],
   // Integration tests drive real servers on a shared 2-core machine: generous per-test time.
   testTimeout: 60_000,
   reporters: ["default", "<rootDir>/test/support/summary-reporter.js"],

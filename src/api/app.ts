@@ -32,7 +32,7 @@ export const API_VERSION = "0.1.0";
 
 export type ApiConfigSubset = Pick<
   ApiConfig,
-  "apiKeys" | "bodyLimitBytes" | "allowDirectoryWorkspaces" | "sseMaxSeconds" | "slack"
+  "apiKeys" | "bodyLimitBytes" | "allowDirectoryWorkspaces" | "sseMaxSeconds" | "slack" | "defaultModel"
 >;
 
 export interface ApiDependencies {

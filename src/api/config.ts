@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import { z } from "zod";
 import { type S3Settings, s3SettingsFromEnv } from "../store/s3-config";
 import { isValidId } from "../store/session-keys";
+import { DEFAULT_RUN_SETTINGS } from "../workflows/types";
 
 /** Default request body limit: below API Gateway's and Lambda's 6 MB payload limit. */
 export const DEFAULT_BODY_LIMIT_BYTES = 5 * 1024 * 1024;
@@ -26,6 +27,8 @@ const ApiEnvSchema = z.object({
   /** Temporal Cloud API key; TLS is used when it is set. */
   KEEL_TEMPORAL_API_KEY: z.string().optional(),
   KEEL_TASK_QUEUE: z.string().min(1).default("keel"),
+  /** Model of runs whose message names none, and of branch summaries and compactions. */
+  KEEL_DEFAULT_MODEL: z.string().min(1).default(DEFAULT_RUN_SETTINGS.model),
   KEEL_API_KEYS: z.string().optional(),
   KEEL_API_KEYS_FILE: z.string().optional(),
   KEEL_API_BODY_LIMIT_BYTES: z.coerce.number().int().positive().default(DEFAULT_BODY_LIMIT_BYTES),
@@ -55,6 +58,7 @@ export interface SlackConfig {
 export interface ApiConfig {
   temporal: { address: string; namespace: string; apiKey?: string };
   taskQueue: string;
+  defaultModel: string;
   s3: S3Settings;
   apiKeys: ApiKeys;
   bodyLimitBytes: number;
@@ -122,6 +126,7 @@ export function apiConfigFromEnv(env: NodeJS.ProcessEnv = process.env): ApiConfi
       apiKey: values.KEEL_TEMPORAL_API_KEY,
     },
     taskQueue: values.KEEL_TASK_QUEUE,
+    defaultModel: values.KEEL_DEFAULT_MODEL,
     s3: s3SettingsFromEnv(env),
     apiKeys,
     bodyLimitBytes: values.KEEL_API_BODY_LIMIT_BYTES,

@@ -5,14 +5,26 @@
  * life; the Temporal connection is lazy and re-created after a failure (see temporal.ts).
  */
 import { handle } from "hono/aws-lambda";
+import { resolveSecretEnv } from "../worker/secrets";
 import { apiConfigFromEnv } from "./config";
 import { createApiRuntime } from "./runtime";
 
 type LambdaHandler = ReturnType<typeof handle>;
 
-let cached: LambdaHandler | undefined;
+let cached: Promise<LambdaHandler> | undefined;
 
-export const handler: LambdaHandler = (event, context) => {
-  cached ??= handle(createApiRuntime(apiConfigFromEnv()).app);
-  return cached(event, context);
+/** Secrets (`*_SECRET_ARN`) are resolved once, before the configuration is read. */
+async function createHandler(): Promise<LambdaHandler> {
+  await resolveSecretEnv();
+  return handle(createApiRuntime(apiConfigFromEnv()).app);
+}
+
+export const handler = async (
+  ...args: Parameters<LambdaHandler>
+): Promise<Awaited<ReturnType<LambdaHandler>>> => {
+  cached ??= createHandler().catch((error: unknown) => {
+    cached = undefined;
+    throw error;
+  });
+  return (await cached)(...args);
 };

@@ -4,6 +4,7 @@
  */
 import {
   type Client,
+  QueryNotRegisteredError,
   WithStartWorkflowOperation,
   WorkflowExecutionAlreadyStartedError,
   WorkflowNotFoundError,
@@ -141,12 +142,15 @@ export class RunClient {
     return this.signalLive(ref, (handle) => handle.signal(approveSignal, decision));
   }
 
-  /** State of the session's latest run, or undefined when it never had one. */
+  /**
+   * State of the session's latest run; undefined when it never had one, or when its latest
+   * execution was a maintenance task (branch, compact) rather than a run.
+   */
   async state(ref: SessionRef): Promise<RunState | undefined> {
     try {
       return await this.client.workflow.getHandle(runWorkflowId(ref)).query(stateQuery);
     } catch (error) {
-      if (error instanceof WorkflowNotFoundError) return undefined;
+      if (error instanceof WorkflowNotFoundError || error instanceof QueryNotRegisteredError) return undefined;
       throw error;
     }
   }
@@ -155,7 +159,7 @@ export class RunClient {
     try {
       return await this.client.workflow.getHandle(runWorkflowId(ref)).query(eventsQuery, afterSeq);
     } catch (error) {
-      if (error instanceof WorkflowNotFoundError) return [];
+      if (error instanceof WorkflowNotFoundError || error instanceof QueryNotRegisteredError) return [];
       throw error;
     }
   }

@@ -254,6 +254,24 @@ export const CompactBodySchema = z
   .object({ instructions: z.string().max(10_000).optional() })
   .openapi("CompactRequest");
 
+export const BranchResultSchema = z
+  .object({
+    sessionId: z.string(),
+    leafId: z.string().openapi({ description: "The marker or branch summary entry: the session's new leaf" }),
+    summarized: z.boolean(),
+  })
+  .openapi("BranchResult");
+
+export const CompactResultSchema = z
+  .object({
+    sessionId: z.string(),
+    compacted: z.boolean(),
+    reason: z.string(),
+    tokensBefore: z.number().int(),
+    entryId: z.string().optional().openapi({ description: "The compaction entry, when one was written" }),
+  })
+  .openapi("CompactResult");
+
 export const CreatedSessionSchema = z
   .object({
     sessionId: z.string(),

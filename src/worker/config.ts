@@ -13,6 +13,8 @@ const WorkerEnvSchema = z.object({
   /** A prebuilt workflow bundle (`npm run build:workflows`); bundled at start when unset. */
   KEEL_WORKFLOW_BUNDLE: z.string().optional(),
   KEEL_MAX_CONCURRENT_ACTIVITIES: z.coerce.number().int().positive().default(200),
+  /** On SIGTERM, in-flight activities get this long to finish before they are cancelled. */
+  KEEL_SHUTDOWN_GRACE_SECONDS: z.coerce.number().nonnegative().default(60),
 });
 
 export interface WorkerConfig {
@@ -21,6 +23,8 @@ export interface WorkerConfig {
   workspaceRoot: string;
   workflowBundlePath?: string;
   maxConcurrentActivities: number;
+  /** Default 60 s (KEEL_SHUTDOWN_GRACE_SECONDS). */
+  shutdownGraceMs?: number;
   s3: S3Settings;
 }
 
@@ -44,6 +48,7 @@ export function workerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Worke
     workspaceRoot: values.KEEL_WORKSPACE_ROOT ?? join(process.cwd(), ".keel/workspaces"),
     workflowBundlePath: values.KEEL_WORKFLOW_BUNDLE,
     maxConcurrentActivities: values.KEEL_MAX_CONCURRENT_ACTIVITIES,
+    shutdownGraceMs: values.KEEL_SHUTDOWN_GRACE_SECONDS * 1000,
     s3: s3SettingsFromEnv(env),
   };
 }

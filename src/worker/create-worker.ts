@@ -17,6 +17,8 @@ import { SessionStore } from "../store/session-store";
 import { ToolCallMarkers } from "../store/tool-call-markers";
 import type { WorkerConfig } from "./config";
 
+const DEFAULT_SHUTDOWN_GRACE_MS = 60_000;
+
 export interface KeelWorkers {
   shared: Worker;
   own: Worker;
@@ -43,9 +45,11 @@ export async function createKeelWorkers(config: WorkerConfig): Promise<KeelWorke
   });
   // Cancellation reaches an activity with its next heartbeat: send them often enough that an
   // abort lands within a couple of seconds.
-  const heartbeats = {
+  const common = {
     defaultHeartbeatThrottleInterval: "1 second",
     maxHeartbeatThrottleInterval: "2 seconds",
+    // A draining worker lets in-flight activities finish (ECS gives 120 s after SIGTERM).
+    shutdownGraceTime: config.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS,
   };
   const shared = await Worker.create({
     connection,
@@ -56,7 +60,7 @@ export async function createKeelWorkers(config: WorkerConfig): Promise<KeelWorke
       : { workflowsPath: resolve(__dirname, "../workflows/index") }),
     activities,
     maxConcurrentActivityTaskExecutions: config.maxConcurrentActivities,
-    ...heartbeats,
+    ...common,
   });
   const own = await Worker.create({
     connection,
@@ -64,7 +68,7 @@ export async function createKeelWorkers(config: WorkerConfig): Promise<KeelWorke
     taskQueue: ownTaskQueue,
     activities: { executeTool: activities.executeTool },
     maxConcurrentActivityTaskExecutions: config.maxConcurrentActivities,
-    ...heartbeats,
+    ...common,
   });
   return {
     shared,

@@ -24,16 +24,13 @@ import { SessionStore } from "../store/session-store";
 import { ToolCallMarkers } from "../store/tool-call-markers";
 import { workerConfigFromEnv } from "./config";
 import { log } from "./log";
+import { resolveSecretEnv } from "./secrets";
 
 /** The handler `runWorker` builds. */
 type LambdaWorkerHandler = ReturnType<typeof runWorker>;
 /** What the handler reads from Lambda's context object. */
 export type LambdaContext = Parameters<LambdaWorkerHandler>[1];
 
-/** Variables naming a secret end with this; the value is set on the name without it. */
-export const SECRET_ARN_SUFFIX = "_SECRET_ARN";
-/** The Parameters and Secrets extension's default port. */
-const SECRETS_EXTENSION_DEFAULT_PORT = 2773;
 /** Activity slots per invocation: a run's parallel tool calls plus its LLM turn. */
 const LAMBDA_MAX_CONCURRENT_ACTIVITIES = 8;
 
@@ -41,37 +38,6 @@ const DeploymentEnvSchema = z.object({
   KEEL_WORKER_DEPLOYMENT_NAME: z.string().min(1),
   KEEL_WORKER_BUILD_ID: z.string().min(1),
 });
-
-const ExtensionResponseSchema = z.object({ SecretString: z.string() });
-
-/**
- * Sets `NAME` from every `NAME_SECRET_ARN` in `env` (unless `NAME` is already set), fetching each
- * secret from the Parameters and Secrets Lambda extension on localhost. Throws naming the variable
- * (never the value) when a secret cannot be read.
- */
-export async function resolveSecretEnv(
-  env: NodeJS.ProcessEnv = process.env,
-  fetchImpl: typeof fetch = fetch,
-): Promise<void> {
-  const port = Number(env.PARAMETERS_SECRETS_EXTENSION_HTTP_PORT ?? SECRETS_EXTENSION_DEFAULT_PORT);
-  const pending = Object.entries(env).flatMap(([name, arn]) => {
-    if (!name.endsWith(SECRET_ARN_SUFFIX) || !arn) return [];
-    const target = name.slice(0, -SECRET_ARN_SUFFIX.length);
-    return env[target] ? [] : [{ target, arn }];
-  });
-  await Promise.all(
-    pending.map(async ({ target, arn }) => {
-      const url = `http://localhost:${port}/secretsmanager/get?secretId=${encodeURIComponent(arn)}`;
-      const response = await fetchImpl(url, {
-        headers: { "X-Aws-Parameters-Secrets-Token": env.AWS_SESSION_TOKEN ?? "" },
-      });
-      if (!response.ok) throw new Error(`Cannot read the secret for ${target}: HTTP ${response.status}`);
-      const parsed = ExtensionResponseSchema.safeParse(await response.json());
-      if (!parsed.success) throw new Error(`The secret for ${target} has no SecretString`);
-      env[target] = parsed.data.SecretString;
-    }),
-  );
-}
 
 /** Resolves secrets, validates configuration and builds the `runWorker` handler: once per environment. */
 async function createHandler(): Promise<LambdaWorkerHandler> {

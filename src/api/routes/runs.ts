@@ -3,6 +3,7 @@ import { createRoute } from "@hono/zod-openapi";
 import { streamSSE } from "hono/streaming";
 import type { AgentEvent } from "../../core/events";
 import type { SessionRef } from "../../workflows/types";
+import { DEFAULT_RUN_SETTINGS } from "../../workflows/types";
 import type { ApiApp, RouteContext } from "../app";
 import { ProblemError } from "../problems";
 import type { RunClient } from "../run-client";
@@ -139,6 +140,7 @@ export function registerRunRoutes(app: ApiApp, deps: RouteContext): void {
     const settings = runSettingsFrom(body, {
       catalog: deps.catalog,
       allowDirectoryWorkspaces: deps.config.allowDirectoryWorkspaces,
+      defaults: { ...DEFAULT_RUN_SETTINGS, model: deps.config.defaultModel },
     });
     const runs = await deps.runs();
     const delivered = await runs.deliver(

@@ -6,12 +6,15 @@ import { createSessionHeader } from "../../core/session-entries";
 import { indexSession, pathToRoot } from "../../core/session-tree";
 import type { SessionEntry, SessionHeader } from "../../core/session-types";
 import { importWireSession } from "../../core/wire-session";
-import type { SessionRef } from "../../workflows/types";
+import { DEFAULT_RUN_SETTINGS, type SessionRef } from "../../workflows/types";
 import type { ApiApp, RouteContext } from "../app";
 import { ProblemError } from "../problems";
+import { type RunClient, SessionBusyError } from "../run-client";
 import {
   BranchBodySchema,
+  BranchResultSchema,
   CompactBodySchema,
+  CompactResultSchema,
   CreatedSessionSchema,
   DEFAULT_PAGE_LIMIT,
   EntriesPageSchema,
@@ -93,7 +96,10 @@ const branchSession = createRoute({
     params: SessionParamsSchema,
     body: { required: true, content: { "application/json": { schema: BranchBodySchema } } },
   },
-  responses: { ...problemResponses(409, 413, 415, 422, 501) },
+  responses: {
+    200: { description: "The leaf moved", content: { "application/json": { schema: BranchResultSchema } } },
+    ...problemResponses(409, 413, 415, 422),
+  },
   parameters: [idempotencyHeaderParam],
 });
 
@@ -105,7 +111,13 @@ const compactSession = createRoute({
     params: SessionParamsSchema,
     body: { required: false, content: { "application/json": { schema: CompactBodySchema } } },
   },
-  responses: { ...problemResponses(409, 413, 415, 422, 501) },
+  responses: {
+    200: {
+      description: "Compacted, or why not",
+      content: { "application/json": { schema: CompactResultSchema } },
+    },
+    ...problemResponses(409, 413, 415, 422),
+  },
   parameters: [idempotencyHeaderParam],
 });
 
@@ -227,21 +239,40 @@ export function registerTransferRoutes(app: ApiApp, deps: RouteContext): void {
     return c.json({ ...created, parentSession: sessionId }, 201);
   });
 
-  // Branch and compact run inside the session's workflow; the run client does not offer them
-  // yet, so both validate the request and the session, then answer 501.
+  // Branch and compact run as short workflows under the session's run id: while a run is live
+  // they are refused (409), so they never race it.
   app.openapi(branchSession, async (c) => {
     const { sessionId } = c.req.valid("param");
-    const { entryId } = c.req.valid("json");
+    const { entryId, summarize } = c.req.valid("json");
     const ref = refOf(c, sessionId);
     await requireSession(deps, ref);
     await pathTo(ref, entryId);
-    throw new ProblemError("not-implemented", "Branching through the API is not available yet.");
+    const result = await exclusive(ref, async (runs) =>
+      runs.branch(ref, { entryId, summarize, model: deps.config.defaultModel }),
+    );
+    return c.json({ sessionId, leafId: result.leafId, summarized: result.summarized }, 200);
   });
 
   app.openapi(compactSession, async (c) => {
     const { sessionId } = c.req.valid("param");
-    c.req.valid("json");
-    await requireSession(deps, refOf(c, sessionId));
-    throw new ProblemError("not-implemented", "Compaction through the API is not available yet.");
+    const { instructions } = c.req.valid("json");
+    const ref = refOf(c, sessionId);
+    await requireSession(deps, ref);
+    const { reserveTokens, keepRecentTokens } = DEFAULT_RUN_SETTINGS.compaction;
+    const result = await exclusive(ref, async (runs) =>
+      runs.compact(ref, { model: deps.config.defaultModel, instructions, reserveTokens, keepRecentTokens }),
+    );
+    return c.json({ sessionId, ...result }, 200);
   });
+
+  async function exclusive<T>(ref: SessionRef, work: (runs: RunClient) => Promise<T>): Promise<T> {
+    try {
+      return await work(await deps.runs());
+    } catch (error) {
+      if (error instanceof SessionBusyError) {
+        throw new ProblemError("run-busy", "The session has a live run; try again once it has ended.");
+      }
+      throw error;
+    }
+  }
 }

@@ -64,6 +64,7 @@ export async function createApiStage(
       bodyLimitBytes: 256 * 1024,
       allowDirectoryWorkspaces: false,
       sseMaxSeconds: 0,
+      defaultModel: "local-chat",
       slack: options.slack?.(tenants),
     },
     runs: async () => stage.runs,

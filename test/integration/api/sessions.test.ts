@@ -154,14 +154,51 @@ test("fork makes a new session holding the root-to-entry path, with parentSessio
   );
 });
 
-test("branch and compact validate, then answer 501 not-implemented", async () => {
-  const sessionId = await finishedSession();
-  const leaf = (await api.call("GET", `/v1/sessions/${sessionId}`)).body.leafId;
-  expectProblem(
-    await api.call("POST", `/v1/sessions/${sessionId}/branch`, { json: { entryId: leaf } }),
-    501,
-    "not-implemented",
+test("branch moves the leaf (marker or LLM summary of the branch left) and the next message continues there", async () => {
+  const sessionId = await finishedSession("first question");
+  const ref = { tenantId: api.tenants.a, sessionId };
+  expect(
+    (await api.call("POST", `/v1/sessions/${sessionId}/messages`, { json: { text: "second question" } }))
+      .status,
+  ).toBe(202);
+  await api.stage.result(ref);
+  const before = await api.stage.entries(ref);
+  const firstAnswer = before[1]!;
+
+  const moved = await api.call("POST", `/v1/sessions/${sessionId}/branch`, {
+    json: { entryId: firstAnswer.id },
+  });
+  expect(moved.status).toBe(200);
+  expect(moved.body).toMatchObject({ sessionId, summarized: false });
+  expect((await api.call("GET", `/v1/sessions/${sessionId}`)).body.leafId).toBe(moved.body.leafId);
+  const marker = (await api.stage.entries(ref)).at(-1);
+  expect(marker).toMatchObject({ type: "custom", customType: "keel.leaf", parentId: firstAnswer.id });
+
+  const summarized = await api.call("POST", `/v1/sessions/${sessionId}/branch`, {
+    json: { entryId: firstAnswer.id, summarize: true },
+  });
+  expect(summarized.status).toBe(200);
+  expect(summarized.body.summarized).toBe(true);
+  const summary = (await api.stage.entries(ref)).at(-1);
+  expect(summary).toMatchObject({
+    type: "branch_summary",
+    parentId: firstAnswer.id,
+    id: summarized.body.leafId,
+  });
+  expect(summary?.type === "branch_summary" && summary.summary.length).toBeGreaterThan(0);
+
+  expect(
+    (await api.call("POST", `/v1/sessions/${sessionId}/messages`, { json: { text: "third question" } }))
+      .status,
+  ).toBe(202);
+  await api.stage.result(ref);
+  const after = await api.stage.entries(ref);
+  const third = after.find(
+    (entry) =>
+      entry.type === "message" && entry.message.role === "user" && entry.message.content === "third question",
   );
+  expect(third?.parentId).toBe(summarized.body.leafId);
+
   expectProblem(
     await api.call("POST", `/v1/sessions/${sessionId}/branch`, { json: { entryId: "nope" } }),
     404,
@@ -172,16 +209,25 @@ test("branch and compact validate, then answer 501 not-implemented", async () =>
     400,
     "invalid-request",
   );
-  expectProblem(
-    await api.call("POST", `/v1/sessions/${sessionId}/compact`, { json: {} }),
-    501,
-    "not-implemented",
-  );
+});
+
+test("compact runs on an idle session and is refused while a run is live", async () => {
+  const sessionId = await finishedSession("compact me");
+  const compacted = await api.call("POST", `/v1/sessions/${sessionId}/compact`, { json: {} });
+  expect(compacted.status).toBe(200);
+  // Two short messages are all inside the recent window that compaction keeps verbatim.
+  expect(compacted.body).toMatchObject({ sessionId, compacted: false });
   expectProblem(
     await api.call("POST", `/v1/sessions/${sessionId}/compact`, { json: { instructions: 5 } }),
     400,
     "invalid-request",
   );
+  api.stage.llm.addScenario("api-hang", { turns: [], after: { text: "late" } });
+  api.stage.llm.addFaults([{ kind: "slow", match: { scenario: "api-hang" }, times: 1, latencyMs: 3_000 }]);
+  const busy = api.sessionId();
+  await api.call("POST", `/v1/sessions/${busy}/messages`, { json: { text: "[scenario:api-hang] wait" } });
+  expectProblem(await api.call("POST", `/v1/sessions/${busy}/compact`, { json: {} }), 409, "run-busy");
+  await api.stage.result({ tenantId: api.tenants.a, sessionId: busy });
 });
 
 test("a tenant never sees or touches another tenant's session: 404 on every route", async () => {

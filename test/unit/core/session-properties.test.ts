@@ -34,7 +34,12 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
     arbitrary: fc.constantFrom("off", "low", "high").map((level) => ({ kind: "thinking" as const, level })),
   },
   { weight: 1, arbitrary: fc.string().map((label) => ({ kind: "label" as const, label })) },
-  { weight: 1, arbitrary: fc.jsonValue().map((data) => ({ kind: "custom" as const, data })) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .jsonValue()
+      .map((data) => ({ kind: "custom" as const, data: JSON.parse(JSON.stringify(data)) })),
+  },
 );
 
 function linearSession(steps: Step[], seed: number) {

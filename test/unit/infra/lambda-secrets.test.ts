@@ -1,4 +1,4 @@
-import { resolveSecretEnv } from "../../../src/worker/lambda";
+import { resolveSecretEnv } from "../../../src/worker/secrets";
 
 function fakeExtension(values: Record<string, string>, seen: Array<{ url: string; token: string | null }>) {
   return (async (input: string | URL | Request, init?: RequestInit) => {
