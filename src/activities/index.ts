@@ -1,6 +1,7 @@
 /** All activities of a worker, wired to the process's dependencies. */
 
 import { branchActivity } from "./branch";
+import { chatReplyActivity } from "./chat-reply";
 import { compactActivity } from "./compact";
 import type { ActivityDeps } from "./deps";
 import { executeToolActivity } from "./execute-tool";
@@ -19,5 +20,6 @@ export function createActivities(deps: ActivityDeps): KeelActivities {
     executeTool: executeToolActivity(deps),
     compact: compactActivity(deps),
     branch: branchActivity(deps),
+    postChatReply: chatReplyActivity(deps),
   };
 }

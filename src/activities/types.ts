@@ -6,7 +6,7 @@
 import type { Usage } from "../core/messages";
 import type { SessionEntry } from "../core/session-types";
 import type { WorkspaceSource } from "../tools/workspace";
-import type { SessionCursor, SessionRef, ThinkingLevel } from "../workflows/types";
+import type { ChatReplyTarget, SessionCursor, SessionRef, ThinkingLevel } from "../workflows/types";
 
 /** A sequence number and an entry to write there (conditional create; a retry adopts). */
 export interface EntryWrite {
@@ -131,6 +131,14 @@ export interface BranchResult {
   summarized: boolean;
 }
 
+export interface PostChatReplyInput extends SessionRef {
+  target: ChatReplyTarget;
+  /** Id of the run execution: a reply is posted at most once per run. */
+  runId: string;
+  status: "completed" | "aborted" | "failed";
+  reason: string;
+}
+
 export interface KeelActivities {
   openSession(input: OpenSessionInput): Promise<SessionCursor>;
   appendEntries(input: AppendEntriesInput): Promise<AppendEntriesResult>;
@@ -139,4 +147,5 @@ export interface KeelActivities {
   executeTool(input: ExecuteToolInput): Promise<ExecuteToolResult>;
   compact(input: CompactInput): Promise<CompactResult>;
   branch(input: BranchInput): Promise<BranchResult>;
+  postChatReply(input: PostChatReplyInput): Promise<{ posted: boolean }>;
 }

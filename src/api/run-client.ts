@@ -150,7 +150,8 @@ export class RunClient {
     try {
       return await this.client.workflow.getHandle(runWorkflowId(ref)).query(stateQuery);
     } catch (error) {
-      if (error instanceof WorkflowNotFoundError || error instanceof QueryNotRegisteredError) return undefined;
+      if (error instanceof WorkflowNotFoundError || error instanceof QueryNotRegisteredError)
+        return undefined;
       throw error;
     }
   }

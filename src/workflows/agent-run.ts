@@ -15,6 +15,7 @@ import {
   condition,
   continueAsNew,
   isCancellation,
+  log,
   proxyActivities,
   setCurrentDetails,
   setHandler,
@@ -83,6 +84,12 @@ const storage = proxyActivities<KeelActivities>({
     maximumInterval: "30 seconds",
     maximumAttempts: 30,
   },
+});
+
+/** Chat notifications are posted at most once (the activity guards it): no retries beyond that. */
+const replies = proxyActivities<KeelActivities>({
+  startToCloseTimeout: "1 minute",
+  retry: { maximumAttempts: 3 },
 });
 
 const claim = proxyActivities<KeelActivities>({
@@ -555,12 +562,23 @@ export async function agentRun(input: RunInput): Promise<RunResult> {
     });
   }
 
-  /** Ends the run: what is open gets closed, then the result. */
-  function finish(final: RunResult["status"], reason: string): RunResult {
+  /** Ends the run: no message is accepted from here on; a chat thread gets the answer. */
+  async function finish(final: RunResult["status"], reason: string): Promise<RunResult> {
     endReason = reason;
     ended = true;
     setStatus(final);
     emit({ type: "agent_end", status: final, reason, usage });
+    if (settings.chatReply) {
+      const target = settings.chatReply;
+      try {
+        await CancellationScope.nonCancellable(() =>
+          replies.postChatReply({ ...ref, target, runId: workflowInfo().runId, status: final, reason }),
+        );
+      } catch (error) {
+        // The session and the run's outcome stand; only the notification was lost.
+        log.warn("posting the run's answer to chat failed", { error: String(error) });
+      }
+    }
     return {
       status: final,
       reason,

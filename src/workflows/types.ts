@@ -62,6 +62,14 @@ export interface RunSettings {
   /** What a new session's workspace starts from (default: empty). */
   workspace?: WorkspaceSource;
   timeouts: RunTimeouts;
+  /** Where the run's final answer is posted when it ends (runs started from a chat thread). */
+  chatReply?: ChatReplyTarget;
+}
+
+export interface ChatReplyTarget {
+  kind: "slack";
+  channel: string;
+  threadTs: string;
 }
 
 export interface RunTimeouts {

@@ -121,7 +121,17 @@ async function handleThreadMessage(
   }
   await saveSlackThread(deps.objects, ref, message.thread);
   try {
-    await runs.deliver(ref, { text: message.text, mode: "auto" }, DEFAULT_RUN_SETTINGS);
+    // The worker posts the run's final answer into the thread when the run ends.
+    const settings = {
+      ...DEFAULT_RUN_SETTINGS,
+      model: deps.config.defaultModel,
+      chatReply: {
+        kind: "slack" as const,
+        channel: message.thread.channel,
+        threadTs: message.thread.threadTs,
+      },
+    };
+    await runs.deliver(ref, { text: message.text, mode: "auto" }, settings);
   } catch (error) {
     if (!(error instanceof DeliveryRefusedError)) throw error;
     const text =

@@ -49,10 +49,12 @@ export async function createApiStage(
     slack?: (tenants: { a: string; b: string }) => SlackConfig;
     overrides?: Partial<ApiDependencies>;
     withWorker?: boolean;
+    /** Extra environment of the worker process (e.g. where it posts chat replies). */
+    workerEnv?: Record<string, string>;
   } = {},
 ): Promise<ApiStage> {
   const stage = await createRunStage();
-  if (options.withWorker !== false) await stage.startWorker();
+  if (options.withWorker !== false) await stage.startWorker(options.workerEnv);
   const keys = { a: `key-a-${uniqueName("k")}`, b: `key-b-${uniqueName("k")}` };
   const tenants = { a: stage.tenantId, b: uniqueName("tenant") };
   const s3 = s3Client();

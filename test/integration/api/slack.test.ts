@@ -55,6 +55,7 @@ beforeAll(async () => {
       apiUrl: slack.url,
       stopWord: "stop",
     }),
+    workerEnv: { KEEL_SLACK_BOT_TOKEN: "xoxb-worker", KEEL_SLACK_API_URL: slack.url },
   });
 });
 
@@ -179,6 +180,16 @@ test("a mention starts a run in the thread's session; thread messages steer; a r
     m.role === "user" && typeof m.content === "string" ? [m.content] : [],
   );
   expect(users).toEqual(["[scenario:slack-slow] fix the build", "use the lockfile"]);
+  // The worker posts the run's final answer into the thread, once.
+  const answers = await eventually(async () => {
+    const found = slack.posts.filter(
+      (post) => post.body.thread_ts === threadTs && post.authorization === "Bearer xoxb-worker",
+    );
+    return found.length > 0 ? found : undefined;
+  });
+  expect(answers.map((post) => [post.body.channel, post.body.text])).toEqual([
+    [CHANNEL, "You said: use the lockfile"],
+  ]);
 
   // Idle again: the next thread message starts a new run in the same session.
   expect(

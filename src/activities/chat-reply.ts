@@ -1,0 +1,32 @@
+/**
+ * Posts a run's final answer into the chat thread it came from. At most once per run: a marker
+ * is written before posting, so a retry after an unknown outcome does not post a second time
+ * (a lost reply is better than a duplicate in a team's channel).
+ */
+import { postSlackReply } from "../api/slack/reply";
+import type { ActivityDeps } from "./deps";
+import type { PostChatReplyInput } from "./types";
+
+export function chatReplyActivity({ store, markers }: ActivityDeps) {
+  return async function postChatReply(input: PostChatReplyInput): Promise<{ posted: boolean }> {
+    const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
+    if (!(await markers.markStarted(ref, `chat-reply-${input.runId}`, 1))) return { posted: false };
+    const { entries } = await store.readEntries(ref, { untilGap: true });
+    const answer = entries
+      .map((stored) => stored.entry)
+      .findLast((entry) => entry.type === "message" && entry.message.role === "assistant");
+    const answerText =
+      answer?.type === "message" && answer.message.role === "assistant"
+        ? answer.message.content
+            .flatMap((block) => (block.type === "text" ? [block.text] : []))
+            .join("\n")
+            .trim()
+        : "";
+    const text =
+      input.status === "completed"
+        ? answerText || "(the run finished without a text answer)"
+        : `The run ${input.status === "aborted" ? "was aborted" : "failed"}: ${input.reason}`;
+    await postSlackReply({ channel: input.target.channel, threadTs: input.target.threadTs, text });
+    return { posted: true };
+  };
+}
