@@ -152,6 +152,7 @@ export async function agentRun(input: RunInput): Promise<RunResult> {
   let begun = carried !== undefined;
   let cursor: SessionCursor | undefined = carried?.cursor;
   let turn = carried?.turn ?? 0;
+  const turnAtStart = turn;
   let toolCallCount = carried?.toolCallCount ?? 0;
   let usage: Usage = carried?.usage ?? emptyUsage();
   let emptyResponses = carried?.emptyResponses ?? 0;
@@ -599,6 +600,9 @@ export async function agentRun(input: RunInput): Promise<RunResult> {
     return {
       cursor,
       turn,
+      needsModel,
+      contextTokens: lastContextTokens,
+      contextWindow,
       toolCallCount,
       usage,
       steering: steering.items,
@@ -610,15 +614,16 @@ export async function agentRun(input: RunInput): Promise<RunResult> {
   }
 
   // ---- the run ----------------------------------------------------------------------------
-  await condition(() => queued() > 0 || abortReason !== undefined);
+  let lastContextTokens = carried?.contextTokens ?? 0;
+  let contextWindow = carried?.contextWindow ?? 0;
+  /** Tool results are waiting for the model. */
+  let needsModel = carried?.needsModel ?? false;
+  await condition(() => queued() > 0 || needsModel || abortReason !== undefined);
   if (abortReason !== undefined && !cursor) return finish("aborted", abortReason);
   cursor ??= await storage.openSession({ ...ref, cwd: sessionCwd(ref) });
   if (!carried) emit({ type: "agent_start", runId: workflowInfo().runId });
   setStatus("running");
 
-  let lastContextTokens = 0;
-  let contextWindow = 0;
-  let needsModel = false; // tool results waiting for the model
   let overflowRetried = false;
 
   for (;;) {
@@ -642,6 +647,7 @@ export async function agentRun(input: RunInput): Promise<RunResult> {
       return finish("completed", `turn limit reached (${settings.limits.maxTurns})`);
     if (
       workflowInfo().continueAsNewSuggested ||
+      turn - turnAtStart >= settings.limits.turnsPerExecution ||
       signalsSeen > MAX_SIGNALS_PER_EXECUTION ||
       updatesSeen > MAX_UPDATES_PER_EXECUTION
     ) {

@@ -34,6 +34,11 @@ export interface RunLimits {
   maxToolCalls: number;
   /** Stop once the run's cost reaches this many US dollars (0 = no budget). */
   maxCostUsd: number;
+  /**
+   * Turns per workflow execution: the run continues as new (same run, fresh history) after this
+   * many, or earlier when Temporal suggests it.
+   */
+  turnsPerExecution: number;
 }
 
 export interface CompactionSettings {
@@ -85,7 +90,7 @@ export const DEFAULT_RUN_SETTINGS: RunSettings = {
   tools: ["read", "write", "edit", "bash", "grep", "find", "ls"],
   toolExecution: "parallel",
   policy: { rules: [], default: "allow", approvalTimeoutMs: 24 * 60 * 60 * 1000 },
-  limits: { maxTurns: 50, maxToolCalls: 200, maxCostUsd: 0 },
+  limits: { maxTurns: 50, maxToolCalls: 200, maxCostUsd: 0, turnsPerExecution: 100 },
   steeringMode: "one-at-a-time",
   followUpMode: "all",
   queueLimit: 32,
@@ -115,6 +120,11 @@ export interface QueuedMessage {
 export interface CarriedState {
   cursor: SessionCursor;
   turn: number;
+  /** The model is owed a call: the previous execution ended its turn with tool results. */
+  needsModel: boolean;
+  /** Context size the model last reported, and its window (the compaction check needs both). */
+  contextTokens: number;
+  contextWindow: number;
   toolCallCount: number;
   usage: Usage;
   steering: QueuedMessage[];
