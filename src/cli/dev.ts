@@ -1,16 +1,33 @@
 /**
- * `keel dev`: the local stack. Starts the Temporal dev server (web UI, state persisted in
- * `.keel/data/temporal`) and the S3 server (bucket created), prints where they are, and stops
- * everything on Ctrl-C. Existing servers are used instead when KEEL_TEMPORAL_ADDRESS or
- * KEEL_S3_ENDPOINT / KEEL_S3_BUCKET are set.
+ * `keel dev`: the whole local stack in one command, then a demo run.
+ *
+ * Starts the Temporal dev server (web UI, state in `.keel/data/temporal`) and the S3 server,
+ * the local LLM server when no provider key is set, a worker (child process) and the HTTP API
+ * (in this process, with a fixed dev key for tenant `dev`); runs the demo (see `demo.ts`) unless
+ * `--no-demo`; keeps everything up until Ctrl-C and then stops all of it. Existing servers are
+ * used instead when KEEL_TEMPORAL_ADDRESS or KEEL_S3_ENDPOINT / KEEL_S3_BUCKET are set.
  */
+import { createHash } from "node:crypto";
 import { mkdirSync } from "node:fs";
+import type { Server } from "node:http";
 import { join } from "node:path";
-import { type S3Settings, s3SettingsFromEnv } from "../store/s3-config";
+import { parseArgs } from "node:util";
+import { apiConfigFromEnv } from "../api/config";
+import { createApiRuntime } from "../api/runtime";
+import { startApiServer } from "../api/server";
+import { type LocalLlmServer, startLocalLlmServer } from "../providers/local-server";
+import { loadCatalog } from "../providers/models";
+import { type S3Settings, s3SettingsFromEnv, s3SettingsToEnv } from "../store/s3-config";
+import { ApiClient, EXIT, type ExitCode, UsageError } from "./client";
+import { DEMO_TENANT, runDemo } from "./demo";
 import { freePort } from "./devstack/ports";
 import { startS3DevServer } from "./devstack/s3-server";
+import type { ServiceProcess } from "./devstack/service-process";
 import { startTemporalDevServer } from "./devstack/temporal-server";
 import { projectRoot } from "./devstack/tools";
+import { startWorkerProcess, WORKER_STOP_GRACE_MS } from "./devstack/worker-process";
+import { writeWorkflowBundle } from "./devstack/workflow-bundle";
+import { type Output, stdoutOutput } from "./render";
 
 export interface DevStack {
   temporal: { address: string; namespace: string; uiUrl?: string };
@@ -18,7 +35,29 @@ export interface DevStack {
   stop(): Promise<void>;
 }
 
-const DEFAULT_PORTS = { temporal: 7233, temporalUi: 8233, s3: 8333 };
+const DEFAULT_PORTS = { temporal: 7233, temporalUi: 8233, s3: 8333, api: 8787 };
+
+/** The local API key of `keel dev` (loopback only, tenant `dev`); not a secret. */
+export const DEV_API_KEY = "keel-dev-key";
+const DEV_TASK_QUEUE = "keel";
+
+/** Each reply of the local LLM server waits this long, so the demo can be steered mid-run. */
+const DEMO_LLM_LATENCY_MS = 700;
+
+/** Models used with a real provider key, first match wins. */
+const REAL_PROVIDER_MODELS = [
+  { envKey: "OPENAI_API_KEY", model: "gpt-4.1-mini" },
+  { envKey: "ANTHROPIC_API_KEY", model: "claude-sonnet-4-5" },
+] as const;
+const LOCAL_MODEL = "local-chat";
+
+export const devUsage = `Usage: keel dev [--no-demo] [--model M]
+
+Runs the local stack (Temporal dev server + UI, S3 server, local LLM server when no
+OPENAI_API_KEY / ANTHROPIC_API_KEY is set, worker, HTTP API), then a demo run in a copy of
+examples/sample-project. Ctrl-C stops everything. KEEL_DATA_DIR moves the state folder
+(default .keel/data).
+`;
 
 /** The preferred port when it is free, another free port otherwise. */
 async function portOr(preferred: number): Promise<number> {
@@ -31,73 +70,246 @@ async function portOr(preferred: number): Promise<number> {
   return free ? preferred : freePort();
 }
 
+/** Temporal and S3: started side by side (or the configured existing ones). */
 export async function startDevStack(env: NodeJS.ProcessEnv = process.env): Promise<DevStack> {
   const dataDir = env.KEEL_DATA_DIR ?? join(projectRoot, ".keel/data");
   const stops: Array<() => Promise<void>> = [];
   const stop = async () => {
     await Promise.all(stops.splice(0).map((fn) => fn()));
   };
-  try {
-    let temporal: DevStack["temporal"];
+  const startTemporal = async (): Promise<DevStack["temporal"]> => {
     if (env.KEEL_TEMPORAL_ADDRESS) {
-      temporal = { address: env.KEEL_TEMPORAL_ADDRESS, namespace: env.KEEL_TEMPORAL_NAMESPACE ?? "default" };
-    } else {
-      const temporalDir = join(dataDir, "temporal");
-      mkdirSync(temporalDir, { recursive: true });
-      const server = await startTemporalDevServer({
-        dataDir: temporalDir,
-        persist: true,
-        port: await portOr(DEFAULT_PORTS.temporal),
-        uiPort: await portOr(DEFAULT_PORTS.temporalUi),
-        namespace: env.KEEL_TEMPORAL_NAMESPACE ?? "default",
-      });
-      stops.push(() => server.process.stop());
-      temporal = { address: server.address, namespace: server.namespace, uiUrl: server.uiUrl };
+      return { address: env.KEEL_TEMPORAL_ADDRESS, namespace: env.KEEL_TEMPORAL_NAMESPACE ?? "default" };
     }
-
-    let s3: S3Settings;
-    if (env.KEEL_S3_ENDPOINT || env.KEEL_S3_BUCKET) {
-      s3 = s3SettingsFromEnv(env);
-    } else {
-      const s3Dir = join(dataDir, "s3");
-      mkdirSync(s3Dir, { recursive: true });
-      const server = await startS3DevServer({
-        dataDir: s3Dir,
-        bucket: "keel",
-        port: await portOr(DEFAULT_PORTS.s3),
-      });
-      stops.push(() => server.process.stop());
-      s3 = server.settings;
-    }
-    return { temporal, s3, stop };
-  } catch (error) {
+    const temporalDir = join(dataDir, "temporal");
+    mkdirSync(temporalDir, { recursive: true });
+    const server = await startTemporalDevServer({
+      dataDir: temporalDir,
+      persist: true,
+      port: await portOr(DEFAULT_PORTS.temporal),
+      uiPort: await portOr(DEFAULT_PORTS.temporalUi),
+      namespace: env.KEEL_TEMPORAL_NAMESPACE ?? "default",
+    });
+    stops.push(() => server.process.stop());
+    return { address: server.address, namespace: server.namespace, uiUrl: server.uiUrl };
+  };
+  const startS3 = async (): Promise<S3Settings> => {
+    if (env.KEEL_S3_ENDPOINT || env.KEEL_S3_BUCKET) return s3SettingsFromEnv(env);
+    const s3Dir = join(dataDir, "s3");
+    mkdirSync(s3Dir, { recursive: true });
+    const server = await startS3DevServer({
+      dataDir: s3Dir,
+      bucket: "keel",
+      port: await portOr(DEFAULT_PORTS.s3),
+    });
+    stops.push(() => server.process.stop());
+    return server.settings;
+  };
+  const [temporal, s3] = await Promise.allSettled([startTemporal(), startS3()]);
+  if (temporal.status === "rejected" || s3.status === "rejected") {
     await stop();
+    throw temporal.status === "rejected" ? temporal.reason : (s3 as PromiseRejectedResult).reason;
+  }
+  return { temporal: temporal.value, s3: s3.value, stop };
+}
+
+/** Which model the stack uses: a real provider's when its key is set, else the local server's. */
+export function chooseModel(env: NodeJS.ProcessEnv, requested?: string): { model: string; local: boolean } {
+  const real = REAL_PROVIDER_MODELS.find(({ envKey }) => env[envKey]);
+  if (requested) {
+    const info = loadCatalog().find(requested);
+    if (!info) throw new UsageError(`unknown model "${requested}" (see src/providers/models.json)`);
+    return { model: requested, local: info.provider === "local" };
+  }
+  return real ? { model: real.model, local: false } : { model: LOCAL_MODEL, local: true };
+}
+
+function sha256(text: string): string {
+  return createHash("sha256").update(text).digest("hex");
+}
+
+/** Resolves on the first SIGINT / SIGTERM. */
+function stopSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    // The servers are detached; this timer is what keeps the process (and so the stack) alive.
+    const keepAlive = setInterval(() => {}, 60_000);
+    const onSignal = (signal: NodeJS.Signals) => {
+      clearInterval(keepAlive);
+      process.off("SIGINT", onSignal);
+      process.off("SIGTERM", onSignal);
+      resolve(signal);
+    };
+    process.on("SIGINT", onSignal);
+    process.on("SIGTERM", onSignal);
+  });
+}
+
+/** Prints "label …" then "ok (1.2s)" around `step`. */
+async function step<T>(out: Output, label: string, action: () => Promise<T>): Promise<T> {
+  const started = Date.now();
+  out.write(`• ${label} … `);
+  try {
+    const value = await action();
+    out.write(`ok (${((Date.now() - started) / 1000).toFixed(1)}s)\n`);
+    return value;
+  } catch (error) {
+    out.write("failed\n");
     throw error;
   }
 }
 
 /** Runs the local stack in the foreground until SIGINT / SIGTERM. */
-export async function runDev(): Promise<void> {
-  const stack = await startDevStack();
-  const lines = [
-    "Keel local stack is up:",
-    `  Temporal      ${stack.temporal.address} (namespace ${stack.temporal.namespace})`,
-    ...(stack.temporal.uiUrl ? [`  Temporal UI   ${stack.temporal.uiUrl}`] : []),
-    `  S3            ${stack.s3.endpoint ?? "AWS S3"} (bucket ${stack.s3.bucket})`,
-    "Press Ctrl-C to stop.",
-  ];
-  process.stdout.write(`${lines.join("\n")}\n`);
-  await new Promise<void>((resolveStop) => {
-    // The servers are detached; this timer is what keeps the process (and so the stack) alive.
-    const keepAlive = setInterval(() => {}, 60_000);
-    const onSignal = () => {
-      clearInterval(keepAlive);
-      resolveStop();
-    };
-    process.once("SIGINT", onSignal);
-    process.once("SIGTERM", onSignal);
+export async function runDev(argv: string[], out: Output = stdoutOutput): Promise<ExitCode> {
+  let values: { "no-demo"?: boolean; model?: string };
+  try {
+    values = parseArgs({
+      args: argv,
+      options: { "no-demo": { type: "boolean" }, model: { type: "string" } },
+      strict: true,
+    }).values;
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  const env = process.env;
+  const { model, local } = chooseModel(env, values.model);
+  const dataDir = env.KEEL_DATA_DIR ?? join(projectRoot, ".keel/data");
+  mkdirSync(dataDir, { recursive: true });
+  const signal = stopSignal();
+  let stopping = false;
+  void signal.then(() => {
+    stopping = true;
   });
-  process.stdout.write("Stopping the local stack...\n");
-  await stack.stop();
-  process.stdout.write("Stopped.\n");
+
+  // Stopped in reverse order of start: the worker before the servers it talks to.
+  const stops: Array<() => Promise<void>> = [];
+  const stopAll = async () => {
+    for (const stop of stops.splice(0).reverse()) await stop().catch(() => undefined);
+  };
+
+  try {
+    const [stack, bundlePath] = await step(
+      out,
+      "Temporal dev server + web UI, S3 server, workflow bundle",
+      async () => {
+        const bundle = writeWorkflowBundle(join(dataDir, "workflow-bundle.js"));
+        const servers = await startDevStack(env);
+        stops.push(() => servers.stop());
+        return [servers, await bundle] as const;
+      },
+    );
+
+    let llm: LocalLlmServer | undefined;
+    if (local) {
+      llm = await step(out, "local LLM server (no provider key set)", () =>
+        startLocalLlmServer({ latencyMs: DEMO_LLM_LATENCY_MS }),
+      );
+      const server = llm;
+      stops.push(() => server.close());
+    }
+
+    const providerEnv: Record<string, string | undefined> = llm
+      ? {
+          OPENAI_API_KEY: "local",
+          OPENAI_BASE_URL: llm.openaiBaseURL,
+          ANTHROPIC_API_KEY: "local",
+          ANTHROPIC_BASE_URL: llm.anthropicBaseURL,
+        }
+      : {
+          OPENAI_API_KEY: env.OPENAI_API_KEY,
+          OPENAI_BASE_URL: env.OPENAI_BASE_URL,
+          ANTHROPIC_API_KEY: env.ANTHROPIC_API_KEY,
+          ANTHROPIC_BASE_URL: env.ANTHROPIC_BASE_URL,
+        };
+    const workspaceRoot = env.KEEL_WORKSPACE_ROOT ?? join(dataDir, "workspaces");
+    const serverEnv = {
+      KEEL_TEMPORAL_ADDRESS: stack.temporal.address,
+      KEEL_TEMPORAL_NAMESPACE: stack.temporal.namespace,
+      KEEL_TASK_QUEUE: env.KEEL_TASK_QUEUE ?? DEV_TASK_QUEUE,
+      ...s3SettingsToEnv(stack.s3),
+    };
+    const workerLog = join(dataDir, "worker.log");
+    const worker: ServiceProcess = await step(out, "worker", () =>
+      startWorkerProcess({
+        logFile: workerLog,
+        env: {
+          ...serverEnv,
+          ...providerEnv,
+          KEEL_WORKFLOW_BUNDLE: bundlePath,
+          KEEL_WORKSPACE_ROOT: workspaceRoot,
+          KEEL_MODELS_FILE: env.KEEL_MODELS_FILE,
+        },
+      }),
+    );
+    stops.push(() => worker.stop(WORKER_STOP_GRACE_MS));
+
+    const apiPort = await portOr(Number(env.KEEL_API_PORT) || DEFAULT_PORTS.api);
+    const api = await step(out, "HTTP API", async () => {
+      const config = apiConfigFromEnv({
+        ...serverEnv,
+        KEEL_API_KEYS: JSON.stringify({ [sha256(DEV_API_KEY)]: DEMO_TENANT }),
+        KEEL_API_ALLOW_DIRECTORY_WORKSPACES: "true",
+        KEEL_API_PORT: String(apiPort),
+      });
+      const runtime = createApiRuntime(config);
+      const { server, port } = await startApiServer(runtime.app, apiPort);
+      return { runtime, server: server as Server, url: `http://127.0.0.1:${port}` };
+    });
+    stops.push(async () => {
+      // Open event streams would hold the server open: close them with it.
+      await new Promise<void>((resolve) => {
+        api.server.close(() => resolve());
+        api.server.closeAllConnections();
+      });
+      await api.runtime.close();
+    });
+
+    out.write(
+      [
+        "",
+        "Keel local stack is up:",
+        `  Temporal      ${stack.temporal.address} (namespace ${stack.temporal.namespace})`,
+        ...(stack.temporal.uiUrl ? [`  Temporal UI   ${stack.temporal.uiUrl}`] : []),
+        `  S3            ${stack.s3.endpoint ?? "AWS S3"} (bucket ${stack.s3.bucket})`,
+        `  LLM           ${llm ? `local LLM server ${llm.url} (model ${model})` : `model ${model}`}`,
+        `  worker        task queue ${serverEnv.KEEL_TASK_QUEUE}, workspaces in ${workspaceRoot}, log ${workerLog}`,
+        `  API           ${api.url} (tenant ${DEMO_TENANT})`,
+        "",
+        "Use the CLI from another terminal:",
+        `  export KEEL_API_URL=${api.url} KEEL_API_KEY=${DEV_API_KEY}`,
+        `  npx keel run "list the files" --model ${model} --follow`,
+        "",
+      ].join("\n"),
+    );
+
+    if (!values["no-demo"] && !stopping) {
+      const client = new ApiClient({ baseUrl: api.url, apiKey: DEV_API_KEY });
+      runDemo({
+        client,
+        out,
+        model,
+        scripted: local,
+        temporal: stack.temporal,
+        s3: stack.s3,
+        workspaceRoot,
+      }).then(
+        () => out.write("The stack stays up. Press Ctrl-C to stop.\n"),
+        (error: unknown) => {
+          if (!stopping)
+            out.write(`Demo failed: ${error instanceof Error ? error.message : String(error)}\n`);
+        },
+      );
+    } else {
+      out.write("Press Ctrl-C to stop.\n");
+    }
+    await signal;
+  } catch (error) {
+    if (!stopping) {
+      await stopAll();
+      throw error;
+    }
+  }
+  out.write("\nStopping the local stack…\n");
+  await stopAll();
+  out.write("Stopped.\n");
+  return EXIT.ok;
 }

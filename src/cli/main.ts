@@ -1,34 +1,112 @@
 #!/usr/bin/env node
-/** The `keel` command. */
-import { runDev } from "./dev";
+/**
+ * The `keel` command: a client of the HTTP API (KEEL_API_URL / KEEL_API_KEY, or --url / --key)
+ * plus `keel dev`, the local stack. Exit codes: 0 ok, 1 run failed or aborted / server error,
+ * 2 usage error, 3 not found or refused.
+ */
+import { ApiError, EXIT, type ExitCode, exitCodeOf, UsageError } from "./client";
+import type { Command, CommandContext } from "./command";
+import { abortCommand, approveCommand } from "./commands/control";
+import { eventsCommand } from "./commands/events";
+import { followUpCommand, interruptCommand, runCommand, sendCommand, steerCommand } from "./commands/message";
+import { sessionsCommand, showCommand } from "./commands/sessions";
+import { exportCommand, importCommand } from "./commands/transfer";
+import { devUsage, runDev } from "./dev";
+import { stdoutOutput } from "./render";
 
-const usage = `Usage: keel <command>
+const COMMANDS: Record<string, Command> = {
+  run: runCommand,
+  send: sendCommand,
+  steer: steerCommand,
+  followup: followUpCommand,
+  interrupt: interruptCommand,
+  abort: abortCommand,
+  approve: approveCommand,
+  sessions: sessionsCommand,
+  show: showCommand,
+  events: eventsCommand,
+  export: exportCommand,
+  import: importCommand,
+};
+
+function usage(): string {
+  const width = Math.max(...Object.keys(COMMANDS).map((name) => name.length), 3);
+  const lines = Object.entries(COMMANDS).map(
+    ([name, command]) => `  ${name.padEnd(width)}  ${command.summary}`,
+  );
+  return `Usage: keel <command> [options]
 
 Commands:
-  dev     run the local stack (Temporal dev server with UI, S3 server) until Ctrl-C
-`;
+  ${"dev".padEnd(width)}  run the local stack and a demo until Ctrl-C (keel dev --help)
+${lines.join("\n")}
 
-async function main(argv: string[]): Promise<number> {
-  const [command] = argv;
-  switch (command) {
-    case "dev":
-      await runDev();
-      return 0;
-    case undefined:
-    case "help":
-    case "--help":
-      process.stdout.write(usage);
-      return 0;
-    default:
-      process.stderr.write(`keel: unknown command '${command}'\n${usage}`);
-      return 2;
+Options for every API command:
+  --url URL   API base URL (default $KEEL_API_URL, else http://127.0.0.1:8787)
+  --key KEY   API key (default $KEEL_API_KEY)
+  --json      machine-readable output (JSON; events as JSON lines)
+
+Exit codes: 0 ok · 1 run failed or aborted, server error · 2 usage error · 3 not found or refused
+`;
+}
+
+export async function main(argv: string[], context: CommandContext): Promise<ExitCode> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === "help" || name === "--help" || name === "-h") {
+    context.out.write(usage());
+    return EXIT.ok;
+  }
+  const wantsHelp = rest.includes("--help") || rest.includes("-h");
+  if (name === "dev") {
+    if (wantsHelp) {
+      context.out.write(devUsage);
+      return EXIT.ok;
+    }
+    return runDev(rest, context.out);
+  }
+  const command = COMMANDS[name];
+  if (!command) throw new UsageError(`unknown command '${name}'`);
+  if (wantsHelp) {
+    context.out.write(`Usage: ${command.usage}\n\n${command.summary}\n`);
+    return EXIT.ok;
+  }
+  try {
+    return await command.run(rest, context);
+  } catch (error) {
+    if (error instanceof UsageError) throw new UsageError(`${error.message}\nUsage: ${command.usage}`);
+    throw error;
   }
 }
 
-main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
-  (error: unknown) => {
-    process.stderr.write(`keel: ${error instanceof Error ? error.message : String(error)}\n`);
-    process.exit(1);
-  },
-);
+/** Errors as one line (or a problem+json document with --json) on stderr. */
+function report(error: unknown, json: boolean): void {
+  if (json && error instanceof ApiError) {
+    process.stderr.write(
+      `${JSON.stringify({ error: error.slug, status: error.status, message: error.message, problem: error.body })}\n`,
+    );
+    return;
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  process.stderr.write(`keel: ${message}\n`);
+  if (error instanceof UsageError && !message.includes("Usage:"))
+    process.stderr.write("Run `keel --help` for usage.\n");
+}
+
+/** Exits once everything written to stdout has been flushed (pipes are asynchronous). */
+function exitAfterFlush(code: number): void {
+  process.stdout.write("", () => process.exit(code));
+}
+
+/** Runs `keel` with the process's arguments and exits with its code. */
+export function cli(): void {
+  const argv = process.argv.slice(2);
+  main(argv, {
+    env: process.env,
+    out: stdoutOutput,
+    err: (text) => process.stderr.write(text),
+  }).then(exitAfterFlush, (error: unknown) => {
+    report(error, argv.includes("--json"));
+    exitAfterFlush(exitCodeOf(error));
+  });
+}
+
+if (require.main === module) cli();

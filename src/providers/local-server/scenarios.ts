@@ -125,7 +125,8 @@ export const demoScenario: Scenario = {
         toolCalls: [
           {
             name: "edit",
-            arguments: { path, edits: [{ oldText: firstLine, newText: `${firstLine}\n\n${DEMO_NOTE}` }] },
+            // Keel's edit tool: one replacement per call, `{path, oldText, newText}`.
+            arguments: { path, oldText: firstLine, newText: `${firstLine}\n\n${DEMO_NOTE}` },
           },
         ],
       };

@@ -1,0 +1,68 @@
+/** `keel abort` and `keel approve`: decisions about a session's live run. */
+import { EXIT, UsageError } from "../client";
+import { type Command, parseCommand, printJson, sessionPath } from "../command";
+
+export const abortCommand: Command = {
+  usage: "keel abort <session> [--reason TEXT]",
+  summary: "stop the session's live run",
+  async run(argv, context) {
+    const parsed = parseCommand(
+      argv,
+      { reason: { type: "string" } },
+      { min: 1, max: 1, names: "<session>" },
+      context,
+    );
+    const [sessionId] = parsed.positionals as [string];
+    const reason = parsed.values.reason;
+    const answer = await parsed.client.request("POST", sessionPath(sessionId, "/abort"), {
+      json: typeof reason === "string" ? { reason } : {},
+    });
+    if (parsed.json) printJson(context, answer);
+    else context.out.write(`abort requested for session ${sessionId}\n`);
+    return EXIT.ok;
+  },
+};
+
+function parseArgsJson(text: string): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new UsageError("--args must be a JSON object");
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new UsageError("--args must be a JSON object");
+  }
+  return value as Record<string, unknown>;
+}
+
+export const approveCommand: Command = {
+  usage: "keel approve <session> <toolCallId> [--reject] [--args JSON] [--reason TEXT]",
+  summary: "approve (or --reject) a tool call waiting for a decision; --args replaces its arguments",
+  async run(argv, context) {
+    const parsed = parseCommand(
+      argv,
+      { reject: { type: "boolean", default: false }, args: { type: "string" }, reason: { type: "string" } },
+      { min: 2, max: 2, names: "<session> <toolCallId>" },
+      context,
+    );
+    const [sessionId, toolCallId] = parsed.positionals as [string, string];
+    const { reject, args, reason } = parsed.values;
+    if (reject && typeof args === "string")
+      throw new UsageError("--args edits an approved call; not with --reject");
+    const body = {
+      decision: reject ? "reject" : "approve",
+      ...(typeof args === "string" ? { args: parseArgsJson(args) } : {}),
+      ...(typeof reason === "string" ? { reason } : {}),
+    };
+    const answer = await parsed.client.request(
+      "POST",
+      sessionPath(sessionId, `/approvals/${encodeURIComponent(toolCallId)}`),
+      { json: body },
+    );
+    if (parsed.json) printJson(context, answer);
+    else
+      context.out.write(`${body.decision === "reject" ? "rejected" : "approved"} tool call ${toolCallId}\n`);
+    return EXIT.ok;
+  },
+};

@@ -1,0 +1,40 @@
+/** `keel events`: the events of a session's latest run, once or followed live. */
+import type { AgentEvent } from "../../core/events";
+import { EXIT } from "../client";
+import { type Command, integerOption, parseCommand, printJson, sessionPath } from "../command";
+import { EventPrinter } from "../render";
+import { EventDetails, followRun } from "./follow";
+
+export const eventsCommand: Command = {
+  usage: "keel events <session> [--follow] [--after N]",
+  summary: "the latest run's events after seq N; --follow streams them until the run ends",
+  async run(argv, context) {
+    const parsed = parseCommand(
+      argv,
+      { follow: { type: "boolean", short: "f", default: false }, after: { type: "string" } },
+      { min: 1, max: 1, names: "<session>" },
+      context,
+    );
+    const [sessionId] = parsed.positionals as [string];
+    const after = integerOption(parsed.values.after as string | undefined, "after") ?? 0;
+    const printer = new EventPrinter(context.out, parsed.json);
+    const details = parsed.json ? undefined : new EventDetails(parsed.client, sessionId);
+    if (parsed.values.follow) {
+      const status = await followRun(parsed.client, sessionId, after, printer, { details });
+      return status === undefined || status === "completed" ? EXIT.ok : EXIT.failed;
+    }
+    const page = await parsed.client.request<{ events: AgentEvent[]; lastSeq: number; runEnded: boolean }>(
+      "GET",
+      sessionPath(sessionId, `/events?after=${after}`),
+    );
+    if (parsed.json) {
+      printJson(context, page);
+      return EXIT.ok;
+    }
+    for (const event of page.events) printer.print(details ? await details.complete(event) : event);
+    printer.done();
+    if (!page.runEnded)
+      context.out.write(`(run still live; continue with --after ${page.lastSeq} or --follow)\n`);
+    return EXIT.ok;
+  },
+};

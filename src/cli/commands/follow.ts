@@ -1,0 +1,121 @@
+/** Following a session's latest run until it ends, across stream reconnects. */
+import type { AgentEndStatus, AgentEvent } from "../../core/events";
+import type { AgentMessage } from "../../core/messages";
+import type { ApiClient } from "../client";
+import { sessionPath } from "../command";
+import type { EventPrinter } from "../render";
+
+/** How long to wait before reconnecting a stream that ended while the run was still live. */
+const RECONNECT_DELAY_MS = 300;
+const ENTRIES_PAGE_LIMIT = 1_000;
+
+interface EventsPage {
+  events: AgentEvent[];
+  lastSeq: number;
+  runEnded: boolean;
+}
+
+interface EntriesPage {
+  entries: Array<{ seq: number; entry: { id: string; type: string; message?: AgentMessage } }>;
+  nextAfter?: number;
+}
+
+/**
+ * Run events name messages by entry id and tool calls by id; people want to see the text, the
+ * tokens and the arguments. This reads the session's entries as they appear (one page request per
+ * message) and fills `message_end.message` and `tool_execution_start.args` in.
+ */
+export class EventDetails {
+  private after: number | undefined;
+  private readonly messages = new Map<string, AgentMessage>();
+  private readonly toolArgs = new Map<string, Record<string, unknown>>();
+
+  constructor(
+    private readonly client: ApiClient,
+    private readonly sessionId: string,
+  ) {}
+
+  /** The event with its message or arguments filled in when they can be found; never throws. */
+  async complete(event: AgentEvent): Promise<AgentEvent> {
+    try {
+      if (event.type === "message_end" && !event.message) {
+        if (!this.messages.has(event.entryId)) await this.readNewEntries();
+        const message = this.messages.get(event.entryId);
+        return message ? { ...event, message } : event;
+      }
+      if (event.type === "tool_execution_start" && !event.args) {
+        const args = this.toolArgs.get(event.toolCallId);
+        return args ? { ...event, args } : event;
+      }
+    } catch {
+      // Details are a nicety: the event is shown as it came.
+    }
+    return event;
+  }
+
+  private async readNewEntries(): Promise<void> {
+    for (;;) {
+      const query = new URLSearchParams({ limit: String(ENTRIES_PAGE_LIMIT) });
+      if (this.after !== undefined) query.set("after", String(this.after));
+      const page = await this.client.request<EntriesPage>(
+        "GET",
+        sessionPath(this.sessionId, `/entries?${query}`),
+      );
+      for (const { seq, entry } of page.entries) {
+        this.after = seq;
+        if (entry.type !== "message" || !entry.message) continue;
+        this.messages.set(entry.id, entry.message);
+        if (entry.message.role !== "assistant") continue;
+        for (const block of entry.message.content) {
+          if (block.type === "toolCall") this.toolArgs.set(block.id, block.arguments);
+        }
+      }
+      if (page.nextAfter === undefined || page.entries.length === 0) return;
+    }
+  }
+}
+
+/**
+ * Prints the events after `after` until the run ends; resolves with the run's end status, or
+ * undefined when the session has no run (or it ended before any `agent_end` could be seen).
+ * A stream cut short (a proxy timeout, `KEEL_API_SSE_MAX_SECONDS`) is resumed from the last seq.
+ * With `details`, messages and tool arguments are filled in before printing.
+ */
+export async function followRun(
+  client: ApiClient,
+  sessionId: string,
+  after: number,
+  printer: EventPrinter,
+  options: { details?: EventDetails; onEvent?: (event: AgentEvent) => void } = {},
+): Promise<AgentEndStatus | undefined> {
+  let lastSeq = after;
+  const take = async (raw: AgentEvent): Promise<AgentEndStatus | undefined> => {
+    const event = options.details ? await options.details.complete(raw) : raw;
+    printer.print(event);
+    lastSeq = event.seq;
+    options.onEvent?.(event);
+    return event.type === "agent_end" ? event.status : undefined;
+  };
+  printer.waiting();
+  try {
+    for (;;) {
+      for await (const event of client.events(sessionId, lastSeq)) {
+        const status = await take(event);
+        if (status) return status;
+      }
+      // The stream ended without agent_end: either the run is over or the stream was cut.
+      const page = await client.request<EventsPage>(
+        "GET",
+        sessionPath(sessionId, `/events?after=${lastSeq}`),
+      );
+      for (const event of page.events) {
+        const status = await take(event);
+        if (status) return status;
+      }
+      if (page.runEnded) return undefined;
+      await new Promise((resolve) => setTimeout(resolve, RECONNECT_DELAY_MS));
+    }
+  } finally {
+    printer.done();
+  }
+}
