@@ -1,0 +1,124 @@
+/**
+ * Replay safety: histories of representative runs, recorded with an earlier version of the
+ * workflow code and committed under test/fixtures/histories/, must replay without
+ * non-determinism against the current code.
+ *
+ * Record again (after an intended, patched change) with:
+ *   KEEL_RECORD_HISTORIES=1 npx jest test/integration/run/replay.test.ts --selectProjects integration
+ */
+
+import { execFileSync } from "node:child_process";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { historyFromJSON } from "@temporalio/common/lib/proto-utils";
+import { Worker } from "@temporalio/worker";
+import { toolPaths } from "../../../src/cli/devstack/tools";
+import { type RunSettings, runWorkflowId } from "../../../src/workflows/types";
+import { temporalAddress, workflowBundlePath } from "../../support/integration-env";
+import { createRunStage, eventually, type RunStage } from "../../support/run-harness";
+
+const historiesDir = resolve(__dirname, "../../fixtures/histories");
+const recording = process.env.KEEL_RECORD_HISTORIES === "1";
+
+/** The runs whose histories are kept: each exercises a different path through the workflow. */
+const representativeRuns: Array<{
+  name: string;
+  drive(stage: RunStage, ref: { tenantId: string; sessionId: string }): Promise<void>;
+}> = [
+  {
+    name: "text-answer",
+    drive: async (stage, ref) => {
+      await stage.runs.deliver(ref, { text: "hello", mode: "auto" }, stage.settings());
+    },
+  },
+  {
+    name: "parallel-tools-and-steering",
+    drive: async (stage, ref) => {
+      stage.llm.addScenario("replay-tools", {
+        turns: [
+          {
+            toolCalls: [
+              { name: "write", arguments: { path: "a.txt", content: "a" } },
+              { name: "bash", arguments: { command: "sleep 1; cat a.txt" } },
+            ],
+          },
+        ],
+        after: { text: "You said: {{lastUser}}" },
+      });
+      await stage.runs.deliver(ref, { text: "[scenario:replay-tools] go", mode: "auto" }, stage.settings());
+      await eventually(async () =>
+        (await stage.runs.state(ref))?.pendingToolCalls.some((call) => call.state === "running")
+          ? true
+          : undefined,
+      );
+      await stage.runs.deliver(ref, { text: "steer now", mode: "steer" }, stage.settings());
+    },
+  },
+  {
+    name: "approval-then-abort",
+    drive: async (stage, ref) => {
+      stage.llm.addScenario("replay-approval", {
+        turns: [{ toolCalls: [{ name: "bash", arguments: { command: "echo hi" } }] }],
+        after: { text: "{{lastToolResult}}" },
+      });
+      const policy: RunSettings["policy"] = {
+        rules: [{ tool: "bash", action: "ask" }],
+        default: "allow",
+        approvalTimeoutMs: 60_000,
+      };
+      await stage.runs.deliver(
+        ref,
+        { text: "[scenario:replay-approval] go", mode: "auto" },
+        stage.settings({ policy }),
+      );
+      await eventually(async () =>
+        (await stage.runs.state(ref))?.status === "waiting_approval" ? true : undefined,
+      );
+      await stage.runs.abort(ref, "recorded abort");
+    },
+  },
+];
+
+if (recording) {
+  test("record histories of representative runs", async () => {
+    const stage = await createRunStage();
+    await stage.startWorker();
+    try {
+      for (const run of representativeRuns) {
+        const ref = stage.newSession();
+        await run.drive(stage, ref);
+        await stage.result(ref);
+        // The Temporal CLI writes the same proto3 JSON that replay reads (the SDK's serializer
+        // trips over jest's separate Uint8Array realm).
+        const history = execFileSync(
+          toolPaths().temporal,
+          [
+            "workflow",
+            "show",
+            "--workflow-id",
+            runWorkflowId(ref),
+            "--address",
+            temporalAddress(),
+            "--output",
+            "json",
+          ],
+          { encoding: "utf8", maxBuffer: 64 * 1024 * 1024 },
+        );
+        writeFileSync(join(historiesDir, `${run.name}.json`), history);
+      }
+    } finally {
+      await stage.close();
+    }
+  }, 180_000);
+} else {
+  const files = readdirSync(historiesDir).filter((file) => file.endsWith(".json"));
+
+  test("committed histories exist for every representative run", () => {
+    expect(files.sort()).toEqual(representativeRuns.map((run) => `${run.name}.json`).sort());
+  });
+
+  test.each(files)("%s replays against the current workflow code", async (file) => {
+    const history = historyFromJSON(JSON.parse(readFileSync(join(historiesDir, file), "utf8")));
+    await Worker.runReplayHistory({ workflowBundle: { codePath: workflowBundlePath() } }, history, file);
+  });
+}
