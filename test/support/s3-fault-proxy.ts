@@ -1,0 +1,80 @@
+/**
+ * An HTTP proxy in front of the real S3 server that answers a share of requests with
+ * `503 SlowDown` (or drops the connection) instead of forwarding them: S3 having a bad minute.
+ */
+import { createServer, request as forward, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+
+export interface S3FaultProxy {
+  endpoint: string;
+  /** Requests answered with a fault so far. */
+  faults(): number;
+  /** Requests forwarded so far. */
+  forwarded(): number;
+  setFailureRate(rate: number): void;
+  close(): Promise<void>;
+}
+
+export async function startS3FaultProxy(
+  target: string,
+  failureRate: number,
+  seed = 1,
+): Promise<S3FaultProxy> {
+  const upstream = new URL(target);
+  let rate = failureRate;
+  let state = seed;
+  // Deterministic pseudo-random choice per request (mulberry32).
+  const random = () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  let faults = 0;
+  let forwarded = 0;
+  const server: Server = createServer((incoming, outgoing) => {
+    if (random() < rate) {
+      faults += 1;
+      incoming.resume();
+      if (faults % 4 === 0) {
+        outgoing.socket?.destroy(); // a dropped connection
+        return;
+      }
+      outgoing.writeHead(503, { "content-type": "application/xml" });
+      outgoing.end("<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>");
+      return;
+    }
+    forwarded += 1;
+    const proxied = forward(
+      {
+        host: upstream.hostname,
+        port: upstream.port,
+        method: incoming.method,
+        path: incoming.url,
+        headers: incoming.headers,
+      },
+      (response) => {
+        outgoing.writeHead(response.statusCode ?? 502, response.headers);
+        response.pipe(outgoing);
+      },
+    );
+    proxied.on("error", () => outgoing.destroy());
+    incoming.pipe(proxied);
+  });
+  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
+  const { port } = server.address() as AddressInfo;
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    faults: () => faults,
+    forwarded: () => forwarded,
+    setFailureRate: (next) => {
+      rate = next;
+    },
+    close: () =>
+      new Promise<void>((done) => {
+        server.closeAllConnections();
+        server.close(() => done());
+      }),
+  };
+}
