@@ -24,8 +24,8 @@ export interface S3DevServerOptions {
 }
 
 /** Local-only credentials of the dev server (not a secret: it listens on loopback only). */
-const LOCAL_ACCESS_KEY_ID = "keel-local";
-const LOCAL_SECRET_ACCESS_KEY = "keel-local-secret";
+export const LOCAL_ACCESS_KEY_ID = "keel-local";
+export const LOCAL_SECRET_ACCESS_KEY = "keel-local-secret";
 
 export async function startS3DevServer(options: S3DevServerOptions): Promise<S3DevServer> {
   // weed mini runs master, volume, filer, S3 and WebDAV servers; each gets its own port (and a

@@ -1,0 +1,127 @@
+/**
+ * `keel dev` end to end: the whole local stack as a subprocess with its own data folder, the demo
+ * run (steered mid-run), what it prints, what it leaves in S3 and in the workspace, and a clean
+ * stop on Ctrl-C with no process of the stack left behind.
+ */
+import { mkdtempSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { DEMO_DONE_LINE, DEMO_TENANT } from "../../../src/cli/demo";
+import { LOCAL_ACCESS_KEY_ID, LOCAL_SECRET_ACCESS_KEY } from "../../../src/cli/devstack/s3-server";
+import { createS3Client } from "../../../src/store/s3-config";
+import { SessionStore } from "../../../src/store/session-store";
+import { testTmpDir } from "../../support/integration-env";
+import { messagesOf } from "../../support/run-harness";
+import { type KeelDev, printed, processesMentioning, startKeelDev } from "./keel-process";
+
+/** Servers, a workflow bundle and a worker start from scratch on a shared 2-core machine. */
+const STACK_START_TIMEOUT_MS = 150_000;
+const STOP_TIMEOUT_MS = 30_000;
+
+jest.setTimeout(STACK_START_TIMEOUT_MS + 60_000);
+
+let dataDir: string;
+let dev: KeelDev;
+
+beforeAll(() => {
+  dataDir = mkdtempSync(join(testTmpDir(), "keel-dev-"));
+  dev = startKeelDev(dataDir);
+});
+
+afterAll(async () => {
+  await dev?.stop("SIGKILL");
+});
+
+test("keel dev brings the stack up, runs the steered demo, and stops without leftovers", async () => {
+  const output = await dev.waitFor(DEMO_DONE_LINE, STACK_START_TIMEOUT_MS);
+
+  // Every step is announced and the stack is described.
+  expect(output).toMatch(/Temporal dev server \+ web UI, S3 server, workflow bundle … ok/);
+  expect(output).toMatch(/local LLM server \(no provider key set\) … ok/);
+  expect(output).toMatch(/worker … ok/);
+  expect(output).toMatch(/HTTP API … ok/);
+  expect(output).toContain("KEEL_API_KEY=keel-dev-key");
+
+  // The run was steered while it worked and completed.
+  expect(output).toMatch(/→ steer steered/);
+  expect(output).toContain("■ run completed");
+
+  // The printed Temporal UI link points at the run and the UI serves it.
+  const workflowLink = output.match(
+    /Temporal UI\s+(http:\/\/127\.0\.0\.1:\d+\/namespaces\/default\/workflows\/(\S+)\/(\S+)\/history)/,
+  );
+  expect(workflowLink).not.toBeNull();
+  const [, link, encodedWorkflowId] = workflowLink as RegExpMatchArray;
+  const workflowId = decodeURIComponent(encodedWorkflowId as string);
+  const sessionId = workflowId.replace(`keel-run/${DEMO_TENANT}/`, "");
+  expect(workflowId).toBe(`keel-run/${DEMO_TENANT}/${sessionId}`);
+  const page = await fetch(link as string);
+  await page.text();
+  expect(page.status).toBe(200);
+
+  // The printed S3 key holds the session: it ends with the assistant's answer, after the steer.
+  const s3Key = printed(output, "S3 session");
+  expect(s3Key).toBe(`s3://keel/tenants/${DEMO_TENANT}/sessions/${sessionId}/`);
+  const endpoint = output.match(/S3\s+(http:\/\/127\.0\.0\.1:\d+) \(bucket keel\)/)?.[1];
+  expect(endpoint).toBeDefined();
+  const settings = {
+    bucket: "keel",
+    prefix: "",
+    region: "us-east-1",
+    endpoint,
+    forcePathStyle: true,
+    accessKeyId: LOCAL_ACCESS_KEY_ID,
+    secretAccessKey: LOCAL_SECRET_ACCESS_KEY,
+    checksums: "when_required" as const,
+  };
+  const s3 = createS3Client(settings);
+  try {
+    const store = new SessionStore(s3, settings);
+    const { entries } = await store.readEntries({ tenantId: DEMO_TENANT, sessionId });
+    const messages = messagesOf(entries.map((stored) => stored.entry));
+    const last = messages.at(-1);
+    expect(last?.role).toBe("assistant");
+    expect(last?.role === "assistant" && last.stopReason).toBe("stop");
+    expect(JSON.stringify(last)).toContain("Successfully replaced");
+    const userTexts = messages.flatMap((message) =>
+      message.role === "user" && typeof message.content === "string" ? [message.content] : [],
+    );
+    expect(userTexts).toEqual([
+      expect.stringContaining("[scenario:demo]"),
+      expect.stringContaining("single line"),
+    ]);
+    const edit = messages.find((message) => message.role === "toolResult" && message.toolName === "edit");
+    expect(edit?.role === "toolResult" && edit.isError).toBe(false);
+  } finally {
+    s3.destroy();
+  }
+
+  // The copy of the sample project was edited; the committed sample was not.
+  const workspace = printed(output, "workspace") as string;
+  expect(workspace).toBe(join(dataDir, "workspaces", DEMO_TENANT, sessionId));
+  const readme = readFileSync(join(workspace, "README.md"), "utf8");
+  expect(readme.split("\n").slice(0, 3)).toEqual([
+    "# Sample project",
+    "",
+    expect.stringContaining("Touched by the Keel demo"),
+  ]);
+  expect(readFileSync(join(__dirname, "../../../examples/sample-project/README.md"), "utf8")).not.toContain(
+    "Touched by the Keel demo",
+  );
+
+  // Ctrl-C stops everything: servers, worker and their reapers.
+  const stackProcesses = processesMentioning(dataDir);
+  expect(stackProcesses.length).toBeGreaterThanOrEqual(3); // temporal, weed, worker (+ reapers)
+  const code = await Promise.race([
+    dev.stop("SIGINT"),
+    new Promise<never>((_, fail) =>
+      setTimeout(() => fail(new Error("keel dev did not stop")), STOP_TIMEOUT_MS),
+    ),
+  ]);
+  expect(code).toBe(0);
+  expect(dev.output()).toContain("Stopped.");
+  const deadline = Date.now() + 10_000;
+  while (processesMentioning(dataDir).length > 0 && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  expect(processesMentioning(dataDir)).toEqual([]);
+});
