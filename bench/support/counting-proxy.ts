@@ -6,9 +6,15 @@
 import { createServer, request } from "node:http";
 import type { AddressInfo } from "node:net";
 
+export interface RequestTally {
+  count: number;
+  /** Summed request → response end time, ms. */
+  totalMs: number;
+}
+
 export interface CountingProxy {
   endpoint: string;
-  counts(): Record<string, number>;
+  counts(): Record<string, RequestTally>;
   reset(): void;
   close(): Promise<void>;
 }
@@ -21,10 +27,16 @@ function kindOf(method: string, url: string): string {
 
 export async function startCountingProxy(target: string): Promise<CountingProxy> {
   const upstream = new URL(target);
-  let counts: Record<string, number> = {};
+  let counts: Record<string, RequestTally> = {};
   const server = createServer((incoming, outgoing) => {
     const kind = kindOf(incoming.method ?? "GET", incoming.url ?? "/");
-    counts[kind] = (counts[kind] ?? 0) + 1;
+    const tally = counts[kind] ?? { count: 0, totalMs: 0 };
+    counts[kind] = tally;
+    tally.count += 1;
+    const started = performance.now();
+    outgoing.on("finish", () => {
+      tally.totalMs += performance.now() - started;
+    });
     const forward = request(
       {
         host: upstream.hostname,

@@ -144,3 +144,31 @@ export function bytesByEventType(
   }
   return [...totals.entries()].map(([type, total]) => ({ type, ...total })).sort((a, b) => b.bytes - a.bytes);
 }
+
+/** Several runs' breakdowns as one: totals summed, means weighted by count. */
+export function mergeBreakdowns(breakdowns: TimeBreakdown[]): TimeBreakdown {
+  const perType = new Map<string, { count: number; queue: number; run: number }>();
+  for (const breakdown of breakdowns) {
+    for (const timing of breakdown.activities) {
+      const totals = perType.get(timing.activity) ?? { count: 0, queue: 0, run: 0 };
+      totals.count += timing.count;
+      totals.queue += timing.meanQueueMs * timing.count;
+      totals.run += timing.meanRunMs * timing.count;
+      perType.set(timing.activity, totals);
+    }
+  }
+  const sum = (pick: (breakdown: TimeBreakdown) => number) =>
+    breakdowns.reduce((total, breakdown) => total + pick(breakdown), 0);
+  return {
+    totalMs: sum((breakdown) => breakdown.totalMs),
+    activities: [...perType.entries()].map(([activity, totals]) => ({
+      activity,
+      count: totals.count,
+      meanQueueMs: totals.queue / totals.count,
+      meanRunMs: totals.run / totals.count,
+    })),
+    betweenActivitiesMs: sum((breakdown) => breakdown.betweenActivitiesMs),
+    workflowTasks: sum((breakdown) => breakdown.workflowTasks),
+    events: sum((breakdown) => breakdown.events),
+  };
+}
