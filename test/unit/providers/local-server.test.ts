@@ -258,9 +258,8 @@ describe("demo scenario", () => {
         "edit",
         {
           path: "README.md",
-          edits: [
-            { oldText: "# Sample project", newText: expect.stringContaining("# Sample project\n\n> ") },
-          ],
+          oldText: "# Sample project",
+          newText: expect.stringContaining("# Sample project\n\n> "),
         },
       ],
     ]);
