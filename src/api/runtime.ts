@@ -1,5 +1,6 @@
 /** Builds the app's dependencies from configuration (shared by the Lambda and the Node server). */
 import { loadCatalog } from "../providers/models";
+import { keelDataConverter } from "../store/payload-storage";
 import { createS3Client } from "../store/s3-config";
 import { SessionStore } from "../store/session-store";
 import { type ApiApp, createApp } from "./app";
@@ -15,7 +16,7 @@ export interface ApiRuntime {
 export function createApiRuntime(config: ApiConfig): ApiRuntime {
   const s3 = createS3Client(config.s3);
   const store = new SessionStore(s3, config.s3);
-  const temporal = new LazyRunClient(config.temporal, config.taskQueue);
+  const temporal = new LazyRunClient(config.temporal, config.taskQueue, keelDataConverter(s3, config.s3));
   const app = createApp({
     config,
     runs: () => temporal.get(),

@@ -4,7 +4,9 @@
  * wake up with a dead connection; the first call that fails with a connection-level error drops
  * it, so the next request connects afresh instead of failing forever.
  */
+
 import { Client, Connection } from "@temporalio/client";
+import type { DataConverter } from "@temporalio/common";
 import { RunClient } from "./run-client";
 
 export interface TemporalSettings {
@@ -37,6 +39,7 @@ export class LazyRunClient {
   constructor(
     private readonly settings: TemporalSettings,
     private readonly taskQueue: string,
+    private readonly dataConverter?: DataConverter,
   ) {}
 
   /** The run client over the live connection, connecting first when there is none. */
@@ -72,7 +75,11 @@ export class LazyRunClient {
       address: this.settings.address,
       ...(this.settings.apiKey ? { tls: true, apiKey: this.settings.apiKey } : {}),
     });
-    const client = new Client({ connection, namespace: this.settings.namespace });
+    const client = new Client({
+      connection,
+      namespace: this.settings.namespace,
+      ...(this.dataConverter ? { dataConverter: this.dataConverter } : {}),
+    });
     return { connection, runs: new RunClient(client, this.taskQueue) };
   }
 }

@@ -12,6 +12,7 @@ import { createActivities } from "../activities";
 import { loadCatalog } from "../providers/models";
 import { createProvider } from "../providers/registry";
 import { EntryCache } from "../store/entry-cache";
+import { keelDataConverter } from "../store/payload-storage";
 import { createS3Client } from "../store/s3-config";
 import { SessionStore } from "../store/session-store";
 import { ToolCallMarkers } from "../store/tool-call-markers";
@@ -46,6 +47,7 @@ export async function createKeelWorkers(config: WorkerConfig): Promise<KeelWorke
   // Cancellation reaches an activity with its next heartbeat: send them often enough that an
   // abort lands within a couple of seconds.
   const common = {
+    dataConverter: keelDataConverter(s3, config.s3),
     defaultHeartbeatThrottleInterval: "1 second",
     maxHeartbeatThrottleInterval: "2 seconds",
     // A draining worker lets in-flight activities finish (ECS gives 120 s after SIGTERM).

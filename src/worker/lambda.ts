@@ -19,6 +19,7 @@ import { createActivities } from "../activities";
 import { loadCatalog } from "../providers/models";
 import { createProvider } from "../providers/registry";
 import { EntryCache } from "../store/entry-cache";
+import { keelDataConverter } from "../store/payload-storage";
 import { createS3Client } from "../store/s3-config";
 import { SessionStore } from "../store/session-store";
 import { ToolCallMarkers } from "../store/tool-call-markers";
@@ -74,6 +75,7 @@ async function createHandler(): Promise<LambdaWorkerHandler> {
         taskQueue: config.taskQueue,
         workflowBundle: { codePath: workflowBundlePath },
         activities,
+        dataConverter: keelDataConverter(s3, config.s3),
         maxConcurrentActivityTaskExecutions: LAMBDA_MAX_CONCURRENT_ACTIVITIES,
         // Cancellation reaches an activity with its next heartbeat (as on the long-running worker).
         defaultHeartbeatThrottleInterval: "1 second",

@@ -10,6 +10,7 @@ import { Client, Connection } from "@temporalio/client";
 import { RunClient } from "../../src/api/run-client";
 import type { SessionEntry } from "../../src/core/session-types";
 import { type LocalLlmServer, startLocalLlmServer } from "../../src/providers/local-server";
+import { keelDataConverter } from "../../src/store/payload-storage";
 import { s3SettingsToEnv } from "../../src/store/s3-config";
 import { SessionStore } from "../../src/store/session-store";
 import {
@@ -59,10 +60,14 @@ export interface RunStage {
 export async function createRunStage(): Promise<RunStage> {
   const llm = await startLocalLlmServer({ journalBodies: true });
   const connection = await Connection.connect({ address: temporalAddress() });
-  const client = new Client({ connection, namespace: temporalNamespace() });
+  const s3 = s3Client();
+  const client = new Client({
+    connection,
+    namespace: temporalNamespace(),
+    dataConverter: keelDataConverter(s3, s3Settings()),
+  });
   const taskQueue = uniqueName("runs");
   const workspaceRoot = mkdtempSync(join(testTmpDir(), "workspaces-"));
-  const s3 = s3Client();
   const store = new SessionStore(s3, s3Settings());
   const workers: WorkerProcess[] = [];
 

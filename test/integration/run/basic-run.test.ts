@@ -1,5 +1,10 @@
+import { ListObjectsV2Command } from "@aws-sdk/client-s3";
+import { temporal } from "@temporalio/proto";
 import { convertToLlm } from "../../../src/core/messages";
 import { checkInvariants } from "../../../src/core/sanitize";
+import { PAYLOADS_FOLDER } from "../../../src/store/payload-storage";
+import { runWorkflowId } from "../../../src/workflows/types";
+import { s3Client, s3Settings } from "../../support/integration-env";
 import { createRunStage, messagesOf, type RunStage } from "../../support/run-harness";
 
 jest.setTimeout(120_000);
@@ -97,4 +102,23 @@ test("parallel tool calls are recorded in source order", async () => {
   expect(
     first?.role === "toolResult" && first.content[0]?.type === "text" && first.content[0].text,
   ).toContain("first");
+});
+
+test("a payload over the threshold travels through S3, not through workflow history", async () => {
+  const ref = stage.newSession();
+  const huge = `please summarise: ${"lorem ipsum ".repeat(30_000)}`; // ~360 KB
+  await stage.runs.deliver(ref, { text: huge, mode: "auto" }, stage.settings());
+  expect((await stage.result(ref)).status).toBe("completed");
+  const messages = messagesOf(await stage.entries(ref));
+  expect(messages[0]).toMatchObject({ role: "user", content: huge });
+  const history = await stage.client.workflow.getHandle(runWorkflowId(ref)).fetchHistory();
+  const historyBytes = temporal.api.history.v1.History.encode(history).finish().length;
+  expect(historyBytes).toBeLessThan(100_000);
+  const stored = await s3Client().send(
+    new ListObjectsV2Command({
+      Bucket: s3Settings().bucket,
+      Prefix: `${s3Settings().prefix}${PAYLOADS_FOLDER}`,
+    }),
+  );
+  expect(stored.KeyCount).toBeGreaterThan(0);
 });
