@@ -69,7 +69,7 @@ async function toolCallOf(store: ActivityDeps["store"], input: ExecuteToolInput)
     entry?.type === "message" && entry.message.role === "assistant"
       ? entry.message.content.find((block) => block.type === "toolCall" && block.id === input.toolCallId)
       : undefined;
-  if (!call || call.type !== "toolCall") {
+  if (call?.type !== "toolCall") {
     throw ApplicationFailure.nonRetryable(
       `tool call ${input.toolCallId} is not in the assistant entry at seq ${input.assistantSeq}`,
       "EntryConflict",

@@ -247,7 +247,7 @@ export function registerTransferRoutes(app: ApiApp, deps: RouteContext): void {
     const ref = refOf(c, sessionId);
     await requireSession(deps, ref);
     await pathTo(ref, entryId);
-    const result = await exclusive(ref, async (runs) =>
+    const result = await exclusive(async (runs) =>
       runs.branch(ref, { entryId, summarize, model: deps.config.defaultModel }),
     );
     return c.json({ sessionId, leafId: result.leafId, summarized: result.summarized }, 200);
@@ -259,13 +259,14 @@ export function registerTransferRoutes(app: ApiApp, deps: RouteContext): void {
     const ref = refOf(c, sessionId);
     await requireSession(deps, ref);
     const { reserveTokens, keepRecentTokens } = DEFAULT_RUN_SETTINGS.compaction;
-    const result = await exclusive(ref, async (runs) =>
+    const result = await exclusive(async (runs) =>
       runs.compact(ref, { model: deps.config.defaultModel, instructions, reserveTokens, keepRecentTokens }),
     );
     return c.json({ sessionId, ...result }, 200);
   });
 
-  async function exclusive<T>(ref: SessionRef, work: (runs: RunClient) => Promise<T>): Promise<T> {
+  /** Runs a maintenance task; a live run on the session makes it a 409. */
+  async function exclusive<T>(work: (runs: RunClient) => Promise<T>): Promise<T> {
     try {
       return await work(await deps.runs());
     } catch (error) {
