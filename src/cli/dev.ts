@@ -248,6 +248,8 @@ export async function runDev(argv: string[], out: Output = stdoutOutput): Promis
         ...serverEnv,
         KEEL_API_KEYS: JSON.stringify({ [sha256(DEV_API_KEY)]: DEMO_TENANT }),
         KEEL_API_ALLOW_DIRECTORY_WORKSPACES: "true",
+        // `keel run` without --model uses the stack's model (local or the real provider's).
+        KEEL_DEFAULT_MODEL: model,
         KEEL_API_PORT: String(apiPort),
       });
       const runtime = createApiRuntime(config);
@@ -276,7 +278,7 @@ export async function runDev(argv: string[], out: Output = stdoutOutput): Promis
         "",
         "Use the CLI from another terminal:",
         `  export KEEL_API_URL=${api.url} KEEL_API_KEY=${DEV_API_KEY}`,
-        `  npx keel run "list the files" --model ${model} --follow`,
+        `  npx keel run "list the files" --follow`,
         "",
       ].join("\n"),
     );

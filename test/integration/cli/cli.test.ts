@@ -1,0 +1,196 @@
+/**
+ * The `keel` command driven as a subprocess against a live API (the Node server over the real
+ * Temporal and S3 servers, a worker process, the local LLM server): runs followed live, JSON
+ * output, sessions, export/import, abort, approvals, and the exit codes scripts rely on.
+ */
+import { createHash } from "node:crypto";
+import { readFileSync, writeFileSync } from "node:fs";
+import type { Server } from "node:http";
+import { join } from "node:path";
+import { apiConfigFromEnv } from "../../../src/api/config";
+import { type ApiRuntime, createApiRuntime } from "../../../src/api/runtime";
+import { startApiServer } from "../../../src/api/server";
+import { s3SettingsToEnv } from "../../../src/store/s3-config";
+import {
+  s3Settings,
+  temporalAddress,
+  temporalNamespace,
+  testTmpDir,
+  uniqueName,
+} from "../../support/integration-env";
+import { createRunStage, type RunStage, slowEchoScenario } from "../../support/run-harness";
+import { runKeel } from "./keel-process";
+
+const KEY = `cli-key-${uniqueName("k")}`;
+const OTHER_KEY = `cli-other-${uniqueName("k")}`;
+const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
+
+let stage: RunStage;
+let runtime: ApiRuntime;
+let server: Server;
+let env: Record<string, string>;
+
+beforeAll(async () => {
+  stage = await createRunStage();
+  await stage.startWorker();
+  // The Node server exactly as `keel dev` and `src/api/server.ts` build it.
+  runtime = createApiRuntime(
+    apiConfigFromEnv({
+      KEEL_TEMPORAL_ADDRESS: temporalAddress(),
+      KEEL_TEMPORAL_NAMESPACE: temporalNamespace(),
+      KEEL_TASK_QUEUE: stage.taskQueue,
+      ...s3SettingsToEnv(s3Settings()),
+      KEEL_API_KEYS: JSON.stringify({
+        [sha256(KEY)]: stage.tenantId,
+        [sha256(OTHER_KEY)]: uniqueName("tenant"),
+      }),
+    }),
+  );
+  const started = await startApiServer(runtime.app, 0);
+  server = started.server as Server;
+  env = { KEEL_API_URL: `http://127.0.0.1:${started.port}`, KEEL_API_KEY: KEY };
+});
+
+afterAll(async () => {
+  server?.closeAllConnections();
+  await new Promise((resolve) => server?.close(resolve));
+  await runtime?.close();
+  await stage?.close();
+});
+
+const keel = (args: string[], extraEnv: Record<string, string> = {}) =>
+  runKeel(args, { ...env, ...extraEnv });
+
+test("run --follow shows turns, messages, tokens and cost live and exits 0", async () => {
+  const sessionId = uniqueName("cli");
+  const result = await keel(["run", "hello from the CLI", "--session", sessionId, "--follow"]);
+  expect(result).toMatchObject({ code: 0, stderr: "" });
+  expect(result.stdout).toContain(`session ${sessionId}: started`);
+  expect(result.stdout).toMatch(/── turn 1/);
+  expect(result.stdout).toContain("› user: hello from the CLI");
+  expect(result.stdout).toContain("● You said: hello from the CLI");
+  expect(result.stdout).toMatch(/\d+ in \/ \d+ out tokens · \$\d+\.\d{4}/);
+  expect(result.stdout).toMatch(/■ run completed/);
+
+  // A second message to the same (now idle) session starts the next run.
+  const next = await keel(["send", sessionId, "again", "--json"]);
+  expect(next.code).toBe(0);
+  expect(JSON.parse(next.stdout)).toMatchObject({ sessionId, delivery: "started" });
+});
+
+test("--json: the delivery, then every event as one JSON line ending with agent_end", async () => {
+  const result = await keel(["run", "machine output", "--follow", "--json"]);
+  expect(result.code).toBe(0);
+  const lines = result.stdout
+    .trim()
+    .split("\n")
+    .map((line) => JSON.parse(line));
+  expect(lines[0]).toMatchObject({ type: "delivered", delivery: "started", sessionId: expect.any(String) });
+  const events = lines.slice(1);
+  expect(events.map((event) => event.seq)).toEqual(events.map((_, index) => index + 1));
+  expect(events.at(-1)).toMatchObject({ type: "agent_end", status: "completed" });
+
+  const sessionId = lines[0].sessionId as string;
+  const shown = await keel(["show", sessionId, "--json"]);
+  expect(JSON.parse(shown.stdout)).toMatchObject({
+    sessionId,
+    status: "idle",
+    run: { status: "completed", turn: 1 },
+    entryCount: expect.any(Number),
+  });
+  const listed = await keel(["sessions", "--json", "--limit", "1000"]);
+  expect(JSON.parse(listed.stdout).sessions.map((s: { sessionId: string }) => s.sessionId)).toContain(
+    sessionId,
+  );
+  const page = await keel(["events", sessionId, "--after", "2", "--json"]);
+  expect(JSON.parse(page.stdout)).toMatchObject({ runEnded: true, events: expect.any(Array) });
+  expect(JSON.parse(page.stdout).events[0].seq).toBe(3);
+});
+
+test("export -o and import round-trip a session", async () => {
+  const sessionId = uniqueName("cli");
+  expect((await keel(["run", "to be exported", "--session", sessionId, "--follow"])).code).toBe(0);
+  const file = join(testTmpDir(), `${sessionId}.jsonl`);
+  const exported = await keel(["export", sessionId, "-o", file]);
+  expect(exported.code).toBe(0);
+  const lines = readFileSync(file, "utf8").trim().split("\n");
+  expect(JSON.parse(lines[0] as string)).toMatchObject({ type: "session", version: 3 });
+  expect(exported.stdout).toContain(`wrote ${file} (${lines.length} lines)`);
+
+  const imported = await keel(["import", file, "--json"]);
+  expect(imported.code).toBe(0);
+  const answer = JSON.parse(imported.stdout);
+  expect(answer).toMatchObject({ sessionId: expect.any(String), entryCount: lines.length - 1 });
+  expect(answer.sessionId).not.toBe(sessionId);
+  const again = await keel(["export", answer.sessionId]);
+  const stripIds = (text: string) => text.trim().split("\n").slice(1);
+  expect(stripIds(again.stdout)).toEqual(stripIds(readFileSync(file, "utf8")));
+});
+
+test("abort stops a live run; following it then exits 1", async () => {
+  slowEchoScenario(stage, "cli-slow", 20_000);
+  const sessionId = uniqueName("cli");
+  const started = await keel(["run", "[scenario:cli-slow] take your time", "--session", sessionId, "--json"]);
+  expect(JSON.parse(started.stdout)).toMatchObject({ delivery: "started" });
+  const follower = keel(["events", sessionId, "--follow"]);
+  const aborted = await keel(["abort", sessionId, "--reason", "changed my mind"]);
+  expect(aborted).toMatchObject({ code: 0, stdout: `abort requested for session ${sessionId}\n` });
+  const followed = await follower;
+  expect(followed.code).toBe(1);
+  expect(followed.stdout).toMatch(/■ run aborted/);
+  // Nothing is live any more: a second abort is refused.
+  const refused = await keel(["abort", sessionId]);
+  expect(refused.code).toBe(3);
+  expect(refused.stderr).toMatch(/already ended/);
+});
+
+test("approve reaches the API: a tool call that is not waiting is refused (exit 3)", async () => {
+  const sessionId = uniqueName("cli");
+  expect((await keel(["run", "nothing to approve", "--session", sessionId, "--follow"])).code).toBe(0);
+  const result = await keel(["approve", sessionId, "call_missing", "--json"]);
+  expect(result.code).toBe(3);
+  expect(JSON.parse(result.stderr)).toMatchObject({ error: "no-pending-approval", status: 409 });
+});
+
+test("exit codes: 2 for usage errors, 3 for not found or refused, 1 when the API is unreachable", async () => {
+  const cases: Array<[string[], Record<string, string>, number, RegExp]> = [
+    [["frobnicate"], {}, 2, /unknown command 'frobnicate'/],
+    [["show"], {}, 2, /expected <session>/],
+    [["run", "x", "--bogus"], {}, 2, /Unknown option '--bogus'/],
+    [["sessions", "--limit", "zero"], {}, 2, /--limit must be an integer/],
+    [["approve", "s", "c", "--args", "[1]"], {}, 2, /--args must be a JSON object/],
+    [["run", "x", "--model", "no-such-model"], {}, 2, /Unknown model "no-such-model"/],
+    [["show", uniqueName("missing")], {}, 3, /session/i],
+    [["sessions"], { KEEL_API_KEY: "wrong" }, 3, /unauthorized|API key/i],
+    [["sessions"], { KEEL_API_URL: "http://127.0.0.1:9" }, 1, /cannot reach the API/],
+  ];
+  for (const [args, extraEnv, code, message] of cases) {
+    const result = await keel(args, extraEnv);
+    expect({ args, code: result.code, stderr: result.stderr }).toEqual({
+      args,
+      code,
+      stderr: expect.stringMatching(message),
+    });
+  }
+});
+
+test("another tenant's session is not found (exit 3), with the problem on stderr under --json", async () => {
+  const sessionId = uniqueName("cli");
+  expect((await keel(["run", "mine", "--session", sessionId, "--follow"])).code).toBe(0);
+  const result = await keel(["show", sessionId, "--json"], { KEEL_API_KEY: OTHER_KEY });
+  expect(result.code).toBe(3);
+  expect(JSON.parse(result.stderr)).toMatchObject({ error: "session-not-found", status: 404 });
+  expect(result.stdout).toBe("");
+});
+
+test("import of an unreadable file is a usage error", async () => {
+  const file = join(testTmpDir(), "not-there.jsonl");
+  const result = await keel(["import", file]);
+  expect(result.code).toBe(2);
+  expect(result.stderr).toContain(`cannot read ${file}`);
+  const garbage = join(testTmpDir(), "garbage.jsonl");
+  writeFileSync(garbage, "not json at all\n");
+  const refused = await keel(["import", garbage, "--json"]);
+  expect(refused.code).toBe(2);
+  expect(JSON.parse(refused.stderr)).toMatchObject({ status: 400 });
+});
