@@ -1,0 +1,141 @@
+/**
+ * The Temporal web UI in a real browser: `keel dev` runs its demo, then headless Chromium (Debian's
+ * `chromium`, driven by playwright-core; nothing is downloaded) opens the UI, finds the demo run
+ * in the workflow list, and checks that the run's activity summaries and its current details are
+ * shown. A screenshot goes to test-artifacts/temporal-ui.png.
+ *
+ * Run: `npx jest -c test/e2e/jest.config.js`. Skips (with a message) when /usr/bin/chromium is
+ * missing: `apt-get install -y chromium`.
+ */
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type BrowserContext, chromium, type Page } from "playwright-core";
+import { DEMO_DONE_LINE, DEMO_TENANT } from "../../src/cli/demo";
+import { type KeelDev, printed, projectRoot, startKeelDev } from "../integration/cli/keel-process";
+
+const CHROMIUM = "/usr/bin/chromium";
+const CHROMIUM_ARGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
+const STACK_START_TIMEOUT_MS = 150_000;
+const UI_TIMEOUT_MS = 30_000;
+/** The run page with its activity timeline. */
+const SCREENSHOT = join(projectRoot, "test-artifacts/temporal-ui.png");
+/** The run page's "User Metadata" tab with the current details. */
+const DETAILS_SCREENSHOT = join(projectRoot, "test-artifacts/temporal-ui-details.png");
+const FAILURE_SCREENSHOT = join(projectRoot, "test-artifacts/temporal-ui-failure.png");
+
+const haveChromium = existsSync(CHROMIUM);
+if (!haveChromium) {
+  process.stderr.write(
+    `Skipping the Temporal UI test: ${CHROMIUM} is missing (apt-get install -y chromium)\n`,
+  );
+}
+const testWithChromium = haveChromium ? test : test.skip;
+
+let dataDir: string;
+let profileDir: string;
+let dev: KeelDev | undefined;
+let browser: BrowserContext | undefined;
+
+beforeAll(() => {
+  dataDir = mkdtempSync(join(tmpdir(), "keel-e2e-"));
+  profileDir = mkdtempSync(join(tmpdir(), "keel-chromium-"));
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await dev?.stop("SIGINT");
+  rmSync(profileDir, { recursive: true, force: true });
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+testWithChromium(
+  "the demo run shows its activity summaries and current details in the Temporal UI",
+  async () => {
+    dev = startKeelDev(dataDir);
+    const output = await dev.waitFor(DEMO_DONE_LINE, STACK_START_TIMEOUT_MS);
+    const uiUrl = printed(output, "Temporal UI") as string;
+    const runLink = output.match(/Temporal UI\s+(http:\/\/\S+\/history)/)?.[1] as string;
+    const sessionId = printed(output, "S3 session")?.match(/sessions\/([^/]+)\//)?.[1] as string;
+    expect(runLink).toBeDefined();
+    expect(sessionId).toBeDefined();
+    const workflowId = `keel-run/${DEMO_TENANT}/${sessionId}`;
+
+    // A fresh profile (--user-data-dir) per run: playwright passes it for a persistent context.
+    browser = await chromium.launchPersistentContext(profileDir, {
+      executablePath: CHROMIUM,
+      args: CHROMIUM_ARGS,
+      viewport: { width: 1600, height: 1400 },
+    });
+    const page = await browser.newPage();
+    page.setDefaultTimeout(UI_TIMEOUT_MS);
+
+    mkdirSync(join(projectRoot, "test-artifacts"), { recursive: true });
+    try {
+      await checkRunPage(page, uiUrl, workflowId);
+    } catch (error) {
+      // The screenshot shows what the UI displayed instead.
+      await page.screenshot({ path: FAILURE_SCREENSHOT, fullPage: true });
+      throw error;
+    }
+    expect(existsSync(SCREENSHOT)).toBe(true);
+  },
+  STACK_START_TIMEOUT_MS + 60_000,
+);
+
+async function checkRunPage(page: Page, uiUrl: string, workflowId: string): Promise<void> {
+  // The workflow list names the demo run.
+  await page.goto(`${uiUrl}/namespaces/default/workflows`);
+  const listed = page.getByRole("link", { name: workflowId });
+  await listed.first().waitFor();
+  await listed.first().click();
+
+  // The run's timeline labels its activities with their summaries: model turns and tool calls.
+  for (const summary of [
+    "llm local-chat turn 1",
+    "ls: .",
+    "read: README.md",
+    "edit: README.md",
+    "llm local-chat turn 4",
+  ]) {
+    await page.getByText(summary).first().waitFor();
+  }
+  expect(page.url()).toContain(encodeURIComponent(workflowId));
+  await page.screenshot({ path: SCREENSHOT, fullPage: true });
+
+  // The current details the run published when it ended (the UI's "User Metadata" tab).
+  await page.getByText("User Metadata", { exact: true }).first().click();
+  await page.getByText("Current Details", { exact: true }).first().waitFor();
+  // The UI renders the Markdown of the details in a sandboxed frame.
+  const details = /completed\s*·\s*turn 4\s*·\s*3 tool calls\s*·\s*\d+ tokens\s*·\s*\$\d+\.\d{4}/;
+  const deadline = Date.now() + UI_TIMEOUT_MS;
+  let texts = await allFrameTexts(page);
+  while (!texts.some((text) => details.test(text)) && Date.now() < deadline) {
+    await page.waitForTimeout(250);
+    texts = await allFrameTexts(page);
+  }
+  expect(texts.join("\n")).toMatch(details);
+  await page.screenshot({ path: DETAILS_SCREENSHOT, fullPage: true });
+}
+
+/** The text of the page and of every frame in it. */
+async function allFrameTexts(page: Page): Promise<string[]> {
+  return Promise.all(
+    page.frames().map((frame) =>
+      frame
+        .locator("body")
+        .textContent()
+        .then((text) => text ?? "")
+        .catch(() => ""),
+    ),
+  );
+}
