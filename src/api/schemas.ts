@@ -2,9 +2,11 @@
  * Request and response schemas of the HTTP API. The same zod schemas validate requests and
  * generate the OpenAPI document (`GET /v1/openapi.json`).
  */
+
 import { z } from "@hono/zod-openapi";
 import { ID_PATTERN } from "../store/session-keys";
 import { builtinTools } from "../tools/index";
+import { HOOK_SETS } from "../workflows/hooks";
 
 export const MAX_MESSAGE_TEXT_CHARS = 1_000_000;
 export const MAX_SYSTEM_PROMPT_CHARS = 200_000;
@@ -136,10 +138,15 @@ export const MessageBodySchema = z
     tools: z.array(z.enum(builtinToolNames)).max(builtinToolNames.length).optional(),
     policy: ToolPolicySchema.optional(),
     workspace: WorkspaceSourceSchema.optional(),
+    hooks: z
+      .array(z.enum(Object.keys(HOOK_SETS) as [string, ...string[]]))
+      .max(Object.keys(HOOK_SETS).length)
+      .optional()
+      .openapi({ description: "Built-in hook sets applied to the run, in order (docs/architecture.md)" }),
   })
   .openapi("MessageRequest", {
     description:
-      "model, systemPrompt, tools, policy and workspace apply when the message starts a run; a message delivered to a live run leaves that run's settings unchanged.",
+      "model, systemPrompt, tools, policy, workspace and hooks apply when the message starts a run; a message delivered to a live run leaves that run's settings unchanged.",
   });
 
 export const DeliveredSchema = z

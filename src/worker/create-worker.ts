@@ -6,7 +6,6 @@
 
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
-import { resolve } from "node:path";
 import { NativeConnection, Worker } from "@temporalio/worker";
 import { createActivities } from "../activities";
 import { loadCatalog } from "../providers/models";
@@ -59,7 +58,7 @@ export async function createKeelWorkers(config: WorkerConfig): Promise<KeelWorke
     taskQueue: config.taskQueue,
     ...(config.workflowBundlePath
       ? { workflowBundle: { codePath: config.workflowBundlePath } }
-      : { workflowsPath: resolve(__dirname, "../workflows/index") }),
+      : { workflowsPath: require.resolve("../workflows") }),
     activities,
     maxConcurrentActivityTaskExecutions: config.maxConcurrentActivities,
     ...common,

@@ -52,6 +52,14 @@ import {
   eventsQuery,
   stateQuery,
 } from "./definitions";
+import {
+  blockReason,
+  hooksNamed,
+  type NextTurnSettings,
+  nextTurnSettings,
+  stopReasonAfterTurn,
+  type TurnOutcome,
+} from "./hooks";
 import { EMPTY_RESPONSE_NUDGE, INTERRUPTED_MARKER, INTERRUPTED_TOOL_RESULT_TEXT } from "./markers";
 import { decidePolicy } from "./policy";
 import { ModelAttribute, RunStatusAttribute, SessionAttribute, TenantAttribute } from "./search-attributes";
@@ -146,6 +154,14 @@ export async function agentRun(input: RunInput): Promise<RunResult> {
   const ref = { tenantId, sessionId };
   const carried = input.carried;
   const llm = llmActivities(settings.timeouts);
+  const hooks = hooksNamed(settings.hooks ?? []);
+  /** Model and thinking level of the next call; hooks may change them between turns. */
+  let next: NextTurnSettings = carried?.next ?? {
+    model: settings.model,
+    thinkingLevel: settings.thinkingLevel,
+  };
+  /** Tool calls of the current turn that ended in an error (for hooks). */
+  let failedToolCalls = 0;
 
   let status: RunStatus = carried ? "running" : "starting";
   /** True once a message started this run: later messages are steered, queued or refused. */
@@ -394,6 +410,7 @@ export async function agentRun(input: RunInput): Promise<RunResult> {
 
   function endCall(call: OpenCall, state: ToolCallState, isError: boolean): void {
     openCalls.delete(call.summary.id);
+    if (isError) failedToolCalls += 1;
     emit({
       type: "tool_execution_end",
       toolCallId: call.summary.id,
@@ -499,6 +516,12 @@ export async function agentRun(input: RunInput): Promise<RunResult> {
       }
       args = decision.arguments;
     }
+    const blocked = blockReason(hooks, call.summary);
+    if (blocked) {
+      await writeEntries([syntheticToolResult(call, `Tool call blocked: ${blocked}.`)]);
+      endCall(call, "failed", true);
+      return;
+    }
     await executeCall(call, assistantSeq, args);
   }
 
@@ -523,13 +546,13 @@ export async function agentRun(input: RunInput): Promise<RunResult> {
   function callModel(slot: EntrySlot, writesFirst: EntryWrite[]): Promise<LlmTurnResult> {
     emit({ type: "message_start", role: "assistant", entryId: slot.id });
     return cancellable(() =>
-      llm.llmTurn.executeWithOptions({ summary: `llm ${settings.model} turn ${turn}` }, [
+      llm.llmTurn.executeWithOptions({ summary: `llm ${next.model} turn ${turn}` }, [
         {
           ...ref,
           turn,
-          model: settings.model,
+          model: next.model,
           systemPrompt: settings.systemPrompt,
-          thinkingLevel: settings.thinkingLevel,
+          thinkingLevel: next.thinkingLevel,
           tools: settings.tools,
           writesFirst,
           slot,
@@ -542,10 +565,10 @@ export async function agentRun(input: RunInput): Promise<RunResult> {
     emit({ type: "compaction_start", reason, tokensBefore: lastContextTokens });
     const slot = newSlot();
     const result = await CancellationScope.nonCancellable(() =>
-      llm.compact.executeWithOptions({ summary: `compact ${settings.model} (${reason})` }, [
+      llm.compact.executeWithOptions({ summary: `compact ${next.model} (${reason})` }, [
         {
           ...ref,
-          model: settings.model,
+          model: next.model,
           reserveTokens: settings.compaction.reserveTokens,
           keepRecentTokens: settings.compaction.keepRecentTokens,
           slot,
@@ -600,6 +623,7 @@ export async function agentRun(input: RunInput): Promise<RunResult> {
     return {
       cursor,
       turn,
+      next,
       needsModel,
       contextTokens: lastContextTokens,
       contextWindow,
@@ -657,6 +681,7 @@ export async function agentRun(input: RunInput): Promise<RunResult> {
     }
 
     turn += 1;
+    failedToolCalls = 0;
     emit({ type: "turn_start", turn });
     publishDetails();
     const writesFirst = inputs.map(userWrite);
@@ -742,6 +767,17 @@ export async function agentRun(input: RunInput): Promise<RunResult> {
       needsModel = false;
     }
     emit({ type: "turn_end", turn, stopReason: result.stopReason });
+
+    const outcome: TurnOutcome = {
+      turn,
+      stopReason: result.stopReason,
+      text: result.textPreview,
+      toolCalls: result.toolCalls,
+      failedToolCalls,
+    };
+    const stopReason = stopReasonAfterTurn(hooks, outcome);
+    if (stopReason) return finish("completed", stopReason);
+    next = nextTurnSettings(hooks, outcome, next);
 
     if (toolCallCount >= settings.limits.maxToolCalls && needsModel) {
       return finish("completed", `tool call limit reached (${settings.limits.maxToolCalls})`);

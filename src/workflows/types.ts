@@ -67,6 +67,8 @@ export interface RunSettings {
   /** What a new session's workspace starts from (default: empty). */
   workspace?: WorkspaceSource;
   timeouts: RunTimeouts;
+  /** Hook sets (src/workflows/hooks.ts) applied to this run, in order. */
+  hooks: string[];
   /** Where the run's final answer is posted when it ends (runs started from a chat thread). */
   chatReply?: ChatReplyTarget;
 }
@@ -97,6 +99,7 @@ export const DEFAULT_RUN_SETTINGS: RunSettings = {
   compaction: { enabled: true, reserveTokens: 16_384, keepRecentTokens: 20_000 },
   maxEmptyResponses: 2,
   timeouts: { heartbeatMs: 30_000, toolScheduleToStartMs: 30_000 },
+  hooks: [],
 };
 
 export interface SessionRef {
@@ -122,6 +125,8 @@ export interface CarriedState {
   turn: number;
   /** The model is owed a call: the previous execution ended its turn with tool results. */
   needsModel: boolean;
+  /** Model and thinking level of the next call (hooks may have changed them). */
+  next: { model: string; thinkingLevel: ThinkingLevel };
   /** Context size the model last reported, and its window (the compaction check needs both). */
   contextTokens: number;
   contextWindow: number;
