@@ -80,10 +80,12 @@ export function nextTurnSettings(
   outcome: TurnOutcome,
   current: NextTurnSettings,
 ): NextTurnSettings {
-  return hooks.reduce(
-    (settings, hook) => ({ ...settings, ...hook.prepareNextTurn?.(outcome, settings) }),
-    current,
-  );
+  let settings = current;
+  for (const hook of hooks) {
+    const changes = hook.prepareNextTurn?.(outcome, settings);
+    if (changes) settings = { ...settings, ...changes };
+  }
+  return settings;
 }
 
 /** First reason any hook gives to block `call`. */
