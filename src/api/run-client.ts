@@ -94,7 +94,8 @@ export class RunClient {
         return { ...result, workflowId, runId };
       } catch (error) {
         const refusal = refusalOf(error);
-        if (refusal?.type === DeliveryRefusal.ended && attempt < ENDED_RUN_RETRIES) {
+        const retry = refusal?.type === DeliveryRefusal.ended || metMaintenanceTask(error);
+        if (retry && attempt < ENDED_RUN_RETRIES) {
           await new Promise((r) => setTimeout(r, 200 * (attempt + 1)));
           continue;
         }
@@ -195,6 +196,16 @@ function refusalOf(error: unknown): ApplicationFailure | undefined {
     return cause;
   }
   return undefined;
+}
+
+/**
+ * The update reached a branch or compact task holding the session's workflow id: such a task
+ * has no `deliver` handler, so the update waits for it to finish and is then rejected. Sending
+ * again starts a run.
+ */
+function metMaintenanceTask(error: unknown): boolean {
+  const cause = error instanceof WorkflowUpdateFailedError ? error.cause : undefined;
+  return cause instanceof ApplicationFailure && cause.message.startsWith("No registered handler for update");
 }
 
 function summaryLine(text: string): string {

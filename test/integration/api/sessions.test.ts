@@ -4,7 +4,7 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { messagesOf } from "../../support/run-harness";
+import { eventually, messagesOf } from "../../support/run-harness";
 import { type ApiStage, createApiStage, expectProblem } from "./api-stage";
 
 let api: ApiStage;
@@ -425,4 +425,29 @@ test("GET /v1/openapi.json documents every route; /healthz answers without a key
     doc.body.paths["/v1/sessions/{sessionId}/messages"].post.requestBody.content["application/json"].schema,
   ).toBeDefined();
   expect((await api.call("GET", "/healthz", { key: null })).body).toEqual({ ok: true });
+});
+
+test("a message sent while a branch summary is being written waits for it, then starts a run", async () => {
+  const sessionId = await finishedSession("[scenario:slow-branch] hello");
+  const ref = { tenantId: api.tenants.a, sessionId };
+  api.stage.llm.addScenario("slow-branch", { turns: [], after: { text: "You said: {{lastUser}}" } });
+  api.stage.llm.addFaults([{ kind: "slow", match: { scenario: "slow-branch" }, rate: 1, latencyMs: 1_500 }]);
+  const [first] = await api.stage.entries(ref);
+  const branching = api.call("POST", `/v1/sessions/${sessionId}/branch`, {
+    json: { entryId: first!.id, summarize: true },
+  });
+  await eventually(async () =>
+    (await api.stage.runs.handle(ref).describe()).type === "branchSession" ? true : undefined,
+  );
+  const sent = await api.call("POST", `/v1/sessions/${sessionId}/messages`, {
+    json: { text: "after the branch" },
+  });
+  expect(sent.status).toBe(202);
+  expect(sent.body.delivery).toBe("started");
+  expect((await branching).status).toBe(200);
+  await api.stage.result(ref);
+  const users = messagesOf(await api.stage.entries(ref)).flatMap((m) =>
+    m.role === "user" ? [m.content] : [],
+  );
+  expect(users.at(-1)).toBe("after the branch");
 });
