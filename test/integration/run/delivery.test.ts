@@ -165,3 +165,29 @@ test("a message sent after a run completed starts a new run on the same session"
     "assistant: You said: round two",
   ]);
 });
+
+test("messages sent around a run's completion are all delivered, to that run or to a new one", async () => {
+  slowEchoScenario(stage, "racing", 250);
+  const ref = stage.newSession();
+  const texts = Array.from({ length: 12 }, (_, i) => `message ${i}`);
+  const outcomes: string[] = [];
+  await stage.runs.deliver(ref, { text: "[scenario:racing] start", mode: "auto" }, stage.settings());
+  for (const text of texts) {
+    // Bursts and pauses: some messages land in a live run, some just after it completed.
+    await new Promise((r) =>
+      setTimeout(r, outcomes.length % 3 === 2 ? 2_500 : 30 + Math.floor(Math.random() * 150)),
+    );
+    outcomes.push((await stage.runs.deliver(ref, { text, mode: "auto" }, stage.settings())).delivery);
+  }
+  await eventually(async () => {
+    const state = await stage.runs.state(ref);
+    return state && ["completed", "aborted", "failed"].includes(state.status) ? true : undefined;
+  });
+  const stored = messagesOf(await stage.entries(ref)).flatMap((message) =>
+    message.role === "user" && typeof message.content === "string" ? [message.content] : [],
+  );
+  for (const text of texts) expect(stored).toContain(text);
+  // The race really happened: some messages steered a live run, some started a new one.
+  expect(outcomes).toContain("steered");
+  expect(outcomes).toContain("started");
+});
