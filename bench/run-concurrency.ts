@@ -13,7 +13,16 @@ import { readFileSync } from "node:fs";
 import { runWorkflowId } from "../src/workflows/types";
 import { fetchEvents, mergeBreakdowns, timeBreakdown } from "./support/history";
 import { MAX_CONCURRENT_ACTIVITIES, startWorkerProcess } from "./support/keel-workers";
-import { fixed, intFromEnv, machineInfo, machineLine, ratio, table, writeResults } from "./support/report";
+import {
+  fixed,
+  intFromEnv,
+  machineInfo,
+  machineLine,
+  ratio,
+  runBenchmark,
+  table,
+  writeResults,
+} from "./support/report";
 import { type KeelRun, median, runClient, runLsLoop } from "./support/runs";
 import { startBenchStack } from "./support/stack";
 
@@ -231,10 +240,4 @@ The worker runs under \`node --import tsx\` (TypeScript compiled at load), as th
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (error: unknown) => {
-    console.error(error);
-    process.exit(1);
-  },
-);
+runBenchmark(main);

@@ -29,6 +29,7 @@ import {
   machineInfo,
   machineLine,
   ratio,
+  runBenchmark,
   table,
   writeResults,
 } from "./support/report";
@@ -225,10 +226,4 @@ The naive variant's model input at turn N holds all 2N messages so far.
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (error: unknown) => {
-    console.error(error);
-    process.exit(1);
-  },
-);
+runBenchmark(main);

@@ -14,7 +14,16 @@ import { startBenchWorker } from "./support/bench-worker";
 import { startCountingProxy } from "./support/counting-proxy";
 import { fetchEvents, mergeBreakdowns, type TimeBreakdown, timeBreakdown } from "./support/history";
 import { startInProcessWorkers } from "./support/keel-workers";
-import { fixed, intFromEnv, machineInfo, machineLine, ratio, table, writeResults } from "./support/report";
+import {
+  fixed,
+  intFromEnv,
+  machineInfo,
+  machineLine,
+  ratio,
+  runBenchmark,
+  table,
+  writeResults,
+} from "./support/report";
 import { median, runClient, runLsLoop } from "./support/runs";
 import { bundleWorkflows, startBenchStack } from "./support/stack";
 
@@ -260,10 +269,4 @@ LLM requests: ${llmCalls} (${TURNS} turns + the answer).
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (error: unknown) => {
-    console.error(error);
-    process.exit(1);
-  },
-);
+runBenchmark(main);

@@ -65,3 +65,14 @@ export function intListFromEnv(name: string, fallback: number[]): number[] {
   }
   return values;
 }
+
+/** Runs a benchmark's `main` and exits: 0 when it finished, 1 (with the error) when it failed. */
+export function runBenchmark(main: () => Promise<void>): void {
+  main().then(
+    () => process.exit(0),
+    (error: unknown) => {
+      console.error(error);
+      process.exit(1);
+    },
+  );
+}
