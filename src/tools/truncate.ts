@@ -57,6 +57,32 @@ function untruncated(content: string, lineCount: number, bytes: number): Truncat
   };
 }
 
+/**
+ * Whole lines taken from the start (or, with `fromEnd`, the end) of `lines` while both limits
+ * hold, in their original order; `hitBytes` says the byte limit, not the line limit, stopped it.
+ */
+function takeWholeLines(
+  lines: readonly string[],
+  maxLines: number,
+  maxBytes: number,
+  fromEnd: boolean,
+): { kept: string[]; keptBytes: number; hitBytes: boolean } {
+  const kept: string[] = [];
+  let keptBytes = 0;
+  for (let taken = 0; taken < lines.length && kept.length < maxLines; taken++) {
+    const line = lines[fromEnd ? lines.length - 1 - taken : taken] ?? "";
+    const cost = byteLength(line) + (kept.length > 0 ? 1 : 0);
+    if (keptBytes + cost > maxBytes) return { kept: ordered(kept, fromEnd), keptBytes, hitBytes: true };
+    kept.push(line);
+    keptBytes += cost;
+  }
+  return { kept: ordered(kept, fromEnd), keptBytes, hitBytes: false };
+}
+
+function ordered(lines: string[], reversed: boolean): string[] {
+  return reversed ? lines.reverse() : lines;
+}
+
 /** Keeps the first whole lines of `content` that fit both limits. */
 export function truncateHead(content: string, limits: TruncationLimits = {}): Truncation {
   const maxLines = limits.maxLines ?? MAX_OUTPUT_LINES;
@@ -66,23 +92,11 @@ export function truncateHead(content: string, limits: TruncationLimits = {}): Tr
   if (lines.length <= maxLines && totalBytes <= maxBytes)
     return untruncated(content, lines.length, totalBytes);
 
-  const kept: string[] = [];
-  let keptBytes = 0;
-  let truncatedBy: "lines" | "bytes" = "lines";
-  for (const line of lines) {
-    if (kept.length >= maxLines) break;
-    const cost = byteLength(line) + (kept.length > 0 ? 1 : 0);
-    if (keptBytes + cost > maxBytes) {
-      truncatedBy = "bytes";
-      break;
-    }
-    kept.push(line);
-    keptBytes += cost;
-  }
+  const { kept, keptBytes, hitBytes } = takeWholeLines(lines, maxLines, maxBytes, false);
   return {
     content: kept.join("\n"),
     truncated: true,
-    truncatedBy,
+    truncatedBy: hitBytes ? "bytes" : "lines",
     totalLines: lines.length,
     totalBytes,
     outputLines: kept.length,
@@ -101,30 +115,19 @@ export function truncateTail(content: string, limits: TruncationLimits = {}): Tr
   if (lines.length <= maxLines && totalBytes <= maxBytes)
     return untruncated(content, lines.length, totalBytes);
 
-  const kept: string[] = [];
-  let keptBytes = 0;
-  let truncatedBy: "lines" | "bytes" = "lines";
-  let lastLinePartial = false;
-  for (let i = lines.length - 1; i >= 0 && kept.length < maxLines; i--) {
-    const line = lines[i] ?? "";
-    const cost = byteLength(line) + (kept.length > 0 ? 1 : 0);
-    if (keptBytes + cost > maxBytes) {
-      truncatedBy = "bytes";
-      if (kept.length === 0) {
-        const end = tailBytes(line, maxBytes);
-        kept.push(end);
-        keptBytes = byteLength(end);
-        lastLinePartial = true;
-      }
-      break;
-    }
-    kept.unshift(line);
-    keptBytes += cost;
+  let { kept, keptBytes, hitBytes } = takeWholeLines(lines, maxLines, maxBytes, true);
+  const lastLinePartial = kept.length === 0;
+  if (lastLinePartial) {
+    // Even the last line alone is over the byte limit: keep its end.
+    const end = tailBytes(lines[lines.length - 1] ?? "", maxBytes);
+    kept = [end];
+    keptBytes = byteLength(end);
+    hitBytes = true;
   }
   return {
     content: kept.join("\n"),
     truncated: true,
-    truncatedBy,
+    truncatedBy: hitBytes ? "bytes" : "lines",
     totalLines: lines.length,
     totalBytes,
     outputLines: kept.length,
