@@ -4,6 +4,7 @@
  */
 import { createServer, request as forward, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { seededRandom } from "../../src/core/ids";
 
 export interface S3FaultProxy {
   endpoint: string;
@@ -22,15 +23,7 @@ export async function startS3FaultProxy(
 ): Promise<S3FaultProxy> {
   const upstream = new URL(target);
   let rate = failureRate;
-  let state = seed;
-  // Deterministic pseudo-random choice per request (mulberry32).
-  const random = () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const random = seededRandom(seed);
   let faults = 0;
   let forwarded = 0;
   const server: Server = createServer((incoming, outgoing) => {

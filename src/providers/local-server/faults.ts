@@ -9,7 +9,7 @@ export const FAULT_HEADER = "x-keel-fault";
 const DEFAULT_RETRY_AFTER_SECONDS = 1;
 export const DEFAULT_CUT_AFTER_EVENTS = 3;
 
-const FAULT_KINDS: ReadonlySet<string> = new Set<FaultKind>([
+export const FAULT_KINDS = [
   "rate_limit",
   "server_error",
   "overloaded",
@@ -19,22 +19,11 @@ const FAULT_KINDS: ReadonlySet<string> = new Set<FaultKind>([
   "hang",
   "cut_stream",
   "slow",
-]);
+] as const satisfies readonly FaultKind[];
+const FAULT_KIND_SET: ReadonlySet<string> = new Set(FAULT_KINDS);
 
 export function isFaultKind(value: string): value is FaultKind {
-  return FAULT_KINDS.has(value);
-}
-
-/** Small seeded PRNG (mulberry32) so rate-based faults are reproducible. */
-export function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  return FAULT_KIND_SET.has(value);
 }
 
 export interface FaultTarget {

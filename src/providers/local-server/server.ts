@@ -12,7 +12,8 @@ import { createHash } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { z } from "zod";
-import { DEFAULT_CUT_AFTER_EVENTS, FaultPlan, faultErrorReply, seededRandom } from "./faults";
+import { seededRandom } from "../../core/ids";
+import { DEFAULT_CUT_AFTER_EVENTS, FAULT_KINDS, FaultPlan, faultErrorReply } from "./faults";
 import { normalizeRequest } from "./normalize";
 import { builtinScenarios, resolveTurn, scenarioNameOf, turnIndexOf } from "./scenarios";
 import type { Fault, JournalEntry, NormalizedRequest, Scenario, WireApi } from "./types";
@@ -70,17 +71,7 @@ const ScenariosBodySchema = z.record(
 );
 
 const FaultSchema = z.object({
-  kind: z.enum([
-    "rate_limit",
-    "server_error",
-    "overloaded",
-    "context_overflow",
-    "unauthorized",
-    "bad_request",
-    "hang",
-    "cut_stream",
-    "slow",
-  ]),
+  kind: z.enum(FAULT_KINDS),
   match: z
     .object({ path: z.string(), model: z.string(), scenario: z.string(), turn: z.number().int() })
     .partial()
