@@ -7,15 +7,9 @@
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import { NativeConnection, Worker } from "@temporalio/worker";
-import { createActivities } from "../activities";
-import { loadCatalog } from "../providers/models";
-import { createProvider } from "../providers/registry";
-import { EntryCache } from "../store/entry-cache";
-import { keelDataConverter } from "../store/payload-storage";
 import { createS3Client } from "../store/s3-config";
-import { SessionStore } from "../store/session-store";
-import { ToolCallMarkers } from "../store/tool-call-markers";
 import type { WorkerConfig } from "./config";
+import { commonWorkerOptions, workerActivities } from "./worker-parts";
 
 const DEFAULT_SHUTDOWN_GRACE_MS = 60_000;
 
@@ -35,20 +29,9 @@ export async function createKeelWorkers(config: WorkerConfig): Promise<KeelWorke
   });
   const s3 = createS3Client(config.s3);
   const ownTaskQueue = `${config.taskQueue}/worker/${hostname()}-${process.pid}-${randomBytes(4).toString("hex")}`;
-  const activities = createActivities({
-    store: new SessionStore(s3, config.s3, { cache: new EntryCache() }),
-    markers: new ToolCallMarkers(s3, config.s3),
-    provider: createProvider(),
-    catalog: loadCatalog(),
-    workspaceRoot: config.workspaceRoot,
-    workerTaskQueue: ownTaskQueue,
-  });
-  // Cancellation reaches an activity with its next heartbeat: send them often enough that an
-  // abort lands within a couple of seconds.
+  const activities = workerActivities(config, s3, ownTaskQueue);
   const common = {
-    dataConverter: keelDataConverter(s3, config.s3),
-    defaultHeartbeatThrottleInterval: "1 second",
-    maxHeartbeatThrottleInterval: "2 seconds",
+    ...commonWorkerOptions(config, s3),
     // A draining worker lets in-flight activities finish (ECS gives 120 s after SIGTERM).
     shutdownGraceTime: config.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS,
   };

@@ -15,17 +15,11 @@
  */
 import { runWorker } from "@temporalio/lambda-worker";
 import { z } from "zod";
-import { createActivities } from "../activities";
-import { loadCatalog } from "../providers/models";
-import { createProvider } from "../providers/registry";
-import { EntryCache } from "../store/entry-cache";
-import { keelDataConverter } from "../store/payload-storage";
 import { createS3Client } from "../store/s3-config";
-import { SessionStore } from "../store/session-store";
-import { ToolCallMarkers } from "../store/tool-call-markers";
 import { workerConfigFromEnv } from "./config";
 import { log } from "./log";
 import { resolveSecretEnv } from "./secrets";
+import { commonWorkerOptions, workerActivities } from "./worker-parts";
 
 /** The handler `runWorker` builds. */
 type LambdaWorkerHandler = ReturnType<typeof runWorker>;
@@ -46,15 +40,8 @@ async function createHandler(): Promise<LambdaWorkerHandler> {
   const config = workerConfigFromEnv();
   const deployment = DeploymentEnvSchema.parse(process.env);
   const s3 = createS3Client(config.s3);
-  const activities = createActivities({
-    store: new SessionStore(s3, config.s3, { cache: new EntryCache() }),
-    markers: new ToolCallMarkers(s3, config.s3),
-    provider: createProvider(),
-    catalog: loadCatalog(),
-    workspaceRoot: config.workspaceRoot,
-    // No per-invocation queue can outlive the invocation: tool calls use the shared queue.
-    workerTaskQueue: config.taskQueue,
-  });
+  // No per-invocation queue can outlive the invocation: tool calls use the shared queue.
+  const activities = workerActivities(config, s3, config.taskQueue);
   if (!config.workflowBundlePath) throw new Error("KEEL_WORKFLOW_BUNDLE is required on Lambda");
   const workflowBundlePath = config.workflowBundlePath;
   log("info", "lambda worker configured", {
@@ -75,11 +62,8 @@ async function createHandler(): Promise<LambdaWorkerHandler> {
         taskQueue: config.taskQueue,
         workflowBundle: { codePath: workflowBundlePath },
         activities,
-        dataConverter: keelDataConverter(s3, config.s3),
+        ...commonWorkerOptions(config, s3),
         maxConcurrentActivityTaskExecutions: LAMBDA_MAX_CONCURRENT_ACTIVITIES,
-        // Cancellation reaches an activity with its next heartbeat (as on the long-running worker).
-        defaultHeartbeatThrottleInterval: "1 second",
-        maxHeartbeatThrottleInterval: "2 seconds",
         // Agent runs last long and continue as new: they follow the current version, and workflow
         // changes ship with patches proven by replay tests (docs/deploy.md).
         workerDeploymentOptions: { defaultVersioningBehavior: "AUTO_UPGRADE" },
