@@ -12,6 +12,7 @@ import {
 import type { ModelInfo, Provider } from "../providers/types";
 import { entriesBefore, pathOf } from "./conversation";
 import type { ActivityDeps } from "./deps";
+import { whileHeartbeating } from "./heartbeat";
 import type { CompactInput, CompactResult } from "./types";
 
 export function compactActivity({ store, provider, catalog }: ActivityDeps) {
@@ -55,13 +56,16 @@ export async function summarizeWith(
   request: SummaryRequest,
 ): Promise<string> {
   const ctx = Context.current();
-  const { message, error } = await provider.complete(
-    model,
-    {
-      systemPrompt: request.systemPrompt,
-      messages: [{ role: "user", content: request.prompt, timestamp: Date.now() }],
-    },
-    { maxTokens: request.maxTokens, signal: ctx.cancellationSignal, onProgress: () => ctx.heartbeat() },
+  // A summary can take a while before its first token: heartbeat while waiting.
+  const { message, error } = await whileHeartbeating(ctx, "summarizing", () =>
+    provider.complete(
+      model,
+      {
+        systemPrompt: request.systemPrompt,
+        messages: [{ role: "user", content: request.prompt, timestamp: Date.now() }],
+      },
+      { maxTokens: request.maxTokens, signal: ctx.cancellationSignal, onProgress: () => ctx.heartbeat() },
+    ),
   );
   if (error) {
     const failure = {

@@ -11,7 +11,7 @@ import { runToolCall, toolNamed, toToolResultMessage, workspaceFor } from "../to
 import { UNKNOWN_OUTCOME_TEXT } from "../workflows/markers";
 import type { ActivityDeps } from "./deps";
 import { failpoint } from "./failpoints";
-import { heartbeatIntervalMs } from "./heartbeat";
+import { whileHeartbeating } from "./heartbeat";
 import type { ExecuteToolInput, ExecuteToolResult } from "./types";
 
 const PREVIEW_CHARS = 300;
@@ -43,17 +43,13 @@ export function executeToolActivity({ store, markers, workspaceRoot }: ActivityD
     }
 
     const workspace = workspaceFor(workspaceRoot, input.tenantId, input.sessionId);
-    const heartbeat = setInterval(() => ctx.heartbeat({ phase: "running" }), heartbeatIntervalMs(ctx));
-    let output: Awaited<ReturnType<typeof runToolCall>>;
-    try {
-      output = await runToolCall(toolCall, {
+    const output = await whileHeartbeating(ctx, "running", () =>
+      runToolCall(toolCall, {
         workspace,
         signal: ctx.cancellationSignal,
         onUpdate: () => ctx.heartbeat({ phase: "update" }),
-      });
-    } finally {
-      clearInterval(heartbeat);
-    }
+      }),
+    );
     const entry = await write(toToolResultMessage(toolCall, output, Date.now()));
     failpoint("executeTool.afterWrite");
     if (ctx.cancellationSignal.aborted)

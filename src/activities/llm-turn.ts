@@ -15,7 +15,7 @@ import { INTERRUPTED_MARKER } from "../workflows/markers";
 import { entriesBefore, modelMessages } from "./conversation";
 import type { ActivityDeps } from "./deps";
 import { failpoint } from "./failpoints";
-import { heartbeatIntervalMs } from "./heartbeat";
+import { whileHeartbeating } from "./heartbeat";
 import type { LlmTurnInput, LlmTurnResult, ToolCallSummary } from "./types";
 
 const PREVIEW_CHARS = 500;
@@ -39,10 +39,8 @@ export function llmTurnActivity({ store, provider, catalog }: ActivityDeps) {
       return tool ? [tool] : [];
     });
 
-    const heartbeat = setInterval(() => ctx.heartbeat({ phase: "waiting" }), heartbeatIntervalMs(ctx));
-    let outcome: Awaited<ReturnType<typeof provider.complete>>;
-    try {
-      outcome = await provider.complete(
+    const outcome = await whileHeartbeating(ctx, "waiting", () =>
+      provider.complete(
         model,
         { systemPrompt: input.systemPrompt, messages, tools: toolSpecs(tools) },
         {
@@ -51,10 +49,8 @@ export function llmTurnActivity({ store, provider, catalog }: ActivityDeps) {
           onProgress: (progress) =>
             ctx.heartbeat({ textChars: progress.textChars, toolCalls: progress.toolCalls }),
         },
-      );
-    } finally {
-      clearInterval(heartbeat);
-    }
+      ),
+    );
     let { message } = outcome;
     const error = outcome.error;
 
