@@ -186,3 +186,19 @@ export function slowEchoScenario(stage: RunStage, name: string, latencyMs: numbe
   stage.llm.addScenario(name, { turns: [], after: { text: "You said: {{lastUser}}" } });
   stage.llm.addFaults([{ kind: "slow", match: { scenario: name }, rate: 1, latencyMs }]);
 }
+
+/** A run stage with one worker for the whole test file: created before its tests, closed after. */
+export function runStageForSuite(): () => RunStage {
+  let stage: RunStage | undefined;
+  beforeAll(async () => {
+    stage = await createRunStage();
+    await stage.startWorker();
+  });
+  afterAll(async () => {
+    await stage?.close();
+  });
+  return () => {
+    if (!stage) throw new Error("the run stage is created in beforeAll");
+    return stage;
+  };
+}

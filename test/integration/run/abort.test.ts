@@ -2,18 +2,9 @@ import { execFileSync } from "node:child_process";
 import { convertToLlm } from "../../../src/core/messages";
 import { ABORTED_TOOL_RESULT_TEXT, checkInvariants } from "../../../src/core/sanitize";
 import { INTERRUPTED_MARKER } from "../../../src/workflows/markers";
-import { createRunStage, eventually, messagesOf, type RunStage } from "../../support/run-harness";
+import { eventually, messagesOf, runStageForSuite } from "../../support/run-harness";
 
-let stage: RunStage;
-
-beforeAll(async () => {
-  stage = await createRunStage();
-  await stage.startWorker();
-});
-
-afterAll(async () => {
-  await stage?.close();
-});
+const stage = runStageForSuite();
 
 function processesMatching(pattern: string): string[] {
   try {
@@ -24,12 +15,12 @@ function processesMatching(pattern: string): string[] {
 }
 
 async function expectUsableAfterwards(ref: { tenantId: string; sessionId: string }) {
-  const messages = messagesOf(await stage.entries(ref));
+  const messages = messagesOf(await stage().entries(ref));
   expect(checkInvariants(convertToLlm(messages))).toEqual([]);
-  const next = await stage.runs.deliver(ref, { text: "are you there?", mode: "auto" }, stage.settings());
+  const next = await stage().runs.deliver(ref, { text: "are you there?", mode: "auto" }, stage().settings());
   expect(next.delivery).toBe("started");
-  expect((await stage.result(ref)).status).toBe("completed");
-  const after = messagesOf(await stage.entries(ref));
+  expect((await stage().result(ref)).status).toBe("completed");
+  const after = messagesOf(await stage().entries(ref));
   const last = after.at(-1);
   expect(last?.role === "assistant" && last.content).toEqual([
     { type: "text", text: "You said: are you there?" },
@@ -38,19 +29,23 @@ async function expectUsableAfterwards(ref: { tenantId: string; sessionId: string
 }
 
 test("abort during a hung model call ends the run within seconds and leaves a usable session", async () => {
-  stage.llm.addScenario("hung", { turns: [], after: { text: "You said: {{lastUser}}" } });
-  stage.llm.addFaults([{ kind: "hang", match: { scenario: "hung" } }]);
-  const ref = stage.newSession();
-  await stage.runs.deliver(ref, { text: "[scenario:hung] think hard", mode: "auto" }, stage.settings());
+  stage().llm.addScenario("hung", { turns: [], after: { text: "You said: {{lastUser}}" } });
+  stage().llm.addFaults([{ kind: "hang", match: { scenario: "hung" } }]);
+  const ref = stage().newSession();
+  await stage().runs.deliver(ref, { text: "[scenario:hung] think hard", mode: "auto" }, stage().settings());
   await eventually(async () =>
-    stage.llm.journal().some((entry) => entry.scenario === "hung") ? true : undefined,
+    stage()
+      .llm.journal()
+      .some((entry) => entry.scenario === "hung")
+      ? true
+      : undefined,
   );
   const abortedAt = Date.now();
-  expect(await stage.runs.abort(ref, "user pressed stop")).toBe(true);
-  const result = await stage.result(ref);
+  expect(await stage().runs.abort(ref, "user pressed stop")).toBe(true);
+  const result = await stage().result(ref);
   expect(Date.now() - abortedAt).toBeLessThan(10_000);
   expect(result).toMatchObject({ status: "aborted", reason: "user pressed stop" });
-  const messages = messagesOf(await stage.entries(ref));
+  const messages = messagesOf(await stage().entries(ref));
   expect(messages).toHaveLength(2);
   expect(messages[1]).toMatchObject({ role: "assistant", stopReason: "aborted" });
   expect(messages[1]?.role === "assistant" && messages[1].content).toEqual([
@@ -61,7 +56,7 @@ test("abort during a hung model call ends the run within seconds and leaves a us
 
 test("abort during a long bash kills its process group and closes the tool call", async () => {
   const marker = `${Math.floor(Math.random() * 1e6)}`;
-  stage.llm.addScenario("long-bash", {
+  stage().llm.addScenario("long-bash", {
     turns: [
       {
         toolCalls: [
@@ -71,19 +66,23 @@ test("abort during a long bash kills its process group and closes the tool call"
     ],
     after: { text: "You said: {{lastUser}}" },
   });
-  const ref = stage.newSession();
-  await stage.runs.deliver(ref, { text: "[scenario:long-bash] build it", mode: "auto" }, stage.settings());
+  const ref = stage().newSession();
+  await stage().runs.deliver(
+    ref,
+    { text: "[scenario:long-bash] build it", mode: "auto" },
+    stage().settings(),
+  );
   // Both sleeps (and the shell that started them) are running.
   await eventually(async () => (processesMatching(`sleep 6[01].${marker}`).length >= 2 ? true : undefined));
   const abortedAt = Date.now();
-  await stage.runs.abort(ref, "too slow");
-  expect((await stage.result(ref)).status).toBe("aborted");
+  await stage().runs.abort(ref, "too slow");
+  expect((await stage().result(ref)).status).toBe("aborted");
   expect(Date.now() - abortedAt).toBeLessThan(10_000);
   await eventually(
     async () => (processesMatching(`sleep 6[01].${marker}`).length === 0 ? true : undefined),
     5_000,
   );
-  const messages = messagesOf(await stage.entries(ref));
+  const messages = messagesOf(await stage().entries(ref));
   expect(messages.map((message) => message.role)).toEqual(["user", "assistant", "toolResult"]);
   const result = messages[2];
   expect(result).toMatchObject({ role: "toolResult", isError: true });
@@ -95,12 +94,12 @@ test("abort during a long bash kills its process group and closes the tool call"
 });
 
 test("abort before the run got going ends it cleanly", async () => {
-  stage.llm.addScenario("hung-early", { turns: [], after: { text: "You said: {{lastUser}}" } });
-  stage.llm.addFaults([{ kind: "hang", match: { scenario: "hung-early" } }]);
-  const ref = stage.newSession();
-  await stage.runs.deliver(ref, { text: "[scenario:hung-early] go", mode: "auto" }, stage.settings());
-  await stage.runs.abort(ref, "changed my mind");
-  expect((await stage.result(ref)).status).toBe("aborted");
-  const messages = messagesOf(await stage.entries(ref));
+  stage().llm.addScenario("hung-early", { turns: [], after: { text: "You said: {{lastUser}}" } });
+  stage().llm.addFaults([{ kind: "hang", match: { scenario: "hung-early" } }]);
+  const ref = stage().newSession();
+  await stage().runs.deliver(ref, { text: "[scenario:hung-early] go", mode: "auto" }, stage().settings());
+  await stage().runs.abort(ref, "changed my mind");
+  expect((await stage().result(ref)).status).toBe("aborted");
+  const messages = messagesOf(await stage().entries(ref));
   expect(checkInvariants(convertToLlm(messages))).toEqual([]);
 });

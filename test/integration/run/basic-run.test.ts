@@ -5,28 +5,19 @@ import { checkInvariants } from "../../../src/core/sanitize";
 import { PAYLOADS_FOLDER } from "../../../src/store/payload-storage";
 import { runWorkflowId } from "../../../src/workflows/types";
 import { s3Client, s3Settings } from "../../support/integration-env";
-import { createRunStage, messagesOf, type RunStage } from "../../support/run-harness";
+import { messagesOf, runStageForSuite } from "../../support/run-harness";
 
 jest.setTimeout(120_000);
 
-let stage: RunStage;
-
-beforeAll(async () => {
-  stage = await createRunStage();
-  await stage.startWorker();
-});
-
-afterAll(async () => {
-  await stage?.close();
-});
+const stage = runStageForSuite();
 
 test("a prompt answered with text: one LLM call, user + assistant entries stored", async () => {
-  const ref = stage.newSession();
-  const delivered = await stage.runs.deliver(ref, { text: "hello keel", mode: "auto" }, stage.settings());
+  const ref = stage().newSession();
+  const delivered = await stage().runs.deliver(ref, { text: "hello keel", mode: "auto" }, stage().settings());
   expect(delivered.delivery).toBe("started");
-  const result = await stage.result(ref);
+  const result = await stage().result(ref);
   expect(result.status).toBe("completed");
-  const messages = messagesOf(await stage.entries(ref));
+  const messages = messagesOf(await stage().entries(ref));
   expect(messages.map((message) => message.role)).toEqual(["user", "assistant"]);
   const answer = messages[1];
   expect(answer?.role === "assistant" && answer.content).toEqual([
@@ -36,7 +27,7 @@ test("a prompt answered with text: one LLM call, user + assistant entries stored
 });
 
 test("a multi-turn task with tool calls runs the tools in the workspace and answers", async () => {
-  stage.llm.addScenario("write-then-read", {
+  stage().llm.addScenario("write-then-read", {
     turns: [
       {
         toolCalls: [
@@ -47,15 +38,15 @@ test("a multi-turn task with tool calls runs the tools in the workspace and answ
       { text: "The file says: {{lastToolResult}}" },
     ],
   });
-  const ref = stage.newSession();
-  await stage.runs.deliver(
+  const ref = stage().newSession();
+  await stage().runs.deliver(
     ref,
     { text: "[scenario:write-then-read] make a note", mode: "auto" },
-    stage.settings(),
+    stage().settings(),
   );
-  const result = await stage.result(ref);
+  const result = await stage().result(ref);
   expect(result.status).toBe("completed");
-  const messages = messagesOf(await stage.entries(ref));
+  const messages = messagesOf(await stage().entries(ref));
   expect(messages.map((message) => message.role)).toEqual([
     "user",
     "assistant",
@@ -73,7 +64,7 @@ test("a multi-turn task with tool calls runs the tools in the workspace and answ
 });
 
 test("parallel tool calls are recorded in source order", async () => {
-  stage.llm.addScenario("parallel", {
+  stage().llm.addScenario("parallel", {
     turns: [
       {
         toolCalls: [
@@ -85,10 +76,10 @@ test("parallel tool calls are recorded in source order", async () => {
       { text: "done" },
     ],
   });
-  const ref = stage.newSession();
-  await stage.runs.deliver(ref, { text: "[scenario:parallel] go", mode: "auto" }, stage.settings());
-  expect((await stage.result(ref)).status).toBe("completed");
-  const messages = messagesOf(await stage.entries(ref));
+  const ref = stage().newSession();
+  await stage().runs.deliver(ref, { text: "[scenario:parallel] go", mode: "auto" }, stage().settings());
+  expect((await stage().result(ref)).status).toBe("completed");
+  const messages = messagesOf(await stage().entries(ref));
   const assistant = messages[1];
   const results = messages.slice(2, 5);
   const callIds =
@@ -105,13 +96,13 @@ test("parallel tool calls are recorded in source order", async () => {
 });
 
 test("a payload over the threshold travels through S3, not through workflow history", async () => {
-  const ref = stage.newSession();
+  const ref = stage().newSession();
   const huge = `please summarise: ${"lorem ipsum ".repeat(30_000)}`; // ~360 KB
-  await stage.runs.deliver(ref, { text: huge, mode: "auto" }, stage.settings());
-  expect((await stage.result(ref)).status).toBe("completed");
-  const messages = messagesOf(await stage.entries(ref));
+  await stage().runs.deliver(ref, { text: huge, mode: "auto" }, stage().settings());
+  expect((await stage().result(ref)).status).toBe("completed");
+  const messages = messagesOf(await stage().entries(ref));
   expect(messages[0]).toMatchObject({ role: "user", content: huge });
-  const history = await stage.client.workflow.getHandle(runWorkflowId(ref)).fetchHistory();
+  const history = await stage().client.workflow.getHandle(runWorkflowId(ref)).fetchHistory();
   const historyBytes = temporal.api.history.v1.History.encode(history).finish().length;
   expect(historyBytes).toBeLessThan(100_000);
   const stored = await s3Client().send(

@@ -2,24 +2,9 @@ import { DeliveryRefusedError } from "../../../src/api/run-client";
 import { convertToLlm } from "../../../src/core/messages";
 import { checkInvariants } from "../../../src/core/sanitize";
 import { INTERRUPTED_MARKER } from "../../../src/workflows/markers";
-import {
-  createRunStage,
-  eventually,
-  messagesOf,
-  type RunStage,
-  slowEchoScenario,
-} from "../../support/run-harness";
+import { eventually, messagesOf, runStageForSuite, slowEchoScenario } from "../../support/run-harness";
 
-let stage: RunStage;
-
-beforeAll(async () => {
-  stage = await createRunStage();
-  await stage.startWorker();
-});
-
-afterAll(async () => {
-  await stage?.close();
-});
+const stage = runStageForSuite();
 
 function texts(messages: ReturnType<typeof messagesOf>): string[] {
   return messages.map((message) => {
@@ -34,7 +19,7 @@ function texts(messages: ReturnType<typeof messagesOf>): string[] {
 }
 
 test("steering during a tool batch: the batch finishes and the steering text opens the next turn", async () => {
-  stage.llm.addScenario("steer-batch", {
+  stage().llm.addScenario("steer-batch", {
     turns: [
       {
         toolCalls: [
@@ -45,20 +30,28 @@ test("steering during a tool batch: the batch finishes and the steering text ope
     ],
     after: { text: "You said: {{lastUser}}" },
   });
-  const ref = stage.newSession();
-  await stage.runs.deliver(ref, { text: "[scenario:steer-batch] run both", mode: "auto" }, stage.settings());
+  const ref = stage().newSession();
+  await stage().runs.deliver(
+    ref,
+    { text: "[scenario:steer-batch] run both", mode: "auto" },
+    stage().settings(),
+  );
   await eventually(
     async () => {
-      const state = await stage.runs.state(ref);
+      const state = await stage().runs.state(ref);
       return state?.pendingToolCalls.some((call) => call.state === "running") ? state : undefined;
     },
     30_000,
     "the tool batch to run",
   );
-  const steered = await stage.runs.deliver(ref, { text: "use TypeScript", mode: "steer" }, stage.settings());
+  const steered = await stage().runs.deliver(
+    ref,
+    { text: "use TypeScript", mode: "steer" },
+    stage().settings(),
+  );
   expect(steered.delivery).toBe("steered");
-  expect((await stage.result(ref)).status).toBe("completed");
-  expect(texts(messagesOf(await stage.entries(ref)))).toEqual([
+  expect((await stage().result(ref)).status).toBe("completed");
+  expect(texts(messagesOf(await stage().entries(ref)))).toEqual([
     "user: [scenario:steer-batch] run both",
     "assistant:  [2 calls]",
     "toolResult",
@@ -66,18 +59,22 @@ test("steering during a tool batch: the batch finishes and the steering text ope
     "user: use TypeScript",
     "assistant: You said: use TypeScript",
   ]);
-  const results = messagesOf(await stage.entries(ref)).filter((message) => message.role === "toolResult");
+  const results = messagesOf(await stage().entries(ref)).filter((message) => message.role === "toolResult");
   expect(results.map((result) => result.role === "toolResult" && result.isError)).toEqual([false, false]);
 });
 
 test("a follow-up waits until the agent would stop, then runs", async () => {
-  slowEchoScenario(stage, "slow-followup", 1_500);
-  const ref = stage.newSession();
-  await stage.runs.deliver(ref, { text: "[scenario:slow-followup] first", mode: "auto" }, stage.settings());
-  const queued = await stage.runs.deliver(ref, { text: "second", mode: "followUp" }, stage.settings());
+  slowEchoScenario(stage(), "slow-followup", 1_500);
+  const ref = stage().newSession();
+  await stage().runs.deliver(
+    ref,
+    { text: "[scenario:slow-followup] first", mode: "auto" },
+    stage().settings(),
+  );
+  const queued = await stage().runs.deliver(ref, { text: "second", mode: "followUp" }, stage().settings());
   expect(queued.delivery).toBe("queued");
-  expect((await stage.result(ref)).status).toBe("completed");
-  expect(texts(messagesOf(await stage.entries(ref)))).toEqual([
+  expect((await stage().result(ref)).status).toBe("completed");
+  expect(texts(messagesOf(await stage().entries(ref)))).toEqual([
     "user: [scenario:slow-followup] first",
     "assistant: You said: first",
     "user: second",
@@ -86,24 +83,28 @@ test("a follow-up waits until the agent would stop, then runs", async () => {
 });
 
 test("interrupt cancels the model call, keeps a marked partial answer and continues with the message", async () => {
-  slowEchoScenario(stage, "slow-interrupt", 4_000);
-  const ref = stage.newSession();
-  await stage.runs.deliver(
+  slowEchoScenario(stage(), "slow-interrupt", 4_000);
+  const ref = stage().newSession();
+  await stage().runs.deliver(
     ref,
     { text: "[scenario:slow-interrupt] long task", mode: "auto" },
-    stage.settings(),
+    stage().settings(),
   );
   await eventually(async () =>
-    stage.llm.journal().some((entry) => entry.scenario === "slow-interrupt") ? true : undefined,
+    stage()
+      .llm.journal()
+      .some((entry) => entry.scenario === "slow-interrupt")
+      ? true
+      : undefined,
   );
-  const interrupted = await stage.runs.deliver(
+  const interrupted = await stage().runs.deliver(
     ref,
     { text: "change of plan", mode: "interrupt" },
-    stage.settings(),
+    stage().settings(),
   );
   expect(interrupted.delivery).toBe("interrupted");
-  expect((await stage.result(ref)).status).toBe("completed");
-  const messages = messagesOf(await stage.entries(ref));
+  expect((await stage().result(ref)).status).toBe("completed");
+  const messages = messagesOf(await stage().entries(ref));
   expect(texts(messages)).toEqual([
     "user: [scenario:slow-interrupt] long task",
     `assistant: ${INTERRUPTED_MARKER}`,
@@ -115,50 +116,54 @@ test("interrupt cancels the model call, keeps a marked partial answer and contin
 });
 
 test("reject refuses a message while the session is busy, and the run is unaffected", async () => {
-  slowEchoScenario(stage, "slow-reject", 1_500);
-  const ref = stage.newSession();
-  await stage.runs.deliver(
+  slowEchoScenario(stage(), "slow-reject", 1_500);
+  const ref = stage().newSession();
+  await stage().runs.deliver(
     ref,
     { text: "[scenario:slow-reject] busy work", mode: "reject" },
-    stage.settings(),
+    stage().settings(),
   );
-  const refused = stage.runs.deliver(ref, { text: "me too", mode: "reject" }, stage.settings());
+  const refused = stage().runs.deliver(ref, { text: "me too", mode: "reject" }, stage().settings());
   await expect(refused).rejects.toBeInstanceOf(DeliveryRefusedError);
   await expect(refused).rejects.toMatchObject({ type: "RunBusy" });
-  expect((await stage.result(ref)).status).toBe("completed");
-  expect(texts(messagesOf(await stage.entries(ref)))).toEqual([
+  expect((await stage().result(ref)).status).toBe("completed");
+  expect(texts(messagesOf(await stage().entries(ref)))).toEqual([
     "user: [scenario:slow-reject] busy work",
     "assistant: You said: busy work",
   ]);
 });
 
 test("a full steering queue refuses with QueueFull instead of dropping", async () => {
-  slowEchoScenario(stage, "slow-queue", 2_000);
-  const ref = stage.newSession();
-  const settings = stage.settings({ queueLimit: 2 });
-  await stage.runs.deliver(ref, { text: "[scenario:slow-queue] start", mode: "auto" }, settings);
+  slowEchoScenario(stage(), "slow-queue", 2_000);
+  const ref = stage().newSession();
+  const settings = stage().settings({ queueLimit: 2 });
+  await stage().runs.deliver(ref, { text: "[scenario:slow-queue] start", mode: "auto" }, settings);
   // Once the model is working, nothing is drained from the queue until its answer is in.
   await eventually(async () =>
-    stage.llm.journal().some((entry) => entry.scenario === "slow-queue") ? true : undefined,
+    stage()
+      .llm.journal()
+      .some((entry) => entry.scenario === "slow-queue")
+      ? true
+      : undefined,
   );
-  await stage.runs.deliver(ref, { text: "one", mode: "steer" }, settings);
-  await stage.runs.deliver(ref, { text: "two", mode: "steer" }, settings);
-  await expect(stage.runs.deliver(ref, { text: "three", mode: "steer" }, settings)).rejects.toMatchObject({
+  await stage().runs.deliver(ref, { text: "one", mode: "steer" }, settings);
+  await stage().runs.deliver(ref, { text: "two", mode: "steer" }, settings);
+  await expect(stage().runs.deliver(ref, { text: "three", mode: "steer" }, settings)).rejects.toMatchObject({
     type: "QueueFull",
   });
-  expect((await stage.result(ref)).status).toBe("completed");
-  const userTexts = texts(messagesOf(await stage.entries(ref))).filter((line) => line.startsWith("user"));
+  expect((await stage().result(ref)).status).toBe("completed");
+  const userTexts = texts(messagesOf(await stage().entries(ref))).filter((line) => line.startsWith("user"));
   expect(userTexts).toEqual(["user: [scenario:slow-queue] start", "user: one", "user: two"]);
 });
 
 test("a message sent after a run completed starts a new run on the same session", async () => {
-  const ref = stage.newSession();
-  await stage.runs.deliver(ref, { text: "round one", mode: "auto" }, stage.settings());
-  await stage.result(ref);
-  const again = await stage.runs.deliver(ref, { text: "round two", mode: "auto" }, stage.settings());
+  const ref = stage().newSession();
+  await stage().runs.deliver(ref, { text: "round one", mode: "auto" }, stage().settings());
+  await stage().result(ref);
+  const again = await stage().runs.deliver(ref, { text: "round two", mode: "auto" }, stage().settings());
   expect(again.delivery).toBe("started");
-  expect((await stage.result(ref)).status).toBe("completed");
-  expect(texts(messagesOf(await stage.entries(ref)))).toEqual([
+  expect((await stage().result(ref)).status).toBe("completed");
+  expect(texts(messagesOf(await stage().entries(ref)))).toEqual([
     "user: round one",
     "assistant: You said: round one",
     "user: round two",
@@ -167,23 +172,23 @@ test("a message sent after a run completed starts a new run on the same session"
 });
 
 test("messages sent around a run's completion are all delivered, to that run or to a new one", async () => {
-  slowEchoScenario(stage, "racing", 250);
-  const ref = stage.newSession();
+  slowEchoScenario(stage(), "racing", 250);
+  const ref = stage().newSession();
   const texts = Array.from({ length: 12 }, (_, i) => `message ${i}`);
   const outcomes: string[] = [];
-  await stage.runs.deliver(ref, { text: "[scenario:racing] start", mode: "auto" }, stage.settings());
+  await stage().runs.deliver(ref, { text: "[scenario:racing] start", mode: "auto" }, stage().settings());
   for (const text of texts) {
     // Bursts and pauses: some messages land in a live run, some just after it completed.
     await new Promise((r) =>
       setTimeout(r, outcomes.length % 3 === 2 ? 2_500 : 30 + Math.floor(Math.random() * 150)),
     );
-    outcomes.push((await stage.runs.deliver(ref, { text, mode: "auto" }, stage.settings())).delivery);
+    outcomes.push((await stage().runs.deliver(ref, { text, mode: "auto" }, stage().settings())).delivery);
   }
   await eventually(async () => {
-    const state = await stage.runs.state(ref);
+    const state = await stage().runs.state(ref);
     return state && ["completed", "aborted", "failed"].includes(state.status) ? true : undefined;
   });
-  const stored = messagesOf(await stage.entries(ref)).flatMap((message) =>
+  const stored = messagesOf(await stage().entries(ref)).flatMap((message) =>
     message.role === "user" && typeof message.content === "string" ? [message.content] : [],
   );
   for (const text of texts) expect(stored).toContain(text);
