@@ -3,8 +3,9 @@
  * how many S3 round trips a turn costs. Requests are forwarded unchanged (the Host header
  * included, so SigV4 signatures still verify).
  */
-import { createServer, request } from "node:http";
+import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import { forwardHttp } from "../../test/support/forward-http";
 
 export interface RequestTally {
   count: number;
@@ -37,21 +38,7 @@ export async function startCountingProxy(target: string): Promise<CountingProxy>
     outgoing.on("finish", () => {
       tally.totalMs += performance.now() - started;
     });
-    const forward = request(
-      {
-        host: upstream.hostname,
-        port: upstream.port,
-        method: incoming.method,
-        path: incoming.url,
-        headers: incoming.headers,
-      },
-      (response) => {
-        outgoing.writeHead(response.statusCode ?? 502, response.headers);
-        response.pipe(outgoing);
-      },
-    );
-    forward.on("error", () => outgoing.destroy());
-    incoming.pipe(forward);
+    forwardHttp(upstream, incoming, outgoing);
   });
   await new Promise<void>((ready) => server.listen(0, "127.0.0.1", ready));
   const { port } = server.address() as AddressInfo;

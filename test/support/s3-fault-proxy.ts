@@ -2,9 +2,10 @@
  * An HTTP proxy in front of the real S3 server that answers a share of requests with
  * `503 SlowDown` (or drops the connection) instead of forwarding them: S3 having a bad minute.
  */
-import { createServer, request as forward, type Server } from "node:http";
+import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { seededRandom } from "../../src/core/ids";
+import { forwardHttp } from "./forward-http";
 
 export interface S3FaultProxy {
   endpoint: string;
@@ -39,21 +40,7 @@ export async function startS3FaultProxy(
       return;
     }
     forwarded += 1;
-    const proxied = forward(
-      {
-        host: upstream.hostname,
-        port: upstream.port,
-        method: incoming.method,
-        path: incoming.url,
-        headers: incoming.headers,
-      },
-      (response) => {
-        outgoing.writeHead(response.statusCode ?? 502, response.headers);
-        response.pipe(outgoing);
-      },
-    );
-    proxied.on("error", () => outgoing.destroy());
-    incoming.pipe(proxied);
+    forwardHttp(upstream, incoming, outgoing);
   });
   await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
   const { port } = server.address() as AddressInfo;
