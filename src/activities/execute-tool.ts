@@ -4,11 +4,11 @@
  * earlier attempt may have started is not run again — the model is told the outcome is unknown.
  */
 import { ApplicationFailure, CancelledFailure, Context } from "@temporalio/activity";
+import { UNKNOWN_OUTCOME_TEXT } from "../core/markers";
 import type { ToolCallBlock, ToolResultMessage } from "../core/messages";
 import { createMessageEntry } from "../core/session-entries";
 import type { SessionEntry } from "../core/session-types";
 import { runToolCall, toolNamed, toToolResultMessage, workspaceFor } from "../tools";
-import { UNKNOWN_OUTCOME_TEXT } from "../workflows/markers";
 import type { ActivityDeps } from "./deps";
 import { failpoint } from "./failpoints";
 import { whileHeartbeating } from "./heartbeat";

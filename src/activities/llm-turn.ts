@@ -6,12 +6,12 @@
 
 import { randomBytes } from "node:crypto";
 import { ApplicationFailure, CancelledFailure, Context } from "@temporalio/activity";
+import { INTERRUPTED_MARKER } from "../core/markers";
 import { type AssistantMessage, toolCallsOf } from "../core/messages";
 import { createMessageEntry } from "../core/session-entries";
 import type { SessionEntry } from "../core/session-types";
 import { parseTextToolCalls } from "../providers/fallback-tool-calls";
 import { toolNamed, toolSpecs } from "../tools";
-import { INTERRUPTED_MARKER } from "../workflows/markers";
 import { entriesBefore, modelMessages } from "./conversation";
 import type { ActivityDeps } from "./deps";
 import { failpoint } from "./failpoints";

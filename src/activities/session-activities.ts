@@ -1,32 +1,63 @@
 /** Session writes the workflow needs directly: opening a session and appending entries it built. */
+import { randomBytes } from "node:crypto";
+import { ApplicationFailure } from "@temporalio/activity";
+import { FailureType } from "../core/failure-types";
 import { createSessionHeader } from "../core/session-entries";
+import { planSessionRepair } from "../core/session-repair";
+import { EntryConflictError } from "../store/session-store";
 import type { SessionCursor } from "../workflows/types";
 import type { ActivityDeps } from "./deps";
 import type { AppendEntriesInput, AppendEntriesResult, OpenSessionInput } from "./types";
 
 export function sessionActivities({ store }: ActivityDeps) {
   return {
-    /** Creates the session if new (header), and says where its next entry goes. */
+    /**
+     * Creates the session if new (header), repairs what an earlier run left open (gaps, tool
+     * calls without results, an unanswered user message: see core/session-repair), and says where
+     * its next entry goes.
+     */
     async openSession(input: OpenSessionInput): Promise<SessionCursor> {
       const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
       await store.createSession(
         ref,
         createSessionHeader(input.sessionId, new Date().toISOString(), input.cwd),
       );
-      const { entries, nextSeq } = await store.readEntries(ref, { untilGap: true });
-      const leaf = entries[entries.length - 1];
-      return { nextSeq, leafId: leaf ? leaf.entry.id : null };
+      const { entries } = await store.readEntries(ref);
+      const repairs = planSessionRepair(entries, {
+        makeId: () => randomBytes(8).toString("hex"),
+        now: Date.now(),
+      });
+      for (const write of repairs)
+        await conflictsAsFailures(() => store.putEntry(ref, write.seq, write.entry));
+      const all = [...entries, ...repairs];
+      const leaf = all.reduce<(typeof all)[number] | undefined>(
+        (last, item) => (last === undefined || item.seq > last.seq ? item : last),
+        undefined,
+      );
+      return { nextSeq: leaf ? leaf.seq + 1 : 0, leafId: leaf ? leaf.entry.id : null };
     },
 
     /** Writes entries at their sequence numbers, in order; entries already stored are adopted. */
     async appendEntries(input: AppendEntriesInput): Promise<AppendEntriesResult> {
       const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
-      let written = 0;
+      const adoptedSeqs: number[] = [];
       for (const write of input.writes) {
-        const result = await store.putEntry(ref, write.seq, write.entry);
-        if (result.written) written += 1;
+        const result = await conflictsAsFailures(() => store.putEntry(ref, write.seq, write.entry));
+        if (!result.written) adoptedSeqs.push(write.seq);
       }
-      return { written, adopted: input.writes.length - written };
+      return { written: input.writes.length - adoptedSeqs.length, adopted: adoptedSeqs.length, adoptedSeqs };
     },
   };
+}
+
+/** A conflicting entry means the caller's view is stale: fail at once, never retry. */
+async function conflictsAsFailures<T>(write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } catch (error) {
+    if (error instanceof EntryConflictError) {
+      throw ApplicationFailure.nonRetryable(error.message, FailureType.entryConflict);
+    }
+    throw error;
+  }
 }

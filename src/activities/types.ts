@@ -35,6 +35,11 @@ export interface AppendEntriesInput extends SessionRef {
 export interface AppendEntriesResult {
   written: number;
   adopted: number;
+  /**
+   * Sequence numbers where this very entry (same id) was already stored: an activity wrote it
+   * first. Absent in results recorded before it existed.
+   */
+  adoptedSeqs?: number[];
 }
 
 export interface ClaimWorkspaceInput extends SessionRef {

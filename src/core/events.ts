@@ -14,7 +14,14 @@ export type AgentEndStatus = "completed" | "aborted" | "failed";
 /** An event before it is numbered. */
 export type AgentEventBody =
   | { type: "agent_start"; runId: string }
-  | { type: "agent_end"; status: AgentEndStatus; reason?: string; usage?: Usage }
+  | {
+      type: "agent_end";
+      status: AgentEndStatus;
+      reason?: string;
+      usage?: Usage;
+      /** Messages the run accepted (queued) but ended without reading, oldest first. */
+      unprocessed?: string[];
+    }
   | { type: "turn_start"; turn: number }
   | { type: "turn_end"; turn: number; stopReason?: StopReason; errorMessage?: string }
   | { type: "message_start"; entryId: string; role: AgentMessage["role"] }

@@ -140,16 +140,7 @@ export function toolCallsOf(message: AssistantMessage): ToolCallBlock[] {
   return message.content.filter((block): block is ToolCallBlock => block.type === "toolCall");
 }
 
-export function emptyUsage(): Usage {
-  return {
-    input: 0,
-    output: 0,
-    cacheRead: 0,
-    cacheWrite: 0,
-    totalTokens: 0,
-    cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-  };
-}
+export { emptyUsage } from "./usage";
 
 // ---------------------------------------------------------------------------------------------
 // Agent messages: the extra roles pi stores in session files next to LLM messages. They never

@@ -9,12 +9,11 @@
  *
  * All functions are pure and return new arrays; input messages are never mutated.
  */
+import { ABORTED_TOOL_RESULT_TEXT } from "./markers";
 import type { AssistantMessage, Message, TextBlock, ToolResultMessage, UserMessage } from "./messages";
 import { estimateTokens } from "./tokens";
 import { TERMINAL_TOOL_CALL_STATES, type ToolCallRegistry, toolCallPartsById } from "./tool-registry";
 
-/** Result text written for a tool call that never produced a result (abort, crash, restore). */
-export const ABORTED_TOOL_RESULT_TEXT = "[Aborted by user]";
 /** Replacement text for a pruned tool output. */
 export const PRUNED_TOOL_OUTPUT_MARKER = "[Old tool output cleared to save context]";
 /** Most recent user turns whose tool outputs are never pruned. */

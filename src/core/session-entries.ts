@@ -16,7 +16,7 @@ import type {
   SessionInfoEntry,
   ThinkingLevelChangeEntry,
 } from "./session-types";
-import { CURRENT_SESSION_VERSION } from "./session-types";
+import { CURRENT_SESSION_VERSION } from "./session-version";
 
 /** Where a new entry goes: its id, its parent (null for a root) and its ISO timestamp. */
 export interface EntryPlacement {

@@ -9,8 +9,7 @@
 import { z } from "zod";
 import { type AgentMessage, AgentMessageSchema, UserContentSchema } from "./messages";
 
-/** The session format version Keel writes. */
-export const CURRENT_SESSION_VERSION = 3;
+export { CURRENT_SESSION_VERSION } from "./session-version";
 
 export const SessionHeaderSchema = z.object({
   type: z.literal("session"),

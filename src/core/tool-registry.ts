@@ -1,14 +1,20 @@
 /**
  * Tool-call registry: the lifecycle state of every tool call of a run, as plain data.
  *
- * pending → running → completed | failed | cancelled (pending may also go straight to
- * failed or cancelled: a call refused by policy or aborted before it started). Terminal states
- * never change. The registry is a JSON-serialisable value (it is carried across
+ * pending → [awaiting_approval →] running → completed | failed | cancelled (pending and
+ * awaiting_approval may also go straight to failed or cancelled: a call refused by policy or by
+ * the user, or aborted before it started). Terminal states never change. The registry is a JSON-serialisable value (it is carried across
  * continue-as-new); every function returns a new registry and never mutates its input.
  */
 import type { Message } from "./messages";
 
-export type ToolCallState = "pending" | "running" | "completed" | "failed" | "cancelled";
+export type ToolCallState =
+  | "pending"
+  | "awaiting_approval"
+  | "running"
+  | "completed"
+  | "failed"
+  | "cancelled";
 
 export interface ToolCallRecord {
   toolCallId: string;
@@ -26,7 +32,8 @@ export interface ToolCallRegistry {
 export type RegistryResult = { ok: true; registry: ToolCallRegistry } | { ok: false; error: string };
 
 const ALLOWED_TRANSITIONS: Record<ToolCallState, readonly ToolCallState[]> = {
-  pending: ["running", "failed", "cancelled"],
+  pending: ["awaiting_approval", "running", "failed", "cancelled"],
+  awaiting_approval: ["running", "failed", "cancelled"],
   running: ["completed", "failed", "cancelled"],
   completed: [],
   failed: [],

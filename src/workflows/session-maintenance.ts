@@ -4,6 +4,7 @@
  */
 import { proxyActivities } from "@temporalio/workflow";
 import type { EntrySlot, KeelActivities } from "../activities/types";
+import { FailureType } from "../core/failure-types";
 import { makeEntryId } from "../core/ids";
 import { type SessionRef, sessionCwd } from "./types";
 
@@ -14,7 +15,12 @@ const activities = proxyActivities<KeelActivities>({
     initialInterval: "2 seconds",
     backoffCoefficient: 2,
     maximumAttempts: 8,
-    nonRetryableErrorTypes: ["NonRetryableLlmError", "UnknownModel", "UnknownEntry"],
+    nonRetryableErrorTypes: [
+      FailureType.nonRetryableLlm,
+      FailureType.unknownModel,
+      FailureType.unknownEntry,
+      FailureType.entryConflict,
+    ],
   },
 });
 

@@ -161,7 +161,7 @@ export type RunStatus = "starting" | "running" | "waiting_approval" | "completed
 export interface PendingToolCall {
   toolCallId: string;
   name: string;
-  state: ToolCallState | "awaiting_approval";
+  state: ToolCallState;
   /** Shortened JSON of the arguments. */
   argumentsPreview: string;
 }
@@ -187,6 +187,8 @@ export interface RunResult {
   usage: Usage;
   leafId: string | null;
   nextSeq: number;
+  /** Messages the run accepted (queued) but ended without reading: they were not delivered. */
+  unprocessed?: QueuedMessage[];
 }
 
 export interface ApprovalDecision {

@@ -1,7 +1,7 @@
 import { execFileSync } from "node:child_process";
+import { ABORTED_TOOL_RESULT_TEXT, INTERRUPTED_MARKER } from "../../../src/core/markers";
 import { convertToLlm } from "../../../src/core/messages";
-import { ABORTED_TOOL_RESULT_TEXT, checkInvariants } from "../../../src/core/sanitize";
-import { INTERRUPTED_MARKER } from "../../../src/workflows/markers";
+import { checkInvariants } from "../../../src/core/sanitize";
 import { eventually, messagesOf, runStageForSuite } from "../../support/run-harness";
 
 const stage = runStageForSuite();

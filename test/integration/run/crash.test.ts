@@ -5,11 +5,11 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { UNKNOWN_OUTCOME_TEXT } from "../../../src/core/markers";
 import { convertToLlm } from "../../../src/core/messages";
 import { checkInvariants } from "../../../src/core/sanitize";
 import type { SessionEntry } from "../../../src/core/session-types";
 import { workspaceFor } from "../../../src/tools/workspace";
-import { UNKNOWN_OUTCOME_TEXT } from "../../../src/workflows/markers";
 import { createRunStage, eventually, messagesOf, type RunStage } from "../../support/run-harness";
 
 let stage: RunStage;

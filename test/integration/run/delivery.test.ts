@@ -1,7 +1,7 @@
 import { DeliveryRefusedError } from "../../../src/api/run-client";
+import { INTERRUPTED_MARKER } from "../../../src/core/markers";
 import { convertToLlm } from "../../../src/core/messages";
 import { checkInvariants } from "../../../src/core/sanitize";
-import { INTERRUPTED_MARKER } from "../../../src/workflows/markers";
 import { eventually, messagesOf, runStageForSuite, slowEchoScenario } from "../../support/run-harness";
 
 const stage = runStageForSuite();

@@ -1,7 +1,7 @@
 import fc from "fast-check";
+import { ABORTED_TOOL_RESULT_TEXT } from "../../../src/core/markers";
 import type { Message } from "../../../src/core/messages";
 import {
-  ABORTED_TOOL_RESULT_TEXT,
   checkInvariants,
   dropEmptyAssistantMessages,
   findDanglingToolCalls,

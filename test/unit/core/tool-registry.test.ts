@@ -27,9 +27,20 @@ describe("tool-call registry", () => {
   });
 
   it("rejects illegal transitions and leaves the input untouched", () => {
-    const all: ToolCallState[] = ["pending", "running", "completed", "failed", "cancelled"];
+    const all: ToolCallState[] = [
+      "pending",
+      "awaiting_approval",
+      "running",
+      "completed",
+      "failed",
+      "cancelled",
+    ];
     const legal = new Set([
+      "pending>awaiting_approval",
       "pending>running",
+      "awaiting_approval>running",
+      "awaiting_approval>failed",
+      "awaiting_approval>cancelled",
       "pending>failed",
       "pending>cancelled",
       "running>completed",
@@ -38,6 +49,7 @@ describe("tool-call registry", () => {
     ]);
     const reach: Record<ToolCallState, ToolCallState[]> = {
       pending: [],
+      awaiting_approval: ["awaiting_approval"],
       running: ["running"],
       completed: ["running", "completed"],
       failed: ["failed"],

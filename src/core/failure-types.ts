@@ -1,0 +1,19 @@
+/**
+ * Failure types (Temporal's `ApplicationFailure.type`) shared by activities, workflows and the API.
+ * Temporal names a failure after the error's class unless a type is given, so every failure that a
+ * retry policy or a caller must recognise is thrown with one of these.
+ */
+export const FailureType = {
+  /** A different entry is stored at the slot: the writer's view of the session is stale. Never retried. */
+  entryConflict: "EntryConflict",
+  /** The entry an operation names is not in the session. */
+  unknownEntry: "UnknownEntry",
+  /** The model id is not in the catalog. */
+  unknownModel: "UnknownModel",
+  /** The provider refused the request for good (400, auth, policy). */
+  nonRetryableLlm: "NonRetryableLlmError",
+  /** Rate limit, overload, 5xx or network: retried with backoff. */
+  retryableLlm: "RetryableLlmError",
+} as const;
+
+export type FailureTypeName = (typeof FailureType)[keyof typeof FailureType];

@@ -1,0 +1,117 @@
+/**
+ * The run's decisions, as pure functions of its state and of what an activity reported: what
+ * opens a turn, what follows a model answer, whether the run stops after a turn, when to compact
+ * and when to continue as new. No Temporal API, no I/O: every branch is unit-tested without a
+ * server, and a replay makes the same decisions.
+ */
+import type { LlmTurnResult } from "../../activities/types";
+import {
+  type NextTurnSettings,
+  nextTurnSettings,
+  type RunHooks,
+  stopReasonAfterTurn,
+  type TurnOutcome,
+} from "../hooks";
+import type { QueuedMessage } from "../types";
+import { type RunRecord, take } from "./state";
+
+/** Signals and updates accepted before continuing as new, below Temporal's per-run caps (10k / 2k). */
+export const MAX_SIGNALS_PER_EXECUTION = 9_000;
+export const MAX_UPDATES_PER_EXECUTION = 1_800;
+
+/** What happens at a turn boundary. */
+export type TurnStart =
+  /** An abort arrived: close the session and end. */
+  | { kind: "abort" }
+  /** Nothing to do: once in-flight handlers settle, the run ends unless a message arrived. */
+  | { kind: "idle" }
+  | { kind: "finish"; reason: string }
+  /** The history is long enough: hand over to a fresh execution, these inputs first. */
+  | { kind: "continue_as_new"; inputs: QueuedMessage[] }
+  /** Start a turn with these user messages (none when tool results are waiting for the model). */
+  | { kind: "turn"; inputs: QueuedMessage[] };
+
+/**
+ * Takes the messages that open the next turn (pending, then steering; follow-ups only when the
+ * agent would otherwise stop) and decides what to do with them. Drains the queues it reads.
+ */
+export function decideTurnStart(run: RunRecord, continueAsNewSuggested: boolean): TurnStart {
+  if (run.abortReason !== undefined) return { kind: "abort" };
+  let inputs = [...take(run, "pending"), ...take(run, "steering")];
+  if (inputs.length === 0 && !run.needsModel) {
+    inputs = take(run, "followUp");
+    if (inputs.length === 0) return { kind: "idle" };
+  }
+  const { limits } = run.settings;
+  if (run.turn >= limits.maxTurns)
+    return { kind: "finish", reason: `turn limit reached (${limits.maxTurns})` };
+  if (
+    continueAsNewSuggested ||
+    run.turn - run.turnAtStart >= limits.turnsPerExecution ||
+    run.signalsSeen > MAX_SIGNALS_PER_EXECUTION ||
+    run.updatesSeen > MAX_UPDATES_PER_EXECUTION
+  ) {
+    return { kind: "continue_as_new", inputs };
+  }
+  return { kind: "turn", inputs };
+}
+
+/** The context is near the window: compact before the next model call. */
+export function compactionDue(run: RunRecord): boolean {
+  const { compaction } = run.settings;
+  return (
+    compaction.enabled &&
+    run.contextWindow > 0 &&
+    run.contextTokens > run.contextWindow - compaction.reserveTokens
+  );
+}
+
+/** What follows a model call that returned (a cancelled or failed call never gets here). */
+export type AfterModel =
+  | { kind: "fail"; reason: string }
+  /** The context overflowed; nothing was stored at the slot: compact and ask again (once). */
+  | { kind: "compact_and_retry" }
+  /** An empty answer: nudge the model with a user message and take another turn. */
+  | { kind: "nudge" }
+  | { kind: "run_tools" }
+  /** A text answer: the turn is over and the model is owed nothing. */
+  | { kind: "answered" };
+
+export function decideAfterModel(run: RunRecord, result: LlmTurnResult): AfterModel {
+  if (result.errorKind === "context_overflow") {
+    if (run.overflowRetried || !run.settings.compaction.enabled) {
+      return {
+        kind: "fail",
+        reason: `context overflow: ${result.errorMessage ?? "the model's context window is full"}`,
+      };
+    }
+    return { kind: "compact_and_retry" };
+  }
+  if (result.errorKind === "non_retryable") {
+    return { kind: "fail", reason: `model error: ${result.errorMessage ?? "unknown"}` };
+  }
+  if (result.toolCalls.length === 0 && !result.textPreview.trim()) {
+    const empty = run.emptyResponses + 1;
+    if (empty > run.settings.maxEmptyResponses) {
+      return { kind: "fail", reason: `the model returned ${empty} empty responses in a row` };
+    }
+    return { kind: "nudge" };
+  }
+  return result.toolCalls.length > 0 ? { kind: "run_tools" } : { kind: "answered" };
+}
+
+/** After a turn's tool calls: end the run (with why) or go on with these model settings. */
+export type AfterTurn = { kind: "finish"; reason: string } | { kind: "continue"; next: NextTurnSettings };
+
+export function decideAfterTurn(run: RunRecord, hooks: readonly RunHooks[], outcome: TurnOutcome): AfterTurn {
+  const stop = stopReasonAfterTurn(hooks, outcome);
+  if (stop) return { kind: "finish", reason: stop };
+  const { limits } = run.settings;
+  if (run.toolCallCount >= limits.maxToolCalls && run.needsModel) {
+    return { kind: "finish", reason: `tool call limit reached (${limits.maxToolCalls})` };
+  }
+  if (limits.maxCostUsd > 0 && run.usage.cost.total >= limits.maxCostUsd) {
+    return { kind: "finish", reason: `cost budget reached ($${limits.maxCostUsd})` };
+  }
+  return { kind: "continue", next: nextTurnSettings(hooks, outcome, run.next) };
+}

@@ -1,0 +1,73 @@
+/**
+ * Entries the workflow writes itself (user messages, and the closing entries of work cut short),
+ * each at a slot it assigned. Pure: the writes go through the session-write activity, which keeps
+ * whatever an activity already stored at the same slot.
+ */
+import type { EntrySlot, EntryWrite } from "../../activities/types";
+import { FAILED_MARKER, INTERRUPTED_MARKER } from "../../core/markers";
+import type { AssistantMessage, ToolResultMessage } from "../../core/messages";
+import { createMessageEntry } from "../../core/session-entries";
+import { emptyUsage } from "../../core/usage";
+import type { QueuedMessage } from "../types";
+import { type BatchCall, emit, newSlot, type RunRecord } from "./state";
+
+/** The user messages that open a turn, each at the next slot, in order (with their events). */
+export function userMessageWrites(run: RunRecord, messages: QueuedMessage[]): EntryWrite[] {
+  return messages.map((message) => {
+    const slot = newSlot(run);
+    emit(run, { type: "message_start", role: "user", entryId: slot.id });
+    emit(run, { type: "message_end", role: "user", entryId: slot.id });
+    const entry = createMessageEntry(slot, {
+      role: "user",
+      content: message.text,
+      timestamp: message.acceptedAt,
+    });
+    return { seq: slot.seq, entry };
+  });
+}
+
+/** An error result for a call that did not run to completion (refused, aborted, unfinished). */
+export function syntheticToolResult(call: BatchCall, text: string, timestamp: number): EntryWrite {
+  const message: ToolResultMessage = {
+    role: "toolResult",
+    toolCallId: call.summary.id,
+    toolName: call.summary.name,
+    content: [{ type: "text", text }],
+    isError: true,
+    timestamp,
+  };
+  return { seq: call.slot.seq, entry: createMessageEntry(call.slot, message) };
+}
+
+/**
+ * The assistant entry of a model call that ended without an answer: `aborted` with the
+ * `[INTERRUPTED]` marker when cut short, `error` with `[FAILED]` and the failure's text when the
+ * call or the run failed (so the model and a person reading the session see why). A partial
+ * answer the activity stored at the same slot wins over this one.
+ */
+export function unansweredAssistant(
+  slot: EntrySlot,
+  model: string,
+  outcome: { stopReason: "aborted" } | { stopReason: "error"; errorMessage: string },
+  timestamp: number,
+): EntryWrite {
+  const message: AssistantMessage = {
+    role: "assistant",
+    content: [
+      {
+        type: "text",
+        text:
+          outcome.stopReason === "aborted" ? INTERRUPTED_MARKER : `${FAILED_MARKER} ${outcome.errorMessage}`,
+      },
+    ],
+    api: "keel",
+    provider: "keel",
+    model,
+    usage: emptyUsage(),
+    stopReason: outcome.stopReason,
+    errorMessage:
+      outcome.stopReason === "aborted" ? "interrupted before the model answered" : outcome.errorMessage,
+    timestamp,
+  };
+  return { seq: slot.seq, entry: createMessageEntry(slot, message) };
+}

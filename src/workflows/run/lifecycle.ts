@@ -1,0 +1,186 @@
+/**
+ * How a run shows itself and how it ends: status and current details for the Temporal UI,
+ * cancellable in-flight work, session writes that cannot be cancelled, and the three endings
+ * (completed, aborted, failed), each of which leaves the stored session closed: every tool call
+ * answered, the model's last turn recorded, the `agent_end` event emitted.
+ */
+import {
+  CancellationScope,
+  log,
+  setCurrentDetails,
+  upsertSearchAttributes,
+  workflowInfo,
+} from "@temporalio/workflow";
+import type { AppendEntriesResult, EntrySlot, EntryWrite } from "../../activities/types";
+import { ABORTED_TOOL_RESULT_TEXT, UNFINISHED_TOOL_RESULT_TEXT } from "../../core/markers";
+import type { ToolCallState } from "../../core/tool-registry";
+import type { RunHooks } from "../hooks";
+import { RunStatusAttribute } from "../search-attributes";
+import type { RunResult, RunStatus } from "../types";
+import { type llmActivities, replies, storage } from "./activity-options";
+import { syntheticToolResult, unansweredAssistant } from "./entries";
+import { type BatchCall, emit, moveCall, openCalls, type RunRecord, takeAllQueued } from "./state";
+
+const PREVIEW_CHARS = 200;
+
+/** The run's state plus what only the workflow can hold: activity proxies and the cancel scope. */
+export interface RunContext {
+  run: RunRecord;
+  hooks: RunHooks[];
+  llm: ReturnType<typeof llmActivities>;
+  /** The work an abort or interrupt cancels. */
+  inFlight?: CancellationScope;
+  /** The model call under way: what a failure must close (its user messages and its slot). */
+  modelCall?: { slot: EntrySlot; writesFirst: EntryWrite[] };
+  /** Task queue of the worker holding the workspace, once claimed (claimed once per run). */
+  workspaceQueue?: Promise<string>;
+}
+
+export function publishDetails({ run }: RunContext): void {
+  const cost = run.usage.cost.total.toFixed(4);
+  const last = run.lastAssistantText ? `\n\n${run.lastAssistantText.slice(0, PREVIEW_CHARS)}` : "";
+  setCurrentDetails(
+    `**${run.status}** · turn ${run.turn} · ${run.toolCallCount} tool calls · ${run.usage.totalTokens} tokens · $${cost}${last}`,
+  );
+}
+
+export function setStatus(ctx: RunContext, status: RunStatus): void {
+  ctx.run.status = status;
+  upsertSearchAttributes([{ key: RunStatusAttribute, value: status }]);
+  publishDetails(ctx);
+}
+
+/**
+ * Runs in-flight work in a scope that abort and interrupt can cancel. An abort that arrived
+ * while nothing was in flight cancels the work before it starts.
+ */
+export async function cancellable<T>(ctx: RunContext, work: () => Promise<T>): Promise<T> {
+  const scope = new CancellationScope();
+  ctx.inFlight = scope;
+  const { run } = ctx;
+  if (run.abortReason !== undefined && !run.cancelling) {
+    run.cancelling = { kind: "abort", reason: run.abortReason };
+    scope.cancel();
+  }
+  try {
+    return await scope.run(work);
+  } finally {
+    ctx.inFlight = undefined;
+  }
+}
+
+/** Writes entries in a scope that cannot be cancelled: closing a session must finish. */
+export async function writeEntries(ctx: RunContext, writes: EntryWrite[]): Promise<AppendEntriesResult> {
+  if (writes.length === 0) return { written: 0, adopted: 0, adoptedSeqs: [] };
+  return CancellationScope.nonCancellable(() => storage.appendEntries({ ...ctx.run.ref, writes }));
+}
+
+export function endCall(ctx: RunContext, call: BatchCall, state: ToolCallState, isError: boolean): void {
+  const { run } = ctx;
+  moveCall(run, call.summary.id, state);
+  if (isError) run.failedToolCalls += 1;
+  emit(run, {
+    type: "tool_execution_end",
+    toolCallId: call.summary.id,
+    toolName: call.summary.name,
+    state,
+    isError,
+  });
+}
+
+/**
+ * Closes every open tool call with a synthetic error result. A result the tool stored first is
+ * kept, and the event then says the call completed: events describe what is stored.
+ */
+export async function closeOpenCalls(ctx: RunContext, text: string, state: ToolCallState): Promise<void> {
+  const open = openCalls(ctx.run);
+  const { adoptedSeqs = [] } = await writeEntries(
+    ctx,
+    open.map((call) => syntheticToolResult(call, text, ctx.run.clock.now())),
+  );
+  for (const call of open) {
+    const keptToolResult = adoptedSeqs.includes(call.slot.seq);
+    endCall(ctx, call, keptToolResult ? "completed" : state, !keptToolResult);
+  }
+}
+
+/** Ends the run: no message is accepted from here on; a chat thread gets the answer. */
+export async function finish(
+  ctx: RunContext,
+  final: RunResult["status"],
+  reason: string,
+): Promise<RunResult> {
+  const { run } = ctx;
+  run.endReason = reason;
+  run.ended = true;
+  // Messages the run accepted but never read are handed back, never dropped silently.
+  const unprocessed = takeAllQueued(run);
+  setStatus(ctx, final);
+  emit(run, {
+    type: "agent_end",
+    status: final,
+    reason,
+    usage: run.usage,
+    ...(unprocessed.length > 0 ? { unprocessed: unprocessed.map((message) => message.text) } : {}),
+  });
+  if (run.settings.chatReply) {
+    const target = run.settings.chatReply;
+    try {
+      await CancellationScope.nonCancellable(() =>
+        replies.postChatReply({ ...run.ref, target, runId: workflowInfo().runId, status: final, reason }),
+      );
+    } catch (error) {
+      // The session and the run's outcome stand; only the notification was lost.
+      log.warn("posting the run's answer to chat failed", { error: String(error) });
+    }
+  }
+  return {
+    status: final,
+    reason,
+    turns: run.turn,
+    usage: run.usage,
+    leafId: run.cursor?.leafId ?? null,
+    nextSeq: run.cursor?.nextSeq ?? 0,
+    ...(unprocessed.length > 0 ? { unprocessed } : {}),
+  };
+}
+
+export async function abortRun(ctx: RunContext): Promise<RunResult> {
+  await closeOpenCalls(ctx, ABORTED_TOOL_RESULT_TEXT, "cancelled");
+  return finish(ctx, "aborted", ctx.run.abortReason ?? "aborted");
+}
+
+/**
+ * Ends the run as failed after an activity failed for good (retries exhausted, a non-retryable
+ * error, a timeout). The session is closed as far as storage allows: the turn's user messages and
+ * an `error` assistant entry at the model's slot (unless the activity stored its answer there),
+ * error results for open tool calls. Never throws: a write that fails is logged and the run still
+ * reports its failure.
+ */
+export async function failRun(ctx: RunContext, reason: string): Promise<RunResult> {
+  const { run } = ctx;
+  try {
+    if (ctx.modelCall) {
+      const { slot, writesFirst } = ctx.modelCall;
+      await writeEntries(ctx, [
+        ...writesFirst,
+        unansweredAssistant(
+          slot,
+          run.next.model,
+          { stopReason: "error", errorMessage: reason },
+          run.clock.now(),
+        ),
+      ]);
+      ctx.modelCall = undefined;
+    }
+    await closeOpenCalls(ctx, UNFINISHED_TOOL_RESULT_TEXT, "failed");
+  } catch (error) {
+    log.error(
+      "closing the session of a failed run failed; the next run repairs it when it opens the session",
+      {
+        error: String(error),
+      },
+    );
+  }
+  return finish(ctx, "failed", reason);
+}

@@ -1,0 +1,271 @@
+/**
+ * The run's state as one record, and the operations on it. Pure: no Temporal API, no I/O. The
+ * workflow injects its deterministic clock and random source (`RunClock`), so these functions run
+ * the same in a replay and in a unit test.
+ */
+import type { EntrySlot, ToolCallSummary } from "../../activities/types";
+import {
+  type AgentEventBody,
+  appendEvent,
+  createEventBuffer,
+  type EventBuffer,
+  eventsAfter,
+} from "../../core/events";
+import { makeEntryId } from "../../core/ids";
+import type { Usage } from "../../core/messages";
+import { createQueue, drain, type MessageQueue, type QueueMode } from "../../core/queues";
+import {
+  emptyToolCallRegistry,
+  registerToolCall,
+  TERMINAL_TOOL_CALL_STATES,
+  type ToolCallRegistry,
+  type ToolCallState,
+  transitionToolCall,
+} from "../../core/tool-registry";
+import { addUsage, emptyUsage } from "../../core/usage";
+import type { NextTurnSettings } from "../hooks";
+import type {
+  ApprovalDecision,
+  CarriedState,
+  QueuedMessage,
+  RunInput,
+  RunSettings,
+  RunState,
+  RunStatus,
+  SessionCursor,
+  SessionRef,
+} from "../types";
+
+/** Deterministic sources of time and randomness (the workflow's own, or a test's). */
+export interface RunClock {
+  now(): number;
+  random(): number;
+}
+
+/** Why the current in-flight work is being cancelled. */
+export type Cancelling = { kind: "abort"; reason: string } | { kind: "interrupt" };
+
+/** A tool call of the current batch: what the model asked for and where its result goes. */
+export interface BatchCall {
+  summary: ToolCallSummary;
+  slot: EntrySlot;
+}
+
+export type QueueName = "pending" | "steering" | "followUp";
+
+export interface RunRecord {
+  readonly ref: SessionRef;
+  readonly settings: RunSettings;
+  readonly clock: RunClock;
+  status: RunStatus;
+  /** A message started this run: later messages are steered, queued or refused. */
+  begun: boolean;
+  /** Where the next entry goes; undefined until the session is opened. */
+  cursor?: SessionCursor;
+  turn: number;
+  /** Turn number when this execution started (turnsPerExecution counts from here). */
+  readonly turnAtStart: number;
+  toolCallCount: number;
+  usage: Usage;
+  emptyResponses: number;
+  /** Model and thinking level of the next call; hooks may change them between turns. */
+  next: NextTurnSettings;
+  /** Tool results are waiting for the model. */
+  needsModel: boolean;
+  /** Context size the model last reported, and its window (the compaction check needs both). */
+  contextTokens: number;
+  contextWindow: number;
+  /** The last model call overflowed the context and was compacted: a second overflow fails. */
+  overflowRetried: boolean;
+  /** `pending` opens the next turn whatever the queue modes say (first prompt, interrupts, nudges). */
+  queues: Record<QueueName, MessageQueue<QueuedMessage>>;
+  events: EventBuffer;
+  /** States of the current batch's tool calls: the one source of truth for call states. */
+  calls: ToolCallRegistry;
+  batch: BatchCall[];
+  /** Tool calls of the current turn that ended in an error (for hooks). */
+  failedToolCalls: number;
+  decisions: Map<string, ApprovalDecision>;
+  abortReason?: string;
+  cancelling?: Cancelling;
+  lastAssistantText: string;
+  endReason?: string;
+  ended: boolean;
+  signalsSeen: number;
+  updatesSeen: number;
+}
+
+export function createRunRecord(input: RunInput, clock: RunClock): RunRecord {
+  const { settings, carried } = input;
+  const queue = (mode: QueueMode, items: QueuedMessage[] = []) => ({
+    ...createQueue<QueuedMessage>(mode, settings.queueLimit),
+    items: [...items],
+  });
+  return {
+    ref: { tenantId: input.tenantId, sessionId: input.sessionId },
+    settings,
+    clock,
+    status: carried ? "running" : "starting",
+    begun: carried !== undefined,
+    cursor: carried?.cursor,
+    turn: carried?.turn ?? 0,
+    turnAtStart: carried?.turn ?? 0,
+    toolCallCount: carried?.toolCallCount ?? 0,
+    usage: carried?.usage ?? emptyUsage(),
+    emptyResponses: carried?.emptyResponses ?? 0,
+    next: carried?.next ?? { model: settings.model, thinkingLevel: settings.thinkingLevel },
+    needsModel: carried?.needsModel ?? false,
+    contextTokens: carried?.contextTokens ?? 0,
+    contextWindow: carried?.contextWindow ?? 0,
+    overflowRetried: false,
+    queues: {
+      pending: queue("all", carried?.pending),
+      steering: queue(settings.steeringMode, carried?.steering),
+      followUp: queue(settings.followUpMode, carried?.followUp),
+    },
+    events: createEventBuffer(undefined, carried?.nextEventSeq ?? 1),
+    calls: emptyToolCallRegistry(),
+    batch: [],
+    failedToolCalls: 0,
+    decisions: new Map(),
+    lastAssistantText: "",
+    ended: false,
+    signalsSeen: 0,
+    updatesSeen: 0,
+  };
+}
+
+export function emit(run: RunRecord, event: AgentEventBody): void {
+  run.events = appendEvent(run.events, event).buffer;
+}
+
+/** Messages waiting in any queue. */
+export function queuedCount(run: RunRecord): number {
+  const { pending, steering, followUp } = run.queues;
+  return pending.items.length + steering.items.length + followUp.items.length;
+}
+
+/** Drains a queue by its mode (pending always drains whole). */
+export function take(run: RunRecord, name: QueueName): QueuedMessage[] {
+  const { taken, queue } = drain(run.queues[name]);
+  run.queues[name] = queue;
+  return taken;
+}
+
+/** Adds a message to `pending` whatever its bound (nudges and carried inputs are the run's own). */
+export function pushPending(run: RunRecord, messages: QueuedMessage[], atHead = false): void {
+  const pending = run.queues.pending;
+  const items = atHead ? [...messages, ...pending.items] : [...pending.items, ...messages];
+  run.queues.pending = { ...pending, items };
+}
+
+/** Every queued message, removed from its queue (the run ends without having read them). */
+export function takeAllQueued(run: RunRecord): QueuedMessage[] {
+  const names = ["pending", "steering", "followUp"] as const;
+  const all = names.flatMap((name) => run.queues[name].items);
+  for (const name of names) run.queues[name] = { ...run.queues[name], items: [] };
+  return all;
+}
+
+/** The next entry slot: sequence number, a fresh id (≥ 64 bits) and the leaf as parent. */
+export function newSlot(run: RunRecord): EntrySlot {
+  if (!run.cursor) throw new Error("session not opened");
+  const slot: EntrySlot = {
+    seq: run.cursor.nextSeq,
+    id: makeEntryId(run.clock.random),
+    parentId: run.cursor.leafId,
+    timestamp: new Date(run.clock.now()).toISOString(),
+  };
+  run.cursor = { nextSeq: slot.seq + 1, leafId: slot.id };
+  return slot;
+}
+
+/** Hands back a slot that nothing was written at (it must be the last one taken). */
+export function releaseSlot(run: RunRecord, slot: EntrySlot): void {
+  run.cursor = { nextSeq: slot.seq, leafId: slot.parentId };
+}
+
+export function recordModelUsage(run: RunRecord, usage: Usage): void {
+  run.usage = addUsage(run.usage, usage);
+}
+
+/** Starts a tool batch: each call gets its slot in source order and the `pending` state. */
+export function startBatch(run: RunRecord, summaries: ToolCallSummary[]): BatchCall[] {
+  run.calls = emptyToolCallRegistry();
+  run.batch = [];
+  for (const summary of summaries) {
+    const registered = registerToolCall(run.calls, summary.id, summary.name);
+    // A provider may repeat an id inside one message; the call still gets its own slot and result.
+    if (registered.ok) run.calls = registered.registry;
+    run.batch.push({ summary, slot: newSlot(run) });
+  }
+  run.toolCallCount += summaries.length;
+  return run.batch;
+}
+
+export function callState(run: RunRecord, toolCallId: string): ToolCallState | undefined {
+  return run.calls.calls.find((record) => record.toolCallId === toolCallId)?.state;
+}
+
+/** Moves a call to `to`; an illegal move (out of a terminal state) changes nothing. */
+export function moveCall(run: RunRecord, toolCallId: string, to: ToolCallState): void {
+  const moved = transitionToolCall(run.calls, toolCallId, to);
+  if (moved.ok) run.calls = moved.registry;
+}
+
+/** Calls of the current batch without a result yet. */
+export function openCalls(run: RunRecord): BatchCall[] {
+  return run.batch.filter((call) => {
+    const state = callState(run, call.summary.id);
+    return state !== undefined && !TERMINAL_TOOL_CALL_STATES.includes(state);
+  });
+}
+
+/** What a continuation of this run (continue-as-new) starts from: small by construction. */
+export function carry(run: RunRecord): CarriedState {
+  if (!run.cursor) throw new Error("session not opened");
+  return {
+    cursor: run.cursor,
+    turn: run.turn,
+    next: run.next,
+    needsModel: run.needsModel,
+    contextTokens: run.contextTokens,
+    contextWindow: run.contextWindow,
+    toolCallCount: run.toolCallCount,
+    usage: run.usage,
+    steering: run.queues.steering.items,
+    followUp: run.queues.followUp.items,
+    pending: run.queues.pending.items,
+    nextEventSeq: run.events.nextSeq,
+    emptyResponses: run.emptyResponses,
+  };
+}
+
+/** The `state` query's answer. */
+export function snapshot(run: RunRecord): RunState {
+  return {
+    status: run.status,
+    turn: run.turn,
+    toolCallCount: run.toolCallCount,
+    leafId: run.cursor?.leafId ?? null,
+    nextSeq: run.cursor?.nextSeq ?? 0,
+    usage: run.usage,
+    queues: {
+      steering: run.queues.steering.items.length,
+      followUp: run.queues.followUp.items.length,
+    },
+    pendingToolCalls: openCalls(run).map((call) => ({
+      toolCallId: call.summary.id,
+      name: call.summary.name,
+      state: callState(run, call.summary.id) ?? "pending",
+      argumentsPreview: call.summary.argumentsPreview,
+    })),
+    lastAssistantText: run.lastAssistantText.slice(0, 2_000),
+    endReason: run.endReason,
+    lastEventSeq: run.events.nextSeq - 1,
+  };
+}
+
+export function eventsSince(run: RunRecord, afterSeq: number) {
+  return eventsAfter(run.events, afterSeq).events;
+}

@@ -1,0 +1,190 @@
+/**
+ * A turn's tool calls: policy → approval → hooks → execution on the worker that holds the
+ * session's workspace (moved when that worker is gone). Every call ends with exactly one stored
+ * result, refusals included (an error result the model can read).
+ */
+import { ActivityFailure, condition, patched, TimeoutFailure } from "@temporalio/workflow";
+import type { ToolCallSummary } from "../../activities/types";
+import { blockReason } from "../hooks";
+import { decidePolicy } from "../policy";
+import { claim, toolActivities } from "./activity-options";
+import { syntheticToolResult } from "./entries";
+import { cancellable, endCall, type RunContext, setStatus, writeEntries } from "./lifecycle";
+import { type BatchCall, emit, moveCall, startBatch } from "./state";
+
+/** Times a tool call follows its workspace to a new worker before the run fails. */
+const MAX_WORKSPACE_MOVES = 3;
+
+/** Runs a turn's calls (in parallel or one by one, per settings); results land in source order. */
+export async function runTools(
+  ctx: RunContext,
+  calls: ToolCallSummary[],
+  assistantSeq: number,
+): Promise<void> {
+  // Slots in source order before anything runs: results are recorded in that order whatever
+  // order parallel executions finish in.
+  const batch = startBatch(ctx.run, calls);
+  await cancellable(ctx, async () => {
+    if (ctx.run.settings.toolExecution === "parallel") {
+      await Promise.all(batch.map((call) => handleCall(ctx, call, assistantSeq)));
+    } else {
+      for (const call of batch) await handleCall(ctx, call, assistantSeq);
+    }
+  });
+}
+
+/** Policy, approval and execution of one call; a refusal becomes an error result. */
+async function handleCall(ctx: RunContext, call: BatchCall, assistantSeq: number): Promise<void> {
+  const { run } = ctx;
+  const { summary } = call;
+  const action = decidePolicy(run.settings.policy, summary.name, summary.argumentsPreview);
+  if (action === "deny")
+    return refuse(ctx, call, `Tool call denied by policy: ${summary.name} is not allowed.`);
+  let args: Record<string, unknown> | undefined;
+  if (action === "ask") {
+    const decision = await awaitApproval(ctx, call);
+    if (decision.kind === "aborted") return;
+    if (decision.kind === "refused") return refuse(ctx, call, `Tool call not executed: ${decision.why}.`);
+    args = decision.args;
+  }
+  const blocked = blockReason(ctx.hooks, summary);
+  if (blocked) return refuse(ctx, call, `Tool call blocked: ${blocked}.`);
+  await executeCall(ctx, call, assistantSeq, args);
+}
+
+async function refuse(ctx: RunContext, call: BatchCall, text: string): Promise<void> {
+  await writeEntries(ctx, [syntheticToolResult(call, text, ctx.run.clock.now())]);
+  endCall(ctx, call, "failed", true);
+}
+
+type ApprovalOutcome =
+  | { kind: "approved"; args?: Record<string, unknown> }
+  | { kind: "refused"; why: string }
+  | { kind: "aborted" };
+
+/** Waits durably for a decision on `call` (or the approval timeout, or an abort). */
+async function awaitApproval(ctx: RunContext, call: BatchCall): Promise<ApprovalOutcome> {
+  const { run } = ctx;
+  const id = call.summary.id;
+  moveCall(run, id, "awaiting_approval");
+  setStatus(ctx, "waiting_approval");
+  emit(run, {
+    type: "approval_requested",
+    toolCallId: id,
+    toolName: call.summary.name,
+    args: argumentsFromPreview(call.summary.argumentsPreview),
+  });
+  const decided = await condition(
+    () => run.decisions.has(id) || run.abortReason !== undefined,
+    run.settings.policy.approvalTimeoutMs,
+  );
+  if (run.abortReason !== undefined) return { kind: "aborted" };
+  const decision = run.decisions.get(id);
+  run.decisions.delete(id);
+  // Back to running unless another call of the batch still waits for its decision.
+  if (!run.calls.calls.some((other) => other.toolCallId !== id && other.state === "awaiting_approval")) {
+    setStatus(ctx, "running");
+  }
+  emit(run, {
+    type: "approval_resolved",
+    toolCallId: id,
+    decision: !decided || !decision ? "timed_out" : decision.decision === "approve" ? "approved" : "denied",
+    ...(decision?.arguments ? { editedArgs: decision.arguments } : {}),
+  });
+  if (!decided || !decision)
+    return { kind: "refused", why: "no decision arrived before the approval timeout" };
+  if (decision.decision === "reject") {
+    return { kind: "refused", why: `rejected by the user${decision.reason ? `: ${decision.reason}` : ""}` };
+  }
+  return { kind: "approved", args: decision.arguments };
+}
+
+/** Executes one approved call on the workspace's worker; moves the workspace if that worker is gone. */
+async function executeCall(
+  ctx: RunContext,
+  call: BatchCall,
+  assistantSeq: number,
+  args?: Record<string, unknown>,
+): Promise<void> {
+  const { run } = ctx;
+  moveCall(run, call.summary.id, "running");
+  emit(run, { type: "tool_execution_start", toolCallId: call.summary.id, toolName: call.summary.name });
+  for (let moves = 0; ; moves++) {
+    const queue = await workspaceTaskQueue(ctx);
+    try {
+      const result = await toolActivities(queue, run.settings.timeouts).executeTool.executeWithOptions(
+        { summary: toolSummary(call.summary) },
+        [
+          {
+            ...run.ref,
+            assistantSeq,
+            toolCallId: call.summary.id,
+            toolName: call.summary.name,
+            argumentsOverride: args,
+            slot: call.slot,
+          },
+        ],
+      );
+      endCall(ctx, call, result.isError ? "failed" : "completed", result.isError);
+      return;
+    } catch (error) {
+      if (isScheduleToStartTimeout(error) && moves < MAX_WORKSPACE_MOVES) {
+        ctx.workspaceQueue = undefined;
+        continue;
+      }
+      throw error;
+    }
+  }
+}
+
+/**
+ * The task queue of the worker holding the session's workspace. One claim serves every call of
+ * the run, parallel calls included (they share the claim in flight); a failed claim is forgotten,
+ * so the next call claims again.
+ */
+async function workspaceTaskQueue(ctx: RunContext): Promise<string> {
+  const claimWorkspace = () =>
+    claim
+      .claimWorkspace({ ...ctx.run.ref, source: ctx.run.settings.workspace })
+      .then((result) => result.taskQueue);
+  if (patched("claim-workspace-once")) {
+    ctx.workspaceQueue ??= claimWorkspace();
+    try {
+      return await ctx.workspaceQueue;
+    } catch (error) {
+      ctx.workspaceQueue = undefined;
+      throw error;
+    }
+  }
+  // Runs recorded before the claim was shared: every call that finds no claimed queue claims.
+  if (ctx.workspaceQueue) return ctx.workspaceQueue;
+  const queue = await claimWorkspace();
+  ctx.workspaceQueue = Promise.resolve(queue);
+  return queue;
+}
+
+function isScheduleToStartTimeout(error: unknown): boolean {
+  return (
+    error instanceof ActivityFailure &&
+    error.cause instanceof TimeoutFailure &&
+    error.cause.timeoutType === "SCHEDULE_TO_START"
+  );
+}
+
+/** Arguments for an approval event: the JSON preview parsed, or the preview text when it was shortened. */
+function argumentsFromPreview(preview: string): Record<string, unknown> {
+  try {
+    const parsed: unknown = JSON.parse(preview);
+    if (parsed && typeof parsed === "object" && !Array.isArray(parsed))
+      return parsed as Record<string, unknown>;
+  } catch {
+    // shortened: not valid JSON any more
+  }
+  return { preview };
+}
+
+/** Activity summary shown in the Temporal UI, e.g. `bash: npm test`. */
+function toolSummary(call: ToolCallSummary): string {
+  const oneLine = call.label.replace(/\s+/g, " ");
+  return `${call.name}: ${oneLine.length > 80 ? `${oneLine.slice(0, 77)}...` : oneLine}`;
+}
