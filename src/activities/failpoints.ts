@@ -3,7 +3,7 @@
  * process kill itself (SIGKILL, no cleanup) when it reaches a named point, to prove that a retry
  * on another worker neither loses nor repeats work. Unset in every real deployment.
  */
-export type FailpointName = "llmTurn.afterWrite" | "executeTool.afterWrite";
+export type FailpointName = "llmTurn.afterWrite" | "executeTool.afterWrite" | "claimWorkspace.start";
 
 const enabled = new Set((process.env.KEEL_FAILPOINTS ?? "").split(",").filter(Boolean));
 

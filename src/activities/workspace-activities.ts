@@ -6,6 +6,7 @@
 import { Context } from "@temporalio/activity";
 import { acquireWorkspaceLock, prepareWorkspace, WorkspaceBusyError, workspaceFor } from "../tools";
 import type { ActivityDeps } from "./deps";
+import { failpoint } from "./failpoints";
 import { whileHeartbeating } from "./heartbeat";
 import type { ClaimWorkspaceInput, ClaimWorkspaceResult } from "./types";
 
@@ -18,6 +19,7 @@ export function workspaceActivities({ workspaceRoot, workerTaskQueue }: Activity
   };
 
   async function claim(input: ClaimWorkspaceInput): Promise<ClaimWorkspaceResult> {
+    failpoint("claimWorkspace.start");
     const workspace = workspaceFor(workspaceRoot, input.tenantId, input.sessionId);
     try {
       // The lock's owner id is the holder's task queue, so other workers can route to it.

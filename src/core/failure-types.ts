@@ -17,3 +17,11 @@ export const FailureType = {
 } as const;
 
 export type FailureTypeName = (typeof FailureType)[keyof typeof FailureType];
+
+/** Failure types of a refused delivery (the run's `deliver` update), mapped to HTTP by the API. */
+export const DeliveryRefusal = {
+  busy: "RunBusy",
+  queueFull: "QueueFull",
+  ended: "RunEnded",
+  invalid: "InvalidMessage",
+} as const;

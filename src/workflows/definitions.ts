@@ -12,10 +12,4 @@ export const stateQuery = defineQuery<RunState>("state");
 /** Buffered events with a sequence number greater than the argument (oldest first). */
 export const eventsQuery = defineQuery<AgentEvent[], [number]>("events");
 
-/** Failure types of a refused delivery (ApplicationFailure.type), mapped to HTTP by the API. */
-export const DeliveryRefusal = {
-  busy: "RunBusy",
-  queueFull: "QueueFull",
-  ended: "RunEnded",
-  invalid: "InvalidMessage",
-} as const;
+export { DeliveryRefusal } from "../core/failure-types";

@@ -8,6 +8,8 @@ import { mkdtempSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { Client, Connection } from "@temporalio/client";
 import { RunClient } from "../../src/api/run-client";
+import { convertToLlm } from "../../src/core/messages";
+import { checkInvariants } from "../../src/core/sanitize";
 import type { SessionEntry } from "../../src/core/session-types";
 import { type LocalLlmServer, startLocalLlmServer } from "../../src/providers/local-server";
 import { keelDataConverter } from "../../src/store/payload-storage";
@@ -54,6 +56,8 @@ export interface RunStage {
   newSession(): { tenantId: string; sessionId: string };
   result(ref: { tenantId: string; sessionId: string }): Promise<RunResult>;
   entries(ref: { tenantId: string; sessionId: string }): Promise<SessionEntry[]>;
+  /** Stops every worker this stage started (so a failed test leaves none behind for the next). */
+  stopWorkers(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -152,6 +156,9 @@ export async function createRunStage(): Promise<RunStage> {
       const { entries } = await store.readEntries(ref);
       return entries.map((stored) => stored.entry);
     },
+    async stopWorkers() {
+      await Promise.all(workers.splice(0).map((worker) => worker.stop()));
+    },
     async close() {
       await Promise.all(workers.map((worker) => worker.stop()));
       await connection.close();
@@ -159,6 +166,30 @@ export async function createRunStage(): Promise<RunStage> {
       await llm.close();
     },
   };
+}
+
+/**
+ * The stored session is whole and closed: every seq from 0 is present once, ids are unique,
+ * parents point backwards, and the message invariants hold (every tool call answered once, right
+ * after its call; no adjacent user messages; no empty assistant message). Returns the entries.
+ */
+export async function expectIntactSession(
+  stage: RunStage,
+  ref: { tenantId: string; sessionId: string },
+): Promise<SessionEntry[]> {
+  const { entries, gaps, nextSeq } = await stage.store.readEntries(ref);
+  expect(gaps).toEqual([]);
+  expect(entries.map((stored) => stored.seq)).toEqual([...Array(nextSeq).keys()]);
+  const ids = entries.map((stored) => stored.entry.id);
+  expect(new Set(ids).size).toBe(ids.length);
+  const seen = new Set<string>();
+  for (const { entry } of entries) {
+    if (entry.parentId !== null) expect(seen.has(entry.parentId)).toBe(true);
+    seen.add(entry.id);
+  }
+  const list = entries.map((stored) => stored.entry);
+  expect(checkInvariants(convertToLlm(messagesOf(list)))).toEqual([]);
+  return list;
 }
 
 /** Messages of a session's entries, in order (for assertions). */

@@ -5,6 +5,8 @@
  * server, and a replay makes the same decisions.
  */
 import type { LlmTurnResult } from "../../activities/types";
+import { DeliveryRefusal } from "../../core/failure-types";
+import { decideDelivery } from "../../core/queues";
 import {
   type NextTurnSettings,
   nextTurnSettings,
@@ -12,8 +14,8 @@ import {
   stopReasonAfterTurn,
   type TurnOutcome,
 } from "../hooks";
-import type { QueuedMessage } from "../types";
-import { type RunRecord, take } from "./state";
+import type { DeliverRequest, DeliverResult, DeliveryMode, QueuedMessage } from "../types";
+import { type QueueName, type RunRecord, take } from "./state";
 
 /** Signals and updates accepted before continuing as new, below Temporal's per-run caps (10k / 2k). */
 export const MAX_SIGNALS_PER_EXECUTION = 9_000;
@@ -114,4 +116,62 @@ export function decideAfterTurn(run: RunRecord, hooks: readonly RunHooks[], outc
     return { kind: "finish", reason: `cost budget reached ($${limits.maxCostUsd})` };
   }
   return { kind: "continue", next: nextTurnSettings(hooks, outcome, run.next) };
+}
+
+const DELIVERY_MODES: readonly DeliveryMode[] = ["auto", "steer", "followUp", "interrupt", "reject"];
+
+/** Where a valid delivery goes. */
+export type DeliveryTarget = { queue: QueueName; outcome: DeliverResult["delivery"] };
+
+/**
+ * Checks a delivery against the run's state and says where it goes, or why it is refused (the
+ * failure type is one of `DeliveryRefusal`). Pure: the update's validator and handler both use it.
+ */
+export function validateDelivery(
+  run: RunRecord,
+  request: unknown,
+): { ok: true; target: DeliveryTarget; text: string } | { ok: false; type: string; message: string } {
+  const { text, mode } = (request ?? {}) as Partial<DeliverRequest>;
+  if (typeof text !== "string" || text.trim() === "") {
+    return { ok: false, type: DeliveryRefusal.invalid, message: "message text is empty or not a string" };
+  }
+  if (typeof mode !== "string" || !DELIVERY_MODES.includes(mode as DeliveryMode)) {
+    return {
+      ok: false,
+      type: DeliveryRefusal.invalid,
+      message: `mode must be one of ${DELIVERY_MODES.join(", ")} (got ${JSON.stringify(mode)})`,
+    };
+  }
+  if (run.ended || run.abortReason !== undefined) {
+    return {
+      ok: false,
+      type: DeliveryRefusal.ended,
+      message: "the run has ended; send again to start a new one",
+    };
+  }
+  // `auto` steers a live run; the first message of a run starts it.
+  const decision = decideDelivery(
+    mode === "auto" ? "steer" : (mode as Exclude<DeliveryMode, "auto">),
+    run.begun,
+  );
+  if (decision.action === "refuse") {
+    return { ok: false, type: DeliveryRefusal.busy, message: "the session is busy with a run" };
+  }
+  const target: DeliveryTarget =
+    decision.action === "start_run"
+      ? { queue: "pending", outcome: "started" }
+      : decision.action === "interrupt"
+        ? { queue: "pending", outcome: "interrupted" }
+        : decision.queue === "followUp"
+          ? { queue: "followUp", outcome: "queued" }
+          : { queue: "steering", outcome: "steered" };
+  const queue = run.queues[target.queue];
+  if (queue.items.length >= queue.capacity) {
+    return {
+      ok: false,
+      type: DeliveryRefusal.queueFull,
+      message: `the queue is full (${queue.capacity} messages waiting)`,
+    };
+  }
+  return { ok: true, target, text };
 }

@@ -5,76 +5,13 @@
  * cannot use and log why.
  */
 import { ApplicationFailure, log, setHandler } from "@temporalio/workflow";
-import { decideDelivery, enqueue } from "../../core/queues";
-import {
-  abortSignal,
-  approveSignal,
-  DeliveryRefusal,
-  deliverUpdate,
-  eventsQuery,
-  stateQuery,
-} from "../definitions";
-import type { ApprovalDecision, DeliverRequest, DeliverResult, DeliveryMode } from "../types";
+import { DeliveryRefusal } from "../../core/failure-types";
+import { enqueue } from "../../core/queues";
+import { abortSignal, approveSignal, deliverUpdate, eventsQuery, stateQuery } from "../definitions";
+import type { ApprovalDecision, DeliverRequest, DeliverResult } from "../types";
+import { validateDelivery } from "./decide";
 import type { RunContext } from "./lifecycle";
-import { callState, eventsSince, type QueueName, type RunRecord, snapshot } from "./state";
-
-const DELIVERY_MODES: readonly DeliveryMode[] = ["auto", "steer", "followUp", "interrupt", "reject"];
-
-/** Where a valid delivery goes. */
-export type DeliveryTarget = { queue: QueueName; outcome: DeliverResult["delivery"] };
-
-/**
- * Checks a delivery against the run's state and says where it goes, or why it is refused (the
- * failure type is one of `DeliveryRefusal`). Pure: the update's validator and handler both use it.
- */
-export function validateDelivery(
-  run: RunRecord,
-  request: unknown,
-): { ok: true; target: DeliveryTarget; text: string } | { ok: false; type: string; message: string } {
-  const { text, mode } = (request ?? {}) as Partial<DeliverRequest>;
-  if (typeof text !== "string" || text.trim() === "") {
-    return { ok: false, type: DeliveryRefusal.invalid, message: "message text is empty or not a string" };
-  }
-  if (typeof mode !== "string" || !DELIVERY_MODES.includes(mode as DeliveryMode)) {
-    return {
-      ok: false,
-      type: DeliveryRefusal.invalid,
-      message: `mode must be one of ${DELIVERY_MODES.join(", ")} (got ${JSON.stringify(mode)})`,
-    };
-  }
-  if (run.ended || run.abortReason !== undefined) {
-    return {
-      ok: false,
-      type: DeliveryRefusal.ended,
-      message: "the run has ended; send again to start a new one",
-    };
-  }
-  // `auto` steers a live run; the first message of a run starts it.
-  const decision = decideDelivery(
-    mode === "auto" ? "steer" : (mode as Exclude<DeliveryMode, "auto">),
-    run.begun,
-  );
-  if (decision.action === "refuse") {
-    return { ok: false, type: DeliveryRefusal.busy, message: "the session is busy with a run" };
-  }
-  const target: DeliveryTarget =
-    decision.action === "start_run"
-      ? { queue: "pending", outcome: "started" }
-      : decision.action === "interrupt"
-        ? { queue: "pending", outcome: "interrupted" }
-        : decision.queue === "followUp"
-          ? { queue: "followUp", outcome: "queued" }
-          : { queue: "steering", outcome: "steered" };
-  const queue = run.queues[target.queue];
-  if (queue.items.length >= queue.capacity) {
-    return {
-      ok: false,
-      type: DeliveryRefusal.queueFull,
-      message: `the queue is full (${queue.capacity} messages waiting)`,
-    };
-  }
-  return { ok: true, target, text };
-}
+import { callState, eventsSince, snapshot } from "./state";
 
 /** An approval as sent: `args` (the API's name) or `arguments` carry edited arguments. */
 function parseApproval(input: unknown): ApprovalDecision | undefined {

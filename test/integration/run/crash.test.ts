@@ -6,11 +6,14 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { UNKNOWN_OUTCOME_TEXT } from "../../../src/core/markers";
-import { convertToLlm } from "../../../src/core/messages";
-import { checkInvariants } from "../../../src/core/sanitize";
-import type { SessionEntry } from "../../../src/core/session-types";
 import { workspaceFor } from "../../../src/tools/workspace";
-import { createRunStage, eventually, messagesOf, type RunStage } from "../../support/run-harness";
+import {
+  createRunStage,
+  eventually,
+  expectIntactSession,
+  messagesOf,
+  type RunStage,
+} from "../../support/run-harness";
 
 let stage: RunStage;
 
@@ -21,23 +24,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await stage?.close();
 });
-
-/** Every seq from 0 is present once, ids are unique, parents point backwards, invariants hold. */
-async function expectIntactSession(ref: { tenantId: string; sessionId: string }): Promise<SessionEntry[]> {
-  const { entries, gaps, nextSeq } = await stage.store.readEntries(ref);
-  expect(gaps).toEqual([]);
-  expect(entries.map((stored) => stored.seq)).toEqual([...Array(nextSeq).keys()]);
-  const ids = entries.map((stored) => stored.entry.id);
-  expect(new Set(ids).size).toBe(ids.length);
-  const seen = new Set<string>();
-  for (const { entry } of entries) {
-    if (entry.parentId !== null) expect(seen.has(entry.parentId)).toBe(true);
-    seen.add(entry.id);
-  }
-  const list = entries.map((stored) => stored.entry);
-  expect(checkInvariants(convertToLlm(messagesOf(list)))).toEqual([]);
-  return list;
-}
 
 function callsFor(scenario: string, turn: number) {
   return stage.llm.journal().filter((entry) => entry.scenario === scenario && entry.turn === turn);
@@ -55,7 +41,7 @@ test("killed during a model call: the new worker makes the call again and the ru
   await first.kill();
   const second = await stage.startWorker();
   expect((await stage.result(ref)).status).toBe("completed");
-  const entries = await expectIntactSession(ref);
+  const entries = await expectIntactSession(stage, ref);
   expect(messagesOf(entries).map((message) => message.role)).toEqual(["user", "assistant"]);
   // The first call never produced a stored answer, so the second is the one that counts.
   expect(callsFor("crash-llm", 0)).toHaveLength(2);
@@ -79,7 +65,7 @@ test("killed right after the answer was stored: the retry adopts it without call
   );
   const second = await stage.startWorker();
   expect((await stage.result(ref)).status).toBe("completed");
-  const entries = await expectIntactSession(ref);
+  const entries = await expectIntactSession(stage, ref);
   expect(messagesOf(entries).map((message) => message.role)).toEqual([
     "user",
     "assistant",
@@ -113,7 +99,7 @@ test("killed during a bash command: it is not run again, the model is told the o
   await first.kill();
   const second = await stage.startWorker();
   expect((await stage.result(ref)).status).toBe("completed");
-  const messages = messagesOf(await expectIntactSession(ref));
+  const messages = messagesOf(await expectIntactSession(stage, ref));
   const result = messages.find((message) => message.role === "toolResult");
   expect(result).toMatchObject({ isError: true, content: [{ type: "text", text: UNKNOWN_OUTCOME_TEXT }] });
   // Started once (by the dead worker's command, which may still finish on its own), never twice.
@@ -139,7 +125,7 @@ test("killed right after a tool result was stored: the result is adopted, the to
   );
   const second = await stage.startWorker();
   expect((await stage.result(ref)).status).toBe("completed");
-  const messages = messagesOf(await expectIntactSession(ref));
+  const messages = messagesOf(await expectIntactSession(stage, ref));
   expect(messages.map((message) => message.role)).toEqual(["user", "assistant", "toolResult", "assistant"]);
   expect(messages[2]).toMatchObject({ isError: false });
   expect(readFileSafe(log)).toBe("ran\n");

@@ -1,0 +1,296 @@
+/**
+ * The run's pure decisions and state operations, without a server: every branch of what opens a
+ * turn, what follows a model answer, when the run stops after a turn, and which deliveries are
+ * accepted where.
+ */
+import type { LlmTurnResult, ToolCallSummary } from "../../../src/activities/types";
+import { DeliveryRefusal } from "../../../src/core/failure-types";
+import { emptyUsage } from "../../../src/core/usage";
+import { HOOK_SETS } from "../../../src/workflows/hooks";
+import {
+  compactionDue,
+  decideAfterModel,
+  decideAfterTurn,
+  decideTurnStart,
+  MAX_SIGNALS_PER_EXECUTION,
+  validateDelivery,
+} from "../../../src/workflows/run/decide";
+import {
+  carry,
+  createRunRecord,
+  moveCall,
+  newSlot,
+  openCalls,
+  type RunRecord,
+  releaseSlot,
+  snapshot,
+  startBatch,
+  takeAllQueued,
+} from "../../../src/workflows/run/state";
+import { DEFAULT_RUN_SETTINGS, type RunSettings } from "../../../src/workflows/types";
+
+function record(settings: Partial<RunSettings> = {}): RunRecord {
+  let tick = 0;
+  const run = createRunRecord(
+    { tenantId: "t", sessionId: "s", settings: { ...DEFAULT_RUN_SETTINGS, ...settings } },
+    { now: () => 1_700_000_000_000 + tick++, random: () => 0.5 },
+  );
+  run.cursor = { nextSeq: 0, leafId: null };
+  return run;
+}
+
+const message = (text: string) => ({ text, acceptedAt: 1 });
+
+function modelResult(overrides: Partial<LlmTurnResult> = {}): LlmTurnResult {
+  return {
+    stopReason: "stop",
+    adopted: false,
+    usage: emptyUsage(),
+    contextTokens: 10,
+    contextWindow: 100_000,
+    textPreview: "an answer",
+    toolCalls: [],
+    ...overrides,
+  };
+}
+
+const call = (id: string, name = "bash"): ToolCallSummary => ({
+  id,
+  name,
+  argumentsPreview: "{}",
+  label: "",
+});
+
+describe("decideTurnStart", () => {
+  test("an abort wins over everything queued", () => {
+    const run = record();
+    run.queues.pending.items.push(message("hi"));
+    run.abortReason = "stop";
+    expect(decideTurnStart(run, false)).toEqual({ kind: "abort" });
+  });
+
+  test("pending and steering open the turn together; follow-ups wait while there is other work", () => {
+    const run = record();
+    run.queues.pending.items.push(message("prompt"));
+    run.queues.steering.items.push(message("steer 1"), message("steer 2"));
+    run.queues.followUp.items.push(message("later"));
+    // Steering is one-at-a-time by default: one steer per turn.
+    expect(decideTurnStart(run, false)).toEqual({
+      kind: "turn",
+      inputs: [message("prompt"), message("steer 1")],
+    });
+    expect(decideTurnStart(run, false)).toEqual({ kind: "turn", inputs: [message("steer 2")] });
+    expect(decideTurnStart(run, false)).toEqual({ kind: "turn", inputs: [message("later")] });
+    expect(decideTurnStart(run, false)).toEqual({ kind: "idle" });
+  });
+
+  test("tool results waiting for the model open a turn without input, follow-ups untouched", () => {
+    const run = record();
+    run.needsModel = true;
+    run.queues.followUp.items.push(message("later"));
+    expect(decideTurnStart(run, false)).toEqual({ kind: "turn", inputs: [] });
+    expect(run.queues.followUp.items).toHaveLength(1);
+  });
+
+  test("the turn limit finishes the run", () => {
+    const run = record({ limits: { ...DEFAULT_RUN_SETTINGS.limits, maxTurns: 3 } });
+    run.turn = 3;
+    run.needsModel = true;
+    expect(decideTurnStart(run, false)).toEqual({ kind: "finish", reason: "turn limit reached (3)" });
+  });
+
+  test("continue-as-new when Temporal suggests it, per execution turn count, or near the signal cap", () => {
+    const suggested = record();
+    suggested.queues.pending.items.push(message("x"));
+    expect(decideTurnStart(suggested, true)).toEqual({ kind: "continue_as_new", inputs: [message("x")] });
+
+    const long = record({ limits: { ...DEFAULT_RUN_SETTINGS.limits, turnsPerExecution: 2 } });
+    long.turn = 2;
+    long.needsModel = true;
+    expect(decideTurnStart(long, false).kind).toBe("continue_as_new");
+
+    const signals = record();
+    signals.needsModel = true;
+    signals.signalsSeen = MAX_SIGNALS_PER_EXECUTION + 1;
+    expect(decideTurnStart(signals, false).kind).toBe("continue_as_new");
+  });
+});
+
+describe("decideAfterModel", () => {
+  test("an overflow compacts and retries once, then fails; without compaction it fails at once", () => {
+    const run = record();
+    const overflow = modelResult({ errorKind: "context_overflow", errorMessage: "too long" });
+    expect(decideAfterModel(run, overflow)).toEqual({ kind: "compact_and_retry" });
+    run.overflowRetried = true;
+    expect(decideAfterModel(run, overflow)).toEqual({ kind: "fail", reason: "context overflow: too long" });
+    const noCompaction = record({ compaction: { ...DEFAULT_RUN_SETTINGS.compaction, enabled: false } });
+    expect(decideAfterModel(noCompaction, overflow).kind).toBe("fail");
+  });
+
+  test("a non-retryable model error fails the run with its message", () => {
+    expect(
+      decideAfterModel(record(), modelResult({ errorKind: "non_retryable", errorMessage: "bad key" })),
+    ).toEqual({
+      kind: "fail",
+      reason: "model error: bad key",
+    });
+  });
+
+  test("empty answers are nudged up to the limit, then fail", () => {
+    const run = record({ maxEmptyResponses: 2 });
+    const empty = modelResult({ textPreview: "  " });
+    expect(decideAfterModel(run, empty)).toEqual({ kind: "nudge" });
+    run.emptyResponses = 2;
+    expect(decideAfterModel(run, empty)).toEqual({
+      kind: "fail",
+      reason: "the model returned 3 empty responses in a row",
+    });
+  });
+
+  test("tool calls run; a text answer ends the turn", () => {
+    expect(decideAfterModel(record(), modelResult({ toolCalls: [call("a")], textPreview: "" }))).toEqual({
+      kind: "run_tools",
+    });
+    expect(decideAfterModel(record(), modelResult())).toEqual({ kind: "answered" });
+  });
+});
+
+describe("decideAfterTurn", () => {
+  const outcome = { turn: 1, stopReason: "toolUse", text: "", toolCalls: [call("a")], failedToolCalls: 1 };
+
+  test("a hook's stop reason ends the run", () => {
+    expect(decideAfterTurn(record(), [HOOK_SETS["stop-on-tool-error"] ?? {}], outcome)).toEqual({
+      kind: "finish",
+      reason: "stopped after 1 failed tool call(s)",
+    });
+  });
+
+  test("the tool-call limit ends the run only when the model is owed an answer", () => {
+    const run = record({ limits: { ...DEFAULT_RUN_SETTINGS.limits, maxToolCalls: 1 } });
+    run.toolCallCount = 1;
+    run.needsModel = true;
+    expect(decideAfterTurn(run, [], outcome)).toEqual({
+      kind: "finish",
+      reason: "tool call limit reached (1)",
+    });
+    run.needsModel = false;
+    expect(decideAfterTurn(run, [], outcome).kind).toBe("continue");
+  });
+
+  test("the cost budget ends the run", () => {
+    const run = record({ limits: { ...DEFAULT_RUN_SETTINGS.limits, maxCostUsd: 0.5 } });
+    run.usage = { ...emptyUsage(), cost: { ...emptyUsage().cost, total: 0.5 } };
+    expect(decideAfterTurn(run, [], outcome)).toEqual({
+      kind: "finish",
+      reason: "cost budget reached ($0.5)",
+    });
+  });
+
+  test("hooks change the next call's settings", () => {
+    const decision = decideAfterTurn(record(), [HOOK_SETS["think-after-errors"] ?? {}], outcome);
+    expect(decision).toEqual({ kind: "continue", next: { model: "local-chat", thinkingLevel: "high" } });
+  });
+});
+
+test("compaction is due once the context is within the reserve of the window", () => {
+  const run = record({ compaction: { enabled: true, reserveTokens: 100, keepRecentTokens: 10 } });
+  run.contextWindow = 1_000;
+  run.contextTokens = 900;
+  expect(compactionDue(run)).toBe(false);
+  run.contextTokens = 901;
+  expect(compactionDue(run)).toBe(true);
+  run.contextWindow = 0;
+  expect(compactionDue(run)).toBe(false);
+});
+
+describe("validateDelivery", () => {
+  test("the first message starts the run; later ones go where their mode says", () => {
+    const run = record();
+    expect(validateDelivery(run, { text: "go", mode: "auto" })).toMatchObject({
+      ok: true,
+      target: { queue: "pending", outcome: "started" },
+    });
+    run.begun = true;
+    expect(validateDelivery(run, { text: "x", mode: "auto" })).toMatchObject({
+      target: { outcome: "steered" },
+    });
+    expect(validateDelivery(run, { text: "x", mode: "followUp" })).toMatchObject({
+      target: { outcome: "queued" },
+    });
+    expect(validateDelivery(run, { text: "x", mode: "interrupt" })).toMatchObject({
+      target: { queue: "pending", outcome: "interrupted" },
+    });
+    expect(validateDelivery(run, { text: "x", mode: "reject" })).toMatchObject({
+      ok: false,
+      type: DeliveryRefusal.busy,
+    });
+  });
+
+  test("bad payloads are refused with a clear reason, whoever sent them", () => {
+    const run = record();
+    for (const bad of [undefined, null, 42, {}, { text: "" }, { text: 7, mode: "auto" }]) {
+      expect(validateDelivery(run, bad)).toMatchObject({ ok: false, type: DeliveryRefusal.invalid });
+    }
+    expect(validateDelivery(run, { text: "x", mode: "sideways" })).toEqual({
+      ok: false,
+      type: DeliveryRefusal.invalid,
+      message: 'mode must be one of auto, steer, followUp, interrupt, reject (got "sideways")',
+    });
+  });
+
+  test("an ended or aborted run refuses; a full queue refuses", () => {
+    const ended = record();
+    ended.ended = true;
+    expect(validateDelivery(ended, { text: "x", mode: "auto" })).toMatchObject({
+      type: DeliveryRefusal.ended,
+    });
+    const aborted = record();
+    aborted.abortReason = "stop";
+    expect(validateDelivery(aborted, { text: "x", mode: "auto" })).toMatchObject({
+      type: DeliveryRefusal.ended,
+    });
+    const full = record({ queueLimit: 1 });
+    full.begun = true;
+    full.queues.steering.items.push(message("waiting"));
+    expect(validateDelivery(full, { text: "x", mode: "steer" })).toMatchObject({
+      type: DeliveryRefusal.queueFull,
+    });
+  });
+});
+
+describe("run state", () => {
+  test("slots chain ids and sequence numbers; a released slot is handed out again", () => {
+    const run = record();
+    const first = newSlot(run);
+    const second = newSlot(run);
+    expect(first).toMatchObject({ seq: 0, parentId: null });
+    expect(second).toMatchObject({ seq: 1, parentId: first.id });
+    releaseSlot(run, second);
+    expect(newSlot(run)).toMatchObject({ seq: 1, parentId: first.id });
+  });
+
+  test("a batch registers its calls in source order; open calls and the state query follow the registry", () => {
+    const run = record();
+    const batch = startBatch(run, [call("a"), call("b", "read")]);
+    expect(batch.map((item) => item.slot.seq)).toEqual([0, 1]);
+    moveCall(run, "a", "awaiting_approval");
+    moveCall(run, "b", "running");
+    moveCall(run, "b", "completed");
+    expect(openCalls(run).map((item) => item.summary.id)).toEqual(["a"]);
+    expect(snapshot(run).pendingToolCalls).toEqual([
+      { toolCallId: "a", name: "bash", state: "awaiting_approval", argumentsPreview: "{}" },
+    ]);
+    // Terminal states never change.
+    moveCall(run, "b", "failed");
+    expect(run.calls.calls.find((item) => item.toolCallId === "b")?.state).toBe("completed");
+  });
+
+  test("ending hands back every queued message; the carried state keeps the queues", () => {
+    const run = record();
+    run.queues.steering.items.push(message("s"));
+    run.queues.followUp.items.push(message("f"));
+    expect(carry(run)).toMatchObject({ steering: [message("s")], followUp: [message("f")] });
+    expect(takeAllQueued(run)).toEqual([message("s"), message("f")]);
+    expect(run.queues.steering.items).toEqual([]);
+  });
+});
