@@ -3,7 +3,9 @@
  * workflow code and committed under test/fixtures/histories/, must replay without
  * non-determinism against the current code.
  *
- * Record again (after an intended, patched change) with:
+ * Histories are recorded once and kept: each keeps proving that runs started by the code of its
+ * day still replay. After an intended, patched change, add a representative run that takes the
+ * new path (a new name) and record the runs that have no history yet with:
  *   KEEL_RECORD_HISTORIES=1 npx jest test/integration/run/replay.test.ts --selectProjects integration
  */
 
@@ -77,6 +79,40 @@ const representativeRuns: Array<{
       await stage.runs.abort(ref, "recorded abort");
     },
   },
+  {
+    // Recorded after parallel calls began to share one workspace claim (patch claim-workspace-once).
+    name: "parallel-tools-one-claim",
+    drive: async (stage, ref) => {
+      stage.llm.addScenario("replay-one-claim", {
+        turns: [
+          {
+            toolCalls: [
+              { name: "write", arguments: { path: "a.txt", content: "a" } },
+              { name: "ls", arguments: {} },
+              { name: "bash", arguments: { command: "cat a.txt" } },
+            ],
+          },
+        ],
+        after: { text: "done" },
+      });
+      await stage.runs.deliver(
+        ref,
+        { text: "[scenario:replay-one-claim] go", mode: "auto" },
+        stage.settings(),
+      );
+    },
+  },
+  {
+    // A model call that fails for good: the run closes the session and ends as failed.
+    name: "failed-model-call",
+    drive: async (stage, ref) => {
+      await stage.runs.deliver(
+        ref,
+        { text: "hello", mode: "auto" },
+        stage.settings({ model: "no-such-model" }),
+      );
+    },
+  },
 ];
 
 if (recording) {
@@ -84,7 +120,8 @@ if (recording) {
     const stage = await createRunStage();
     await stage.startWorker();
     try {
-      for (const run of representativeRuns) {
+      const recorded = new Set(readdirSync(historiesDir));
+      for (const run of representativeRuns.filter((candidate) => !recorded.has(`${candidate.name}.json`))) {
         const ref = stage.newSession();
         await run.drive(stage, ref);
         await stage.result(ref);
