@@ -1,11 +1,10 @@
 /** Reading a session's conversation for a model call: entries up to a slot, as LLM messages. */
+import { llmMessagesFor } from "../core/llm-context";
 import type { Message } from "../core/messages";
-import { convertToLlm } from "../core/messages";
-import { pruneOldToolOutputs, runCleanupLoop } from "../core/sanitize";
-import { buildContext, pathToRoot } from "../core/session-tree";
+import type { SessionRef } from "../core/session-ref";
+import { pathToRoot } from "../core/session-tree";
 import type { SessionEntry } from "../core/session-types";
 import type { SessionStore } from "../store/session-store";
-import type { SessionRef } from "../workflows/types";
 
 /** Entries stored before `beforeSeq`, in order (stops at a gap: a live run may still be writing). */
 export async function entriesBefore(
@@ -26,14 +25,7 @@ export function pathOf(entries: readonly SessionEntry[], leafId: string | null):
   return pathToRoot(byId, leafId);
 }
 
-/**
- * What the model sees from `leafId`: context built from the tree (compaction applied), converted
- * to LLM messages, sanitized (dangling tool calls closed, empty answers dropped, adjacent user
- * messages merged) and with old tool outputs pruned outside the protected recent window.
- */
+/** What the model sees from `leafId` (none for a new session): core's one context builder. */
 export function modelMessages(entries: readonly SessionEntry[], leafId: string | null): Message[] {
-  if (leafId === null) return [];
-  const context = buildContext(entries, leafId);
-  const cleaned = runCleanupLoop(convertToLlm(context.messages));
-  return pruneOldToolOutputs(cleaned.messages).messages;
+  return leafId === null ? [] : llmMessagesFor(entries, leafId).messages;
 }

@@ -3,6 +3,7 @@
  * what to summarize, which files were touched, the summarization prompts, and the compaction
  * entry made from the summary text. The LLM call itself happens elsewhere (an activity).
  */
+import { type CompactionSettings, DEFAULT_COMPACTION_SETTINGS } from "./compaction-settings";
 import { type AgentMessage, convertToLlm, type Message } from "./messages";
 import { createCompactionEntry, type EntryPlacement } from "./session-entries";
 import { branchSummaryMessage, buildContext, contextMessageOf } from "./session-tree";
@@ -15,17 +16,7 @@ import {
 } from "./summary-prompts";
 import { estimateContextTokens, estimateTokens } from "./tokens";
 
-export interface CompactionSettings {
-  /** Tokens kept free for the next response; compaction triggers when less would remain. */
-  reserveTokens: number;
-  /** Recent tokens kept verbatim after the summary. */
-  keepRecentTokens: number;
-}
-
-export const DEFAULT_COMPACTION_SETTINGS: CompactionSettings = {
-  reserveTokens: 16_384,
-  keepRecentTokens: 20_000,
-};
+export { type CompactionSettings, DEFAULT_COMPACTION_SETTINGS } from "./compaction-settings";
 /** Characters of one tool result kept when serializing a conversation for a summary. */
 export const TOOL_RESULT_MAX_CHARS = 2_000;
 /** Share of `reserveTokens` the history summary may use as output. */

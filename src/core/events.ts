@@ -35,7 +35,7 @@ export type AgentEventBody =
       state: ToolCallState;
       isError: boolean;
     }
-  | { type: "compaction_start"; reason: "threshold" | "overflow" | "manual"; tokensBefore: number }
+  | { type: "compaction_start"; reason: "threshold" | "overflow"; tokensBefore: number }
   | { type: "compaction_end"; entryId?: string; tokensBefore: number; error?: string }
   | { type: "retry"; attempt: number; maxAttempts: number; delayMs: number; error: string }
   | { type: "approval_requested"; toolCallId: string; toolName: string; args: Record<string, unknown> }

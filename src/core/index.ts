@@ -1,11 +1,12 @@
 /**
  * Keel's pure core: message model, session format and tree, context building, sanitation,
- * tool-call registry, token estimation, compaction and branch-summary planning, adapters for
- * the other seed's format, events and queues. No I/O, no clock, no ambient randomness: safe to
- * import from Temporal workflow code.
+ * session repair, tool-call registry, token estimation, compaction and branch-summary planning,
+ * adapters for tunacode session JSON (pydantic-ai wire messages), events and queues. No I/O, no
+ * clock, no ambient randomness: safe to import from Temporal workflow code.
  */
 export * from "./branch-summary";
 export * from "./compaction";
+export * from "./compaction-settings";
 export * from "./events";
 export * from "./failure-types";
 export * from "./ids";
@@ -16,6 +17,7 @@ export * from "./queues";
 export * from "./sanitize";
 export * from "./session-codec";
 export * from "./session-entries";
+export * from "./session-ref";
 export * from "./session-repair";
 export * from "./session-tree";
 export * from "./session-types";

@@ -46,7 +46,7 @@ export function clearQueue<T>(queue: MessageQueue<T>): { removed: T[]; queue: Me
 }
 
 /** How a message sent to a session with a live run is delivered. */
-export type DeliveryMode = "steer" | "followUp" | "interrupt" | "reject";
+export type LiveRunDeliveryMode = "steer" | "followUp" | "interrupt" | "reject";
 
 /** Where a message goes when a run is busy: a queue, the interrupt path, or a refusal. */
 export type DeliveryDecision =
@@ -56,7 +56,7 @@ export type DeliveryDecision =
   | { action: "refuse"; reason: "busy" };
 
 /** The delivery decision for `mode` when a run is (or is not) active; queue bounds apply after. */
-export function decideDelivery(mode: DeliveryMode, runActive: boolean): DeliveryDecision {
+export function decideDelivery(mode: LiveRunDeliveryMode, runActive: boolean): DeliveryDecision {
   if (!runActive) return { action: "start_run" };
   switch (mode) {
     case "steer":

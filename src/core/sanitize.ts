@@ -2,7 +2,7 @@
  * History sanitation: the repairs a message list needs before it is sent to a model or stored
  * at the end of a run, and the invariant checker that says what is still wrong.
  *
- * Invariants (seeds 000/001, DESIGN §1.6): every tool call has exactly one result; results sit
+ * Invariants (the message/tool-call contract, stated in docs/session-format.md): every tool call has exactly one result; results sit
  * in the run of tool results right after the assistant message that made the call; no two user
  * messages are adjacent; no system prompt in history; no empty assistant responses; the tool
  * registry and the message parts name the same tool-call ids.

@@ -13,7 +13,6 @@ import type {
   MessageEntry,
   ModelChangeEntry,
   SessionHeader,
-  SessionInfoEntry,
   ThinkingLevelChangeEntry,
 } from "./session-types";
 import { CURRENT_SESSION_VERSION } from "./session-version";
@@ -102,10 +101,6 @@ export function createLabelEntry(at: EntryPlacement, targetId: string, label?: s
   const entry: LabelEntry = { type: "label", ...at, targetId };
   if (label !== undefined) entry.label = label;
   return entry;
-}
-
-export function createSessionInfoEntry(at: EntryPlacement, name: string): SessionInfoEntry {
-  return { type: "session_info", ...at, name: name.trim() };
 }
 
 /**

@@ -1,5 +1,5 @@
 /**
- * Adapter for the other seed's message format: pydantic-ai style wire messages
+ * Adapter for tunacode's message format: pydantic-ai style wire messages
  * (`{kind: "request" | "response", parts: [{part_kind, …}]}`) and the legacy `{content}` /
  * `{thought}` dicts, to and from canonical messages. Parts stay the single source of truth:
  * tool calls come only from `tool-call` parts, ids and part order are kept.

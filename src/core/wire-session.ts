@@ -1,5 +1,5 @@
 /**
- * Import and export of whole session files in the other seed's format:
+ * Import and export of whole session files as tunacode session JSON (pydantic-ai wire messages):
  * `{version, session_id, project_id, created_at, last_modified, working_directory,
  *   current_model, total_tokens, session_total_usage, thoughts, messages}`.
  *

@@ -20,11 +20,9 @@ export const SEQ_DIGITS = 12;
 /** Largest sequence number that fits in `SEQ_DIGITS` digits. */
 export const MAX_SEQ = 10 ** SEQ_DIGITS - 1;
 
-/** Identifies one session of one tenant. */
-export interface SessionRef {
-  tenantId: string;
-  sessionId: string;
-}
+import type { SessionRef } from "../core/session-ref";
+
+export type { SessionRef };
 
 /** An id that could not be used in a key; thrown before any request is made. */
 export class InvalidIdError extends Error {

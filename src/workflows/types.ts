@@ -2,16 +2,19 @@
  * The run workflow's contract with its callers: input, settings, deliveries, state and result.
  * Plain data only (it travels through Temporal payloads and is carried across continue-as-new).
  */
+import { type CompactionSettings, DEFAULT_COMPACTION_SETTINGS } from "../core/compaction-settings";
 import type { Usage } from "../core/messages";
-import type { QueueMode } from "../core/queues";
+import type { LiveRunDeliveryMode, QueueMode } from "../core/queues";
+import type { SessionRef } from "../core/session-ref";
 import type { ToolCallState } from "../core/tool-registry";
+import type { ThinkingLevel } from "../providers/types";
 import type { WorkspaceSource } from "../tools/workspace";
 
-/** How a message reaches a session: see docs/architecture.md, "Delivery modes". */
-export type DeliveryMode = "auto" | "steer" | "followUp" | "interrupt" | "reject";
+/** How a message reaches a session: `auto` starts a run or steers the live one; see docs/architecture.md. */
+export type DeliveryMode = "auto" | LiveRunDeliveryMode;
 /** What happened to a delivered message. */
 export type DeliveryOutcome = "started" | "steered" | "queued" | "interrupted";
-export type ThinkingLevel = "off" | "minimal" | "low" | "medium" | "high";
+export type { ThinkingLevel };
 
 export type PolicyAction = "allow" | "deny" | "ask";
 
@@ -41,10 +44,9 @@ export interface RunLimits {
   turnsPerExecution: number;
 }
 
-export interface CompactionSettings {
+/** Compaction of a run: on or off, and the thresholds of core/compaction-settings. */
+export interface RunCompactionSettings extends CompactionSettings {
   enabled: boolean;
-  reserveTokens: number;
-  keepRecentTokens: number;
 }
 
 export interface RunSettings {
@@ -61,7 +63,7 @@ export interface RunSettings {
   followUpMode: QueueMode;
   /** Bound of each queue; a message beyond it is refused, never dropped. */
   queueLimit: number;
-  compaction: CompactionSettings;
+  compaction: RunCompactionSettings;
   /** Empty assistant answers (no text, no tool call) nudged before the run fails. */
   maxEmptyResponses: number;
   /** What a new session's workspace starts from (default: empty). */
@@ -96,16 +98,13 @@ export const DEFAULT_RUN_SETTINGS: RunSettings = {
   steeringMode: "one-at-a-time",
   followUpMode: "all",
   queueLimit: 32,
-  compaction: { enabled: true, reserveTokens: 16_384, keepRecentTokens: 20_000 },
+  compaction: { enabled: true, ...DEFAULT_COMPACTION_SETTINGS },
   maxEmptyResponses: 2,
   timeouts: { heartbeatMs: 30_000, toolScheduleToStartMs: 30_000 },
   hooks: [],
 };
 
-export interface SessionRef {
-  tenantId: string;
-  sessionId: string;
-}
+export type { SessionRef } from "../core/session-ref";
 
 /** Where the next entry of a session goes: its sequence number and its parent (the leaf). */
 export interface SessionCursor {

@@ -1,4 +1,4 @@
-/** `keel export` and `keel import`: sessions as pi JSONL files (or the other seed's JSON). */
+/** `keel export` and `keel import`: sessions as pi JSONL files (or tunacode session JSON (pydantic-ai wire messages)). */
 import { readFileSync, writeFileSync } from "node:fs";
 import { EXIT, UsageError } from "../client";
 import { type Command, parseCommand, printJson, sessionPath } from "../command";
@@ -28,7 +28,7 @@ export const exportCommand: Command = {
   },
 };
 
-/** `.json` files are read as the other seed's session JSON; anything else as pi JSONL. */
+/** `.json` files are read as tunacode session JSON (pydantic-ai wire messages); anything else as pi JSONL. */
 function contentTypeOf(file: string): string {
   return file.endsWith(".json") ? "application/json" : "application/x-ndjson";
 }

@@ -6,7 +6,7 @@
  */
 import type { LlmTurnResult } from "../../activities/types";
 import { DeliveryRefusal } from "../../core/failure-types";
-import { decideDelivery } from "../../core/queues";
+import { decideDelivery, type LiveRunDeliveryMode } from "../../core/queues";
 import {
   type NextTurnSettings,
   nextTurnSettings,
@@ -150,10 +150,7 @@ export function validateDelivery(
     };
   }
   // `auto` steers a live run; the first message of a run starts it.
-  const decision = decideDelivery(
-    mode === "auto" ? "steer" : (mode as Exclude<DeliveryMode, "auto">),
-    run.begun,
-  );
+  const decision = decideDelivery(mode === "auto" ? "steer" : (mode as LiveRunDeliveryMode), run.begun);
   if (decision.action === "refuse") {
     return { ok: false, type: DeliveryRefusal.busy, message: "the session is busy with a run" };
   }

@@ -13,7 +13,7 @@ import {
 } from "../../core/events";
 import { makeEntryId } from "../../core/ids";
 import type { Usage } from "../../core/messages";
-import { createQueue, drain, type MessageQueue, type QueueMode } from "../../core/queues";
+import { clearQueue, createQueue, drain, type MessageQueue, type QueueMode } from "../../core/queues";
 import {
   emptyToolCallRegistry,
   registerToolCall,
@@ -161,10 +161,11 @@ export function pushPending(run: RunRecord, messages: QueuedMessage[], atHead = 
 
 /** Every queued message, removed from its queue (the run ends without having read them). */
 export function takeAllQueued(run: RunRecord): QueuedMessage[] {
-  const names = ["pending", "steering", "followUp"] as const;
-  const all = names.flatMap((name) => run.queues[name].items);
-  for (const name of names) run.queues[name] = { ...run.queues[name], items: [] };
-  return all;
+  return (["pending", "steering", "followUp"] as const).flatMap((name) => {
+    const { removed, queue } = clearQueue(run.queues[name]);
+    run.queues[name] = queue;
+    return removed;
+  });
 }
 
 /** The next entry slot: sequence number, a fresh id (≥ 64 bits) and the leaf as parent. */
