@@ -14,6 +14,9 @@ async function main(output: string | undefined): Promise<void> {
   const { code } = await bundleWorkflowCode({
     workflowsPath: WORKFLOWS_ENTRY,
     logger: { trace: quiet, debug: quiet, info: quiet, log: quiet, warn: console.warn, error: console.error },
+    // No inline source map in the deployed bundle: it doubled the code every worker loads and
+    // every workflow's V8 context parses. Local stacks and tests keep it for readable traces.
+    webpackConfigHook: (config) => ({ ...config, devtool: false }),
   });
   mkdirSync(dirname(resolve(output)), { recursive: true });
   writeFileSync(output, code);
