@@ -18,10 +18,12 @@ export function sessionActivities({ store }: ActivityDeps) {
      */
     async openSession(input: OpenSessionInput): Promise<SessionCursor> {
       const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
-      await store.createSession(
+      const { created } = await store.createSession(
         ref,
         createSessionHeader(input.sessionId, new Date().toISOString(), input.cwd),
       );
+      // A session created just now has no entries: nothing to read or repair.
+      if (created) return { nextSeq: 0, leafId: null };
       const { entries } = await store.readEntries(ref);
       const repairs = planSessionRepair(entries, {
         makeId: () => randomBytes(8).toString("hex"),

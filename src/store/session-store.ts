@@ -308,6 +308,17 @@ export class SessionStore {
     const toSeq = options.toSeq ?? Number.POSITIVE_INFINITY;
     if (options.toSeq !== undefined) assertValidSeq(options.toSeq);
     const known = this.progressOf(folder);
+    if (options.toSeq !== undefined && options.toSeq < known.contiguousEnd) {
+      // Everything asked for is known to be stored, and stored objects never change: no LIST.
+      const size = this.chunkSize;
+      const seqs = Array.from({ length: options.toSeq + 1 }, (_, seq) => seq);
+      const entries = await this.resolveEntries(ref, seqs, (first) => first + size <= known.sealedEnd);
+      return {
+        entries: seqs.map((seq) => ({ seq, entry: entries.get(seq)! })),
+        nextSeq: known.contiguousEnd,
+        gaps: [],
+      };
+    }
     const listing = await this.listSession(ref, folder, known.contiguousEnd);
     if (known.contiguousEnd === 0 && !listing.hasHeader && listing.entrySeqs.size === 0) {
       throw new SessionNotFoundError(ref);
@@ -422,10 +433,12 @@ export class SessionStore {
     const written = prepareWrite(key, entry, ENTRY_KIND);
     if (await this.putIfAbsent(key, written.body, JSON_CONTENT_TYPE)) {
       this.cacheWritten(key, written);
+      this.extendContiguous(ref, seq);
       return { written: true, entry };
     }
     const stored = await this.readAfterConflict(key, parseEntry);
     if (stored.id !== entry.id) throw new EntryConflictError(ref, seq, entry.id, stored.id);
+    this.extendContiguous(ref, seq);
     return { written: false, entry: stored };
   }
 
@@ -555,6 +568,12 @@ export class SessionStore {
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (token);
     return listing;
+  }
+
+  /** An entry stored right after the known contiguous prefix extends it (reads then skip the LIST). */
+  private extendContiguous(ref: SessionRef, seq: number): void {
+    const known = this.progressOf(sessionPrefix(this.prefix, ref));
+    if (seq === known.contiguousEnd) known.contiguousEnd = seq + 1;
   }
 
   /** The store's record for a session folder, created empty; an LRU bounded in sessions. */

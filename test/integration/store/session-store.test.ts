@@ -243,6 +243,20 @@ describe("SessionStore against a real S3 server", () => {
       expect(sent.map((c) => c.command)).toEqual(["ListObjectsV2Command"]);
     });
 
+    test("a read up to entries this store wrote in order, or read before, needs no request at all", async () => {
+      const { store, sent } = openStore({ chunkSize: 8 });
+      const ref = newRef();
+      await store.createSession(ref, headerFor(ref));
+      await putRange(store, ref, 0, 5);
+      sent.length = 0;
+      const read = await store.readEntries(ref, { toSeq: 4, untilGap: true });
+      expect(read.entries.map((e) => e.entry)).toEqual([0, 1, 2, 3, 4].map((seq) => entryAt(seq)));
+      expect(sent).toEqual([]);
+      // Past what it knows, the store lists again (another writer may have added entries).
+      await store.readEntries(ref, { toSeq: 6 });
+      expect(countOf(sent, "ListObjectsV2Command")).toBe(1);
+    });
+
     test("a shared cache bounded below the session size still reads everything correctly", async () => {
       const { store: writer } = openStore({ chunkSize: 4 });
       const ref = newRef();
