@@ -4,15 +4,14 @@
  * is not called again: the stored answer is returned.
  */
 
-import { randomBytes } from "node:crypto";
 import { ApplicationFailure, CancelledFailure, Context } from "@temporalio/activity";
 import { type AssistantMessage, toolCallsOf } from "../core/messages";
 import { createMessageEntry } from "../core/session-entries";
 import type { SessionEntry } from "../core/session-types";
-import { parseTextToolCalls } from "../providers/fallback-tool-calls";
+import { withUniqueToolCallIds } from "../providers/tool-call-ids";
 import { toolNamed, toolSpecs } from "../tools";
 import { INTERRUPTED_MARKER } from "../workflows/markers";
-import { entriesBefore, modelMessages } from "./conversation";
+import { entriesBefore, modelMessages, pathOf } from "./conversation";
 import type { ActivityDeps } from "./deps";
 import { failpoint } from "./failpoints";
 import { whileHeartbeating } from "./heartbeat";
@@ -33,6 +32,7 @@ export function llmTurnActivity({ store, provider, catalog }: ActivityDeps) {
     if (stored) return summarize(assistantOf(stored, input.slot.id), true, model.contextWindow);
 
     const entries = await entriesBefore(store, ref, input.slot.seq);
+    const path = pathOf(entries, input.slot.parentId);
     const messages = modelMessages(entries, input.slot.parentId);
     const tools = input.tools.flatMap((name) => {
       const tool = toolNamed(name);
@@ -51,8 +51,10 @@ export function llmTurnActivity({ store, provider, catalog }: ActivityDeps) {
         },
       ),
     );
-    let { message } = outcome;
     const error = outcome.error;
+    // Ids must stay unique keys in the conversation (results are paired with calls by id);
+    // servers that number calls per response (`call_0`) would repeat them on every turn.
+    const message = withUniqueToolCallIds(outcome.message, toolCallIdsOn(path), input.slot.id);
 
     if (error?.kind === "aborted" || ctx.cancellationSignal.aborted) {
       await store.putEntry(ref, input.slot.seq, createMessageEntry(input.slot, interrupted(message)));
@@ -73,12 +75,6 @@ export function llmTurnActivity({ store, provider, catalog }: ActivityDeps) {
       };
     }
 
-    if (!error && toolCallsOf(message).length === 0 && model.textToolCalls && tools.length > 0) {
-      message = withFallbackToolCalls(
-        message,
-        tools.map((tool) => tool.name),
-      );
-    }
     const result = await store.putEntry(ref, input.slot.seq, createMessageEntry(input.slot, message));
     failpoint("llmTurn.afterWrite");
     const summary = summarize(assistantOf(result.entry, input.slot.id), !result.written, model.contextWindow);
@@ -109,11 +105,15 @@ function interrupted(message: AssistantMessage): AssistantMessage {
   };
 }
 
-function withFallbackToolCalls(message: AssistantMessage, offered: string[]): AssistantMessage {
-  const text = message.content.flatMap((block) => (block.type === "text" ? [block.text] : [])).join("\n");
-  const calls = parseTextToolCalls(text, offered, () => `call_${randomBytes(12).toString("hex")}`);
-  if (calls.length === 0) return message;
-  return { ...message, content: [...message.content, ...calls], stopReason: "toolUse" };
+/** Ids of the tool calls on a path of entries. */
+function toolCallIdsOn(path: readonly SessionEntry[]): Set<string> {
+  return new Set(
+    path.flatMap((entry) =>
+      entry.type === "message" && entry.message.role === "assistant"
+        ? toolCallsOf(entry.message).map((call) => call.id)
+        : [],
+    ),
+  );
 }
 
 function summarize(message: AssistantMessage, adopted: boolean, contextWindow: number): LlmTurnResult {

@@ -51,7 +51,13 @@ const TurnSchema = z.object({
   thinking: z.string().optional(),
   text: z.string().optional(),
   toolCalls: z
-    .array(z.object({ name: z.string().min(1), arguments: z.record(z.string(), z.unknown()) }))
+    .array(
+      z.object({
+        name: z.string().min(1),
+        arguments: z.record(z.string(), z.unknown()),
+        id: z.string().min(1).optional(),
+      }),
+    )
     .optional(),
   usage: z
     .object({

@@ -35,6 +35,12 @@ export interface NormalizedRequest {
 export interface ScriptedToolCall {
   name: string;
   arguments: Record<string, unknown>;
+  /**
+   * The tool-call id to send (Chat `id`, Responses `call_id`, Anthropic `id`), verbatim — e.g.
+   * `call_0` on every turn, as some OpenAI-compatible servers do. Default: derived from the
+   * scenario, first user message, turn and position, so it differs per turn.
+   */
+  id?: string;
 }
 
 export interface TurnUsage {
