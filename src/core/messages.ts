@@ -64,6 +64,11 @@ export const UsageSchema = z.object({
   cacheWrite: z.number(),
   totalTokens: z.number(),
   cost: CostSchema,
+  /**
+   * The server reported no usage (some OpenAI-compatible servers omit it when streaming): the
+   * counts are Keel's estimate (characters / 4, see core/tokens) and the cost is priced from it.
+   */
+  estimated: z.literal(true).optional(),
 });
 
 export const StopReasonSchema = z.enum(["stop", "length", "toolUse", "error", "aborted"]);
