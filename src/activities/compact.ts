@@ -13,6 +13,7 @@ import type { ModelInfo, Provider } from "../providers/types";
 import { entriesBefore, pathOf } from "./conversation";
 import type { ActivityDeps } from "./deps";
 import { whileHeartbeating } from "./heartbeat";
+import { llmFailure } from "./llm-retry";
 import type { CompactInput, CompactResult } from "./types";
 
 export function compactActivity({ store, provider, catalog }: ActivityDeps) {
@@ -67,14 +68,6 @@ export async function summarizeWith(
       { maxTokens: request.maxTokens, signal: ctx.cancellationSignal, onProgress: () => ctx.heartbeat() },
     ),
   );
-  if (error) {
-    const failure = {
-      message: `summary by ${model.id} failed: ${error.message}`,
-      nextRetryDelay: error.retryAfterMs,
-    };
-    if (error.kind === "retryable")
-      throw ApplicationFailure.create({ ...failure, type: "RetryableLlmError" });
-    throw ApplicationFailure.create({ ...failure, type: "NonRetryableLlmError", nonRetryable: true });
-  }
+  if (error) throw llmFailure(`summary by ${model.id} failed: ${error.message}`, error, ctx.info.attempt);
   return message.content.flatMap((block) => (block.type === "text" ? [block.text] : [])).join("\n");
 }

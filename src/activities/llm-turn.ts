@@ -15,6 +15,7 @@ import { entriesBefore, modelMessages, pathOf } from "./conversation";
 import type { ActivityDeps } from "./deps";
 import { failpoint } from "./failpoints";
 import { whileHeartbeating } from "./heartbeat";
+import { llmFailure } from "./llm-retry";
 import type { LlmTurnInput, LlmTurnResult, ToolCallSummary } from "./types";
 
 const PREVIEW_CHARS = 500;
@@ -60,13 +61,8 @@ export function llmTurnActivity({ store, provider, catalog }: ActivityDeps) {
       await store.putEntry(ref, input.slot.seq, createMessageEntry(input.slot, interrupted(message)));
       throw new CancelledFailure("the model call was cancelled; its partial answer is stored");
     }
-    if (error?.kind === "retryable") {
-      throw ApplicationFailure.create({
-        type: "RetryableLlmError",
-        message: `${model.id}: ${error.message}`,
-        nextRetryDelay: error.retryAfterMs,
-      });
-    }
+    if (error?.kind === "retryable")
+      throw llmFailure(`${model.id}: ${error.message}`, error, ctx.info.attempt);
     if (error?.kind === "context_overflow") {
       return {
         ...summarize(message, false, model.contextWindow),
