@@ -38,7 +38,9 @@ export function ensureLlmMockApi() {
     const staging = `${target}.tmp-${process.pid}`;
     rmSync(staging, { recursive: true, force: true });
     mkdirSync(staging, { recursive: true });
-    process.stderr.write(`keel: installing llm-mock-api==${LLM_MOCK_API_VERSION} from PyPI into .keel/tools\n`);
+    process.stderr.write(
+      `keel: installing llm-mock-api==${LLM_MOCK_API_VERSION} from PyPI into .keel/tools\n`,
+    );
     try {
       execFileSync(
         py,
@@ -62,7 +64,11 @@ export function ensureLlmMockApi() {
         renameSync(staging, target);
       }
     } catch (error) {
-      const detail = String(error.stderr ?? error.message).trim().split("\n").slice(-3).join("\n");
+      const detail = String(error.stderr ?? error.message)
+        .trim()
+        .split("\n")
+        .slice(-3)
+        .join("\n");
       throw new Error(`Installing llm-mock-api==${LLM_MOCK_API_VERSION} from PyPI failed:\n${detail}`);
     } finally {
       rmSync(staging, { recursive: true, force: true });
