@@ -81,7 +81,10 @@ test("any provider tool-call ids: every tool runs; export, import and pi agree",
         const entries = await stage().entries(ref);
         const messages = messagesOf(entries);
         const results = messages.flatMap((message) => (message.role === "toolResult" ? [message] : []));
-        const expectedCalls = scripted.reduce((sum, t) => sum + (t.toolCalls?.length ?? 0), 0);
+        const expectedCalls = scripted.reduce(
+          (sum, t) => sum + ("toolCalls" in t ? t.toolCalls.length : 0),
+          0,
+        );
         expect(results).toHaveLength(expectedCalls);
         for (const result of results) {
           const text = result.content.map((block) => (block.type === "text" ? block.text : "")).join("");
