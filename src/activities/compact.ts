@@ -24,7 +24,8 @@ export function compactActivity({ store, provider, catalog }: ActivityDeps) {
       return { compacted: true, reason: "already compacted", tokensBefore: stored.tokensBefore };
     }
     const model = catalog.find(input.model);
-    if (!model) throw ApplicationFailure.nonRetryable(`unknown model "${input.model}"`, "UnknownModel");
+    if (!model)
+      throw ApplicationFailure.nonRetryable(catalog.unknownModelMessage(input.model), "UnknownModel");
     const entries = await entriesBefore(store, ref, input.slot.seq);
     const preparation = prepareCompaction(pathOf(entries, input.slot.parentId), {
       reserveTokens: input.reserveTokens,

@@ -26,7 +26,8 @@ export function llmTurnActivity({ store, provider, catalog }: ActivityDeps) {
     const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
     const ctx = Context.current();
     const model = catalog.find(input.model);
-    if (!model) throw ApplicationFailure.nonRetryable(`unknown model "${input.model}"`, "UnknownModel");
+    if (!model)
+      throw ApplicationFailure.nonRetryable(catalog.unknownModelMessage(input.model), "UnknownModel");
 
     for (const write of input.writesFirst) await store.putEntry(ref, write.seq, write.entry);
     const stored = await store.getEntry(ref, input.slot.seq);

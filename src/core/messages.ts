@@ -55,6 +55,8 @@ export const CostSchema = z.object({
   cacheRead: z.number(),
   cacheWrite: z.number(),
   total: z.number(),
+  /** The model has no known prices: the figures are 0 because cost was not computed, not because it was free. */
+  unpriced: z.literal(true).optional(),
 });
 
 export const UsageSchema = z.object({
