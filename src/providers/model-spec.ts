@@ -9,7 +9,8 @@
  *
  * The model name is sent as is (it may hold `:` and `/`, e.g. `qwen3-coder:30b`,
  * `openai/gpt-4.1`). Without a base URL the provider's configured one is used. Context window and
- * output limit get conservative defaults; prices are unknown, so cost is not computed (the
+ * output limit get conservative defaults; a base URL must not carry credentials (user info or a
+ * query string: the spec is stored and shown; keys go in the environment); prices are unknown, so cost is not computed (the
  * message's cost is marked `unpriced`). A catalog entry (KEEL_MODELS_FILE) sets all of it.
  */
 import type { ModelApi, ModelInfo } from "./types";
@@ -33,7 +34,8 @@ export function modelFromSpec(spec: string): ModelInfo | undefined {
   const api = match ? KINDS[match[1]!] : undefined;
   if (!match || !api) return undefined;
   const baseUrl = match[3];
-  if (baseUrl !== undefined && !URL.canParse(baseUrl)) return undefined;
+  // The spec travels in run settings, search attributes and logs: no credentials in it.
+  if (baseUrl !== undefined && (!URL.canParse(baseUrl) || hasCredentials(new URL(baseUrl)))) return undefined;
   return {
     id: match[2]!,
     provider: match[1]!,
@@ -43,6 +45,10 @@ export function modelFromSpec(spec: string): ModelInfo | undefined {
     imageInput: false,
     ...(baseUrl ? { baseUrl } : {}),
   };
+}
+
+function hasCredentials(url: URL): boolean {
+  return url.username !== "" || url.password !== "" || url.search !== "";
 }
 
 /**

@@ -38,3 +38,26 @@ test.each([
     expect(messages[1]).toMatchObject({ role: "assistant", usage: { input: 472, output: 89 } });
   }
 });
+
+test("a model named in one line (base URL without /v1, no catalog entry) runs bash; its cost is marked unpriced", async () => {
+  stage().llm.addScenario("one-line", {
+    turns: [{ toolCalls: [{ name: "bash", arguments: { command: "echo one-line-ran" } }] }, { text: "done" }],
+  });
+  const ref = stage().newSession();
+  const model = `openai-compatible:served-model@${stage().llm.url}`;
+  await stage().runs.deliver(
+    ref,
+    { text: "[scenario:one-line] go", mode: "auto" },
+    stage().settings({ model }),
+  );
+  expect((await stage().result(ref)).status).toBe("completed");
+  const messages = messagesOf(await stage().entries(ref));
+  expect(messages[2]).toMatchObject({ role: "toolResult", isError: false });
+  expect(JSON.stringify(messages[2])).toContain("one-line-ran");
+  expect(messages[1]).toMatchObject({
+    role: "assistant",
+    model: "served-model",
+    usage: { cost: { unpriced: true } },
+  });
+  expect(stage().llm.journal().at(-1)?.model).toBe("served-model");
+});

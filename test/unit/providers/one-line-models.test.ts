@@ -33,10 +33,15 @@ describe("one-line model specs", () => {
     expect(modelFromSpec("openai-compatible:m")?.prices).toBeUndefined();
   });
 
-  it.each(["gpt-5", "vllm:m", "openai-compatible:", "openai-compatible:a b", "openai-compatible:m@ftp://x"])(
-    "%s is not a spec",
-    (spec) => expect(modelFromSpec(spec)).toBeUndefined(),
-  );
+  it.each([
+    "gpt-5",
+    "vllm:m",
+    "openai-compatible:",
+    "openai-compatible:a b",
+    "openai-compatible:m@ftp://x",
+    "openai-compatible:m@http://user:secret@h:1/v1",
+    "openai-compatible:m@http://h:1/v1?key=secret",
+  ])("%s is not a spec", (spec) => expect(modelFromSpec(spec)).toBeUndefined());
 
   it("takes base URLs with or without /v1", () => {
     expect(sdkBaseUrl("openai-completions", "http://h:1")).toBe("http://h:1/v1");
