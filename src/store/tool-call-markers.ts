@@ -14,7 +14,7 @@
  * {prefix}tenants/{t}/sessions/{s}/markers/chat-replies/{runId}.json
  * ```
  */
-import { GetObjectCommand, PutObjectCommand, type S3Client, S3ServiceException } from "@aws-sdk/client-s3";
+import { PutObjectCommand, type S3Client, S3ServiceException } from "@aws-sdk/client-s3";
 import type { S3Settings } from "./s3-config";
 import { assertValidRef, formatSeq, type SessionRef } from "./session-keys";
 
