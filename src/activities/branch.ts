@@ -40,7 +40,8 @@ export function branchActivity({ store, provider, catalog }: ActivityDeps) {
       return { entryId: slot.id, summarized: false };
     }
     const model = catalog.find(input.model);
-    if (!model) throw ApplicationFailure.nonRetryable(`unknown model "${input.model}"`, "UnknownModel");
+    if (!model)
+      throw ApplicationFailure.nonRetryable(catalog.unknownModelMessage(input.model), "UnknownModel");
     const left = collectEntriesForBranchSummary(byId, oldLeafId, slot.parentId);
     const prepared = prepareBranchEntries(left.entries, BRANCH_SUMMARY_INPUT_BUDGET);
     const request = buildBranchSummaryRequest(prepared, input.instructions);

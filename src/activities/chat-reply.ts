@@ -10,7 +10,8 @@ import type { PostChatReplyInput } from "./types";
 export function chatReplyActivity({ store, markers }: ActivityDeps) {
   return async function postChatReply(input: PostChatReplyInput): Promise<{ posted: boolean }> {
     const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
-    if (!(await markers.markStarted(ref, `chat-reply-${input.runId}`, 1))) return { posted: false };
+    if (!(await markers.markStarted(ref, { kind: "chatReply", runId: input.runId }, 1)))
+      return { posted: false };
     const { entries } = await store.readEntries(ref, { untilGap: true });
     const answer = entries
       .map((stored) => stored.entry)

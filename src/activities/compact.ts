@@ -13,6 +13,7 @@ import type { ModelInfo, Provider } from "../providers/types";
 import { entriesBefore, pathOf } from "./conversation";
 import type { ActivityDeps } from "./deps";
 import { whileHeartbeating } from "./heartbeat";
+import { llmFailure } from "./llm-retry";
 import type { CompactInput, CompactResult } from "./types";
 
 export function compactActivity({ store, provider, catalog }: ActivityDeps) {
@@ -23,7 +24,8 @@ export function compactActivity({ store, provider, catalog }: ActivityDeps) {
       return { compacted: true, reason: "already compacted", tokensBefore: stored.tokensBefore };
     }
     const model = catalog.find(input.model);
-    if (!model) throw ApplicationFailure.nonRetryable(`unknown model "${input.model}"`, "UnknownModel");
+    if (!model)
+      throw ApplicationFailure.nonRetryable(catalog.unknownModelMessage(input.model), "UnknownModel");
     const entries = await entriesBefore(store, ref, input.slot.seq);
     const preparation = prepareCompaction(pathOf(entries, input.slot.parentId), {
       reserveTokens: input.reserveTokens,
@@ -67,14 +69,6 @@ export async function summarizeWith(
       { maxTokens: request.maxTokens, signal: ctx.cancellationSignal, onProgress: () => ctx.heartbeat() },
     ),
   );
-  if (error) {
-    const failure = {
-      message: `summary by ${model.id} failed: ${error.message}`,
-      nextRetryDelay: error.retryAfterMs,
-    };
-    if (error.kind === "retryable")
-      throw ApplicationFailure.create({ ...failure, type: "RetryableLlmError" });
-    throw ApplicationFailure.create({ ...failure, type: "NonRetryableLlmError", nonRetryable: true });
-  }
+  if (error) throw llmFailure(`summary by ${model.id} failed: ${error.message}`, error, ctx.info.attempt);
   return message.content.flatMap((block) => (block.type === "text" ? [block.text] : [])).join("\n");
 }

@@ -29,7 +29,11 @@ export function executeToolActivity({ store, markers, workspaceRoot }: ActivityD
       (await store.putEntry(ref, input.slot.seq, createMessageEntry(input.slot, message))).entry;
 
     if (toolNamed(call.name)?.replay === "unsafe") {
-      const firstStart = await markers.markStarted(ref, call.id, ctx.info.attempt);
+      const firstStart = await markers.markStarted(
+        ref,
+        { kind: "toolCall", resultSlot: input.slot, toolCallId: call.id },
+        ctx.info.attempt,
+      );
       if (!firstStart) {
         const entry = await write(
           toToolResultMessage(

@@ -4,18 +4,18 @@
  * is not called again: the stored answer is returned.
  */
 
-import { randomBytes } from "node:crypto";
 import { ApplicationFailure, CancelledFailure, Context } from "@temporalio/activity";
 import { INTERRUPTED_MARKER } from "../core/markers";
 import { type AssistantMessage, toolCallsOf } from "../core/messages";
 import { createMessageEntry } from "../core/session-entries";
 import type { SessionEntry } from "../core/session-types";
-import { parseTextToolCalls } from "../providers/fallback-tool-calls";
+import { withUniqueToolCallIds } from "../providers/tool-call-ids";
 import { toolNamed, toolSpecs } from "../tools";
-import { entriesBefore, modelMessages } from "./conversation";
+import { entriesBefore, modelMessages, pathOf } from "./conversation";
 import type { ActivityDeps } from "./deps";
 import { failpoint } from "./failpoints";
 import { whileHeartbeating } from "./heartbeat";
+import { llmFailure } from "./llm-retry";
 import type { LlmTurnInput, LlmTurnResult, ToolCallSummary } from "./types";
 
 const PREVIEW_CHARS = 500;
@@ -26,13 +26,15 @@ export function llmTurnActivity({ store, provider, catalog }: ActivityDeps) {
     const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
     const ctx = Context.current();
     const model = catalog.find(input.model);
-    if (!model) throw ApplicationFailure.nonRetryable(`unknown model "${input.model}"`, "UnknownModel");
+    if (!model)
+      throw ApplicationFailure.nonRetryable(catalog.unknownModelMessage(input.model), "UnknownModel");
 
     for (const write of input.writesFirst) await store.putEntry(ref, write.seq, write.entry);
     const stored = await store.getEntry(ref, input.slot.seq);
     if (stored) return summarize(assistantOf(stored, input.slot.id), true, model.contextWindow);
 
     const entries = await entriesBefore(store, ref, input.slot.seq);
+    const path = pathOf(entries, input.slot.parentId);
     const messages = modelMessages(entries, input.slot.parentId);
     const tools = input.tools.flatMap((name) => {
       const tool = toolNamed(name);
@@ -51,20 +53,17 @@ export function llmTurnActivity({ store, provider, catalog }: ActivityDeps) {
         },
       ),
     );
-    let { message } = outcome;
     const error = outcome.error;
+    // Ids must stay unique keys in the conversation (results are paired with calls by id);
+    // servers that number calls per response (`call_0`) would repeat them on every turn.
+    const message = withUniqueToolCallIds(outcome.message, toolCallIdsOn(path), input.slot.id);
 
     if (error?.kind === "aborted" || ctx.cancellationSignal.aborted) {
       await store.putEntry(ref, input.slot.seq, createMessageEntry(input.slot, interrupted(message)));
       throw new CancelledFailure("the model call was cancelled; its partial answer is stored");
     }
-    if (error?.kind === "retryable") {
-      throw ApplicationFailure.create({
-        type: "RetryableLlmError",
-        message: `${model.id}: ${error.message}`,
-        nextRetryDelay: error.retryAfterMs,
-      });
-    }
+    if (error?.kind === "retryable")
+      throw llmFailure(`${model.id}: ${error.message}`, error, ctx.info.attempt);
     if (error?.kind === "context_overflow") {
       return {
         ...summarize(message, false, model.contextWindow),
@@ -73,12 +72,6 @@ export function llmTurnActivity({ store, provider, catalog }: ActivityDeps) {
       };
     }
 
-    if (!error && toolCallsOf(message).length === 0 && model.textToolCalls && tools.length > 0) {
-      message = withFallbackToolCalls(
-        message,
-        tools.map((tool) => tool.name),
-      );
-    }
     const result = await store.putEntry(ref, input.slot.seq, createMessageEntry(input.slot, message));
     failpoint("llmTurn.afterWrite");
     const summary = summarize(assistantOf(result.entry, input.slot.id), !result.written, model.contextWindow);
@@ -109,11 +102,15 @@ function interrupted(message: AssistantMessage): AssistantMessage {
   };
 }
 
-function withFallbackToolCalls(message: AssistantMessage, offered: string[]): AssistantMessage {
-  const text = message.content.flatMap((block) => (block.type === "text" ? [block.text] : [])).join("\n");
-  const calls = parseTextToolCalls(text, offered, () => `call_${randomBytes(12).toString("hex")}`);
-  if (calls.length === 0) return message;
-  return { ...message, content: [...message.content, ...calls], stopReason: "toolUse" };
+/** Ids of the tool calls on a path of entries. */
+function toolCallIdsOn(path: readonly SessionEntry[]): Set<string> {
+  return new Set(
+    path.flatMap((entry) =>
+      entry.type === "message" && entry.message.role === "assistant"
+        ? toolCallsOf(entry.message).map((call) => call.id)
+        : [],
+    ),
+  );
 }
 
 function summarize(message: AssistantMessage, adopted: boolean, contextWindow: number): LlmTurnResult {

@@ -27,8 +27,14 @@ export function runSettingsFrom(body: MessageBody, options: SettingsOptions): Ru
   const settings: RunSettings = { ...defaults };
   if (body.model !== undefined) {
     if (!options.catalog.find(body.model)) {
-      throw new ProblemError("invalid-request", `Unknown model "${body.model}"`, {
-        errors: [{ path: "model", message: "not in the model catalog" }],
+      throw new ProblemError("invalid-request", options.catalog.unknownModelMessage(body.model), {
+        errors: [
+          {
+            path: "model",
+            message:
+              "not in the model catalog and not a one-line model (openai-compatible:<model>@<base URL>)",
+          },
+        ],
       });
     }
     settings.model = body.model;

@@ -117,8 +117,9 @@ export async function startDevStack(env: NodeJS.ProcessEnv = process.env): Promi
 export function chooseModel(env: NodeJS.ProcessEnv, requested?: string): { model: string; local: boolean } {
   const real = REAL_PROVIDER_MODELS.find(({ envKey }) => env[envKey]);
   if (requested) {
-    const info = loadCatalog().find(requested);
-    if (!info) throw new UsageError(`unknown model "${requested}" (see src/providers/models.json)`);
+    const catalog = loadCatalog();
+    const info = catalog.find(requested);
+    if (!info) throw new UsageError(catalog.unknownModelMessage(requested));
     return { model: requested, local: info.provider === "local" };
   }
   return real ? { model: real.model, local: false } : { model: LOCAL_MODEL, local: true };

@@ -30,8 +30,13 @@ export function formatUsd(amount: number): string {
   return `$${amount.toFixed(4)}`;
 }
 
+/** Tokens and cost of one message; `~` marks Keel's estimate, an unpriced model says so instead of "$0". */
 export function formatUsage(usage: Usage): string {
-  return `${usage.input} in / ${usage.output} out tokens · ${formatUsd(usage.cost.total)}`;
+  const approx = usage.estimated ? "~" : "";
+  const cost = usage.cost.unpriced
+    ? "cost not computed (no prices for this model)"
+    : `${approx}${formatUsd(usage.cost.total)}`;
+  return `${approx}${usage.input} in / ${approx}${usage.output} out tokens${usage.estimated ? " (estimated)" : ""} · ${cost}`;
 }
 
 function textOf(message: AgentMessage): string {

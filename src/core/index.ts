@@ -14,6 +14,7 @@ export * from "./llm-context";
 export * from "./markers";
 export * from "./messages";
 export * from "./queues";
+export * from "./retry-policy";
 export * from "./sanitize";
 export * from "./session-codec";
 export * from "./session-entries";

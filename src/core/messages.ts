@@ -55,6 +55,8 @@ export const CostSchema = z.object({
   cacheRead: z.number(),
   cacheWrite: z.number(),
   total: z.number(),
+  /** The model has no known prices: the figures are 0 because cost was not computed, not because it was free. */
+  unpriced: z.literal(true).optional(),
 });
 
 export const UsageSchema = z.object({
@@ -64,6 +66,11 @@ export const UsageSchema = z.object({
   cacheWrite: z.number(),
   totalTokens: z.number(),
   cost: CostSchema,
+  /**
+   * The server reported no usage (some OpenAI-compatible servers omit it when streaming): the
+   * counts are Keel's estimate (characters / 4, see core/tokens) and the cost is priced from it.
+   */
+  estimated: z.literal(true).optional(),
 });
 
 export const StopReasonSchema = z.enum(["stop", "length", "toolUse", "error", "aborted"]);

@@ -15,8 +15,13 @@ export function emptyUsage(): Usage {
   };
 }
 
-/** The sum of two usages, field by field. */
+/**
+ * The sum of two usages, field by field. The sum is marked estimated when either part was, and
+ * its cost unpriced when either part's was (a total that hides a missing price would lie).
+ */
 export function addUsage(total: Usage, add: Usage): Usage {
+  const estimated = total.estimated || add.estimated;
+  const unpriced = total.cost.unpriced || add.cost.unpriced;
   return {
     input: total.input + add.input,
     output: total.output + add.output,
@@ -29,6 +34,8 @@ export function addUsage(total: Usage, add: Usage): Usage {
       cacheRead: total.cost.cacheRead + add.cost.cacheRead,
       cacheWrite: total.cost.cacheWrite + add.cost.cacheWrite,
       total: total.cost.total + add.cost.total,
+      ...(unpriced ? { unpriced: true as const } : {}),
     },
+    ...(estimated ? { estimated: true as const } : {}),
   };
 }

@@ -185,6 +185,22 @@ function usageOf(usage: {
   };
 }
 
+/** The counts a `message_delta` usage actually carries (absent and null fields left out). */
+function reportedCounts(usage: {
+  input_tokens?: number | null;
+  output_tokens?: number | null;
+  cache_read_input_tokens?: number | null;
+  cache_creation_input_tokens?: number | null;
+}): Partial<TokenCounts> {
+  const fields = {
+    input: usage.input_tokens,
+    output: usage.output_tokens,
+    cacheRead: usage.cache_read_input_tokens,
+    cacheWrite: usage.cache_creation_input_tokens,
+  };
+  return Object.fromEntries(Object.entries(fields).filter(([, value]) => typeof value === "number"));
+}
+
 function pushWholeBlock(out: OutputBuilder, block: ContentBlock): void {
   if (block.type === "text") out.push({ type: "text", text: block.text });
   else if (block.type === "thinking") {
@@ -228,12 +244,9 @@ function applyStreamEvent(out: OutputBuilder, event: RawMessageStreamEvent, usag
     }
     case "message_delta": {
       out.setStopReason(mapStopReason(event.delta.stop_reason));
-      const update = usageOf(event.usage);
-      // message_delta counts are cumulative; absent (null) fields keep the message_start value.
-      usage.output = update.output;
-      if (event.usage.input_tokens !== null) usage.input = update.input;
-      if (event.usage.cache_read_input_tokens !== null) usage.cacheRead = update.cacheRead;
-      if (event.usage.cache_creation_input_tokens !== null) usage.cacheWrite = update.cacheWrite;
+      // Counts here are cumulative, and a field that is absent (Anthropic's own streams send only
+      // `output_tokens`) or null keeps the value message_start reported.
+      Object.assign(usage, reportedCounts(event.usage));
       out.setUsage(usage);
       return;
     }

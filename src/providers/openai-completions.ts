@@ -19,6 +19,7 @@ import type { CompleteOptions, ModelInfo, Provider, ProviderConnection, Provider
 /** Servers that stream reasoning put it in one of these non-standard delta fields. */
 const REASONING_DELTA_FIELDS = ["reasoning_content", "reasoning"] as const;
 const EMPTY_TOOL_RESULT = "(no output)";
+const NO_CHOICES = "Chat Completions response has no choices";
 
 function mapFinishReason(reason: string | null | undefined): StopReason {
   switch (reason) {
@@ -124,19 +125,25 @@ function reasoningDelta(delta: object): string {
 function applyChunk(out: OutputBuilder, chunk: ChatCompletionChunk): void {
   out.message.responseId ??= chunk.id;
   if (chunk.usage) out.setUsage(usageOf(chunk.usage));
-  const choice = chunk.choices[0];
+  const choice = chunk.choices?.[0];
   if (!choice) return;
   const delta = choice.delta;
   const reasoning = reasoningDelta(delta);
   if (reasoning) out.thinking("reasoning", reasoning);
   if (delta.content) out.text("content", delta.content);
+  if (delta.refusal) {
+    out.text("content", delta.refusal);
+    out.setStopReason("error");
+  }
   for (const call of delta.tool_calls ?? []) {
     const key = String(call.index);
     if (!out.hasToolCall(key))
       out.startToolCall(key, call.id ?? `call_${call.index}`, call.function?.name ?? "");
     if (call.function?.arguments) out.toolArguments(key, call.function.arguments);
   }
-  if (choice.finish_reason) out.setStopReason(mapFinishReason(choice.finish_reason));
+  if (choice.finish_reason && out.message.stopReason !== "error") {
+    out.setStopReason(mapFinishReason(choice.finish_reason));
+  }
 }
 
 export class OpenAiCompletionsProvider implements Provider {
@@ -163,17 +170,20 @@ export class OpenAiCompletionsProvider implements Provider {
           requestOptions,
         );
         out.message.responseId = response.id;
-        const choice = response.choices[0];
-        const reasoning = choice ? reasoningDelta(choice.message) : "";
+        const choice = response.choices?.[0];
+        // Same as a stream without choices: a server hiccup worth retrying, not an empty answer.
+        if (!choice) return out.fail(new Error(NO_CHOICES));
+        const reasoning = reasoningDelta(choice.message);
         if (reasoning) out.thinking("reasoning", reasoning);
-        if (choice?.message.content) out.text("content", choice.message.content);
-        for (const call of choice?.message.tool_calls ?? []) {
+        if (choice.message.content) out.text("content", choice.message.content);
+        if (choice.message.refusal) out.text("content", choice.message.refusal);
+        for (const call of choice.message.tool_calls ?? []) {
           if (call.type !== "function") continue;
           out.startToolCall(call.id, call.id, call.function.name);
           out.toolArguments(call.id, call.function.arguments);
         }
         if (response.usage) out.setUsage(usageOf(response.usage));
-        out.setStopReason(mapFinishReason(choice?.finish_reason));
+        out.setStopReason(choice.message.refusal ? "error" : mapFinishReason(choice.finish_reason));
         return out.finish(context);
       }
       const chunks = await this.client.chat.completions.create(
@@ -181,11 +191,14 @@ export class OpenAiCompletionsProvider implements Provider {
         requestOptions,
       );
       let finished = false;
+      let anyChoice = false;
       for await (const chunk of chunks) {
         applyChunk(out, chunk);
-        if (chunk.choices[0]?.finish_reason) finished = true;
+        anyChoice ||= (chunk.choices?.length ?? 0) > 0;
+        if (chunk.choices?.[0]?.finish_reason) finished = true;
       }
       if (options.signal?.aborted) return out.fail(new Error("aborted"));
+      if (!anyChoice) return out.fail(new Error(NO_CHOICES));
       if (!finished) return out.fail(new Error("Chat Completions stream ended without a finish reason"));
       return out.finish(context);
     } catch (error) {

@@ -12,6 +12,7 @@ import type {
   ToolCallBlock,
 } from "../core/messages";
 import { emptyUsage } from "../core/messages";
+import { CHARS_PER_TOKEN, estimateContextTokens, estimateTokens } from "../core/tokens";
 import { classifyError } from "./errors";
 import { parseTextToolCalls } from "./fallback-tool-calls";
 import { computeCost } from "./models";
@@ -56,6 +57,7 @@ export class OutputBuilder {
   private readonly thoughts = new Map<string, ThinkingBlock>();
   private readonly toolCalls = new Map<string, OpenToolCall>();
   private readonly progress: ProgressInfo = { textChars: 0, thinkingChars: 0, toolCalls: 0, partialText: "" };
+  private usageReported = false;
 
   constructor(
     private readonly model: ModelInfo,
@@ -140,10 +142,38 @@ export class OutputBuilder {
     if (block.type === "toolCall") this.progress.toolCalls += 1;
   }
 
+  /** Usage the server reported. */
   setUsage(tokens: TokenCounts): void {
+    this.usageReported = true;
+    this.message.usage = this.usageOf(tokens);
+  }
+
+  private usageOf(tokens: TokenCounts): AssistantMessage["usage"] {
     const totalTokens = tokens.input + tokens.output + tokens.cacheRead + tokens.cacheWrite;
     const counts = { ...tokens, totalTokens };
-    this.message.usage = { ...counts, cost: computeCost(this.model, counts) };
+    return { ...counts, cost: computeCost(this.model, counts) };
+  }
+
+  /**
+   * Usage for a response that reported none: estimated from the prompt and the answer, marked
+   * `estimated`, so budgets and context checks do not see a free, empty call.
+   */
+  private estimateUsage(context: LlmContext): void {
+    const prompt = estimateContextTokens(context.messages);
+    const preamble =
+      prompt.lastUsageIndex === null
+        ? Math.ceil(
+            ((context.systemPrompt?.length ?? 0) + JSON.stringify(context.tools ?? []).length) /
+              CHARS_PER_TOKEN,
+          )
+        : 0;
+    const tokens = {
+      input: prompt.tokens + preamble,
+      output: estimateTokens(this.message),
+      cacheRead: 0,
+      cacheWrite: 0,
+    };
+    this.message.usage = { ...this.usageOf(tokens), estimated: true };
   }
 
   setStopReason(reason: StopReason): void {
@@ -159,9 +189,11 @@ export class OutputBuilder {
     if (this.message.stopReason === "error") {
       return this.failWith({ kind: "non_retryable", message: REFUSAL_MESSAGE });
     }
+    if (!this.usageReported) this.estimateUsage(context);
     const usage = this.message.usage;
     const promptTokens = usage.input + usage.cacheRead + usage.cacheWrite;
-    if (promptTokens > this.model.contextWindow) {
+    // An estimate says nothing about overflow: the server took the prompt.
+    if (!usage.estimated && promptTokens > this.model.contextWindow) {
       return this.failWith({
         kind: "context_overflow",
         message: `Prompt used ${promptTokens} tokens; ${this.model.id} has a ${this.model.contextWindow}-token window`,

@@ -5,6 +5,7 @@
  */
 import type { LlmContext } from "../core/messages";
 import { AnthropicProvider } from "./anthropic";
+import { sdkBaseUrl } from "./model-spec";
 import { OpenAiCompletionsProvider } from "./openai-completions";
 import { OpenAiResponsesProvider } from "./openai-responses";
 import { OutputBuilder } from "./output";
@@ -28,6 +29,9 @@ export interface ProviderConfig {
 }
 
 type Family = "openai" | "anthropic";
+
+/** Sent as the key to servers that need none (the SDKs refuse to start without one). */
+const NO_KEY = "not-needed";
 
 const FAMILY_OF_API: Record<ModelApi, Family> = {
   "openai-completions": "openai",
@@ -53,7 +57,9 @@ function instantiate(api: ModelApi, connection: AnthropicConnection): Provider {
 
 /**
  * A provider that serves every model in the catalog: it dispatches on `model.api` and reuses
- * one SDK client per API and base URL. A missing key comes back as a non-retryable error result.
+ * one SDK client per API and base URL. Base URLs are taken with or without `/v1` (see
+ * `sdkBaseUrl`). The key is optional when a base URL is set (local servers); with neither, the
+ * call comes back as a non-retryable error result.
  */
 export function createProvider(config: ProviderConfig = {}): Provider {
   const env = config.env ?? process.env;
@@ -62,9 +68,12 @@ export function createProvider(config: ProviderConfig = {}): Provider {
   const connectionFor = (model: ModelInfo): AnthropicConnection | undefined => {
     const family = FAMILY_OF_API[model.api];
     const configured = config[family] ?? {};
-    const apiKey = configured.apiKey ?? env[ENV_NAMES[family].key];
+    // Empty environment variables count as unset.
+    const rawBaseURL = model.baseUrl || configured.baseURL || env[ENV_NAMES[family].baseURL];
+    const baseURL = rawBaseURL ? sdkBaseUrl(model.api, rawBaseURL) : undefined;
+    // A server of one's own often needs no key; the SDKs still insist on one.
+    const apiKey = configured.apiKey || env[ENV_NAMES[family].key] || (baseURL ? NO_KEY : undefined);
     if (!apiKey) return undefined;
-    const baseURL = model.baseUrl ?? configured.baseURL ?? env[ENV_NAMES[family].baseURL];
     return { ...configured, apiKey, ...(baseURL ? { baseURL } : {}) };
   };
 
@@ -79,7 +88,9 @@ export function createProvider(config: ProviderConfig = {}): Provider {
         const family = FAMILY_OF_API[model.api];
         return new OutputBuilder(model, options).failWith({
           kind: "non_retryable",
-          message: `No API key for ${model.id}: set ${ENV_NAMES[family].key} or configure ${family}.apiKey`,
+          message:
+            `No API key for ${model.id}: set ${ENV_NAMES[family].key}, or give a base URL ` +
+            `(${ENV_NAMES[family].baseURL} or the model's baseUrl) for a server that needs no key`,
         });
       }
       const cacheKey = `${model.api} ${connection.baseURL ?? ""}`;

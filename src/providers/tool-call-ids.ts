@@ -7,6 +7,7 @@
  * stays linked without any lookup table.
  */
 import { createHash } from "node:crypto";
+import type { AssistantMessage } from "../core/messages";
 
 /** Anthropic: `^[a-zA-Z0-9_-]+$`, at most 64 characters. */
 export const ANTHROPIC_TOOL_ID_MAX = 64;
@@ -62,4 +63,35 @@ export function toResponsesToolIds(id: string): { callId: string; itemId: string
   const safeCallId = toSafeId(callId, RESPONSES_ID_MAX);
   if (itemId?.startsWith("fc_")) return { callId: safeCallId, itemId: toSafeId(itemId, RESPONSES_ID_MAX) };
   return { callId: safeCallId, itemId: `fc_${shortHash(id)}` };
+}
+
+/**
+ * `message` with every tool-call id that is already in `taken` (or repeats inside the message)
+ * replaced by a fresh one, so ids stay unique keys within a conversation: history sanitation
+ * pairs calls with results by id, and some OpenAI-compatible servers send `call_0` on every
+ * turn. A new id is the old call id plus `_k` and a hash of `salt` (the entry's id), the
+ * call's position and a counter — deterministic for the same inputs (both parts of a Responses
+ * id get it). Returns `message` itself when nothing repeats.
+ */
+export function withUniqueToolCallIds(
+  message: AssistantMessage,
+  taken: ReadonlySet<string>,
+  salt: string,
+): AssistantMessage {
+  const used = new Set(taken);
+  let changed = false;
+  const content = message.content.map((block, index) => {
+    if (block.type !== "toolCall") return block;
+    let id = block.id;
+    for (let attempt = 0; used.has(id); attempt++) {
+      const suffix = `_k${shortHash(`${salt}:${index}:${attempt}`).slice(0, 8)}`;
+      const { callId, itemId } = splitResponsesId(block.id);
+      id = joinResponsesId(`${callId}${suffix}`, itemId && `${itemId}${suffix}`);
+    }
+    used.add(id);
+    if (id === block.id) return block;
+    changed = true;
+    return { ...block, id };
+  });
+  return changed ? { ...message, content } : message;
 }

@@ -26,7 +26,8 @@ export interface ModelInfo {
   api: ModelApi;
   contextWindow: number;
   maxOutputTokens: number;
-  prices: ModelPrices;
+  /** Absent: unknown, so cost is not computed (the message's cost is marked `unpriced`). */
+  prices?: ModelPrices;
   /** The model can think/reason; thinking options are sent only when true. */
   reasoning: boolean;
   imageInput: boolean;
@@ -83,6 +84,7 @@ export interface Provider {
 
 /** Connection settings shared by every provider implementation. */
 export interface ProviderConnection {
+  /** Optional for servers that need none (a placeholder is sent: the SDKs require a value). */
   apiKey: string;
   baseURL?: string;
   headers?: Record<string, string>;

@@ -1,7 +1,25 @@
 /** Worker configuration from the environment, validated once at start. */
 import { join } from "node:path";
 import { z } from "zod";
+import type { ProviderConfig } from "../providers/registry";
 import { type S3Settings, s3SettingsFromEnv } from "../store/s3-config";
+
+const booleanFlag = z
+  .enum(["true", "false", "1", "0"])
+  .transform((value) => value === "true" || value === "1");
+/** A JSON object of header names to values; the values may be secrets and are never echoed. */
+const headersJson = z.string().transform((text, ctx) => {
+  try {
+    const parsed: unknown = JSON.parse(text);
+    const headers = z.record(z.string(), z.string()).safeParse(parsed);
+    if (headers.success) return headers.data;
+  } catch {
+    // reported below, without the value
+  }
+  ctx.addIssue({ code: "custom", message: 'must be a JSON object of strings, e.g. {"X-Title":"keel"}' });
+  return z.NEVER;
+});
+const milliseconds = z.coerce.number().int().positive();
 
 const WorkerEnvSchema = z.object({
   KEEL_TEMPORAL_ADDRESS: z.string().default("127.0.0.1:7233"),
@@ -15,6 +33,17 @@ const WorkerEnvSchema = z.object({
   KEEL_MAX_CONCURRENT_ACTIVITIES: z.coerce.number().int().positive().default(200),
   /** On SIGTERM, in-flight activities get this long to finish before they are cancelled. */
   KEEL_SHUTDOWN_GRACE_SECONDS: z.coerce.number().nonnegative().default(60),
+  /**
+   * Provider connection options (keys and base URLs come from OPENAI_API_KEY / OPENAI_BASE_URL /
+   * ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL, read by the provider registry).
+   */
+  KEEL_OPENAI_STREAM: booleanFlag.optional(),
+  KEEL_OPENAI_TIMEOUT_MS: milliseconds.optional(),
+  KEEL_OPENAI_HEADERS: headersJson.optional(),
+  KEEL_ANTHROPIC_STREAM: booleanFlag.optional(),
+  KEEL_ANTHROPIC_TIMEOUT_MS: milliseconds.optional(),
+  KEEL_ANTHROPIC_HEADERS: headersJson.optional(),
+  KEEL_ANTHROPIC_PROMPT_CACHING: booleanFlag.optional(),
 });
 
 export interface WorkerConfig {
@@ -26,6 +55,8 @@ export interface WorkerConfig {
   /** Default 60 s (KEEL_SHUTDOWN_GRACE_SECONDS). */
   shutdownGraceMs?: number;
   s3: S3Settings;
+  /** Options of the provider SDK clients (stream, timeout, headers, prompt caching); default: the environment's keys and URLs only. */
+  providers?: ProviderConfig;
 }
 
 /** Throws one readable error listing every invalid variable (values of secrets are never shown). */
@@ -50,5 +81,24 @@ export function workerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Worke
     maxConcurrentActivities: values.KEEL_MAX_CONCURRENT_ACTIVITIES,
     shutdownGraceMs: values.KEEL_SHUTDOWN_GRACE_SECONDS * 1000,
     s3: s3SettingsFromEnv(env),
+    providers: {
+      openai: definedOnly({
+        stream: values.KEEL_OPENAI_STREAM,
+        timeoutMs: values.KEEL_OPENAI_TIMEOUT_MS,
+        headers: values.KEEL_OPENAI_HEADERS,
+      }),
+      anthropic: definedOnly({
+        stream: values.KEEL_ANTHROPIC_STREAM,
+        timeoutMs: values.KEEL_ANTHROPIC_TIMEOUT_MS,
+        headers: values.KEEL_ANTHROPIC_HEADERS,
+        promptCaching: values.KEEL_ANTHROPIC_PROMPT_CACHING,
+      }),
+      env,
+    },
   };
+}
+
+/** `record` without its undefined fields (unset options keep the providers' defaults). */
+function definedOnly<T extends object>(record: T): Partial<T> {
+  return Object.fromEntries(Object.entries(record).filter(([, value]) => value !== undefined)) as Partial<T>;
 }

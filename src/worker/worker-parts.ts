@@ -15,7 +15,7 @@ export function workerActivities(config: WorkerConfig, s3: S3Client, toolTaskQue
   return createActivities({
     store: new SessionStore(s3, config.s3, { cache: new EntryCache() }),
     markers: new ToolCallMarkers(s3, config.s3),
-    provider: createProvider(),
+    provider: createProvider(config.providers),
     catalog: loadCatalog(),
     workspaceRoot: config.workspaceRoot,
     workerTaskQueue: toolTaskQueue,

@@ -16,7 +16,7 @@ import { seededRandom } from "../../core/ids";
 import { DEFAULT_CUT_AFTER_EVENTS, FAULT_KINDS, FaultPlan, faultErrorReply } from "./faults";
 import { normalizeRequest } from "./normalize";
 import { builtinScenarios, resolveTurn, scenarioNameOf, turnIndexOf } from "./scenarios";
-import type { Fault, JournalEntry, NormalizedRequest, Scenario, WireApi } from "./types";
+import type { Fault, JournalEntry, NormalizedRequest, RawResponse, Scenario, WireApi } from "./types";
 import { buildReply, type ErrorReply, encodeEvents, encodeJson, errorReply, formatSse } from "./wire";
 
 const MAX_BODY_BYTES = 32 * 1024 * 1024;
@@ -51,7 +51,13 @@ const TurnSchema = z.object({
   thinking: z.string().optional(),
   text: z.string().optional(),
   toolCalls: z
-    .array(z.object({ name: z.string().min(1), arguments: z.record(z.string(), z.unknown()) }))
+    .array(
+      z.object({
+        name: z.string().min(1),
+        arguments: z.record(z.string(), z.unknown()),
+        id: z.string().min(1).optional(),
+      }),
+    )
     .optional(),
   usage: z
     .object({
@@ -63,6 +69,13 @@ const TurnSchema = z.object({
     .partial()
     .optional(),
   stopReason: z.enum(["stop", "length", "refusal"]).optional(),
+  raw: z
+    .object({
+      status: z.number().int().min(100).max(599).optional(),
+      headers: z.record(z.string(), z.string()).optional(),
+      body: z.string(),
+    })
+    .optional(),
 });
 
 const ScenariosBodySchema = z.record(
@@ -129,6 +142,16 @@ function sendJson(
 ): void {
   res.writeHead(status, { "content-type": "application/json", ...headers });
   res.end(JSON.stringify(body));
+}
+
+/** Sends a recorded response byte for byte. */
+function sendRaw(res: ServerResponse, raw: RawResponse): void {
+  const sse = /^(event|data):/.test(raw.body.trimStart());
+  res.writeHead(raw.status ?? 200, {
+    "content-type": sse ? "text/event-stream" : "application/json",
+    ...raw.headers,
+  });
+  res.end(raw.body);
 }
 
 function lowerCaseHeaders(req: IncomingMessage): Record<string, string> {
@@ -302,12 +325,14 @@ export class LocalLlmServer {
     if (!scenario) {
       return sendError(errorReply(api, 400, "invalid_request_error", `unknown scenario "${scenarioName}"`));
     }
-    const reply = buildReply(
-      request,
-      resolveTurn(scenario, { request, turn, scenario: scenarioName }),
-      scenarioName,
-      turn,
-    );
+    const scripted = resolveTurn(scenario, { request, turn, scenario: scenarioName });
+    if (scripted.raw) {
+      sendRaw(res, scripted.raw);
+      entry.status = scripted.raw.status ?? 200;
+      entry.outcome = "completed";
+      return;
+    }
+    const reply = buildReply(request, scripted, scenarioName, turn);
 
     if (!request.stream) {
       if (fault?.kind === "cut_stream") {

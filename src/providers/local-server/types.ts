@@ -35,6 +35,12 @@ export interface NormalizedRequest {
 export interface ScriptedToolCall {
   name: string;
   arguments: Record<string, unknown>;
+  /**
+   * The tool-call id to send (Chat `id`, Responses `call_id`, Anthropic `id`), verbatim — e.g.
+   * `call_0` on every turn, as some OpenAI-compatible servers do. Default: derived from the
+   * scenario, first user message, turn and position, so it differs per turn.
+   */
+  id?: string;
 }
 
 export interface TurnUsage {
@@ -56,6 +62,21 @@ export interface Turn {
   usage?: Partial<TurnUsage>;
   /** "length" reports a max-tokens stop; "refusal" a refusal / content-filter stop. */
   stopReason?: "stop" | "length" | "refusal";
+  /**
+   * A recorded response replayed byte for byte instead of a reply built from the fields above
+   * (wire conformance: providers' documented examples, other servers' captures). Neither the
+   * request's wire nor its `stream` flag is checked against it.
+   */
+  raw?: RawResponse;
+}
+
+/** An HTTP response exactly as it is to be sent. */
+export interface RawResponse {
+  /** Default 200. */
+  status?: number;
+  /** Added to `content-type`: `text/event-stream` when the body starts with `event:` or `data:`, else JSON. */
+  headers?: Record<string, string>;
+  body: string;
 }
 
 export interface TurnContext {

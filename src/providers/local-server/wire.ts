@@ -17,8 +17,12 @@ export interface SseEvent {
 }
 
 interface ReplyToolCall {
+  /** Chat `id` and Responses `call_id`. */
   callId: string;
+  /** Responses item `id`. */
   itemId: string;
+  /** Anthropic `tool_use` id. */
+  toolUseId: string;
   name: string;
   argumentsJson: string;
 }
@@ -58,8 +62,9 @@ export function buildReply(
   const firstUser = request.messages.find((message) => message.role === "user")?.text ?? "";
   const base = hash(`${scenario}\0${firstUser}\0${turnIndex}`);
   const toolCalls = (turn.toolCalls ?? []).map((call, index) => ({
-    callId: `call_${base}_${index}`,
+    callId: call.id ?? `call_${base}_${index}`,
     itemId: `fc_${base}_${index}`,
+    toolUseId: call.id ?? `toolu_${base}_${index}`,
     name: call.name,
     argumentsJson: JSON.stringify(call.arguments),
   }));
@@ -357,7 +362,7 @@ function anthropicBlocks(reply: Reply) {
     ...(reply.text ? [{ type: "text", text: reply.text }] : []),
     ...reply.toolCalls.map((call) => ({
       type: "tool_use",
-      id: `toolu_${call.callId.slice("call_".length)}`,
+      id: call.toolUseId,
       name: call.name,
       input: JSON.parse(call.argumentsJson),
     })),

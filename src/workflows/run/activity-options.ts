@@ -5,6 +5,7 @@
 import { ActivityCancellationType, proxyActivities } from "@temporalio/workflow";
 import type { KeelActivities } from "../../activities/types";
 import { FailureType } from "../../core/failure-types";
+import { LLM_RETRY } from "../../core/retry-policy";
 import type { RunTimeouts } from "../types";
 
 /** Session writes: S3 hiccups are retried for minutes; a conflicting entry fails at once. */

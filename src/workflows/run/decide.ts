@@ -112,6 +112,13 @@ export function decideAfterTurn(run: RunRecord, hooks: readonly RunHooks[], outc
   if (run.toolCallCount >= limits.maxToolCalls && run.needsModel) {
     return { kind: "finish", reason: `tool call limit reached (${limits.maxToolCalls})` };
   }
+  if (limits.maxCostUsd > 0 && run.usage.cost.unpriced) {
+    // A budget that cannot be checked is not silently ignored: the run stops before it overspends.
+    return {
+      kind: "finish",
+      reason: `cost budget ($${limits.maxCostUsd}) cannot be checked: the model has no known prices`,
+    };
+  }
   if (limits.maxCostUsd > 0 && run.usage.cost.total >= limits.maxCostUsd) {
     return { kind: "finish", reason: `cost budget reached ($${limits.maxCostUsd})` };
   }

@@ -5,7 +5,7 @@
  */
 import type { LlmTurnResult, ToolCallSummary } from "../../../src/activities/types";
 import { DeliveryRefusal } from "../../../src/core/failure-types";
-import { emptyUsage } from "../../../src/core/usage";
+import { addUsage, emptyUsage } from "../../../src/core/usage";
 import { HOOK_SETS } from "../../../src/workflows/hooks";
 import {
   compactionDue,
@@ -184,6 +184,16 @@ describe("decideAfterTurn", () => {
       kind: "finish",
       reason: "cost budget reached ($0.5)",
     });
+  });
+
+  test("a cost budget on a model without prices stops the run instead of being ignored", () => {
+    const run = record({ limits: { ...DEFAULT_RUN_SETTINGS.limits, maxCostUsd: 1 } });
+    run.usage = addUsage(emptyUsage(), { ...emptyUsage(), cost: { ...emptyUsage().cost, unpriced: true } });
+    expect(decideAfterTurn(run, [], outcome)).toMatchObject({
+      kind: "finish",
+      reason: expect.stringMatching(/no known prices/),
+    });
+    expect(decideAfterTurn(record(), [], outcome).kind).toBe("continue");
   });
 
   test("hooks change the next call's settings", () => {
