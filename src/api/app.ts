@@ -26,7 +26,7 @@ import { registerTransferRoutes } from "./routes/transfer";
 import { DeliveryRefusedError, type RunClient } from "./run-client";
 import { registerSlackRoutes } from "./slack/events";
 import type { SlackReply } from "./slack/reply";
-import { isConnectionFailure } from "./temporal";
+import { type UnavailableDependency, unavailableDependency } from "./unavailable";
 
 export const API_VERSION = "0.1.0";
 
@@ -76,6 +76,13 @@ const HTTP_EXCEPTION_SLUGS: Partial<Record<number, ProblemSlug>> = {
   415: "unsupported-media-type",
 };
 
+/** What a client is told to wait before retrying when a dependency is down. */
+const RETRY_AFTER_SECONDS = 2;
+const UNAVAILABLE: Record<UnavailableDependency, { slug: ProblemSlug; msg: string }> = {
+  temporal: { slug: "temporal-unavailable", msg: "temporal unavailable" },
+  storage: { slug: "storage-unavailable", msg: "storage unavailable" },
+};
+
 function defaultLog(record: Record<string, unknown>): void {
   process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), ...record })}\n`);
 }
@@ -100,9 +107,11 @@ function errorResponse(error: unknown, c: Context, deps: RouteContext): Response
   deps.onFailure?.(error);
   const method = c.req.method;
   const path = c.req.path;
-  if (isConnectionFailure(error)) {
-    deps.log({ level: "warn", msg: "temporal unavailable", method, path, error: String(error) });
-    return problemResponse("temporal-unavailable", "Retry shortly.", {}, { "retry-after": "2" });
+  const unavailable = unavailableDependency(error);
+  if (unavailable) {
+    const { slug, msg } = UNAVAILABLE[unavailable];
+    deps.log({ level: "warn", msg, method, path, error: String(error) });
+    return problemResponse(slug, "Retry shortly.", {}, { "retry-after": String(RETRY_AFTER_SECONDS) });
   }
   deps.log({
     level: "error",
@@ -145,7 +154,7 @@ export function createApp(dependencies: ApiDependencies): ApiApp {
       ),
   });
   for (const path of ["/v1/sessions", "/v1/sessions/*"]) {
-    app.use(path, bearerAuth(deps.config.apiKeys), limit, idempotency(deps.objects, deps.now));
+    app.use(path, bearerAuth(deps.config.apiKeys), limit, idempotency(deps.objects, deps.now, deps.log));
   }
   app.use("/v1/integrations/*", limit);
 

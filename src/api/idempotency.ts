@@ -6,6 +6,10 @@
  *
  * Record key: `{prefix}idempotency/{tenantId}/{sha256(key + method + path)}.json`.
  * Responses with status >= 500 are not kept (the record is removed) so a retry may try again.
+ * A response is never turned into an error because its record could not be saved: the request
+ * has run. Messages are additionally delivered under an update id derived from the key
+ * (`deliveryUpdateId`), so a request that runs again after a lost record lands on the same
+ * Temporal update and is not delivered twice.
  */
 import type { MiddlewareHandler } from "hono";
 import { z } from "zod";
@@ -45,6 +49,15 @@ export function idempotencyRecordKey(
   path: string,
 ): string {
   return `${prefix}idempotency/${tenantId}/${sha256Hex(idempotencyKey + method + path)}.json`;
+}
+
+/**
+ * Temporal update id of a message delivered under `idempotencyKey`: the same for every retry, so
+ * Temporal (which runs an update id once per workflow run) answers a retry with the first
+ * delivery's result instead of delivering again.
+ */
+export function deliveryUpdateId(tenantId: string, idempotencyKey: string): string {
+  return `keel-deliver-${sha256Hex(`${tenantId}\n${idempotencyKey}`)}`;
 }
 
 function validateKey(idempotencyKey: string): void {
@@ -102,6 +115,7 @@ async function claim(
 export function idempotency(
   objects: JsonObjects,
   now: () => number = Date.now,
+  log: (record: Record<string, unknown>) => void = () => undefined,
 ): MiddlewareHandler<{ Variables: TenantVariables }> {
   return async (c, next) => {
     const idempotencyKey = c.req.header(IDEMPOTENCY_HEADER);
@@ -121,17 +135,30 @@ export function idempotency(
     }
     await next();
     const response = c.res;
-    if (response.status >= 500) {
-      await objects.remove(key);
-      return;
+    try {
+      if (response.status >= 500) {
+        await objects.remove(key);
+        return;
+      }
+      await objects.overwrite(key, {
+        state: "done",
+        requestHash,
+        status: response.status,
+        contentType: response.headers.get("content-type") ?? "application/json",
+        body: await response.clone().text(),
+        completedAt: now(),
+      } satisfies IdempotencyRecord);
+    } catch (error) {
+      // The request ran and its answer stands. The claim stays pending: retries get 409 until it
+      // is stale, then run again (a message then meets its first delivery's Temporal update).
+      log({
+        level: "warn",
+        msg: "idempotency record not saved",
+        method: c.req.method,
+        path,
+        status: response.status,
+        error: String(error),
+      });
     }
-    await objects.overwrite(key, {
-      state: "done",
-      requestHash,
-      status: response.status,
-      contentType: response.headers.get("content-type") ?? "application/json",
-      body: await response.clone().text(),
-      completedAt: now(),
-    } satisfies IdempotencyRecord);
   };
 }

@@ -39,6 +39,7 @@ export const PROBLEMS = {
   "internal-error": { status: 500, title: "Internal error" },
   "not-implemented": { status: 501, title: "Not implemented" },
   "temporal-unavailable": { status: 503, title: "The workflow service is unavailable" },
+  "storage-unavailable": { status: 503, title: "The session store is unavailable" },
 } as const satisfies Record<string, { status: ContentfulStatusCode; title: string }>;
 
 export type ProblemSlug = keyof typeof PROBLEMS;

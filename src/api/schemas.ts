@@ -187,6 +187,37 @@ export const PendingToolCallSchema = z.object({
 
 export const SessionStatusSchema = z.enum(["idle", "running", "waiting_approval"]);
 
+export const RunErrorSchema = z
+  .object({
+    type: z.string().openapi({
+      description: "The failure's type or error class (e.g. NonRetryableLlmError, TerminatedFailure)",
+    }),
+    message: z.string(),
+  })
+  .openapi("RunError");
+
+export const RUN_VIEW_STATUSES = [
+  "starting",
+  "running",
+  "waiting_approval",
+  "completed",
+  "aborted",
+  "failed",
+  "terminated",
+  "timed_out",
+  "canceled",
+] as const;
+
+export const RunViewStatusSchema = z.enum(RUN_VIEW_STATUSES).openapi({
+  description:
+    "The run's own status, or how Temporal closed its workflow when it did not end by itself (failed, terminated, timed_out, canceled)",
+});
+
+/** How a run ended: its status and, for a workflow closed by failure, the error. */
+export const RunEndSchema = z
+  .object({ status: RunViewStatusSchema, error: RunErrorSchema.optional() })
+  .openapi("RunEnd");
+
 export const SessionViewSchema = z
   .object({
     sessionId: z.string(),
@@ -194,10 +225,15 @@ export const SessionViewSchema = z
     run: z
       .object({
         runId: z.string(),
-        status: z.string().openapi({ description: "The run's own status (completed, aborted, …)" }),
-        turn: z.number().int(),
-        usage: UsageSchema,
-        cost: z.number().openapi({ description: "US dollars" }),
+        status: RunViewStatusSchema,
+        error: RunErrorSchema.optional().openapi({ description: "Why the workflow closed, when it failed" }),
+        turn: z
+          .number()
+          .int()
+          .optional()
+          .openapi({ description: "Absent when a failed run's state cannot be read" }),
+        usage: UsageSchema.optional(),
+        cost: z.number().optional().openapi({ description: "US dollars" }),
         pendingToolCalls: z.array(PendingToolCallSchema),
         endReason: z.string().optional(),
       })
@@ -239,6 +275,7 @@ export const EventsPageSchema = z
     events: z.array(z.object({ seq: z.number().int(), type: z.string() }).passthrough()),
     lastSeq: z.number().int().openapi({ description: "Pass as `after` to continue" }),
     runEnded: z.boolean(),
+    run: RunEndSchema.optional().openapi({ description: "How the run ended; present once it has" }),
   })
   .openapi("EventsPage");
 

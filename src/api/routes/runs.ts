@@ -5,6 +5,7 @@ import type { AgentEvent } from "../../core/events";
 import type { SessionRef } from "../../workflows/types";
 import { DEFAULT_RUN_SETTINGS } from "../../workflows/types";
 import type { ApiApp, RouteContext } from "../app";
+import { deliveryUpdateId, IDEMPOTENCY_HEADER } from "../idempotency";
 import { ProblemError } from "../problems";
 import type { RunClient } from "../run-client";
 import { runSettingsFrom } from "../run-settings";
@@ -19,7 +20,7 @@ import {
   MessageBodySchema,
   SessionParamsSchema,
 } from "../schemas";
-import { idempotencyHeaderParam, isLive, problemResponses, refOf, requireSession } from "./common";
+import { idempotencyHeaderParam, liveState, problemResponses, refOf, requireSession, runEnd } from "./common";
 
 /** How often an event stream asks the run for new events. */
 export const EVENT_POLL_INTERVAL_MS = 300;
@@ -121,8 +122,9 @@ async function streamEvents(
       if (event.type === "agent_end") return;
     }
     if (events.length === 0) {
-      const state = await runs.state(ref);
-      if (!isLive(state)) return;
+      // A workflow that failed or was terminated never sends agent_end: its closed status ends the stream.
+      const state = liveState(await runs.latestRun(ref));
+      if (!state) return;
       if (state.lastEventSeq < after) after = 0;
       if (Date.now() - lastWrite >= SSE_KEEPALIVE_MS) {
         await stream.write(": keep-alive\n\n");
@@ -143,10 +145,16 @@ export function registerRunRoutes(app: ApiApp, deps: RouteContext): void {
       defaults: { ...DEFAULT_RUN_SETTINGS, model: deps.config.defaultModel },
     });
     const runs = await deps.runs();
+    const idempotencyKey = c.req.header(IDEMPOTENCY_HEADER);
     const delivered = await runs.deliver(
       refOf(c, sessionId),
       { text: body.text, mode: body.delivery },
       settings,
+      {
+        ...(idempotencyKey !== undefined
+          ? { updateId: deliveryUpdateId(c.get("tenantId"), idempotencyKey) }
+          : {}),
+      },
     );
     return c.json(
       {
@@ -176,12 +184,10 @@ export function registerRunRoutes(app: ApiApp, deps: RouteContext): void {
     const { sessionId, toolCallId } = c.req.valid("param");
     const body = c.req.valid("json");
     const ref = refOf(c, sessionId);
-    const { state } = await requireSession(deps, ref);
-    const waiting = isLive(state)
-      ? state.pendingToolCalls.find(
-          (call) => call.toolCallId === toolCallId && call.state === "awaiting_approval",
-        )
-      : undefined;
+    const { run } = await requireSession(deps, ref);
+    const waiting = liveState(run)?.pendingToolCalls.find(
+      (call) => call.toolCallId === toolCallId && call.state === "awaiting_approval",
+    );
     if (!waiting)
       throw new ProblemError("no-pending-approval", `Tool call ${toolCallId} is not waiting for approval.`);
     const runs = await deps.runs();
@@ -200,7 +206,7 @@ export function registerRunRoutes(app: ApiApp, deps: RouteContext): void {
     const { sessionId } = c.req.valid("param");
     const query = c.req.valid("query");
     const ref = refOf(c, sessionId);
-    const { state } = await requireSession(deps, ref);
+    const { run } = await requireSession(deps, ref);
     const runs = await deps.runs();
     const wantsStream = (c.req.header("accept") ?? "").includes("text/event-stream");
     if (wantsStream) {
@@ -217,6 +223,15 @@ export function registerRunRoutes(app: ApiApp, deps: RouteContext): void {
     }
     const after = query.after ?? 0;
     const events = await runs.events(ref, after);
-    return c.json({ events, lastSeq: events.at(-1)?.seq ?? after, runEnded: !isLive(state) }, 200);
+    const ended = runEnd(run);
+    return c.json(
+      {
+        events,
+        lastSeq: events.at(-1)?.seq ?? after,
+        runEnded: !liveState(run),
+        ...(ended ? { run: ended } : {}),
+      },
+      200,
+    );
   });
 }
