@@ -15,6 +15,7 @@ import {
   SessionNotFoundError,
   type SessionStore,
 } from "../store/session-store";
+import { allowedMethods, isAllowed, literalMethods } from "./allowed-methods";
 import { bearerAuth, type TenantVariables } from "./auth";
 import type { ApiConfig } from "./config";
 import { idempotency } from "./idempotency";
@@ -83,6 +84,17 @@ const UNAVAILABLE: Record<UnavailableDependency, { slug: ProblemSlug; msg: strin
   storage: { slug: "storage-unavailable", msg: "storage unavailable" },
 };
 
+function methodNotAllowed(method: string, allowed: readonly string[]): Response {
+  return problemResponse(
+    "method-not-allowed",
+    `${method} is not served at this path.`,
+    {},
+    {
+      allow: allowed.join(", "),
+    },
+  );
+}
+
 function defaultLog(record: Record<string, unknown>): void {
   process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), ...record })}\n`);
 }
@@ -142,7 +154,18 @@ export function createApp(dependencies: ApiDependencies): ApiApp {
     },
   });
   app.onError((error, c) => errorResponse(error, c, deps));
-  app.notFound(() => problemResponse("not-found", "No such route."));
+  app.notFound((c) => {
+    const allowed = allowedMethods(app.routes, c.req.path);
+    if (allowed.length === 0) return problemResponse("not-found", "No such route.");
+    return methodNotAllowed(c.req.method, allowed);
+  });
+  // A literal route's path is that route's alone, also for other methods: `GET /v1/sessions/import`
+  // is 405, not a read of a session called "import".
+  app.use("*", async (c, next) => {
+    const literal = literalMethods(app.routes, c.req.path);
+    if (literal.length === 0 || isAllowed(c.req.method, literal)) return next();
+    return methodNotAllowed(c.req.method, literal);
+  });
 
   app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer" });
   const limit = bodyLimit({

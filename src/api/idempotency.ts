@@ -21,7 +21,12 @@ export const IDEMPOTENCY_HEADER = "idempotency-key";
 export const REPLAYED_HEADER = "idempotent-replayed";
 /** Printable ASCII, at most this long. */
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
-const KEY_PATTERN = /^[\x20-\x7e]+$/;
+/**
+ * 1-255 printable ASCII characters, no space at either end (HTTP drops those, so such a key could
+ * never arrive as sent). The OpenAPI document declares this very pattern.
+ */
+export const IDEMPOTENCY_KEY_PATTERN = `^[!-~]([ -~]{0,${MAX_IDEMPOTENCY_KEY_LENGTH - 2}}[!-~])?$`;
+const KEY_PATTERN = new RegExp(IDEMPOTENCY_KEY_PATTERN);
 /** A claim older than this belongs to a request that died; a retry may take it over. */
 export const STALE_CLAIM_MS = 5 * 60_000;
 /** Claim attempts when the record vanishes between a failed create and the read. */
@@ -61,14 +66,10 @@ export function deliveryUpdateId(tenantId: string, idempotencyKey: string): stri
 }
 
 function validateKey(idempotencyKey: string): void {
-  if (
-    idempotencyKey.length === 0 ||
-    idempotencyKey.length > MAX_IDEMPOTENCY_KEY_LENGTH ||
-    !KEY_PATTERN.test(idempotencyKey)
-  ) {
+  if (!KEY_PATTERN.test(idempotencyKey)) {
     throw new ProblemError(
       "invalid-request",
-      `Idempotency-Key must be 1..${MAX_IDEMPOTENCY_KEY_LENGTH} printable ASCII characters`,
+      `Idempotency-Key must be 1..${MAX_IDEMPOTENCY_KEY_LENGTH} printable ASCII characters, no space at either end`,
     );
   }
 }

@@ -30,6 +30,8 @@ export const PROBLEMS = {
     title: "A request with this Idempotency-Key is still being processed",
   },
   "payload-too-large": { status: 413, title: "The request body is too large" },
+  "request-too-large": { status: 431, title: "The request line and headers are too large" },
+  "malformed-request": { status: 400, title: "The HTTP request cannot be parsed" },
   "unsupported-media-type": { status: 415, title: "Unsupported content type" },
   "idempotency-key-reused": {
     status: 422,

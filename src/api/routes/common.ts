@@ -5,6 +5,7 @@ import { SessionNotFoundError } from "../../store/session-store";
 import type { RunState, SessionRef } from "../../workflows/types";
 import type { RouteContext } from "../app";
 import type { TenantVariables } from "../auth";
+import { IDEMPOTENCY_KEY_PATTERN, MAX_IDEMPOTENCY_KEY_LENGTH } from "../idempotency";
 import { ProblemError } from "../problems";
 import type { LatestRun } from "../run-client";
 import { ProblemSchema } from "../schemas";
@@ -71,11 +72,12 @@ export function problemResponses(...statuses: number[]) {
     415: "Unsupported content type",
     422: "Idempotency-Key reused with a different request",
     429: "Queue full",
+    431: "Request line and headers too large (the local server reads 256 KiB; API Gateway less)",
     501: "Not implemented",
-    503: "Temporal unavailable",
+    503: "Temporal or the session store unavailable (Retry-After)",
   };
   return Object.fromEntries(
-    [...new Set([400, 401, 404, 503, ...statuses])].map((status) => [
+    [...new Set([400, 401, 404, 431, 503, ...statuses])].map((status) => [
       status,
       { description: descriptions[status] ?? "Problem", content: problemContent },
     ]),
@@ -86,6 +88,11 @@ export const idempotencyHeaderParam = {
   name: "Idempotency-Key",
   in: "header" as const,
   required: false,
-  schema: { type: "string" as const, maxLength: 255 },
+  schema: {
+    type: "string" as const,
+    minLength: 1,
+    maxLength: MAX_IDEMPOTENCY_KEY_LENGTH,
+    pattern: IDEMPOTENCY_KEY_PATTERN,
+  },
   description: "A retried POST with the same key returns the first response and does nothing again",
 };

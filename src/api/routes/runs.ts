@@ -17,7 +17,8 @@ import {
   DeliveredSchema,
   EventsPageSchema,
   EventsQuerySchema,
-  MessageBodySchema,
+  type MessageBodyOptions,
+  messageBodySchema,
   SessionParamsSchema,
 } from "../schemas";
 import { idempotencyHeaderParam, liveState, problemResponses, refOf, requireSession, runEnd } from "./common";
@@ -27,20 +28,22 @@ export const EVENT_POLL_INTERVAL_MS = 300;
 /** An SSE comment this often keeps idle connections (and proxies) open. */
 export const SSE_KEEPALIVE_MS = 15_000;
 
-const postMessage = createRoute({
-  method: "post",
-  path: "/v1/sessions/{sessionId}/messages",
-  summary: "Deliver a message: starts a run when idle, or reaches the live run per `delivery`",
-  request: {
-    params: SessionParamsSchema,
-    body: { required: true, content: { "application/json": { schema: MessageBodySchema } } },
-  },
-  responses: {
-    202: { description: "Delivered", content: { "application/json": { schema: DeliveredSchema } } },
-    ...problemResponses(409, 413, 415, 422, 429),
-  },
-  parameters: [idempotencyHeaderParam],
-});
+/** The message route for a deployment: its body schema names the catalog's models. */
+const postMessageRoute = (options: MessageBodyOptions) =>
+  createRoute({
+    method: "post",
+    path: "/v1/sessions/{sessionId}/messages",
+    summary: "Deliver a message: starts a run when idle, or reaches the live run per `delivery`",
+    request: {
+      params: SessionParamsSchema,
+      body: { required: true, content: { "application/json": { schema: messageBodySchema(options) } } },
+    },
+    responses: {
+      202: { description: "Delivered", content: { "application/json": { schema: DeliveredSchema } } },
+      ...problemResponses(409, 413, 415, 422, 429),
+    },
+    parameters: [idempotencyHeaderParam],
+  });
 
 const abortRun = createRoute({
   method: "post",
@@ -136,14 +139,14 @@ async function streamEvents(
 }
 
 export function registerRunRoutes(app: ApiApp, deps: RouteContext): void {
+  const postMessage = postMessageRoute({
+    modelIds: deps.catalog.list().map((model) => model.id),
+    allowDirectoryWorkspaces: deps.config.allowDirectoryWorkspaces,
+  });
   app.openapi(postMessage, async (c) => {
     const { sessionId } = c.req.valid("param");
     const body = c.req.valid("json");
-    const settings = runSettingsFrom(body, {
-      catalog: deps.catalog,
-      allowDirectoryWorkspaces: deps.config.allowDirectoryWorkspaces,
-      defaults: { ...DEFAULT_RUN_SETTINGS, model: deps.config.defaultModel },
-    });
+    const settings = runSettingsFrom(body, { ...DEFAULT_RUN_SETTINGS, model: deps.config.defaultModel });
     const runs = await deps.runs();
     const idempotencyKey = c.req.header(IDEMPOTENCY_HEADER);
     const delivered = await runs.deliver(

@@ -1,9 +1,9 @@
 import { createHash } from "node:crypto";
 import { tenantOfKey } from "../../../src/api/auth";
 import { apiConfigFromEnv, parseApiKeys } from "../../../src/api/config";
-import { ProblemError, problemDocument } from "../../../src/api/problems";
+import { problemDocument } from "../../../src/api/problems";
 import { runSettingsFrom } from "../../../src/api/run-settings";
-import { MessageBodySchema } from "../../../src/api/schemas";
+import { messageBodySchema } from "../../../src/api/schemas";
 import { slackSignature, verifySlackSignature } from "../../../src/api/slack/signature";
 import { slackSessionId } from "../../../src/api/slack/threads";
 import { isConnectionFailure } from "../../../src/api/temporal";
@@ -92,9 +92,14 @@ describe("Slack signatures", () => {
 });
 
 describe("run settings from a message body", () => {
-  const catalog = loadCatalog();
+  const modelIds = loadCatalog()
+    .list()
+    .map((model) => model.id);
+  const schemaFor = (allowDirectoryWorkspaces: boolean) =>
+    messageBodySchema({ modelIds, allowDirectoryWorkspaces });
+  const MessageBodySchema = schemaFor(false);
   const settingsOf = (body: unknown, allowDirectoryWorkspaces = false) =>
-    runSettingsFrom(MessageBodySchema.parse(body), { catalog, allowDirectoryWorkspaces });
+    runSettingsFrom(schemaFor(allowDirectoryWorkspaces).parse(body));
 
   test("defaults, then the caller's choices", () => {
     expect(settingsOf({ text: "x" })).toEqual(DEFAULT_RUN_SETTINGS);
@@ -117,11 +122,17 @@ describe("run settings from a message body", () => {
   });
 
   test("unknown models and worker-disk workspaces are refused unless enabled", () => {
-    expect(() => settingsOf({ text: "x", model: "nope" })).toThrow(ProblemError);
+    expect(() => settingsOf({ text: "x", model: "nope" })).toThrow(/model/);
     expect(() => settingsOf({ text: "x", workspace: { type: "directory", path: "/srv" } })).toThrow(
-      /disabled/,
+      /directory|type/,
     );
-    expect(() => settingsOf({ text: "x", workspace: { type: "git", url: "/srv/repo" } })).toThrow(/disabled/);
+    expect(() => settingsOf({ text: "x", workspace: { type: "git", url: "/srv/repo" } })).toThrow(
+      /remote git URL/,
+    );
+    expect(settingsOf({ text: "x", workspace: { type: "git", url: "/srv/repo" } }, true).workspace).toEqual({
+      type: "git",
+      url: "/srv/repo",
+    });
     expect(settingsOf({ text: "x", workspace: { type: "directory", path: "/srv" } }, true).workspace).toEqual(
       {
         type: "directory",
