@@ -97,6 +97,9 @@ const CLOSED_BY_FAILURE: Partial<Record<string, ClosedByFailure>> = {
   CANCELLED: "canceled",
 };
 
+/** Workflow type of a run (maintenance tasks run under the same workflow id with other types). */
+const RUN_WORKFLOW_TYPE = "agentRun";
+
 /** A message racing a run's last moments may meet it ended; it is then delivered to a new run. */
 const ENDED_RUN_RETRIES = 5;
 
@@ -118,7 +121,7 @@ export class RunClient {
   ): Promise<Delivered> {
     const workflowId = runWorkflowId(ref);
     for (let attempt = 0; ; attempt++) {
-      const startWorkflowOperation = new WithStartWorkflowOperation<typeof agentRun>("agentRun", {
+      const startWorkflowOperation = new WithStartWorkflowOperation<typeof agentRun>(RUN_WORKFLOW_TYPE, {
         workflowId,
         taskQueue: this.taskQueue,
         args: [{ ...ref, settings }],
@@ -220,7 +223,7 @@ export class RunClient {
       if (error instanceof WorkflowNotFoundError) return undefined;
       throw error;
     }
-    if (description.type !== "agentRun") return undefined;
+    if (description.type !== RUN_WORKFLOW_TYPE) return undefined;
     const closedBy = CLOSED_BY_FAILURE[description.status.name];
     // Pinned to the described run: a new run may start meanwhile, and its result is not this one's.
     const run = this.client.workflow.getHandle(handle.workflowId, description.runId, { followRuns: false });
