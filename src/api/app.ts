@@ -84,6 +84,9 @@ const UNAVAILABLE: Record<UnavailableDependency, { slug: ProblemSlug; msg: strin
   storage: { slug: "storage-unavailable", msg: "storage unavailable" },
 };
 
+/** Schema problems named in a 400's `detail` (all of them are in `errors`). */
+const DETAILED_ISSUES = 3;
+
 function methodNotAllowed(method: string, allowed: readonly string[]): Response {
   return problemResponse(
     "method-not-allowed",
@@ -144,11 +147,17 @@ export function createApp(dependencies: ApiDependencies): ApiApp {
   const app: ApiApp = new OpenAPIHono<ApiEnv>({
     defaultHook: (result) => {
       if (!result.success) {
-        throw new ProblemError("invalid-request", "The request does not match the schema.", {
-          errors: result.error.issues.map((issue) => ({
-            path: issue.path.join("."),
-            message: issue.message,
-          })),
+        const errors = result.error.issues.map((issue) => ({
+          path: issue.path.join("."),
+          message: issue.message,
+        }));
+        // The first problems in `detail` too: clients that show only the detail still say what is wrong.
+        const named = errors
+          .slice(0, DETAILED_ISSUES)
+          .map(({ path, message }) => (path ? `${path}: ${message}` : message))
+          .join("; ");
+        throw new ProblemError("invalid-request", `The request does not match the schema (${named}).`, {
+          errors,
         });
       }
     },

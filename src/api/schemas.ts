@@ -177,7 +177,12 @@ export const DeliveryModeSchema = z.enum(["auto", "steer", "followUp", "interrup
 /** The body of `POST …/messages` for a deployment's catalog and workspace policy. */
 export function messageBodySchema(options: MessageBodyOptions) {
   const [firstModel, ...otherModels] = options.modelIds;
-  const model = firstModel === undefined ? z.string().min(1).max(256) : z.enum([firstModel, ...otherModels]);
+  const model =
+    firstModel === undefined
+      ? z.string().min(1).max(256)
+      : z.enum([firstModel, ...otherModels], {
+          error: (issue) => `Unknown model ${JSON.stringify(issue.input)}: not in the model catalog`,
+        });
   return z
     .object({
       text: z.string().min(1).max(MAX_MESSAGE_TEXT_CHARS),
