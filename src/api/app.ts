@@ -15,6 +15,7 @@ import {
   SessionNotFoundError,
   type SessionStore,
 } from "../store/session-store";
+import { allowedMethods, isAllowed, literalMethods } from "./allowed-methods";
 import { bearerAuth, type TenantVariables } from "./auth";
 import type { ApiConfig } from "./config";
 import { idempotency } from "./idempotency";
@@ -26,7 +27,7 @@ import { registerTransferRoutes } from "./routes/transfer";
 import { DeliveryRefusedError, type RunClient } from "./run-client";
 import { registerSlackRoutes } from "./slack/events";
 import type { SlackReply } from "./slack/reply";
-import { isConnectionFailure } from "./temporal";
+import { type UnavailableDependency, unavailableDependency } from "./unavailable";
 
 export const API_VERSION = "0.1.0";
 
@@ -76,6 +77,27 @@ const HTTP_EXCEPTION_SLUGS: Partial<Record<number, ProblemSlug>> = {
   415: "unsupported-media-type",
 };
 
+/** What a client is told to wait before retrying when a dependency is down. */
+const RETRY_AFTER_SECONDS = 2;
+const UNAVAILABLE: Record<UnavailableDependency, { slug: ProblemSlug; msg: string }> = {
+  temporal: { slug: "temporal-unavailable", msg: "temporal unavailable" },
+  storage: { slug: "storage-unavailable", msg: "storage unavailable" },
+};
+
+/** Schema problems named in a 400's `detail` (all of them are in `errors`). */
+const DETAILED_ISSUES = 3;
+
+function methodNotAllowed(method: string, allowed: readonly string[]): Response {
+  return problemResponse(
+    "method-not-allowed",
+    `${method} is not served at this path.`,
+    {},
+    {
+      allow: allowed.join(", "),
+    },
+  );
+}
+
 function defaultLog(record: Record<string, unknown>): void {
   process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), ...record })}\n`);
 }
@@ -100,9 +122,11 @@ function errorResponse(error: unknown, c: Context, deps: RouteContext): Response
   deps.onFailure?.(error);
   const method = c.req.method;
   const path = c.req.path;
-  if (isConnectionFailure(error)) {
-    deps.log({ level: "warn", msg: "temporal unavailable", method, path, error: String(error) });
-    return problemResponse("temporal-unavailable", "Retry shortly.", {}, { "retry-after": "2" });
+  const unavailable = unavailableDependency(error);
+  if (unavailable) {
+    const { slug, msg } = UNAVAILABLE[unavailable];
+    deps.log({ level: "warn", msg, method, path, error: String(error) });
+    return problemResponse(slug, "Retry shortly.", {}, { "retry-after": String(RETRY_AFTER_SECONDS) });
   }
   deps.log({
     level: "error",
@@ -123,17 +147,34 @@ export function createApp(dependencies: ApiDependencies): ApiApp {
   const app: ApiApp = new OpenAPIHono<ApiEnv>({
     defaultHook: (result) => {
       if (!result.success) {
-        throw new ProblemError("invalid-request", "The request does not match the schema.", {
-          errors: result.error.issues.map((issue) => ({
-            path: issue.path.join("."),
-            message: issue.message,
-          })),
+        const errors = result.error.issues.map((issue) => ({
+          path: issue.path.join("."),
+          message: issue.message,
+        }));
+        // The first problems in `detail` too: clients that show only the detail still say what is wrong.
+        const named = errors
+          .slice(0, DETAILED_ISSUES)
+          .map(({ path, message }) => (path ? `${path}: ${message}` : message))
+          .join("; ");
+        throw new ProblemError("invalid-request", `The request does not match the schema (${named}).`, {
+          errors,
         });
       }
     },
   });
   app.onError((error, c) => errorResponse(error, c, deps));
-  app.notFound(() => problemResponse("not-found", "No such route."));
+  app.notFound((c) => {
+    const allowed = allowedMethods(app.routes, c.req.path);
+    if (allowed.length === 0) return problemResponse("not-found", "No such route.");
+    return methodNotAllowed(c.req.method, allowed);
+  });
+  // A literal route's path is that route's alone, also for other methods: `GET /v1/sessions/import`
+  // is 405, not a read of a session called "import".
+  app.use("*", async (c, next) => {
+    const literal = literalMethods(app.routes, c.req.path);
+    if (literal.length === 0 || isAllowed(c.req.method, literal)) return next();
+    return methodNotAllowed(c.req.method, literal);
+  });
 
   app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer" });
   const limit = bodyLimit({
@@ -145,7 +186,7 @@ export function createApp(dependencies: ApiDependencies): ApiApp {
       ),
   });
   for (const path of ["/v1/sessions", "/v1/sessions/*"]) {
-    app.use(path, bearerAuth(deps.config.apiKeys), limit, idempotency(deps.objects, deps.now));
+    app.use(path, bearerAuth(deps.config.apiKeys), limit, idempotency(deps.objects, deps.now, deps.log));
   }
   app.use("/v1/integrations/*", limit);
 

@@ -6,6 +6,10 @@
  *
  * Record key: `{prefix}idempotency/{tenantId}/{sha256(key + method + path)}.json`.
  * Responses with status >= 500 are not kept (the record is removed) so a retry may try again.
+ * A response is never turned into an error because its record could not be saved: the request
+ * has run. Messages are additionally delivered under an update id derived from the key
+ * (`deliveryUpdateId`), so a request that runs again after a lost record lands on the same
+ * Temporal update and is not delivered twice.
  */
 import type { MiddlewareHandler } from "hono";
 import { z } from "zod";
@@ -17,7 +21,12 @@ export const IDEMPOTENCY_HEADER = "idempotency-key";
 export const REPLAYED_HEADER = "idempotent-replayed";
 /** Printable ASCII, at most this long. */
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
-const KEY_PATTERN = /^[\x20-\x7e]+$/;
+/**
+ * 1-255 printable ASCII characters, no space at either end (HTTP drops those, so such a key could
+ * never arrive as sent). The OpenAPI document declares this very pattern.
+ */
+export const IDEMPOTENCY_KEY_PATTERN = `^[!-~]([ -~]{0,${MAX_IDEMPOTENCY_KEY_LENGTH - 2}}[!-~])?$`;
+const KEY_PATTERN = new RegExp(IDEMPOTENCY_KEY_PATTERN);
 /** A claim older than this belongs to a request that died; a retry may take it over. */
 export const STALE_CLAIM_MS = 5 * 60_000;
 /** Claim attempts when the record vanishes between a failed create and the read. */
@@ -47,15 +56,20 @@ export function idempotencyRecordKey(
   return `${prefix}idempotency/${tenantId}/${sha256Hex(idempotencyKey + method + path)}.json`;
 }
 
+/**
+ * Temporal update id of a message delivered under `idempotencyKey`: the same for every retry, so
+ * Temporal (which runs an update id once per workflow run) answers a retry with the first
+ * delivery's result instead of delivering again.
+ */
+export function deliveryUpdateId(tenantId: string, idempotencyKey: string): string {
+  return `keel-deliver-${sha256Hex(`${tenantId}\n${idempotencyKey}`)}`;
+}
+
 function validateKey(idempotencyKey: string): void {
-  if (
-    idempotencyKey.length === 0 ||
-    idempotencyKey.length > MAX_IDEMPOTENCY_KEY_LENGTH ||
-    !KEY_PATTERN.test(idempotencyKey)
-  ) {
+  if (!KEY_PATTERN.test(idempotencyKey)) {
     throw new ProblemError(
       "invalid-request",
-      `Idempotency-Key must be 1..${MAX_IDEMPOTENCY_KEY_LENGTH} printable ASCII characters`,
+      `Idempotency-Key must be 1..${MAX_IDEMPOTENCY_KEY_LENGTH} printable ASCII characters, no space at either end`,
     );
   }
 }
@@ -102,6 +116,7 @@ async function claim(
 export function idempotency(
   objects: JsonObjects,
   now: () => number = Date.now,
+  log: (record: Record<string, unknown>) => void = () => undefined,
 ): MiddlewareHandler<{ Variables: TenantVariables }> {
   return async (c, next) => {
     const idempotencyKey = c.req.header(IDEMPOTENCY_HEADER);
@@ -121,17 +136,30 @@ export function idempotency(
     }
     await next();
     const response = c.res;
-    if (response.status >= 500) {
-      await objects.remove(key);
-      return;
+    try {
+      if (response.status >= 500) {
+        await objects.remove(key);
+        return;
+      }
+      await objects.overwrite(key, {
+        state: "done",
+        requestHash,
+        status: response.status,
+        contentType: response.headers.get("content-type") ?? "application/json",
+        body: await response.clone().text(),
+        completedAt: now(),
+      } satisfies IdempotencyRecord);
+    } catch (error) {
+      // The request ran and its answer stands. The claim stays pending: retries get 409 until it
+      // is stale, then run again (a message then meets its first delivery's Temporal update).
+      log({
+        level: "warn",
+        msg: "idempotency record not saved",
+        method: c.req.method,
+        path,
+        status: response.status,
+        error: String(error),
+      });
     }
-    await objects.overwrite(key, {
-      state: "done",
-      requestHash,
-      status: response.status,
-      contentType: response.headers.get("content-type") ?? "application/json",
-      body: await response.clone().text(),
-      completedAt: now(),
-    } satisfies IdempotencyRecord);
   };
 }

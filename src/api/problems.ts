@@ -30,6 +30,8 @@ export const PROBLEMS = {
     title: "A request with this Idempotency-Key is still being processed",
   },
   "payload-too-large": { status: 413, title: "The request body is too large" },
+  "request-too-large": { status: 431, title: "The request line and headers are too large" },
+  "malformed-request": { status: 400, title: "The HTTP request cannot be parsed" },
   "unsupported-media-type": { status: 415, title: "Unsupported content type" },
   "idempotency-key-reused": {
     status: 422,
@@ -39,6 +41,7 @@ export const PROBLEMS = {
   "internal-error": { status: 500, title: "Internal error" },
   "not-implemented": { status: 501, title: "Not implemented" },
   "temporal-unavailable": { status: 503, title: "The workflow service is unavailable" },
+  "storage-unavailable": { status: 503, title: "The session store is unavailable" },
 } as const satisfies Record<string, { status: ContentfulStatusCode; title: string }>;
 
 export type ProblemSlug = keyof typeof PROBLEMS;

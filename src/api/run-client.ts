@@ -7,10 +7,12 @@ import {
   QueryNotRegisteredError,
   WithStartWorkflowOperation,
   WorkflowExecutionAlreadyStartedError,
+  WorkflowFailedError,
   WorkflowNotFoundError,
   WorkflowUpdateFailedError,
+  WorkflowUpdateStage,
 } from "@temporalio/client";
-import { ApplicationFailure } from "@temporalio/common";
+import { ActivityFailure, ApplicationFailure } from "@temporalio/common";
 import type { AgentEvent } from "../core/events";
 import type { agentRun } from "../workflows/agent-run";
 import {
@@ -61,6 +63,43 @@ export interface Delivered extends DeliverResult {
   runId: string;
 }
 
+export interface DeliverOptions {
+  /**
+   * Temporal update id of the delivery. Temporal runs an update id at most once per workflow run,
+   * so a retry with the same id gets the first delivery's result instead of delivering again
+   * (the API derives it from tenant + `Idempotency-Key`). Default: a random id.
+   */
+  updateId?: string;
+}
+
+/** How a workflow execution closed other than by returning: Temporal's own status, in API words. */
+export type ClosedByFailure = "failed" | "terminated" | "timed_out" | "canceled";
+
+/** Why a run's workflow closed without returning: the failure's class (or type) and message. */
+export interface RunFailure {
+  status: ClosedByFailure;
+  error: { type: string; message: string };
+}
+
+/** The session's latest run: its id, its own state (when it can be read) and how it failed, if it did. */
+export interface LatestRun {
+  runId: string;
+  /** The run's state query; absent for a failed execution whose state could not be read. */
+  state?: RunState;
+  /** Set when Temporal reports the execution closed by failure, termination, timeout or cancel. */
+  failure?: RunFailure;
+}
+
+const CLOSED_BY_FAILURE: Partial<Record<string, ClosedByFailure>> = {
+  FAILED: "failed",
+  TERMINATED: "terminated",
+  TIMED_OUT: "timed_out",
+  CANCELLED: "canceled",
+};
+
+/** Workflow type of a run (maintenance tasks run under the same workflow id with other types). */
+const RUN_WORKFLOW_TYPE = "agentRun";
+
 /** A message racing a run's last moments may meet it ended; it is then delivered to a new run. */
 const ENDED_RUN_RETRIES = 5;
 
@@ -74,10 +113,15 @@ export class RunClient {
    * Delivers `request` to the session's live run, or starts a run with it (update-with-start):
    * one run at most is live per session. Throws DeliveryRefusedError when the run refuses.
    */
-  async deliver(ref: SessionRef, request: DeliverRequest, settings: RunSettings): Promise<Delivered> {
+  async deliver(
+    ref: SessionRef,
+    request: DeliverRequest,
+    settings: RunSettings,
+    options: DeliverOptions = {},
+  ): Promise<Delivered> {
     const workflowId = runWorkflowId(ref);
     for (let attempt = 0; ; attempt++) {
-      const startWorkflowOperation = new WithStartWorkflowOperation<typeof agentRun>("agentRun", {
+      const startWorkflowOperation = new WithStartWorkflowOperation<typeof agentRun>(RUN_WORKFLOW_TYPE, {
         workflowId,
         taskQueue: this.taskQueue,
         args: [{ ...ref, settings }],
@@ -85,12 +129,17 @@ export class RunClient {
         staticSummary: summaryLine(request.text),
       });
       try {
-        const result = await this.client.workflow.executeUpdateWithStart(deliverUpdate, {
+        const update = await this.client.workflow.startUpdateWithStart(deliverUpdate, {
           args: [request],
           startWorkflowOperation,
+          // The handler answers synchronously: the acceptance response already carries the outcome.
+          waitForStage: WorkflowUpdateStage.ACCEPTED,
+          ...(options.updateId !== undefined ? { updateId: options.updateId } : {}),
         });
-        const handle = await startWorkflowOperation.workflowHandle();
-        const { runId } = await handle.describe();
+        const result = await update.result();
+        // The run that took the update, as the server named it: no describe() round trip.
+        const runId = update.workflowRunId;
+        if (runId === undefined) throw new Error("update-with-start answered without the run's id");
         return { ...result, workflowId, runId };
       } catch (error) {
         const refusal = refusalOf(error);
@@ -144,8 +193,9 @@ export class RunClient {
   }
 
   /**
-   * State of the session's latest run; undefined when it never had one, or when its latest
-   * execution was a maintenance task (branch, compact) rather than a run.
+   * The run's own state query (what the workflow last said of itself); undefined when the session
+   * never had a run or its latest execution was a maintenance task. Says nothing of a workflow
+   * that failed or was terminated: `latestRun` does.
    */
   async state(ref: SessionRef): Promise<RunState | undefined> {
     try {
@@ -155,6 +205,40 @@ export class RunClient {
         return undefined;
       throw error;
     }
+  }
+
+  /**
+   * The session's latest run: Temporal's description (run id, open or closed and how) plus the
+   * run's state query. Undefined when the session never had a run, or when its latest execution
+   * was a maintenance task (branch, compact). A run whose workflow failed, was terminated, timed
+   * out or was canceled carries `failure`, whatever its last state said: such a workflow never
+   * recorded its end itself.
+   */
+  async latestRun(ref: SessionRef): Promise<LatestRun | undefined> {
+    const handle = this.client.workflow.getHandle(runWorkflowId(ref));
+    let description: Awaited<ReturnType<typeof handle.describe>>;
+    try {
+      description = await handle.describe();
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError) return undefined;
+      throw error;
+    }
+    if (description.type !== RUN_WORKFLOW_TYPE) return undefined;
+    const closedBy = CLOSED_BY_FAILURE[description.status.name];
+    // Pinned to the described run: a new run may start meanwhile, and its result is not this one's.
+    const run = this.client.workflow.getHandle(handle.workflowId, description.runId, { followRuns: false });
+    const queried = run.query(stateQuery).catch((error: unknown) => {
+      // A closed execution answers queries only through a worker replaying it; its failure is
+      // what matters then, so a state that cannot be read is left out.
+      if (closedBy !== undefined) return undefined;
+      throw error;
+    });
+    const [state, failure] = await Promise.all([queried, closedBy ? failureOf(run, closedBy) : undefined]);
+    return {
+      runId: description.runId,
+      ...(state !== undefined ? { state } : {}),
+      ...(failure !== undefined ? { failure } : {}),
+    };
   }
 
   async events(ref: SessionRef, afterSeq: number): Promise<AgentEvent[]> {
@@ -185,6 +269,26 @@ export class RunClient {
       throw error;
     }
   }
+}
+
+/** The failure a closed execution ended with, read from its close event. */
+async function failureOf(
+  handle: ReturnType<Client["workflow"]["getHandle"]>,
+  status: ClosedByFailure,
+): Promise<RunFailure> {
+  try {
+    await handle.result();
+  } catch (error) {
+    if (!(error instanceof WorkflowFailedError)) throw error;
+    // An activity failure wraps what the activity raised: that is the error worth showing.
+    const root =
+      error.cause instanceof ActivityFailure && error.cause.cause ? error.cause.cause : error.cause;
+    if (root) {
+      const type = root instanceof ApplicationFailure && root.type ? root.type : root.name;
+      return { status, error: { type, message: root.message } };
+    }
+  }
+  return { status, error: { type: status, message: `the workflow closed as ${status}` } };
 }
 
 function refusalOf(error: unknown): ApplicationFailure | undefined {

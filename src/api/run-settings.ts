@@ -1,44 +1,17 @@
 /**
- * Run settings from a validated message body: the caller's choices merged over the defaults,
- * with the checks a schema cannot make (the model exists in the catalog, workspace sources the
- * deployment allows).
+ * Run settings from a validated message body: the caller's choices merged over the defaults.
+ * What a caller may ask for (catalog models, workspace sources the deployment allows) is checked
+ * by the body's schema (`messageBodySchema`), so the OpenAPI document states the same rules.
  */
-import type { z } from "@hono/zod-openapi";
-import type { ModelCatalog } from "../providers/models";
 import { DEFAULT_RUN_SETTINGS, type RunSettings } from "../workflows/types";
-import { ProblemError } from "./problems";
-import type { MessageBodySchema } from "./schemas";
+import type { MessageBody } from "./schemas";
 
-export type MessageBody = z.infer<typeof MessageBodySchema>;
-
-export interface SettingsOptions {
-  catalog: ModelCatalog;
-  /** `directory` sources and local git clones read the worker's disk: off unless configured. */
-  allowDirectoryWorkspaces: boolean;
-  defaults?: RunSettings;
-}
-
-/** Git URLs a remote caller may clone from; local paths and file:// need directory access. */
-const REMOTE_GIT_URL = /^(https?:\/\/|ssh:\/\/|git:\/\/|[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:)/;
-
-/** Throws ProblemError("invalid-request") naming the offending field. */
-export function runSettingsFrom(body: MessageBody, options: SettingsOptions): RunSettings {
-  const defaults = options.defaults ?? DEFAULT_RUN_SETTINGS;
+export function runSettingsFrom(
+  body: MessageBody,
+  defaults: RunSettings = DEFAULT_RUN_SETTINGS,
+): RunSettings {
   const settings: RunSettings = { ...defaults };
-  if (body.model !== undefined) {
-    if (!options.catalog.find(body.model)) {
-      throw new ProblemError("invalid-request", options.catalog.unknownModelMessage(body.model), {
-        errors: [
-          {
-            path: "model",
-            message:
-              "not in the model catalog and not a one-line model (openai-compatible:<model>@<base URL>)",
-          },
-        ],
-      });
-    }
-    settings.model = body.model;
-  }
+  if (body.model !== undefined) settings.model = body.model;
   if (body.systemPrompt !== undefined) settings.systemPrompt = body.systemPrompt;
   if (body.tools !== undefined) settings.tools = [...new Set(body.tools)];
   if (body.hooks !== undefined) settings.hooks = [...new Set(body.hooks)];
@@ -49,18 +22,6 @@ export function runSettingsFrom(body: MessageBody, options: SettingsOptions): Ru
       approvalTimeoutMs: body.policy.approvalTimeoutMs ?? defaults.policy.approvalTimeoutMs,
     };
   }
-  const workspace = body.workspace;
-  if (workspace !== undefined) {
-    const readsWorkerDisk =
-      workspace.type === "directory" || (workspace.type === "git" && !REMOTE_GIT_URL.test(workspace.url));
-    if (readsWorkerDisk && !options.allowDirectoryWorkspaces) {
-      throw new ProblemError(
-        "invalid-request",
-        "Workspaces from the worker's own disk (directory sources, local git paths) are disabled",
-        { errors: [{ path: "workspace", message: "not allowed by this deployment" }] },
-      );
-    }
-    settings.workspace = workspace;
-  }
+  if (body.workspace !== undefined) settings.workspace = body.workspace;
   return settings;
 }

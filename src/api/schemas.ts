@@ -4,6 +4,7 @@
  */
 
 import { z } from "@hono/zod-openapi";
+import { MODEL_SPEC_KINDS, modelFromSpec } from "../providers/model-spec";
 import { ID_PATTERN } from "../store/session-keys";
 import { builtinTools } from "../tools/index";
 import { HOOK_SETS } from "../workflows/hooks";
@@ -14,6 +15,13 @@ export const MAX_POLICY_RULES = 100;
 export const MAX_PATTERN_CHARS = 1_000;
 export const MAX_ENTRY_ID_CHARS = 256;
 export const MAX_TOOL_CALL_ID_CHARS = 256;
+/**
+ * Tool-call ids as providers make them (`call_…`, `toolu_…`, Responses `call_…|fc_…`): no `/`,
+ * no leading `.`, so an id never reads as a path.
+ */
+export const TOOL_CALL_ID_PATTERN = new RegExp(
+  `^[A-Za-z0-9_][A-Za-z0-9_.:|-]{0,${MAX_TOOL_CALL_ID_CHARS - 1}}$`,
+);
 export const DEFAULT_PAGE_LIMIT = 100;
 export const MAX_PAGE_LIMIT = 1_000;
 /** Longest approval wait a caller may ask for: one week. */
@@ -33,9 +41,21 @@ function compiles(pattern: string): boolean {
 
 // ---- Path and query parameters
 
+/**
+ * Session ids in paths: the store's id pattern, except the words the routes use at that place
+ * (`POST /v1/sessions/import`), so a path never means two things.
+ */
+const RESERVED_SESSION_IDS = ["import"];
+export const API_SESSION_ID_PATTERN = new RegExp(
+  `^(?!(?:${RESERVED_SESSION_IDS.join("|")})$)${ID_PATTERN.source.slice(1)}`,
+);
+
 export const SessionIdSchema = z
   .string()
-  .regex(ID_PATTERN, "session ids match ^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
+  .regex(
+    API_SESSION_ID_PATTERN,
+    `session ids match ${ID_PATTERN.source} and are not ${RESERVED_SESSION_IDS.join(", ")}`,
+  )
   .openapi({ param: { name: "sessionId", in: "path" }, example: "session-1" });
 
 export const SessionParamsSchema = z.object({ sessionId: SessionIdSchema });
@@ -44,10 +64,12 @@ export const ApprovalParamsSchema = z.object({
   sessionId: SessionIdSchema,
   toolCallId: z
     .string()
-    .min(1)
-    .max(MAX_TOOL_CALL_ID_CHARS)
-    .openapi({ param: { name: "toolCallId", in: "path" } }),
+    .regex(TOOL_CALL_ID_PATTERN, "tool-call ids are letters, digits and _ - . : | (not starting with . or -)")
+    .openapi({ param: { name: "toolCallId", in: "path" }, example: "call_abc123" }),
 });
+
+/** Query integers are decimal digits, at most 15 of them (exact in a double). */
+const MAX_QUERY_INTEGER = 999_999_999_999_999;
 
 const nonNegativeIntegerText = z
   .string()
@@ -56,8 +78,17 @@ const nonNegativeIntegerText = z
 
 const limitText = nonNegativeIntegerText.pipe(z.number().int().min(1).max(MAX_PAGE_LIMIT));
 
+/** How a query integer appears in the document: what the text check above accepts. */
+const queryInteger = (minimum: number, maximum: number) => ({ type: "integer" as const, minimum, maximum });
+
+const limitParam = {
+  param: { name: "limit", in: "query" as const },
+  ...queryInteger(1, MAX_PAGE_LIMIT),
+  description: `Page size, 1-${MAX_PAGE_LIMIT} (default ${DEFAULT_PAGE_LIMIT})`,
+};
+
 export const ListQuerySchema = z.object({
-  limit: limitText.optional().openapi({ param: { name: "limit", in: "query" }, type: "integer" }),
+  limit: limitText.optional().openapi(limitParam),
   cursor: z
     .string()
     .min(1)
@@ -67,18 +98,20 @@ export const ListQuerySchema = z.object({
 });
 
 export const EventsQuerySchema = z.object({
-  after: nonNegativeIntegerText
-    .optional()
-    .openapi({ param: { name: "after", in: "query" }, type: "integer", description: "Last seq seen" }),
+  after: nonNegativeIntegerText.optional().openapi({
+    param: { name: "after", in: "query" },
+    ...queryInteger(0, MAX_QUERY_INTEGER),
+    description: "Last seq seen",
+  }),
 });
 
 export const EntriesQuerySchema = z.object({
   after: nonNegativeIntegerText.optional().openapi({
     param: { name: "after", in: "query" },
-    type: "integer",
+    ...queryInteger(0, MAX_QUERY_INTEGER),
     description: "Entries with a sequence number greater than this; omit to start at the first entry",
   }),
-  limit: limitText.optional().openapi({ param: { name: "limit", in: "query" }, type: "integer" }),
+  limit: limitText.optional().openapi(limitParam),
 });
 
 // ---- Run settings in a message body
@@ -92,7 +125,7 @@ export const ToolPolicyRuleSchema = z.object({
     .max(MAX_PATTERN_CHARS)
     .refine(compiles, "must be a valid regular expression")
     .optional()
-    .openapi({ description: "Regular expression over the JSON arguments" }),
+    .openapi({ description: "Regular expression over the JSON arguments", format: "regex" }),
   action: PolicyActionSchema,
 });
 
@@ -104,50 +137,89 @@ export const ToolPolicySchema = z
   })
   .openapi("ToolPolicy");
 
-const notAnOption = (value: string) => !value.startsWith("-");
+/** Git URLs a remote caller may clone from; local paths and file:// read the worker's disk. */
+export const REMOTE_GIT_URL = /^(https?:\/\/|ssh:\/\/|git:\/\/|[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:)/;
 
-export const WorkspaceSourceSchema = z
-  .discriminatedUnion("type", [
-    z.object({ type: z.literal("empty") }),
-    z.object({
-      type: z.literal("directory"),
-      path: z.string().min(1).max(4_096).openapi({ description: "A path on the worker machine" }),
-    }),
-    z.object({
-      type: z.literal("git"),
-      url: z.string().min(1).max(2_048).refine(notAnOption, "must not start with '-'"),
-      ref: z
-        .string()
-        .min(1)
-        .max(256)
-        .regex(/^[A-Za-z0-9._/-]+$/, "a branch or tag name")
-        .refine(notAnOption, "must not start with '-'")
-        .optional(),
-    }),
-  ])
-  .openapi("WorkspaceSource");
+/** What a message body may ask for, as this deployment allows it (the document says the same). */
+export interface MessageBodyOptions {
+  /** Model ids of the catalog; `model` must be one of them. */
+  modelIds: readonly string[];
+  /** `directory` sources and local git clones read the worker's disk: off unless configured. */
+  allowDirectoryWorkspaces: boolean;
+}
+
+/** Workspace sources: `empty`, remote `git`, and with worker-disk access `directory` and local git paths. */
+export function workspaceSourceSchema(allowDirectoryWorkspaces: boolean) {
+  // A leading '-' would read as an option to git: refused by pattern, so the document says so too.
+  const url = z.string().min(1).max(2_048).regex(/^[^-]/, "must not start with '-'");
+  const git = z.object({
+    type: z.literal("git"),
+    url: allowDirectoryWorkspaces
+      ? url
+      : url.regex(REMOTE_GIT_URL, "a remote git URL (https://, ssh://, git://, user@host:path)"),
+    ref: z
+      .string()
+      .min(1)
+      .max(256)
+      .regex(/^[A-Za-z0-9._/][A-Za-z0-9._/-]*$/, "a branch or tag name, not starting with '-'")
+      .optional(),
+  });
+  const empty = z.object({ type: z.literal("empty") });
+  const directory = z.object({
+    type: z.literal("directory"),
+    path: z.string().min(1).max(4_096).openapi({ description: "A path on the worker machine" }),
+  });
+  const variants = allowDirectoryWorkspaces ? ([empty, directory, git] as const) : ([empty, git] as const);
+  return z.discriminatedUnion("type", [...variants]).openapi("WorkspaceSource");
+}
 
 export const DeliveryModeSchema = z.enum(["auto", "steer", "followUp", "interrupt", "reject"]);
 
-export const MessageBodySchema = z
-  .object({
-    text: z.string().min(1).max(MAX_MESSAGE_TEXT_CHARS),
-    delivery: DeliveryModeSchema.default("auto"),
-    model: z.string().min(1).max(256).optional().openapi({ description: "Model id from the catalog" }),
-    systemPrompt: z.string().max(MAX_SYSTEM_PROMPT_CHARS).optional(),
-    tools: z.array(z.enum(builtinToolNames)).max(builtinToolNames.length).optional(),
-    policy: ToolPolicySchema.optional(),
-    workspace: WorkspaceSourceSchema.optional(),
-    hooks: z
-      .array(z.enum(Object.keys(HOOK_SETS) as [string, ...string[]]))
-      .max(Object.keys(HOOK_SETS).length)
-      .optional()
-      .openapi({ description: "Built-in hook sets applied to the run, in order (docs/architecture.md)" }),
-  })
-  .openapi("MessageRequest", {
-    description:
-      "model, systemPrompt, tools, policy, workspace and hooks apply when the message starts a run; a message delivered to a live run leaves that run's settings unchanged.",
-  });
+/** The body of `POST …/messages` for a deployment's catalog and workspace policy. */
+export function messageBodySchema(options: MessageBodyOptions) {
+  const [firstModel, ...otherModels] = options.modelIds;
+  // A model named in one line (`openai-compatible:<model>@<base URL>`, see providers/model-spec).
+  const unknownModel = (input: unknown) =>
+    `Unknown model ${JSON.stringify(input)}: not in the model catalog and not a one-line model (openai-compatible:<model>@<base URL>)`;
+  const oneLine = z
+    .string()
+    .max(512)
+    // The document states the form; the refinement applies the provider's own parser.
+    .regex(new RegExp(`^(${MODEL_SPEC_KINDS.join("|")}):[^\\s@]+(@https?://[^\\s@/?#]+(/[^\\s@?#]*)?)?$`), {
+      error: (issue) => unknownModel(issue.input),
+    })
+    .refine((spec) => modelFromSpec(spec) !== undefined, { error: (issue) => unknownModel(issue.input) });
+  const model =
+    firstModel === undefined
+      ? z.string().min(1).max(256)
+      : z.union([z.enum([firstModel, ...otherModels]), oneLine], {
+          error: (issue) => unknownModel(issue.input),
+        });
+  return z
+    .object({
+      text: z.string().min(1).max(MAX_MESSAGE_TEXT_CHARS),
+      delivery: DeliveryModeSchema.default("auto"),
+      model: model.optional().openapi({
+        description:
+          "Model id from the catalog, or a model named in one line: openai-compatible:<model>@<base URL> (also openai-responses:, anthropic-compatible:)",
+      }),
+      systemPrompt: z.string().max(MAX_SYSTEM_PROMPT_CHARS).optional(),
+      tools: z.array(z.enum(builtinToolNames)).max(builtinToolNames.length).optional(),
+      policy: ToolPolicySchema.optional(),
+      workspace: workspaceSourceSchema(options.allowDirectoryWorkspaces).optional(),
+      hooks: z
+        .array(z.enum(Object.keys(HOOK_SETS) as [string, ...string[]]))
+        .max(Object.keys(HOOK_SETS).length)
+        .optional()
+        .openapi({ description: "Built-in hook sets applied to the run, in order (docs/architecture.md)" }),
+    })
+    .openapi("MessageRequest", {
+      description:
+        "model, systemPrompt, tools, policy, workspace and hooks apply when the message starts a run; a message delivered to a live run leaves that run's settings unchanged.",
+    });
+}
+
+export type MessageBody = z.infer<ReturnType<typeof messageBodySchema>>;
 
 export const DeliveredSchema = z
   .object({
@@ -187,6 +259,37 @@ export const PendingToolCallSchema = z.object({
 
 export const SessionStatusSchema = z.enum(["idle", "running", "waiting_approval"]);
 
+export const RunErrorSchema = z
+  .object({
+    type: z.string().openapi({
+      description: "The failure's type or error class (e.g. NonRetryableLlmError, TerminatedFailure)",
+    }),
+    message: z.string(),
+  })
+  .openapi("RunError");
+
+export const RUN_VIEW_STATUSES = [
+  "starting",
+  "running",
+  "waiting_approval",
+  "completed",
+  "aborted",
+  "failed",
+  "terminated",
+  "timed_out",
+  "canceled",
+] as const;
+
+export const RunViewStatusSchema = z.enum(RUN_VIEW_STATUSES).openapi({
+  description:
+    "The run's own status, or how Temporal closed its workflow when it did not end by itself (failed, terminated, timed_out, canceled)",
+});
+
+/** How a run ended: its status and, for a workflow closed by failure, the error. */
+export const RunEndSchema = z
+  .object({ status: RunViewStatusSchema, error: RunErrorSchema.optional() })
+  .openapi("RunEnd");
+
 export const SessionViewSchema = z
   .object({
     sessionId: z.string(),
@@ -194,10 +297,15 @@ export const SessionViewSchema = z
     run: z
       .object({
         runId: z.string(),
-        status: z.string().openapi({ description: "The run's own status (completed, aborted, …)" }),
-        turn: z.number().int(),
-        usage: UsageSchema,
-        cost: z.number().openapi({ description: "US dollars" }),
+        status: RunViewStatusSchema,
+        error: RunErrorSchema.optional().openapi({ description: "Why the workflow closed, when it failed" }),
+        turn: z
+          .number()
+          .int()
+          .optional()
+          .openapi({ description: "Absent when a failed run's state cannot be read" }),
+        usage: UsageSchema.optional(),
+        cost: z.number().optional().openapi({ description: "US dollars" }),
         pendingToolCalls: z.array(PendingToolCallSchema),
         endReason: z.string().optional(),
       })
@@ -239,6 +347,7 @@ export const EventsPageSchema = z
     events: z.array(z.object({ seq: z.number().int(), type: z.string() }).passthrough()),
     lastSeq: z.number().int().openapi({ description: "Pass as `after` to continue" }),
     runEnded: z.boolean(),
+    run: RunEndSchema.optional().openapi({ description: "How the run ended; present once it has" }),
   })
   .openapi("EventsPage");
 

@@ -2,17 +2,53 @@
  * Local Node server for the API: `tsx src/api/server.ts` (port `KEEL_API_PORT`, default 8787).
  * Same app as the Lambda handler.
  */
+import type { Duplex } from "node:stream";
 import { type ServerType, serve } from "@hono/node-server";
 import type { ApiApp } from "./app";
 import { apiConfigFromEnv } from "./config";
+import { PROBLEM_CONTENT_TYPE, type ProblemSlug, problemDocument } from "./problems";
 import { createApiRuntime } from "./runtime";
+
+/**
+ * Largest request line + headers the server reads (Node's default is 16 KiB). Large enough that
+ * any URL a client may plausibly send (an over-long id included) reaches the app and gets its
+ * 400; beyond it the answer is 431 `request-too-large`, as problem+json too.
+ */
+export const MAX_REQUEST_HEAD_BYTES = 256 * 1024;
+
+/**
+ * Answers a request Node could not parse (head too large, malformed) with a problem document;
+ * Node's own answer is a bare status line with an empty body.
+ */
+function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const [status, reason, slug]: [number, string, ProblemSlug] =
+    error.code === "HPE_HEADER_OVERFLOW"
+      ? [431, "Request Header Fields Too Large", "request-too-large"]
+      : [400, "Bad Request", "malformed-request"];
+  const body = JSON.stringify(problemDocument(slug));
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\ncontent-type: ${PROBLEM_CONTENT_TYPE}\r\n` +
+      `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
+}
 
 /** Serves `app` on `port` (0 = any free port); resolves with the server and its port. */
 export function startApiServer(app: ApiApp, port: number): Promise<{ server: ServerType; port: number }> {
   return new Promise((resolve) => {
-    const server = serve({ fetch: app.fetch, port, hostname: "127.0.0.1" }, (info) =>
-      resolve({ server, port: info.port }),
+    const server = serve(
+      {
+        fetch: app.fetch,
+        port,
+        hostname: "127.0.0.1",
+        serverOptions: { maxHeaderSize: MAX_REQUEST_HEAD_BYTES },
+      },
+      (info) => resolve({ server, port: info.port }),
     );
+    server.on("clientError", answerClientError);
   });
 }
 

@@ -21,9 +21,21 @@ const CONNECTION_FAILURE_CODES = new Set([
   14, // UNAVAILABLE
 ]);
 
+/**
+ * Connecting to Temporal failed. The client reports an unreachable server as a plain error
+ * ("Failed to connect before the deadline"), so the connect step names it.
+ */
+export class TemporalConnectError extends Error {
+  constructor(address: string, options: { cause: unknown }) {
+    super(`cannot connect to Temporal at ${address}`, options);
+    this.name = "TemporalConnectError";
+  }
+}
+
 /** True for errors that say the connection is unusable (unreachable server, dead channel). */
 export function isConnectionFailure(error: unknown): boolean {
   for (let current = error, depth = 0; current && depth < 5; depth++) {
+    if (current instanceof TemporalConnectError) return true;
     const code = (current as { code?: unknown }).code;
     if (typeof code === "number" && CONNECTION_FAILURE_CODES.has(code)) return true;
     const name = (current as { name?: unknown }).name;
@@ -74,6 +86,8 @@ export class LazyRunClient {
     const connection = await Connection.connect({
       address: this.settings.address,
       ...(this.settings.apiKey ? { tls: true, apiKey: this.settings.apiKey } : {}),
+    }).catch((error: unknown) => {
+      throw new TemporalConnectError(this.settings.address, { cause: error });
     });
     const client = new Client({
       connection,

@@ -5,7 +5,9 @@ import { SessionNotFoundError } from "../../store/session-store";
 import type { RunState, SessionRef } from "../../workflows/types";
 import type { RouteContext } from "../app";
 import type { TenantVariables } from "../auth";
+import { IDEMPOTENCY_KEY_PATTERN, MAX_IDEMPOTENCY_KEY_LENGTH } from "../idempotency";
 import { ProblemError } from "../problems";
+import type { LatestRun } from "../run-client";
 import { ProblemSchema } from "../schemas";
 
 export function refOf(c: Context<{ Variables: TenantVariables }>, sessionId: string): SessionRef {
@@ -14,25 +16,25 @@ export function refOf(c: Context<{ Variables: TenantVariables }>, sessionId: str
 
 export interface SessionPresence {
   header?: SessionHeader;
-  state?: RunState;
+  run?: LatestRun;
 }
 
 /**
- * What is known of a session: its stored header and its latest run's state. Throws
+ * What is known of a session: its stored header and its latest run. Throws
  * session-not-found when neither exists — also for another tenant's session, since every
  * lookup is made under the caller's own tenant.
  */
 export async function requireSession(deps: RouteContext, ref: SessionRef): Promise<SessionPresence> {
   const runs = await deps.runs();
-  const [header, state] = await Promise.all([
+  const [header, run] = await Promise.all([
     deps.store.getHeader(ref).catch((error: unknown) => {
       if (error instanceof SessionNotFoundError) return undefined;
       throw error;
     }),
-    runs.state(ref),
+    runs.latestRun(ref),
   ]);
-  if (!header && !state) throw new ProblemError("session-not-found");
-  return { header, state };
+  if (!header && !run) throw new ProblemError("session-not-found");
+  return { header, run };
 }
 
 export const TERMINAL_RUN_STATUSES: ReadonlySet<RunState["status"]> = new Set([
@@ -41,8 +43,20 @@ export const TERMINAL_RUN_STATUSES: ReadonlySet<RunState["status"]> = new Set([
   "failed",
 ]);
 
-export function isLive(state: RunState | undefined): state is RunState {
-  return state !== undefined && !TERMINAL_RUN_STATUSES.has(state.status);
+/** How the run ended (its own status, or how its workflow closed); undefined while it is live. */
+export function runEnd(
+  run: LatestRun | undefined,
+): { status: string; error?: { type: string; message: string } } | undefined {
+  if (run?.failure) return { status: run.failure.status, error: run.failure.error };
+  const status = run?.state?.status;
+  return status !== undefined && TERMINAL_RUN_STATUSES.has(status) ? { status } : undefined;
+}
+
+/** The state of a run that is still going: neither ended by itself nor closed by failure. */
+export function liveState(run: LatestRun | undefined): RunState | undefined {
+  const state = run?.state;
+  if (run?.failure || !state || TERMINAL_RUN_STATUSES.has(state.status)) return undefined;
+  return state;
 }
 
 const problemContent = { "application/problem+json": { schema: ProblemSchema } };
@@ -58,11 +72,12 @@ export function problemResponses(...statuses: number[]) {
     415: "Unsupported content type",
     422: "Idempotency-Key reused with a different request",
     429: "Queue full",
+    431: "Request line and headers too large (the local server reads 256 KiB; API Gateway less)",
     501: "Not implemented",
-    503: "Temporal unavailable",
+    503: "Temporal or the session store unavailable (Retry-After)",
   };
   return Object.fromEntries(
-    [...new Set([400, 401, 404, 503, ...statuses])].map((status) => [
+    [...new Set([400, 401, 404, 431, 503, ...statuses])].map((status) => [
       status,
       { description: descriptions[status] ?? "Problem", content: problemContent },
     ]),
@@ -73,6 +88,11 @@ export const idempotencyHeaderParam = {
   name: "Idempotency-Key",
   in: "header" as const,
   required: false,
-  schema: { type: "string" as const, maxLength: 255 },
+  schema: {
+    type: "string" as const,
+    minLength: 1,
+    maxLength: MAX_IDEMPOTENCY_KEY_LENGTH,
+    pattern: IDEMPOTENCY_KEY_PATTERN,
+  },
   description: "A retried POST with the same key returns the first response and does nothing again",
 };

@@ -5,6 +5,7 @@ import type { AgentEvent } from "../../core/events";
 import type { SessionRef } from "../../workflows/types";
 import { DEFAULT_RUN_SETTINGS } from "../../workflows/types";
 import type { ApiApp, RouteContext } from "../app";
+import { deliveryUpdateId, IDEMPOTENCY_HEADER } from "../idempotency";
 import { ProblemError } from "../problems";
 import type { RunClient } from "../run-client";
 import { runSettingsFrom } from "../run-settings";
@@ -16,30 +17,33 @@ import {
   DeliveredSchema,
   EventsPageSchema,
   EventsQuerySchema,
-  MessageBodySchema,
+  type MessageBodyOptions,
+  messageBodySchema,
   SessionParamsSchema,
 } from "../schemas";
-import { idempotencyHeaderParam, isLive, problemResponses, refOf, requireSession } from "./common";
+import { idempotencyHeaderParam, liveState, problemResponses, refOf, requireSession, runEnd } from "./common";
 
 /** How often an event stream asks the run for new events. */
 export const EVENT_POLL_INTERVAL_MS = 300;
 /** An SSE comment this often keeps idle connections (and proxies) open. */
 export const SSE_KEEPALIVE_MS = 15_000;
 
-const postMessage = createRoute({
-  method: "post",
-  path: "/v1/sessions/{sessionId}/messages",
-  summary: "Deliver a message: starts a run when idle, or reaches the live run per `delivery`",
-  request: {
-    params: SessionParamsSchema,
-    body: { required: true, content: { "application/json": { schema: MessageBodySchema } } },
-  },
-  responses: {
-    202: { description: "Delivered", content: { "application/json": { schema: DeliveredSchema } } },
-    ...problemResponses(409, 413, 415, 422, 429),
-  },
-  parameters: [idempotencyHeaderParam],
-});
+/** The message route for a deployment: its body schema names the catalog's models. */
+const postMessageRoute = (options: MessageBodyOptions) =>
+  createRoute({
+    method: "post",
+    path: "/v1/sessions/{sessionId}/messages",
+    summary: "Deliver a message: starts a run when idle, or reaches the live run per `delivery`",
+    request: {
+      params: SessionParamsSchema,
+      body: { required: true, content: { "application/json": { schema: messageBodySchema(options) } } },
+    },
+    responses: {
+      202: { description: "Delivered", content: { "application/json": { schema: DeliveredSchema } } },
+      ...problemResponses(409, 413, 415, 422, 429),
+    },
+    parameters: [idempotencyHeaderParam],
+  });
 
 const abortRun = createRoute({
   method: "post",
@@ -121,8 +125,9 @@ async function streamEvents(
       if (event.type === "agent_end") return;
     }
     if (events.length === 0) {
-      const state = await runs.state(ref);
-      if (!isLive(state)) return;
+      // A workflow that failed or was terminated never sends agent_end: its closed status ends the stream.
+      const state = liveState(await runs.latestRun(ref));
+      if (!state) return;
       if (state.lastEventSeq < after) after = 0;
       if (Date.now() - lastWrite >= SSE_KEEPALIVE_MS) {
         await stream.write(": keep-alive\n\n");
@@ -134,19 +139,25 @@ async function streamEvents(
 }
 
 export function registerRunRoutes(app: ApiApp, deps: RouteContext): void {
+  const postMessage = postMessageRoute({
+    modelIds: deps.catalog.list().map((model) => model.id),
+    allowDirectoryWorkspaces: deps.config.allowDirectoryWorkspaces,
+  });
   app.openapi(postMessage, async (c) => {
     const { sessionId } = c.req.valid("param");
     const body = c.req.valid("json");
-    const settings = runSettingsFrom(body, {
-      catalog: deps.catalog,
-      allowDirectoryWorkspaces: deps.config.allowDirectoryWorkspaces,
-      defaults: { ...DEFAULT_RUN_SETTINGS, model: deps.config.defaultModel },
-    });
+    const settings = runSettingsFrom(body, { ...DEFAULT_RUN_SETTINGS, model: deps.config.defaultModel });
     const runs = await deps.runs();
+    const idempotencyKey = c.req.header(IDEMPOTENCY_HEADER);
     const delivered = await runs.deliver(
       refOf(c, sessionId),
       { text: body.text, mode: body.delivery },
       settings,
+      {
+        ...(idempotencyKey !== undefined
+          ? { updateId: deliveryUpdateId(c.get("tenantId"), idempotencyKey) }
+          : {}),
+      },
     );
     return c.json(
       {
@@ -176,12 +187,10 @@ export function registerRunRoutes(app: ApiApp, deps: RouteContext): void {
     const { sessionId, toolCallId } = c.req.valid("param");
     const body = c.req.valid("json");
     const ref = refOf(c, sessionId);
-    const { state } = await requireSession(deps, ref);
-    const waiting = isLive(state)
-      ? state.pendingToolCalls.find(
-          (call) => call.toolCallId === toolCallId && call.state === "awaiting_approval",
-        )
-      : undefined;
+    const { run } = await requireSession(deps, ref);
+    const waiting = liveState(run)?.pendingToolCalls.find(
+      (call) => call.toolCallId === toolCallId && call.state === "awaiting_approval",
+    );
     if (!waiting)
       throw new ProblemError("no-pending-approval", `Tool call ${toolCallId} is not waiting for approval.`);
     const runs = await deps.runs();
@@ -200,7 +209,7 @@ export function registerRunRoutes(app: ApiApp, deps: RouteContext): void {
     const { sessionId } = c.req.valid("param");
     const query = c.req.valid("query");
     const ref = refOf(c, sessionId);
-    const { state } = await requireSession(deps, ref);
+    const { run } = await requireSession(deps, ref);
     const runs = await deps.runs();
     const wantsStream = (c.req.header("accept") ?? "").includes("text/event-stream");
     if (wantsStream) {
@@ -217,6 +226,15 @@ export function registerRunRoutes(app: ApiApp, deps: RouteContext): void {
     }
     const after = query.after ?? 0;
     const events = await runs.events(ref, after);
-    return c.json({ events, lastSeq: events.at(-1)?.seq ?? after, runEnded: !isLive(state) }, 200);
+    const ended = runEnd(run);
+    return c.json(
+      {
+        events,
+        lastSeq: events.at(-1)?.seq ?? after,
+        runEnded: !liveState(run),
+        ...(ended ? { run: ended } : {}),
+      },
+      200,
+    );
   });
 }

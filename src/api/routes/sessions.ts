@@ -2,8 +2,8 @@
 
 import type { z } from "@hono/zod-openapi";
 import { createRoute } from "@hono/zod-openapi";
-import type { RunState } from "../../workflows/types";
 import type { ApiApp, RouteContext } from "../app";
+import type { LatestRun } from "../run-client";
 import {
   ListQuerySchema,
   SessionListSchema,
@@ -11,7 +11,7 @@ import {
   type SessionStatusSchema,
   SessionViewSchema,
 } from "../schemas";
-import { problemResponses, refOf, requireSession } from "./common";
+import { liveState, problemResponses, refOf, requireSession } from "./common";
 
 const getSession = createRoute({
   method: "get",
@@ -38,39 +38,48 @@ const listSessions = createRoute({
   },
 });
 
-export function sessionStatus(state: RunState | undefined): z.infer<typeof SessionStatusSchema> {
+export function sessionStatus(run: LatestRun | undefined): z.infer<typeof SessionStatusSchema> {
+  const state = liveState(run);
   if (state?.status === "waiting_approval") return "waiting_approval";
   if (state?.status === "running" || state?.status === "starting") return "running";
   return "idle";
+}
+
+type RunView = NonNullable<z.infer<typeof SessionViewSchema>["run"]>;
+
+/** A run as the API shows it: a workflow closed by failure reports that, whatever its state said. */
+function runView({ runId, state, failure }: LatestRun): RunView {
+  const view: RunView = {
+    runId,
+    status: failure?.status ?? state?.status ?? "starting",
+    // A closed workflow runs no tool any more, whatever it was waiting for.
+    pendingToolCalls: failure ? [] : (state?.pendingToolCalls ?? []),
+  };
+  if (failure) view.error = failure.error;
+  if (state) {
+    view.turn = state.turn;
+    view.usage = state.usage;
+    view.cost = state.usage.cost.total;
+    if (state.endReason !== undefined) view.endReason = state.endReason;
+  }
+  return view;
 }
 
 export function registerSessionRoutes(app: ApiApp, deps: RouteContext): void {
   app.openapi(getSession, async (c) => {
     const { sessionId } = c.req.valid("param");
     const ref = refOf(c, sessionId);
-    const { header, state } = await requireSession(deps, ref);
+    const { header, run } = await requireSession(deps, ref);
     const { entries } = header ? await deps.store.readEntries(ref, { untilGap: true }) : { entries: [] };
     const view: z.infer<typeof SessionViewSchema> = {
       sessionId,
-      status: sessionStatus(state),
+      status: sessionStatus(run),
       entryCount: entries.length,
       leafId: entries.at(-1)?.entry.id ?? null,
     };
     if (header?.parentSession !== undefined) view.parentSession = header.parentSession;
     if (header) view.createdAt = header.timestamp;
-    if (state) {
-      const runs = await deps.runs();
-      const description = await runs.handle(ref).describe();
-      view.run = {
-        runId: description.runId,
-        status: state.status,
-        turn: state.turn,
-        usage: state.usage,
-        cost: state.usage.cost.total,
-        pendingToolCalls: state.pendingToolCalls,
-      };
-      if (state.endReason !== undefined) view.run.endReason = state.endReason;
-    }
+    if (run) view.run = runView(run);
     return c.json(view, 200);
   });
 

@@ -50,6 +50,36 @@ const exportSession = createRoute({
   },
 });
 
+/** An `application/json` import of the wire format: an object with a `messages` list. */
+const WIRE_SESSION_JSON_SCHEMA = {
+  type: "object" as const,
+  title: "Wire session JSON (kind/parts messages)",
+  required: ["messages"],
+  properties: {
+    session_id: { type: "string" as const },
+    messages: {
+      type: "array" as const,
+      items: {},
+      description: "Wire messages; unreadable ones are skipped and reported in warnings",
+    },
+  },
+};
+
+/** An `application/json` import of a one-line pi file: its header alone. */
+const PI_HEADER_JSON_SCHEMA = {
+  type: "object" as const,
+  title: "A one-line pi session file (its header)",
+  required: ["type", "id", "timestamp"],
+  properties: {
+    type: { type: "string" as const, enum: ["session"] },
+    version: { type: "integer" as const, enum: [1, 2, 3] },
+    id: { type: "string" as const },
+    timestamp: { type: "string" as const },
+    cwd: { type: "string" as const },
+    parentSession: { type: "string" as const },
+  },
+};
+
 const importSession = createRoute({
   method: "post",
   path: "/v1/sessions/import",
@@ -60,9 +90,8 @@ const importSession = createRoute({
       required: true,
       content: {
         [JSONL_CONTENT_TYPE]: { schema: { type: "string" } },
-        "application/json": {
-          schema: { type: "object", description: "wire-format session JSON or a one-line pi file" },
-        },
+        // What `parseImport` reads; documentation only (the handler reads the raw text).
+        "application/json": { schema: { anyOf: [WIRE_SESSION_JSON_SCHEMA, PI_HEADER_JSON_SCHEMA] } },
       },
     },
   },
@@ -149,14 +178,16 @@ function parseImport(text: string, contentTypeHeader: string, nowIso: string): P
         "The body is not JSON; send pi JSONL as application/x-ndjson.",
       );
     }
-    const isPiHeader =
-      typeof value === "object" && value !== null && (value as { type?: unknown }).type === "session";
-    if (!isPiHeader) {
-      if (typeof value !== "object" || value === null || Array.isArray(value) || !("messages" in value)) {
-        throw new ProblemError("invalid-session-file", "A session JSON must be an object with `messages`.");
-      }
+    const record = typeof value === "object" && value !== null ? (value as Record<string, unknown>) : {};
+    if (Array.isArray(record.messages)) {
       const { session, problems } = importWireSession(value, secureRandom, nowIso);
       return { header: session.header, entries: session.entries, warnings: problems };
+    }
+    if (record.type !== "session") {
+      throw new ProblemError(
+        "invalid-session-file",
+        "A session JSON must be an object with a `messages` list (or a pi session header).",
+      );
     }
   }
   const parsed = parseSession(text);

@@ -13,7 +13,12 @@ interface EventsPage {
   events: AgentEvent[];
   lastSeq: number;
   runEnded: boolean;
+  /** How the run ended; a workflow that failed or was terminated never sends agent_end. */
+  run?: { status: string };
 }
+
+/** Run statuses of a workflow Temporal closed by failure: the run did not complete. */
+const CLOSED_BY_FAILURE = new Set(["failed", "terminated", "timed_out", "canceled"]);
 
 interface EntriesPage {
   entries: Array<{ seq: number; entry: { id: string; type: string; message?: AgentMessage } }>;
@@ -76,8 +81,9 @@ export class EventDetails {
 }
 
 /**
- * Prints the events after `after` until the run ends; resolves with the run's end status, or
- * undefined when the session has no run (or it ended before any `agent_end` could be seen).
+ * Prints the events after `after` until the run ends; resolves with the run's end status ("failed"
+ * also for a workflow that failed or was terminated without `agent_end`), or undefined when the
+ * session has no run (or it ended before any `agent_end` could be seen).
  * A stream cut short (a proxy timeout, `KEEL_API_SSE_MAX_SECONDS`) is resumed from the last seq.
  * With `details`, messages and tool arguments are filled in before printing.
  */
@@ -112,7 +118,7 @@ export async function followRun(
         const status = await take(event);
         if (status) return status;
       }
-      if (page.runEnded) return undefined;
+      if (page.runEnded) return page.run && CLOSED_BY_FAILURE.has(page.run.status) ? "failed" : undefined;
       await new Promise((resolve) => setTimeout(resolve, RECONNECT_DELAY_MS));
     }
   } finally {

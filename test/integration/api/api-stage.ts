@@ -20,11 +20,15 @@ export interface ApiStage {
   keys: { a: string; b: string };
   tenants: { a: string; b: string };
   objects: JsonObjects;
-  call(method: string, path: string, options?: CallOptions): Promise<ApiResponse>;
+  call: Caller;
+  /** Calls to another app on the same stage whose dependencies differ by `overrides` (faults). */
+  callerWith(overrides: Partial<ApiDependencies>): Caller;
   /** A fresh session id. */
   sessionId(): string;
   close(): Promise<void>;
 }
+
+export type Caller = (method: string, path: string, options?: CallOptions) => Promise<ApiResponse>;
 
 export interface CallOptions {
   key?: string | null;
@@ -60,7 +64,7 @@ export async function createApiStage(
   const s3 = s3Client();
   const settings = s3Settings();
   const objects = new JsonObjects(s3, settings.bucket, settings.prefix);
-  const app = createApp({
+  const dependencies: ApiDependencies = {
     config: {
       apiKeys: { [sha256(keys.a)]: tenants.a, [sha256(keys.b)]: tenants.b },
       bodyLimitBytes: 256 * 1024,
@@ -75,27 +79,30 @@ export async function createApiStage(
     catalog: loadCatalog(),
     log: () => undefined,
     ...options.overrides,
-  });
+  };
+  const app = createApp(dependencies);
 
-  async function call(method: string, path: string, callOptions: CallOptions = {}): Promise<ApiResponse> {
-    const headers: Record<string, string> = { ...callOptions.headers };
-    const key = callOptions.key === undefined ? keys.a : callOptions.key;
-    if (key !== null) headers.authorization = `Bearer ${key}`;
-    let body = callOptions.body;
-    if (callOptions.json !== undefined) {
-      body = JSON.stringify(callOptions.json);
-      headers["content-type"] ??= "application/json";
-    }
-    const response = await app.request(path, { method, headers, body });
-    const text = await response.text();
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      parsed = undefined;
-    }
-    return { status: response.status, headers: response.headers, text, body: parsed };
-  }
+  const callerOf =
+    (target: ApiApp): Caller =>
+    async (method, path, callOptions = {}) => {
+      const headers: Record<string, string> = { ...callOptions.headers };
+      const key = callOptions.key === undefined ? keys.a : callOptions.key;
+      if (key !== null) headers.authorization = `Bearer ${key}`;
+      let body = callOptions.body;
+      if (callOptions.json !== undefined) {
+        body = JSON.stringify(callOptions.json);
+        headers["content-type"] ??= "application/json";
+      }
+      const response = await target.request(path, { method, headers, body });
+      const text = await response.text();
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        parsed = undefined;
+      }
+      return { status: response.status, headers: response.headers, text, body: parsed };
+    };
 
   return {
     stage,
@@ -103,7 +110,8 @@ export async function createApiStage(
     keys,
     tenants,
     objects,
-    call,
+    call: callerOf(app),
+    callerWith: (overrides) => callerOf(createApp({ ...dependencies, ...overrides })),
     sessionId: () => uniqueName("session"),
     async close() {
       await stage.close();

@@ -1,12 +1,14 @@
 import { createHash } from "node:crypto";
+import { allowedMethods } from "../../../src/api/allowed-methods";
 import { tenantOfKey } from "../../../src/api/auth";
 import { apiConfigFromEnv, parseApiKeys } from "../../../src/api/config";
-import { ProblemError, problemDocument } from "../../../src/api/problems";
+import { problemDocument } from "../../../src/api/problems";
 import { runSettingsFrom } from "../../../src/api/run-settings";
-import { MessageBodySchema } from "../../../src/api/schemas";
+import { messageBodySchema } from "../../../src/api/schemas";
 import { slackSignature, verifySlackSignature } from "../../../src/api/slack/signature";
 import { slackSessionId } from "../../../src/api/slack/threads";
-import { isConnectionFailure } from "../../../src/api/temporal";
+import { isConnectionFailure, TemporalConnectError } from "../../../src/api/temporal";
+import { unavailableDependency } from "../../../src/api/unavailable";
 import { loadCatalog } from "../../../src/providers/models";
 import { DEFAULT_RUN_SETTINGS } from "../../../src/workflows/types";
 
@@ -92,9 +94,14 @@ describe("Slack signatures", () => {
 });
 
 describe("run settings from a message body", () => {
-  const catalog = loadCatalog();
+  const modelIds = loadCatalog()
+    .list()
+    .map((model) => model.id);
+  const schemaFor = (allowDirectoryWorkspaces: boolean) =>
+    messageBodySchema({ modelIds, allowDirectoryWorkspaces });
+  const MessageBodySchema = schemaFor(false);
   const settingsOf = (body: unknown, allowDirectoryWorkspaces = false) =>
-    runSettingsFrom(MessageBodySchema.parse(body), { catalog, allowDirectoryWorkspaces });
+    runSettingsFrom(schemaFor(allowDirectoryWorkspaces).parse(body));
 
   test("defaults, then the caller's choices", () => {
     expect(settingsOf({ text: "x" })).toEqual(DEFAULT_RUN_SETTINGS);
@@ -117,11 +124,17 @@ describe("run settings from a message body", () => {
   });
 
   test("unknown models and worker-disk workspaces are refused unless enabled", () => {
-    expect(() => settingsOf({ text: "x", model: "nope" })).toThrow(ProblemError);
+    expect(() => settingsOf({ text: "x", model: "nope" })).toThrow(/model/);
     expect(() => settingsOf({ text: "x", workspace: { type: "directory", path: "/srv" } })).toThrow(
-      /disabled/,
+      /directory|type/,
     );
-    expect(() => settingsOf({ text: "x", workspace: { type: "git", url: "/srv/repo" } })).toThrow(/disabled/);
+    expect(() => settingsOf({ text: "x", workspace: { type: "git", url: "/srv/repo" } })).toThrow(
+      /remote git URL/,
+    );
+    expect(settingsOf({ text: "x", workspace: { type: "git", url: "/srv/repo" } }, true).workspace).toEqual({
+      type: "git",
+      url: "/srv/repo",
+    });
     expect(settingsOf({ text: "x", workspace: { type: "directory", path: "/srv" } }, true).workspace).toEqual(
       {
         type: "directory",
@@ -156,4 +169,35 @@ test("connection failures are told apart from request failures", () => {
   expect(isConnectionFailure(new Error("x", { cause: { code: 14 } }))).toBe(true);
   expect(isConnectionFailure({ code: 5 })).toBe(false);
   expect(isConnectionFailure(new Error("plain"))).toBe(false);
+});
+
+test("unreachable dependencies are named; request errors are not", () => {
+  const s3Answer = (status: number, name: string) =>
+    Object.assign(new Error(name), { name, $metadata: { httpStatusCode: status } });
+  expect(
+    unavailableDependency(new TemporalConnectError("127.0.0.1:1", { cause: new Error("deadline") })),
+  ).toBe("temporal");
+  expect(unavailableDependency({ code: 4 })).toBe("temporal");
+  expect(unavailableDependency(s3Answer(503, "SlowDown"))).toBe("storage");
+  expect(unavailableDependency(s3Answer(500, "InternalError"))).toBe("storage");
+  expect(
+    unavailableDependency(Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" })),
+  ).toBe("storage");
+  expect(unavailableDependency(s3Answer(412, "PreconditionFailed"))).toBeUndefined();
+  expect(unavailableDependency(s3Answer(403, "AccessDenied"))).toBeUndefined();
+  expect(unavailableDependency(new TypeError("bug"))).toBeUndefined();
+});
+
+test("allowed methods: pattern routes match by segment, literal routes win, middleware does not count", () => {
+  const routes = [
+    { method: "ALL", path: "/v1/sessions/*" },
+    { method: "GET", path: "/v1/sessions/:sessionId" },
+    { method: "POST", path: "/v1/sessions/:sessionId/messages" },
+    { method: "POST", path: "/v1/sessions/import" },
+  ];
+  expect(allowedMethods(routes, "/v1/sessions/s1")).toEqual(["GET"]);
+  expect(allowedMethods(routes, "/v1/sessions/import")).toEqual(["POST"]);
+  expect(allowedMethods(routes, "/v1/sessions/s1/messages")).toEqual(["POST"]);
+  expect(allowedMethods(routes, "/v1/sessions/s1/other")).toEqual([]);
+  expect(allowedMethods(routes, "/v1/sessions/")).toEqual([]);
 });

@@ -6,9 +6,8 @@
 import { mkdtempSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ProblemError } from "../../../src/api/problems";
 import { runSettingsFrom } from "../../../src/api/run-settings";
-import { MessageBodySchema } from "../../../src/api/schemas";
+import { messageBodySchema } from "../../../src/api/schemas";
 import { type LocalLlmServer, startLocalLlmServer } from "../../../src/providers/local-server";
 import { modelFromSpec, ONE_LINE_DEFAULTS, sdkBaseUrl } from "../../../src/providers/model-spec";
 import { loadCatalog } from "../../../src/providers/models";
@@ -190,20 +189,24 @@ describe("provider options from the worker's environment", () => {
 });
 
 describe("the API's model check", () => {
-  const settingsOf = (model: string) =>
-    runSettingsFrom(MessageBodySchema.parse({ text: "x", model }), {
-      catalog: loadCatalog({ env: {} }),
-      allowDirectoryWorkspaces: false,
-    });
-
-  it("accepts a one-line model", () => {
-    expect(settingsOf("openai-compatible:qwen3-coder@http://127.0.0.1:11434/v1").model).toBe(
-      "openai-compatible:qwen3-coder@http://127.0.0.1:11434/v1",
-    );
+  const body = messageBodySchema({
+    modelIds: loadCatalog({ env: {} })
+      .list()
+      .map((model) => model.id),
+    allowDirectoryWorkspaces: false,
   });
 
-  it("refuses an unknown model with the fix in the message", () => {
-    expect(() => settingsOf("qwen3-coder")).toThrow(ProblemError);
-    expect(() => settingsOf("qwen3-coder")).toThrow(/openai-compatible:<model>/);
+  it("accepts a one-line model", () => {
+    const spec = "openai-compatible:qwen3-coder@http://127.0.0.1:11434/v1";
+    expect(runSettingsFrom(body.parse({ text: "x", model: spec })).model).toBe(spec);
+  });
+
+  it("refuses an unknown model, or a one-line model with credentials, with the fix in the message", () => {
+    const unknown = body.safeParse({ text: "x", model: "qwen3-coder" });
+    expect(unknown.success).toBe(false);
+    expect(JSON.stringify(unknown.error?.issues)).toMatch(/openai-compatible:<model>/);
+    expect(body.safeParse({ text: "x", model: "openai-compatible:m@http://u:p@host/v1" }).success).toBe(
+      false,
+    );
   });
 });

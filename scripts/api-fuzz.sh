@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Property-based fuzzing of the HTTP API from its own OpenAPI document, bounded to a few minutes.
+#
+# Installs schemathesis (PyPI, pinned) into its own venv under .keel/tools/schemathesis (once),
+# starts the local stack in a temporary data folder (`keel dev --no-demo`: Temporal dev server,
+# S3 server, local LLM server, worker, HTTP API), runs schemathesis against the API, and stops
+# everything. Exits non-zero on any 5xx, any response the document does not describe, and any
+# request the document allows but the server refuses (or the reverse).
+#
+#   bash scripts/api-fuzz.sh              # 30 examples per operation, seed 1
+#   KEEL_FUZZ_EXAMPLES=100 KEEL_FUZZ_SEED=7 bash scripts/api-fuzz.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+SCHEMATHESIS_VERSION=4.32.5
+tools="$root/.keel/tools/schemathesis"
+stamp="$tools/installed-$SCHEMATHESIS_VERSION"
+if [ ! -f "$stamp" ]; then
+  echo "api-fuzz: installing schemathesis $SCHEMATHESIS_VERSION into $tools" >&2
+  rm -rf "$tools/venv"
+  python3 -m venv "$tools/venv"
+  "$tools/venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
+  touch "$stamp"
+fi
+# The Temporal CLI and the S3 server (idempotent; the same step .ci/run and npm test run).
+node scripts/ensure.mjs
+
+data=$(mktemp -d "${TMPDIR:-/tmp}/keel-api-fuzz.XXXXXX")
+log="$data/keel-dev.log"
+dev_pid=""
+cleanup() {
+  if [ -n "$dev_pid" ] && kill -0 "$dev_pid" 2>/dev/null; then
+    kill -INT "$dev_pid"
+    wait "$dev_pid" || true
+  fi
+  rm -rf "$data"
+}
+trap cleanup EXIT
+
+# A stack of its own: no provider keys (the local LLM server answers) and none of the caller's
+# server settings (it starts its own Temporal and S3 servers).
+env -i PATH="$PATH" HOME="$HOME" KEEL_DATA_DIR="$data" node bin/keel.js dev --no-demo >"$log" 2>&1 &
+dev_pid=$!
+
+url=""
+for _ in $(seq 1 240); do
+  url=$(sed -n 's/^  API *\(http:[^ ]*\).*/\1/p' "$log" | head -n 1)
+  [ -n "$url" ] && break
+  if ! kill -0 "$dev_pid" 2>/dev/null; then
+    echo "api-fuzz: keel dev exited before the API was up:" >&2
+    cat "$log" >&2
+    exit 1
+  fi
+  sleep 0.5
+done
+if [ -z "$url" ]; then
+  echo "api-fuzz: the API did not come up within 120 s:" >&2
+  cat "$log" >&2
+  exit 1
+fi
+echo "api-fuzz: fuzzing $url" >&2
+
+# Run from the temporary folder: schemathesis keeps its example database in ./.schemathesis.
+cd "$data"
+# keel dev's loopback key for tenant `dev` (not a secret; see src/cli/dev.ts).
+"$tools/venv/bin/schemathesis" --config-file "$root/scripts/api-fuzz.toml" --no-color run "$url/v1/openapi.json" \
+  --header "Authorization: Bearer keel-dev-key" \
+  --checks all \
+  --phases examples,coverage,fuzzing \
+  --max-examples "${KEEL_FUZZ_EXAMPLES:-30}" \
+  --seed "${KEEL_FUZZ_SEED:-1}" \
+  --workers 1 \
+  --request-timeout 30
