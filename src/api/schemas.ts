@@ -127,6 +127,22 @@ export const WorkspaceSourceSchema = z
   ])
   .openapi("WorkspaceSource");
 
+/** Largest turn / tool-call limit a caller may set. */
+export const MAX_RUN_LIMIT = 100_000;
+
+export const RunLimitsSchema = z
+  .object({
+    maxTurns: z.number().int().min(1).max(MAX_RUN_LIMIT).optional(),
+    maxToolCalls: z.number().int().min(0).max(MAX_RUN_LIMIT).optional(),
+    maxCostUsd: z
+      .number()
+      .min(0)
+      .max(1_000_000)
+      .optional()
+      .openapi({ description: "Stop once the run's cost reaches this many US dollars (0 = no budget)" }),
+  })
+  .openapi("RunLimits");
+
 export const DeliveryModeSchema = z.enum(["auto", "steer", "followUp", "interrupt", "reject"]);
 
 export const MessageBodySchema = z
@@ -138,6 +154,7 @@ export const MessageBodySchema = z
     tools: z.array(z.enum(builtinToolNames)).max(builtinToolNames.length).optional(),
     policy: ToolPolicySchema.optional(),
     workspace: WorkspaceSourceSchema.optional(),
+    limits: RunLimitsSchema.optional(),
     hooks: z
       .array(z.enum(Object.keys(HOOK_SETS) as [string, ...string[]]))
       .max(Object.keys(HOOK_SETS).length)
@@ -146,7 +163,7 @@ export const MessageBodySchema = z
   })
   .openapi("MessageRequest", {
     description:
-      "model, systemPrompt, tools, policy, workspace and hooks apply when the message starts a run; a message delivered to a live run leaves that run's settings unchanged.",
+      "model, systemPrompt, tools, policy, workspace, limits and hooks apply when the message starts a run; a message delivered to a live run leaves that run's settings unchanged.",
   });
 
 export const DeliveredSchema = z
@@ -215,6 +232,10 @@ export const SessionListSchema = z
       z.object({
         sessionId: z.string(),
         createdAt: z.string().optional(),
+        lastActivityAt: z
+          .string()
+          .optional()
+          .openapi({ description: "When the session's newest entry (or header) was stored" }),
         parentSession: z.string().optional(),
       }),
     ),
@@ -256,6 +277,29 @@ export const ForkBodySchema = z
 export const BranchBodySchema = z
   .object({ entryId: z.string().min(1).max(MAX_ENTRY_ID_CHARS), summarize: z.boolean().default(false) })
   .openapi("BranchRequest");
+
+export const MAX_LABEL_CHARS = 200;
+
+export const LabelBodySchema = z
+  .object({
+    entryId: z.string().min(1).max(MAX_ENTRY_ID_CHARS),
+    label: z
+      .string()
+      .min(1)
+      .max(MAX_LABEL_CHARS)
+      .optional()
+      .openapi({ description: "The label; omit it to clear the entry's label" }),
+  })
+  .openapi("LabelRequest");
+
+export const LabelResultSchema = z
+  .object({
+    sessionId: z.string(),
+    entryId: z.string().openapi({ description: "The label entry written (the session's new leaf)" }),
+    targetId: z.string(),
+    label: z.string().optional(),
+  })
+  .openapi("LabelResult");
 
 export const CompactBodySchema = z
   .object({ instructions: z.string().max(10_000).optional() })

@@ -3,7 +3,8 @@
 import type { z } from "@hono/zod-openapi";
 import { createRoute } from "@hono/zod-openapi";
 import type { RunState } from "../../workflows/types";
-import type { ApiApp, RouteContext } from "../app";
+import type { RouteContext } from "../app";
+import { createRouter } from "../router";
 import {
   ListQuerySchema,
   SessionListSchema,
@@ -27,7 +28,7 @@ const getSession = createRoute({
 const listSessions = createRoute({
   method: "get",
   path: "/v1/sessions",
-  summary: "The caller's sessions, in id order, paged",
+  summary: "The caller's sessions, in id order, paged, with when each was last written",
   request: { query: ListQuerySchema },
   responses: {
     200: {
@@ -44,47 +45,48 @@ export function sessionStatus(state: RunState | undefined): z.infer<typeof Sessi
   return "idle";
 }
 
-export function registerSessionRoutes(app: ApiApp, deps: RouteContext): void {
-  app.openapi(getSession, async (c) => {
-    const { sessionId } = c.req.valid("param");
-    const ref = refOf(c, sessionId);
-    const { header, state } = await requireSession(deps, ref);
-    const { entries } = header ? await deps.store.readEntries(ref, { untilGap: true }) : { entries: [] };
-    const view: z.infer<typeof SessionViewSchema> = {
-      sessionId,
-      status: sessionStatus(state),
-      entryCount: entries.length,
-      leafId: entries.at(-1)?.entry.id ?? null,
-    };
-    if (header?.parentSession !== undefined) view.parentSession = header.parentSession;
-    if (header) view.createdAt = header.timestamp;
-    if (state) {
-      const runs = await deps.runs();
-      const description = await runs.handle(ref).describe();
-      view.run = {
-        runId: description.runId,
-        status: state.status,
-        turn: state.turn,
-        usage: state.usage,
-        cost: state.usage.cost.total,
-        pendingToolCalls: state.pendingToolCalls,
-      };
-      if (state.endReason !== undefined) view.run.endReason = state.endReason;
-    }
-    return c.json(view, 200);
-  });
-
-  app.openapi(listSessions, async (c) => {
-    const { limit, cursor } = c.req.valid("query");
-    const page = await deps.store.listSessions(c.get("tenantId"), { limit, cursor });
-    const body: z.infer<typeof SessionListSchema> = {
-      sessions: page.sessions.map(({ sessionId, header }) => ({
+export function sessionRoutes(deps: RouteContext) {
+  return createRouter()
+    .openapi(getSession, async (c) => {
+      const { sessionId } = c.req.valid("param");
+      const ref = refOf(c, sessionId);
+      const { header, state } = await requireSession(deps, ref);
+      const { entries } = header ? await deps.store.readEntries(ref, { untilGap: true }) : { entries: [] };
+      const view: z.infer<typeof SessionViewSchema> = {
         sessionId,
-        ...(header ? { createdAt: header.timestamp } : {}),
-        ...(header?.parentSession !== undefined ? { parentSession: header.parentSession } : {}),
-      })),
-    };
-    if (page.nextCursor) body.nextCursor = page.nextCursor;
-    return c.json(body, 200);
-  });
+        status: sessionStatus(state),
+        entryCount: entries.length,
+        leafId: entries.at(-1)?.entry.id ?? null,
+      };
+      if (header?.parentSession !== undefined) view.parentSession = header.parentSession;
+      if (header) view.createdAt = header.timestamp;
+      if (state) {
+        const runs = await deps.runs();
+        const description = await runs.handle(ref).describe();
+        view.run = {
+          runId: description.runId,
+          status: state.status,
+          turn: state.turn,
+          usage: state.usage,
+          cost: state.usage.cost.total,
+          pendingToolCalls: state.pendingToolCalls,
+        };
+        if (state.endReason !== undefined) view.run.endReason = state.endReason;
+      }
+      return c.json(view, 200);
+    })
+    .openapi(listSessions, async (c) => {
+      const { limit, cursor } = c.req.valid("query");
+      const page = await deps.store.listSessions(c.get("tenantId"), { limit, cursor });
+      const body: z.infer<typeof SessionListSchema> = {
+        sessions: page.sessions.map(({ sessionId, header, lastActivityAt }) => ({
+          sessionId,
+          ...(header ? { createdAt: header.timestamp } : {}),
+          ...(lastActivityAt ? { lastActivityAt } : {}),
+          ...(header?.parentSession !== undefined ? { parentSession: header.parentSession } : {}),
+        })),
+      };
+      if (page.nextCursor) body.nextCursor = page.nextCursor;
+      return c.json(body, 200);
+    });
 }
