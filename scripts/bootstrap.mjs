@@ -93,6 +93,7 @@ export function bootstrap() {
     }
   }
   writeFileSync(stampFile, wanted);
+  process.stderr.write(`keel bootstrap: done, ${specs.join(", ")} installed in .keel/tools\n`);
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

@@ -3,7 +3,6 @@
  * handler (`lambda.ts`). Routes are declared with `@hono/zod-openapi`, so the schemas that
  * validate requests also produce `GET /v1/openapi.json`. Docs: docs/api.md.
  */
-import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
@@ -16,14 +15,15 @@ import {
   type SessionStore,
 } from "../store/session-store";
 import { allowedMethods, isAllowed, literalMethods } from "./allowed-methods";
-import { bearerAuth, type TenantVariables } from "./auth";
+import { bearerAuth } from "./auth";
 import type { ApiConfig } from "./config";
 import { idempotency } from "./idempotency";
 import type { JsonObjects } from "./json-objects";
 import { ProblemError, type ProblemSlug, problemResponse } from "./problems";
-import { registerRunRoutes } from "./routes/runs";
-import { registerSessionRoutes } from "./routes/sessions";
-import { registerTransferRoutes } from "./routes/transfer";
+import { createRouter } from "./router";
+import { runRoutes } from "./routes/runs";
+import { sessionRoutes } from "./routes/sessions";
+import { transferRoutes } from "./routes/transfer";
 import { DeliveryRefusedError, type RunClient } from "./run-client";
 import { registerSlackRoutes } from "./slack/events";
 import type { SlackReply } from "./slack/reply";
@@ -53,8 +53,11 @@ export interface ApiDependencies {
   log?: (record: Record<string, unknown>) => void;
 }
 
-export type ApiEnv = { Variables: TenantVariables };
-export type ApiApp = OpenAPIHono<ApiEnv>;
+/**
+ * The app with every session route in its type: `hc<ApiApp>(url)` from `hono/client` is a typed
+ * client of the API (the `keel` CLI uses it).
+ */
+export type ApiApp = ReturnType<typeof createApp>;
 
 /** Context handed to the route modules. */
 export interface RouteContext extends ApiDependencies {
@@ -83,9 +86,6 @@ const UNAVAILABLE: Record<UnavailableDependency, { slug: ProblemSlug; msg: strin
   temporal: { slug: "temporal-unavailable", msg: "temporal unavailable" },
   storage: { slug: "storage-unavailable", msg: "storage unavailable" },
 };
-
-/** Schema problems named in a 400's `detail` (all of them are in `errors`). */
-const DETAILED_ISSUES = 3;
 
 function methodNotAllowed(method: string, allowed: readonly string[]): Response {
   return problemResponse(
@@ -138,30 +138,13 @@ function errorResponse(error: unknown, c: Context, deps: RouteContext): Response
   return problemResponse("internal-error");
 }
 
-export function createApp(dependencies: ApiDependencies): ApiApp {
+export function createApp(dependencies: ApiDependencies) {
   const deps: RouteContext = {
     ...dependencies,
     now: dependencies.now ?? Date.now,
     log: dependencies.log ?? defaultLog,
   };
-  const app: ApiApp = new OpenAPIHono<ApiEnv>({
-    defaultHook: (result) => {
-      if (!result.success) {
-        const errors = result.error.issues.map((issue) => ({
-          path: issue.path.join("."),
-          message: issue.message,
-        }));
-        // The first problems in `detail` too: clients that show only the detail still say what is wrong.
-        const named = errors
-          .slice(0, DETAILED_ISSUES)
-          .map(({ path, message }) => (path ? `${path}: ${message}` : message))
-          .join("; ");
-        throw new ProblemError("invalid-request", `The request does not match the schema (${named}).`, {
-          errors,
-        });
-      }
-    },
-  });
+  const app = createRouter();
   app.onError((error, c) => errorResponse(error, c, deps));
   app.notFound((c) => {
     const allowed = allowedMethods(app.routes, c.req.path);
@@ -190,9 +173,6 @@ export function createApp(dependencies: ApiDependencies): ApiApp {
   }
   app.use("/v1/integrations/*", limit);
 
-  registerSessionRoutes(app, deps);
-  registerRunRoutes(app, deps);
-  registerTransferRoutes(app, deps);
   registerSlackRoutes(app, deps);
 
   app.get("/healthz", (c) => c.json({ ok: true }));
@@ -205,5 +185,6 @@ export function createApp(dependencies: ApiDependencies): ApiApp {
     },
     security: [{ bearer: [] }],
   });
-  return app;
+  // Mounted after the middleware above, which therefore runs before every one of them.
+  return app.route("/", sessionRoutes(deps)).route("/", runRoutes(deps)).route("/", transferRoutes(deps));
 }

@@ -15,6 +15,7 @@ export function runSettingsFrom(
   if (body.systemPrompt !== undefined) settings.systemPrompt = body.systemPrompt;
   if (body.tools !== undefined) settings.tools = [...new Set(body.tools)];
   if (body.hooks !== undefined) settings.hooks = [...new Set(body.hooks)];
+  if (body.limits !== undefined) settings.limits = { ...defaults.limits, ...body.limits };
   if (body.policy !== undefined) {
     settings.policy = {
       rules: body.policy.rules.map((rule) => ({ ...rule })),

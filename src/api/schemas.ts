@@ -173,6 +173,22 @@ export function workspaceSourceSchema(allowDirectoryWorkspaces: boolean) {
   return z.discriminatedUnion("type", [...variants]).openapi("WorkspaceSource");
 }
 
+/** Largest turn / tool-call limit a caller may set. */
+export const MAX_RUN_LIMIT = 100_000;
+
+export const RunLimitsSchema = z
+  .object({
+    maxTurns: z.number().int().min(1).max(MAX_RUN_LIMIT).optional(),
+    maxToolCalls: z.number().int().min(0).max(MAX_RUN_LIMIT).optional(),
+    maxCostUsd: z
+      .number()
+      .min(0)
+      .max(1_000_000)
+      .optional()
+      .openapi({ description: "Stop once the run's cost reaches this many US dollars (0 = no budget)" }),
+  })
+  .openapi("RunLimits");
+
 export const DeliveryModeSchema = z.enum(["auto", "steer", "followUp", "interrupt", "reject"]);
 
 /** The body of `POST …/messages` for a deployment's catalog and workspace policy. */
@@ -207,6 +223,7 @@ export function messageBodySchema(options: MessageBodyOptions) {
       tools: z.array(z.enum(builtinToolNames)).max(builtinToolNames.length).optional(),
       policy: ToolPolicySchema.optional(),
       workspace: workspaceSourceSchema(options.allowDirectoryWorkspaces).optional(),
+      limits: RunLimitsSchema.optional(),
       hooks: z
         .array(z.enum(Object.keys(HOOK_SETS) as [string, ...string[]]))
         .max(Object.keys(HOOK_SETS).length)
@@ -215,7 +232,7 @@ export function messageBodySchema(options: MessageBodyOptions) {
     })
     .openapi("MessageRequest", {
       description:
-        "model, systemPrompt, tools, policy, workspace and hooks apply when the message starts a run; a message delivered to a live run leaves that run's settings unchanged.",
+        "model, systemPrompt, tools, policy, workspace, limits and hooks apply when the message starts a run; a message delivered to a live run leaves that run's settings unchanged.",
     });
 }
 
@@ -323,6 +340,10 @@ export const SessionListSchema = z
       z.object({
         sessionId: z.string(),
         createdAt: z.string().optional(),
+        lastActivityAt: z
+          .string()
+          .optional()
+          .openapi({ description: "When the session's newest entry (or header) was stored" }),
         parentSession: z.string().optional(),
       }),
     ),
@@ -365,6 +386,29 @@ export const ForkBodySchema = z
 export const BranchBodySchema = z
   .object({ entryId: z.string().min(1).max(MAX_ENTRY_ID_CHARS), summarize: z.boolean().default(false) })
   .openapi("BranchRequest");
+
+export const MAX_LABEL_CHARS = 200;
+
+export const LabelBodySchema = z
+  .object({
+    entryId: z.string().min(1).max(MAX_ENTRY_ID_CHARS),
+    label: z
+      .string()
+      .min(1)
+      .max(MAX_LABEL_CHARS)
+      .optional()
+      .openapi({ description: "The label; omit it to clear the entry's label" }),
+  })
+  .openapi("LabelRequest");
+
+export const LabelResultSchema = z
+  .object({
+    sessionId: z.string(),
+    entryId: z.string().openapi({ description: "The label entry written (the session's new leaf)" }),
+    targetId: z.string(),
+    label: z.string().optional(),
+  })
+  .openapi("LabelResult");
 
 export const CompactBodySchema = z
   .object({ instructions: z.string().max(10_000).optional() })

@@ -1,8 +1,15 @@
 /**
- * The HTTP API as seen by the `keel` command: JSON requests with the bearer key, problem+json
- * answers turned into `ApiError`, and Server-Sent Events read as an async iterator.
+ * The HTTP API as seen by the `keel` command: the typed client `hc<ApiApp>` from `hono/client`
+ * (request and response types come from the API's own route declarations), the bearer key and
+ * an Idempotency-Key on every POST, problem+json answers turned into `ApiError`, `503
+ * temporal-unavailable` retried after its `Retry-After`, and the Server-Sent Events of a run
+ * read with `eventsource-parser`.
  */
 import { randomUUID } from "node:crypto";
+import { createParser, type EventSourceMessage } from "eventsource-parser";
+import { type ClientResponse, hc } from "hono/client";
+import type { SuccessStatusCode } from "hono/utils/http-status";
+import type { ApiApp } from "../api/app";
 import type { AgentEvent } from "../core/events";
 
 /** Where the CLI's exit code comes from: see `exitCodeOf`. */
@@ -42,90 +49,85 @@ export function exitCodeOf(error: unknown): ExitCode {
   return EXIT.failed;
 }
 
+type FetchInput = Parameters<typeof fetch>[0];
+
 export interface ApiClientOptions {
   baseUrl: string;
   apiKey?: string;
 }
 
-type Body = { json: unknown } | { text: string; contentType: string } | undefined;
+/** The typed client of the API: `api.v1.sessions[":sessionId"].$get({param: {sessionId}})`. */
+export type Api = ReturnType<typeof hc<ApiApp>>;
+
+/** The body type of the 2xx answers among a route's typed responses. */
+export type OkBody<R> =
+  R extends ClientResponse<infer T, infer S, infer _F> ? (S extends SuccessStatusCode ? T : never) : never;
 
 export class ApiClient {
+  /** Typed requests; pass their promise to `json` or `response` to send them. */
+  readonly api: Api;
   private readonly baseUrl: string;
 
   constructor(private readonly options: ApiClientOptions) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, "");
+    this.api = hc<ApiApp>(this.baseUrl, {
+      fetch: (input: FetchInput, init?: RequestInit) => this.send(input, init),
+    });
   }
 
-  /** Sends one request; POSTs carry an Idempotency-Key, so retries never act twice. */
-  async request<T>(method: "GET" | "POST", path: string, body?: Body): Promise<T> {
-    const response = await this.send(method, path, body, { accept: "application/json" });
+  /** The 2xx JSON body of a typed request; a problem answer throws `ApiError`. */
+  async json<R extends ClientResponse<unknown>>(request: Promise<R>): Promise<OkBody<R>> {
+    const response = await request;
     const text = await response.text();
-    return (text ? JSON.parse(text) : undefined) as T;
+    return (text ? JSON.parse(text) : undefined) as OkBody<R>;
   }
 
-  /** The raw response text of a GET (exports). */
-  async text(path: string): Promise<string> {
-    const response = await this.send("GET", path, undefined, { accept: "*/*" });
+  /** The raw 2xx response of a typed request (exports, event streams). */
+  async response(request: Promise<ClientResponse<unknown>>): Promise<Response> {
+    return (await request) as unknown as Response;
+  }
+
+  /**
+   * The session as pi JSONL (`GET /v1/sessions/{id}/export`). @hono/zod-openapi types an
+   * `application/x-ndjson` response as no response at all (the media type matches its
+   * `application/*json*` pattern but is not JSON), so this route is missing from `ApiApp` and is
+   * called by URL.
+   */
+  async exportJsonl(sessionId: string): Promise<string> {
+    const url = `${this.baseUrl}/v1/sessions/${encodeURIComponent(sessionId)}/export`;
+    const response = await this.send(url, { headers: { accept: "application/x-ndjson" } });
     return response.text();
   }
 
   /** Events of the session's latest run after `after`, as a stream that ends with the run. */
   async *events(sessionId: string, after: number, signal?: AbortSignal): AsyncGenerator<AgentEvent> {
-    const response = await this.send(
-      "GET",
-      `/v1/sessions/${encodeURIComponent(sessionId)}/events`,
-      undefined,
-      {
-        accept: "text/event-stream",
-        "last-event-id": String(after),
-      },
-      signal,
+    const response = await this.response(
+      this.api.v1.sessions[":sessionId"].events.$get(
+        { param: { sessionId }, query: {} },
+        { headers: { accept: "text/event-stream", "last-event-id": String(after) }, init: { signal } },
+      ),
     );
     if (!response.body) return;
-    const decoder = new TextDecoder();
-    let buffered = "";
-    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
-      buffered += decoder.decode(chunk, { stream: true });
-      let boundary = buffered.indexOf("\n\n");
-      while (boundary >= 0) {
-        const frame = buffered.slice(0, boundary);
-        buffered = buffered.slice(boundary + 2);
-        const event = parseFrame(frame);
-        if (event) yield event;
-        boundary = buffered.indexOf("\n\n");
-      }
-    }
+    yield* readEventStream(response.body as unknown as AsyncIterable<Uint8Array>);
   }
 
-  private async send(
-    method: string,
-    path: string,
-    body: Body,
-    headers: Record<string, string>,
-    signal?: AbortSignal,
-  ): Promise<Response> {
-    const requestHeaders: Record<string, string> = { ...headers };
-    if (this.options.apiKey) requestHeaders.authorization = `Bearer ${this.options.apiKey}`;
-    if (method === "POST") requestHeaders["idempotency-key"] = randomUUID();
-    let payload: string | undefined;
-    if (body && "json" in body) {
-      payload = JSON.stringify(body.json);
-      requestHeaders["content-type"] = "application/json";
-    } else if (body) {
-      payload = body.text;
-      requestHeaders["content-type"] = body.contentType;
-    }
+  /**
+   * `fetch` for `hc`: adds the bearer key and (on POSTs) one Idempotency-Key kept across
+   * retries, so a retried request never acts twice; retries `503` after `Retry-After`; turns
+   * non-2xx answers into `ApiError` and transport failures into `ApiError("network")`.
+   */
+  private async send(input: FetchInput, init: RequestInit = {}): Promise<Response> {
+    const headers = new Headers(init.headers);
+    if (this.options.apiKey) headers.set("authorization", `Bearer ${this.options.apiKey}`);
+    if ((init.method ?? "GET").toUpperCase() === "POST" && !headers.has("idempotency-key"))
+      headers.set("idempotency-key", randomUUID());
+    if (!headers.has("accept")) headers.set("accept", "application/json");
     for (let attempt = 1; ; attempt++) {
       let response: Response;
       try {
-        response = await fetch(`${this.baseUrl}${path}`, {
-          method,
-          headers: requestHeaders,
-          body: payload,
-          signal,
-        });
+        response = await fetch(input, { ...init, headers });
       } catch (error) {
-        if (signal?.aborted) throw error;
+        if (init.signal?.aborted) throw error;
         const cause = (error as { cause?: { message?: string } }).cause?.message;
         throw new ApiError(
           0,
@@ -158,26 +160,56 @@ async function problemOf(response: Response): Promise<ApiError> {
   return new ApiError(response.status, slug, message, problem ?? text);
 }
 
-/** One SSE frame → its event; comments (keep-alives) and non-JSON frames are skipped. */
-function parseFrame(frame: string): AgentEvent | undefined {
-  const data = frame
-    .split("\n")
-    .filter((line) => line.startsWith("data:"))
-    .map((line) => line.slice(5).replace(/^ /, ""))
-    .join("\n");
-  if (!data) return undefined;
+/**
+ * The run events in a Server-Sent Events body, as the stream delivers them. Framing follows the
+ * SSE specification (`eventsource-parser`): LF, CR and CRLF line ends, multi-line data, comments
+ * and `retry:` fields. An `error` event (the server's stream failed) throws `ApiError`; events
+ * whose data is not a numbered run event are skipped.
+ */
+export async function* readEventStream(body: AsyncIterable<Uint8Array>): AsyncGenerator<AgentEvent> {
+  const ready: EventSourceMessage[] = [];
+  const parser = createParser({ onEvent: (message) => ready.push(message) });
+  const decoder = new TextDecoder();
+  let endsWithCr = false;
+  const feed = (text: string | undefined): EventSourceMessage[] => {
+    if (text === undefined) {
+      // A lone CR ends a line, but the parser holds a trailing CR back in case an LF follows:
+      // at the end of the stream none will, so the frame it ends is complete now.
+      if (endsWithCr) parser.feed("\n");
+    } else if (text) {
+      parser.feed(text);
+      endsWithCr = text.endsWith("\r");
+    }
+    return ready.splice(0);
+  };
+  const eventsOf = function* (messages: EventSourceMessage[]) {
+    for (const message of messages) {
+      const event = runEventOf(message);
+      if (event) yield event;
+    }
+  };
+  for await (const chunk of body) yield* eventsOf(feed(decoder.decode(chunk, { stream: true })));
+  yield* eventsOf(feed(decoder.decode()));
+  yield* eventsOf(feed(undefined));
+}
+
+function runEventOf(message: EventSourceMessage): AgentEvent | undefined {
+  let data: unknown;
   try {
-    const parsed = JSON.parse(data) as AgentEvent | { message?: string };
-    if ("seq" in parsed && typeof parsed.seq === "number") return parsed;
+    data = JSON.parse(message.data);
+  } catch {
+    data = undefined;
+  }
+  if (message.event === "error") {
+    const detail = (data as { message?: unknown } | undefined)?.message;
     throw new ApiError(
       0,
       "stream-error",
-      `event stream failed: ${(parsed as { message?: string }).message ?? data}`,
+      `event stream failed: ${typeof detail === "string" ? detail : message.data}`,
     );
-  } catch (error) {
-    if (error instanceof ApiError) throw error;
-    return undefined;
   }
+  const seq = (data as { seq?: unknown } | undefined)?.seq;
+  return typeof seq === "number" ? (data as AgentEvent) : undefined;
 }
 
 function sleep(ms: number): Promise<void> {

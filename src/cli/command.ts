@@ -28,11 +28,13 @@ export interface Command {
   /** `keel <name> …` as shown in the help. */
   usage: string;
   summary: string;
+  /** More on the options, shown by `keel <name> --help`. */
+  help?: string;
   run(argv: string[], context: CommandContext): Promise<ExitCode>;
 }
 
-/** Option values by name: strings, booleans, or undefined when not given. */
-export type OptionValues = Record<string, string | boolean | undefined>;
+/** Option values by name: strings, booleans, lists (`multiple: true`), or undefined when not given. */
+export type OptionValues = Record<string, string | boolean | string[] | undefined>;
 
 export interface Parsed {
   values: OptionValues;
@@ -93,7 +95,7 @@ export function integerOption(value: string | undefined, name: string, min = 0):
   return Number(value);
 }
 
-/** Path segment for a session id (the API validates the id itself). */
-export function sessionPath(sessionId: string, suffix = ""): string {
-  return `/v1/sessions/${encodeURIComponent(sessionId)}${suffix}`;
+/** Option values of `multiple: true` string options: the list given (empty when none). */
+export function listOption(value: unknown): string[] {
+  return Array.isArray(value) ? value.filter((item): item is string => typeof item === "string") : [];
 }

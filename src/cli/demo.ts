@@ -8,8 +8,8 @@ import type { AgentEvent } from "../core/events";
 import type { S3Settings } from "../store/s3-config";
 import { sessionPrefix } from "../store/session-keys";
 import type { ApiClient } from "./client";
-import { sessionPath } from "./command";
 import { EventDetails, followRun } from "./commands/follow";
+import { deliverMessage } from "./commands/message";
 import { projectRoot } from "./devstack/tools";
 import { EventPrinter, type Output } from "./render";
 
@@ -59,17 +59,11 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     `\n== Demo: a run in a copy of examples/sample-project (session ${sessionId}, model ${options.model})\n`,
   );
   out.write(`> ${DEMO_TASK}\n`);
-  const started = await client.request<{ workflowId: string; runId: string; delivery: string }>(
-    "POST",
-    sessionPath(sessionId, "/messages"),
-    {
-      json: {
-        text: prompt,
-        model: options.model,
-        workspace: { type: "directory", path: SAMPLE_PROJECT },
-      },
-    },
-  );
+  const started = await deliverMessage(client, sessionId, {
+    text: prompt,
+    model: options.model,
+    workspace: { type: "directory", path: SAMPLE_PROJECT },
+  });
   out.write(`run ${started.delivery}: workflow ${started.workflowId}, run ${started.runId}\n`);
 
   const printer = new EventPrinter(out, false);
@@ -78,14 +72,10 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   const onEvent = (event: AgentEvent) => {
     if (steered || event.type !== "tool_execution_end") return;
     printer.note(`→ steering the run: "${STEER_TEXT}"`);
-    steered = client
-      .request<{ delivery: string }>("POST", sessionPath(sessionId, "/messages"), {
-        json: { text: STEER_TEXT, delivery: "steer" },
-      })
-      .then(
-        (answer) => printer.note(`→ steer ${answer.delivery}; the agent reads it before its next model call`),
-        (error: unknown) => printer.note(`→ steer failed: ${(error as Error).message}`),
-      );
+    steered = deliverMessage(client, sessionId, { text: STEER_TEXT, delivery: "steer" }).then(
+      (answer) => printer.note(`→ steer ${answer.delivery}; the agent reads it before its next model call`),
+      (error: unknown) => printer.note(`→ steer failed: ${(error as Error).message}`),
+    );
   };
   const status = await followRun(client, sessionId, 0, printer, {
     details: new EventDetails(client, sessionId),

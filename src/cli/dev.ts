@@ -15,7 +15,12 @@ import { parseArgs } from "node:util";
 import { apiConfigFromEnv } from "../api/config";
 import { createApiRuntime } from "../api/runtime";
 import { startApiServer } from "../api/server";
-import { type LocalLlmServer, startLocalLlmServer } from "../providers/local-server";
+import {
+  DEFAULT_SCENARIO,
+  type LocalLlmServer,
+  quickstartScenario,
+  startLocalLlmServer,
+} from "../providers/local-server";
 import { loadCatalog } from "../providers/models";
 import { type S3Settings, s3SettingsFromEnv, s3SettingsToEnv } from "../store/s3-config";
 import { ApiClient, EXIT, type ExitCode, UsageError } from "./client";
@@ -202,7 +207,11 @@ export async function runDev(argv: string[], out: Output = stdoutOutput): Promis
     let llm: LocalLlmServer | undefined;
     if (local) {
       llm = await step(out, "local LLM server (no provider key set)", () =>
-        startLocalLlmServer({ latencyMs: DEMO_LLM_LATENCY_MS }),
+        startLocalLlmServer({
+          latencyMs: DEMO_LLM_LATENCY_MS,
+          // A prompt without a [scenario:x] tag gets a small piece of visible work.
+          scenarios: { [DEFAULT_SCENARIO]: quickstartScenario },
+        }),
       );
       const server = llm;
       stops.push(() => server.close());
@@ -279,7 +288,7 @@ export async function runDev(argv: string[], out: Output = stdoutOutput): Promis
         "",
         "Use the CLI from another terminal:",
         `  export KEEL_API_URL=${api.url} KEEL_API_KEY=${DEV_API_KEY}`,
-        `  npx keel run "list the files" --follow`,
+        `  npx keel run "list the files" --workspace-dir examples/sample-project --follow`,
         "",
       ].join("\n"),
     );

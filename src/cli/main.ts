@@ -11,6 +11,7 @@ import { eventsCommand } from "./commands/events";
 import { followUpCommand, interruptCommand, runCommand, sendCommand, steerCommand } from "./commands/message";
 import { sessionsCommand, showCommand } from "./commands/sessions";
 import { exportCommand, importCommand } from "./commands/transfer";
+import { branchCommand, compactCommand, entriesCommand, forkCommand, labelCommand } from "./commands/tree";
 import { devUsage, runDev } from "./dev";
 import { stdoutOutput } from "./render";
 
@@ -25,6 +26,11 @@ const COMMANDS: Record<string, Command> = {
   sessions: sessionsCommand,
   show: showCommand,
   events: eventsCommand,
+  entries: entriesCommand,
+  fork: forkCommand,
+  branch: branchCommand,
+  label: labelCommand,
+  compact: compactCommand,
   export: exportCommand,
   import: importCommand,
 };
@@ -46,6 +52,7 @@ Options for every API command:
   --json      machine-readable output (JSON; events as JSON lines)
 
 Exit codes: 0 ok · 1 run failed or aborted, server error · 2 usage error · 3 not found or refused
+\`keel <command> --help\` shows a command's options (run options: \`keel run --help\`).
 `;
 }
 
@@ -66,7 +73,9 @@ export async function main(argv: string[], context: CommandContext): Promise<Exi
   const command = COMMANDS[name];
   if (!command) throw new UsageError(`unknown command '${name}'`);
   if (wantsHelp) {
-    context.out.write(`Usage: ${command.usage}\n\n${command.summary}\n`);
+    context.out.write(
+      `Usage: ${command.usage}\n\n${command.summary}\n${command.help ? `\n${command.help}\n` : ""}`,
+    );
     return EXIT.ok;
   }
   try {

@@ -21,7 +21,8 @@ export const stdoutOutput: Output = {
   isTTY: Boolean(process.stdout.isTTY),
 };
 
-function oneLine(text: string, max = PREVIEW_CHARS): string {
+/** `text` on one line, cut to `max` characters with an ellipsis. */
+export function oneLine(text: string, max = PREVIEW_CHARS): string {
   const flat = text.replace(/\s+/g, " ").trim();
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 }
@@ -39,7 +40,8 @@ export function formatUsage(usage: Usage): string {
   return `${approx}${usage.input} in / ${approx}${usage.output} out tokens${usage.estimated ? " (estimated)" : ""} · ${cost}`;
 }
 
-function textOf(message: AgentMessage): string {
+/** The text a person reads of a user or assistant message (tool results: empty). */
+export function textOf(message: AgentMessage): string {
   switch (message.role) {
     case "user":
       return typeof message.content === "string"
@@ -55,6 +57,21 @@ function textOf(message: AgentMessage): string {
 function formatArgs(args: Record<string, unknown> | undefined): string {
   if (!args || Object.keys(args).length === 0) return "";
   return ` ${oneLine(JSON.stringify(args), 100)}`;
+}
+
+type ApprovalDecision = Extract<AgentEvent, { type: "approval_resolved" }>["decision"];
+
+/** What a person reads about a decision: a rejection (`denied` in older runs) says "rejected". */
+function approvalOutcome(decision: ApprovalDecision): string {
+  switch (decision) {
+    case "approved":
+      return "approved";
+    case "rejected":
+    case "denied":
+      return "rejected";
+    case "timed_out":
+      return "not decided in time (refused)";
+  }
 }
 
 /** The line(s) shown for an event, or undefined for events a person does not need to see. */
@@ -90,7 +107,7 @@ export function formatEvent(event: AgentEvent, totals: { cost: number; tokens: n
     case "approval_requested":
       return `  ? ${event.toolName} waits for approval (tool call ${event.toolCallId})${formatArgs(event.args)}`;
     case "approval_resolved":
-      return `  ! tool call ${event.toolCallId} ${event.decision}`;
+      return `  ! tool call ${event.toolCallId} ${approvalOutcome(event.decision)}`;
     case "compaction_start":
       return `  ⇣ compacting (${event.reason}, ${event.tokensBefore} tokens)`;
     case "compaction_end":

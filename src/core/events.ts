@@ -42,7 +42,11 @@ export type AgentEventBody =
   | {
       type: "approval_resolved";
       toolCallId: string;
-      decision: "approved" | "denied" | "timed_out";
+      /**
+       * A person's decision (`rejected`), or the timeout's. Runs recorded before `rejected`
+       * existed say `denied` for a rejection; readers treat both alike.
+       */
+      decision: "approved" | "rejected" | "denied" | "timed_out";
       editedArgs?: Record<string, unknown>;
     };
 

@@ -185,6 +185,8 @@ export interface SessionSummary {
   sessionId: string;
   /** Null when the folder has entries but no header (entries written without `createSession`). */
   header: SessionHeader | null;
+  /** When the session's newest object (header, entry or chunk) was written, as an ISO time. */
+  lastActivityAt?: string;
 }
 
 export interface SessionPage {
@@ -361,7 +363,10 @@ export class SessionStore {
     };
   }
 
-  /** One page of a tenant's sessions (in id order) with their headers. */
+  /**
+   * One page of a tenant's sessions (in id order) with their headers and last activity. The
+   * last activity costs one LIST request per 1,000 objects of each session on the page.
+   */
   async listSessions(tenantId: string, options: ListSessionsOptions = {}): Promise<SessionPage> {
     assertValidId("tenant", tenantId);
     const limit = options.limit ?? DEFAULT_LIST_LIMIT;
@@ -381,10 +386,14 @@ export class SessionStore {
     const ids = (page.CommonPrefixes ?? [])
       .map((common) => sessionIdOfFolder(folder, common.Prefix ?? ""))
       .filter((id): id is string => id !== null);
-    const sessions = await mapWithLimit(ids, this.concurrency, async (sessionId) => ({
-      sessionId,
-      header: (await this.readObject(headerKey(this.prefix, { tenantId, sessionId }), parseHeader)) ?? null,
-    }));
+    const sessions = await mapWithLimit(ids, this.concurrency, async (sessionId): Promise<SessionSummary> => {
+      const ref = { tenantId, sessionId };
+      const [header, lastActivityAt] = await Promise.all([
+        this.readObject(headerKey(this.prefix, ref), parseHeader),
+        this.lastWriteOf(sessionPrefix(this.prefix, ref)),
+      ]);
+      return { sessionId, header: header ?? null, ...(lastActivityAt ? { lastActivityAt } : {}) };
+    });
     return page.IsTruncated && page.NextContinuationToken
       ? { sessions, nextCursor: page.NextContinuationToken }
       : { sessions };
@@ -574,6 +583,22 @@ export class SessionStore {
   private extendContiguous(ref: SessionRef, seq: number): void {
     const known = this.progressOf(sessionPrefix(this.prefix, ref));
     if (seq === known.contiguousEnd) known.contiguousEnd = seq + 1;
+  }
+
+  /** The newest LastModified under `folder` (ISO), or undefined for an empty folder. */
+  private async lastWriteOf(folder: string): Promise<string | undefined> {
+    let newest = 0;
+    let token: string | undefined;
+    do {
+      const page = await this.client.send(
+        new ListObjectsV2Command({ Bucket: this.bucket, Prefix: folder, ContinuationToken: token }),
+      );
+      for (const object of page.Contents ?? []) {
+        newest = Math.max(newest, object.LastModified?.getTime() ?? 0);
+      }
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+    return newest > 0 ? new Date(newest).toISOString() : undefined;
   }
 
   /** The store's record for a session folder, created empty; an LRU bounded in sessions. */

@@ -4,8 +4,9 @@
  * workspaces it holds).
  */
 
-import { randomBytes } from "node:crypto";
+import { createHash } from "node:crypto";
 import { hostname } from "node:os";
+import { resolve } from "node:path";
 import { NativeConnection, Worker } from "@temporalio/worker";
 import { createS3Client } from "../store/s3-config";
 import type { WorkerConfig } from "./config";
@@ -22,13 +23,25 @@ export interface KeelWorkers {
   shutdown(): void;
 }
 
+/**
+ * The task queue of the workspaces under `workspaceRoot` on this host: the same for every
+ * worker process that serves that folder, so a worker restarted on it (`npm run dev` again, a
+ * replaced container with the same volume) polls the queue its predecessor was given tool calls
+ * on and runs the ones already scheduled there at once, instead of after their
+ * schedule-to-start timeout. Workspace locks name this queue as their holder.
+ */
+export function workspaceTaskQueue(taskQueue: string, workspaceRoot: string, host = hostname()): string {
+  const root = createHash("sha256").update(resolve(workspaceRoot)).digest("hex").slice(0, 12);
+  return `${taskQueue}/worker/${host}-${root}`;
+}
+
 export async function createKeelWorkers(config: WorkerConfig): Promise<KeelWorkers> {
   const connection = await NativeConnection.connect({
     address: config.temporal.address,
     ...(config.temporal.apiKey ? { tls: true, apiKey: config.temporal.apiKey } : {}),
   });
   const s3 = createS3Client(config.s3);
-  const ownTaskQueue = `${config.taskQueue}/worker/${hostname()}-${process.pid}-${randomBytes(4).toString("hex")}`;
+  const ownTaskQueue = workspaceTaskQueue(config.taskQueue, config.workspaceRoot);
   const activities = workerActivities(config, s3, ownTaskQueue);
   const common = {
     ...commonWorkerOptions(config, s3),

@@ -4,10 +4,11 @@
  */
 import { workerConfigFromEnv } from "./config";
 import { createKeelWorkers } from "./create-worker";
-import { log } from "./log";
+import { installTemporalLogging, log } from "./log";
 
 async function main(): Promise<void> {
   const config = workerConfigFromEnv();
+  installTemporalLogging();
   const workers = await createKeelWorkers(config);
   log("info", "worker started", {
     taskQueue: config.taskQueue,

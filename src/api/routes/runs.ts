@@ -4,9 +4,10 @@ import { streamSSE } from "hono/streaming";
 import type { AgentEvent } from "../../core/events";
 import type { SessionRef } from "../../workflows/types";
 import { DEFAULT_RUN_SETTINGS } from "../../workflows/types";
-import type { ApiApp, RouteContext } from "../app";
+import type { RouteContext } from "../app";
 import { deliveryUpdateId, IDEMPOTENCY_HEADER } from "../idempotency";
 import { ProblemError } from "../problems";
+import { createRouter } from "../router";
 import type { RunClient } from "../run-client";
 import { runSettingsFrom } from "../run-settings";
 import {
@@ -138,103 +139,100 @@ async function streamEvents(
   }
 }
 
-export function registerRunRoutes(app: ApiApp, deps: RouteContext): void {
+export function runRoutes(deps: RouteContext) {
   const postMessage = postMessageRoute({
     modelIds: deps.catalog.list().map((model) => model.id),
     allowDirectoryWorkspaces: deps.config.allowDirectoryWorkspaces,
   });
-  app.openapi(postMessage, async (c) => {
-    const { sessionId } = c.req.valid("param");
-    const body = c.req.valid("json");
-    const settings = runSettingsFrom(body, { ...DEFAULT_RUN_SETTINGS, model: deps.config.defaultModel });
-    const runs = await deps.runs();
-    const idempotencyKey = c.req.header(IDEMPOTENCY_HEADER);
-    const delivered = await runs.deliver(
-      refOf(c, sessionId),
-      { text: body.text, mode: body.delivery },
-      settings,
-      {
-        ...(idempotencyKey !== undefined
-          ? { updateId: deliveryUpdateId(c.get("tenantId"), idempotencyKey) }
-          : {}),
-      },
-    );
-    return c.json(
-      {
-        sessionId,
-        runId: delivered.runId,
-        workflowId: delivered.workflowId,
-        delivery: delivered.delivery,
-        queueLength: delivered.queueLength,
-      },
-      202,
-    );
-  });
-
-  app.openapi(abortRun, async (c) => {
-    const { sessionId } = c.req.valid("param");
-    const { reason } = c.req.valid("json");
-    const ref = refOf(c, sessionId);
-    await requireSession(deps, ref);
-    const runs = await deps.runs();
-    if (!(await runs.abort(ref, reason ?? "aborted through the API"))) {
-      throw new ProblemError("no-active-run", "The session's latest run has already ended.");
-    }
-    return c.json({ accepted: true as const }, 202);
-  });
-
-  app.openapi(approve, async (c) => {
-    const { sessionId, toolCallId } = c.req.valid("param");
-    const body = c.req.valid("json");
-    const ref = refOf(c, sessionId);
-    const { run } = await requireSession(deps, ref);
-    const waiting = liveState(run)?.pendingToolCalls.find(
-      (call) => call.toolCallId === toolCallId && call.state === "awaiting_approval",
-    );
-    if (!waiting)
-      throw new ProblemError("no-pending-approval", `Tool call ${toolCallId} is not waiting for approval.`);
-    const runs = await deps.runs();
-    const delivered = await runs.approve(ref, {
-      toolCallId,
-      decision: body.decision,
-      ...(body.args !== undefined ? { arguments: body.args } : {}),
-      ...(body.reason !== undefined ? { reason: body.reason } : {}),
-    });
-    if (!delivered)
-      throw new ProblemError("no-active-run", "The session's run ended before the decision arrived.");
-    return c.json({ accepted: true as const }, 202);
-  });
-
-  app.openapi(getEvents, async (c) => {
-    const { sessionId } = c.req.valid("param");
-    const query = c.req.valid("query");
-    const ref = refOf(c, sessionId);
-    const { run } = await requireSession(deps, ref);
-    const runs = await deps.runs();
-    const wantsStream = (c.req.header("accept") ?? "").includes("text/event-stream");
-    if (wantsStream) {
-      const after = lastEventIdOf(c.req.header("last-event-id")) ?? query.after ?? 0;
-      return streamSSE(
-        c,
-        (stream) => streamEvents(stream, runs, ref, after, deps.config.sseMaxSeconds),
-        async (error, stream) => {
-          deps.onFailure?.(error);
-          deps.log({ level: "warn", msg: "event stream failed", path: c.req.path, error: String(error) });
-          await stream.writeSSE({ event: "error", data: JSON.stringify({ message: "event stream failed" }) });
+  return createRouter()
+    .openapi(postMessage, async (c) => {
+      const { sessionId } = c.req.valid("param");
+      const body = c.req.valid("json");
+      const settings = runSettingsFrom(body, { ...DEFAULT_RUN_SETTINGS, model: deps.config.defaultModel });
+      const runs = await deps.runs();
+      const idempotencyKey = c.req.header(IDEMPOTENCY_HEADER);
+      const delivered = await runs.deliver(
+        refOf(c, sessionId),
+        { text: body.text, mode: body.delivery },
+        settings,
+        idempotencyKey !== undefined ? { updateId: deliveryUpdateId(c.get("tenantId"), idempotencyKey) } : {},
+      );
+      return c.json(
+        {
+          sessionId,
+          runId: delivered.runId,
+          workflowId: delivered.workflowId,
+          delivery: delivered.delivery,
+          queueLength: delivered.queueLength,
         },
-      ) as unknown as Response;
-    }
-    const after = query.after ?? 0;
-    const events = await runs.events(ref, after);
-    const ended = runEnd(run);
-    return c.json(
-      {
-        events,
-        lastSeq: events.at(-1)?.seq ?? after,
-        runEnded: !liveState(run),
-        ...(ended ? { run: ended } : {}),
-      },
-      200,
-    );
-  });
+        202,
+      );
+    })
+    .openapi(abortRun, async (c) => {
+      const { sessionId } = c.req.valid("param");
+      const { reason } = c.req.valid("json");
+      const ref = refOf(c, sessionId);
+      await requireSession(deps, ref);
+      const runs = await deps.runs();
+      if (!(await runs.abort(ref, reason ?? "aborted through the API"))) {
+        throw new ProblemError("no-active-run", "The session's latest run has already ended.");
+      }
+      return c.json({ accepted: true as const }, 202);
+    })
+    .openapi(approve, async (c) => {
+      const { sessionId, toolCallId } = c.req.valid("param");
+      const body = c.req.valid("json");
+      const ref = refOf(c, sessionId);
+      const { run } = await requireSession(deps, ref);
+      const waiting = liveState(run)?.pendingToolCalls.find(
+        (call) => call.toolCallId === toolCallId && call.state === "awaiting_approval",
+      );
+      if (!waiting)
+        throw new ProblemError("no-pending-approval", `Tool call ${toolCallId} is not waiting for approval.`);
+      const runs = await deps.runs();
+      const delivered = await runs.approve(ref, {
+        toolCallId,
+        decision: body.decision,
+        ...(body.args !== undefined ? { arguments: body.args } : {}),
+        ...(body.reason !== undefined ? { reason: body.reason } : {}),
+      });
+      if (!delivered)
+        throw new ProblemError("no-active-run", "The session's run ended before the decision arrived.");
+      return c.json({ accepted: true as const }, 202);
+    })
+    .openapi(getEvents, async (c) => {
+      const { sessionId } = c.req.valid("param");
+      const query = c.req.valid("query");
+      const ref = refOf(c, sessionId);
+      const { run } = await requireSession(deps, ref);
+      const runs = await deps.runs();
+      const wantsStream = (c.req.header("accept") ?? "").includes("text/event-stream");
+      if (wantsStream) {
+        const after = lastEventIdOf(c.req.header("last-event-id")) ?? query.after ?? 0;
+        return streamSSE(
+          c,
+          (stream) => streamEvents(stream, runs, ref, after, deps.config.sseMaxSeconds),
+          async (error, stream) => {
+            deps.onFailure?.(error);
+            deps.log({ level: "warn", msg: "event stream failed", path: c.req.path, error: String(error) });
+            await stream.writeSSE({
+              event: "error",
+              data: JSON.stringify({ message: "event stream failed" }),
+            });
+          },
+        ) as unknown as Response;
+      }
+      const after = query.after ?? 0;
+      const events = await runs.events(ref, after);
+      const ended = runEnd(run);
+      return c.json(
+        {
+          events,
+          lastSeq: events.at(-1)?.seq ?? after,
+          runEnded: !liveState(run),
+          ...(ended ? { run: ended } : {}),
+        },
+        200,
+      );
+    });
 }

@@ -2,7 +2,8 @@
 
 import type { z } from "@hono/zod-openapi";
 import { createRoute } from "@hono/zod-openapi";
-import type { ApiApp, RouteContext } from "../app";
+import type { RouteContext } from "../app";
+import { createRouter } from "../router";
 import type { LatestRun } from "../run-client";
 import {
   ListQuerySchema,
@@ -27,7 +28,7 @@ const getSession = createRoute({
 const listSessions = createRoute({
   method: "get",
   path: "/v1/sessions",
-  summary: "The caller's sessions, in id order, paged",
+  summary: "The caller's sessions, in id order, paged, with when each was last written",
   request: { query: ListQuerySchema },
   responses: {
     200: {
@@ -65,35 +66,36 @@ function runView({ runId, state, failure }: LatestRun): RunView {
   return view;
 }
 
-export function registerSessionRoutes(app: ApiApp, deps: RouteContext): void {
-  app.openapi(getSession, async (c) => {
-    const { sessionId } = c.req.valid("param");
-    const ref = refOf(c, sessionId);
-    const { header, run } = await requireSession(deps, ref);
-    const { entries } = header ? await deps.store.readEntries(ref, { untilGap: true }) : { entries: [] };
-    const view: z.infer<typeof SessionViewSchema> = {
-      sessionId,
-      status: sessionStatus(run),
-      entryCount: entries.length,
-      leafId: entries.at(-1)?.entry.id ?? null,
-    };
-    if (header?.parentSession !== undefined) view.parentSession = header.parentSession;
-    if (header) view.createdAt = header.timestamp;
-    if (run) view.run = runView(run);
-    return c.json(view, 200);
-  });
-
-  app.openapi(listSessions, async (c) => {
-    const { limit, cursor } = c.req.valid("query");
-    const page = await deps.store.listSessions(c.get("tenantId"), { limit, cursor });
-    const body: z.infer<typeof SessionListSchema> = {
-      sessions: page.sessions.map(({ sessionId, header }) => ({
+export function sessionRoutes(deps: RouteContext) {
+  return createRouter()
+    .openapi(getSession, async (c) => {
+      const { sessionId } = c.req.valid("param");
+      const ref = refOf(c, sessionId);
+      const { header, run } = await requireSession(deps, ref);
+      const { entries } = header ? await deps.store.readEntries(ref, { untilGap: true }) : { entries: [] };
+      const view: z.infer<typeof SessionViewSchema> = {
         sessionId,
-        ...(header ? { createdAt: header.timestamp } : {}),
-        ...(header?.parentSession !== undefined ? { parentSession: header.parentSession } : {}),
-      })),
-    };
-    if (page.nextCursor) body.nextCursor = page.nextCursor;
-    return c.json(body, 200);
-  });
+        status: sessionStatus(run),
+        entryCount: entries.length,
+        leafId: entries.at(-1)?.entry.id ?? null,
+      };
+      if (header?.parentSession !== undefined) view.parentSession = header.parentSession;
+      if (header) view.createdAt = header.timestamp;
+      if (run) view.run = runView(run);
+      return c.json(view, 200);
+    })
+    .openapi(listSessions, async (c) => {
+      const { limit, cursor } = c.req.valid("query");
+      const page = await deps.store.listSessions(c.get("tenantId"), { limit, cursor });
+      const body: z.infer<typeof SessionListSchema> = {
+        sessions: page.sessions.map(({ sessionId, header, lastActivityAt }) => ({
+          sessionId,
+          ...(header ? { createdAt: header.timestamp } : {}),
+          ...(lastActivityAt ? { lastActivityAt } : {}),
+          ...(header?.parentSession !== undefined ? { parentSession: header.parentSession } : {}),
+        })),
+      };
+      if (page.nextCursor) body.nextCursor = page.nextCursor;
+      return c.json(body, 200);
+    });
 }

@@ -1,14 +1,17 @@
-/** Session data routes: entries (paged), export, import, fork; branch and compact. */
+/** Session data routes: entries (paged), export, import, fork, labels; branch and compact. */
 import { randomBytes, randomUUID } from "node:crypto";
 import { createRoute, z } from "@hono/zod-openapi";
+import { makeEntryId } from "../../core/ids";
 import { parseSession } from "../../core/session-codec";
 import { createSessionHeader } from "../../core/session-entries";
 import { indexSession, pathToRoot } from "../../core/session-tree";
-import type { SessionEntry, SessionHeader } from "../../core/session-types";
+import type { LabelEntry, SessionEntry, SessionHeader } from "../../core/session-types";
 import { importWireSession } from "../../core/wire-session";
+import { EntryConflictError } from "../../store/session-store";
 import { DEFAULT_RUN_SETTINGS, type SessionRef } from "../../workflows/types";
-import type { ApiApp, RouteContext } from "../app";
+import type { RouteContext } from "../app";
 import { ProblemError } from "../problems";
+import { createRouter } from "../router";
 import { type RunClient, SessionBusyError } from "../run-client";
 import {
   BranchBodySchema,
@@ -20,9 +23,11 @@ import {
   EntriesPageSchema,
   EntriesQuerySchema,
   ForkBodySchema,
+  LabelBodySchema,
+  LabelResultSchema,
   SessionParamsSchema,
 } from "../schemas";
-import { idempotencyHeaderParam, problemResponses, refOf, requireSession } from "./common";
+import { idempotencyHeaderParam, liveState, problemResponses, refOf, requireSession } from "./common";
 
 /** Skipped lines reported back by an import, at most. */
 export const MAX_IMPORT_WARNINGS = 50;
@@ -132,6 +137,21 @@ const branchSession = createRoute({
   parameters: [idempotencyHeaderParam],
 });
 
+const labelEntry = createRoute({
+  method: "post",
+  path: "/v1/sessions/{sessionId}/labels",
+  summary: "Set the label of an entry (omit `label` to clear it): a label entry appended to an idle session",
+  request: {
+    params: SessionParamsSchema,
+    body: { required: true, content: { "application/json": { schema: LabelBodySchema } } },
+  },
+  responses: {
+    201: { description: "Labelled", content: { "application/json": { schema: LabelResultSchema } } },
+    ...problemResponses(409, 413, 415, 422),
+  },
+  parameters: [idempotencyHeaderParam],
+});
+
 const compactSession = createRoute({
   method: "post",
   path: "/v1/sessions/{sessionId}/compact",
@@ -203,7 +223,7 @@ function parseImport(text: string, contentTypeHeader: string, nowIso: string): P
   };
 }
 
-export function registerTransferRoutes(app: ApiApp, deps: RouteContext): void {
+export function transferRoutes(deps: RouteContext) {
   const createSession = async (
     tenantId: string,
     source: { header: SessionHeader | null; entries: SessionEntry[] },
@@ -226,76 +246,6 @@ export function registerTransferRoutes(app: ApiApp, deps: RouteContext): void {
     return path;
   };
 
-  app.openapi(getEntries, async (c) => {
-    const { sessionId } = c.req.valid("param");
-    const { after, limit = DEFAULT_PAGE_LIMIT } = c.req.valid("query");
-    const ref = refOf(c, sessionId);
-    const { header } = await requireSession(deps, ref);
-    const { entries } = header ? await deps.store.readEntries(ref, { untilGap: true }) : { entries: [] };
-    const following = after === undefined ? entries : entries.filter((stored) => stored.seq > after);
-    const page = following.slice(0, limit);
-    const body: z.infer<typeof EntriesPageSchema> = { entries: page };
-    if (following.length > page.length) body.nextAfter = page.at(-1)?.seq;
-    return c.json(body, 200);
-  });
-
-  app.openapi(exportSession, async (c) => {
-    const { sessionId } = c.req.valid("param");
-    const ref = refOf(c, sessionId);
-    await requireSession(deps, ref);
-    const jsonl = await deps.store.exportJsonl(ref);
-    const response = c.body(jsonl, 200, {
-      "content-type": JSONL_CONTENT_TYPE,
-      "content-disposition": `attachment; filename="${sessionId}.jsonl"`,
-    });
-    // The typed handler models JSON responses only; this route's body is JSONL text.
-    return response as never;
-  });
-
-  app.openapi(importSession, async (c) => {
-    const text = await c.req.text();
-    const parsed = parseImport(text, c.req.header("content-type") ?? "", new Date(deps.now()).toISOString());
-    const created = await createSession(c.get("tenantId"), parsed);
-    const warnings = parsed.warnings.slice(0, MAX_IMPORT_WARNINGS);
-    return c.json({ ...created, ...(warnings.length > 0 ? { warnings } : {}) }, 201);
-  });
-
-  app.openapi(forkSession, async (c) => {
-    const { sessionId } = c.req.valid("param");
-    const { entryId } = c.req.valid("json");
-    const ref = refOf(c, sessionId);
-    const { header } = await requireSession(deps, ref);
-    const path = await pathTo(ref, entryId);
-    const created = await createSession(ref.tenantId, { header: header ?? null, entries: path }, sessionId);
-    return c.json({ ...created, parentSession: sessionId }, 201);
-  });
-
-  // Branch and compact run as short workflows under the session's run id: while a run is live
-  // they are refused (409), so they never race it.
-  app.openapi(branchSession, async (c) => {
-    const { sessionId } = c.req.valid("param");
-    const { entryId, summarize } = c.req.valid("json");
-    const ref = refOf(c, sessionId);
-    await requireSession(deps, ref);
-    await pathTo(ref, entryId);
-    const result = await exclusive(async (runs) =>
-      runs.branch(ref, { entryId, summarize, model: deps.config.defaultModel }),
-    );
-    return c.json({ sessionId, leafId: result.leafId, summarized: result.summarized }, 200);
-  });
-
-  app.openapi(compactSession, async (c) => {
-    const { sessionId } = c.req.valid("param");
-    const { instructions } = c.req.valid("json");
-    const ref = refOf(c, sessionId);
-    await requireSession(deps, ref);
-    const { reserveTokens, keepRecentTokens } = DEFAULT_RUN_SETTINGS.compaction;
-    const result = await exclusive(async (runs) =>
-      runs.compact(ref, { model: deps.config.defaultModel, instructions, reserveTokens, keepRecentTokens }),
-    );
-    return c.json({ sessionId, ...result }, 200);
-  });
-
   /** Runs a maintenance task; a live run on the session makes it a 409. */
   async function exclusive<T>(work: (runs: RunClient) => Promise<T>): Promise<T> {
     try {
@@ -307,4 +257,122 @@ export function registerTransferRoutes(app: ApiApp, deps: RouteContext): void {
       throw error;
     }
   }
+
+  return (
+    createRouter()
+      .openapi(getEntries, async (c) => {
+        const { sessionId } = c.req.valid("param");
+        const { after, limit = DEFAULT_PAGE_LIMIT } = c.req.valid("query");
+        const ref = refOf(c, sessionId);
+        const { header } = await requireSession(deps, ref);
+        const { entries } = header ? await deps.store.readEntries(ref, { untilGap: true }) : { entries: [] };
+        const following = after === undefined ? entries : entries.filter((stored) => stored.seq > after);
+        const page = following.slice(0, limit);
+        const body: z.infer<typeof EntriesPageSchema> = { entries: page };
+        if (following.length > page.length) body.nextAfter = page.at(-1)?.seq;
+        return c.json(body, 200);
+      })
+      .openapi(exportSession, async (c) => {
+        const { sessionId } = c.req.valid("param");
+        const ref = refOf(c, sessionId);
+        await requireSession(deps, ref);
+        const jsonl = await deps.store.exportJsonl(ref);
+        const response = c.body(jsonl, 200, {
+          "content-type": JSONL_CONTENT_TYPE,
+          "content-disposition": `attachment; filename="${sessionId}.jsonl"`,
+        });
+        // The typed handler models JSON responses only; this route's body is JSONL text (so
+        // the route is absent from ApiApp's type: the CLI calls it by URL).
+        return response as never;
+      })
+      .openapi(importSession, async (c) => {
+        const text = await c.req.text();
+        const parsed = parseImport(
+          text,
+          c.req.header("content-type") ?? "",
+          new Date(deps.now()).toISOString(),
+        );
+        const created = await createSession(c.get("tenantId"), parsed);
+        const warnings = parsed.warnings.slice(0, MAX_IMPORT_WARNINGS);
+        return c.json({ ...created, ...(warnings.length > 0 ? { warnings } : {}) }, 201);
+      })
+      .openapi(forkSession, async (c) => {
+        const { sessionId } = c.req.valid("param");
+        const { entryId } = c.req.valid("json");
+        const ref = refOf(c, sessionId);
+        const { header } = await requireSession(deps, ref);
+        const path = await pathTo(ref, entryId);
+        const created = await createSession(
+          ref.tenantId,
+          { header: header ?? null, entries: path },
+          sessionId,
+        );
+        return c.json({ ...created, parentSession: sessionId }, 201);
+      })
+      .openapi(labelEntry, async (c) => {
+        const { sessionId } = c.req.valid("param");
+        const { entryId, label } = c.req.valid("json");
+        const ref = refOf(c, sessionId);
+        const { run } = await requireSession(deps, ref);
+        if (liveState(run)) {
+          throw new ProblemError("run-busy", "The session has a live run; label it once the run has ended.");
+        }
+        const { entries, nextSeq } = await deps.store.readEntries(ref, { untilGap: true });
+        if (!entries.some((stored) => stored.entry.id === entryId)) {
+          throw new ProblemError("entry-not-found", `No entry ${JSON.stringify(entryId)}.`);
+        }
+        const entry: LabelEntry = {
+          type: "label",
+          id: makeEntryId(secureRandom),
+          parentId: entries.at(-1)?.entry.id ?? null,
+          timestamp: new Date(deps.now()).toISOString(),
+          targetId: entryId,
+          ...(label !== undefined ? { label } : {}),
+        };
+        // Labels are written here rather than by a workflow under the session's run id, so a
+        // run started between the check above and this write could claim the same sequence
+        // number: the conditional write lets only one of them have it.
+        try {
+          await deps.store.putEntry(ref, nextSeq, entry);
+        } catch (error) {
+          if (error instanceof EntryConflictError) {
+            throw new ProblemError("run-busy", "The session changed while it was being labelled; try again.");
+          }
+          throw error;
+        }
+        return c.json(
+          { sessionId, entryId: entry.id, targetId: entryId, ...(label !== undefined ? { label } : {}) },
+          201,
+        );
+      })
+      // Branch and compact run as short workflows under the session's run id: while a run is live
+      // they are refused (409), so they never race it.
+      .openapi(branchSession, async (c) => {
+        const { sessionId } = c.req.valid("param");
+        const { entryId, summarize } = c.req.valid("json");
+        const ref = refOf(c, sessionId);
+        await requireSession(deps, ref);
+        await pathTo(ref, entryId);
+        const result = await exclusive(async (runs) =>
+          runs.branch(ref, { entryId, summarize, model: deps.config.defaultModel }),
+        );
+        return c.json({ sessionId, leafId: result.leafId, summarized: result.summarized }, 200);
+      })
+      .openapi(compactSession, async (c) => {
+        const { sessionId } = c.req.valid("param");
+        const { instructions } = c.req.valid("json");
+        const ref = refOf(c, sessionId);
+        await requireSession(deps, ref);
+        const { reserveTokens, keepRecentTokens } = DEFAULT_RUN_SETTINGS.compaction;
+        const result = await exclusive(async (runs) =>
+          runs.compact(ref, {
+            model: deps.config.defaultModel,
+            instructions,
+            reserveTokens,
+            keepRecentTokens,
+          }),
+        );
+        return c.json({ sessionId, ...result }, 200);
+      })
+  );
 }

@@ -1,6 +1,6 @@
 /** `keel abort` and `keel approve`: decisions about a session's live run. */
 import { EXIT, UsageError } from "../client";
-import { type Command, parseCommand, printJson, sessionPath } from "../command";
+import { type Command, parseCommand, printJson } from "../command";
 
 export const abortCommand: Command = {
   usage: "keel abort <session> [--reason TEXT]",
@@ -14,9 +14,13 @@ export const abortCommand: Command = {
     );
     const [sessionId] = parsed.positionals as [string];
     const reason = parsed.values.reason;
-    const answer = await parsed.client.request("POST", sessionPath(sessionId, "/abort"), {
-      json: typeof reason === "string" ? { reason } : {},
-    });
+    const { client } = parsed;
+    const answer = await client.json(
+      client.api.v1.sessions[":sessionId"].abort.$post({
+        param: { sessionId },
+        json: typeof reason === "string" ? { reason } : {},
+      }),
+    );
     if (parsed.json) printJson(context, answer);
     else context.out.write(`abort requested for session ${sessionId}\n`);
     return EXIT.ok;
@@ -51,14 +55,16 @@ export const approveCommand: Command = {
     if (reject && typeof args === "string")
       throw new UsageError("--args edits an approved call; not with --reject");
     const body = {
-      decision: reject ? "reject" : "approve",
+      decision: reject ? ("reject" as const) : ("approve" as const),
       ...(typeof args === "string" ? { args: parseArgsJson(args) } : {}),
       ...(typeof reason === "string" ? { reason } : {}),
     };
-    const answer = await parsed.client.request(
-      "POST",
-      sessionPath(sessionId, `/approvals/${encodeURIComponent(toolCallId)}`),
-      { json: body },
+    const { client } = parsed;
+    const answer = await client.json(
+      client.api.v1.sessions[":sessionId"].approvals[":toolCallId"].$post({
+        param: { sessionId, toolCallId },
+        json: body,
+      }),
     );
     if (parsed.json) printJson(context, answer);
     else

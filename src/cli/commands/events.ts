@@ -1,13 +1,13 @@
 /** `keel events`: the events of a session's latest run, once or followed live. */
-import type { AgentEvent } from "../../core/events";
 import { EXIT } from "../client";
-import { type Command, integerOption, parseCommand, printJson, sessionPath } from "../command";
+import { type Command, integerOption, parseCommand } from "../command";
 import { EventPrinter } from "../render";
-import { EventDetails, followRun } from "./follow";
+import { EventDetails, followRun, readEventsPage } from "./follow";
 
 export const eventsCommand: Command = {
-  usage: "keel events <session> [--follow] [--after N]",
+  usage: "keel events <session> [--follow] [--after N] [--json]",
   summary: "the latest run's events after seq N; --follow streams them until the run ends",
+  help: "With --json every event is one JSON object per line (JSON Lines), with or without --follow.",
   async run(argv, context) {
     const parsed = parseCommand(
       argv,
@@ -23,18 +23,10 @@ export const eventsCommand: Command = {
       const status = await followRun(parsed.client, sessionId, after, printer, { details });
       return status === undefined || status === "completed" ? EXIT.ok : EXIT.failed;
     }
-    const page = await parsed.client.request<{ events: AgentEvent[]; lastSeq: number; runEnded: boolean }>(
-      "GET",
-      sessionPath(sessionId, `/events?after=${after}`),
-    );
-    if (parsed.json) {
-      printJson(context, page);
-      return EXIT.ok;
-    }
+    const page = await readEventsPage(parsed.client, sessionId, after);
     for (const event of page.events) printer.print(details ? await details.complete(event) : event);
     printer.done();
-    if (!page.runEnded)
-      context.out.write(`(run still live; continue with --after ${page.lastSeq} or --follow)\n`);
+    if (!page.runEnded) context.err(`(run still live; continue with --after ${page.lastSeq} or --follow)\n`);
     return EXIT.ok;
   },
 };

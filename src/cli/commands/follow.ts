@@ -2,28 +2,17 @@
 import type { AgentEndStatus, AgentEvent } from "../../core/events";
 import type { AgentMessage } from "../../core/messages";
 import type { ApiClient } from "../client";
-import { sessionPath } from "../command";
 import type { EventPrinter } from "../render";
 
 /** How long to wait before reconnecting a stream that ended while the run was still live. */
 const RECONNECT_DELAY_MS = 300;
 const ENTRIES_PAGE_LIMIT = 1_000;
 
-interface EventsPage {
-  events: AgentEvent[];
-  lastSeq: number;
-  runEnded: boolean;
-  /** How the run ended; a workflow that failed or was terminated never sends agent_end. */
-  run?: { status: string };
-}
-
 /** Run statuses of a workflow Temporal closed by failure: the run did not complete. */
 const CLOSED_BY_FAILURE = new Set(["failed", "terminated", "timed_out", "canceled"]);
 
-interface EntriesPage {
-  entries: Array<{ seq: number; entry: { id: string; type: string; message?: AgentMessage } }>;
-  nextAfter?: number;
-}
+/** The fields of a stored entry this module reads (the API types entries as plain records). */
+type EntryView = { id: string; type: string; message?: AgentMessage };
 
 /**
  * Run events name messages by entry id and tool calls by id; people want to see the text, the
@@ -60,14 +49,18 @@ export class EventDetails {
 
   private async readNewEntries(): Promise<void> {
     for (;;) {
-      const query = new URLSearchParams({ limit: String(ENTRIES_PAGE_LIMIT) });
-      if (this.after !== undefined) query.set("after", String(this.after));
-      const page = await this.client.request<EntriesPage>(
-        "GET",
-        sessionPath(this.sessionId, `/entries?${query}`),
+      const page = await this.client.json(
+        this.client.api.v1.sessions[":sessionId"].entries.$get({
+          param: { sessionId: this.sessionId },
+          query: {
+            limit: String(ENTRIES_PAGE_LIMIT),
+            ...(this.after !== undefined ? { after: String(this.after) } : {}),
+          },
+        }),
       );
-      for (const { seq, entry } of page.entries) {
+      for (const { seq, entry: stored } of page.entries) {
         this.after = seq;
+        const entry = stored as EntryView;
         if (entry.type !== "message" || !entry.message) continue;
         this.messages.set(entry.id, entry.message);
         if (entry.message.role !== "assistant") continue;
@@ -110,10 +103,7 @@ export async function followRun(
         if (status) return status;
       }
       // The stream ended without agent_end: either the run is over or the stream was cut.
-      const page = await client.request<EventsPage>(
-        "GET",
-        sessionPath(sessionId, `/events?after=${lastSeq}`),
-      );
+      const page = await readEventsPage(client, sessionId, lastSeq);
       for (const event of page.events) {
         const status = await take(event);
         if (status) return status;
@@ -124,4 +114,28 @@ export async function followRun(
   } finally {
     printer.done();
   }
+}
+
+/** One JSON page of the latest run's events after `after`. */
+export async function readEventsPage(
+  client: ApiClient,
+  sessionId: string,
+  after: number,
+): Promise<{ events: AgentEvent[]; lastSeq: number; runEnded: boolean; run?: { status: string } }> {
+  const page = await client.json(
+    client.api.v1.sessions[":sessionId"].events.$get({
+      param: { sessionId },
+      query: { after: String(after) },
+    }),
+  );
+  // The route also streams (SSE) when asked to; this request asked for JSON.
+  if (!("events" in page)) throw new Error("the events route answered a stream to a JSON request");
+  // The API's schema types events loosely (seq and type); they are the run's AgentEvents.
+  return {
+    events: page.events as AgentEvent[],
+    lastSeq: page.lastSeq,
+    runEnded: page.runEnded,
+    // How the run ended when the workflow closed without agent_end (failed, terminated, …).
+    ...("run" in page && page.run ? { run: page.run } : {}),
+  };
 }

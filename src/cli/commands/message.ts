@@ -1,48 +1,134 @@
 /**
  * `keel run` and `keel send|steer|followup|interrupt`: deliver a message to a session (starting
- * a run when it is idle), optionally following the run's events until it ends.
+ * a run when it is idle), optionally following the run's events until it ends. The run options
+ * (model, system prompt, tools, tool policy, hooks, limits, workspace) apply when the message
+ * starts a run.
  */
 import { randomUUID } from "node:crypto";
 import { resolve } from "node:path";
-import { EXIT, type ExitCode, UsageError } from "../client";
-import { type Command, type CommandContext, parseCommand, printJson, sessionPath } from "../command";
+import type { InferRequestType } from "hono/client";
+import { type ApiClient, EXIT, type ExitCode, UsageError } from "../client";
+import {
+  type Command,
+  type CommandContext,
+  integerOption,
+  listOption,
+  type OptionValues,
+  parseCommand,
+  printJson,
+} from "../command";
 import { EventPrinter } from "../render";
 import { EventDetails, followRun } from "./follow";
 
-type Delivery = "auto" | "steer" | "followUp" | "interrupt";
+type PostMessage = ApiClient["api"]["v1"]["sessions"][":sessionId"]["messages"]["$post"];
+/** The body of `POST /v1/sessions/{id}/messages`, as the API declares it. */
+export type MessageBody = InferRequestType<PostMessage>["json"];
+type Delivery = NonNullable<MessageBody["delivery"]>;
+type ToolPolicy = NonNullable<MessageBody["policy"]>;
+type PolicyRule = NonNullable<ToolPolicy["rules"]>[number];
+type PolicyAction = PolicyRule["action"];
 
-interface Delivered {
-  sessionId: string;
-  runId: string;
-  workflowId: string;
-  delivery: "started" | "steered" | "queued" | "interrupted";
-  queueLength: number;
+/** Delivers one message; resolves with the API's answer (`delivery: started | steered | …`). */
+export function deliverMessage(client: ApiClient, sessionId: string, body: MessageBody) {
+  return client.json(
+    client.api.v1.sessions[":sessionId"].messages.$post({ param: { sessionId }, json: body }),
+  );
 }
+
+const POLICY_ACTIONS: readonly PolicyAction[] = ["allow", "ask", "deny"];
 
 const MESSAGE_OPTIONS = {
   follow: { type: "boolean", short: "f", default: false },
   model: { type: "string", short: "m" },
   system: { type: "string" },
   tools: { type: "string" },
+  allow: { type: "string", multiple: true },
+  ask: { type: "string", multiple: true },
+  deny: { type: "string", multiple: true },
+  "default-policy": { type: "string" },
+  "approval-timeout": { type: "string" },
+  hooks: { type: "string" },
+  "max-turns": { type: "string" },
+  "max-tool-calls": { type: "string" },
+  "max-cost": { type: "string" },
   "workspace-dir": { type: "string" },
   "workspace-git": { type: "string" },
   "workspace-ref": { type: "string" },
 } as const;
 
+const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/;
+const DURATION_UNITS_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 } as const;
+
+/** `90`, `90s`, `15m`, `2h`, `500ms` → milliseconds (a bare number is seconds). */
+export function durationMs(text: string, name: string): number {
+  const match = DURATION.exec(text.trim());
+  if (!match) throw new UsageError(`--${name} must be a duration such as 90s, 15m or 2h (got ${text})`);
+  const unit = (match[2] ?? "s") as keyof typeof DURATION_UNITS_MS;
+  return Math.round(Number(match[1]) * DURATION_UNITS_MS[unit]);
+}
+
+function commaList(value: string | boolean | string[] | undefined): string[] | undefined {
+  if (typeof value !== "string") return undefined;
+  return value
+    .split(",")
+    .map((item) => item.trim())
+    .filter(Boolean);
+}
+
+/**
+ * The tool policy from `--allow/--ask/--deny TOOL[:REGEX]` (repeatable; the regular expression
+ * is matched against the call's JSON arguments), `--default-policy` and `--approval-timeout`.
+ * Rules keep the order given per action: allow, then ask, then deny.
+ */
+export function policyFrom(values: OptionValues): ToolPolicy | undefined {
+  const rules: PolicyRule[] = [];
+  for (const action of POLICY_ACTIONS) {
+    for (const spec of listOption(values[action])) {
+      const colon = spec.indexOf(":");
+      const tool = (colon < 0 ? spec : spec.slice(0, colon)).trim();
+      if (!tool) throw new UsageError(`--${action} needs a tool name (or *), e.g. --${action} bash`);
+      rules.push({ tool, action, ...(colon < 0 ? {} : { argumentsPattern: spec.slice(colon + 1) }) });
+    }
+  }
+  const fallback = values["default-policy"];
+  if (fallback !== undefined && !POLICY_ACTIONS.includes(fallback as PolicyAction))
+    throw new UsageError("--default-policy must be allow, ask or deny");
+  const timeout = values["approval-timeout"];
+  if (rules.length === 0 && fallback === undefined && timeout === undefined) return undefined;
+  return {
+    rules,
+    ...(typeof fallback === "string" ? { default: fallback as PolicyAction } : {}),
+    ...(typeof timeout === "string" ? { approvalTimeoutMs: durationMs(timeout, "approval-timeout") } : {}),
+  };
+}
+
+function limitsFrom(values: OptionValues): MessageBody["limits"] {
+  const maxTurns = integerOption(values["max-turns"] as string | undefined, "max-turns", 1);
+  const maxToolCalls = integerOption(values["max-tool-calls"] as string | undefined, "max-tool-calls");
+  const cost = values["max-cost"];
+  if (typeof cost === "string" && !/^\d+(\.\d+)?$/.test(cost))
+    throw new UsageError("--max-cost must be an amount of US dollars, e.g. 0.50");
+  const limits = {
+    ...(maxTurns !== undefined ? { maxTurns } : {}),
+    ...(maxToolCalls !== undefined ? { maxToolCalls } : {}),
+    ...(typeof cost === "string" ? { maxCostUsd: Number(cost) } : {}),
+  };
+  return Object.keys(limits).length > 0 ? limits : undefined;
+}
+
 /** The body of `POST /messages` from the command line. */
-export function messageBody(
-  text: string,
-  delivery: Delivery,
-  values: Record<string, string | boolean | undefined>,
-) {
-  const body: Record<string, unknown> = { text, delivery };
+export function messageBody(text: string, delivery: Delivery, values: OptionValues): MessageBody {
+  const body: MessageBody = { text, delivery };
   if (typeof values.model === "string") body.model = values.model;
   if (typeof values.system === "string") body.systemPrompt = values.system;
-  if (typeof values.tools === "string")
-    body.tools = values.tools
-      .split(",")
-      .map((tool) => tool.trim())
-      .filter(Boolean);
+  const tools = commaList(values.tools);
+  if (tools) body.tools = tools;
+  const hooks = commaList(values.hooks);
+  if (hooks) body.hooks = hooks;
+  const policy = policyFrom(values);
+  if (policy) body.policy = policy;
+  const limits = limitsFrom(values);
+  if (limits) body.limits = limits;
   const dir = values["workspace-dir"];
   const git = values["workspace-git"];
   if (typeof dir === "string" && typeof git === "string") {
@@ -54,6 +140,17 @@ export function messageBody(
     body.workspace = { type: "git", url: git, ...(typeof ref === "string" ? { ref } : {}) };
   }
   return body;
+}
+
+/** What a person reads about a delivery. */
+function deliveryLine(
+  answer: { sessionId: string; delivery: string; workflowId: string; runId: string },
+  asked: Delivery,
+): string {
+  const where = `(workflow ${answer.workflowId}, run ${answer.runId})`;
+  if (answer.delivery === "started" && asked !== "auto")
+    return `session ${answer.sessionId}: no run was live, so this message started a new run ${where}`;
+  return `session ${answer.sessionId}: ${answer.delivery} ${where}`;
 }
 
 async function deliver(
@@ -78,20 +175,17 @@ async function deliver(
       : `s-${randomUUID()}`;
   const text = sessionFromPositional ? (second as string) : first;
   if (!text.trim()) throw new UsageError("the message text is empty");
-  const delivered = await parsed.client.request<Delivered>("POST", sessionPath(sessionId, "/messages"), {
-    json: messageBody(text, delivery, parsed.values),
-  });
+  const delivered = await deliverMessage(
+    parsed.client,
+    sessionId,
+    messageBody(text, delivery, parsed.values),
+  );
   if (parsed.json && !parsed.values.follow) {
     printJson(context, delivered);
     return EXIT.ok;
   }
-  if (!parsed.json) {
-    context.out.write(
-      `session ${delivered.sessionId}: ${delivered.delivery} (workflow ${delivered.workflowId}, run ${delivered.runId})\n`,
-    );
-  } else {
-    context.out.write(`${JSON.stringify({ type: "delivered", ...delivered })}\n`);
-  }
+  if (!parsed.json) context.out.write(`${deliveryLine(delivered, delivery)}\n`);
+  else context.out.write(`${JSON.stringify({ type: "delivered", ...delivered })}\n`);
   if (!parsed.values.follow) return EXIT.ok;
   const status = await followRun(parsed.client, sessionId, 0, new EventPrinter(context.out, parsed.json), {
     details: parsed.json ? undefined : new EventDetails(parsed.client, sessionId),
@@ -100,11 +194,29 @@ async function deliver(
 }
 
 const COMMON_FLAGS =
-  "[--follow] [--model M] [--system TEXT] [--tools a,b] [--workspace-dir DIR | --workspace-git URL [--workspace-ref REF]]";
+  "[--follow] [--model M] [--system TEXT] [--tools a,b] [--allow|--ask|--deny TOOL[:REGEX]]... [--default-policy allow|ask|deny] [--approval-timeout 10m] [--hooks a,b] [--max-turns N] [--max-tool-calls N] [--max-cost USD] [--workspace-dir DIR | --workspace-git URL [--workspace-ref REF]]";
+
+/** Explains the run options (shown by `keel run --help` and friends). */
+export const RUN_OPTIONS_HELP = `Run options (they apply when the message starts a run):
+  --model M, -m M          model id from the catalog (default: the server's)
+  --system TEXT            system prompt
+  --tools a,b              built-in tools the run may use (read, write, edit, bash, grep, find, ls)
+  --allow/--ask/--deny TOOL[:REGEX]
+                           tool policy rule, repeatable; REGEX is matched against the call's JSON
+                           arguments (--ask bash asks before every bash call, --deny write refuses writes)
+  --default-policy ACTION  what tools without a rule get (allow, ask or deny; default allow)
+  --approval-timeout D     how long an ask waits for \`keel approve\` (90s, 15m, 2h; then it is refused)
+  --hooks a,b              built-in hook sets: single-turn, read-only, stop-on-tool-error, …
+  --max-turns N, --max-tool-calls N, --max-cost USD
+                           limits of the run (the run ends when one is reached)
+  --workspace-dir DIR | --workspace-git URL [--workspace-ref REF]
+                           what the run's workspace starts from
+  --follow, -f             show the run live until it ends (exit 1 if it fails or is aborted)`;
 
 export const runCommand: Command = {
   usage: `keel run "<prompt>" [--session ID] ${COMMON_FLAGS}`,
   summary: "start a run (or steer the session's live one); --follow shows it live",
+  help: RUN_OPTIONS_HELP,
   run: (argv, context) => deliver(argv, context, "auto", false),
 };
 
@@ -112,6 +224,7 @@ function deliveryCommand(name: string, delivery: Delivery, summary: string): Com
   return {
     usage: `keel ${name} <session> "<text>" ${COMMON_FLAGS}`,
     summary,
+    help: RUN_OPTIONS_HELP,
     run: (argv, context) => deliver(argv, context, delivery, true),
   };
 }
@@ -124,7 +237,7 @@ export const sendCommand = deliveryCommand(
 export const steerCommand = deliveryCommand(
   "steer",
   "steer",
-  "steer the live run (read before its next model call)",
+  "steer the live run (read before its next model call); starts a run when none is live",
 );
 export const followUpCommand = deliveryCommand(
   "followup",

@@ -1,60 +1,98 @@
 /** `keel sessions` and `keel show`: what a tenant's sessions are and where they stand. */
-import type { Usage } from "../../core/messages";
-import { EXIT } from "../client";
-import { type Command, integerOption, parseCommand, printJson, sessionPath } from "../command";
+import type { InferResponseType } from "hono/client";
+import { type ApiClient, EXIT, UsageError } from "../client";
+import { type Command, integerOption, parseCommand, printJson } from "../command";
 import { formatUsage } from "../render";
 
-interface SessionList {
-  sessions: Array<{ sessionId: string; createdAt?: string; parentSession?: string }>;
-  nextCursor?: string;
+type ListSessions = ApiClient["api"]["v1"]["sessions"]["$get"];
+type SessionListItem = InferResponseType<ListSessions, 200>["sessions"][number];
+
+/** Orders `keel sessions` can print in: by last activity or creation (newest first), or by id. */
+export const SESSION_SORTS = ["activity", "created", "id"] as const;
+export type SessionSort = (typeof SESSION_SORTS)[number];
+
+/** Newest first by `field`; sessions without it last, then by id. */
+function newestFirst(field: "lastActivityAt" | "createdAt") {
+  return (a: SessionListItem, b: SessionListItem): number => {
+    const left = a[field] ?? "";
+    const right = b[field] ?? "";
+    if (left !== right) return left < right ? 1 : -1;
+    return a.sessionId < b.sessionId ? -1 : a.sessionId > b.sessionId ? 1 : 0;
+  };
 }
 
-interface SessionView {
-  sessionId: string;
-  status: string;
-  run?: {
-    runId: string;
-    status: string;
-    turn: number;
-    usage: Usage;
-    cost: number;
-    pendingToolCalls: Array<{ toolCallId: string; name: string; state: string }>;
-    endReason?: string;
-  };
-  entryCount: number;
-  leafId: string | null;
-  createdAt?: string;
-  parentSession?: string;
+/**
+ * The tenant's sessions in `sort` order. The API pages in id order, so every page is read and
+ * the whole list sorted here (one request per 1,000 sessions).
+ */
+export async function allSessions(
+  client: ApiClient,
+  sort: Exclude<SessionSort, "id">,
+): Promise<SessionListItem[]> {
+  const sessions: SessionListItem[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await client.json(
+      client.api.v1.sessions.$get({ query: { limit: "1000", ...(cursor ? { cursor } : {}) } }),
+    );
+    sessions.push(...page.sessions);
+    cursor = page.nextCursor;
+  } while (cursor);
+  return sessions.sort(newestFirst(sort === "activity" ? "lastActivityAt" : "createdAt"));
+}
+
+function sessionLine(session: SessionListItem): string {
+  const parent = session.parentSession ? `  (fork of ${session.parentSession})` : "";
+  const active = session.lastActivityAt ? `  last active ${session.lastActivityAt}` : "";
+  const created = session.createdAt ? `  created ${session.createdAt}` : "";
+  return `${session.sessionId}${active}${created}${parent}`;
 }
 
 export const sessionsCommand: Command = {
-  usage: "keel sessions [--limit N] [--cursor C]",
-  summary: "list your sessions (oldest id first)",
+  usage: "keel sessions [--sort activity|created|id] [--limit N] [--cursor C]",
+  summary: "list your sessions, most recently active first (--sort to change)",
+  help: `--sort activity (default) or created: newest first, over all your sessions;
+--sort id: the API's own order, a page at a time (--limit N, then --cursor C for the next page).
+--limit N shows the first N sessions.`,
   async run(argv, context) {
     const parsed = parseCommand(
       argv,
-      { limit: { type: "string" }, cursor: { type: "string" } },
+      {
+        limit: { type: "string" },
+        cursor: { type: "string" },
+        sort: { type: "string", default: "activity" },
+      },
       { min: 0, max: 0, names: "no arguments" },
       context,
     );
-    const query = new URLSearchParams();
+    const sort = parsed.values.sort as string;
+    if (!(SESSION_SORTS as readonly string[]).includes(sort))
+      throw new UsageError(`--sort must be one of ${SESSION_SORTS.join(", ")}`);
     const limit = integerOption(parsed.values.limit as string | undefined, "limit", 1);
-    if (limit !== undefined) query.set("limit", String(limit));
-    if (typeof parsed.values.cursor === "string") query.set("cursor", parsed.values.cursor);
-    const list = await parsed.client.request<SessionList>(
-      "GET",
-      `/v1/sessions${query.size ? `?${query}` : ""}`,
-    );
+    const cursor = parsed.values.cursor;
+    let list: { sessions: SessionListItem[]; nextCursor?: string };
+    if (sort === "id") {
+      const { client } = parsed;
+      list = await client.json(
+        client.api.v1.sessions.$get({
+          query: {
+            ...(limit !== undefined ? { limit: String(limit) } : {}),
+            ...(typeof cursor === "string" ? { cursor } : {}),
+          },
+        }),
+      );
+    } else {
+      if (cursor !== undefined) throw new UsageError("--cursor pages in id order: use it with --sort id");
+      const sessions = await allSessions(parsed.client, sort as Exclude<SessionSort, "id">);
+      list = { sessions: limit === undefined ? sessions : sessions.slice(0, limit) };
+    }
     if (parsed.json) {
       printJson(context, list);
       return EXIT.ok;
     }
-    for (const session of list.sessions) {
-      const parent = session.parentSession ? `  (fork of ${session.parentSession})` : "";
-      context.out.write(`${session.sessionId}  ${session.createdAt ?? ""}${parent}\n`);
-    }
+    for (const session of list.sessions) context.out.write(`${sessionLine(session)}\n`);
     if (list.sessions.length === 0) context.out.write("no sessions\n");
-    if (list.nextCursor) context.out.write(`more: keel sessions --cursor ${list.nextCursor}\n`);
+    if (list.nextCursor) context.out.write(`more: keel sessions --sort id --cursor ${list.nextCursor}\n`);
     return EXIT.ok;
   },
 };
@@ -65,7 +103,8 @@ export const showCommand: Command = {
   async run(argv, context) {
     const parsed = parseCommand(argv, {}, { min: 1, max: 1, names: "<session>" }, context);
     const [sessionId] = parsed.positionals as [string];
-    const view = await parsed.client.request<SessionView>("GET", sessionPath(sessionId));
+    const { client } = parsed;
+    const view = await client.json(client.api.v1.sessions[":sessionId"].$get({ param: { sessionId } }));
     if (parsed.json) {
       printJson(context, view);
       return EXIT.ok;
@@ -79,10 +118,11 @@ export const showCommand: Command = {
     ];
     if (view.run) {
       const run = view.run;
-      lines.push(
-        `run      ${run.runId}: ${run.status}, turn ${run.turn}${run.endReason ? ` (${run.endReason})` : ""}`,
-        `usage    ${formatUsage(run.usage)}`,
-      );
+      const turn = run.turn !== undefined ? `, turn ${run.turn}` : "";
+      lines.push(`run      ${run.runId}: ${run.status}${turn}${run.endReason ? ` (${run.endReason})` : ""}`);
+      if (run.error)
+        lines.push(`error    ${run.error.type ? `${run.error.type}: ` : ""}${run.error.message}`);
+      if (run.usage) lines.push(`usage    ${formatUsage(run.usage)}`);
       for (const call of run.pendingToolCalls) {
         lines.push(`pending  ${call.name} ${call.toolCallId} (${call.state})`);
       }

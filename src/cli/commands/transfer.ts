@@ -1,7 +1,7 @@
 /** `keel export` and `keel import`: sessions as pi JSONL files (or tunacode session JSON (pydantic-ai wire messages)). */
 import { readFileSync, writeFileSync } from "node:fs";
 import { EXIT, UsageError } from "../client";
-import { type Command, parseCommand, printJson, sessionPath } from "../command";
+import { type Command, parseCommand, printJson } from "../command";
 
 export const exportCommand: Command = {
   usage: "keel export <session> [-o FILE]",
@@ -14,7 +14,7 @@ export const exportCommand: Command = {
       context,
     );
     const [sessionId] = parsed.positionals as [string];
-    const text = await parsed.client.text(sessionPath(sessionId, "/export"));
+    const text = await parsed.client.exportJsonl(sessionId);
     const file = parsed.values.output;
     if (typeof file !== "string") {
       context.out.write(text);
@@ -45,12 +45,15 @@ export const importCommand: Command = {
     } catch (error) {
       throw new UsageError(`cannot read ${file}: ${(error as Error).message}`);
     }
-    const answer = await parsed.client.request<{
-      sessionId: string;
-      entryCount: number;
-      leafId: string | null;
-      warnings?: string[];
-    }>("POST", "/v1/sessions/import", { text, contentType: contentTypeOf(file) });
+    const { client } = parsed;
+    // The file goes as it is (pi JSONL or session JSON): the typed client's `json` would
+    // re-encode it, so the body is given raw.
+    const answer = await client.json(
+      client.api.v1.sessions.import.$post(
+        {},
+        { headers: { "content-type": contentTypeOf(file) }, init: { body: text } },
+      ),
+    );
     if (parsed.json) {
       printJson(context, answer);
       return EXIT.ok;

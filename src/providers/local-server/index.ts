@@ -1,4 +1,10 @@
 export { FAULT_HEADER } from "./faults";
-export { DEFAULT_SCENARIO, demoScenario, SCENARIO_HEADER } from "./scenarios";
+export {
+  DEFAULT_SCENARIO,
+  demoScenario,
+  quickstartScenario,
+  SCENARIO_HEADER,
+  SCENARIO_HINT,
+} from "./scenarios";
 export { LocalLlmServer, type LocalLlmServerOptions, startLocalLlmServer } from "./server";
 export type * from "./types";

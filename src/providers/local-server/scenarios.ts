@@ -71,6 +71,23 @@ export const defaultScenario: Scenario = {
   },
 };
 
+/** The one line that tells a person how to make the local model do more. */
+export const SCENARIO_HINT =
+  "(Keel's local model plays scripted scenarios: put [scenario:demo] in a prompt to watch it read and edit a file.)";
+
+/**
+ * The default of the local stack (`keel dev`): a quick start that does visible agent work —
+ * list the workspace with the `ls` tool, then report what is there and how to pick a scenario —
+ * and echoes after that. Tests keep the plain echo (`defaultScenario`) as their default.
+ */
+export const quickstartScenario: Scenario = {
+  turns: [
+    { text: "I'll list the files in the workspace.", toolCalls: [{ name: "ls", arguments: { path: "." } }] },
+    { text: `The workspace holds:\n{{lastToolResult}}\n\n${SCENARIO_HINT}` },
+  ],
+  after: { text: `You said: {{lastUser}}\n\n${SCENARIO_HINT}` },
+};
+
 const DEMO_NOTE =
   "> Touched by the Keel demo: this line was added by an agent running in a Temporal workflow.";
 

@@ -418,6 +418,7 @@ test("GET /v1/openapi.json documents every route; /healthz answers without a key
       "/v1/sessions/{sessionId}/events",
       "/v1/sessions/{sessionId}/export",
       "/v1/sessions/{sessionId}/fork",
+      "/v1/sessions/{sessionId}/labels",
       "/v1/sessions/{sessionId}/messages",
     ].sort(),
   );

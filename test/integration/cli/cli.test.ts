@@ -18,7 +18,7 @@ import {
   testTmpDir,
   uniqueName,
 } from "../../support/integration-env";
-import { createRunStage, type RunStage, slowEchoScenario } from "../../support/run-harness";
+import { createRunStage, eventually, type RunStage, slowEchoScenario } from "../../support/run-harness";
 import { runKeel } from "./keel-process";
 
 const KEY = `cli-key-${uniqueName("k")}`;
@@ -57,6 +57,9 @@ afterAll(async () => {
   await runtime?.close();
   await stage?.close();
 });
+
+// Every test starts several `keel` processes (tsx each) on a shared 2-core machine.
+jest.setTimeout(180_000);
 
 const keel = (args: string[], extraEnv: Record<string, string> = {}) =>
   runKeel(args, { ...env, ...extraEnv });
@@ -103,8 +106,10 @@ test("--json: the delivery, then every event as one JSON line ending with agent_
     sessionId,
   );
   const page = await keel(["events", sessionId, "--after", "2", "--json"]);
-  expect(JSON.parse(page.stdout)).toMatchObject({ runEnded: true, events: expect.any(Array) });
-  expect(JSON.parse(page.stdout).events[0].seq).toBe(3);
+  expect(page.code).toBe(0);
+  // JSON Lines: one event object per line, the same lines `--follow --json` prints.
+  const pageLines = page.stdout.trim().split("\n");
+  expect(pageLines.map((line) => JSON.parse(line))).toEqual(events.slice(2));
 });
 
 test("export -o and import round-trip a session", async () => {
@@ -193,4 +198,183 @@ test("import of an unreadable file is a usage error", async () => {
   const refused = await keel(["import", garbage, "--json"]);
   expect(refused.code).toBe(2);
   expect(JSON.parse(refused.stderr)).toMatchObject({ status: 400 });
+});
+
+/** A scenario whose first turn calls bash, then answers. */
+function bashScenario(name: string): void {
+  stage.llm.addScenario(name, {
+    turns: [{ text: "Let me check.", toolCalls: [{ name: "bash", arguments: { command: "echo checked" } }] }],
+    after: { text: "Done: {{lastToolResult}}" },
+  });
+}
+
+async function showJson(sessionId: string) {
+  const shown = await keel(["show", sessionId, "--json"]);
+  expect(shown.code).toBe(0);
+  return JSON.parse(shown.stdout);
+}
+
+test("--ask bash waits for a decision; a rejection shows as rejected; --deny refuses the tool", async () => {
+  bashScenario("cli-ask");
+  const sessionId = uniqueName("cli");
+  const started = await keel([
+    "run",
+    "[scenario:cli-ask] check something",
+    "--session",
+    sessionId,
+    "--ask",
+    "bash",
+    "--approval-timeout",
+    "10m",
+  ]);
+  expect(started.code).toBe(0);
+  const pending = await eventually(async () => {
+    const view = await showJson(sessionId);
+    return view.run?.pendingToolCalls.find((call: { state: string }) => call.state === "awaiting_approval");
+  });
+  expect(pending).toMatchObject({ name: "bash" });
+  const rejected = await keel(["approve", sessionId, pending.toolCallId, "--reject", "--reason", "not now"]);
+  expect(rejected).toMatchObject({ code: 0, stdout: `rejected tool call ${pending.toolCallId}\n` });
+  const followed = await keel(["events", sessionId, "--follow"]);
+  expect(followed.code).toBe(0);
+  expect(followed.stdout).toContain(`! tool call ${pending.toolCallId} rejected`);
+  expect(followed.stdout).not.toContain("denied");
+  const entries = await stage.entries({ tenantId: stage.tenantId, sessionId });
+  expect(JSON.stringify(entries)).toContain("rejected by the user: not now");
+
+  bashScenario("cli-deny");
+  const denied = uniqueName("cli");
+  const run = await keel([
+    "run",
+    "[scenario:cli-deny] check",
+    "--session",
+    denied,
+    "--deny",
+    "bash",
+    "--follow",
+  ]);
+  expect(run.code).toBe(0);
+  expect(run.stdout).toMatch(/✗ bash/);
+  const deniedEntries = await stage.entries({ tenantId: stage.tenantId, sessionId: denied });
+  expect(JSON.stringify(deniedEntries)).toContain("denied by policy: bash is not allowed");
+});
+
+test("limits and hooks on the command line reach the run", async () => {
+  bashScenario("cli-limits");
+  const limited = uniqueName("cli");
+  const run = await keel([
+    "run",
+    "[scenario:cli-limits] go",
+    "--session",
+    limited,
+    "--max-turns",
+    "1",
+    "--follow",
+  ]);
+  expect(run.code).toBe(0);
+  expect(await showJson(limited)).toMatchObject({
+    run: { status: "completed", turn: 1, endReason: "turn limit reached (1)" },
+  });
+
+  bashScenario("cli-hooks");
+  const hooked = uniqueName("cli");
+  const hookedRun = await keel([
+    "run",
+    "[scenario:cli-hooks] go",
+    "--session",
+    hooked,
+    "--hooks",
+    "single-turn",
+    "--follow",
+  ]);
+  expect(hookedRun.code).toBe(0);
+  expect((await showJson(hooked)).run).toMatchObject({
+    turn: 1,
+    endReason: expect.stringMatching(/single-turn/),
+  });
+
+  const bad = await keel(["run", "x", "--max-turns", "0"]);
+  expect(bad).toMatchObject({ code: 2, stderr: expect.stringMatching(/--max-turns must be an integer ≥ 1/) });
+  const badTimeout = await keel(["run", "x", "--ask", "bash", "--approval-timeout", "soon"]);
+  expect(badTimeout).toMatchObject({
+    code: 2,
+    stderr: expect.stringMatching(/--approval-timeout must be a duration/),
+  });
+});
+
+test("entries, fork, branch --summarize, label and compact from the command line", async () => {
+  const sessionId = uniqueName("cli");
+  expect((await keel(["run", "first question", "--session", sessionId, "--follow"])).code).toBe(0);
+  expect((await keel(["send", sessionId, "second question", "--follow"])).code).toBe(0);
+  const listed = await keel(["entries", sessionId, "--json"]);
+  const entries = JSON.parse(listed.stdout).entries as Array<{
+    seq: number;
+    entry: { id: string; type: string };
+  }>;
+  expect(entries.length).toBeGreaterThanOrEqual(4);
+  const firstAnswer = entries[1]?.entry.id as string;
+  const human = await keel(["entries", sessionId]);
+  expect(human.stdout).toContain(
+    `${firstAnswer}  message assistant: You said: first question`.replace(" message", ""),
+  );
+
+  const forked = await keel(["fork", sessionId, firstAnswer, "--json"]);
+  expect(forked.code).toBe(0);
+  expect(JSON.parse(forked.stdout)).toMatchObject({
+    entryCount: 2,
+    leafId: firstAnswer,
+    parentSession: sessionId,
+  });
+
+  const labelled = await keel(["label", sessionId, firstAnswer, "good answer"]);
+  expect(labelled).toMatchObject({ code: 0, stdout: `labelled ${firstAnswer} "good answer"\n` });
+  const afterLabel = JSON.parse((await keel(["entries", sessionId, "--json"])).stdout).entries;
+  expect(afterLabel.at(-1).entry).toMatchObject({
+    type: "label",
+    targetId: firstAnswer,
+    label: "good answer",
+  });
+  const missing = await keel(["label", sessionId, "no-such-entry", "x"]);
+  expect(missing).toMatchObject({ code: 3, stderr: expect.stringMatching(/No such entry/) });
+
+  const branched = await keel(["branch", sessionId, firstAnswer, "--summarize", "--json"]);
+  expect(branched.code).toBe(0);
+  expect(JSON.parse(branched.stdout)).toMatchObject({ sessionId, summarized: true });
+  const stored = await stage.entries({ tenantId: stage.tenantId, sessionId });
+  expect(stored.at(-1)).toMatchObject({ type: "branch_summary", parentId: firstAnswer });
+
+  const compacted = await keel(["compact", sessionId, "--instructions", "keep the questions", "--json"]);
+  expect(compacted.code).toBe(0);
+  expect(JSON.parse(compacted.stdout)).toMatchObject({ sessionId, compacted: expect.any(Boolean) });
+});
+
+test("sessions are listed most recently active first", async () => {
+  const older = uniqueName("cli-act");
+  const newer = uniqueName("cli-act");
+  expect((await keel(["run", "one", "--session", older, "--follow"])).code).toBe(0);
+  // S3 keeps LastModified to the second.
+  await new Promise((resolve) => setTimeout(resolve, 1_100));
+  expect((await keel(["run", "two", "--session", newer, "--follow"])).code).toBe(0);
+  const order = async () => {
+    const listed = await keel(["sessions", "--json"]);
+    expect(listed.code).toBe(0);
+    const ids = JSON.parse(listed.stdout).sessions.map((s: { sessionId: string }) => s.sessionId) as string[];
+    return ids.filter((id) => id === older || id === newer);
+  };
+  expect(await order()).toEqual([newer, older]);
+  await new Promise((resolve) => setTimeout(resolve, 1_100));
+  expect((await keel(["send", older, "again", "--follow"])).code).toBe(0);
+  expect(await order()).toEqual([older, newer]);
+  const human = await keel(["sessions", "--limit", "1"]);
+  expect(human.stdout).toMatch(new RegExp(`^${older}  last active \\d{4}-`));
+  const byId = await keel(["sessions", "--sort", "id", "--cursor", "x", "--sort", "activity"]);
+  expect(byId).toMatchObject({ code: 2, stderr: expect.stringMatching(/--cursor pages in id order/) });
+});
+
+test("steer on an idle session says that it started a run", async () => {
+  const sessionId = uniqueName("cli");
+  const result = await keel(["steer", sessionId, "are you there?"]);
+  expect(result.code).toBe(0);
+  expect(result.stdout).toContain(`session ${sessionId}: no run was live, so this message started a new run`);
+  expect((await keel(["events", sessionId, "--follow"])).code).toBe(0);
 });
