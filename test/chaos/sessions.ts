@@ -1,0 +1,144 @@
+/**
+ * Driving one chaos session through the HTTP API, as a user would: deliver the prompt, abort at
+ * the planned moment, wait (bounded) for the run to end, send a follow-up after an abort and wait
+ * for that run too. What happened is recorded for the checks and the report; nothing here throws
+ * on a misbehaving run.
+ */
+import { ApiGaveUpError, type ChaosApiClient } from "./api-client";
+import type { SessionPlan } from "./plan";
+import { FOLLOW_UP_WORD } from "./scenario";
+
+const POLL_INTERVAL_MS = 1_000;
+const TERMINAL = new Set(["completed", "aborted", "failed"]);
+
+/** A message the suite sent, and whether the API confirmed its delivery. */
+export interface SentMessage {
+  text: string;
+  idempotencyKey: string;
+  /** 202 received (possibly after retries with the same key). */
+  confirmed: boolean;
+  attempts: number;
+  /** Why it was not confirmed. */
+  error?: string;
+}
+
+/** How one run (one delivery that started or reached a run) ended. */
+export type RunOutcome =
+  | { kind: "ended"; status: "completed" | "aborted" | "failed"; reason: string; ms: number }
+  | { kind: "stuck"; lastStatus: string; ms: number }
+  | { kind: "not_started"; error: string };
+
+export interface SessionRecord {
+  plan: SessionPlan;
+  messages: SentMessage[];
+  /** The prompt's run, then (after an abort) the follow-up's run. */
+  runs: RunOutcome[];
+  abort?: { requested: boolean; detail: string };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function describeError(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** The run of `runId` ended (status terminal), or the bound passed (stuck). */
+async function waitForRun(
+  api: ChaosApiClient,
+  sessionId: string,
+  runId: string,
+  boundMs: number,
+): Promise<RunOutcome> {
+  const started = Date.now();
+  let lastStatus = "unknown";
+  while (Date.now() - started < boundMs) {
+    try {
+      const answer = await api.get(`/v1/sessions/${sessionId}`);
+      const run = answer.body?.run;
+      if (answer.status === 200 && run?.runId === runId) {
+        lastStatus = String(run.status);
+        if (TERMINAL.has(run.status)) {
+          return {
+            kind: "ended",
+            status: run.status,
+            reason: String(run.endReason ?? ""),
+            ms: Date.now() - started,
+          };
+        }
+      } else {
+        lastStatus = `HTTP ${answer.status}${run ? ` (latest run ${run.runId}: ${run.status})` : ""}`;
+      }
+    } catch (error) {
+      if (!(error instanceof ApiGaveUpError)) throw error;
+      lastStatus = describeError(error);
+    }
+    await sleep(POLL_INTERVAL_MS);
+  }
+  return { kind: "stuck", lastStatus, ms: Date.now() - started };
+}
+
+/** Sends one message (Idempotency-Key = `key`) and waits for the run it reached. */
+async function deliverAndWait(
+  api: ChaosApiClient,
+  record: SessionRecord,
+  text: string,
+  key: string,
+  boundMs: number,
+  whileRunning?: () => Promise<void>,
+): Promise<void> {
+  const sessionId = record.plan.sessionId;
+  const sent: SentMessage = { text, idempotencyKey: key, confirmed: false, attempts: 0 };
+  record.messages.push(sent);
+  let runId: string;
+  try {
+    const answer = await api.post(`/v1/sessions/${sessionId}/messages`, { text, model: "local-chat" }, key);
+    sent.attempts = answer.attempts;
+    if (answer.status !== 202) {
+      sent.error = `HTTP ${answer.status}: ${answer.text.slice(0, 300)}`;
+      record.runs.push({ kind: "not_started", error: sent.error });
+      return;
+    }
+    sent.confirmed = true;
+    runId = String(answer.body.runId);
+  } catch (error) {
+    if (!(error instanceof ApiGaveUpError)) throw error;
+    sent.error = describeError(error);
+    record.runs.push({ kind: "not_started", error: sent.error });
+    return;
+  }
+  const [outcome] = await Promise.all([waitForRun(api, sessionId, runId, boundMs), whileRunning?.()]);
+  record.runs.push(outcome);
+}
+
+/** Plays `plan` against the API; resolves with what happened once its runs ended or stalled. */
+export async function driveSession(
+  api: ChaosApiClient,
+  plan: SessionPlan,
+  runBoundMs: number,
+): Promise<SessionRecord> {
+  const record: SessionRecord = { plan, messages: [], runs: [] };
+  const prompt = `[scenario:${plan.scenario}] Keep notes in notes.md for ${plan.sessionId} (message 1).`;
+  const abortLater =
+    plan.abortAfterMs === undefined
+      ? undefined
+      : async () => {
+          await sleep(plan.abortAfterMs as number);
+          try {
+            const answer = await api.post(
+              `/v1/sessions/${plan.sessionId}/abort`,
+              { reason: "chaos: aborted at a random moment" },
+              `${plan.sessionId}-abort`,
+            );
+            record.abort = { requested: answer.status === 202, detail: `HTTP ${answer.status}` };
+          } catch (error) {
+            if (!(error instanceof ApiGaveUpError)) throw error;
+            record.abort = { requested: false, detail: describeError(error) };
+          }
+        };
+  await deliverAndWait(api, record, prompt, `${plan.sessionId}-m1`, runBoundMs, abortLater);
+  if (plan.abortAfterMs !== undefined) {
+    const followUp = `${FOLLOW_UP_WORD} for ${plan.sessionId}: read notes.md again (message 2).`;
+    await deliverAndWait(api, record, followUp, `${plan.sessionId}-m2`, runBoundMs);
+  }
+  return record;
+}
