@@ -23,6 +23,8 @@ export interface FaultTally {
 
 export interface FaultPlayer {
   tally: FaultTally;
+  /** Resolves just after the next worker SIGKILL (before the worker is started again). */
+  nextKill(): Promise<void>;
   /** Stops injecting (faults not yet due are skipped) and resolves once the current one is done. */
   stop(): Promise<void>;
 }
@@ -47,6 +49,13 @@ export function playFaults(stack: ChaosStack, faults: readonly FaultEvent[]): Fa
   };
   const started = Date.now();
   let stopping = false;
+  let killWaiters: Array<() => void> = [];
+  /** Set once the plan has no kill left: waiting for one would never end. */
+  let killsOver = false;
+  const killed = () => {
+    for (const wake of killWaiters) wake();
+    killWaiters = [];
+  };
   const note = (line: string) => {
     tally.log.push(`+${((Date.now() - started) / 1000).toFixed(1)} s ${line}`);
   };
@@ -74,6 +83,7 @@ export function playFaults(stack: ChaosStack, faults: readonly FaultEvent[]): Fa
         await stack.killWorker(target);
         tally.kills[target] += 1;
         note(`SIGKILL ${target} worker`);
+        killed();
         if (target === "primary") await ensureWorker("primary");
         return;
       }
@@ -141,10 +151,14 @@ export function playFaults(stack: ChaosStack, faults: readonly FaultEvent[]): Fa
         busy = false;
       }
     }
+    killsOver = true;
+    killed();
   })();
 
   return {
     tally,
+    nextKill: () =>
+      killsOver ? Promise.resolve() : new Promise<void>((resolve) => killWaiters.push(resolve)),
     async stop() {
       stopping = true;
       wake();

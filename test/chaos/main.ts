@@ -25,7 +25,9 @@ const say = (line: string) => process.stdout.write(`chaos: ${line}\n`);
 function describePlan(options: ChaosOptions, plan: ChaosPlan): string {
   const kinds = new Map<string, number>();
   for (const fault of plan.faults) kinds.set(fault.kind, (kinds.get(fault.kind) ?? 0) + 1);
-  const aborted = plan.sessions.filter((session) => session.abortAfterMs !== undefined).map((s) => s.index);
+  const aborted = plan.sessions
+    .filter((session) => session.abortAfterMs !== undefined)
+    .map((session) => `${session.index}${session.abortAfterKill ? " (after a kill)" : ""}`);
   return `${options.form} form, seed ${options.seed}: ${plan.sessions.length} sessions (${options.concurrency} at once; aborted: ${aborted.join(", ") || "none"}), faults ${[...kinds].map(([kind, count]) => `${kind}×${count}`).join(", ")} over ${Math.round((plan.faults.at(-1)?.atMs ?? 0) / 1000)} s`;
 }
 
@@ -75,7 +77,7 @@ async function main(): Promise<number> {
     const records = await drivePool(
       plan.sessions,
       options.concurrency,
-      (session) => driveSession(api, session, options.runBoundMs),
+      (session) => driveSession(api, session, options.runBoundMs, faults.nextKill),
       () => Date.now() < capAt,
     );
     await faults.stop();

@@ -17,6 +17,8 @@ export interface SessionPlan {
   modelLatencyMs: number;
   /** When set, the run is aborted this long after its message was delivered, then followed up. */
   abortAfterMs?: number;
+  /** The abort waits, after `abortAfterMs`, for the next worker kill and lands while that worker is dead. */
+  abortAfterKill?: boolean;
 }
 
 /** A fault at `atMs` after the fault phase starts. */
@@ -33,12 +35,14 @@ export interface ChaosPlan {
   faults: FaultEvent[];
 }
 
-const MIN_TOOL_TURNS = 1;
-const MAX_TOOL_TURNS = 4;
-const MIN_MODEL_LATENCY_MS = 300;
+const MIN_TOOL_TURNS = 2;
+const MAX_TOOL_TURNS = 5;
+const MIN_MODEL_LATENCY_MS = 500;
 const MAX_MODEL_LATENCY_MS = 4_000;
 const MIN_ABORT_AFTER_MS = 1_000;
 const MAX_ABORT_AFTER_MS = 12_000;
+/** Share of aborts sent just after a worker kill, while the run's activity may be on the dead worker. */
+const ABORT_AFTER_KILL_SHARE = 0.5;
 /** Share of kills aimed at the second worker when it is up. */
 const SECONDARY_KILL_SHARE = 0.3;
 /** The second worker comes and goes this many times per ten kills (at least once). */
@@ -71,7 +75,10 @@ export function makeChaosPlan(options: ChaosOptions): ChaosPlan {
       toolTurns: between(random, MIN_TOOL_TURNS, MAX_TOOL_TURNS),
       modelLatencyMs: between(random, MIN_MODEL_LATENCY_MS, MAX_MODEL_LATENCY_MS),
     };
-    if (aborted.has(index)) session.abortAfterMs = between(random, MIN_ABORT_AFTER_MS, MAX_ABORT_AFTER_MS);
+    if (aborted.has(index)) {
+      session.abortAfterMs = between(random, MIN_ABORT_AFTER_MS, MAX_ABORT_AFTER_MS);
+      session.abortAfterKill = random() < ABORT_AFTER_KILL_SHARE;
+    }
     return session;
   });
 
@@ -87,7 +94,7 @@ export function makeChaosPlan(options: ChaosOptions): ChaosPlan {
   }
   // Whole-stack faults and the second worker's visits fall inside the kills' span (or the first
   // two minutes when there are no kills), so they meet runs in flight.
-  const span = Math.max(at, 120_000);
+  const span = at > 0 ? at : 120_000;
   const cycles = Math.max(1, Math.round((options.kills / 10) * SECONDARY_CYCLES_PER_TEN_KILLS));
   for (let cycle = 0; cycle < cycles; cycle++) {
     const start = between(
@@ -100,13 +107,13 @@ export function makeChaosPlan(options: ChaosOptions): ChaosPlan {
   }
   for (let restart = 0; restart < options.temporalRestarts; restart++) {
     faults.push({
-      atMs: between(random, Math.floor(span * 0.2), Math.floor(span * 0.8)),
+      atMs: between(random, Math.floor(span * 0.3), Math.floor(span * 0.8)),
       kind: "temporal_restart",
     });
   }
   for (let outage = 0; outage < options.s3Outages; outage++) {
     faults.push({
-      atMs: between(random, Math.floor(span * 0.1), Math.floor(span * 0.7)),
+      atMs: between(random, Math.floor(span * 0.2), Math.floor(span * 0.6)),
       kind: "s3_outage",
       durationMs: options.s3OutageMs,
     });

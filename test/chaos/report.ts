@@ -4,7 +4,7 @@ import type { FaultTally } from "./faults";
 import type { ChaosOptions } from "./options";
 import type { ChaosPlan } from "./plan";
 import type { SessionRecord } from "./sessions";
-import type { Verdict } from "./verify";
+import type { SessionRow, Verdict } from "./verify";
 
 export interface ChaosSummary {
   options: ChaosOptions;
@@ -71,6 +71,48 @@ export function summarize(input: {
     verdict,
     failures,
   };
+}
+
+const cell = (text: string) => text.replaceAll("|", "\\|").replaceAll("\n", " ");
+
+function planCell(row: SessionRow): string {
+  const plan = row.record.plan;
+  const abort =
+    plan.abortAfterMs === undefined
+      ? ""
+      : `; abort at ${(plan.abortAfterMs / 1000).toFixed(1)} s${plan.abortAfterKill ? " then after the next kill" : ""} (${row.record.abort?.detail ?? "not sent"})`;
+  return `${plan.toolTurns} tool turns, model ${plan.modelLatencyMs} ms${abort}`;
+}
+
+function runsCell(row: SessionRow): string {
+  return row.record.runs
+    .map((run) => {
+      if (run.kind === "ended") return `${run.status} in ${Math.round(run.ms / 1000)} s`;
+      if (run.kind === "stuck") return `stuck ${Math.round(run.ms / 1000)} s (API said: ${run.lastStatus})`;
+      return `not started (${run.error})`;
+    })
+    .join(" → ");
+}
+
+function executionsCell(row: SessionRow): string {
+  return row.executions
+    .map((execution) => (execution.failure ? `${execution.status}: ${execution.failure}` : execution.status))
+    .join(" → ");
+}
+
+function sessionTable(summary: ChaosSummary): string {
+  return table(
+    ["session", "plan", "runs (as the API reported them)", "Temporal executions", "entries", "violations"],
+    summary.verdict.sessions.map((row) => [
+      row.sessionId,
+      cell(planCell(row)),
+      cell(runsCell(row)),
+      cell(executionsCell(row)),
+      row.entries,
+      row.violations,
+    ]),
+    [":---", ":---", ":---", ":---", "---:", "---:"],
+  );
 }
 
 function countsByKind(summary: ChaosSummary): Array<[string, number]> {
@@ -156,7 +198,7 @@ export function renderMarkdown(summary: ChaosSummary): string {
     lines.push(
       table(
         ["session", "kind", "what is wrong"],
-        verdict.violations.map((v) => [v.sessionId, v.kind, v.detail.replaceAll("|", "\\|")]),
+        verdict.violations.map((v) => [v.sessionId, v.kind, cell(v.detail)]),
         [":---", ":---", ":---"],
       ),
       "",
@@ -179,6 +221,7 @@ export function renderMarkdown(summary: ChaosSummary): string {
       "",
     );
   }
+  lines.push("## Sessions", "", sessionTable(summary), "");
   if (faults.errors.length > 0)
     lines.push("## Faults that could not be applied", "", ...faults.errors.map((e) => `- ${e}`), "");
   lines.push("## Fault log", "", "```", ...summary.faultLog, "```", "");

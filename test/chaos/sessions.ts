@@ -9,6 +9,10 @@ import type { SessionPlan } from "./plan";
 import { FOLLOW_UP_WORD } from "./scenario";
 
 const POLL_INTERVAL_MS = 1_000;
+/** An abort planned after a kill waits this long at most for one. */
+const KILL_WAIT_BOUND_MS = 60_000;
+/** An abort after a kill lands this long after it: the worker is still dead (a restart takes seconds). */
+const ABORT_AFTER_KILL_MS = 300;
 const TERMINAL = new Set(["completed", "aborted", "failed"]);
 
 /** A message the suite sent, and whether the API confirmed its delivery. */
@@ -115,6 +119,8 @@ export async function driveSession(
   api: ChaosApiClient,
   plan: SessionPlan,
   runBoundMs: number,
+  /** Resolves just after the next worker kill. */
+  nextKill: () => Promise<void>,
 ): Promise<SessionRecord> {
   const record: SessionRecord = { plan, messages: [], runs: [] };
   const prompt = `[scenario:${plan.scenario}] Keep notes in notes.md for ${plan.sessionId} (message 1).`;
@@ -123,6 +129,10 @@ export async function driveSession(
       ? undefined
       : async () => {
           await sleep(plan.abortAfterMs as number);
+          if (plan.abortAfterKill) {
+            await Promise.race([nextKill(), sleep(KILL_WAIT_BOUND_MS)]);
+            await sleep(ABORT_AFTER_KILL_MS);
+          }
           try {
             const answer = await api.post(
               `/v1/sessions/${plan.sessionId}/abort`,

@@ -20,6 +20,7 @@ import {
   type StoredAnswer,
   type Violation,
 } from "./checks";
+import { describeExecutions, type ExecutionSummary } from "./executions";
 import { callTagOf } from "./scenario";
 import type { SessionRecord } from "./sessions";
 import { CHAOS_TENANT, type ChaosStack } from "./stack";
@@ -32,6 +33,17 @@ export interface Verdict {
   sessionsOpenedByPi: number;
   /** Aborted sessions whose follow-up run completed on an intact session. */
   usableAfterAbort: number;
+  /** Per session, what the API and Temporal said and what is stored. */
+  sessions: SessionRow[];
+}
+
+export interface SessionRow {
+  sessionId: string;
+  record: SessionRecord;
+  entries: number;
+  violations: number;
+  /** Temporal's own view of the session's runs. */
+  executions: ExecutionSummary[];
 }
 
 interface PiOpenResult {
@@ -94,6 +106,7 @@ export async function verifySessions(
   const answers: StoredAnswer[] = [];
   const exported: Array<{ sessionId: string; file: string; entries: SessionEntry[] }> = [];
   const intact = new Set<string>();
+  const entryCounts = new Map<string, number>();
   let entriesChecked = 0;
 
   for (const record of records) {
@@ -109,6 +122,7 @@ export async function verifySessions(
       continue;
     }
     entriesChecked += stored.entries.length;
+    entryCounts.set(sessionId, stored.entries.length);
     const entries = stored.entries.map(({ entry }) => entry);
     const sessionViolations = [
       ...checkStoredSession(sessionId, stored),
@@ -170,7 +184,26 @@ export async function verifySessions(
       record.runs[1].status === "completed",
   ).length;
 
+  const temporal = stack.temporal();
+  const executions = await describeExecutions(
+    temporal.address,
+    temporal.namespace,
+    CHAOS_TENANT,
+    records.map((record) => record.plan.sessionId),
+  );
+  const sessions = records.map((record) => {
+    const sessionId = record.plan.sessionId;
+    return {
+      sessionId,
+      record,
+      entries: entryCounts.get(sessionId) ?? 0,
+      violations: violations.filter((violation) => violation.sessionId === sessionId).length,
+      executions: executions.get(sessionId) ?? [],
+    };
+  });
+
   return {
+    sessions,
     violations,
     repeatedCalls: repeatedModelCalls(stack.llm.journal(), answers),
     entriesChecked,
