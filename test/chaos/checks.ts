@@ -68,7 +68,8 @@ function textOf(message: Message): string {
 
 /**
  * Each message the suite sent is stored as exactly one user message: never twice (a retried
- * delivery under faults, Idempotency-Key or not), never lost once the API confirmed it.
+ * delivery under faults, Idempotency-Key or not), never lost once the API confirmed it, never
+ * when the API refused it; and every message got a final answer (202 or a clear 4xx refusal).
  */
 export function checkDeliveries(
   sessionId: string,
@@ -93,7 +94,13 @@ export function checkDeliveries(
         kind: "message_lost",
         detail: `"${message.text}" was accepted (202) but is not stored`,
       });
-    } else if (!message.confirmed) {
+    } else if (message.refused && stored > 0) {
+      violations.push({
+        sessionId,
+        kind: "refused_but_stored",
+        detail: `"${message.text}" was refused (${message.error ?? "4xx"}) but is stored`,
+      });
+    } else if (!message.confirmed && !message.refused) {
       violations.push({
         sessionId,
         kind: "delivery_not_confirmed",
@@ -157,18 +164,19 @@ export function repeatedModelCalls(
 /**
  * Runs that did not end well: stuck past the bound, failed (nothing in the scenario makes a run
  * fail: a failure is the faults showing through), a run that never started, and an aborted
- * session whose follow-up did not complete (the session is not usable).
+ * session whose follow-up did not complete (the session is not usable). `temporalSays` (the
+ * session's executions as Temporal reports them) is added to the detail of a stuck run.
  */
-export function checkRuns(record: SessionRecord): Violation[] {
+export function checkRuns(record: SessionRecord, temporalSays = ""): Violation[] {
   const sessionId = record.plan.sessionId;
   const violations: Violation[] = [];
   record.runs.forEach((run, index) => {
-    const which = index === 0 ? "prompt run" : "follow-up run";
+    const which = `run ${index + 1}`;
     if (run.kind === "stuck") {
       violations.push({
         sessionId,
         kind: "stuck_run",
-        detail: `${which} not over after ${Math.round(run.ms / 1000)} s (last seen: ${run.lastStatus})`,
+        detail: `${which} not over after ${Math.round(run.ms / 1000)} s (API said: ${run.lastStatus})${temporalSays ? `; Temporal: ${temporalSays}` : ""}`,
       });
     } else if (run.kind === "not_started") {
       violations.push({ sessionId, kind: "run_not_started", detail: `${which}: ${run.error}` });
@@ -182,7 +190,7 @@ export function checkRuns(record: SessionRecord): Violation[] {
       });
     }
   });
-  const followUp = record.runs[1];
+  const followUp = record.runs.at(-1);
   if (
     record.plan.abortAfterMs !== undefined &&
     !(followUp?.kind === "ended" && followUp.status === "completed")

@@ -64,3 +64,10 @@ export async function describeExecutions(
     await connection.close();
   }
 }
+
+/** `FAILED: <failure> → COMPLETED`: a session's executions in one line. */
+export function executionsLine(executions: readonly ExecutionSummary[]): string {
+  return executions
+    .map((execution) => (execution.failure ? `${execution.status}: ${execution.failure}` : execution.status))
+    .join(" → ");
+}

@@ -19,6 +19,8 @@ export interface SessionPlan {
   abortAfterMs?: number;
   /** The abort waits, after `abortAfterMs`, for the next worker kill and lands while that worker is dead. */
   abortAfterKill?: boolean;
+  /** When set (never with an abort), a steering message is sent this long after the prompt. */
+  steerAfterMs?: number;
 }
 
 /** A fault at `atMs` after the fault phase starts. */
@@ -43,6 +45,10 @@ const MIN_ABORT_AFTER_MS = 1_000;
 const MAX_ABORT_AFTER_MS = 12_000;
 /** Share of aborts sent just after a worker kill, while the run's activity may be on the dead worker. */
 const ABORT_AFTER_KILL_SHARE = 0.5;
+/** Share of the sessions not aborted that get a steering message mid-run. */
+const STEER_SHARE = 0.5;
+const MIN_STEER_AFTER_MS = 1_000;
+const MAX_STEER_AFTER_MS = 15_000;
 /** Share of kills aimed at the second worker when it is up. */
 const SECONDARY_KILL_SHARE = 0.3;
 /** The second worker comes and goes this many times per ten kills (at least once). */
@@ -78,6 +84,8 @@ export function makeChaosPlan(options: ChaosOptions): ChaosPlan {
     if (aborted.has(index)) {
       session.abortAfterMs = between(random, MIN_ABORT_AFTER_MS, MAX_ABORT_AFTER_MS);
       session.abortAfterKill = random() < ABORT_AFTER_KILL_SHARE;
+    } else if (random() < STEER_SHARE) {
+      session.steerAfterMs = between(random, MIN_STEER_AFTER_MS, MAX_STEER_AFTER_MS);
     }
     return session;
   });

@@ -1,5 +1,6 @@
 /** The chaos run's figures: counted from what happened, written to bench/results/chaos.{md,json}. */
 import { machineInfo, machineLine, table, writeResults } from "../../bench/support/report";
+import { executionsLine } from "./executions";
 import type { FaultTally } from "./faults";
 import type { ChaosOptions } from "./options";
 import type { ChaosPlan } from "./plan";
@@ -94,12 +95,6 @@ function runsCell(row: SessionRow): string {
     .join(" → ");
 }
 
-function executionsCell(row: SessionRow): string {
-  return row.executions
-    .map((execution) => (execution.failure ? `${execution.status}: ${execution.failure}` : execution.status))
-    .join(" → ");
-}
-
 function sessionTable(summary: ChaosSummary): string {
   return table(
     ["session", "plan", "runs (as the API reported them)", "Temporal executions", "entries", "violations"],
@@ -107,7 +102,7 @@ function sessionTable(summary: ChaosSummary): string {
       row.sessionId,
       cell(planCell(row)),
       cell(runsCell(row)),
-      cell(executionsCell(row)),
+      cell(executionsLine(row.executions)),
       row.entries,
       row.violations,
     ]),

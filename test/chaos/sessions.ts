@@ -1,7 +1,7 @@
 /**
- * Driving one chaos session through the HTTP API, as a user would: deliver the prompt, abort at
- * the planned moment, wait (bounded) for the run to end, send a follow-up after an abort and wait
- * for that run too. What happened is recorded for the checks and the report; nothing here throws
+ * Driving one chaos session through the HTTP API, as a user would: deliver the prompt, steer or
+ * abort it at the planned moment, wait (bounded) for the run to end, send a follow-up after an
+ * abort and wait for that run too. What happened is recorded for the checks and the report; nothing here throws
  * on a misbehaving run.
  */
 import { ApiGaveUpError, type ChaosApiClient } from "./api-client";
@@ -24,6 +24,8 @@ export interface SentMessage {
   attempts: number;
   /** Why it was not confirmed. */
   error?: string;
+  /** A clear refusal (4xx, e.g. 409 run-ended): the message must then not be stored. */
+  refused?: boolean;
 }
 
 /** How one run (one delivery that started or reached a run) ended. */
@@ -35,7 +37,7 @@ export type RunOutcome =
 export interface SessionRecord {
   plan: SessionPlan;
   messages: SentMessage[];
-  /** The prompt's run, then (after an abort) the follow-up's run. */
+  /** The prompt's run; a run a late steering message started; after an abort, the follow-up's run. */
   runs: RunOutcome[];
   abort?: { requested: boolean; detail: string };
 }
@@ -81,37 +83,38 @@ async function waitForRun(
   return { kind: "stuck", lastStatus, ms: Date.now() - started };
 }
 
-/** Sends one message (Idempotency-Key = `key`) and waits for the run it reached. */
-async function deliverAndWait(
+/**
+ * Sends one message (Idempotency-Key = `key`); resolves with the run it started or reached and how
+ * it was delivered, or undefined (recorded) when the API gave no 202.
+ */
+async function send(
   api: ChaosApiClient,
   record: SessionRecord,
   text: string,
   key: string,
-  boundMs: number,
-  whileRunning?: () => Promise<void>,
-): Promise<void> {
-  const sessionId = record.plan.sessionId;
+  delivery: "auto" | "steer",
+): Promise<{ runId: string; delivery: string } | undefined> {
   const sent: SentMessage = { text, idempotencyKey: key, confirmed: false, attempts: 0 };
   record.messages.push(sent);
-  let runId: string;
   try {
-    const answer = await api.post(`/v1/sessions/${sessionId}/messages`, { text, model: "local-chat" }, key);
+    const answer = await api.post(
+      `/v1/sessions/${record.plan.sessionId}/messages`,
+      { text, delivery, model: "local-chat" },
+      key,
+    );
     sent.attempts = answer.attempts;
     if (answer.status !== 202) {
       sent.error = `HTTP ${answer.status}: ${answer.text.slice(0, 300)}`;
-      record.runs.push({ kind: "not_started", error: sent.error });
-      return;
+      sent.refused = answer.status >= 400 && answer.status < 500;
+      return undefined;
     }
     sent.confirmed = true;
-    runId = String(answer.body.runId);
+    return { runId: String(answer.body.runId), delivery: String(answer.body.delivery) };
   } catch (error) {
     if (!(error instanceof ApiGaveUpError)) throw error;
     sent.error = describeError(error);
-    record.runs.push({ kind: "not_started", error: sent.error });
-    return;
+    return undefined;
   }
-  const [outcome] = await Promise.all([waitForRun(api, sessionId, runId, boundMs), whileRunning?.()]);
-  record.runs.push(outcome);
 }
 
 /** Plays `plan` against the API; resolves with what happened once its runs ended or stalled. */
@@ -123,32 +126,56 @@ export async function driveSession(
   nextKill: () => Promise<void>,
 ): Promise<SessionRecord> {
   const record: SessionRecord = { plan, messages: [], runs: [] };
-  const prompt = `[scenario:${plan.scenario}] Keep notes in notes.md for ${plan.sessionId} (message 1).`;
-  const abortLater =
-    plan.abortAfterMs === undefined
-      ? undefined
-      : async () => {
-          await sleep(plan.abortAfterMs as number);
-          if (plan.abortAfterKill) {
-            await Promise.race([nextKill(), sleep(KILL_WAIT_BOUND_MS)]);
-            await sleep(ABORT_AFTER_KILL_MS);
-          }
-          try {
-            const answer = await api.post(
-              `/v1/sessions/${plan.sessionId}/abort`,
-              { reason: "chaos: aborted at a random moment" },
-              `${plan.sessionId}-abort`,
-            );
-            record.abort = { requested: answer.status === 202, detail: `HTTP ${answer.status}` };
-          } catch (error) {
-            if (!(error instanceof ApiGaveUpError)) throw error;
-            record.abort = { requested: false, detail: describeError(error) };
-          }
-        };
-  await deliverAndWait(api, record, prompt, `${plan.sessionId}-m1`, runBoundMs, abortLater);
+  const sessionId = plan.sessionId;
+  /** Sends a message and waits for its run (plus `meanwhile`); a message that reached no run is recorded as such. */
+  const deliverAndWait = async (text: string, key: string, meanwhile: Array<() => Promise<void>> = []) => {
+    const delivered = await send(api, record, text, key, "auto");
+    if (!delivered) {
+      record.runs.push({ kind: "not_started", error: record.messages.at(-1)?.error ?? "no answer" });
+      return;
+    }
+    const [outcome] = await Promise.all([
+      waitForRun(api, sessionId, delivered.runId, runBoundMs),
+      ...meanwhile.map((work) => work()),
+    ]);
+    record.runs.push(outcome);
+  };
+
+  const abortLater = async () => {
+    if (plan.abortAfterMs === undefined) return;
+    await sleep(plan.abortAfterMs);
+    if (plan.abortAfterKill) {
+      await Promise.race([nextKill(), sleep(KILL_WAIT_BOUND_MS)]);
+      await sleep(ABORT_AFTER_KILL_MS);
+    }
+    try {
+      const answer = await api.post(
+        `/v1/sessions/${sessionId}/abort`,
+        { reason: "chaos: aborted at a random moment" },
+        `${sessionId}-abort`,
+      );
+      record.abort = { requested: answer.status === 202, detail: `HTTP ${answer.status}` };
+    } catch (error) {
+      if (!(error instanceof ApiGaveUpError)) throw error;
+      record.abort = { requested: false, detail: describeError(error) };
+    }
+  };
+  /** A run the steer message started (the prompt's run had ended before it arrived). */
+  let steerRunId: string | undefined;
+  const steerLater = async () => {
+    if (plan.steerAfterMs === undefined) return;
+    await sleep(plan.steerAfterMs);
+    const text = `Steer, a ${FOLLOW_UP_WORD} for ${sessionId}: read notes.md once more (message s).`;
+    const delivered = await send(api, record, text, `${sessionId}-steer`, "steer");
+    if (delivered?.delivery === "started") steerRunId = delivered.runId;
+  };
+
+  const prompt = `[scenario:${plan.scenario}] Keep notes in notes.md for ${sessionId} (message 1).`;
+  await deliverAndWait(prompt, `${sessionId}-m1`, [abortLater, steerLater]);
+  if (steerRunId !== undefined) record.runs.push(await waitForRun(api, sessionId, steerRunId, runBoundMs));
   if (plan.abortAfterMs !== undefined) {
-    const followUp = `${FOLLOW_UP_WORD} for ${plan.sessionId}: read notes.md again (message 2).`;
-    await deliverAndWait(api, record, followUp, `${plan.sessionId}-m2`, runBoundMs);
+    const followUp = `${FOLLOW_UP_WORD} for ${sessionId}: read notes.md again (message 2).`;
+    await deliverAndWait(followUp, `${sessionId}-m2`);
   }
   return record;
 }

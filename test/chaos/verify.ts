@@ -20,7 +20,7 @@ import {
   type StoredAnswer,
   type Violation,
 } from "./checks";
-import { describeExecutions, type ExecutionSummary } from "./executions";
+import { describeExecutions, type ExecutionSummary, executionsLine } from "./executions";
 import { callTagOf } from "./scenario";
 import type { SessionRecord } from "./sessions";
 import { CHAOS_TENANT, type ChaosStack } from "./stack";
@@ -109,9 +109,16 @@ export async function verifySessions(
   const entryCounts = new Map<string, number>();
   let entriesChecked = 0;
 
+  const temporal = stack.temporal();
+  const executions = await describeExecutions(
+    temporal.address,
+    temporal.namespace,
+    CHAOS_TENANT,
+    records.map((record) => record.plan.sessionId),
+  );
   for (const record of records) {
     const sessionId = record.plan.sessionId;
-    const runViolations = checkRuns(record);
+    const runViolations = checkRuns(record, executionsLine(executions.get(sessionId) ?? []));
     violations.push(...runViolations);
     let stored: Awaited<ReturnType<ChaosStack["store"]["readEntries"]>>;
     try {
@@ -184,13 +191,6 @@ export async function verifySessions(
       record.runs[1].status === "completed",
   ).length;
 
-  const temporal = stack.temporal();
-  const executions = await describeExecutions(
-    temporal.address,
-    temporal.namespace,
-    CHAOS_TENANT,
-    records.map((record) => record.plan.sessionId),
-  );
   const sessions = records.map((record) => {
     const sessionId = record.plan.sessionId;
     return {

@@ -93,6 +93,12 @@ describe("checkDeliveries", () => {
     ]);
   });
 
+  it("accepts a clear refusal of a message that is not stored, not one that is", () => {
+    const refused = (text: string) => ({ ...sent(text, false), refused: true, error: "HTTP 409: run-ended" });
+    expect(checkDeliveries("s", entries, [refused("third")])).toEqual([]);
+    expect(kinds(checkDeliveries("s", entries, [refused("second")]))).toEqual(["refused_but_stored"]);
+  });
+
   it("reports a message the API never confirmed", () => {
     expect(kinds(checkDeliveries("s", entries, [sent("third", false)]))).toEqual(["delivery_not_confirmed"]);
   });
