@@ -1,6 +1,7 @@
 /**
  * Plays the plan's faults against the stack at their offsets, and keeps a primary worker alive:
  * a killed primary is started again at once, one that died on its own is restarted and counted.
+ * An API server that exits on its own is started again and counted (with its last log lines).
  */
 import type { FaultEvent } from "./plan";
 import type { ChaosStack, WorkerRole } from "./stack";
@@ -13,6 +14,8 @@ export interface FaultTally {
   s3Outages: number;
   /** Workers that exited without being killed or stopped by the suite. */
   unplannedWorkerExits: number;
+  /** The API server exiting on its own (nothing here stops it): the last lines of its log, each time. */
+  apiExits: string[];
   /** Faults the plan had that the run phase ended before. */
   skipped: number;
   /** Faults that could not be applied (the stack itself failed): the chaos run is not valid. */
@@ -27,6 +30,8 @@ export interface FaultPlayer {
   nextKill(): Promise<void>;
   /** Stops injecting (faults not yet due are skipped) and resolves once the current one is done. */
   stop(): Promise<void>;
+  /** Stops watching the primary worker and the API server (after the checks, which need both). */
+  close(): void;
 }
 
 const WATCH_INTERVAL_MS = 1_000;
@@ -43,6 +48,7 @@ export function playFaults(stack: ChaosStack, faults: readonly FaultEvent[]): Fa
     temporalRestarts: 0,
     s3Outages: 0,
     unplannedWorkerExits: 0,
+    apiExits: [],
     skipped: 0,
     errors: [],
     log: [],
@@ -114,8 +120,25 @@ export function playFaults(stack: ChaosStack, faults: readonly FaultEvent[]): Fa
     }
   };
 
+  let restartingApi = false;
+  const watchApi = () => {
+    if (restartingApi || stack.apiAlive()) return;
+    restartingApi = true;
+    note("the API server exited on its own; restarting it");
+    void stack
+      .restartApi()
+      .then((lastWords) => tally.apiExits.push(lastWords))
+      .catch((error: unknown) =>
+        tally.errors.push(`the API server did not restart: ${(error as Error).message}`),
+      )
+      .finally(() => {
+        restartingApi = false;
+      });
+  };
+
   let busy = false;
   const watcher = setInterval(() => {
+    watchApi();
     // The primary's slot is empty only between a kill and its restart, both inside a busy step.
     if (busy || stack.worker("primary")) return;
     tally.unplannedWorkerExits += 1;
@@ -163,9 +186,11 @@ export function playFaults(stack: ChaosStack, faults: readonly FaultEvent[]): Fa
       stopping = true;
       wake();
       await done;
-      clearInterval(watcher);
       while (busy) await sleep(100);
       await ensureWorker("primary");
+    },
+    close() {
+      clearInterval(watcher);
     },
   };
 }

@@ -82,7 +82,9 @@ async function main(): Promise<number> {
     );
     await faults.stop();
     say("runs over; checking every session");
-    const verdict = await verifySessions(stack, api, records, join(stack.dir, "exports"));
+    const verdict = await verifySessions(stack, api, records, join(stack.dir, "exports")).finally(() =>
+      faults.close(),
+    );
     const summary = summarize({
       options,
       plan,

@@ -46,6 +46,7 @@ export function summarize(input: {
   if (verdict.violations.length > 0) failures.push(`${verdict.violations.length} violations`);
   if (runs.stuck > 0) failures.push(`${runs.stuck} stuck runs`);
   if (verdict.repeatedCalls.length > 0) failures.push(`${verdict.repeatedCalls.length} repeated model calls`);
+  if (faults.apiExits.length > 0) failures.push(`the API server crashed ${faults.apiExits.length} times`);
   if (faults.errors.length > 0)
     failures.push(`${faults.errors.length} faults could not be applied (the run is not valid)`);
   return {
@@ -156,6 +157,7 @@ export function renderMarkdown(summary: ChaosSummary): string {
           `${aborts.requested} requested, ${aborts.landed} landed`,
         ],
         ["worker exits the suite did not cause", "-", faults.unplannedWorkerExits],
+        ["API server exits (it was started again)", "-", faults.apiExits.length],
         ["faults skipped (runs over first)", "-", faults.skipped],
       ],
       [":---", "---:", "---:"],
@@ -217,6 +219,9 @@ export function renderMarkdown(summary: ChaosSummary): string {
     );
   }
   lines.push("## Sessions", "", sessionTable(summary), "");
+  faults.apiExits.forEach((lastWords, index) => {
+    lines.push(`## API server exit ${index + 1}: the last lines of its log`, "", "```", lastWords, "```", "");
+  });
   if (faults.errors.length > 0)
     lines.push("## Faults that could not be applied", "", ...faults.errors.map((e) => `- ${e}`), "");
   lines.push("## Fault log", "", "```", ...summary.faultLog, "```", "");

@@ -1,11 +1,12 @@
 /**
  * The chaos stage: one dev stack on temporary data folders — the Temporal dev server on a SQLite
  * database (so it can be restarted on it), SeaweedFS, the local LLM server (in this process), the
- * HTTP API and Keel workers as their own processes (so they can be SIGKILLed). Servers are
+ * HTTP API and Keel workers as their own processes (so they can be SIGKILLed, and an API server
+ * that crashes is noticed and started again). Servers are
  * started by src/cli/devstack, as `keel dev` starts them.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort, waitForPort } from "../../src/cli/devstack/ports";
@@ -25,6 +26,8 @@ export const CHAOS_TENANT = "chaos";
 /** A local-only key for the chaos tenant (the API listens on loopback only). */
 const LOCAL_LLM_KEY = "local-key";
 const API_START_TIMEOUT_MS = 60_000;
+/** Lines of the API's log kept when it exits on its own (its last words). */
+const API_LOG_TAIL_LINES = 15;
 /** A stopped second worker drains in-flight activities this long, then they are cancelled. */
 const SECONDARY_SHUTDOWN_GRACE_SECONDS = 5;
 
@@ -36,6 +39,10 @@ export interface ChaosStack {
   store: SessionStore;
   apiUrl: string;
   apiKey: string;
+  /** True while the API server process runs. */
+  apiAlive(): boolean;
+  /** Starts the API server again on its port (after it exited); resolves with its log's last lines. */
+  restartApi(): Promise<string>;
   temporal(): TemporalDevServer;
   s3(): S3DevServer;
   /** Starts a worker in `role`'s slot (which must be empty). */
@@ -79,24 +86,31 @@ export async function startChaosStack(): Promise<ChaosStack> {
 
   const apiKey = `chaos-${randomBytes(12).toString("hex")}`;
   const apiPort = await freePort();
-  const api = startServiceProcess(
-    "api",
-    process.execPath,
-    ["--import", "tsx", join(projectRoot, "src/api/server.ts")],
-    {
-      logFile: join(dir, "api.log"),
-      cwd: projectRoot,
-      env: {
-        PATH: process.env.PATH,
-        HOME: process.env.HOME,
-        ...commonEnv,
-        KEEL_DEFAULT_MODEL: "local-chat",
-        KEEL_API_PORT: String(apiPort),
-        KEEL_API_KEYS: JSON.stringify({ [createHash("sha256").update(apiKey).digest("hex")]: CHAOS_TENANT }),
+  const apiLog = join(dir, "api.log");
+  const startApi = async () => {
+    const server = startServiceProcess(
+      "api",
+      process.execPath,
+      ["--import", "tsx", join(projectRoot, "src/api/server.ts")],
+      {
+        logFile: apiLog,
+        cwd: projectRoot,
+        env: {
+          PATH: process.env.PATH,
+          HOME: process.env.HOME,
+          ...commonEnv,
+          KEEL_DEFAULT_MODEL: "local-chat",
+          KEEL_API_PORT: String(apiPort),
+          KEEL_API_KEYS: JSON.stringify({
+            [createHash("sha256").update(apiKey).digest("hex")]: CHAOS_TENANT,
+          }),
+        },
       },
-    },
-  );
-  await waitForPort(apiPort, API_START_TIMEOUT_MS, api.isAlive);
+    );
+    await waitForPort(apiPort, API_START_TIMEOUT_MS, server.isAlive);
+    return server;
+  };
+  let api = await startApi();
 
   const workers: Record<WorkerRole, ServiceProcess | undefined> = {
     primary: undefined,
@@ -123,6 +137,12 @@ export async function startChaosStack(): Promise<ChaosStack> {
     store,
     apiUrl: `http://127.0.0.1:${apiPort}`,
     apiKey,
+    apiAlive: () => api.isAlive(),
+    async restartApi() {
+      const tail = readFileSync(apiLog, "utf8").split("\n").slice(-API_LOG_TAIL_LINES).join("\n");
+      api = await startApi();
+      return tail;
+    },
     temporal: () => temporal,
     s3: () => s3,
     async startWorker(role) {

@@ -10,7 +10,7 @@ import type { SessionEntry } from "../../src/core/session-types";
 import { createS3Client } from "../../src/store/s3-config";
 import { entryKey } from "../../src/store/session-keys";
 import { SessionNotFoundError } from "../../src/store/session-store";
-import type { ChaosApiClient } from "./api-client";
+import { type ApiAnswer, ApiGaveUpError, type ChaosApiClient } from "./api-client";
 import {
   checkDeliveries,
   checkRuns,
@@ -139,13 +139,17 @@ export async function verifySessions(
     if (sessionViolations.length === 0 && runViolations.length === 0) intact.add(sessionId);
     answers.push(...(await storedAnswers(stack, sessionId, stored.entries)));
 
-    const answer = await api.get(`/v1/sessions/${sessionId}/export`);
+    const exportFailure = (detail: string) => violations.push({ sessionId, kind: "export_failed", detail });
+    let answer: ApiAnswer;
+    try {
+      answer = await api.get(`/v1/sessions/${sessionId}/export`);
+    } catch (error) {
+      if (!(error instanceof ApiGaveUpError)) throw error;
+      exportFailure(error.message);
+      continue;
+    }
     if (answer.status !== 200) {
-      violations.push({
-        sessionId,
-        kind: "export_failed",
-        detail: `HTTP ${answer.status}: ${answer.text.slice(0, 300)}`,
-      });
+      exportFailure(`HTTP ${answer.status}: ${answer.text.slice(0, 300)}`);
       continue;
     }
     const file = join(exportDir, `${sessionId}.jsonl`);
