@@ -163,8 +163,9 @@ export function repeatedModelCalls(
 
 /**
  * Runs that did not end well: stuck past the bound, failed (nothing in the scenario makes a run
- * fail: a failure is the faults showing through), a run that never started, and an aborted
- * session whose follow-up did not complete (the session is not usable). `temporalSays` (the
+ * fail: a failure is the faults showing through), a run that never started, an abort the API
+ * gave no final answer to, and an aborted session whose follow-up did not complete (the session
+ * is not usable). `temporalSays` (the
  * session's executions as Temporal reports them) is added to the detail of a stuck run.
  */
 export function checkRuns(record: SessionRecord, temporalSays = ""): Violation[] {
@@ -190,6 +191,9 @@ export function checkRuns(record: SessionRecord, temporalSays = ""): Violation[]
       });
     }
   });
+  if (record.abort && !record.abort.answered) {
+    violations.push({ sessionId, kind: "abort_not_answered", detail: record.abort.detail });
+  }
   const followUp = record.runs.at(-1);
   if (
     record.plan.abortAfterMs !== undefined &&

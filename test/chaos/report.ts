@@ -118,6 +118,20 @@ function countsByKind(summary: ChaosSummary): Array<[string, number]> {
   return [...counts.entries()].sort((a, b) => b[1] - a[1]);
 }
 
+/** The command-line flags that give `options` again. */
+function reproduceFlags(options: ChaosOptions): string {
+  const seconds = (ms: number) => Math.round(ms / 1000);
+  return [
+    options.form === "short" ? "--short" : "",
+    `--seed ${options.seed} --runs ${options.runs} --concurrency ${options.concurrency}`,
+    `--kills ${options.kills} --kill-every-seconds ${seconds(options.killEveryMs)} --aborts ${options.aborts}`,
+    `--temporal-restarts ${options.temporalRestarts} --s3-outages ${options.s3Outages} --s3-outage-seconds ${seconds(options.s3OutageMs)}`,
+    `--run-bound-seconds ${seconds(options.runBoundMs)} --max-minutes ${Math.round(options.durationCapMs / 60_000)}`,
+  ]
+    .filter(Boolean)
+    .join(" ");
+}
+
 export function renderMarkdown(summary: ChaosSummary): string {
   const { options, faults, runs, aborts, verdict } = summary;
   const kills = faults.kills.primary + faults.kills.secondary;
@@ -126,7 +140,7 @@ export function renderMarkdown(summary: ChaosSummary): string {
     "",
     machineLine(summary.machine),
     "",
-    `Reproduce: \`npm run chaos -- ${options.form === "short" ? "--short " : ""}--seed ${options.seed} --runs ${options.runs} --kills ${options.kills} --aborts ${options.aborts} --temporal-restarts ${options.temporalRestarts} --s3-outages ${options.s3Outages}\``,
+    `Reproduce: \`npm run chaos -- ${reproduceFlags(options)}\``,
     "",
     `**${summary.failures.length === 0 ? "PASS" : `FAIL: ${summary.failures.join(", ")}`}** — wall time ${summary.wallSeconds} s.`,
     "",

@@ -39,7 +39,8 @@ export interface SessionRecord {
   messages: SentMessage[];
   /** The prompt's run; a run a late steering message started; after an abort, the follow-up's run. */
   runs: RunOutcome[];
-  abort?: { requested: boolean; detail: string };
+  /** `answered`: the API gave a final answer (202, or a clear refusal such as 409 no-active-run). */
+  abort?: { requested: boolean; answered: boolean; detail: string };
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -154,10 +155,14 @@ export async function driveSession(
         { reason: "chaos: aborted at a random moment" },
         `${sessionId}-abort`,
       );
-      record.abort = { requested: answer.status === 202, detail: `HTTP ${answer.status}` };
+      record.abort = {
+        requested: answer.status === 202,
+        answered: answer.status < 500,
+        detail: `HTTP ${answer.status}`,
+      };
     } catch (error) {
       if (!(error instanceof ApiGaveUpError)) throw error;
-      record.abort = { requested: false, detail: describeError(error) };
+      record.abort = { requested: false, answered: false, detail: describeError(error) };
     }
   };
   /** A run the steer message started (the prompt's run had ended before it arrived). */

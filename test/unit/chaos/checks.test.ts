@@ -165,6 +165,20 @@ describe("checkRuns", () => {
     expect(checkRuns(aborted)).toEqual([]);
   });
 
+  it("finds an abort the API never answered", () => {
+    const unanswered = {
+      ...record(
+        [
+          { kind: "ended", status: "completed", reason: "", ms: 1 },
+          { kind: "ended", status: "completed", reason: "", ms: 1 },
+        ],
+        500,
+      ),
+      abort: { requested: false, answered: false, detail: "409 idempotency-key-in-use for 90 s" },
+    };
+    expect(kinds(checkRuns(unanswered))).toEqual(["abort_not_answered"]);
+  });
+
   it("finds stuck and failed runs, and a session not usable after its abort", () => {
     expect(kinds(checkRuns(record([{ kind: "stuck", lastStatus: "running", ms: 180_000 }])))).toEqual([
       "stuck_run",
