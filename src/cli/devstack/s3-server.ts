@@ -13,12 +13,32 @@ import { toolPaths } from "./tools";
 export interface S3DevServer {
   settings: S3Settings;
   process: ServiceProcess;
+  /** Every port it listens on: passed back with the same data folder, it restarts as it was. */
+  ports: S3DevServerPorts;
+}
+
+/** The ports of `weed mini`'s components (S3, master, volume, filer, WebDAV, admin, metrics). */
+export interface S3DevServerPorts {
+  s3: number;
+  s3Grpc: number;
+  master: number;
+  masterGrpc: number;
+  volume: number;
+  volumeGrpc: number;
+  filer: number;
+  filerGrpc: number;
+  webdav: number;
+  admin: number;
+  adminGrpc: number;
+  metrics: number;
 }
 
 export interface S3DevServerOptions {
   dataDir: string;
   bucket: string;
   port?: number;
+  /** All ports at once (a restart on the same data folder); wins over `port`. */
+  ports?: S3DevServerPorts;
   accessKeyId?: string;
   secretAccessKey?: string;
 }
@@ -27,12 +47,33 @@ export interface S3DevServerOptions {
 export const LOCAL_ACCESS_KEY_ID = "keel-local";
 export const LOCAL_SECRET_ACCESS_KEY = "keel-local-secret";
 
-export async function startS3DevServer(options: S3DevServerOptions): Promise<S3DevServer> {
+/** The given ports, or twelve free ones (`port`, when given, as the S3 port). */
+async function s3DevServerPorts(options: S3DevServerOptions): Promise<S3DevServerPorts> {
+  if (options.ports) return options.ports;
   // weed mini runs master, volume, filer, S3 and WebDAV servers; each gets its own port (and a
   // gRPC port) so that several stacks (dev + tests) can run side by side.
-  const ports = await freePorts(12);
-  const [
-    s3,
+  const free = await freePorts(12);
+  const at = (index: number) => free[index] as number;
+  return {
+    s3: options.port ?? at(0),
+    s3Grpc: at(1),
+    master: at(2),
+    masterGrpc: at(3),
+    volume: at(4),
+    volumeGrpc: at(5),
+    filer: at(6),
+    filerGrpc: at(7),
+    webdav: at(8),
+    admin: at(9),
+    adminGrpc: at(10),
+    metrics: at(11),
+  };
+}
+
+export async function startS3DevServer(options: S3DevServerOptions): Promise<S3DevServer> {
+  const ports = await s3DevServerPorts(options);
+  const {
+    s3: s3Port,
     s3Grpc,
     master,
     masterGrpc,
@@ -44,21 +85,7 @@ export async function startS3DevServer(options: S3DevServerOptions): Promise<S3D
     admin,
     adminGrpc,
     metrics,
-  ] = ports as [
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-  ];
-  const s3Port = options.port ?? s3;
+  } = ports;
   const accessKeyId = options.accessKeyId ?? LOCAL_ACCESS_KEY_ID;
   const secretAccessKey = options.secretAccessKey ?? LOCAL_SECRET_ACCESS_KEY;
   const args = [
@@ -109,7 +136,7 @@ export async function startS3DevServer(options: S3DevServerOptions): Promise<S3D
     await process.stop();
     throw new Error(`S3 server did not start (${(error as Error).message}); see ${process.logFile}`);
   }
-  return { settings, process };
+  return { settings, process, ports };
 }
 
 /** Creates the bucket, retrying while the server finishes starting its components. */

@@ -13,6 +13,8 @@ export interface ServiceProcess {
   isAlive(): boolean;
   /** Terminates the whole process group (SIGTERM, then SIGKILL after `graceMs`). Idempotent. */
   stop(graceMs?: number): Promise<void>;
+  /** SIGKILLs the whole process group at once (a crash: nothing drains) and waits for the exit. */
+  kill(): Promise<void>;
 }
 
 export function startServiceProcess(
@@ -58,6 +60,14 @@ export function startServiceProcess(
     }
   };
 
+  const stopReaper = () => {
+    try {
+      if (reaper.pid !== undefined) process.kill(reaper.pid, "SIGKILL");
+    } catch {
+      // reaper already finished
+    }
+  };
+
   return {
     name,
     pid,
@@ -74,11 +84,12 @@ export function startServiceProcess(
         clearTimeout(timer);
       }
       signalGroup("SIGKILL");
-      try {
-        if (reaper.pid !== undefined) process.kill(reaper.pid, "SIGKILL");
-      } catch {
-        // reaper already finished
-      }
+      stopReaper();
+    },
+    async kill() {
+      signalGroup("SIGKILL");
+      await exitedPromise;
+      stopReaper();
     },
   };
 }

@@ -11,6 +11,8 @@ export interface TemporalDevServer {
   namespace: string;
   uiUrl: string;
   process: ServiceProcess;
+  /** gRPC and UI ports: passed back with the same data folder (and `persist`), it restarts on its database. */
+  ports: { grpc: number; ui: number };
 }
 
 export interface TemporalDevServerOptions {
@@ -58,5 +60,11 @@ export async function startTemporalDevServer(options: TemporalDevServerOptions):
       `Temporal dev server did not start (${(error as Error).message}); see ${process.logFile}`,
     );
   }
-  return { address: `127.0.0.1:${port}`, namespace, uiUrl: `http://127.0.0.1:${uiPort}`, process };
+  return {
+    address: `127.0.0.1:${port}`,
+    namespace,
+    uiUrl: `http://127.0.0.1:${uiPort}`,
+    process,
+    ports: { grpc: port, ui: uiPort },
+  };
 }

@@ -1,0 +1,209 @@
+/**
+ * The checks a chaos run ends with, as pure functions over what was stored, exported, journaled
+ * and sent: the stored session is intact (no seq gap, parent chain, every tool call answered
+ * once, no adjacent user messages — the checks of test/integration/run/crash.test.ts), each
+ * message the suite sent is stored exactly once, no model call was made for an answer that was
+ * already stored, and every run ended within its bound.
+ */
+import { convertToLlm, type Message } from "../../src/core/messages";
+import { checkInvariants } from "../../src/core/sanitize";
+import type { SessionEntry } from "../../src/core/session-types";
+import type { JournalEntry } from "../../src/providers/local-server/types";
+import type { SentMessage, SessionRecord } from "./sessions";
+
+export interface Violation {
+  sessionId: string;
+  kind: string;
+  detail: string;
+}
+
+/** The stored entries of one session as `SessionStore.readEntries` returns them. */
+export interface StoredSession {
+  entries: ReadonlyArray<{ seq: number; entry: SessionEntry }>;
+  gaps: readonly number[];
+  nextSeq: number;
+}
+
+function messagesOf(entries: readonly SessionEntry[]): Message[] {
+  return convertToLlm(entries.flatMap((entry) => (entry.type === "message" ? [entry.message] : [])));
+}
+
+/** Seqs 0..n-1 each present once, unique ids, parents stored before their children, invariants. */
+export function checkStoredSession(sessionId: string, stored: StoredSession): Violation[] {
+  const violations: Violation[] = [];
+  const add = (kind: string, detail: string) => violations.push({ sessionId, kind, detail });
+  const seqs = stored.entries.map(({ seq }) => seq);
+  const highest = Math.max(-1, ...seqs, ...stored.gaps);
+  const present = new Set(seqs);
+  const missing = [...Array(highest + 1).keys()].filter((seq) => !present.has(seq));
+  if (missing.length > 0)
+    add("seq_gap", `entry seqs missing: ${missing.join(", ")} (highest stored ${highest})`);
+  if (present.size !== seqs.length) add("duplicate_seq", `seqs stored twice among ${seqs.join(",")}`);
+
+  const seen = new Set<string>();
+  for (const { seq, entry } of stored.entries) {
+    if (seen.has(entry.id)) add("duplicate_entry_id", `entry id ${entry.id} at seq ${seq} is used twice`);
+    if (entry.parentId !== null && !seen.has(entry.parentId)) {
+      add(
+        "broken_parent_chain",
+        `entry ${entry.id} at seq ${seq} has parent ${entry.parentId}, not stored before it`,
+      );
+    }
+    seen.add(entry.id);
+  }
+
+  const messages = messagesOf(stored.entries.map(({ entry }) => entry));
+  for (const violation of checkInvariants(messages)) {
+    const { kind, ...rest } = violation;
+    add(kind, JSON.stringify(rest));
+  }
+  return violations;
+}
+
+function textOf(message: Message): string {
+  if (message.role !== "user") return "";
+  if (typeof message.content === "string") return message.content;
+  return message.content.map((block) => (block.type === "text" ? block.text : "")).join("");
+}
+
+/**
+ * Each message the suite sent is stored as exactly one user message: never twice (a retried
+ * delivery under faults, Idempotency-Key or not), never lost once the API confirmed it, never
+ * when the API refused it; and every message got a final answer (202 or a clear 4xx refusal).
+ */
+export function checkDeliveries(
+  sessionId: string,
+  entries: readonly SessionEntry[],
+  sent: readonly SentMessage[],
+): Violation[] {
+  const userTexts = messagesOf(entries)
+    .filter((message) => message.role === "user")
+    .map(textOf);
+  const violations: Violation[] = [];
+  for (const message of sent) {
+    const stored = userTexts.filter((text) => text.includes(message.text)).length;
+    if (stored > 1) {
+      violations.push({
+        sessionId,
+        kind: "message_delivered_twice",
+        detail: `"${message.text}" is stored ${stored} times (Idempotency-Key ${message.idempotencyKey}, ${message.attempts} attempts)`,
+      });
+    } else if (stored === 0 && message.confirmed) {
+      violations.push({
+        sessionId,
+        kind: "message_lost",
+        detail: `"${message.text}" was accepted (202) but is not stored`,
+      });
+    } else if (message.refused && stored > 0) {
+      violations.push({
+        sessionId,
+        kind: "refused_but_stored",
+        detail: `"${message.text}" was refused (${message.error ?? "4xx"}) but is stored`,
+      });
+    } else if (!message.confirmed && !message.refused) {
+      violations.push({
+        sessionId,
+        kind: "delivery_not_confirmed",
+        detail: `"${message.text}" got no 202 (stored ${stored} times): ${message.error ?? "unknown"}`,
+      });
+    }
+  }
+  return violations;
+}
+
+/** A model answer found in the stored session: the request digest it carries and when it was stored. */
+export interface StoredAnswer {
+  sessionId: string;
+  seq: number;
+  digest: string;
+  /** Epoch ms of the S3 object's Last-Modified (whole seconds, rounded down). */
+  storedAtMs: number;
+}
+
+/** Last-Modified has whole seconds: only a call this long after it certainly came after the write. */
+export const STORED_AT_RESOLUTION_MS = 1_000;
+
+export interface RepeatedCall {
+  sessionId: string;
+  seq: number;
+  digest: string;
+  /** Seconds between the answer being stored and the repeated call. */
+  afterStoredSeconds: number;
+  journalSeq: number;
+}
+
+/**
+ * Model calls made again for an answer that was already stored: same request digest as a stored
+ * answer, arriving after that answer's object was written. (A call that was cut off before its
+ * answer was stored, and then made again, is not a repeat: nothing was stored yet.)
+ */
+export function repeatedModelCalls(
+  journal: readonly JournalEntry[],
+  answers: readonly StoredAnswer[],
+): RepeatedCall[] {
+  const byDigest = new Map<string, StoredAnswer>();
+  for (const answer of answers) byDigest.set(answer.digest, answer);
+  const repeats: RepeatedCall[] = [];
+  for (const call of journal) {
+    const answer = byDigest.get(call.digest);
+    if (!answer) continue;
+    const arrived = Date.parse(call.time);
+    if (arrived >= answer.storedAtMs + STORED_AT_RESOLUTION_MS) {
+      repeats.push({
+        sessionId: answer.sessionId,
+        seq: answer.seq,
+        digest: answer.digest,
+        afterStoredSeconds: Math.round((arrived - answer.storedAtMs) / 100) / 10,
+        journalSeq: call.seq,
+      });
+    }
+  }
+  return repeats;
+}
+
+/**
+ * Runs that did not end well: stuck past the bound, failed (nothing in the scenario makes a run
+ * fail: a failure is the faults showing through), a run that never started, an abort the API
+ * gave no final answer to, and an aborted session whose follow-up did not complete (the session
+ * is not usable). `temporalSays` (the
+ * session's executions as Temporal reports them) is added to the detail of a stuck run.
+ */
+export function checkRuns(record: SessionRecord, temporalSays = ""): Violation[] {
+  const sessionId = record.plan.sessionId;
+  const violations: Violation[] = [];
+  record.runs.forEach((run, index) => {
+    const which = `run ${index + 1}`;
+    if (run.kind === "stuck") {
+      violations.push({
+        sessionId,
+        kind: "stuck_run",
+        detail: `${which} not over after ${Math.round(run.ms / 1000)} s (API said: ${run.lastStatus})${temporalSays ? `; Temporal: ${temporalSays}` : ""}`,
+      });
+    } else if (run.kind === "not_started") {
+      violations.push({ sessionId, kind: "run_not_started", detail: `${which}: ${run.error}` });
+    } else if (run.status === "failed") {
+      violations.push({ sessionId, kind: "run_failed", detail: `${which} failed: ${run.reason}` });
+    } else if (run.status === "aborted" && (index > 0 || record.plan.abortAfterMs === undefined)) {
+      violations.push({
+        sessionId,
+        kind: "unexpected_abort",
+        detail: `${which} ended aborted: ${run.reason}`,
+      });
+    }
+  });
+  if (record.abort && !record.abort.answered) {
+    violations.push({ sessionId, kind: "abort_not_answered", detail: record.abort.detail });
+  }
+  const followUp = record.runs.at(-1);
+  if (
+    record.plan.abortAfterMs !== undefined &&
+    !(followUp?.kind === "ended" && followUp.status === "completed")
+  ) {
+    violations.push({
+      sessionId,
+      kind: "unusable_after_abort",
+      detail: `the follow-up after the abort did not complete (${followUp ? JSON.stringify(followUp) : "not sent"})`,
+    });
+  }
+  return violations;
+}

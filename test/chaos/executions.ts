@@ -1,0 +1,73 @@
+/**
+ * What Temporal itself says about a session's runs: each execution of its workflow id with its
+ * status and, for a failed one, the failure and its cause. The report shows it next to what the
+ * API said (a run the API reports as running may have failed long ago).
+ */
+import { Client, Connection, WorkflowFailedError } from "@temporalio/client";
+import { runWorkflowId } from "../../src/workflows/types";
+
+export interface ExecutionSummary {
+  runId: string;
+  status: string;
+  startTime: string;
+  closeTime?: string;
+  /** Failure message chain of a failed execution ("message: cause"). */
+  failure?: string;
+}
+
+function failureChain(error: unknown): string {
+  const parts: string[] = [];
+  for (let current = error, depth = 0; current instanceof Error && depth < 4; depth++) {
+    parts.push(current.message);
+    current = current.cause;
+  }
+  return parts.join(": ");
+}
+
+/** Every execution of each session's run workflow, oldest first, keyed by session id. */
+export async function describeExecutions(
+  address: string,
+  namespace: string,
+  tenantId: string,
+  sessionIds: readonly string[],
+): Promise<Map<string, ExecutionSummary[]>> {
+  const connection = await Connection.connect({ address });
+  try {
+    const client = new Client({ connection, namespace });
+    const result = new Map<string, ExecutionSummary[]>();
+    for (const sessionId of sessionIds) {
+      const workflowId = runWorkflowId({ tenantId, sessionId });
+      const executions: ExecutionSummary[] = [];
+      for await (const info of client.workflow.list({ query: `WorkflowId = "${workflowId}"` })) {
+        const summary: ExecutionSummary = {
+          runId: info.runId,
+          status: info.status.name,
+          startTime: info.startTime.toISOString(),
+          ...(info.closeTime ? { closeTime: info.closeTime.toISOString() } : {}),
+        };
+        if (info.status.name === "FAILED") {
+          try {
+            await client.workflow.getHandle(workflowId, info.runId, { followRuns: false }).result();
+          } catch (error) {
+            summary.failure = failureChain(error instanceof WorkflowFailedError ? error.cause : error);
+          }
+        }
+        executions.push(summary);
+      }
+      result.set(
+        sessionId,
+        executions.sort((a, b) => a.startTime.localeCompare(b.startTime)),
+      );
+    }
+    return result;
+  } finally {
+    await connection.close();
+  }
+}
+
+/** `FAILED: <failure> → COMPLETED`: a session's executions in one line. */
+export function executionsLine(executions: readonly ExecutionSummary[]): string {
+  return executions
+    .map((execution) => (execution.failure ? `${execution.status}: ${execution.failure}` : execution.status))
+    .join(" → ");
+}

@@ -1,0 +1,196 @@
+/**
+ * Plays the plan's faults against the stack at their offsets, and keeps a primary worker alive:
+ * a killed primary is started again at once, one that died on its own is restarted and counted.
+ * An API server that exits on its own is started again and counted (with its last log lines).
+ */
+import type { FaultEvent } from "./plan";
+import type { ChaosStack, WorkerRole } from "./stack";
+
+export interface FaultTally {
+  kills: { primary: number; secondary: number };
+  secondaryStarts: number;
+  secondaryStops: number;
+  temporalRestarts: number;
+  s3Outages: number;
+  /** Workers that exited without being killed or stopped by the suite. */
+  unplannedWorkerExits: number;
+  /** The API server exiting on its own (nothing here stops it): the last lines of its log, each time. */
+  apiExits: string[];
+  /** Faults the plan had that the run phase ended before. */
+  skipped: number;
+  /** Faults that could not be applied (the stack itself failed): the chaos run is not valid. */
+  errors: string[];
+  /** What was done, with offsets from the start of the fault phase. */
+  log: string[];
+}
+
+export interface FaultPlayer {
+  tally: FaultTally;
+  /** Resolves just after the next worker SIGKILL (before the worker is started again). */
+  nextKill(): Promise<void>;
+  /** Stops injecting (faults not yet due are skipped) and resolves once the current one is done. */
+  stop(): Promise<void>;
+  /** Stops watching the primary worker and the API server (after the checks, which need both). */
+  close(): void;
+}
+
+const WATCH_INTERVAL_MS = 1_000;
+const START_RETRY_MS = 2_000;
+const WORKER_START_BOUND_MS = 5 * 60_000;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Starts playing `faults` (in time order) now. */
+export function playFaults(stack: ChaosStack, faults: readonly FaultEvent[]): FaultPlayer {
+  const tally: FaultTally = {
+    kills: { primary: 0, secondary: 0 },
+    secondaryStarts: 0,
+    secondaryStops: 0,
+    temporalRestarts: 0,
+    s3Outages: 0,
+    unplannedWorkerExits: 0,
+    apiExits: [],
+    skipped: 0,
+    errors: [],
+    log: [],
+  };
+  const started = Date.now();
+  let stopping = false;
+  let killWaiters: Array<() => void> = [];
+  /** Set once the plan has no kill left: waiting for one would never end. */
+  let killsOver = false;
+  const killed = () => {
+    for (const wake of killWaiters) wake();
+    killWaiters = [];
+  };
+  const note = (line: string) => {
+    tally.log.push(`+${((Date.now() - started) / 1000).toFixed(1)} s ${line}`);
+  };
+
+  /** Starts the worker, retrying while the stack is down (Temporal or S3 restarting); bounded. */
+  const ensureWorker = async (role: WorkerRole) => {
+    const deadline = Date.now() + WORKER_START_BOUND_MS;
+    while (!stack.worker(role)) {
+      if (Date.now() > deadline)
+        throw new Error(`the ${role} worker did not start within ${WORKER_START_BOUND_MS} ms`);
+      try {
+        await stack.startWorker(role);
+      } catch (error) {
+        note(`${role} worker did not start (${(error as Error).message.split("\n")[0]}); retrying`);
+        await sleep(START_RETRY_MS);
+      }
+    }
+  };
+
+  const apply = async (fault: FaultEvent) => {
+    switch (fault.kind) {
+      case "kill": {
+        const target: WorkerRole =
+          fault.prefer === "secondary" && stack.worker("secondary") ? "secondary" : "primary";
+        await stack.killWorker(target);
+        tally.kills[target] += 1;
+        note(`SIGKILL ${target} worker`);
+        killed();
+        if (target === "primary") await ensureWorker("primary");
+        return;
+      }
+      case "secondary_start":
+        if (stack.worker("secondary")) return;
+        await ensureWorker("secondary");
+        tally.secondaryStarts += 1;
+        note("second worker started");
+        return;
+      case "secondary_stop":
+        if (!stack.worker("secondary")) return;
+        await stack.stopWorker("secondary");
+        tally.secondaryStops += 1;
+        note("second worker stopped (SIGTERM)");
+        return;
+      case "temporal_restart":
+        note("Temporal dev server stopping");
+        await stack.restartTemporal();
+        tally.temporalRestarts += 1;
+        note("Temporal dev server restarted on its database");
+        return;
+      case "s3_outage":
+        note(`S3 server down for ${fault.durationMs} ms`);
+        await stack.s3Outage(fault.durationMs);
+        tally.s3Outages += 1;
+        note("S3 server up again");
+        return;
+    }
+  };
+
+  let restartingApi = false;
+  const watchApi = () => {
+    if (restartingApi || stack.apiAlive()) return;
+    restartingApi = true;
+    note("the API server exited on its own; restarting it");
+    void stack
+      .restartApi()
+      .then((lastWords) => tally.apiExits.push(lastWords))
+      .catch((error: unknown) =>
+        tally.errors.push(`the API server did not restart: ${(error as Error).message}`),
+      )
+      .finally(() => {
+        restartingApi = false;
+      });
+  };
+
+  let busy = false;
+  const watcher = setInterval(() => {
+    watchApi();
+    // The primary's slot is empty only between a kill and its restart, both inside a busy step.
+    if (busy || stack.worker("primary")) return;
+    tally.unplannedWorkerExits += 1;
+    note("primary worker exited on its own; restarting");
+    busy = true;
+    void ensureWorker("primary")
+      .catch((error: unknown) => tally.errors.push((error as Error).message))
+      .finally(() => {
+        busy = false;
+      });
+  }, WATCH_INTERVAL_MS);
+
+  let wake: () => void = () => undefined;
+  const stopped = new Promise<void>((resolve) => {
+    wake = resolve;
+  });
+  const done = (async () => {
+    for (const fault of faults) {
+      const wait = started + fault.atMs - Date.now();
+      if (wait > 0 && !stopping) await Promise.race([sleep(wait), stopped]);
+      if (stopping) {
+        tally.skipped += 1;
+        continue;
+      }
+      while (busy) await sleep(100);
+      busy = true;
+      try {
+        await apply(fault);
+      } catch (error) {
+        tally.errors.push(`${fault.kind} at +${fault.atMs} ms failed: ${(error as Error).message}`);
+        note(`${fault.kind} failed`);
+      } finally {
+        busy = false;
+      }
+    }
+    killsOver = true;
+    killed();
+  })();
+
+  return {
+    tally,
+    nextKill: () =>
+      killsOver ? Promise.resolve() : new Promise<void>((resolve) => killWaiters.push(resolve)),
+    async stop() {
+      stopping = true;
+      wake();
+      await done;
+      while (busy) await sleep(100);
+      await ensureWorker("primary");
+    },
+    close() {
+      clearInterval(watcher);
+    },
+  };
+}

@@ -1,0 +1,131 @@
+/**
+ * The chaos plan: every random choice of a chaos run, drawn up front from the seed (the seeded
+ * generator of src/core/ids), so the same seed plays the same sessions and the same faults at the
+ * same offsets. Only the interleaving with the machine's timing varies between two runs.
+ */
+import { type RandomSource, seededRandom } from "../../src/core/ids";
+import type { ChaosOptions } from "./options";
+
+export interface SessionPlan {
+  index: number;
+  sessionId: string;
+  /** Local LLM scenario the session's messages name (one per session). */
+  scenario: string;
+  /** Tool turns before the final answer (each a batch of one to three calls). */
+  toolTurns: number;
+  /** Delay before each model answer starts: slow calls, so kills land mid-call. */
+  modelLatencyMs: number;
+  /** When set, the run is aborted this long after its message was delivered, then followed up. */
+  abortAfterMs?: number;
+  /** The abort waits, after `abortAfterMs`, for the next worker kill and lands while that worker is dead. */
+  abortAfterKill?: boolean;
+  /** When set (never with an abort), a steering message is sent this long after the prompt. */
+  steerAfterMs?: number;
+}
+
+/** A fault at `atMs` after the fault phase starts. */
+export type FaultEvent =
+  | { atMs: number; kind: "kill"; prefer: "primary" | "secondary" }
+  | { atMs: number; kind: "secondary_start" }
+  | { atMs: number; kind: "secondary_stop" }
+  | { atMs: number; kind: "temporal_restart" }
+  | { atMs: number; kind: "s3_outage"; durationMs: number };
+
+export interface ChaosPlan {
+  sessions: SessionPlan[];
+  /** In time order. */
+  faults: FaultEvent[];
+}
+
+const MIN_TOOL_TURNS = 2;
+const MAX_TOOL_TURNS = 5;
+const MIN_MODEL_LATENCY_MS = 500;
+const MAX_MODEL_LATENCY_MS = 4_000;
+const MIN_ABORT_AFTER_MS = 1_000;
+const MAX_ABORT_AFTER_MS = 12_000;
+/** Share of aborts sent just after a worker kill, while the run's activity may be on the dead worker. */
+const ABORT_AFTER_KILL_SHARE = 0.5;
+/** Share of the sessions not aborted that get a steering message mid-run. */
+const STEER_SHARE = 0.5;
+const MIN_STEER_AFTER_MS = 1_000;
+const MAX_STEER_AFTER_MS = 15_000;
+/** Share of kills aimed at the second worker when it is up. */
+const SECONDARY_KILL_SHARE = 0.3;
+/** The second worker comes and goes this many times per ten kills (at least once). */
+const SECONDARY_CYCLES_PER_TEN_KILLS = 2;
+
+function between(random: RandomSource, low: number, high: number): number {
+  return low + Math.floor(random() * (high - low + 1));
+}
+
+/** `count` distinct indices of `0..size-1`, in increasing order. */
+function pick(random: RandomSource, size: number, count: number): number[] {
+  const indices = [...Array(size).keys()];
+  for (let i = size - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [indices[i], indices[j]] = [indices[j] as number, indices[i] as number];
+  }
+  return indices.slice(0, count).sort((a, b) => a - b);
+}
+
+/** Draws the plan for `options`; equal options give equal plans. */
+export function makeChaosPlan(options: ChaosOptions): ChaosPlan {
+  const random = seededRandom(options.seed);
+  const aborted = new Set(pick(random, options.runs, options.aborts));
+  const sessions: SessionPlan[] = [...Array(options.runs).keys()].map((index) => {
+    const name = `chaos-${options.seed}-r${index}`;
+    const session: SessionPlan = {
+      index,
+      sessionId: name,
+      scenario: name,
+      toolTurns: between(random, MIN_TOOL_TURNS, MAX_TOOL_TURNS),
+      modelLatencyMs: between(random, MIN_MODEL_LATENCY_MS, MAX_MODEL_LATENCY_MS),
+    };
+    if (aborted.has(index)) {
+      session.abortAfterMs = between(random, MIN_ABORT_AFTER_MS, MAX_ABORT_AFTER_MS);
+      session.abortAfterKill = random() < ABORT_AFTER_KILL_SHARE;
+    } else if (random() < STEER_SHARE) {
+      session.steerAfterMs = between(random, MIN_STEER_AFTER_MS, MAX_STEER_AFTER_MS);
+    }
+    return session;
+  });
+
+  const faults: FaultEvent[] = [];
+  let at = 0;
+  for (let kill = 0; kill < options.kills; kill++) {
+    at += Math.round(options.killEveryMs * (0.5 + random()));
+    faults.push({
+      atMs: at,
+      kind: "kill",
+      prefer: random() < SECONDARY_KILL_SHARE ? "secondary" : "primary",
+    });
+  }
+  // Whole-stack faults and the second worker's visits fall inside the kills' span (or the first
+  // two minutes when there are no kills), so they meet runs in flight.
+  const span = at > 0 ? at : 120_000;
+  const cycles = Math.max(1, Math.round((options.kills / 10) * SECONDARY_CYCLES_PER_TEN_KILLS));
+  for (let cycle = 0; cycle < cycles; cycle++) {
+    const start = between(
+      random,
+      Math.floor((cycle * span) / cycles),
+      Math.floor(((cycle + 0.5) * span) / cycles),
+    );
+    const stop = between(random, start + 5_000, Math.floor(((cycle + 1) * span) / cycles) + 5_000);
+    faults.push({ atMs: start, kind: "secondary_start" }, { atMs: stop, kind: "secondary_stop" });
+  }
+  for (let restart = 0; restart < options.temporalRestarts; restart++) {
+    faults.push({
+      atMs: between(random, Math.floor(span * 0.3), Math.floor(span * 0.8)),
+      kind: "temporal_restart",
+    });
+  }
+  for (let outage = 0; outage < options.s3Outages; outage++) {
+    faults.push({
+      atMs: between(random, Math.floor(span * 0.2), Math.floor(span * 0.6)),
+      kind: "s3_outage",
+      durationMs: options.s3OutageMs,
+    });
+  }
+  faults.sort((a, b) => a.atMs - b.atMs);
+  return { sessions, faults };
+}

@@ -1,0 +1,248 @@
+/** The chaos run's figures: counted from what happened, written to bench/results/chaos.{md,json}. */
+import { machineInfo, machineLine, table, writeResults } from "../../bench/support/report";
+import { executionsLine } from "./executions";
+import type { FaultTally } from "./faults";
+import type { ChaosOptions } from "./options";
+import type { ChaosPlan } from "./plan";
+import type { SessionRecord } from "./sessions";
+import type { SessionRow, Verdict } from "./verify";
+
+export interface ChaosSummary {
+  options: ChaosOptions;
+  machine: ReturnType<typeof machineInfo>;
+  wallSeconds: number;
+  faults: Omit<FaultTally, "log">;
+  faultLog: string[];
+  planned: { runs: number; aborts: number; kills: number };
+  /** Sessions not driven because the duration cap was reached first. */
+  sessionsSkipped: number;
+  runs: { completed: number; aborted: number; failed: number; stuck: number; notStarted: number };
+  aborts: { requested: number; landed: number; usableAfterAbort: number };
+  modelCalls: number;
+  verdict: Verdict;
+  /** Why the exit code is not 0 (empty when the run passed). */
+  failures: string[];
+}
+
+export function summarize(input: {
+  options: ChaosOptions;
+  plan: ChaosPlan;
+  records: readonly SessionRecord[];
+  faults: FaultTally;
+  verdict: Verdict;
+  modelCalls: number;
+  wallMs: number;
+}): ChaosSummary {
+  const { records, faults, verdict } = input;
+  const runs = { completed: 0, aborted: 0, failed: 0, stuck: 0, notStarted: 0 };
+  for (const run of records.flatMap((record) => record.runs)) {
+    if (run.kind === "stuck") runs.stuck += 1;
+    else if (run.kind === "not_started") runs.notStarted += 1;
+    else runs[run.status] += 1;
+  }
+  const abortedPlans = records.filter((record) => record.plan.abortAfterMs !== undefined);
+  const { log, ...tally } = faults;
+  const failures: string[] = [];
+  if (verdict.violations.length > 0) failures.push(`${verdict.violations.length} violations`);
+  if (runs.stuck > 0) failures.push(`${runs.stuck} stuck runs`);
+  if (verdict.repeatedCalls.length > 0) failures.push(`${verdict.repeatedCalls.length} repeated model calls`);
+  if (faults.apiExits.length > 0) failures.push(`the API server crashed ${faults.apiExits.length} times`);
+  if (faults.errors.length > 0)
+    failures.push(`${faults.errors.length} faults could not be applied (the run is not valid)`);
+  return {
+    options: input.options,
+    machine: machineInfo(),
+    wallSeconds: Math.round(input.wallMs / 1000),
+    faults: tally,
+    faultLog: log,
+    planned: {
+      runs: input.plan.sessions.length,
+      aborts: input.plan.sessions.filter((session) => session.abortAfterMs !== undefined).length,
+      kills: input.plan.faults.filter((fault) => fault.kind === "kill").length,
+    },
+    sessionsSkipped: input.plan.sessions.length - records.length,
+    runs,
+    aborts: {
+      requested: abortedPlans.filter((record) => record.abort?.requested).length,
+      landed: abortedPlans.filter(
+        (record) => record.runs[0]?.kind === "ended" && record.runs[0].status === "aborted",
+      ).length,
+      usableAfterAbort: verdict.usableAfterAbort,
+    },
+    modelCalls: input.modelCalls,
+    verdict,
+    failures,
+  };
+}
+
+const cell = (text: string) => text.replaceAll("|", "\\|").replaceAll("\n", " ");
+
+function planCell(row: SessionRow): string {
+  const plan = row.record.plan;
+  const abort =
+    plan.abortAfterMs === undefined
+      ? ""
+      : `; abort at ${(plan.abortAfterMs / 1000).toFixed(1)} s${plan.abortAfterKill ? " then after the next kill" : ""} (${row.record.abort?.detail ?? "not sent"})`;
+  return `${plan.toolTurns} tool turns, model ${plan.modelLatencyMs} ms${abort}`;
+}
+
+function runsCell(row: SessionRow): string {
+  return row.record.runs
+    .map((run) => {
+      if (run.kind === "ended") return `${run.status} in ${Math.round(run.ms / 1000)} s`;
+      if (run.kind === "stuck") return `stuck ${Math.round(run.ms / 1000)} s (API said: ${run.lastStatus})`;
+      return `not started (${run.error})`;
+    })
+    .join(" → ");
+}
+
+function sessionTable(summary: ChaosSummary): string {
+  return table(
+    ["session", "plan", "runs (as the API reported them)", "Temporal executions", "entries", "violations"],
+    summary.verdict.sessions.map((row) => [
+      row.sessionId,
+      cell(planCell(row)),
+      cell(runsCell(row)),
+      cell(executionsLine(row.executions)),
+      row.entries,
+      row.violations,
+    ]),
+    [":---", ":---", ":---", ":---", "---:", "---:"],
+  );
+}
+
+function countsByKind(summary: ChaosSummary): Array<[string, number]> {
+  const counts = new Map<string, number>();
+  for (const violation of summary.verdict.violations)
+    counts.set(violation.kind, (counts.get(violation.kind) ?? 0) + 1);
+  return [...counts.entries()].sort((a, b) => b[1] - a[1]);
+}
+
+/** The command-line flags that give `options` again. */
+function reproduceFlags(options: ChaosOptions): string {
+  const seconds = (ms: number) => Math.round(ms / 1000);
+  return [
+    options.form === "short" ? "--short" : "",
+    `--seed ${options.seed} --runs ${options.runs} --concurrency ${options.concurrency}`,
+    `--kills ${options.kills} --kill-every-seconds ${seconds(options.killEveryMs)} --aborts ${options.aborts}`,
+    `--temporal-restarts ${options.temporalRestarts} --s3-outages ${options.s3Outages} --s3-outage-seconds ${seconds(options.s3OutageMs)}`,
+    `--run-bound-seconds ${seconds(options.runBoundMs)} --max-minutes ${Math.round(options.durationCapMs / 60_000)}`,
+  ]
+    .filter(Boolean)
+    .join(" ");
+}
+
+export function renderMarkdown(summary: ChaosSummary): string {
+  const { options, faults, runs, aborts, verdict } = summary;
+  const kills = faults.kills.primary + faults.kills.secondary;
+  const lines = [
+    "# Chaos run",
+    "",
+    machineLine(summary.machine),
+    "",
+    `Reproduce: \`npm run chaos -- ${reproduceFlags(options)}\``,
+    "",
+    `**${summary.failures.length === 0 ? "PASS" : `FAIL: ${summary.failures.join(", ")}`}** — wall time ${summary.wallSeconds} s.`,
+    "",
+    "## Faults",
+    "",
+    table(
+      ["fault", "planned", "done"],
+      [
+        [
+          "worker SIGKILL (primary + second)",
+          summary.planned.kills,
+          `${kills} (${faults.kills.primary} + ${faults.kills.secondary})`,
+        ],
+        ["second worker started / stopped", "-", `${faults.secondaryStarts} / ${faults.secondaryStops}`],
+        [
+          "Temporal dev server restart (same database, same port)",
+          options.temporalRestarts,
+          faults.temporalRestarts,
+        ],
+        [
+          `S3 server outage (${options.s3OutageMs / 1000} s, same data folder and ports)`,
+          options.s3Outages,
+          faults.s3Outages,
+        ],
+        [
+          "aborts at a random moment",
+          summary.planned.aborts,
+          `${aborts.requested} requested, ${aborts.landed} landed`,
+        ],
+        ["worker exits the suite did not cause", "-", faults.unplannedWorkerExits],
+        ["API server exits (it was started again)", "-", faults.apiExits.length],
+        ["faults skipped (runs over first)", "-", faults.skipped],
+      ],
+      [":---", "---:", "---:"],
+    ),
+    "",
+    "## Runs and sessions",
+    "",
+    table(
+      ["figure", "value"],
+      [
+        [
+          "sessions driven (planned)",
+          `${summary.planned.runs - summary.sessionsSkipped} (${summary.planned.runs})`,
+        ],
+        [
+          "runs completed / aborted / failed / stuck / not started",
+          `${runs.completed} / ${runs.aborted} / ${runs.failed} / ${runs.stuck} / ${runs.notStarted}`,
+        ],
+        [
+          "sessions usable after abort (follow-up completed, session intact)",
+          `${aborts.usableAfterAbort} of ${summary.planned.aborts}`,
+        ],
+        ["entries checked", verdict.entriesChecked],
+        ["sessions exported / opened by pi", `${verdict.sessionsExported} / ${verdict.sessionsOpenedByPi}`],
+        ["model calls (local LLM server journal)", summary.modelCalls],
+        ["repeated model calls for a stored answer", verdict.repeatedCalls.length],
+        ["violations", verdict.violations.length],
+      ],
+      [":---", "---:"],
+    ),
+    "",
+  ];
+  if (verdict.violations.length > 0) {
+    lines.push("## Violations", "", table(["kind", "count"], countsByKind(summary), [":---", "---:"]), "");
+    lines.push(
+      table(
+        ["session", "kind", "what is wrong"],
+        verdict.violations.map((v) => [v.sessionId, v.kind, cell(v.detail)]),
+        [":---", ":---", ":---"],
+      ),
+      "",
+    );
+  }
+  if (verdict.repeatedCalls.length > 0) {
+    lines.push(
+      "## Repeated model calls",
+      "",
+      table(
+        ["session", "seq of the stored answer", "request digest", "call after the answer was stored"],
+        verdict.repeatedCalls.map((call) => [
+          call.sessionId,
+          call.seq,
+          call.digest,
+          `${call.afterStoredSeconds} s`,
+        ]),
+        [":---", "---:", ":---", "---:"],
+      ),
+      "",
+    );
+  }
+  lines.push("## Sessions", "", sessionTable(summary), "");
+  faults.apiExits.forEach((lastWords, index) => {
+    lines.push(`## API server exit ${index + 1}: the last lines of its log`, "", "```", lastWords, "```", "");
+  });
+  if (faults.errors.length > 0)
+    lines.push("## Faults that could not be applied", "", ...faults.errors.map((e) => `- ${e}`), "");
+  lines.push("## Fault log", "", "```", ...summary.faultLog, "```", "");
+  return lines.join("\n");
+}
+
+/** Writes bench/results/chaos.md and chaos.json; returns the markdown's path. */
+export function writeChaosResults(summary: ChaosSummary): string {
+  return writeResults("chaos", renderMarkdown(summary), summary);
+}

@@ -1,0 +1,186 @@
+/**
+ * Driving one chaos session through the HTTP API, as a user would: deliver the prompt, steer or
+ * abort it at the planned moment, wait (bounded) for the run to end, send a follow-up after an
+ * abort and wait for that run too. What happened is recorded for the checks and the report; nothing here throws
+ * on a misbehaving run.
+ */
+import { ApiGaveUpError, type ChaosApiClient } from "./api-client";
+import type { SessionPlan } from "./plan";
+import { FOLLOW_UP_WORD } from "./scenario";
+
+const POLL_INTERVAL_MS = 1_000;
+/** An abort planned after a kill waits this long at most for one. */
+const KILL_WAIT_BOUND_MS = 60_000;
+/** An abort after a kill lands this long after it: the worker is still dead (a restart takes seconds). */
+const ABORT_AFTER_KILL_MS = 300;
+const TERMINAL = new Set(["completed", "aborted", "failed"]);
+
+/** A message the suite sent, and whether the API confirmed its delivery. */
+export interface SentMessage {
+  text: string;
+  idempotencyKey: string;
+  /** 202 received (possibly after retries with the same key). */
+  confirmed: boolean;
+  attempts: number;
+  /** Why it was not confirmed. */
+  error?: string;
+  /** A clear refusal (4xx, e.g. 409 run-ended): the message must then not be stored. */
+  refused?: boolean;
+}
+
+/** How one run (one delivery that started or reached a run) ended. */
+export type RunOutcome =
+  | { kind: "ended"; status: "completed" | "aborted" | "failed"; reason: string; ms: number }
+  | { kind: "stuck"; lastStatus: string; ms: number }
+  | { kind: "not_started"; error: string };
+
+export interface SessionRecord {
+  plan: SessionPlan;
+  messages: SentMessage[];
+  /** The prompt's run; a run a late steering message started; after an abort, the follow-up's run. */
+  runs: RunOutcome[];
+  /** `answered`: the API gave a final answer (202, or a clear refusal such as 409 no-active-run). */
+  abort?: { requested: boolean; answered: boolean; detail: string };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function describeError(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** The run of `runId` ended (status terminal), or the bound passed (stuck). */
+async function waitForRun(
+  api: ChaosApiClient,
+  sessionId: string,
+  runId: string,
+  boundMs: number,
+): Promise<RunOutcome> {
+  const started = Date.now();
+  let lastStatus = "unknown";
+  while (Date.now() - started < boundMs) {
+    try {
+      const answer = await api.get(`/v1/sessions/${sessionId}`);
+      const run = answer.body?.run;
+      if (answer.status === 200 && run?.runId === runId) {
+        lastStatus = String(run.status);
+        if (TERMINAL.has(run.status)) {
+          return {
+            kind: "ended",
+            status: run.status,
+            reason: String(run.endReason ?? ""),
+            ms: Date.now() - started,
+          };
+        }
+      } else {
+        lastStatus = `HTTP ${answer.status}${run ? ` (latest run ${run.runId}: ${run.status})` : ""}`;
+      }
+    } catch (error) {
+      if (!(error instanceof ApiGaveUpError)) throw error;
+      lastStatus = describeError(error);
+    }
+    await sleep(POLL_INTERVAL_MS);
+  }
+  return { kind: "stuck", lastStatus, ms: Date.now() - started };
+}
+
+/**
+ * Sends one message (Idempotency-Key = `key`); resolves with the run it started or reached and how
+ * it was delivered, or undefined (recorded) when the API gave no 202.
+ */
+async function send(
+  api: ChaosApiClient,
+  record: SessionRecord,
+  text: string,
+  key: string,
+  delivery: "auto" | "steer",
+): Promise<{ runId: string; delivery: string } | undefined> {
+  const sent: SentMessage = { text, idempotencyKey: key, confirmed: false, attempts: 0 };
+  record.messages.push(sent);
+  try {
+    const answer = await api.post(
+      `/v1/sessions/${record.plan.sessionId}/messages`,
+      { text, delivery, model: "local-chat" },
+      key,
+    );
+    sent.attempts = answer.attempts;
+    if (answer.status !== 202) {
+      sent.error = `HTTP ${answer.status}: ${answer.text.slice(0, 300)}`;
+      sent.refused = answer.status >= 400 && answer.status < 500;
+      return undefined;
+    }
+    sent.confirmed = true;
+    return { runId: String(answer.body.runId), delivery: String(answer.body.delivery) };
+  } catch (error) {
+    if (!(error instanceof ApiGaveUpError)) throw error;
+    sent.error = describeError(error);
+    return undefined;
+  }
+}
+
+/** Plays `plan` against the API; resolves with what happened once its runs ended or stalled. */
+export async function driveSession(
+  api: ChaosApiClient,
+  plan: SessionPlan,
+  runBoundMs: number,
+  /** Resolves just after the next worker kill. */
+  nextKill: () => Promise<void>,
+): Promise<SessionRecord> {
+  const record: SessionRecord = { plan, messages: [], runs: [] };
+  const sessionId = plan.sessionId;
+  /** Sends a message and waits for its run (plus `meanwhile`); a message that reached no run is recorded as such. */
+  const deliverAndWait = async (text: string, key: string, meanwhile: Array<() => Promise<void>> = []) => {
+    const delivered = await send(api, record, text, key, "auto");
+    if (!delivered) {
+      record.runs.push({ kind: "not_started", error: record.messages.at(-1)?.error ?? "no answer" });
+      return;
+    }
+    const [outcome] = await Promise.all([
+      waitForRun(api, sessionId, delivered.runId, runBoundMs),
+      ...meanwhile.map((work) => work()),
+    ]);
+    record.runs.push(outcome);
+  };
+
+  const abortLater = async () => {
+    if (plan.abortAfterMs === undefined) return;
+    await sleep(plan.abortAfterMs);
+    if (plan.abortAfterKill) {
+      await Promise.race([nextKill(), sleep(KILL_WAIT_BOUND_MS)]);
+      await sleep(ABORT_AFTER_KILL_MS);
+    }
+    try {
+      const answer = await api.post(
+        `/v1/sessions/${sessionId}/abort`,
+        { reason: "chaos: aborted at a random moment" },
+        `${sessionId}-abort`,
+      );
+      record.abort = {
+        requested: answer.status === 202,
+        answered: answer.status < 500,
+        detail: `HTTP ${answer.status}`,
+      };
+    } catch (error) {
+      if (!(error instanceof ApiGaveUpError)) throw error;
+      record.abort = { requested: false, answered: false, detail: describeError(error) };
+    }
+  };
+  /** A run the steer message started (the prompt's run had ended before it arrived). */
+  let steerRunId: string | undefined;
+  const steerLater = async () => {
+    if (plan.steerAfterMs === undefined) return;
+    await sleep(plan.steerAfterMs);
+    const text = `Steer, a ${FOLLOW_UP_WORD} for ${sessionId}: read notes.md once more (message s).`;
+    const delivered = await send(api, record, text, `${sessionId}-steer`, "steer");
+    if (delivered?.delivery === "started") steerRunId = delivered.runId;
+  };
+
+  const prompt = `[scenario:${plan.scenario}] Keep notes in notes.md for ${sessionId} (message 1).`;
+  await deliverAndWait(prompt, `${sessionId}-m1`, [abortLater, steerLater]);
+  if (steerRunId !== undefined) record.runs.push(await waitForRun(api, sessionId, steerRunId, runBoundMs));
+  if (plan.abortAfterMs !== undefined) {
+    const followUp = `${FOLLOW_UP_WORD} for ${sessionId}: read notes.md again (message 2).`;
+    await deliverAndWait(followUp, `${sessionId}-m2`);
+  }
+  return record;
+}

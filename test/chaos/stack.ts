@@ -1,0 +1,190 @@
+/**
+ * The chaos stage: one dev stack on temporary data folders — the Temporal dev server on a SQLite
+ * database (so it can be restarted on it), SeaweedFS, the local LLM server (in this process), the
+ * HTTP API and Keel workers as their own processes (so they can be SIGKILLed, and an API server
+ * that crashes is noticed and started again). Servers are
+ * started by src/cli/devstack, as `keel dev` starts them.
+ */
+import { createHash, randomBytes } from "node:crypto";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { freePort, waitForPort } from "../../src/cli/devstack/ports";
+import { type S3DevServer, startS3DevServer } from "../../src/cli/devstack/s3-server";
+import { type ServiceProcess, startServiceProcess } from "../../src/cli/devstack/service-process";
+import { startTemporalDevServer, type TemporalDevServer } from "../../src/cli/devstack/temporal-server";
+import { projectRoot } from "../../src/cli/devstack/tools";
+import { startWorkerProcess } from "../../src/cli/devstack/worker-process";
+import { writeWorkflowBundle } from "../../src/cli/devstack/workflow-bundle";
+import { type LocalLlmServer, startLocalLlmServer } from "../../src/providers/local-server";
+import { createS3Client, s3SettingsToEnv } from "../../src/store/s3-config";
+import { SessionStore } from "../../src/store/session-store";
+
+const BUCKET = "keel-chaos";
+const TASK_QUEUE = "keel-chaos";
+export const CHAOS_TENANT = "chaos";
+/** A local-only key for the chaos tenant (the API listens on loopback only). */
+const LOCAL_LLM_KEY = "local-key";
+const API_START_TIMEOUT_MS = 60_000;
+/** Lines of the API's log kept when it exits on its own (its last words). */
+const API_LOG_TAIL_LINES = 15;
+/** A stopped second worker drains in-flight activities this long, then they are cancelled. */
+const SECONDARY_SHUTDOWN_GRACE_SECONDS = 5;
+
+export type WorkerRole = "primary" | "secondary";
+
+export interface ChaosStack {
+  dir: string;
+  llm: LocalLlmServer;
+  store: SessionStore;
+  apiUrl: string;
+  apiKey: string;
+  /** True while the API server process runs. */
+  apiAlive(): boolean;
+  /** Starts the API server again on its port (after it exited); resolves with its log's last lines. */
+  restartApi(): Promise<string>;
+  temporal(): TemporalDevServer;
+  s3(): S3DevServer;
+  /** Starts a worker in `role`'s slot (which must be empty). */
+  startWorker(role: WorkerRole): Promise<void>;
+  /** The worker in `role`'s slot, when it is alive. */
+  worker(role: WorkerRole): ServiceProcess | undefined;
+  /** SIGKILLs `role`'s worker and empties its slot. */
+  killWorker(role: WorkerRole): Promise<void>;
+  /** SIGTERMs `role`'s worker (it drains briefly) and empties its slot. */
+  stopWorker(role: WorkerRole): Promise<void>;
+  restartTemporal(): Promise<void>;
+  /** Stops the S3 server, waits `downMs`, starts it again on the same data folder and ports. */
+  s3Outage(downMs: number): Promise<void>;
+  close(options: { keepData: boolean }): Promise<void>;
+}
+
+export async function startChaosStack(): Promise<ChaosStack> {
+  const dir = mkdtempSync(join(tmpdir(), "keel-chaos-"));
+  const temporalDir = join(dir, "temporal");
+  const s3Dir = join(dir, "s3");
+  const workspaceRoot = join(dir, "workspaces");
+  for (const folder of [temporalDir, s3Dir, workspaceRoot]) mkdirSync(folder);
+
+  const [initialTemporal, initialS3, bundlePath, llm] = await Promise.all([
+    startTemporalDevServer({ dataDir: temporalDir, persist: true }),
+    startS3DevServer({ dataDir: s3Dir, bucket: BUCKET }),
+    writeWorkflowBundle(join(dir, "workflow-bundle.js")),
+    startLocalLlmServer(),
+  ]);
+  let temporal = initialTemporal;
+  let s3 = initialS3;
+  const s3Client = createS3Client(s3.settings);
+  const store = new SessionStore(s3Client, s3.settings);
+
+  const commonEnv = {
+    KEEL_TEMPORAL_ADDRESS: temporal.address,
+    KEEL_TEMPORAL_NAMESPACE: temporal.namespace,
+    KEEL_TASK_QUEUE: TASK_QUEUE,
+    ...s3SettingsToEnv(s3.settings),
+  };
+
+  const apiKey = `chaos-${randomBytes(12).toString("hex")}`;
+  const apiPort = await freePort();
+  const apiLog = join(dir, "api.log");
+  const startApi = async () => {
+    const server = startServiceProcess(
+      "api",
+      process.execPath,
+      ["--import", "tsx", join(projectRoot, "src/api/server.ts")],
+      {
+        logFile: apiLog,
+        cwd: projectRoot,
+        env: {
+          PATH: process.env.PATH,
+          HOME: process.env.HOME,
+          ...commonEnv,
+          KEEL_DEFAULT_MODEL: "local-chat",
+          KEEL_API_PORT: String(apiPort),
+          KEEL_API_KEYS: JSON.stringify({
+            [createHash("sha256").update(apiKey).digest("hex")]: CHAOS_TENANT,
+          }),
+        },
+      },
+    );
+    await waitForPort(apiPort, API_START_TIMEOUT_MS, server.isAlive);
+    return server;
+  };
+  let api = await startApi();
+
+  const workers: Record<WorkerRole, ServiceProcess | undefined> = {
+    primary: undefined,
+    secondary: undefined,
+  };
+  const workerEnv = (role: WorkerRole) => ({
+    ...commonEnv,
+    KEEL_WORKFLOW_BUNDLE: bundlePath,
+    KEEL_WORKSPACE_ROOT: workspaceRoot,
+    OPENAI_API_KEY: LOCAL_LLM_KEY,
+    OPENAI_BASE_URL: llm.openaiBaseURL,
+    ...(role === "secondary"
+      ? { KEEL_SHUTDOWN_GRACE_SECONDS: String(SECONDARY_SHUTDOWN_GRACE_SECONDS) }
+      : {}),
+  });
+  const alive = (role: WorkerRole) => {
+    const worker = workers[role];
+    return worker?.isAlive() ? worker : undefined;
+  };
+
+  return {
+    dir,
+    llm,
+    store,
+    apiUrl: `http://127.0.0.1:${apiPort}`,
+    apiKey,
+    apiAlive: () => api.isAlive(),
+    async restartApi() {
+      const tail = readFileSync(apiLog, "utf8").split("\n").slice(-API_LOG_TAIL_LINES).join("\n");
+      api = await startApi();
+      return tail;
+    },
+    temporal: () => temporal,
+    s3: () => s3,
+    async startWorker(role) {
+      if (alive(role)) throw new Error(`the ${role} worker is already running`);
+      workers[role] = await startWorkerProcess({
+        logFile: join(dir, `worker-${role}.log`),
+        env: workerEnv(role),
+      });
+    },
+    worker: alive,
+    async killWorker(role) {
+      await workers[role]?.kill();
+      workers[role] = undefined;
+    },
+    async stopWorker(role) {
+      await workers[role]?.stop((SECONDARY_SHUTDOWN_GRACE_SECONDS + 5) * 1000);
+      workers[role] = undefined;
+    },
+    async restartTemporal() {
+      await temporal.process.stop();
+      temporal = await startTemporalDevServer({
+        dataDir: temporalDir,
+        persist: true,
+        port: temporal.ports.grpc,
+        uiPort: temporal.ports.ui,
+        namespace: temporal.namespace,
+      });
+    },
+    async s3Outage(downMs) {
+      await s3.process.stop();
+      await new Promise((resolve) => setTimeout(resolve, downMs));
+      s3 = await startS3DevServer({ dataDir: s3Dir, bucket: BUCKET, ports: s3.ports });
+    },
+    async close({ keepData }) {
+      await Promise.all([
+        ...(["primary", "secondary"] as const).map((role) => workers[role]?.stop(2_000)),
+        api.stop(),
+      ]);
+      await llm.close();
+      s3Client.destroy();
+      await Promise.all([temporal.process.stop(), s3.process.stop()]);
+      if (!keepData) rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,218 @@
+/**
+ * The end of a chaos run: every session is read from S3, exported through the API and opened by
+ * pi's own package, and the checks of ./checks run over what was found.
+ */
+import { execFileSync } from "node:child_process";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { HeadObjectCommand } from "@aws-sdk/client-s3";
+import type { SessionEntry } from "../../src/core/session-types";
+import { createS3Client } from "../../src/store/s3-config";
+import { entryKey } from "../../src/store/session-keys";
+import { SessionNotFoundError } from "../../src/store/session-store";
+import { type ApiAnswer, ApiGaveUpError, type ChaosApiClient } from "./api-client";
+import {
+  checkDeliveries,
+  checkRuns,
+  checkStoredSession,
+  type RepeatedCall,
+  repeatedModelCalls,
+  type StoredAnswer,
+  type Violation,
+} from "./checks";
+import { describeExecutions, type ExecutionSummary, executionsLine } from "./executions";
+import { callTagOf } from "./scenario";
+import type { SessionRecord } from "./sessions";
+import { CHAOS_TENANT, type ChaosStack } from "./stack";
+
+export interface Verdict {
+  violations: Violation[];
+  repeatedCalls: RepeatedCall[];
+  entriesChecked: number;
+  sessionsExported: number;
+  sessionsOpenedByPi: number;
+  /** Aborted sessions whose follow-up run completed on an intact session. */
+  usableAfterAbort: number;
+  /** Per session, what the API and Temporal said and what is stored. */
+  sessions: SessionRow[];
+}
+
+export interface SessionRow {
+  sessionId: string;
+  record: SessionRecord;
+  entries: number;
+  violations: number;
+  /** Temporal's own view of the session's runs. */
+  executions: ExecutionSummary[];
+}
+
+interface PiOpenResult {
+  file: string;
+  ok: boolean;
+  leafId?: string | null;
+  entryCount?: number;
+  messageCount?: number;
+  error?: string;
+}
+
+/** The model answers in `entries` that carry a call tag, with the time their object was stored. */
+async function storedAnswers(
+  stack: ChaosStack,
+  sessionId: string,
+  entries: ReadonlyArray<{ seq: number; entry: SessionEntry }>,
+): Promise<StoredAnswer[]> {
+  const s3 = stack.s3().settings;
+  const client = createS3Client(s3);
+  try {
+    const answers: StoredAnswer[] = [];
+    for (const { seq, entry } of entries) {
+      if (entry.type !== "message" || entry.message.role !== "assistant") continue;
+      const first = entry.message.content.find((block) => block.type === "text");
+      const digest = first?.type === "text" ? callTagOf(first.text) : undefined;
+      if (!digest) continue;
+      const head = await client.send(
+        new HeadObjectCommand({
+          Bucket: s3.bucket,
+          Key: entryKey(s3.prefix, { tenantId: CHAOS_TENANT, sessionId }, seq),
+        }),
+      );
+      if (head.LastModified)
+        answers.push({ sessionId, seq, digest, storedAtMs: head.LastModified.getTime() });
+    }
+    return answers;
+  } finally {
+    client.destroy();
+  }
+}
+
+function openWithPi(files: string[]): PiOpenResult[] {
+  if (files.length === 0) return [];
+  const output = execFileSync(process.execPath, [join(__dirname, "pi-open.mjs"), ...files], {
+    encoding: "utf8",
+    maxBuffer: 256 * 1024 * 1024,
+  });
+  return JSON.parse(output) as PiOpenResult[];
+}
+
+/** Checks every session of `records`; `exportDir` receives the exported pi files. */
+export async function verifySessions(
+  stack: ChaosStack,
+  api: ChaosApiClient,
+  records: readonly SessionRecord[],
+  exportDir: string,
+): Promise<Verdict> {
+  mkdirSync(exportDir, { recursive: true });
+  const violations: Violation[] = [];
+  const answers: StoredAnswer[] = [];
+  const exported: Array<{ sessionId: string; file: string; entries: SessionEntry[] }> = [];
+  const intact = new Set<string>();
+  const entryCounts = new Map<string, number>();
+  let entriesChecked = 0;
+
+  const temporal = stack.temporal();
+  const executions = await describeExecutions(
+    temporal.address,
+    temporal.namespace,
+    CHAOS_TENANT,
+    records.map((record) => record.plan.sessionId),
+  );
+  for (const record of records) {
+    const sessionId = record.plan.sessionId;
+    const runViolations = checkRuns(record, executionsLine(executions.get(sessionId) ?? []));
+    violations.push(...runViolations);
+    let stored: Awaited<ReturnType<ChaosStack["store"]["readEntries"]>>;
+    try {
+      stored = await stack.store.readEntries({ tenantId: CHAOS_TENANT, sessionId });
+    } catch (error) {
+      if (!(error instanceof SessionNotFoundError)) throw error;
+      violations.push({ sessionId, kind: "session_missing", detail: "nothing is stored for this session" });
+      continue;
+    }
+    entriesChecked += stored.entries.length;
+    entryCounts.set(sessionId, stored.entries.length);
+    const entries = stored.entries.map(({ entry }) => entry);
+    const sessionViolations = [
+      ...checkStoredSession(sessionId, stored),
+      ...checkDeliveries(sessionId, entries, record.messages),
+    ];
+    violations.push(...sessionViolations);
+    if (sessionViolations.length === 0 && runViolations.length === 0) intact.add(sessionId);
+    answers.push(...(await storedAnswers(stack, sessionId, stored.entries)));
+
+    const exportFailure = (detail: string) => violations.push({ sessionId, kind: "export_failed", detail });
+    let answer: ApiAnswer;
+    try {
+      answer = await api.get(`/v1/sessions/${sessionId}/export`);
+    } catch (error) {
+      if (!(error instanceof ApiGaveUpError)) throw error;
+      exportFailure(error.message);
+      continue;
+    }
+    if (answer.status !== 200) {
+      exportFailure(`HTTP ${answer.status}: ${answer.text.slice(0, 300)}`);
+      continue;
+    }
+    const file = join(exportDir, `${sessionId}.jsonl`);
+    writeFileSync(file, answer.text);
+    exported.push({ sessionId, file, entries });
+  }
+
+  let openedByPi = 0;
+  const piResults = new Map(
+    openWithPi(exported.map(({ file }) => file)).map((result) => [result.file, result]),
+  );
+  for (const { sessionId, file, entries } of exported) {
+    const pi = piResults.get(file);
+    if (!pi?.ok) {
+      violations.push({
+        sessionId,
+        kind: "pi_cannot_open",
+        detail: pi?.error ?? "no answer from the pi helper",
+      });
+      continue;
+    }
+    const leafId = entries.at(-1)?.id ?? null;
+    if (
+      pi.entryCount !== entries.length ||
+      pi.leafId !== leafId ||
+      (entries.length > 0 && !pi.messageCount)
+    ) {
+      violations.push({
+        sessionId,
+        kind: "pi_disagrees",
+        detail: `pi reads ${pi.entryCount} entries, leaf ${pi.leafId}, ${pi.messageCount} context messages; stored: ${entries.length} entries, leaf ${leafId}`,
+      });
+      continue;
+    }
+    openedByPi += 1;
+  }
+
+  const usableAfterAbort = records.filter(
+    (record) =>
+      record.plan.abortAfterMs !== undefined &&
+      intact.has(record.plan.sessionId) &&
+      record.runs[1]?.kind === "ended" &&
+      record.runs[1].status === "completed",
+  ).length;
+
+  const sessions = records.map((record) => {
+    const sessionId = record.plan.sessionId;
+    return {
+      sessionId,
+      record,
+      entries: entryCounts.get(sessionId) ?? 0,
+      violations: violations.filter((violation) => violation.sessionId === sessionId).length,
+      executions: executions.get(sessionId) ?? [],
+    };
+  });
+
+  return {
+    sessions,
+    violations,
+    repeatedCalls: repeatedModelCalls(stack.llm.journal(), answers),
+    entriesChecked,
+    sessionsExported: exported.length,
+    sessionsOpenedByPi: openedByPi,
+    usableAfterAbort,
+  };
+}

@@ -1,0 +1,195 @@
+/** The chaos suite's end checks find each kind of broken session they are meant to find. */
+import type { AgentMessage } from "../../../src/core/messages";
+import { createMessageEntry } from "../../../src/core/session-entries";
+import type { SessionEntry } from "../../../src/core/session-types";
+import type { JournalEntry } from "../../../src/providers/local-server/types";
+import {
+  checkDeliveries,
+  checkRuns,
+  checkStoredSession,
+  repeatedModelCalls,
+  type StoredSession,
+} from "../../chaos/checks";
+import type { SessionPlan } from "../../chaos/plan";
+import type { SessionRecord } from "../../chaos/sessions";
+import { assistant, toolCall, toolResult, user } from "../core/helpers";
+
+/** Stores `messages` at seqs 0..n-1, each the child of the one before, leaving out `skip`. */
+function stored(messages: AgentMessage[], skip: number[] = []): StoredSession {
+  const entries: Array<{ seq: number; entry: SessionEntry }> = [];
+  messages.forEach((message, seq) => {
+    const entry = createMessageEntry(
+      { id: `e${seq}`, parentId: seq === 0 ? null : `e${seq - 1}`, timestamp: "2026-01-01T00:00:00.000Z" },
+      message,
+    );
+    if (!skip.includes(seq)) entries.push({ seq, entry });
+  });
+  return { entries, gaps: skip, nextSeq: skip[0] ?? messages.length };
+}
+
+const kinds = (violations: Array<{ kind: string }>) => violations.map((violation) => violation.kind);
+
+const toolTurn = [
+  user("do it"),
+  assistant([toolCall("c1", "read"), toolCall("c2", "bash")]),
+  toolResult("c1"),
+  toolResult("c2", "ok", "bash"),
+  assistant([{ type: "text", text: "done" }]),
+];
+
+describe("checkStoredSession", () => {
+  it("passes an intact session", () => {
+    expect(checkStoredSession("s", stored(toolTurn))).toEqual([]);
+  });
+
+  it("finds a missing seq after a parallel batch, and the tool call left without its result", () => {
+    expect(kinds(checkStoredSession("s", stored(toolTurn, [2])))).toEqual([
+      "seq_gap",
+      "broken_parent_chain",
+      "dangling_tool_call",
+    ]);
+  });
+
+  it("finds a tool call answered twice", () => {
+    const twice = [...toolTurn.slice(0, 4), toolResult("c2", "again", "bash"), toolTurn[4] as AgentMessage];
+    expect(kinds(checkStoredSession("s", stored(twice)))).toEqual(["duplicate_tool_result"]);
+  });
+
+  it("finds adjacent user messages", () => {
+    const adjacent = [user("one"), user("two"), assistant([{ type: "text", text: "hi" }])];
+    expect(kinds(checkStoredSession("s", stored(adjacent)))).toEqual(["adjacent_user_messages"]);
+  });
+
+  it("finds an entry whose parent is not stored before it", () => {
+    const session = stored([user("one"), assistant([{ type: "text", text: "hi" }])]);
+    const second = session.entries[1] as { seq: number; entry: SessionEntry };
+    second.entry = { ...second.entry, parentId: "elsewhere" };
+    expect(kinds(checkStoredSession("s", session))).toEqual(["broken_parent_chain"]);
+  });
+});
+
+describe("checkDeliveries", () => {
+  const entries = stored([
+    user("first"),
+    assistant([{ type: "text", text: "a" }]),
+    user("second"),
+  ]).entries.map(({ entry }) => entry);
+  const sent = (text: string, confirmed = true) => ({
+    text,
+    idempotencyKey: `k-${text}`,
+    confirmed,
+    attempts: 1,
+  });
+
+  it("accepts each message stored once", () => {
+    expect(checkDeliveries("s", entries, [sent("first"), sent("second")])).toEqual([]);
+  });
+
+  it("finds a message stored twice and a confirmed message that is missing", () => {
+    const doubled = [...entries, ...stored([user("second")]).entries.map(({ entry }) => entry)];
+    expect(kinds(checkDeliveries("s", doubled, [sent("second"), sent("third")]))).toEqual([
+      "message_delivered_twice",
+      "message_lost",
+    ]);
+  });
+
+  it("accepts a clear refusal of a message that is not stored, not one that is", () => {
+    const refused = (text: string) => ({ ...sent(text, false), refused: true, error: "HTTP 409: run-ended" });
+    expect(checkDeliveries("s", entries, [refused("third")])).toEqual([]);
+    expect(kinds(checkDeliveries("s", entries, [refused("second")]))).toEqual(["refused_but_stored"]);
+  });
+
+  it("reports a message the API never confirmed", () => {
+    expect(kinds(checkDeliveries("s", entries, [sent("third", false)]))).toEqual(["delivery_not_confirmed"]);
+  });
+});
+
+describe("repeatedModelCalls", () => {
+  const call = (seq: number, digest: string, time: string): JournalEntry => ({
+    seq,
+    time,
+    path: "/v1/chat/completions",
+    api: "openai-completions",
+    model: "local-chat",
+    stream: true,
+    scenario: "chaos",
+    turn: 0,
+    digest,
+    status: 200,
+    outcome: "completed",
+  });
+  const storedAt = Date.parse("2026-01-01T00:00:10.000Z");
+  const answers = [{ sessionId: "s", seq: 3, digest: "d1", storedAtMs: storedAt }];
+
+  it("flags a call for an answer that was already stored, not the calls before it", () => {
+    const journal = [
+      call(1, "d1", "2026-01-01T00:00:05.000Z"), // cut off before its answer was stored
+      call(2, "d1", "2026-01-01T00:00:09.500Z"), // the call whose answer was stored
+      call(3, "d2", "2026-01-01T00:00:20.000Z"), // another request
+      call(4, "d1", "2026-01-01T00:00:30.000Z"), // a repeat
+    ];
+    expect(repeatedModelCalls(journal, answers)).toEqual([
+      { sessionId: "s", seq: 3, digest: "d1", afterStoredSeconds: 20, journalSeq: 4 },
+    ]);
+  });
+
+  it("does not flag a call within the Last-Modified resolution of the write", () => {
+    expect(repeatedModelCalls([call(1, "d1", "2026-01-01T00:00:10.900Z")], answers)).toEqual([]);
+  });
+});
+
+describe("checkRuns", () => {
+  const plan = (abortAfterMs?: number): SessionPlan => ({
+    index: 0,
+    sessionId: "s",
+    scenario: "s",
+    toolTurns: 1,
+    modelLatencyMs: 1,
+    ...(abortAfterMs !== undefined ? { abortAfterMs } : {}),
+  });
+  const record = (runs: SessionRecord["runs"], abortAfterMs?: number): SessionRecord => ({
+    plan: plan(abortAfterMs),
+    messages: [],
+    runs,
+  });
+
+  it("accepts a completed run, and an aborted run whose follow-up completed", () => {
+    expect(checkRuns(record([{ kind: "ended", status: "completed", reason: "", ms: 1 }]))).toEqual([]);
+    const aborted = record(
+      [
+        { kind: "ended", status: "aborted", reason: "chaos", ms: 1 },
+        { kind: "ended", status: "completed", reason: "", ms: 1 },
+      ],
+      500,
+    );
+    expect(checkRuns(aborted)).toEqual([]);
+  });
+
+  it("finds an abort the API never answered", () => {
+    const unanswered = {
+      ...record(
+        [
+          { kind: "ended", status: "completed", reason: "", ms: 1 },
+          { kind: "ended", status: "completed", reason: "", ms: 1 },
+        ],
+        500,
+      ),
+      abort: { requested: false, answered: false, detail: "409 idempotency-key-in-use for 90 s" },
+    };
+    expect(kinds(checkRuns(unanswered))).toEqual(["abort_not_answered"]);
+  });
+
+  it("finds stuck and failed runs, and a session not usable after its abort", () => {
+    expect(kinds(checkRuns(record([{ kind: "stuck", lastStatus: "running", ms: 180_000 }])))).toEqual([
+      "stuck_run",
+    ]);
+    const failedAbort = record(
+      [
+        { kind: "ended", status: "failed", reason: "activity failed", ms: 1 },
+        { kind: "stuck", lastStatus: "running", ms: 180_000 },
+      ],
+      500,
+    );
+    expect(kinds(checkRuns(failedAbort))).toEqual(["run_failed", "stuck_run", "unusable_after_abort"]);
+  });
+});

@@ -1,0 +1,77 @@
+/** The chaos plan is a function of the options (the seed above all); options are validated. */
+import OpenAI from "openai";
+import { startLocalLlmServer } from "../../../src/providers/local-server";
+import { CHAOS_PRESETS, ChaosUsageError, parseChaosOptions } from "../../chaos/options";
+import { makeChaosPlan } from "../../chaos/plan";
+import { callTagOf, registerSessionScenario } from "../../chaos/scenario";
+
+describe("parseChaosOptions", () => {
+  it("takes the long form by default and the short form with --short", () => {
+    expect(parseChaosOptions([])).toEqual(CHAOS_PRESETS.long);
+    expect(parseChaosOptions(["--short"])).toEqual(CHAOS_PRESETS.short);
+  });
+
+  it("lets flags override the environment, which overrides the preset", () => {
+    const options = parseChaosOptions(["--short", "--seed", "7", "--max-minutes=3"], {
+      CHAOS_SEED: "5",
+      CHAOS_KILLS: "9",
+    });
+    expect(options).toMatchObject({ form: "short", seed: 7, kills: 9, durationCapMs: 180_000, runs: 8 });
+  });
+
+  it.each([
+    [["--runs", "0"], "--runs must be an integer >= 1"],
+    [["--kills", "many"], '--kills must be an integer >= 0, got "many"'],
+    [["--kils", "3"], 'unknown argument "--kils"'],
+    [["--seed"], "--seed needs a value"],
+    [["--runs", "2", "--aborts", "3"], "--aborts (3) cannot exceed --runs (2)"],
+  ])("refuses %j", (argv, message) => {
+    expect(() => parseChaosOptions(argv)).toThrow(ChaosUsageError);
+    expect(() => parseChaosOptions(argv)).toThrow(message);
+  });
+});
+
+describe("makeChaosPlan", () => {
+  const options = { ...CHAOS_PRESETS.short, temporalRestarts: 1 };
+
+  it("is the same plan for the same seed, and another for another seed", () => {
+    expect(makeChaosPlan(options)).toEqual(makeChaosPlan({ ...options }));
+    expect(makeChaosPlan({ ...options, seed: 2 })).not.toEqual(makeChaosPlan(options));
+  });
+
+  it("plans what the options ask for, in time order", () => {
+    const plan = makeChaosPlan(options);
+    const count = (kind: string) => plan.faults.filter((fault) => fault.kind === kind).length;
+    expect(plan.sessions).toHaveLength(options.runs);
+    expect(plan.sessions.filter((session) => session.abortAfterMs !== undefined)).toHaveLength(
+      options.aborts,
+    );
+    expect([count("kill"), count("temporal_restart"), count("s3_outage")]).toEqual([options.kills, 1, 1]);
+    expect(count("secondary_start")).toBe(count("secondary_stop"));
+    const times = plan.faults.map((fault) => fault.atMs);
+    expect(times).toEqual([...times].sort((a, b) => a - b));
+    expect(new Set(plan.sessions.map((session) => session.sessionId)).size).toBe(options.runs);
+  });
+});
+
+describe("the chaos scenario", () => {
+  it("tags each answer with the digest the LLM server journals for its request", async () => {
+    const llm = await startLocalLlmServer();
+    try {
+      const [session] = makeChaosPlan({ ...CHAOS_PRESETS.short, runs: 1, aborts: 0 }).sessions;
+      if (!session) throw new Error("no session planned");
+      registerSessionScenario(llm, { ...session, modelLatencyMs: 0 });
+      const openai = new OpenAI({ apiKey: "k", baseURL: llm.openaiBaseURL, maxRetries: 0 });
+      const reply = await openai.chat.completions.create({
+        model: "local-chat",
+        messages: [{ role: "user", content: `[scenario:${session.scenario}] start` }],
+        tools: [{ type: "function", function: { name: "read", parameters: { type: "object" } } }],
+      });
+      const [call] = llm.journal();
+      expect(callTagOf(reply.choices[0]?.message.content ?? "")).toBe(call?.digest);
+      expect(reply.choices[0]?.message.tool_calls?.length).toBeGreaterThan(0);
+    } finally {
+      await llm.close();
+    }
+  });
+});
