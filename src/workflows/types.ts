@@ -137,6 +137,14 @@ export interface CarriedState {
   pending: QueuedMessage[];
   nextEventSeq: number;
   emptyResponses: number;
+  /** Answers to the latest deliveries by update id: a retried delivery is answered, not applied twice. */
+  recentDeliveries?: RecentDelivery[];
+}
+
+/** A delivery the run applied, by its Temporal update id (ids the client chose, e.g. from an Idempotency-Key). */
+export interface RecentDelivery {
+  updateId: string;
+  result: DeliverResult;
 }
 
 export interface RunInput extends SessionRef {

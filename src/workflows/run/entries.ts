@@ -11,19 +11,23 @@ import { emptyUsage } from "../../core/usage";
 import type { QueuedMessage } from "../types";
 import { type BatchCall, emit, newSlot, type RunRecord } from "./state";
 
-/** The user messages that open a turn, each at the next slot, in order (with their events). */
+/**
+ * The user entry that opens a turn: the turn's messages (first prompt, steering, follow-ups,
+ * nudges) in one entry, one text block each, so no two user messages are ever adjacent in the
+ * stored session. None when the turn only answers tool results.
+ */
 export function userMessageWrites(run: RunRecord, messages: QueuedMessage[]): EntryWrite[] {
-  return messages.map((message) => {
-    const slot = newSlot(run);
-    emit(run, { type: "message_start", role: "user", entryId: slot.id });
-    emit(run, { type: "message_end", role: "user", entryId: slot.id });
-    const entry = createMessageEntry(slot, {
-      role: "user",
-      content: message.text,
-      timestamp: message.acceptedAt,
-    });
-    return { seq: slot.seq, entry };
-  });
+  const [first] = messages;
+  if (!first) return [];
+  const slot = newSlot(run);
+  emit(run, { type: "message_start", role: "user", entryId: slot.id });
+  emit(run, { type: "message_end", role: "user", entryId: slot.id });
+  const content =
+    messages.length === 1
+      ? first.text
+      : messages.map((message) => ({ type: "text" as const, text: message.text }));
+  const entry = createMessageEntry(slot, { role: "user", content, timestamp: first.acceptedAt });
+  return [{ seq: slot.seq, entry }];
 }
 
 /** An error result for a call that did not run to completion (refused, aborted, unfinished). */

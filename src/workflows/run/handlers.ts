@@ -4,14 +4,14 @@
  * checked here; the update refuses bad input with a typed failure, the signals ignore what they
  * cannot use and log why.
  */
-import { ApplicationFailure, log, setHandler } from "@temporalio/workflow";
+import { ApplicationFailure, currentUpdateInfo, log, setHandler } from "@temporalio/workflow";
 import { DeliveryRefusal } from "../../core/failure-types";
 import { enqueue } from "../../core/queues";
 import { abortSignal, approveSignal, deliverUpdate, eventsQuery, stateQuery } from "../definitions";
 import type { ApprovalDecision, DeliverRequest, DeliverResult } from "../types";
 import { validateDelivery } from "./decide";
 import type { RunContext } from "./lifecycle";
-import { callState, eventsSince, snapshot } from "./state";
+import { callState, deliveredBefore, eventsSince, rememberDelivery, snapshot } from "./state";
 
 /** An approval as sent: `args` (the API's name) or `arguments` carry edited arguments. */
 function parseApproval(input: unknown): ApprovalDecision | undefined {
@@ -37,6 +37,11 @@ export function registerHandlers(ctx: RunContext): void {
     deliverUpdate,
     (request: DeliverRequest): DeliverResult => {
       run.updatesSeen += 1;
+      // Temporal answers a repeated update id itself within one execution; this covers the
+      // execution a continue-as-new started (the client retried with the same id).
+      const updateId = currentUpdateInfo()?.id;
+      const earlier = deliveredBefore(run, updateId);
+      if (earlier) return earlier;
       const checked = validateDelivery(run, request);
       // The validator refused these already; the state cannot change between the two.
       if (!checked.ok) throw ApplicationFailure.nonRetryable(checked.message, checked.type);
@@ -49,10 +54,13 @@ export function registerHandlers(ctx: RunContext): void {
         run.cancelling = { kind: "interrupt" };
         ctx.inFlight.cancel();
       }
-      return { delivery: target.outcome, queueLength: queued.queue.items.length };
+      const result: DeliverResult = { delivery: target.outcome, queueLength: queued.queue.items.length };
+      rememberDelivery(run, updateId, result);
+      return result;
     },
     {
       validator: (request: DeliverRequest) => {
+        if (deliveredBefore(run, currentUpdateInfo()?.id)) return;
         const checked = validateDelivery(run, request);
         if (!checked.ok) throw ApplicationFailure.nonRetryable(checked.message, checked.type);
       },

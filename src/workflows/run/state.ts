@@ -27,7 +27,9 @@ import type { NextTurnSettings } from "../hooks";
 import type {
   ApprovalDecision,
   CarriedState,
+  DeliverResult,
   QueuedMessage,
+  RecentDelivery,
   RunInput,
   RunSettings,
   RunState,
@@ -93,7 +95,12 @@ export interface RunRecord {
   ended: boolean;
   signalsSeen: number;
   updatesSeen: number;
+  /** The latest deliveries' answers by update id, oldest first (bounded, carried across continue-as-new). */
+  recentDeliveries: RecentDelivery[];
 }
+
+/** Deliveries remembered by update id: enough for any client retrying within minutes. */
+export const RECENT_DELIVERIES_KEPT = 100;
 
 export function createRunRecord(input: RunInput, clock: RunClock): RunRecord {
   const { settings, carried } = input;
@@ -132,6 +139,7 @@ export function createRunRecord(input: RunInput, clock: RunClock): RunRecord {
     ended: false,
     signalsSeen: 0,
     updatesSeen: 0,
+    recentDeliveries: [...(carried?.recentDeliveries ?? [])],
   };
 }
 
@@ -239,7 +247,20 @@ export function carry(run: RunRecord): CarriedState {
     pending: run.queues.pending.items,
     nextEventSeq: run.events.nextSeq,
     emptyResponses: run.emptyResponses,
+    recentDeliveries: run.recentDeliveries,
   };
+}
+
+/** The answer already given to the delivery with this update id, if the run remembers it. */
+export function deliveredBefore(run: RunRecord, updateId: string | undefined) {
+  return updateId === undefined
+    ? undefined
+    : run.recentDeliveries.find((delivery) => delivery.updateId === updateId)?.result;
+}
+
+export function rememberDelivery(run: RunRecord, updateId: string | undefined, result: DeliverResult): void {
+  if (updateId === undefined) return;
+  run.recentDeliveries = [...run.recentDeliveries, { updateId, result }].slice(-RECENT_DELIVERIES_KEPT);
 }
 
 /** The `state` query's answer. */

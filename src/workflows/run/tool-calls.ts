@@ -88,7 +88,7 @@ async function awaitApproval(ctx: RunContext, call: BatchCall): Promise<Approval
   emit(run, {
     type: "approval_resolved",
     toolCallId: id,
-    decision: !decided || !decision ? "timed_out" : decision.decision === "approve" ? "approved" : "denied",
+    decision: !decided || !decision ? "timed_out" : decision.decision === "approve" ? "approved" : "rejected",
     ...(decision?.arguments ? { editedArgs: decision.arguments } : {}),
   });
   if (!decided || !decision)

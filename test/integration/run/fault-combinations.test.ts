@@ -262,3 +262,34 @@ test("a worker killed while it claims the workspace costs seconds, not minutes",
   );
   expect(claims).toHaveLength(1);
 }, 150_000);
+
+test("a delivery retried with the same update id after a continue-as-new is answered, not applied again", async () => {
+  await stage.startWorker();
+  stage.llm.addScenario("retry-after-can", {
+    turns: [
+      { toolCalls: [{ name: "ls", arguments: {} }] },
+      { toolCalls: [{ name: "ls", arguments: {} }] },
+      { toolCalls: [{ name: "bash", arguments: { command: "sleep 8" } }] },
+    ],
+    after: { text: "done" },
+  });
+  const ref = stage.newSession();
+  const settings = stage.settings({ limits: { ...stage.settings().limits, turnsPerExecution: 1 } });
+  await stage.runs.deliver(ref, { text: "[scenario:retry-after-can] go", mode: "auto" }, settings);
+  const first = await stage.runs.deliver(ref, { text: "steer once", mode: "steer" }, settings, {
+    updateId: "client-key-1",
+  });
+  const handle = stage.client.workflow.getHandle(`keel-run/${ref.tenantId}/${ref.sessionId}`);
+  // Wait until the run has continued as new at least once after the steer.
+  await eventually(async () => {
+    const description = await handle.describe();
+    return description.runId !== first.runId ? true : undefined;
+  });
+  const retried = await stage.runs.deliver(ref, { text: "steer once", mode: "steer" }, settings, {
+    updateId: "client-key-1",
+  });
+  expect(retried.delivery).toBe(first.delivery);
+  expect((await stage.result(ref)).status).toBe("completed");
+  const stored = JSON.stringify(messagesOf(await expectIntactSession(stage, ref)));
+  expect(stored.split("steer once")).toHaveLength(2);
+}, 120_000);
