@@ -3,6 +3,7 @@ import type { ModelCatalog } from "../providers/models";
 import type { Provider } from "../providers/types";
 import type { SessionStore } from "../store/session-store";
 import type { ToolCallMarkers } from "../store/tool-call-markers";
+import type { SandboxConfig } from "../tools/sandbox";
 
 export interface ActivityDeps {
   store: SessionStore;
@@ -13,4 +14,6 @@ export interface ActivityDeps {
   workspaceRoot: string;
   /** This worker's own task queue: tool activities of sessions it holds go there. */
   workerTaskQueue: string;
+  /** Isolation and limits of the processes tools start (checked at worker start). */
+  sandbox: SandboxConfig;
 }

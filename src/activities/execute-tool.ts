@@ -16,7 +16,7 @@ import type { ExecuteToolInput, ExecuteToolResult } from "./types";
 
 const PREVIEW_CHARS = 300;
 
-export function executeToolActivity({ store, markers, workspaceRoot }: ActivityDeps) {
+export function executeToolActivity({ store, markers, workspaceRoot, sandbox }: ActivityDeps) {
   return async function executeTool(input: ExecuteToolInput): Promise<ExecuteToolResult> {
     const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
     const ctx = Context.current();
@@ -46,6 +46,7 @@ export function executeToolActivity({ store, markers, workspaceRoot }: ActivityD
     const output = await whileHeartbeating(ctx, "running", () =>
       runToolCall(toolCall, {
         workspace,
+        sandbox: { ...sandbox, network: input.network ?? "none" },
         signal: ctx.cancellationSignal,
         onUpdate: () => ctx.heartbeat({ phase: "update" }),
       }),

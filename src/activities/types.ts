@@ -5,6 +5,7 @@
  */
 import type { Usage } from "../core/messages";
 import type { SessionEntry } from "../core/session-types";
+import type { Isolation, NetworkPolicy } from "../tools/sandbox";
 import type { WorkspaceSource } from "../tools/workspace";
 import type { ChatReplyTarget, SessionCursor, SessionRef, ThinkingLevel } from "../workflows/types";
 
@@ -45,6 +46,11 @@ export interface ClaimWorkspaceInput extends SessionRef {
 export interface ClaimWorkspaceResult {
   /** Task queue of the worker that now holds the session's workspace. */
   taskQueue: string;
+  /**
+   * How this worker isolates tool processes, when it claimed the workspace itself (absent when
+   * another worker already holds it). "off" is to be shown in the run's details.
+   */
+  sandbox?: Isolation;
 }
 
 export interface LlmTurnInput extends SessionRef {
@@ -92,6 +98,8 @@ export interface ExecuteToolInput extends SessionRef {
   /** Arguments edited at approval; replace the model's. */
   argumentsOverride?: Record<string, unknown>;
   slot: EntrySlot;
+  /** The run's network policy for processes the tool starts (RunSettings.network; default "none"). */
+  network?: NetworkPolicy;
 }
 
 export interface ExecuteToolResult {

@@ -7,7 +7,7 @@ import { acquireWorkspaceLock, prepareWorkspace, WorkspaceBusyError, workspaceFo
 import type { ActivityDeps } from "./deps";
 import type { ClaimWorkspaceInput, ClaimWorkspaceResult } from "./types";
 
-export function workspaceActivities({ workspaceRoot, workerTaskQueue }: ActivityDeps) {
+export function workspaceActivities({ workspaceRoot, workerTaskQueue, sandbox }: ActivityDeps) {
   return {
     async claimWorkspace(input: ClaimWorkspaceInput): Promise<ClaimWorkspaceResult> {
       const workspace = workspaceFor(workspaceRoot, input.tenantId, input.sessionId);
@@ -19,7 +19,7 @@ export function workspaceActivities({ workspaceRoot, workerTaskQueue }: Activity
         throw error;
       }
       await prepareWorkspace(workspace, input.source);
-      return { taskQueue: workerTaskQueue };
+      return { taskQueue: workerTaskQueue, sandbox: sandbox.isolation };
     },
   };
 }

@@ -1,7 +1,7 @@
 /**
  * Run settings from a validated message body: the caller's choices merged over the defaults,
- * with the checks a schema cannot make (the model exists in the catalog, workspace sources the
- * deployment allows).
+ * with the checks a schema cannot make (the model exists in the catalog, workspace sources and
+ * network policies the deployment can honour).
  */
 import type { z } from "@hono/zod-openapi";
 import type { ModelCatalog } from "../providers/models";
@@ -55,6 +55,17 @@ export function runSettingsFrom(body: MessageBody, options: SettingsOptions): Ru
       );
     }
     settings.workspace = workspace;
+  }
+  if (body.network !== undefined) {
+    if (typeof body.network === "object") {
+      // No egress proxy exists in this deployment: an allowlist would be a promise nothing keeps.
+      throw new ProblemError(
+        "invalid-request",
+        'A network allowlist needs an egress proxy, which this deployment does not have; use network "none" or "full"',
+        { errors: [{ path: "network", message: "allowlists are not supported here" }] },
+      );
+    }
+    settings.network = body.network;
   }
   return settings;
 }

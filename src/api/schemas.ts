@@ -127,6 +127,27 @@ export const WorkspaceSourceSchema = z
   ])
   .openapi("WorkspaceSource");
 
+export const NetworkPolicySchema = z
+  .union([
+    z.enum(["none", "full"]),
+    z.object({
+      allow: z
+        .array(
+          z
+            .string()
+            .min(1)
+            .max(253)
+            .regex(/^[A-Za-z0-9.*-]+$/, "a host name"),
+        )
+        .min(1)
+        .max(100),
+    }),
+  ])
+  .openapi("NetworkPolicy", {
+    description:
+      'Network access of the processes tools start: "none" (default), "full", or {allow: [hosts]} (refused: this deployment has no egress proxy to enforce an allowlist).',
+  });
+
 export const DeliveryModeSchema = z.enum(["auto", "steer", "followUp", "interrupt", "reject"]);
 
 export const MessageBodySchema = z
@@ -138,6 +159,7 @@ export const MessageBodySchema = z
     tools: z.array(z.enum(builtinToolNames)).max(builtinToolNames.length).optional(),
     policy: ToolPolicySchema.optional(),
     workspace: WorkspaceSourceSchema.optional(),
+    network: NetworkPolicySchema.optional(),
     hooks: z
       .array(z.enum(Object.keys(HOOK_SETS) as [string, ...string[]]))
       .max(Object.keys(HOOK_SETS).length)
@@ -146,7 +168,7 @@ export const MessageBodySchema = z
   })
   .openapi("MessageRequest", {
     description:
-      "model, systemPrompt, tools, policy, workspace and hooks apply when the message starts a run; a message delivered to a live run leaves that run's settings unchanged.",
+      "model, systemPrompt, tools, policy, workspace, network and hooks apply when the message starts a run; a message delivered to a live run leaves that run's settings unchanged.",
   });
 
 export const DeliveredSchema = z

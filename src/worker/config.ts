@@ -2,6 +2,10 @@
 import { join } from "node:path";
 import { z } from "zod";
 import { type S3Settings, s3SettingsFromEnv } from "../store/s3-config";
+import { assertPassableNames } from "../tools/environment";
+import { DEFAULT_PROCESS_LIMITS, type SandboxConfig } from "../tools/sandbox";
+
+const MIB = 1024 ** 2;
 
 const WorkerEnvSchema = z.object({
   KEEL_TEMPORAL_ADDRESS: z.string().default("127.0.0.1:7233"),
@@ -15,6 +19,30 @@ const WorkerEnvSchema = z.object({
   KEEL_MAX_CONCURRENT_ACTIVITIES: z.coerce.number().int().positive().default(200),
   /** On SIGTERM, in-flight activities get this long to finish before they are cancelled. */
   KEEL_SHUTDOWN_GRACE_SECONDS: z.coerce.number().nonnegative().default(60),
+  /** "off" runs tool processes unsandboxed (hosts without user namespaces); logged at every start. */
+  KEEL_SANDBOX: z.enum(["on", "off"]).default("on"),
+  /** Comma-separated worker variables passed to tool commands (secret-looking names are refused). */
+  KEEL_SANDBOX_PASS_ENV: z.string().default(""),
+  KEEL_SANDBOX_MEMORY_MB: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(DEFAULT_PROCESS_LIMITS.memoryBytes / MIB),
+  KEEL_SANDBOX_MAX_PROCESSES: z.coerce.number().int().positive().default(DEFAULT_PROCESS_LIMITS.processes),
+  KEEL_SANDBOX_MAX_FILE_MB: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(DEFAULT_PROCESS_LIMITS.fileSizeBytes / MIB),
+  KEEL_SANDBOX_TMP_MB: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(DEFAULT_PROCESS_LIMITS.tmpBytes / MIB),
+  KEEL_SANDBOX_MAX_SECONDS: z.coerce
+    .number()
+    .positive()
+    .default(DEFAULT_PROCESS_LIMITS.wallTimeMs / 1000),
 });
 
 export interface WorkerConfig {
@@ -26,6 +54,7 @@ export interface WorkerConfig {
   /** Default 60 s (KEEL_SHUTDOWN_GRACE_SECONDS). */
   shutdownGraceMs?: number;
   s3: S3Settings;
+  sandbox: SandboxConfig;
 }
 
 /** Throws one readable error listing every invalid variable (values of secrets are never shown). */
@@ -38,6 +67,10 @@ export function workerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Worke
     throw new Error(`Invalid worker configuration: ${problems}`);
   }
   const values = parsed.data;
+  const passEnv = values.KEEL_SANDBOX_PASS_ENV.split(",")
+    .map((name) => name.trim())
+    .filter(Boolean);
+  assertPassableNames(passEnv);
   return {
     temporal: {
       address: values.KEEL_TEMPORAL_ADDRESS,
@@ -50,5 +83,16 @@ export function workerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Worke
     maxConcurrentActivities: values.KEEL_MAX_CONCURRENT_ACTIVITIES,
     shutdownGraceMs: values.KEEL_SHUTDOWN_GRACE_SECONDS * 1000,
     s3: s3SettingsFromEnv(env),
+    sandbox: {
+      isolation: values.KEEL_SANDBOX === "off" ? "off" : "bwrap",
+      passEnv,
+      limits: {
+        memoryBytes: values.KEEL_SANDBOX_MEMORY_MB * MIB,
+        processes: values.KEEL_SANDBOX_MAX_PROCESSES,
+        fileSizeBytes: values.KEEL_SANDBOX_MAX_FILE_MB * MIB,
+        tmpBytes: values.KEEL_SANDBOX_TMP_MB * MIB,
+        wallTimeMs: values.KEEL_SANDBOX_MAX_SECONDS * 1000,
+      },
+    },
   };
 }

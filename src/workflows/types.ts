@@ -5,6 +5,7 @@
 import type { Usage } from "../core/messages";
 import type { QueueMode } from "../core/queues";
 import type { ToolCallState } from "../core/tool-registry";
+import type { NetworkPolicy } from "../tools/sandbox";
 import type { WorkspaceSource } from "../tools/workspace";
 
 /** How a message reaches a session: see docs/architecture.md, "Delivery modes". */
@@ -66,6 +67,11 @@ export interface RunSettings {
   maxEmptyResponses: number;
   /** What a new session's workspace starts from (default: empty). */
   workspace?: WorkspaceSource;
+  /**
+   * Network access of the processes tools start (default "none"); passed to executeTool as
+   * `network`. An allowlist is refused where no egress proxy enforces it.
+   */
+  network?: NetworkPolicy;
   timeouts: RunTimeouts;
   /** Hook sets (src/workflows/hooks.ts) applied to this run, in order. */
   hooks: string[];
