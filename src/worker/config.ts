@@ -2,6 +2,7 @@
 import { join } from "node:path";
 import { z } from "zod";
 import { type S3Settings, s3SettingsFromEnv } from "../store/s3-config";
+import { DEFAULT_SNAPSHOT_MAX_BYTES } from "../store/workspace-snapshots";
 import { assertPassableNames } from "../tools/environment";
 import { DEFAULT_PROCESS_LIMITS, type SandboxConfig } from "../tools/sandbox";
 
@@ -39,6 +40,8 @@ const WorkerEnvSchema = z.object({
     .int()
     .positive()
     .default(DEFAULT_PROCESS_LIMITS.tmpBytes / MIB),
+  /** Largest workspace (bytes of files) a snapshot records; a larger one fails the snapshot. */
+  KEEL_SNAPSHOT_MAX_BYTES: z.coerce.number().int().positive().default(DEFAULT_SNAPSHOT_MAX_BYTES),
   KEEL_SANDBOX_MAX_SECONDS: z.coerce
     .number()
     .positive()
@@ -55,6 +58,7 @@ export interface WorkerConfig {
   shutdownGraceMs?: number;
   s3: S3Settings;
   sandbox: SandboxConfig;
+  snapshotMaxBytes: number;
 }
 
 /** Throws one readable error listing every invalid variable (values of secrets are never shown). */
@@ -83,6 +87,7 @@ export function workerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Worke
     maxConcurrentActivities: values.KEEL_MAX_CONCURRENT_ACTIVITIES,
     shutdownGraceMs: values.KEEL_SHUTDOWN_GRACE_SECONDS * 1000,
     s3: s3SettingsFromEnv(env),
+    snapshotMaxBytes: values.KEEL_SNAPSHOT_MAX_BYTES,
     sandbox: {
       isolation: values.KEEL_SANDBOX === "off" ? "off" : "bwrap",
       passEnv,

@@ -50,7 +50,11 @@ export async function createKeelWorkers(config: WorkerConfig): Promise<KeelWorke
     connection,
     namespace: config.temporal.namespace,
     taskQueue: ownTaskQueue,
-    activities: { executeTool: activities.executeTool },
+    activities: {
+      executeTool: activities.executeTool,
+      snapshotWorkspace: activities.snapshotWorkspace,
+      restoreWorkspace: activities.restoreWorkspace,
+    },
     maxConcurrentActivityTaskExecutions: config.maxConcurrentActivities,
     ...common,
   });

@@ -8,6 +8,7 @@ import { EntryCache } from "../store/entry-cache";
 import { keelDataConverter } from "../store/payload-storage";
 import { SessionStore } from "../store/session-store";
 import { ToolCallMarkers } from "../store/tool-call-markers";
+import { WorkspaceSnapshots } from "../store/workspace-snapshots";
 import { probeSandbox, type SandboxConfig } from "../tools/sandbox";
 import type { WorkerConfig } from "./config";
 import { log } from "./log";
@@ -26,6 +27,8 @@ export function workerActivities(config: WorkerConfig, s3: S3Client, toolTaskQue
     workspaceRoot: config.workspaceRoot,
     workerTaskQueue: toolTaskQueue,
     sandbox: config.sandbox,
+    snapshots: new WorkspaceSnapshots(s3, config.s3),
+    snapshotMaxBytes: config.snapshotMaxBytes,
   });
 }
 
