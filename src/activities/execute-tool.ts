@@ -13,6 +13,7 @@ import type { ActivityDeps } from "./deps";
 import { failpoint } from "./failpoints";
 import { whileHeartbeating } from "./heartbeat";
 import type { ExecuteToolInput, ExecuteToolResult } from "./types";
+import { touchWorkspace } from "./workspace-eviction";
 
 const PREVIEW_CHARS = 300;
 
@@ -43,6 +44,7 @@ export function executeToolActivity({ store, markers, workspaceRoot, sandbox }: 
     }
 
     const workspace = workspaceFor(workspaceRoot, input.tenantId, input.sessionId);
+    await touchWorkspace(workspace);
     const output = await whileHeartbeating(ctx, "running", () =>
       runToolCall(toolCall, {
         workspace,

@@ -25,6 +25,7 @@ import {
 import {
   emptyIndex,
   type LocalIndex,
+  mapWithLimit,
   readLocalIndex,
   scanWorkspace,
   type Tree,
@@ -75,17 +76,6 @@ const httpStatus = (error: unknown): number | undefined =>
   (error as { $metadata?: { httpStatusCode?: number } })?.$metadata?.httpStatusCode;
 const isNotFound = (error: unknown): boolean =>
   httpStatus(error) === 404 || (error as { name?: string })?.name === "NoSuchKey";
-
-async function mapWithLimit<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>) {
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const item = items[next++] as T;
-      await work(item);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-}
 
 export class WorkspaceSnapshots {
   private readonly bucket: string;
@@ -150,6 +140,7 @@ export class WorkspaceSnapshots {
       uploadedBytes += Buffer.byteLength(body);
     }
     index.stored = [...stored];
+    index.lastRoot = scan.root;
     await writeLocalIndex(dir, index);
     const final = written ? record : ((await this.getRecordAt(recordKey)) ?? record);
     return {
@@ -164,6 +155,17 @@ export class WorkspaceSnapshots {
   /** The snapshot recorded after `entryId`, if any. */
   getRecord(ref: SessionRef, entryId: string): Promise<SnapshotRecord | undefined> {
     return this.getRecordAt(workspaceSnapshotKey(this.prefix, ref, entryId));
+  }
+
+  /**
+   * Whether `dir` still holds exactly the state last recorded in or restored from S3 (scans with
+   * the local index: only changed files are read). False when it was never recorded.
+   */
+  async matchesLastSnapshot(dir: string): Promise<boolean> {
+    const index = await readLocalIndex(dir);
+    if (!index.lastRoot) return false;
+    const scan = await scanWorkspace(dir, index, Number.POSITIVE_INFINITY);
+    return scan.root === index.lastRoot;
   }
 
   /** Ids of the entries that have a snapshot (one listing). */
@@ -266,6 +268,7 @@ export class WorkspaceSnapshots {
     const sameSession =
       !targetRef || (targetRef.tenantId === ref.tenantId && targetRef.sessionId === ref.sessionId);
     if (!sameSession) index.stored = [];
+    index.lastRoot = record.root;
     await writeLocalIndex(targetDir, index);
     return result;
   }

@@ -79,6 +79,8 @@ export const LocalIndexSchema = z.object({
   ),
   /** Blob and tree hashes known to be stored under this session (uploaded or restored). */
   stored: z.array(Hash),
+  /** Root of the last state recorded in (or restored from) S3: the workspace can be evicted while it still matches. */
+  lastRoot: Hash.optional(),
 });
 export type LocalIndex = z.infer<typeof LocalIndexSchema>;
 
@@ -95,6 +97,22 @@ export class WorkspaceTooLargeError extends Error {
     );
     this.name = "WorkspaceTooLargeError";
   }
+}
+
+/** Files stat'ed or hashed at once while scanning one folder. */
+const SCAN_CONCURRENCY = 16;
+
+/** Runs `work` over `items` with at most `limit` calls in flight; rejects with the first failure. */
+export async function mapWithLimit<T>(
+  items: Iterable<T>,
+  limit: number,
+  work: (item: T) => Promise<void>,
+): Promise<void> {
+  const iterator = items[Symbol.iterator]();
+  const worker = async () => {
+    for (let next = iterator.next(); !next.done; next = iterator.next()) await work(next.value);
+  };
+  await Promise.all(Array.from({ length: limit }, worker));
 }
 
 export const sha256 = (data: string | Buffer): string => createHash("sha256").update(data).digest("hex");
@@ -138,40 +156,52 @@ export async function scanWorkspace(dir: string, index: LocalIndex, maxBytes: nu
 
   async function visit(absolute: string, relative: string): Promise<string> {
     const names = (await fs.readdir(absolute)).sort();
-    const entries: TreeEntry[] = [];
-    for (const name of names) {
-      const childRelative = relative ? `${relative}/${name}` : name;
-      if (IGNORED_PATHS.includes(childRelative)) continue;
-      const childAbsolute = path.join(absolute, name);
-      const stats = await fs.lstat(childAbsolute);
+    const children = names
+      .map((name) => ({
+        name,
+        relative: relative ? `${relative}/${name}` : name,
+        absolute: path.join(absolute, name),
+      }))
+      .filter((child) => !IGNORED_PATHS.includes(child.relative));
+    // Stats and hashes of one folder in parallel (bounded): a scan is mostly waiting on the disk.
+    const described = new Array<TreeEntry | undefined>(children.length);
+    await mapWithLimit(children.entries(), SCAN_CONCURRENCY, async ([position, child]) => {
+      const stats = await fs.lstat(child.absolute);
       const mode = stats.mode & 0o7777;
       if (stats.isSymbolicLink()) {
-        entries.push({ name, type: "symlink", target: await fs.readlink(childAbsolute) });
-      } else if (stats.isDirectory()) {
-        entries.push({ name, type: "dir", mode, tree: await visit(childAbsolute, childRelative) });
+        described[position] = {
+          name: child.name,
+          type: "symlink",
+          target: await fs.readlink(child.absolute),
+        };
       } else if (stats.isFile()) {
         totalBytes += stats.size;
         if (totalBytes > maxBytes) throw new WorkspaceTooLargeError(totalBytes, maxBytes);
-        const cached = index.files[childRelative];
+        const cached = index.files[child.relative];
         let hash: string;
         if (unchanged(cached, stats)) hash = cached.hash;
         else {
-          hash = await hashFile(childAbsolute);
+          hash = await hashFile(child.absolute);
           hashedFiles += 1;
-          index.files[childRelative] = {
-            size: stats.size,
-            mtimeMs: stats.mtimeMs,
-            ctimeMs: stats.ctimeMs,
-            ino: stats.ino,
-            hash,
-          };
+          const { size, mtimeMs, ctimeMs, ino } = stats;
+          index.files[child.relative] = { size, mtimeMs, ctimeMs, ino, hash };
         }
-        seen.add(childRelative);
-        files.push({ relative: childRelative, hash, size: stats.size });
-        entries.push({ name, type: "file", mode, size: stats.size, hash });
+        seen.add(child.relative);
+        files.push({ relative: child.relative, hash, size: stats.size });
+        described[position] = { name: child.name, type: "file", mode, size: stats.size, hash };
+      } else if (stats.isDirectory()) {
+        described[position] = { name: child.name, type: "dir", mode, tree: "" };
       } else {
-        skipped.push(childRelative);
+        skipped.push(child.relative);
       }
+    });
+    // Sub-folders one after another, so the number of open files stays bounded.
+    const entries: TreeEntry[] = [];
+    for (const [position, entry] of described.entries()) {
+      if (entry?.type === "dir") {
+        const child = children[position];
+        if (child) entries.push({ ...entry, tree: await visit(child.absolute, child.relative) });
+      } else if (entry) entries.push(entry);
     }
     const tree = treeObject(entries);
     trees.push(tree);

@@ -40,6 +40,12 @@ const WorkerEnvSchema = z.object({
     .int()
     .positive()
     .default(DEFAULT_PROCESS_LIMITS.tmpBytes / MIB),
+  /**
+   * Seconds a held workspace may stay unused before it is evicted from the local disk (only when
+   * identical to its last snapshot); 0 = never. Enable once the run workflow passes leafId to
+   * claimWorkspace, or an evicted workspace is recreated from its source instead of restored.
+   */
+  KEEL_WORKSPACE_IDLE_EVICT_SECONDS: z.coerce.number().nonnegative().default(0),
   /** Largest workspace (bytes of files) a snapshot records; a larger one fails the snapshot. */
   KEEL_SNAPSHOT_MAX_BYTES: z.coerce.number().int().positive().default(DEFAULT_SNAPSHOT_MAX_BYTES),
   KEEL_SANDBOX_MAX_SECONDS: z.coerce
@@ -59,6 +65,8 @@ export interface WorkerConfig {
   s3: S3Settings;
   sandbox: SandboxConfig;
   snapshotMaxBytes: number;
+  /** 0 = never evict. */
+  workspaceIdleEvictMs: number;
 }
 
 /** Throws one readable error listing every invalid variable (values of secrets are never shown). */
@@ -88,6 +96,7 @@ export function workerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Worke
     shutdownGraceMs: values.KEEL_SHUTDOWN_GRACE_SECONDS * 1000,
     s3: s3SettingsFromEnv(env),
     snapshotMaxBytes: values.KEEL_SNAPSHOT_MAX_BYTES,
+    workspaceIdleEvictMs: values.KEEL_WORKSPACE_IDLE_EVICT_SECONDS * 1000,
     sandbox: {
       isolation: values.KEEL_SANDBOX === "off" ? "off" : "bwrap",
       passEnv,

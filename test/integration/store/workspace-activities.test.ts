@@ -1,7 +1,7 @@
 /**
  * The workspace activities over the real S3 server and real directories: snapshot after a batch,
  * restore on a worker that does not have the workspace (claimWorkspace with leafId), restore to
- * an earlier entry (branch) and into another session (fork). Run in Temporal's activity test
+ * an earlier entry (branch) and into another session (fork), idle eviction. Run in Temporal's activity test
  * environment (heartbeats and Context); the run workflow that calls them is wired elsewhere.
  */
 
@@ -10,6 +10,7 @@ import * as path from "node:path";
 import type { S3Client } from "@aws-sdk/client-s3";
 import { MockActivityEnvironment } from "@temporalio/testing";
 import { type WorkspaceDeps, workspaceActivities } from "../../../src/activities/workspace-activities";
+import { evictIdleWorkspaces } from "../../../src/activities/workspace-eviction";
 import { SessionStore } from "../../../src/store/session-store";
 import { WorkspaceSnapshots } from "../../../src/store/workspace-snapshots";
 import { DEFAULT_SANDBOX_POLICY } from "../../../src/tools/sandbox";
@@ -123,4 +124,34 @@ test("an unknown entry and an oversized workspace fail clearly without retrying"
     type: "WorkspaceTooLarge",
     nonRetryable: true,
   });
+});
+
+test("idle eviction removes only idle, fully snapshotted workspaces of this worker; a claim restores them", async () => {
+  const ref = await sessionWith(3);
+  const unsaved = await sessionWith(3);
+  const one = await worker("evicting");
+  for (const session of [ref, unsaved]) await one.claim({ ...session, leafId: "e0" });
+  await fs.writeFile(path.join(one.dirOf(ref), "kept.txt"), "recorded\n");
+  await one.snapshot({ ...ref, afterEntryId: "e2", afterSeq: 2 });
+  await fs.writeFile(path.join(one.dirOf(unsaved), "draft.txt"), "never snapshotted\n");
+  await one.snapshot({ ...unsaved, afterEntryId: "e1", afterSeq: 1 });
+  await fs.writeFile(path.join(one.dirOf(unsaved), "draft.txt"), "changed after the snapshot\n");
+
+  const evict = (now: number) =>
+    evictIdleWorkspaces({
+      root: one.deps.workspaceRoot,
+      ownerId: one.deps.workerTaskQueue,
+      idleMs: 60_000,
+      snapshots: one.deps.snapshots,
+      now,
+    });
+  expect(await evict(Date.now())).toEqual([]); // used just now
+  expect(await evict(Date.now() + 120_000)).toEqual([one.dirOf(ref)]);
+  await expect(fs.stat(one.dirOf(ref))).rejects.toThrow();
+  expect(await fs.readFile(path.join(one.dirOf(unsaved), "draft.txt"), "utf8")).toBe(
+    "changed after the snapshot\n",
+  );
+
+  expect(await one.claim({ ...ref, leafId: "e2" })).toMatchObject({ restoredFrom: "e2" });
+  expect(await fs.readFile(path.join(one.dirOf(ref), "kept.txt"), "utf8")).toBe("recorded\n");
 });
