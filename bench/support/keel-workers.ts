@@ -34,6 +34,7 @@ function workerConfig(stack: BenchStack, taskQueue: string, s3: S3Settings): Wor
     s3,
     sandbox: { isolation: "bwrap", limits: DEFAULT_PROCESS_LIMITS, passEnv: [] },
     snapshotMaxBytes: DEFAULT_SNAPSHOT_MAX_BYTES,
+    workspaceIdleEvictMs: 0,
   };
 }
 
