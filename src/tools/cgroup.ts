@@ -9,7 +9,7 @@
  * each deployment gets.
  */
 import { randomBytes } from "node:crypto";
-import { mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
 import * as fs from "node:fs/promises";
 import * as path from "node:path";
 
@@ -49,10 +49,43 @@ export function cgroupSupport(): CgroupSupport {
       parents[controller] = parent;
     }
     detected = { available: true, parents };
+    removeOrphanCgroups(parents);
   } catch (error) {
     detected = { available: false, reason: error instanceof Error ? error.message : String(error) };
   }
   return detected;
+}
+
+const CALL_CGROUP = /^keel-call-(\d+)-[0-9a-f]+$/;
+
+const processAlive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+};
+
+/**
+ * Removes call cgroups left by workers that died mid-call (their pid is gone); the kernel only
+ * lets an empty cgroup be removed, so one still holding processes stays. Returns the removed paths.
+ */
+export function removeOrphanCgroups(parents: Record<Controller, string>): string[] {
+  const removed: string[] = [];
+  for (const parent of Object.values(parents)) {
+    for (const name of readdirSync(parent)) {
+      const match = CALL_CGROUP.exec(name);
+      if (!match || processAlive(Number(match[1]))) continue;
+      try {
+        rmdirSync(path.join(parent, name));
+        removed.push(path.join(parent, name));
+      } catch {
+        // Not empty (or already gone): left as it is.
+      }
+    }
+  }
+  return removed;
 }
 
 /** One call's cgroups: join them before exec'ing the sandbox, read what was hit, remove them. */

@@ -11,6 +11,7 @@ import * as net from "node:net";
 import { networkInterfaces } from "node:os";
 import * as path from "node:path";
 import type { BashDetails } from "../../../src/tools/bash";
+import { cgroupSupport, removeOrphanCgroups } from "../../../src/tools/cgroup";
 import { DEFAULT_SANDBOX_POLICY, probeSandbox, type SandboxPolicy } from "../../../src/tools/sandbox";
 import { prepareWorkspace, workspaceFor } from "../../../src/tools/workspace";
 import { makeSandbox, removeSandbox, type Sandbox, textOf } from "./helpers";
@@ -355,5 +356,25 @@ describe("limits", () => {
     } finally {
       await removeSandbox(off);
     }
+  });
+});
+
+describe("per-call cgroups", () => {
+  it("are removed after each call, and orphans of dead workers are cleaned up", async () => {
+    const support = cgroupSupport();
+    if (!support.available) throw new Error(`this machine is expected to allow cgroups: ${support.reason}`);
+    const ours = () =>
+      Object.values(support.parents).flatMap((parent) =>
+        readdirSync(parent).filter((name) => name.startsWith(`keel-call-${process.pid}-`)),
+      );
+    await sandbox.run("bash", { command: "true" });
+    expect(ours()).toEqual([]);
+
+    // A worker that died mid-call (pid 2^22 + 1 is above any pid_max default) left its cgroups.
+    const orphans = Object.values(support.parents).map((parent) =>
+      path.join(parent, "keel-call-4194305-0a1b2c"),
+    );
+    for (const orphan of orphans) await fs.mkdir(orphan);
+    expect(removeOrphanCgroups(support.parents).sort()).toEqual(orphans.sort());
   });
 });
