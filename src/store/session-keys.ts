@@ -138,7 +138,7 @@ export function sessionIdOfFolder(tenantFolder: string, commonPrefix: string): s
 // ---- Workspace snapshots (docs/store.md, "Workspace snapshots")
 //
 // {session folder}workspace/blobs/{sha256}            file contents, stored once per session
-// {session folder}workspace/trees/{sha256}.json       one directory listing (content-addressed)
+// {session folder}workspace/trees/{sha256}.json.gz    one directory listing, gzipped (hash of the JSON)
 // {session folder}workspace/snapshots/{entryId}.json  the workspace state after that entry
 
 const HASH_PATTERN = /^[0-9a-f]{64}$/;
@@ -162,7 +162,7 @@ export function workspaceBlobKey(prefix: string, ref: SessionRef, hash: string):
 
 export function workspaceTreeKey(prefix: string, ref: SessionRef, hash: string): string {
   assertHash(hash);
-  return `${sessionPrefix(prefix, ref)}workspace/trees/${hash}.json`;
+  return `${sessionPrefix(prefix, ref)}workspace/trees/${hash}.json.gz`;
 }
 
 export function workspaceSnapshotsPrefix(prefix: string, ref: SessionRef): string {

@@ -11,6 +11,7 @@
 import { randomBytes } from "node:crypto";
 import * as fs from "node:fs/promises";
 import * as path from "node:path";
+import { gunzipSync, gzipSync } from "node:zlib";
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import { z } from "zod";
 import type { S3Settings } from "./s3-config";
@@ -28,6 +29,7 @@ import {
   mapWithLimit,
   readLocalIndex,
   scanWorkspace,
+  sha256,
   type Tree,
   TreeSchema,
   writeLocalIndex,
@@ -121,7 +123,8 @@ export class WorkspaceSnapshots {
     // Trees after blobs (a tree names only stored objects), children before parents (visit order).
     for (const tree of scan.trees) {
       if (stored.has(tree.hash)) continue;
-      await upload(workspaceTreeKey(this.prefix, ref, tree.hash), tree.body, "application/json");
+      // Gzipped: a tree is mostly names and hex hashes, which compress to about half.
+      await upload(workspaceTreeKey(this.prefix, ref, tree.hash), gzipSync(tree.body), "application/gzip");
       stored.add(tree.hash);
     }
     const record: SnapshotRecord = {
@@ -274,7 +277,8 @@ export class WorkspaceSnapshots {
   }
 
   private async getTree(ref: SessionRef, hash: string): Promise<Tree> {
-    const text = (await this.getObject(workspaceTreeKey(this.prefix, ref, hash))).toString("utf8");
+    const text = gunzipSync(await this.getObject(workspaceTreeKey(this.prefix, ref, hash))).toString("utf8");
+    if (sha256(text) !== hash) throw new Error(`workspace tree ${hash} does not match its hash`);
     return TreeSchema.parse(JSON.parse(text));
   }
 

@@ -80,7 +80,7 @@ describe("workspace snapshot keys", () => {
       `keel/tenants/acme/sessions/s_01-a/workspace/blobs/${hash}`,
     );
     expect(workspaceTreeKey("keel/", ref, hash)).toBe(
-      `keel/tenants/acme/sessions/s_01-a/workspace/trees/${hash}.json`,
+      `keel/tenants/acme/sessions/s_01-a/workspace/trees/${hash}.json.gz`,
     );
     const key = workspaceSnapshotKey("keel/", ref, "0123abcd0123abcd");
     expect(key).toBe("keel/tenants/acme/sessions/s_01-a/workspace/snapshots/0123abcd0123abcd.json");
