@@ -23,11 +23,21 @@ import type {
   SnapshotWorkspaceResult,
 } from "./types";
 
-/** `entryId`, its parent, … up to the root, from the session's stored entries. */
-async function ancestryOf(store: SessionStore, ref: SessionRef, entryId: string): Promise<string[]> {
+/**
+ * `entryId`, its parent, … up to the root, from the session's stored entries. An entry not (yet)
+ * readable is refused with UnknownEntry, or with `lenient` stands alone (only its own snapshot
+ * can apply: a claim must not fail over an entry written moments ago).
+ */
+async function ancestryOf(
+  store: SessionStore,
+  ref: SessionRef,
+  entryId: string,
+  lenient = false,
+): Promise<string[]> {
   const { entries } = await store.readEntries(ref, { untilGap: true });
   const parents = new Map(entries.map(({ entry }) => [entry.id, entry.parentId]));
   if (!parents.has(entryId)) {
+    if (lenient) return [entryId];
     throw ApplicationFailure.nonRetryable(`entry ${entryId} is not in this session`, "UnknownEntry");
   }
   const chain: string[] = [];
@@ -68,7 +78,7 @@ export function workspaceActivities({
         throw error;
       }
       if (input.leafId && !(await exists(workspace.dir))) {
-        const record = await snapshots.findForEntry(ref, await ancestryOf(store, ref, input.leafId));
+        const record = await snapshots.findForEntry(ref, await ancestryOf(store, ref, input.leafId, true));
         if (record) {
           await whileHeartbeating(Context.current(), "restoring", () =>
             snapshots.restore(ref, record, workspace.dir),

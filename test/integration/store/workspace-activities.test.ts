@@ -114,6 +114,9 @@ test("an unknown entry and an oversized workspace fail clearly without retrying"
   const one = await worker("limits");
   await one.claim({ ...ref, leafId: "e1" });
   await expect(one.claim({ ...ref, leafId: "nope" })).resolves.toBeDefined(); // workspace exists: kept
+  // A worker without the workspace and a leaf it cannot read yet starts from the source.
+  const other = await worker("unknown-leaf");
+  expect(await other.claim({ ...ref, leafId: "not-yet-visible" })).not.toHaveProperty("restoredFrom");
   await expect(one.restore({ ref, entryId: "nope" })).rejects.toMatchObject({
     message: expect.stringMatching(/not in this session/),
     nonRetryable: true,
