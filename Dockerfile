@@ -21,9 +21,10 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 
 FROM node:22-bookworm-slim AS runtime
-# Tools the agent's bash tool commonly needs; git for repository workspaces.
+# Tools the agent's bash tool commonly needs; git for repository workspaces; bubblewrap for the
+# tool sandbox (used where the host allows user namespaces: ECS on EC2, see docs/deploy.md).
 RUN apt-get update \
- && apt-get install -y --no-install-recommends git ca-certificates ripgrep procps \
+ && apt-get install -y --no-install-recommends git ca-certificates ripgrep procps bubblewrap \
  && rm -rf /var/lib/apt/lists/*
 ENV NODE_ENV=production \
     NODE_OPTIONS=--enable-source-maps \

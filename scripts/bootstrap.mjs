@@ -97,6 +97,8 @@ export function bootstrap() {
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const { ensureBubblewrap } = await import("./ensure-bubblewrap.mjs");
+  ensureBubblewrap();
   try {
     bootstrap();
   } catch (error) {

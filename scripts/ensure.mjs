@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Makes a fresh clone ready to run: installs Node packages when package-lock.json changed since the
-// last install (npm ci), then the local servers (scripts/bootstrap.mjs). Quiet when nothing to do.
+// last install (npm ci), bubblewrap for the tool sandbox (scripts/ensure-bubblewrap.mjs), then the
+// local servers (scripts/bootstrap.mjs). Quiet when nothing to do.
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
@@ -30,6 +31,8 @@ if (!existsSync(stamp) || readFileSync(stamp, "utf8") !== lockHash) {
 }
 
 const { bootstrap } = await import("./bootstrap.mjs");
+const { ensureBubblewrap } = await import("./ensure-bubblewrap.mjs");
+ensureBubblewrap();
 try {
   bootstrap();
 } catch (error) {

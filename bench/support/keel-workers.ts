@@ -8,6 +8,8 @@ import { mkdtempSync } from "node:fs";
 import { join } from "node:path";
 import type { S3Settings } from "../../src/store/s3-config";
 import { s3SettingsToEnv } from "../../src/store/s3-config";
+import { DEFAULT_SNAPSHOT_MAX_BYTES } from "../../src/store/workspace-snapshots";
+import { DEFAULT_PROCESS_LIMITS } from "../../src/tools/sandbox";
 import type { WorkerConfig } from "../../src/worker/config";
 import { createKeelWorkers } from "../../src/worker/create-worker";
 import { type BenchStack, projectRoot } from "./stack";
@@ -30,6 +32,9 @@ function workerConfig(stack: BenchStack, taskQueue: string, s3: S3Settings): Wor
     workflowBundlePath: stack.keelBundlePath,
     maxConcurrentActivities: MAX_CONCURRENT_ACTIVITIES,
     s3,
+    sandbox: { isolation: "bwrap", limits: DEFAULT_PROCESS_LIMITS, passEnv: [] },
+    snapshotMaxBytes: DEFAULT_SNAPSHOT_MAX_BYTES,
+    workspaceIdleEvictMs: 0,
   };
 }
 

@@ -81,6 +81,9 @@ export class EcsWorkers extends Construct {
         KEEL_WORKSPACE_ROOT: CONTAINER_WORKSPACE_ROOT,
         KEEL_WORKFLOW_BUNDLE: CONTAINER_WORKFLOW_BUNDLE,
         KEEL_MAX_CONCURRENT_ACTIVITIES: String(workers.maxConcurrentActivities),
+        // Fargate's fixed seccomp profile refuses new user namespaces: bubblewrap cannot start, so
+        // tool commands run unsandboxed, which the worker logs at every start (docs/deploy.md).
+        KEEL_SANDBOX: "off",
       },
       secrets: Object.fromEntries(
         secrets.map(({ envName, secret }) => [envName, ecs.Secret.fromSecretsManager(secret)]),

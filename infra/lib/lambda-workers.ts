@@ -72,6 +72,8 @@ export class LambdaWorkers extends Construct {
         KEEL_WORKER_BUILD_ID: workers.buildId,
         KEEL_WORKFLOW_BUNDLE: `/var/task/${WORKFLOW_BUNDLE_FILE}`,
         KEEL_WORKSPACE_ROOT: LAMBDA_WORKSPACE_ROOT,
+        // Lambda cannot create user namespaces: no bubblewrap sandbox there (docs/deploy.md).
+        KEEL_SANDBOX: "off",
       },
       bundling: localBundling({
         externalModules: EXTERNAL_PACKAGES,

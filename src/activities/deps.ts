@@ -3,6 +3,8 @@ import type { ModelCatalog } from "../providers/models";
 import type { Provider } from "../providers/types";
 import type { SessionStore } from "../store/session-store";
 import type { ToolCallMarkers } from "../store/tool-call-markers";
+import type { WorkspaceSnapshots } from "../store/workspace-snapshots";
+import type { SandboxConfig } from "../tools/sandbox";
 
 export interface ActivityDeps {
   store: SessionStore;
@@ -13,4 +15,10 @@ export interface ActivityDeps {
   workspaceRoot: string;
   /** This worker's own task queue: tool activities of sessions it holds go there. */
   workerTaskQueue: string;
+  /** Workspace snapshots in S3 (snapshot after tool batches, restore anywhere). */
+  snapshots: WorkspaceSnapshots;
+  /** Largest workspace (bytes of files) a snapshot records. */
+  snapshotMaxBytes: number;
+  /** Isolation and limits of the processes tools start (checked at worker start). */
+  sandbox: SandboxConfig;
 }

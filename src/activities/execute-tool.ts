@@ -13,10 +13,11 @@ import type { ActivityDeps } from "./deps";
 import { failpoint } from "./failpoints";
 import { whileHeartbeating } from "./heartbeat";
 import type { ExecuteToolInput, ExecuteToolResult } from "./types";
+import { touchWorkspace } from "./workspace-eviction";
 
 const PREVIEW_CHARS = 300;
 
-export function executeToolActivity({ store, markers, workspaceRoot }: ActivityDeps) {
+export function executeToolActivity({ store, markers, workspaceRoot, sandbox }: ActivityDeps) {
   return async function executeTool(input: ExecuteToolInput): Promise<ExecuteToolResult> {
     const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
     const ctx = Context.current();
@@ -47,9 +48,11 @@ export function executeToolActivity({ store, markers, workspaceRoot }: ActivityD
     }
 
     const workspace = workspaceFor(workspaceRoot, input.tenantId, input.sessionId);
+    await touchWorkspace(workspace);
     const output = await whileHeartbeating(ctx, "running", () =>
       runToolCall(toolCall, {
         workspace,
+        sandbox: { ...sandbox, network: input.network ?? "none" },
         signal: ctx.cancellationSignal,
         onUpdate: () => ctx.heartbeat({ phase: "update" }),
       }),

@@ -5,6 +5,7 @@
  */
 import type { Usage } from "../core/messages";
 import type { SessionEntry } from "../core/session-types";
+import type { Isolation, NetworkPolicy } from "../tools/sandbox";
 import type { WorkspaceSource } from "../tools/workspace";
 import type { ChatReplyTarget, SessionCursor, SessionRef, ThinkingLevel } from "../workflows/types";
 
@@ -45,11 +46,57 @@ export interface AppendEntriesResult {
 export interface ClaimWorkspaceInput extends SessionRef {
   /** What a new workspace starts from (an existing one is kept as it is). */
   source?: WorkspaceSource;
+  /**
+   * The run's leaf entry: when the workspace is not on this worker's disk and a snapshot exists
+   * for this entry or its nearest snapshotted ancestor, that state is restored instead of `source`.
+   */
+  leafId?: string;
 }
 
 export interface ClaimWorkspaceResult {
   /** Task queue of the worker that now holds the session's workspace. */
   taskQueue: string;
+  /**
+   * How this worker isolates tool processes, when it claimed the workspace itself (absent when
+   * another worker already holds it). "off" is to be shown in the run's details.
+   */
+  sandbox?: Isolation;
+  /** The workspace was restored from the snapshot recorded after this entry. */
+  restoredFrom?: string;
+}
+
+export interface SnapshotWorkspaceInput extends SessionRef {
+  /** The entry the snapshot follows: the last tool result of the batch. */
+  afterEntryId: string;
+  afterSeq: number;
+}
+
+export interface SnapshotWorkspaceResult {
+  /** An earlier attempt had recorded it: nothing was uploaded. */
+  adopted: boolean;
+  /** Root tree hash: the state's name. */
+  root: string;
+  files: number;
+  bytes: number;
+  uploadedObjects: number;
+  uploadedBytes: number;
+}
+
+export interface RestoreWorkspaceInput {
+  /** The session whose workspace (on this worker) is replaced. */
+  ref: SessionRef;
+  /** The entry whose state is restored (its nearest snapshotted ancestor's). */
+  entryId: string;
+  /** For a fork: the session the entry and its snapshots belong to (default `ref`). */
+  from?: SessionRef;
+}
+
+export interface RestoreWorkspaceResult {
+  /** False when no snapshot exists for the entry or any ancestor: the workspace is unchanged. */
+  restored: boolean;
+  snapshotEntryId?: string;
+  files?: number;
+  bytes?: number;
 }
 
 export interface LlmTurnInput extends SessionRef {
@@ -97,6 +144,8 @@ export interface ExecuteToolInput extends SessionRef {
   /** Arguments edited at approval; replace the model's. */
   argumentsOverride?: Record<string, unknown>;
   slot: EntrySlot;
+  /** The run's network policy for processes the tool starts (RunSettings.network; default "none"). */
+  network?: NetworkPolicy;
 }
 
 export interface ExecuteToolResult {
@@ -148,6 +197,8 @@ export interface KeelActivities {
   openSession(input: OpenSessionInput): Promise<SessionCursor>;
   appendEntries(input: AppendEntriesInput): Promise<AppendEntriesResult>;
   claimWorkspace(input: ClaimWorkspaceInput): Promise<ClaimWorkspaceResult>;
+  snapshotWorkspace(input: SnapshotWorkspaceInput): Promise<SnapshotWorkspaceResult>;
+  restoreWorkspace(input: RestoreWorkspaceInput): Promise<RestoreWorkspaceResult>;
   llmTurn(input: LlmTurnInput): Promise<LlmTurnResult>;
   executeTool(input: ExecuteToolInput): Promise<ExecuteToolResult>;
   compact(input: CompactInput): Promise<CompactResult>;

@@ -1,25 +1,132 @@
 /**
- * Workspace placement: a session's workspace lives on one worker; its tool activities go to that
- * worker's own task queue. Claiming takes the workspace lock (or finds the live worker holding it)
- * and prepares the directory.
+ * Workspace placement and durability: a session's workspace lives on one worker; its tool
+ * activities go to that worker's own task queue. Claiming takes the workspace lock (or finds the
+ * live worker holding it) and prepares the directory — from the session's snapshot in S3 when
+ * there is one for the leaf, otherwise from the run's source. After a tool batch the workflow
+ * records the workspace (snapshotWorkspace); branch and fork move it to another entry's state
+ * (restoreWorkspace). Both run on the workspace's worker queue.
  */
-import { Context } from "@temporalio/activity";
+import * as fs from "node:fs/promises";
+import { ApplicationFailure, Context } from "@temporalio/activity";
+import type { SessionRef } from "../store/session-keys";
+import type { SessionStore } from "../store/session-store";
+import { WorkspaceTooLargeError } from "../store/workspace-tree";
 import { acquireWorkspaceLock, prepareWorkspace, WorkspaceBusyError, workspaceFor } from "../tools";
 import type { ActivityDeps } from "./deps";
 import { failpoint } from "./failpoints";
 import { whileHeartbeating } from "./heartbeat";
-import type { ClaimWorkspaceInput, ClaimWorkspaceResult } from "./types";
+import type {
+  ClaimWorkspaceInput,
+  ClaimWorkspaceResult,
+  RestoreWorkspaceInput,
+  RestoreWorkspaceResult,
+  SnapshotWorkspaceInput,
+  SnapshotWorkspaceResult,
+} from "./types";
 
-export function workspaceActivities({ workspaceRoot, workerTaskQueue }: ActivityDeps) {
+/**
+ * `entryId`, its parent, … up to the root, from the session's stored entries. An entry not (yet)
+ * readable is refused with UnknownEntry, or with `lenient` stands alone (only its own snapshot
+ * can apply: a claim must not fail over an entry written moments ago).
+ */
+async function ancestryOf(
+  store: SessionStore,
+  ref: SessionRef,
+  entryId: string,
+  lenient = false,
+): Promise<string[]> {
+  const { entries } = await store.readEntries(ref, { untilGap: true });
+  const parents = new Map(entries.map(({ entry }) => [entry.id, entry.parentId]));
+  if (!parents.has(entryId)) {
+    if (lenient) return [entryId];
+    throw ApplicationFailure.nonRetryable(`entry ${entryId} is not in this session`, "UnknownEntry");
+  }
+  const chain: string[] = [];
+  for (let id: string | null | undefined = entryId; id && !chain.includes(id); id = parents.get(id))
+    chain.push(id);
+  return chain;
+}
+
+const exists = (dir: string): Promise<boolean> =>
+  fs.stat(dir).then(
+    (stats) => stats.isDirectory(),
+    () => false,
+  );
+
+/** What the workspace activities use of the worker's dependencies. */
+export type WorkspaceDeps = Pick<
+  ActivityDeps,
+  "store" | "snapshots" | "snapshotMaxBytes" | "workspaceRoot" | "workerTaskQueue" | "sandbox"
+>;
+
+export function workspaceActivities({
+  store,
+  snapshots,
+  snapshotMaxBytes,
+  workspaceRoot,
+  workerTaskQueue,
+  sandbox,
+}: WorkspaceDeps) {
   return {
-    /** Heartbeats throughout: a copy or clone of the source may take a while. */
+    /** Heartbeats throughout: restoring a snapshot or copying the source may take a while. */
     claimWorkspace(input: ClaimWorkspaceInput): Promise<ClaimWorkspaceResult> {
       return whileHeartbeating(Context.current(), "claiming", () => claim(input));
+    },
+
+    async snapshotWorkspace(input: SnapshotWorkspaceInput): Promise<SnapshotWorkspaceResult> {
+      const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
+      const workspace = workspaceFor(workspaceRoot, input.tenantId, input.sessionId);
+      if (!(await exists(workspace.dir))) {
+        throw ApplicationFailure.nonRetryable(
+          `the workspace of ${input.sessionId} is not on this worker`,
+          "WorkspaceMissing",
+        );
+      }
+      try {
+        const result = await whileHeartbeating(Context.current(), "snapshotting", () =>
+          snapshots.snapshot(ref, workspace.dir, {
+            afterEntryId: input.afterEntryId,
+            afterSeq: input.afterSeq,
+            maxBytes: snapshotMaxBytes,
+          }),
+        );
+        const { record } = result;
+        return {
+          adopted: result.adopted,
+          root: record.root,
+          files: record.files,
+          bytes: record.bytes,
+          uploadedObjects: result.uploadedObjects,
+          uploadedBytes: result.uploadedBytes,
+        };
+      } catch (error) {
+        if (error instanceof WorkspaceTooLargeError) {
+          throw ApplicationFailure.nonRetryable(error.message, "WorkspaceTooLarge");
+        }
+        throw error;
+      }
+    },
+
+    async restoreWorkspace(input: RestoreWorkspaceInput): Promise<RestoreWorkspaceResult> {
+      const from = input.from ?? input.ref;
+      const record = await snapshots.findForEntry(from, await ancestryOf(store, from, input.entryId));
+      if (!record) return { restored: false };
+      const workspace = workspaceFor(workspaceRoot, input.ref.tenantId, input.ref.sessionId);
+      const result = await whileHeartbeating(Context.current(), "restoring", () =>
+        snapshots.restore(from, record, workspace.dir, input.ref),
+      );
+      return {
+        restored: true,
+        snapshotEntryId: record.afterEntryId,
+        files: result.files,
+        bytes: result.bytes,
+      };
     },
   };
 
   async function claim(input: ClaimWorkspaceInput): Promise<ClaimWorkspaceResult> {
     failpoint("claimWorkspace.start");
+    const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
     const workspace = workspaceFor(workspaceRoot, input.tenantId, input.sessionId);
     try {
       // The lock's owner id is the holder's task queue, so other workers can route to it.
@@ -28,7 +135,20 @@ export function workspaceActivities({ workspaceRoot, workerTaskQueue }: Activity
       if (error instanceof WorkspaceBusyError && error.holder) return { taskQueue: error.holder.ownerId };
       throw error;
     }
+    if (input.leafId && !(await exists(workspace.dir))) {
+      const record = await snapshots.findForEntry(ref, await ancestryOf(store, ref, input.leafId, true));
+      if (record) {
+        await whileHeartbeating(Context.current(), "restoring", () =>
+          snapshots.restore(ref, record, workspace.dir),
+        );
+        return {
+          taskQueue: workerTaskQueue,
+          sandbox: sandbox.isolation,
+          restoredFrom: record.afterEntryId,
+        };
+      }
+    }
     await prepareWorkspace(workspace, input.source);
-    return { taskQueue: workerTaskQueue };
+    return { taskQueue: workerTaskQueue, sandbox: sandbox.isolation };
   }
 }

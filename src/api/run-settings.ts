@@ -24,5 +24,7 @@ export function runSettingsFrom(
     };
   }
   if (body.workspace !== undefined) settings.workspace = body.workspace;
+  // The schema admits only what this deployment can honour ("none" or "full").
+  if (body.network !== undefined) settings.network = body.network;
   return settings;
 }

@@ -189,6 +189,15 @@ export const RunLimitsSchema = z
   })
   .openapi("RunLimits");
 
+/**
+ * Network access of the processes tools start. Host allowlists (`{allow: [hosts]}`) need an egress
+ * proxy this deployment does not have, so the document offers only what the server can honour.
+ */
+export const NetworkPolicySchema = z.enum(["none", "full"]).openapi("NetworkPolicy", {
+  description:
+    'Network access of the processes tools start: "none" (default) or "full". Host allowlists are not offered: no egress proxy enforces them.',
+});
+
 export const DeliveryModeSchema = z.enum(["auto", "steer", "followUp", "interrupt", "reject"]);
 
 /** The body of `POST …/messages` for a deployment's catalog and workspace policy. */
@@ -224,6 +233,7 @@ export function messageBodySchema(options: MessageBodyOptions) {
       policy: ToolPolicySchema.optional(),
       workspace: workspaceSourceSchema(options.allowDirectoryWorkspaces).optional(),
       limits: RunLimitsSchema.optional(),
+      network: NetworkPolicySchema.optional(),
       hooks: z
         .array(z.enum(Object.keys(HOOK_SETS) as [string, ...string[]]))
         .max(Object.keys(HOOK_SETS).length)
@@ -232,7 +242,7 @@ export function messageBodySchema(options: MessageBodyOptions) {
     })
     .openapi("MessageRequest", {
       description:
-        "model, systemPrompt, tools, policy, workspace, limits and hooks apply when the message starts a run; a message delivered to a live run leaves that run's settings unchanged.",
+        "model, systemPrompt, tools, policy, workspace, limits, network and hooks apply when the message starts a run; a message delivered to a live run leaves that run's settings unchanged.",
     });
 }
 

@@ -132,3 +132,49 @@ export function sessionIdOfFolder(tenantFolder: string, commonPrefix: string): s
   const id = commonPrefix.slice(tenantFolder.length, -1);
   return isValidId(id) ? id : null;
 }
+
+// ---- Workspace snapshots (docs/store.md, "Workspace snapshots")
+//
+// {session folder}workspace/blobs/{sha256}            file contents, stored once per session
+// {session folder}workspace/trees/{sha256}.json.gz    one directory listing, gzipped (hash of the JSON)
+// {session folder}workspace/snapshots/{entryId}.json  the workspace state after that entry
+
+const HASH_PATTERN = /^[0-9a-f]{64}$/;
+/** Entry ids as the workflow makes them (hex), or test ids; never a path. */
+const ENTRY_ID_PATTERN = /^[A-Za-z0-9_-]{1,128}$/;
+export const WORKSPACE_SNAPSHOTS_FOLDER = "workspace/snapshots/";
+
+function assertHash(hash: string): void {
+  if (!HASH_PATTERN.test(hash)) throw new Error(`invalid content hash ${JSON.stringify(hash.slice(0, 80))}`);
+}
+
+export function assertValidEntryId(entryId: string): void {
+  if (!ENTRY_ID_PATTERN.test(entryId))
+    throw new Error(`invalid entry id ${JSON.stringify(entryId.slice(0, 80))}`);
+}
+
+export function workspaceBlobKey(prefix: string, ref: SessionRef, hash: string): string {
+  assertHash(hash);
+  return `${sessionPrefix(prefix, ref)}workspace/blobs/${hash}`;
+}
+
+export function workspaceTreeKey(prefix: string, ref: SessionRef, hash: string): string {
+  assertHash(hash);
+  return `${sessionPrefix(prefix, ref)}workspace/trees/${hash}.json.gz`;
+}
+
+export function workspaceSnapshotsPrefix(prefix: string, ref: SessionRef): string {
+  return `${sessionPrefix(prefix, ref)}${WORKSPACE_SNAPSHOTS_FOLDER}`;
+}
+
+export function workspaceSnapshotKey(prefix: string, ref: SessionRef, entryId: string): string {
+  assertValidEntryId(entryId);
+  return `${workspaceSnapshotsPrefix(prefix, ref)}${entryId}.json`;
+}
+
+/** The entry id of a key listed under `workspaceSnapshotsPrefix`, or null. */
+export function snapshotEntryIdOfKey(folder: string, key: string): string | null {
+  if (!key.startsWith(folder) || !key.endsWith(".json")) return null;
+  const id = key.slice(folder.length, -".json".length);
+  return ENTRY_ID_PATTERN.test(id) ? id : null;
+}

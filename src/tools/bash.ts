@@ -5,16 +5,27 @@ import * as fs from "node:fs/promises";
 import * as path from "node:path";
 import { finished } from "node:stream/promises";
 import { z } from "zod";
-import { scrubEnvironment } from "./environment";
+import { type CallCgroup, createCallCgroup } from "./cgroup";
 import { groupAlive, terminateGroup } from "./process-group";
+import {
+  bashCommandLine,
+  type CommandLine,
+  limitNotice,
+  SANDBOX_WORKSPACE_PATH,
+  SandboxUnavailableError,
+} from "./sandbox";
 import { MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES, notices, type Truncation, truncateTail } from "./truncate";
-import type { ToolOutput } from "./types";
-import { defineTool } from "./types";
+import type { ToolContext, ToolOutput } from "./types";
+import { defineTool, ToolError } from "./types";
 import { ensureScratchDir, SCRATCH_SUBDIR, type Workspace } from "./workspace";
 
 const BashParameters = z.object({
   command: z.string().min(1).describe("Bash command to execute"),
-  timeout: z.number().positive().optional().describe("Timeout in seconds (optional, no default timeout)"),
+  timeout: z
+    .number()
+    .positive()
+    .optional()
+    .describe("Timeout in seconds (optional; the worker's wall-time limit applies either way)"),
 });
 
 /** Bytes of the most recent output kept in memory once the output is spilled to a file. */
@@ -121,104 +132,138 @@ export interface BashDetails {
   truncation?: Truncation;
   /** Workspace-relative path of the complete output, when it was truncated. */
   fullOutputPath?: string;
+  /** Present when the command ran without isolation (KEEL_SANDBOX=off on this worker). */
+  sandbox?: "off";
 }
 
 export const bashTool = defineTool({
   name: "bash",
-  description: `Execute a bash command in the workspace directory. Returns stdout and stderr combined. Output is truncated to the last ${MAX_OUTPUT_LINES} lines or ${MAX_OUTPUT_BYTES / 1024}KB (whichever is hit first); if truncated, the full output is saved to a file in the workspace (named in the output). Optionally provide a timeout in seconds. Commands that fail report their exit code.`,
+  description: `Execute a bash command in the workspace directory (${SANDBOX_WORKSPACE_PATH}). Returns stdout and stderr combined. Output is truncated to the last ${MAX_OUTPUT_LINES} lines or ${MAX_OUTPUT_BYTES / 1024}KB (whichever is hit first); if truncated, the full output is saved to a file in the workspace (named in the output). Optionally provide a timeout in seconds. Commands that fail report their exit code.`,
   parameters: BashParameters,
   replay: "unsafe",
-  async execute({ command, timeout }, { workspace, signal, onUpdate }): Promise<ToolOutput> {
-    const output = new OutputCollector(workspace);
-    const child = spawn("bash", ["-c", REAP_ON_TERM + command], {
-      cwd: await fs.realpath(workspace.dir),
-      detached: true,
-      env: scrubEnvironment(),
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-
-    let stopping: Promise<void> | undefined;
-    let timedOut = false;
-    const stop = () => {
-      if (child.pid !== undefined && !stopping) stopping = terminateGroup(child.pid);
-    };
-    const onAbort = () => stop();
-    signal?.addEventListener("abort", onAbort, { once: true });
-    if (signal?.aborted) stop();
-    const timer =
-      timeout !== undefined
-        ? setTimeout(() => {
-            timedOut = true;
-            stop();
-          }, timeout * 1000)
-        : undefined;
-
-    let lastUpdate = 0;
-    let writes = Promise.resolve();
-    const onData = (chunk: Buffer) => {
-      writes = writes.then(() => output.append(chunk));
-      if (onUpdate && Date.now() - lastUpdate >= UPDATE_INTERVAL_MS) {
-        lastUpdate = Date.now();
-        void writes.then(() => onUpdate({ content: [{ type: "text", text: render(output).text }] }));
-      }
-    };
-    child.stdout.on("data", onData);
-    child.stderr.on("data", onData);
-
-    const pipesClosed = Promise.all([
-      new Promise((resolve) => child.stdout.once("close", resolve)),
-      new Promise((resolve) => child.stderr.once("close", resolve)),
-    ]);
-    const exit = await new Promise<
-      { started: true; code: number | null; signal: NodeJS.Signals | null } | { started: false; error: Error }
-    >((resolve) => {
-      child.once("error", (error) => resolve({ started: false, error }));
-      child.once("exit", (code, exitSignal) => resolve({ started: true, code, signal: exitSignal }));
-    });
-    await Promise.race([pipesClosed, new Promise((resolve) => setTimeout(resolve, PIPE_DRAIN_MS))]);
-    child.stdout.destroy();
-    child.stderr.destroy();
-    if (timer) clearTimeout(timer);
-    signal?.removeEventListener("abort", onAbort);
-    if (stopping) await stopping;
-    else if (child.pid !== undefined && (signal?.aborted || timedOut) && groupAlive(child.pid)) {
-      await terminateGroup(child.pid);
+  async execute({ command, timeout }, { workspace, sandbox, signal, onUpdate }): Promise<ToolOutput> {
+    const workspaceDir = await fs.realpath(workspace.dir);
+    const cgroup = createCallCgroup(sandbox.limits);
+    try {
+      const line = bashCommandLine(workspaceDir, sandbox, REAP_ON_TERM + command, cgroup);
+      return await runCommand(line, { workspace, sandbox, signal, onUpdate, timeout, cgroup });
+    } catch (error) {
+      if (error instanceof SandboxUnavailableError) throw new ToolError(error.message, { refused: true });
+      throw error;
+    } finally {
+      await cgroup?.remove();
     }
-    await writes;
-    await output.close();
-
-    if (!exit.started) {
-      return {
-        content: [{ type: "text", text: `Failed to start bash: ${exit.error.message}` }],
-        isError: true,
-      };
-    }
-    const { text, truncation } = render(output);
-    const details: BashDetails = {
-      exitCode: exit.code,
-      ...(exit.signal ? { signal: exit.signal } : {}),
-      ...(truncation ? { truncation, fullOutputPath: output.fullOutputPath } : {}),
-    };
-    const withStatus = (status: string) => (text ? `${text}\n\n${status}` : status);
-    if (signal?.aborted) {
-      return {
-        content: [{ type: "text", text: withStatus("Command aborted") }],
-        details: { ...details, aborted: true },
-        isError: true,
-      };
-    }
-    if (timedOut) {
-      return {
-        content: [{ type: "text", text: withStatus(`Command timed out after ${timeout} seconds`) }],
-        details: { ...details, timedOut: true },
-        isError: true,
-      };
-    }
-    if (exit.code !== 0) {
-      const status =
-        exit.code === null ? `Command killed by ${exit.signal}` : `Command exited with code ${exit.code}`;
-      return { content: [{ type: "text", text: withStatus(status) }], details, isError: true };
-    }
-    return { content: [{ type: "text", text: text || "(no output)" }], details, isError: false };
   },
 });
+
+interface RunOptions extends Pick<ToolContext, "workspace" | "sandbox" | "signal" | "onUpdate"> {
+  /** The model's timeout argument, in seconds. */
+  timeout?: number;
+  cgroup?: CallCgroup;
+}
+
+/** Runs one prepared command line to its end (exit, timeout or abort) and renders its result. */
+async function runCommand(
+  line: CommandLine,
+  { workspace, sandbox, signal, onUpdate, timeout, cgroup }: RunOptions,
+): Promise<ToolOutput> {
+  const limitMs = Math.min(
+    timeout !== undefined ? timeout * 1000 : Number.POSITIVE_INFINITY,
+    sandbox.limits.wallTimeMs,
+  );
+  const timeoutLabel =
+    timeout !== undefined && timeout * 1000 <= sandbox.limits.wallTimeMs
+      ? `${timeout} seconds`
+      : `${sandbox.limits.wallTimeMs / 1000} seconds (the wall-time limit of a command)`;
+  const output = new OutputCollector(workspace);
+  const child = spawn(line.file, line.args, {
+    cwd: line.cwd,
+    detached: true,
+    env: line.env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+
+  let stopping: Promise<void> | undefined;
+  let timedOut = false;
+  const stop = () => {
+    if (child.pid !== undefined && !stopping) stopping = terminateGroup(child.pid);
+  };
+  const onAbort = () => stop();
+  signal?.addEventListener("abort", onAbort, { once: true });
+  if (signal?.aborted) stop();
+  const timer = setTimeout(() => {
+    timedOut = true;
+    stop();
+  }, limitMs);
+
+  let lastUpdate = 0;
+  let writes = Promise.resolve();
+  const onData = (chunk: Buffer) => {
+    writes = writes.then(() => output.append(chunk));
+    if (onUpdate && Date.now() - lastUpdate >= UPDATE_INTERVAL_MS) {
+      lastUpdate = Date.now();
+      void writes.then(() => onUpdate({ content: [{ type: "text", text: render(output).text }] }));
+    }
+  };
+  child.stdout.on("data", onData);
+  child.stderr.on("data", onData);
+
+  const pipesClosed = Promise.all([
+    new Promise((resolve) => child.stdout.once("close", resolve)),
+    new Promise((resolve) => child.stderr.once("close", resolve)),
+  ]);
+  const exit = await new Promise<
+    { started: true; code: number | null; signal: NodeJS.Signals | null } | { started: false; error: Error }
+  >((resolve) => {
+    child.once("error", (error) => resolve({ started: false, error }));
+    child.once("exit", (code, exitSignal) => resolve({ started: true, code, signal: exitSignal }));
+  });
+  await Promise.race([pipesClosed, new Promise((resolve) => setTimeout(resolve, PIPE_DRAIN_MS))]);
+  child.stdout.destroy();
+  child.stderr.destroy();
+  clearTimeout(timer);
+  signal?.removeEventListener("abort", onAbort);
+  if (stopping) await stopping;
+  else if (child.pid !== undefined && (signal?.aborted || timedOut) && groupAlive(child.pid)) {
+    await terminateGroup(child.pid);
+  }
+  await writes;
+  await output.close();
+
+  if (!exit.started) {
+    return {
+      content: [{ type: "text", text: `Failed to start bash: ${exit.error.message}` }],
+      isError: true,
+    };
+  }
+  const { text, truncation } = render(output);
+  const details: BashDetails = {
+    exitCode: exit.code,
+    ...(exit.signal ? { signal: exit.signal } : {}),
+    ...(truncation ? { truncation, fullOutputPath: output.fullOutputPath } : {}),
+    ...(sandbox.isolation === "off" ? { sandbox: "off" as const } : {}),
+  };
+  const withStatus = (status: string) => (text ? `${text}\n\n${status}` : status);
+  if (signal?.aborted) {
+    return {
+      content: [{ type: "text", text: withStatus("Command aborted") }],
+      details: { ...details, aborted: true },
+      isError: true,
+    };
+  }
+  const limit = limitNotice(output.text(), exit.code, sandbox.limits, cgroup?.hits());
+  const withLimit = (status: string) => withStatus(limit ? `${status} ${limit}` : status);
+  if (timedOut) {
+    return {
+      content: [{ type: "text", text: withLimit(`Command timed out after ${timeoutLabel}`) }],
+      details: { ...details, timedOut: true },
+      isError: true,
+    };
+  }
+  if (exit.code !== 0) {
+    const status =
+      exit.code === null ? `Command killed by ${exit.signal}` : `Command exited with code ${exit.code}`;
+    return { content: [{ type: "text", text: withLimit(status) }], details, isError: true };
+  }
+  return { content: [{ type: "text", text: text || "(no output)" }], details, isError: false };
+}

@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import type { ImageBlock, TextBlock, ToolSpec } from "../core/messages";
+import type { SandboxPolicy } from "./sandbox";
 import type { Workspace } from "./workspace";
 
 /**
@@ -34,6 +35,8 @@ export interface ToolUpdate {
 
 export interface ToolContext {
   workspace: Workspace;
+  /** How processes a tool starts are isolated and limited (bash). */
+  sandbox: SandboxPolicy;
   /** Cancels the tool; long-running tools stop promptly and report "aborted". */
   signal?: AbortSignal;
   onUpdate?: (update: ToolUpdate) => void;

@@ -18,6 +18,7 @@ import type { Stats } from "node:fs";
 import * as fs from "node:fs/promises";
 import { hostname } from "node:os";
 import * as path from "node:path";
+import { SANDBOX_WORKSPACE_PATH } from "./sandbox";
 import { ToolError } from "./types";
 
 export interface Workspace {
@@ -126,7 +127,19 @@ const isWithin = (dir: string, candidate: string): boolean => {
 };
 
 /**
- * Resolves a path argument against the workspace. Relative paths are taken from the workspace
+ * A path as the model sees it (under SANDBOX_WORKSPACE_PATH, where bash finds the workspace)
+ * turned into one relative to the workspace; other paths are returned unchanged.
+ */
+function fromSandboxPath(userPath: string): string {
+  if (userPath === SANDBOX_WORKSPACE_PATH) return ".";
+  if (userPath.startsWith(`${SANDBOX_WORKSPACE_PATH}/`))
+    return `.${userPath.slice(SANDBOX_WORKSPACE_PATH.length)}`;
+  return userPath;
+}
+
+/**
+ * Resolves a path argument against the workspace. Paths under SANDBOX_WORKSPACE_PATH (`/workspace`)
+ * are the workspace as commands see it. Relative paths are taken from the workspace
  * directory; absolute paths must point into it. Refused (WorkspacePathError): NUL bytes,
  * over-long paths or components, `..` leaving the workspace, and any symlink (also a chain, a
  * dangling one, or one created later by a bash command) whose target lies outside.
@@ -152,7 +165,7 @@ export async function resolveInside(workspace: Workspace, userPath: string): Pro
   }
 
   const realDir = await fs.realpath(workspace.dir);
-  const lexical = path.resolve(workspace.dir, userPath);
+  const lexical = path.resolve(workspace.dir, fromSandboxPath(userPath));
   if (!isWithin(workspace.dir, lexical) && !isWithin(realDir, lexical)) {
     throw new WorkspacePathError(userPath, "it points outside the workspace");
   }

@@ -3,6 +3,11 @@ import { join } from "node:path";
 import { z } from "zod";
 import type { ProviderConfig } from "../providers/registry";
 import { type S3Settings, s3SettingsFromEnv } from "../store/s3-config";
+import { DEFAULT_SNAPSHOT_MAX_BYTES } from "../store/workspace-snapshots";
+import { assertPassableNames } from "../tools/environment";
+import { DEFAULT_PROCESS_LIMITS, type SandboxConfig } from "../tools/sandbox";
+
+const MIB = 1024 ** 2;
 
 const booleanFlag = z
   .enum(["true", "false", "1", "0"])
@@ -44,6 +49,38 @@ const WorkerEnvSchema = z.object({
   KEEL_ANTHROPIC_TIMEOUT_MS: milliseconds.optional(),
   KEEL_ANTHROPIC_HEADERS: headersJson.optional(),
   KEEL_ANTHROPIC_PROMPT_CACHING: booleanFlag.optional(),
+  /** "off" runs tool processes unsandboxed (hosts without user namespaces); logged at every start. */
+  KEEL_SANDBOX: z.enum(["on", "off"]).default("on"),
+  /** Comma-separated worker variables passed to tool commands (secret-looking names are refused). */
+  KEEL_SANDBOX_PASS_ENV: z.string().default(""),
+  KEEL_SANDBOX_MEMORY_MB: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(DEFAULT_PROCESS_LIMITS.memoryBytes / MIB),
+  KEEL_SANDBOX_MAX_PROCESSES: z.coerce.number().int().positive().default(DEFAULT_PROCESS_LIMITS.processes),
+  KEEL_SANDBOX_MAX_FILE_MB: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(DEFAULT_PROCESS_LIMITS.fileSizeBytes / MIB),
+  KEEL_SANDBOX_TMP_MB: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(DEFAULT_PROCESS_LIMITS.tmpBytes / MIB),
+  /**
+   * Seconds a held workspace may stay unused before it is evicted from the local disk (only when
+   * identical to its last snapshot); 0 = never. Enable once the run workflow passes leafId to
+   * claimWorkspace, or an evicted workspace is recreated from its source instead of restored.
+   */
+  KEEL_WORKSPACE_IDLE_EVICT_SECONDS: z.coerce.number().nonnegative().default(0),
+  /** Largest workspace (bytes of files) a snapshot records; a larger one fails the snapshot. */
+  KEEL_SNAPSHOT_MAX_BYTES: z.coerce.number().int().positive().default(DEFAULT_SNAPSHOT_MAX_BYTES),
+  KEEL_SANDBOX_MAX_SECONDS: z.coerce
+    .number()
+    .positive()
+    .default(DEFAULT_PROCESS_LIMITS.wallTimeMs / 1000),
 });
 
 export interface WorkerConfig {
@@ -57,6 +94,10 @@ export interface WorkerConfig {
   s3: S3Settings;
   /** Options of the provider SDK clients (stream, timeout, headers, prompt caching); default: the environment's keys and URLs only. */
   providers?: ProviderConfig;
+  sandbox: SandboxConfig;
+  snapshotMaxBytes: number;
+  /** 0 = never evict. */
+  workspaceIdleEvictMs: number;
 }
 
 /** Throws one readable error listing every invalid variable (values of secrets are never shown). */
@@ -69,6 +110,10 @@ export function workerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Worke
     throw new Error(`Invalid worker configuration: ${problems}`);
   }
   const values = parsed.data;
+  const passEnv = values.KEEL_SANDBOX_PASS_ENV.split(",")
+    .map((name) => name.trim())
+    .filter(Boolean);
+  assertPassableNames(passEnv);
   return {
     temporal: {
       address: values.KEEL_TEMPORAL_ADDRESS,
@@ -94,6 +139,19 @@ export function workerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Worke
         promptCaching: values.KEEL_ANTHROPIC_PROMPT_CACHING,
       }),
       env,
+    },
+    snapshotMaxBytes: values.KEEL_SNAPSHOT_MAX_BYTES,
+    workspaceIdleEvictMs: values.KEEL_WORKSPACE_IDLE_EVICT_SECONDS * 1000,
+    sandbox: {
+      isolation: values.KEEL_SANDBOX === "off" ? "off" : "bwrap",
+      passEnv,
+      limits: {
+        memoryBytes: values.KEEL_SANDBOX_MEMORY_MB * MIB,
+        processes: values.KEEL_SANDBOX_MAX_PROCESSES,
+        fileSizeBytes: values.KEEL_SANDBOX_MAX_FILE_MB * MIB,
+        tmpBytes: values.KEEL_SANDBOX_TMP_MB * MIB,
+        wallTimeMs: values.KEEL_SANDBOX_MAX_SECONDS * 1000,
+      },
     },
   };
 }

@@ -7,9 +7,13 @@
 import { createHash } from "node:crypto";
 import { hostname } from "node:os";
 import { resolve } from "node:path";
+import type { S3Client } from "@aws-sdk/client-s3";
 import { NativeConnection, Worker } from "@temporalio/worker";
+import { evictIdleWorkspaces } from "../activities/workspace-eviction";
 import { createS3Client } from "../store/s3-config";
+import { WorkspaceSnapshots } from "../store/workspace-snapshots";
 import type { WorkerConfig } from "./config";
+import { log } from "./log";
 import { commonWorkerOptions, workerActivities } from "./worker-parts";
 
 const DEFAULT_SHUTDOWN_GRACE_MS = 60_000;
@@ -63,7 +67,11 @@ export async function createKeelWorkers(config: WorkerConfig): Promise<KeelWorke
     connection,
     namespace: config.temporal.namespace,
     taskQueue: ownTaskQueue,
-    activities: { executeTool: activities.executeTool },
+    activities: {
+      executeTool: activities.executeTool,
+      snapshotWorkspace: activities.snapshotWorkspace,
+      restoreWorkspace: activities.restoreWorkspace,
+    },
     maxConcurrentActivityTaskExecutions: config.maxConcurrentActivities,
     ...common,
   });
@@ -72,9 +80,11 @@ export async function createKeelWorkers(config: WorkerConfig): Promise<KeelWorke
     own,
     ownTaskQueue,
     async run() {
+      const eviction = startIdleEviction(config, s3, ownTaskQueue);
       try {
         await Promise.all([shared.run(), own.run()]);
       } finally {
+        eviction.stop();
         await connection.close();
         s3.destroy();
       }
@@ -84,4 +94,37 @@ export async function createKeelWorkers(config: WorkerConfig): Promise<KeelWorke
       if (own.getState() === "RUNNING") own.shutdown();
     },
   };
+}
+
+/** Evicts idle, fully snapshotted workspaces every quarter of the idle period (at most every minute). */
+function startIdleEviction(config: WorkerConfig, s3: S3Client, ownerId: string): { stop(): void } {
+  if (config.workspaceIdleEvictMs <= 0) return { stop() {} };
+  const snapshots = new WorkspaceSnapshots(s3, config.s3);
+  let running = false;
+  const timer = setInterval(
+    () => {
+      if (running) return;
+      running = true;
+      evictIdleWorkspaces({
+        root: config.workspaceRoot,
+        ownerId,
+        idleMs: config.workspaceIdleEvictMs,
+        snapshots,
+      })
+        .then((evicted) => {
+          if (evicted.length > 0) log("info", "evicted idle workspaces", { count: evicted.length });
+        })
+        .catch((error: unknown) =>
+          log("warn", "workspace eviction failed", {
+            error: error instanceof Error ? error.message : String(error),
+          }),
+        )
+        .finally(() => {
+          running = false;
+        });
+    },
+    Math.min(60_000, Math.max(1_000, config.workspaceIdleEvictMs / 4)),
+  );
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
 }

@@ -8,10 +8,17 @@ import { EntryCache } from "../store/entry-cache";
 import { keelDataConverter } from "../store/payload-storage";
 import { SessionStore } from "../store/session-store";
 import { ToolCallMarkers } from "../store/tool-call-markers";
+import { WorkspaceSnapshots } from "../store/workspace-snapshots";
+import { probeSandbox, type SandboxConfig } from "../tools/sandbox";
 import type { WorkerConfig } from "./config";
+import { log } from "./log";
 
-/** The activities over one S3 client; tool calls of sessions this worker holds go to `toolTaskQueue`. */
+/**
+ * The activities over one S3 client; tool calls of sessions this worker holds go to `toolTaskQueue`.
+ * Checks the tool sandbox first (throws when it cannot start and KEEL_SANDBOX=off is not set).
+ */
 export function workerActivities(config: WorkerConfig, s3: S3Client, toolTaskQueue: string): KeelActivities {
+  checkSandbox(config.sandbox);
   return createActivities({
     store: new SessionStore(s3, config.s3, { cache: new EntryCache() }),
     markers: new ToolCallMarkers(s3, config.s3),
@@ -19,6 +26,9 @@ export function workerActivities(config: WorkerConfig, s3: S3Client, toolTaskQue
     catalog: loadCatalog(),
     workspaceRoot: config.workspaceRoot,
     workerTaskQueue: toolTaskQueue,
+    sandbox: config.sandbox,
+    snapshots: new WorkspaceSnapshots(s3, config.s3),
+    snapshotMaxBytes: config.snapshotMaxBytes,
   });
 }
 
@@ -31,4 +41,23 @@ export function commonWorkerOptions(config: WorkerConfig, s3: S3Client) {
     defaultHeartbeatThrottleInterval: "1 second",
     maxHeartbeatThrottleInterval: "2 seconds",
   } as const;
+}
+
+/**
+ * Refuses to start a worker whose tool sandbox cannot start, unless isolation was explicitly
+ * turned off (KEEL_SANDBOX=off), which is logged as a warning at every start.
+ */
+export function checkSandbox(sandbox: SandboxConfig): void {
+  if (sandbox.isolation === "off") {
+    log("warn", "tool sandbox is OFF (KEEL_SANDBOX=off): bash runs with the worker's own rights", {
+      passEnv: sandbox.passEnv,
+    });
+    return;
+  }
+  const probe = probeSandbox();
+  if (!probe.ok) {
+    throw new Error(
+      `The tool sandbox (bubblewrap) cannot start on this machine: ${probe.reason}. Install it (apt-get install -y bubblewrap; npm run bootstrap does this when run as root) on a host that allows user namespaces, or set KEEL_SANDBOX=off to run tool commands unsandboxed (only for trusted prompts).`,
+    );
+  }
 }

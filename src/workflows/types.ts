@@ -8,6 +8,7 @@ import type { LiveRunDeliveryMode, QueueMode } from "../core/queues";
 import type { SessionRef } from "../core/session-ref";
 import type { ToolCallState } from "../core/tool-registry";
 import type { ThinkingLevel } from "../providers/types";
+import type { NetworkPolicy } from "../tools/sandbox";
 import type { WorkspaceSource } from "../tools/workspace";
 
 /** How a message reaches a session: `auto` starts a run or steers the live one; see docs/architecture.md. */
@@ -68,6 +69,11 @@ export interface RunSettings {
   maxEmptyResponses: number;
   /** What a new session's workspace starts from (default: empty). */
   workspace?: WorkspaceSource;
+  /**
+   * Network access of the processes tools start (default "none"); passed to executeTool as
+   * `network`. An allowlist is refused where no egress proxy enforces it.
+   */
+  network?: NetworkPolicy;
   timeouts: RunTimeouts;
   /** Hook sets (src/workflows/hooks.ts) applied to this run, in order. */
   hooks: string[];

@@ -10,7 +10,12 @@ import {
   parseSessionObjectKey,
   sessionIdOfFolder,
   sessionPrefix,
+  snapshotEntryIdOfKey,
   tenantSessionsPrefix,
+  workspaceBlobKey,
+  workspaceSnapshotKey,
+  workspaceSnapshotsPrefix,
+  workspaceTreeKey,
 } from "../../../src/store/session-keys";
 
 const ref = { tenantId: "acme", sessionId: "s_01-a" };
@@ -65,5 +70,30 @@ describe("session key layout", () => {
     expect(sessionIdOfFolder(tenantFolder, `${tenantFolder}s1/`)).toBe("s1");
     expect(sessionIdOfFolder(tenantFolder, `${tenantFolder}..%2f/`)).toBeNull();
     expect(sessionIdOfFolder(tenantFolder, "tenants/other/sessions/s1/")).toBeNull();
+  });
+});
+
+describe("workspace snapshot keys", () => {
+  const hash = "a".repeat(64);
+  test("blobs, trees and snapshot records live under the session folder", () => {
+    expect(workspaceBlobKey("keel/", ref, hash)).toBe(
+      `keel/tenants/acme/sessions/s_01-a/workspace/blobs/${hash}`,
+    );
+    expect(workspaceTreeKey("keel/", ref, hash)).toBe(
+      `keel/tenants/acme/sessions/s_01-a/workspace/trees/${hash}.json.gz`,
+    );
+    const key = workspaceSnapshotKey("keel/", ref, "0123abcd0123abcd");
+    expect(key).toBe("keel/tenants/acme/sessions/s_01-a/workspace/snapshots/0123abcd0123abcd.json");
+    expect(snapshotEntryIdOfKey(workspaceSnapshotsPrefix("keel/", ref), key)).toBe("0123abcd0123abcd");
+  });
+
+  test("hashes and entry ids that could change the key are refused", () => {
+    for (const bad of ["../x", "A".repeat(64), `${hash}/..`, ""]) {
+      expect(() => workspaceBlobKey("keel/", ref, bad)).toThrow(/invalid content hash/);
+    }
+    for (const bad of ["../e1", "e1/x", "", "e 1"]) {
+      expect(() => workspaceSnapshotKey("keel/", ref, bad)).toThrow(/invalid entry id/);
+    }
+    expect(snapshotEntryIdOfKey(workspaceSnapshotsPrefix("keel/", ref), "keel/elsewhere/e1.json")).toBeNull();
   });
 });

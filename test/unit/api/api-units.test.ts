@@ -143,6 +143,17 @@ describe("run settings from a message body", () => {
     );
   });
 
+  test("network: none and full are kept; an allowlist is refused (no egress proxy)", () => {
+    expect(settingsOf({ text: "x" }).network).toBeUndefined();
+    expect(settingsOf({ text: "x", network: "full" }).network).toBe("full");
+    expect(settingsOf({ text: "x", network: "none" }).network).toBe("none");
+    expect(() => settingsOf({ text: "x", network: { allow: ["registry.npmjs.org"] } })).toThrow(
+      /needs an egress proxy/,
+    );
+    expect(MessageBodySchema.safeParse({ text: "x", network: "some" }).success).toBe(false);
+    expect(MessageBodySchema.safeParse({ text: "x", network: { allow: ["a b"] } }).success).toBe(false);
+  });
+
   test("the schema refuses bad regexes, unknown tools and option-like git arguments", () => {
     const invalid = [
       { text: "x", policy: { rules: [{ tool: "bash", argumentsPattern: "(", action: "ask" }] } },

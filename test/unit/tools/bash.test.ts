@@ -2,8 +2,9 @@ import * as fs from "node:fs/promises";
 import * as path from "node:path";
 import { runToolCall } from "../../../src/tools";
 import type { BashDetails } from "../../../src/tools/bash";
-import { isSecretName, scrubEnvironment } from "../../../src/tools/environment";
+import { assertPassableNames, commandEnvironment, isSecretName } from "../../../src/tools/environment";
 import { groupAlive } from "../../../src/tools/process-group";
+import { DEFAULT_SANDBOX_POLICY } from "../../../src/tools/sandbox";
 import { MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES } from "../../../src/tools/truncate";
 import { makeSandbox, removeSandbox, type Sandbox, textOf } from "./helpers";
 
@@ -32,7 +33,7 @@ describe("bash", () => {
     const out = await sandbox.run("bash", { command: "pwd; echo out; echo err >&2" });
     expect(out.isError).toBe(false);
     const text = textOf(out);
-    expect(text.split("\n")[0]).toBe(sandbox.workspace.dir);
+    expect(text.split("\n")[0]).toBe("/workspace");
     expect(text).toContain("out");
     expect(text).toContain("err");
     expect((out.details as BashDetails).exitCode).toBe(0);
@@ -87,6 +88,16 @@ describe("bash", () => {
     expect((out.details as BashDetails).timedOut).toBe(true);
   });
 
+  /**
+   * The process-group tests below look at the command's process group from the worker's side, so
+   * they run without isolation (as with KEEL_SANDBOX=off); under bwrap the group is bwrap's, and
+   * sandbox.test.ts checks that an abort leaves nothing of the sandbox behind.
+   */
+  const withoutIsolation = async () => {
+    await removeSandbox(sandbox);
+    sandbox = await makeSandbox({ ...DEFAULT_SANDBOX_POLICY, isolation: "off" });
+  };
+
   /** Starts `command` (which must write its pid to ./pgid), aborts it once running, returns its pgid. */
   async function abortRunning(command: string): Promise<{ pgid: number; text: string; abortMs: number }> {
     const controller = new AbortController();
@@ -106,6 +117,7 @@ describe("bash", () => {
   }
 
   it("on abort, kills `sleep 60 & sleep 60; wait` and the group is gone (ESRCH)", async () => {
+    await withoutIsolation();
     const { pgid, text, abortMs } = await abortRunning("echo $$ > pgid; sleep 60 & sleep 60; wait");
     expect(abortMs).toBeLessThan(5000);
     expect(text).toContain("Command aborted");
@@ -113,6 +125,7 @@ describe("bash", () => {
   });
 
   it("on abort, kills the command and nested children: no living process of its group survives", async () => {
+    await withoutIsolation();
     const pidFile = path.join(sandbox.workspace.dir, "pgid");
     const controller = new AbortController();
     const running = sandbox.run(
@@ -138,6 +151,7 @@ describe("bash", () => {
   });
 
   it("also stops children that ignore SIGTERM (SIGKILL after the grace period)", async () => {
+    await withoutIsolation();
     const controller = new AbortController();
     const running = sandbox.run(
       "bash",
@@ -158,6 +172,8 @@ describe("bash", () => {
     process.env.KEEL_VISIBLE_FLAG_OK = "ignored-anyway";
     process.env.PLAIN_SETTING = "visible";
     try {
+      await removeSandbox(sandbox);
+      sandbox = await makeSandbox({ ...DEFAULT_SANDBOX_POLICY, passEnv: ["PLAIN_SETTING"] });
       const out = await sandbox.run("bash", { command: "env" });
       const text = textOf(out);
       expect(text).not.toContain("should-not-leak");
@@ -190,12 +206,24 @@ describe("bash", () => {
     }
     for (const kept of ["PATH", "HOME", "LANG", "LC_ALL", "TERM", "EDITOR"])
       expect(isSecretName(kept)).toBe(false);
-    expect(scrubEnvironment({ PATH: "/bin", SECRET_X: "s" })).toEqual({
+    const source = { PATH: "/bin", HOME: "/root", SECRET_X: "s", OTHER: "o", LANG: "C.UTF-8", KEPT: "k" };
+    expect(commandEnvironment({ passEnv: ["KEPT"], sandboxed: false, source })).toEqual({
       PATH: "/bin",
+      HOME: "/root",
+      LANG: "C.UTF-8",
+      KEPT: "k",
       PAGER: "cat",
       GIT_PAGER: "cat",
       GIT_TERMINAL_PROMPT: "0",
+      TERM: "dumb",
     });
+    expect(commandEnvironment({ passEnv: [], sandboxed: true, source })).toMatchObject({
+      PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+      HOME: "/tmp",
+    });
+    expect(() => assertPassableNames(["OPENAI_API_KEY"])).toThrow(/looks like a secret/);
+    expect(() => assertPassableNames(["NOT A NAME"])).toThrow(/not an environment variable name/);
+    expect(() => assertPassableNames(["NODE_ENV"])).not.toThrow();
   });
 
   it("streams partial output through onUpdate", async () => {

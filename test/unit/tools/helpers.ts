@@ -2,6 +2,7 @@ import * as fs from "node:fs/promises";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { runToolCall, type ToolOutput } from "../../../src/tools";
+import { DEFAULT_SANDBOX_POLICY, type SandboxPolicy } from "../../../src/tools/sandbox";
 import type { ToolContext } from "../../../src/tools/types";
 import { prepareWorkspace, type Workspace, workspaceFor } from "../../../src/tools/workspace";
 
@@ -35,7 +36,8 @@ async function snapshot(dir: string): Promise<string> {
   return lines.join("\n");
 }
 
-export async function makeSandbox(): Promise<Sandbox> {
+/** A workspace with a directory beside it; tools run under `policy` (bwrap, no network by default). */
+export async function makeSandbox(policy: SandboxPolicy = DEFAULT_SANDBOX_POLICY): Promise<Sandbox> {
   const base = await fs.realpath(await fs.mkdtemp(path.join(tmpdir(), "keel-tools-")));
   const outside = path.join(base, "outside");
   await fs.mkdir(path.join(outside, "nested"), { recursive: true });
@@ -43,7 +45,7 @@ export async function makeSandbox(): Promise<Sandbox> {
   await fs.writeFile(path.join(outside, "nested", "deep.txt"), "deep secret\n");
   const workspace = workspaceFor(path.join(base, "root"), "tenant1", "session1");
   await prepareWorkspace(workspace);
-  const ctx: ToolContext = { workspace };
+  const ctx: ToolContext = { workspace, sandbox: policy };
   return {
     base,
     outside,

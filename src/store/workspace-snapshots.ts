@@ -1,0 +1,322 @@
+/**
+ * Workspace snapshots in S3 (docs/store.md, "Workspace snapshots"): record a session workspace's
+ * state after an entry, find the state that applies to any entry (its nearest snapshotted
+ * ancestor), and restore it into a directory on any worker.
+ *
+ * Writes are idempotent: blobs and trees are content-addressed and created with
+ * `If-None-Match: *` (a 412 means "already there"); the snapshot record of an entry is created
+ * once and a retry adopts it. Only objects not known to be stored (local index) are uploaded, so
+ * the bytes sent per snapshot follow what changed, not the workspace's size.
+ */
+import { randomBytes } from "node:crypto";
+import * as fs from "node:fs/promises";
+import * as path from "node:path";
+import { gunzipSync, gzipSync } from "node:zlib";
+import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
+import { z } from "zod";
+import type { S3Settings } from "./s3-config";
+import {
+  type SessionRef,
+  snapshotEntryIdOfKey,
+  workspaceBlobKey,
+  workspaceSnapshotKey,
+  workspaceSnapshotsPrefix,
+  workspaceTreeKey,
+} from "./session-keys";
+import {
+  emptyIndex,
+  type LocalIndex,
+  mapWithLimit,
+  readLocalIndex,
+  scanWorkspace,
+  sha256,
+  type Tree,
+  TreeSchema,
+  writeLocalIndex,
+} from "./workspace-tree";
+
+/** Default cap on the bytes of files a snapshot records (KEEL_SNAPSHOT_MAX_BYTES). */
+export const DEFAULT_SNAPSHOT_MAX_BYTES = 2 * 1024 ** 3;
+const UPLOAD_CONCURRENCY = 8;
+
+export const SnapshotRecordSchema = z.object({
+  version: z.literal(1),
+  afterEntryId: z.string(),
+  afterSeq: z.number().int().min(0),
+  root: z.string().regex(/^[0-9a-f]{64}$/),
+  files: z.number().int().min(0),
+  bytes: z.number().int().min(0),
+  createdAt: z.string(),
+});
+/** The record of one snapshot: which entry it follows and the root tree of the state. */
+export type SnapshotRecord = z.infer<typeof SnapshotRecordSchema>;
+
+export interface SnapshotOptions {
+  afterEntryId: string;
+  afterSeq: number;
+  maxBytes?: number;
+}
+
+export interface SnapshotResult {
+  record: SnapshotRecord;
+  /** An earlier attempt had recorded this entry's snapshot: nothing was scanned or uploaded. */
+  adopted: boolean;
+  /** Objects and bytes this call created in S3 (blobs, trees, the record). */
+  uploadedObjects: number;
+  uploadedBytes: number;
+  /** Files read and hashed (the others were unchanged since the last snapshot). */
+  hashedFiles: number;
+}
+
+export interface RestoreResult {
+  files: number;
+  bytes: number;
+  downloadedObjects: number;
+}
+
+const httpStatus = (error: unknown): number | undefined =>
+  (error as { $metadata?: { httpStatusCode?: number } })?.$metadata?.httpStatusCode;
+const isNotFound = (error: unknown): boolean =>
+  httpStatus(error) === 404 || (error as { name?: string })?.name === "NoSuchKey";
+
+export class WorkspaceSnapshots {
+  private readonly bucket: string;
+  private readonly prefix: string;
+
+  constructor(
+    private readonly client: S3Client,
+    settings: Pick<S3Settings, "bucket" | "prefix">,
+  ) {
+    this.bucket = settings.bucket;
+    this.prefix = settings.prefix;
+  }
+
+  /**
+   * Records the state of `dir` as the workspace after `afterEntryId`. Idempotent: a second call
+   * for the same entry returns the stored record without uploading.
+   */
+  async snapshot(ref: SessionRef, dir: string, options: SnapshotOptions): Promise<SnapshotResult> {
+    const recordKey = workspaceSnapshotKey(this.prefix, ref, options.afterEntryId);
+    const existing = await this.getRecordAt(recordKey);
+    if (existing)
+      return { record: existing, adopted: true, uploadedObjects: 0, uploadedBytes: 0, hashedFiles: 0 };
+
+    const index = await readLocalIndex(dir);
+    const scan = await scanWorkspace(dir, index, options.maxBytes ?? DEFAULT_SNAPSHOT_MAX_BYTES);
+    const stored = new Set(index.stored);
+    let uploadedObjects = 0;
+    let uploadedBytes = 0;
+    const upload = async (key: string, body: Buffer | string, contentType: string) => {
+      if (await this.putIfAbsent(key, body, contentType)) {
+        uploadedObjects += 1;
+        uploadedBytes += Buffer.byteLength(body);
+      }
+    };
+
+    const blobs = new Map<string, string>();
+    for (const file of scan.files) if (!stored.has(file.hash)) blobs.set(file.hash, file.relative);
+    await mapWithLimit([...blobs], UPLOAD_CONCURRENCY, async ([hash, relative]) => {
+      const body = await fs.readFile(path.join(dir, relative));
+      await upload(workspaceBlobKey(this.prefix, ref, hash), body, "application/octet-stream");
+      stored.add(hash);
+    });
+    // Trees after blobs (a tree names only stored objects), children before parents (visit order).
+    for (const tree of scan.trees) {
+      if (stored.has(tree.hash)) continue;
+      // Gzipped: a tree is mostly names and hex hashes, which compress to about half.
+      await upload(workspaceTreeKey(this.prefix, ref, tree.hash), gzipSync(tree.body), "application/gzip");
+      stored.add(tree.hash);
+    }
+    const record: SnapshotRecord = {
+      version: 1,
+      afterEntryId: options.afterEntryId,
+      afterSeq: options.afterSeq,
+      root: scan.root,
+      files: scan.files.length,
+      bytes: scan.totalBytes,
+      createdAt: new Date().toISOString(),
+    };
+    const body = JSON.stringify(record);
+    const written = await this.putIfAbsent(recordKey, body, "application/json");
+    if (written) {
+      uploadedObjects += 1;
+      uploadedBytes += Buffer.byteLength(body);
+    }
+    index.stored = [...stored];
+    index.lastRoot = scan.root;
+    await writeLocalIndex(dir, index);
+    const final = written ? record : ((await this.getRecordAt(recordKey)) ?? record);
+    return {
+      record: final,
+      adopted: !written,
+      uploadedObjects,
+      uploadedBytes,
+      hashedFiles: scan.hashedFiles,
+    };
+  }
+
+  /** The snapshot recorded after `entryId`, if any. */
+  getRecord(ref: SessionRef, entryId: string): Promise<SnapshotRecord | undefined> {
+    return this.getRecordAt(workspaceSnapshotKey(this.prefix, ref, entryId));
+  }
+
+  /**
+   * Whether `dir` still holds exactly the state last recorded in or restored from S3 (scans with
+   * the local index: only changed files are read). False when it was never recorded.
+   */
+  async matchesLastSnapshot(dir: string): Promise<boolean> {
+    const index = await readLocalIndex(dir);
+    if (!index.lastRoot) return false;
+    const scan = await scanWorkspace(dir, index, Number.POSITIVE_INFINITY);
+    return scan.root === index.lastRoot;
+  }
+
+  /** Ids of the entries that have a snapshot (one listing). */
+  async snapshottedEntryIds(ref: SessionRef): Promise<Set<string>> {
+    const folder = workspaceSnapshotsPrefix(this.prefix, ref);
+    const ids = new Set<string>();
+    let token: string | undefined;
+    do {
+      const page = await this.client.send(
+        new ListObjectsV2Command({ Bucket: this.bucket, Prefix: folder, ContinuationToken: token }),
+      );
+      for (const object of page.Contents ?? []) {
+        const id = object.Key ? snapshotEntryIdOfKey(folder, object.Key) : null;
+        if (id) ids.add(id);
+      }
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+    return ids;
+  }
+
+  /**
+   * The snapshot that applies to an entry: the first of `ancestry` (the entry, its parent, … up to
+   * the root) that has one. Undefined when none does.
+   */
+  async findForEntry(ref: SessionRef, ancestry: readonly string[]): Promise<SnapshotRecord | undefined> {
+    const ids = await this.snapshottedEntryIds(ref);
+    const nearest = ancestry.find((id) => ids.has(id));
+    return nearest ? this.getRecord(ref, nearest) : undefined;
+  }
+
+  /**
+   * Restores the state `record` names into `targetDir`, replacing what is there: it is built in a
+   * staging sibling and swapped in, so a failure leaves the old directory as it was. The local
+   * index of `targetDir` is rewritten to the restored state (nothing is re-hashed or re-uploaded
+   * next time). `record` belongs to `ref`'s session (for a fork: the session forked from).
+   */
+  async restore(
+    ref: SessionRef,
+    record: SnapshotRecord,
+    targetDir: string,
+    targetRef?: SessionRef,
+  ): Promise<RestoreResult> {
+    const staging = `${targetDir}.restore-${randomBytes(6).toString("hex")}`;
+    const index: LocalIndex = emptyIndex();
+    const result: RestoreResult = { files: 0, bytes: 0, downloadedObjects: 0 };
+    const directoryModes: Array<[string, number]> = [];
+
+    const build = async (treeHash: string, dir: string, relative: string): Promise<void> => {
+      const tree = await this.getTree(ref, treeHash);
+      result.downloadedObjects += 1;
+      index.stored.push(treeHash);
+      await fs.mkdir(dir, { recursive: true });
+      const files = tree.entries.filter((entry) => entry.type === "file");
+      await mapWithLimit(files, UPLOAD_CONCURRENCY, async (entry) => {
+        const target = path.join(dir, entry.name);
+        const body = await this.getBlob(ref, entry.hash);
+        result.downloadedObjects += 1;
+        await fs.writeFile(target, body, { mode: entry.mode });
+        await fs.chmod(target, entry.mode);
+        const stats = await fs.stat(target);
+        const childRelative = relative ? `${relative}/${entry.name}` : entry.name;
+        index.files[childRelative] = {
+          size: stats.size,
+          mtimeMs: stats.mtimeMs,
+          ctimeMs: stats.ctimeMs,
+          ino: stats.ino,
+          hash: entry.hash,
+        };
+        index.stored.push(entry.hash);
+        result.files += 1;
+        result.bytes += body.length;
+      });
+      for (const entry of tree.entries) {
+        const target = path.join(dir, entry.name);
+        if (entry.type === "symlink") await fs.symlink(entry.target, target);
+        else if (entry.type === "dir") {
+          await build(entry.tree, target, relative ? `${relative}/${entry.name}` : entry.name);
+          directoryModes.push([target, entry.mode]);
+        }
+      }
+    };
+
+    try {
+      await build(record.root, staging, "");
+      // Directory modes last: a read-only directory must still receive its children first.
+      for (const [dir, mode] of directoryModes) await fs.chmod(dir, mode);
+    } catch (error) {
+      await fs.rm(staging, { recursive: true, force: true });
+      throw error;
+    }
+    const aside = `${targetDir}.replaced-${randomBytes(6).toString("hex")}`;
+    const hadTarget = await fs.rename(targetDir, aside).then(
+      () => true,
+      () => false,
+    );
+    await fs.mkdir(path.dirname(targetDir), { recursive: true });
+    await fs.rename(staging, targetDir);
+    if (hadTarget) await fs.rm(aside, { recursive: true, force: true });
+    // Objects of another session (a fork) are not stored under the target session yet.
+    const sameSession =
+      !targetRef || (targetRef.tenantId === ref.tenantId && targetRef.sessionId === ref.sessionId);
+    if (!sameSession) index.stored = [];
+    index.lastRoot = record.root;
+    await writeLocalIndex(targetDir, index);
+    return result;
+  }
+
+  private async getTree(ref: SessionRef, hash: string): Promise<Tree> {
+    const text = gunzipSync(await this.getObject(workspaceTreeKey(this.prefix, ref, hash))).toString("utf8");
+    if (sha256(text) !== hash) throw new Error(`workspace tree ${hash} does not match its hash`);
+    return TreeSchema.parse(JSON.parse(text));
+  }
+
+  private getBlob(ref: SessionRef, hash: string): Promise<Buffer> {
+    return this.getObject(workspaceBlobKey(this.prefix, ref, hash));
+  }
+
+  private async getObject(key: string): Promise<Buffer> {
+    const response = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
+    return Buffer.from((await response.Body?.transformToByteArray()) ?? new Uint8Array());
+  }
+
+  private async getRecordAt(key: string): Promise<SnapshotRecord | undefined> {
+    try {
+      const text = (await this.getObject(key)).toString("utf8");
+      return SnapshotRecordSchema.parse(JSON.parse(text));
+    } catch (error) {
+      if (isNotFound(error)) return undefined;
+      throw error;
+    }
+  }
+
+  /** Conditional create; true when written, false when the object already exists. */
+  private async putIfAbsent(key: string, body: Buffer | string, contentType: string): Promise<boolean> {
+    try {
+      await this.client.send(
+        new PutObjectCommand({
+          Bucket: this.bucket,
+          Key: key,
+          Body: body,
+          ContentType: contentType,
+          IfNoneMatch: "*",
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (httpStatus(error) === 412) return false;
+      throw error;
+    }
+  }
+}

@@ -1,0 +1,300 @@
+/**
+ * The sandbox every process a tool starts runs in: Linux namespaces through bubblewrap (`bwrap`),
+ * driven directly (docs/tools.md, "Sandbox", says why not @anthropic-ai/sandbox-runtime).
+ *
+ * Inside, the session's workspace is the only writable tree and appears at SANDBOX_WORKSPACE_PATH;
+ * /usr and /etc are read-only (secret files of /etc masked); /tmp is a private, size-capped tmpfs;
+ * /proc belongs to a new PID namespace (no worker process, no /proc/<pid>/environ of the worker);
+ * the network namespace is empty unless the run asks for `network: "full"`; no capabilities, no
+ * further user namespaces. Per-call limits (memory, processes, file size, core dumps) are rlimits
+ * set before the command runs; the caller enforces wall time and output size.
+ *
+ * `isolation: "off"` (KEEL_SANDBOX=off) runs commands directly on the worker, as before: only for
+ * hosts that cannot create user namespaces (AWS Lambda, Fargate), and marked wherever it applies.
+ */
+import { spawnSync } from "node:child_process";
+import { existsSync, lstatSync, mkdtempSync, readlinkSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import * as path from "node:path";
+import type { CallCgroup } from "./cgroup";
+import { commandEnvironment } from "./environment";
+
+/** Where the workspace appears inside the sandbox, and the root of every path the model sees. */
+export const SANDBOX_WORKSPACE_PATH = "/workspace";
+/** The private home and temporary directory of a sandboxed command (gone after the call). */
+const SANDBOX_TMP = "/tmp";
+/** Uid/gid of the command inside the sandbox (mapped to the worker's own user outside). */
+const SANDBOX_UID = 1000;
+
+/** A run's network access for the processes its tools start. */
+export type NetworkPolicy = "none" | "full" | { allow: string[] };
+
+/** How tool processes are isolated on this worker. */
+export type Isolation = "bwrap" | "off";
+
+export interface ProcessLimits {
+  /** Address space per process (RLIMIT_AS). */
+  memoryBytes: number;
+  /** Processes and threads of the sandbox user (RLIMIT_NPROC; counted per sandbox). */
+  processes: number;
+  /** Largest file a command may write (RLIMIT_FSIZE). */
+  fileSizeBytes: number;
+  /** Wall time of one call; a smaller `timeout` argument wins. */
+  wallTimeMs: number;
+  /** Size of the private /tmp (tmpfs, memory-backed). */
+  tmpBytes: number;
+}
+
+export const DEFAULT_PROCESS_LIMITS: ProcessLimits = {
+  memoryBytes: 2 * 1024 ** 3,
+  processes: 256,
+  fileSizeBytes: 1024 ** 3,
+  wallTimeMs: 30 * 60_000,
+  tmpBytes: 512 * 1024 ** 2,
+};
+
+/** A worker's sandbox configuration (KEEL_SANDBOX*, validated at start). */
+export interface SandboxConfig {
+  isolation: Isolation;
+  limits: ProcessLimits;
+  /** Names of worker environment variables passed to commands (none by default). */
+  passEnv: string[];
+}
+
+/** The sandbox of one tool call: the worker's configuration plus the run's network choice. */
+export interface SandboxPolicy extends SandboxConfig {
+  network: NetworkPolicy;
+}
+
+export const DEFAULT_SANDBOX_POLICY: SandboxPolicy = {
+  isolation: "bwrap",
+  limits: DEFAULT_PROCESS_LIMITS,
+  passEnv: [],
+  network: "none",
+};
+
+/** How to start a command: executable, arguments, environment and working directory. */
+export interface CommandLine {
+  file: string;
+  args: string[];
+  env: NodeJS.ProcessEnv;
+  cwd: string;
+}
+
+/** A sandbox that cannot give what the call asks for: the call is refused, nothing runs. */
+export class SandboxUnavailableError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "SandboxUnavailableError";
+  }
+}
+
+/**
+ * The shell prelude that applies the per-call limits. `ulimit` without -S/-H sets both soft and
+ * hard limits, and the sandboxed user has no capability to raise a hard limit again.
+ */
+export function limitsPrelude(limits: ProcessLimits): string {
+  const kib = (bytes: number) => Math.max(1, Math.floor(bytes / 1024));
+  return `ulimit -c 0 -v ${kib(limits.memoryBytes)} -u ${limits.processes} -f ${kib(limits.fileSizeBytes)} || exit 125\n`;
+}
+
+/** Files under /etc that hold secrets of the host; hidden inside the sandbox. */
+const MASKED_ETC = [
+  "/etc/shadow",
+  "/etc/shadow-",
+  "/etc/gshadow",
+  "/etc/gshadow-",
+  "/etc/sudoers",
+  "/etc/sudoers.d",
+  "/etc/ssh",
+  "/etc/ssl/private",
+  "/etc/security/opasswd",
+];
+
+/** Top-level system paths made visible read-only (as links where the host has links: merged /usr). */
+const SYSTEM_PATHS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"];
+
+function systemMounts(): string[] {
+  const args: string[] = [];
+  for (const target of SYSTEM_PATHS) {
+    let stats: ReturnType<typeof lstatSync>;
+    try {
+      stats = lstatSync(target);
+    } catch {
+      continue;
+    }
+    if (stats.isSymbolicLink()) args.push("--symlink", readlinkSync(target), target);
+    else if (stats.isDirectory()) args.push("--ro-bind", target, target);
+  }
+  for (const secret of MASKED_ETC) {
+    let stats: ReturnType<typeof lstatSync>;
+    try {
+      stats = lstatSync(secret);
+    } catch {
+      continue;
+    }
+    if (stats.isDirectory()) args.push("--tmpfs", secret, "--remount-ro", secret);
+    else args.push("--ro-bind", "/dev/null", secret);
+  }
+  return args;
+}
+
+/** bwrap arguments isolating a command in `workspaceDir` (a real path) under `policy`. */
+export function bwrapArguments(
+  workspaceDir: string,
+  policy: SandboxPolicy,
+  env: NodeJS.ProcessEnv,
+): string[] {
+  if (typeof policy.network === "object") {
+    throw new SandboxUnavailableError(
+      `This run asks for a network allowlist (${policy.network.allow.join(", ") || "no hosts"}), but this worker has no egress proxy to enforce one; nothing was run. Use network "none" or "full".`,
+    );
+  }
+  const args = [
+    "--unshare-all",
+    "--unshare-user",
+    "--disable-userns",
+    ...(policy.network === "full" ? ["--share-net"] : []),
+    "--uid",
+    String(SANDBOX_UID),
+    "--gid",
+    String(SANDBOX_UID),
+    "--hostname",
+    "sandbox",
+    "--die-with-parent",
+    "--new-session",
+    "--cap-drop",
+    "ALL",
+    ...systemMounts(),
+    "--proc",
+    "/proc",
+    "--dev",
+    "/dev",
+    "--size",
+    String(policy.limits.tmpBytes),
+    "--tmpfs",
+    SANDBOX_TMP,
+    "--bind",
+    workspaceDir,
+    SANDBOX_WORKSPACE_PATH,
+    "--chdir",
+    SANDBOX_WORKSPACE_PATH,
+    "--clearenv",
+  ];
+  for (const [name, value] of Object.entries(env)) {
+    if (value !== undefined) args.push("--setenv", name, value);
+  }
+  return args;
+}
+
+/**
+ * How to run `bash -c script` for a tool call in `workspaceDir` (a real path). Under bwrap the
+ * script sees the workspace at SANDBOX_WORKSPACE_PATH; with isolation off it runs in place.
+ * Throws SandboxUnavailableError when the policy cannot be honoured (a network allowlist).
+ */
+export function bashCommandLine(
+  workspaceDir: string,
+  policy: SandboxPolicy,
+  script: string,
+  cgroup?: CallCgroup,
+): CommandLine {
+  const body = limitsPrelude(policy.limits) + script;
+  const line: CommandLine =
+    policy.isolation === "off"
+      ? {
+          file: "bash",
+          args: ["-c", body],
+          env: commandEnvironment({ passEnv: policy.passEnv, sandboxed: false }),
+          cwd: workspaceDir,
+        }
+      : {
+          file: requireBwrap(),
+          args: [
+            ...bwrapArguments(
+              workspaceDir,
+              policy,
+              commandEnvironment({ passEnv: policy.passEnv, sandboxed: true }),
+            ),
+            "--",
+            "bash",
+            "-c",
+            body,
+          ],
+          env: {},
+          cwd: "/",
+        };
+  return cgroup ? joiningCgroup(cgroup, line) : line;
+}
+
+function requireBwrap(): string {
+  const found = findBwrap();
+  if (!found)
+    throw new SandboxUnavailableError("bubblewrap (bwrap) is not installed on this worker; nothing was run.");
+  return found;
+}
+
+/** `line` started by a shell that first moves itself into the call's cgroups, so no fork escapes them. */
+function joiningCgroup(cgroup: CallCgroup, line: CommandLine): CommandLine {
+  const join =
+    'for f in "$@"; do [ "$f" = -- ] && break; echo $$ > "$f" || exit 126; shift; done; shift; exec "$@"';
+  return {
+    ...line,
+    file: "/bin/sh",
+    args: ["-c", join, "keel-cgroup-join", ...cgroup.procsFiles, "--", line.file, ...line.args],
+  };
+}
+
+export type SandboxProbe = { ok: true } | { ok: false; reason: string };
+
+/** Starts an empty sandbox once: can this machine run tool calls under bwrap? */
+export function probeSandbox(): SandboxProbe {
+  const dir = mkdtempSync(path.join(tmpdir(), "keel-sandbox-probe-"));
+  try {
+    if (!findBwrap()) return { ok: false, reason: "bubblewrap (bwrap) is not installed" };
+    const line = bashCommandLine(dir, DEFAULT_SANDBOX_POLICY, "true");
+    const result = spawnSync(line.file, line.args, { env: line.env, cwd: line.cwd, timeout: 15_000 });
+    if (result.error) return { ok: false, reason: result.error.message };
+    if (result.status !== 0) {
+      const stderr = result.stderr.toString().trim();
+      return { ok: false, reason: stderr || `bwrap exited with ${result.status ?? result.signal}` };
+    }
+    return { ok: true };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Absolute path of `bwrap` on the worker's PATH (looked up per call: spawn with an empty env would not). */
+function findBwrap(): string | undefined {
+  for (const dir of (process.env.PATH ?? "").split(":")) {
+    const candidate = dir && path.join(dir, "bwrap");
+    if (candidate && existsSync(candidate)) return candidate;
+  }
+  return undefined;
+}
+
+/** Limits the kernel reported as hit during a call (from its cgroups; all false without them). */
+export interface LimitHits {
+  processes: boolean;
+  memory: boolean;
+}
+
+/** A sentence about a command that failed on a sandbox limit, or undefined. */
+export function limitNotice(
+  output: string,
+  exitCode: number | null,
+  limits: ProcessLimits,
+  hits: LimitHits = { processes: false, memory: false },
+): string | undefined {
+  const mib = (bytes: number) => `${Math.round(bytes / 1024 ** 2)} MB`;
+  if (exitCode === 128 + 25 || /File size limit exceeded/.test(output))
+    return `[sandbox limit: files are limited to ${mib(limits.fileSizeBytes)}]`;
+  if (hits.processes || /fork: (retry: )?Resource temporarily unavailable|Cannot fork/i.test(output))
+    return `[sandbox limit: at most ${limits.processes} processes and threads]`;
+  if (
+    hits.memory ||
+    /MemoryError|Cannot allocate memory|out of memory|bad_alloc|heap out of memory/i.test(output)
+  )
+    return `[sandbox limit: memory is limited to ${mib(limits.memoryBytes)}]`;
+  return undefined;
+}

@@ -1,0 +1,82 @@
+/** The worker's sandbox settings and its refusal to start without a working sandbox. */
+import { workerConfigFromEnv } from "../../../src/worker/config";
+import { checkSandbox } from "../../../src/worker/worker-parts";
+
+const MIB = 1024 ** 2;
+/** The least a worker's environment needs besides the sandbox settings. */
+const BASE = { KEEL_S3_BUCKET: "keel" };
+const configOf = (env: NodeJS.ProcessEnv = {}) => workerConfigFromEnv({ ...BASE, ...env });
+
+describe("sandbox configuration", () => {
+  test("on by default, with the default limits and no pass-through", () => {
+    const { sandbox } = configOf();
+    expect(sandbox).toMatchObject({ isolation: "bwrap", passEnv: [] });
+    expect(sandbox.limits.processes).toBeGreaterThan(0);
+  });
+
+  test("KEEL_SANDBOX_* set the isolation, limits and passed variables", () => {
+    const { sandbox } = configOf({
+      KEEL_SANDBOX: "off",
+      KEEL_SANDBOX_PASS_ENV: "NODE_ENV, JAVA_HOME",
+      KEEL_SANDBOX_MEMORY_MB: "256",
+      KEEL_SANDBOX_MAX_PROCESSES: "32",
+      KEEL_SANDBOX_MAX_FILE_MB: "5",
+      KEEL_SANDBOX_TMP_MB: "7",
+      KEEL_SANDBOX_MAX_SECONDS: "90",
+    });
+    expect(sandbox).toEqual({
+      isolation: "off",
+      passEnv: ["NODE_ENV", "JAVA_HOME"],
+      limits: {
+        memoryBytes: 256 * MIB,
+        processes: 32,
+        fileSizeBytes: 5 * MIB,
+        tmpBytes: 7 * MIB,
+        wallTimeMs: 90_000,
+      },
+    });
+  });
+
+  test("refuses secret-looking pass-through names and unknown modes", () => {
+    expect(() => configOf({ KEEL_SANDBOX_PASS_ENV: "AWS_SECRET_ACCESS_KEY" })).toThrow(/looks like a secret/);
+    expect(() => configOf({ KEEL_SANDBOX: "maybe" })).toThrow(/KEEL_SANDBOX/);
+  });
+});
+
+describe("worker start", () => {
+  let logged: string[];
+  let write: jest.SpyInstance;
+  const path = process.env.PATH;
+  beforeEach(() => {
+    logged = [];
+    write = jest.spyOn(process.stdout, "write").mockImplementation((chunk) => {
+      logged.push(String(chunk));
+      return true;
+    });
+  });
+  afterEach(() => {
+    write.mockRestore();
+    process.env.PATH = path;
+  });
+
+  test("starts when the sandbox works", () => {
+    expect(() => checkSandbox(configOf().sandbox)).not.toThrow();
+  });
+
+  test("refuses to start when bwrap cannot run, naming KEEL_SANDBOX=off", () => {
+    process.env.PATH = "/nonexistent";
+    expect(() => checkSandbox(configOf().sandbox)).toThrow(
+      /tool sandbox \(bubblewrap\) cannot start on this machine: bubblewrap \(bwrap\) is not installed.*KEEL_SANDBOX=off/,
+    );
+  });
+
+  test("with KEEL_SANDBOX=off, starts anyway and logs a warning every time", () => {
+    process.env.PATH = "/nonexistent";
+    const { sandbox } = configOf({ KEEL_SANDBOX: "off" });
+    checkSandbox(sandbox);
+    checkSandbox(sandbox);
+    const warnings = logged.map((line) => JSON.parse(line)).filter((line) => line.level === "warn");
+    expect(warnings).toHaveLength(2);
+    expect(warnings[0].message).toMatch(/tool sandbox is OFF/);
+  });
+});
