@@ -193,10 +193,15 @@ export const RunLimitsSchema = z
  * Network access of the processes tools start. Host allowlists (`{allow: [hosts]}`) need an egress
  * proxy this deployment does not have, so the document offers only what the server can honour.
  */
-export const NetworkPolicySchema = z.enum(["none", "full"]).openapi("NetworkPolicy", {
-  description:
-    'Network access of the processes tools start: "none" (default) or "full". Host allowlists are not offered: no egress proxy enforces them.',
-});
+export const NetworkPolicySchema = z
+  .enum(["none", "full"], {
+    error: () =>
+      'network must be "none" or "full": a host allowlist needs an egress proxy, which this deployment does not have',
+  })
+  .openapi("NetworkPolicy", {
+    description:
+      'Network access of the processes tools start: "none" (default) or "full". Host allowlists are not offered: no egress proxy enforces them.',
+  });
 
 export const DeliveryModeSchema = z.enum(["auto", "steer", "followUp", "interrupt", "reject"]);
 

@@ -44,10 +44,10 @@ export function llmActivities(timeouts: RunTimeouts) {
     heartbeatTimeout: timeouts.heartbeatMs,
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
     retry: {
-      initialInterval: "2 seconds",
-      backoffCoefficient: 2,
-      maximumInterval: "1 minute",
-      maximumAttempts: 8,
+      initialInterval: LLM_RETRY.initialIntervalMs,
+      backoffCoefficient: LLM_RETRY.backoffCoefficient,
+      maximumInterval: LLM_RETRY.maximumIntervalMs,
+      maximumAttempts: LLM_RETRY.maximumAttempts,
       nonRetryableErrorTypes: [
         FailureType.nonRetryableLlm,
         FailureType.unknownModel,
