@@ -47,6 +47,12 @@ async function ancestryOf(
   return chain;
 }
 
+/** The session a fork was made from (its header's `parentSession`), if any. */
+async function forkParentOf(store: SessionStore, ref: SessionRef): Promise<SessionRef | undefined> {
+  const header = await store.getHeader(ref).catch(() => undefined);
+  return header?.parentSession ? { tenantId: ref.tenantId, sessionId: header.parentSession } : undefined;
+}
+
 const exists = (dir: string): Promise<boolean> =>
   fs.stat(dir).then(
     (stats) => stats.isDirectory(),
@@ -136,10 +142,16 @@ export function workspaceActivities({
       throw error;
     }
     if (input.leafId && !(await exists(workspace.dir))) {
-      const record = await snapshots.findForEntry(ref, await ancestryOf(store, ref, input.leafId, true));
-      if (record) {
+      const ancestry = await ancestryOf(store, ref, input.leafId, true);
+      // A fork keeps its parent's entry ids: until it records its own, its parent's snapshots apply.
+      const own = await snapshots.findForEntry(ref, ancestry);
+      const parent = own ? undefined : await forkParentOf(store, ref);
+      const from = own ? ref : parent;
+      const record =
+        own ?? (parent ? await snapshots.findForEntry(parent, ancestry).catch(() => undefined) : undefined);
+      if (record && from) {
         await whileHeartbeating(Context.current(), "restoring", () =>
-          snapshots.restore(ref, record, workspace.dir),
+          snapshots.restore(from, record, workspace.dir, ref),
         );
         return {
           taskQueue: workerTaskQueue,

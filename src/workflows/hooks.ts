@@ -32,7 +32,8 @@ export interface RunHooks {
   beforeToolCall?(call: ToolCallSummary): string | undefined;
 }
 
-const MUTATING_TOOLS = new Set(["write", "edit", "bash"]);
+/** Tools that may change the workspace (snapshots follow batches that ran one). */
+export const MUTATING_TOOLS: ReadonlySet<string> = new Set(["write", "edit", "bash"]);
 
 export const HOOK_SETS: Readonly<Record<string, RunHooks>> = {
   /** Answer or act once: the run ends after its first turn (tool results are recorded). */

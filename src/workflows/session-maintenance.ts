@@ -2,11 +2,12 @@
  * Short workflows that change a session while no run is live: compaction and branching. They use
  * the session's run workflow id, so Temporal itself keeps them and runs from overlapping.
  */
-import { proxyActivities } from "@temporalio/workflow";
+import { patched, proxyActivities } from "@temporalio/workflow";
 import type { EntrySlot, KeelActivities } from "../activities/types";
 import { FailureType } from "../core/failure-types";
 import { makeEntryId } from "../core/ids";
-import { type SessionRef, sessionCwd } from "./types";
+import { claim, snapshotActivities } from "./run/activity-options";
+import { DEFAULT_RUN_SETTINGS, type SessionRef, sessionCwd } from "./types";
 
 const activities = proxyActivities<KeelActivities>({
   startToCloseTimeout: "10 minutes",
@@ -89,5 +90,17 @@ export async function branchSession(input: BranchSessionInput): Promise<BranchSe
     summarize: input.summarize,
     instructions: input.instructions,
   });
+  if (patched("branch-restores-workspace")) {
+    // Going back in the conversation goes back in the files: the workspace as it was at the entry
+    // (its nearest snapshot), on the worker that holds it.
+    const claimed = await claim.claimWorkspace({ ...ref, leafId: input.entryId });
+    // A worker that did not hold the workspace restored that very state while claiming it.
+    if (claimed.restoredFrom === undefined) {
+      await snapshotActivities(claimed.taskQueue, DEFAULT_RUN_SETTINGS.timeouts).restoreWorkspace({
+        ref,
+        entryId: input.entryId,
+      });
+    }
+  }
   return { leafId: result.entryId, summarized: result.summarized };
 }

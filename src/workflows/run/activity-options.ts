@@ -74,3 +74,19 @@ export function toolActivities(taskQueue: string, timeouts: RunTimeouts) {
     },
   });
 }
+
+/** Workspace snapshots run on the worker holding the workspace; they heartbeat while they upload. */
+export function snapshotActivities(taskQueue: string, timeouts: RunTimeouts) {
+  return proxyActivities<KeelActivities>({
+    taskQueue,
+    scheduleToStartTimeout: timeouts.toolScheduleToStartMs,
+    startToCloseTimeout: "15 minutes",
+    heartbeatTimeout: timeouts.heartbeatMs,
+    retry: {
+      initialInterval: "1 second",
+      backoffCoefficient: 2,
+      maximumAttempts: 3,
+      nonRetryableErrorTypes: ["WorkspaceTooLarge", "WorkspaceMissing"],
+    },
+  });
+}

@@ -34,13 +34,16 @@ export interface RunContext {
   modelCall?: { slot: EntrySlot; writesFirst: EntryWrite[] };
   /** Task queue of the worker holding the workspace, once claimed (claimed once per run). */
   workspaceQueue?: Promise<string>;
+  /** A tool that may change files ran since the last snapshot (refused or blocked calls did not). */
+  ranMutatingTool?: boolean;
 }
 
 export function publishDetails({ run }: RunContext): void {
   const cost = run.usage.cost.total.toFixed(4);
   const last = run.lastAssistantText ? `\n\n${run.lastAssistantText.slice(0, PREVIEW_CHARS)}` : "";
+  const unsandboxed = run.unsandboxed ? " · ⚠ tools run without a sandbox" : "";
   setCurrentDetails(
-    `**${run.status}** · turn ${run.turn} · ${run.toolCallCount} tool calls · ${run.usage.totalTokens} tokens · $${cost}${last}`,
+    `**${run.status}** · turn ${run.turn} · ${run.toolCallCount} tool calls · ${run.usage.totalTokens} tokens · $${cost}${unsandboxed}${last}`,
   );
 }
 

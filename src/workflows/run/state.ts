@@ -91,6 +91,8 @@ export interface RunRecord {
   abortReason?: string;
   cancelling?: Cancelling;
   lastAssistantText: string;
+  /** The worker holding the workspace runs tool processes without a sandbox (KEEL_SANDBOX=off). */
+  unsandboxed: boolean;
   endReason?: string;
   ended: boolean;
   signalsSeen: number;
@@ -136,6 +138,7 @@ export function createRunRecord(input: RunInput, clock: RunClock): RunRecord {
     failedToolCalls: 0,
     decisions: new Map(),
     lastAssistantText: "",
+    unsandboxed: false,
     ended: false,
     signalsSeen: 0,
     updatesSeen: 0,

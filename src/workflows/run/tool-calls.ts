@@ -3,13 +3,13 @@
  * session's workspace (moved when that worker is gone). Every call ends with exactly one stored
  * result, refusals included (an error result the model can read).
  */
-import { ActivityFailure, condition, patched, TimeoutFailure } from "@temporalio/workflow";
+import { ActivityFailure, condition, log, patched, TimeoutFailure } from "@temporalio/workflow";
 import type { ToolCallSummary } from "../../activities/types";
-import { blockReason } from "../hooks";
+import { blockReason, MUTATING_TOOLS } from "../hooks";
 import { decidePolicy } from "../policy";
-import { claim, toolActivities } from "./activity-options";
+import { claim, snapshotActivities, toolActivities } from "./activity-options";
 import { syntheticToolResult } from "./entries";
-import { cancellable, endCall, type RunContext, setStatus, writeEntries } from "./lifecycle";
+import { cancellable, endCall, publishDetails, type RunContext, setStatus, writeEntries } from "./lifecycle";
 import { type BatchCall, emit, moveCall, startBatch } from "./state";
 
 /** Times a tool call follows its workspace to a new worker before the run fails. */
@@ -31,6 +31,29 @@ export async function runTools(
       for (const call of batch) await handleCall(ctx, call, assistantSeq);
     }
   });
+  await snapshotAfter(ctx, batch);
+}
+
+/**
+ * Records the workspace in S3 after a completed batch that ran a tool that may change files, tied
+ * to the batch's last result: any worker can then restore it (the workspace follows the session,
+ * not the worker). A snapshot that fails is logged and the run goes on: the files are still on the
+ * holding worker, and a later batch records them.
+ */
+async function snapshotAfter(ctx: RunContext, batch: BatchCall[]): Promise<void> {
+  const last = batch.at(-1);
+  if (!last || !ctx.ranMutatingTool || !patched("workspace-snapshots")) return;
+  ctx.ranMutatingTool = false;
+  const queue = await workspaceTaskQueue(ctx);
+  try {
+    await snapshotActivities(queue, ctx.run.settings.timeouts).snapshotWorkspace.executeWithOptions(
+      { summary: `snapshot after ${batch.length} tool call(s)` },
+      [{ ...ctx.run.ref, afterEntryId: last.slot.id, afterSeq: last.slot.seq }],
+    );
+  } catch (error) {
+    if (!(error instanceof ActivityFailure)) throw error;
+    log.warn("the workspace snapshot failed; the run goes on", { error: String(error.cause ?? error) });
+  }
 }
 
 /** Policy, approval and execution of one call; a refusal becomes an error result. */
@@ -122,9 +145,11 @@ async function executeCall(
             toolName: call.summary.name,
             argumentsOverride: args,
             slot: call.slot,
+            ...(run.settings.network !== undefined ? { network: run.settings.network } : {}),
           },
         ],
       );
+      if (MUTATING_TOOLS.has(call.summary.name)) ctx.ranMutatingTool = true;
       endCall(ctx, call, result.isError ? "failed" : "completed", result.isError);
       return;
     } catch (error) {
@@ -143,10 +168,20 @@ async function executeCall(
  * so the next call claims again.
  */
 async function workspaceTaskQueue(ctx: RunContext): Promise<string> {
+  const { run } = ctx;
+  // The newest stored entry before the batch (the assistant message): a worker without the
+  // workspace restores the snapshot of it or of its nearest snapshotted ancestor.
+  const leafId = run.batch[0]?.slot.parentId ?? run.cursor?.leafId ?? undefined;
   const claimWorkspace = () =>
     claim
-      .claimWorkspace({ ...ctx.run.ref, source: ctx.run.settings.workspace })
-      .then((result) => result.taskQueue);
+      .claimWorkspace({ ...run.ref, source: run.settings.workspace, ...(leafId ? { leafId } : {}) })
+      .then((result) => {
+        if (result.sandbox === "off" && !run.unsandboxed) {
+          run.unsandboxed = true;
+          publishDetails(ctx);
+        }
+        return result.taskQueue;
+      });
   if (patched("claim-workspace-once")) {
     ctx.workspaceQueue ??= claimWorkspace();
     try {

@@ -103,6 +103,21 @@ const representativeRuns: Array<{
     },
   },
   {
+    // Recorded after batches that may change files began to snapshot the workspace (patch workspace-snapshots).
+    name: "write-then-snapshot",
+    drive: async (stage, ref) => {
+      stage.llm.addScenario("replay-snapshot", {
+        turns: [{ toolCalls: [{ name: "write", arguments: { path: "a.txt", content: "a" } }] }],
+        after: { text: "written" },
+      });
+      await stage.runs.deliver(
+        ref,
+        { text: "[scenario:replay-snapshot] go", mode: "auto" },
+        stage.settings(),
+      );
+    },
+  },
+  {
     // A model call that fails for good: the run closes the session and ends as failed.
     name: "failed-model-call",
     drive: async (stage, ref) => {
