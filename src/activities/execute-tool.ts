@@ -26,8 +26,13 @@ export function executeToolActivity({ store, markers, workspaceRoot, sandbox }: 
 
     const call = await toolCallOf(store, input);
     const toolCall: ToolCallBlock = { ...call, arguments: input.argumentsOverride ?? call.arguments };
-    const write = async (message: ToolResultMessage) =>
-      (await store.putEntry(ref, input.slot.seq, createMessageEntry(input.slot, message))).entry;
+    // What ran is what is stored: an edit made at approval is recorded in the result itself.
+    const write = async (message: ToolResultMessage) => {
+      const recorded = input.argumentsOverride
+        ? withApprovedEdit(message, call.arguments, input.argumentsOverride)
+        : message;
+      return (await store.putEntry(ref, input.slot.seq, createMessageEntry(input.slot, recorded))).entry;
+    };
 
     if (toolNamed(call.name)?.replay === "unsafe") {
       const firstStart = await markers.markStarted(
@@ -94,4 +99,25 @@ function resultOf(entry: SessionEntry, expectedId: string): ToolResultMessage {
 function summarize(message: ToolResultMessage, outcome: ExecuteToolResult["outcome"]): ExecuteToolResult {
   const text = message.content.flatMap((block) => (block.type === "text" ? [block.text] : [])).join("\n");
   return { isError: message.isError, outcome, preview: text.slice(0, PREVIEW_CHARS) };
+}
+
+/**
+ * The result of a call a person approved with edited arguments: the model reads first that its call
+ * was changed and what ran, and `details.approval` keeps both argument sets for people and tools.
+ */
+function withApprovedEdit(
+  message: ToolResultMessage,
+  requested: Record<string, unknown>,
+  executed: Record<string, unknown>,
+): ToolResultMessage {
+  const note = `[Approved with edited arguments: it ran with ${JSON.stringify(executed)} instead of ${JSON.stringify(requested)}]`;
+  const details = typeof message.details === "object" && message.details !== null ? message.details : {};
+  return {
+    ...message,
+    content: [{ type: "text", text: note }, ...message.content],
+    details: {
+      ...details,
+      approval: { decision: "approved_with_edits", arguments: executed, requestedArguments: requested },
+    },
+  };
 }

@@ -9,9 +9,11 @@
  */
 import {
   ActivityFailure,
+  ApplicationFailure,
   allHandlersFinished,
   condition,
   continueAsNew,
+  TimeoutFailure,
   upsertSearchAttributes,
   workflowInfo,
 } from "@temporalio/workflow";
@@ -45,7 +47,7 @@ import {
 } from "./run/state";
 import { runTools } from "./run/tool-calls";
 import { ModelAttribute, RunStatusAttribute, SessionAttribute, TenantAttribute } from "./search-attributes";
-import { type RunInput, type RunResult, sessionCwd } from "./types";
+import { type RunError, type RunInput, type RunResult, sessionCwd } from "./types";
 
 export async function agentRun(input: RunInput): Promise<RunResult> {
   const run = createRunRecord(input, { now: Date.now, random: Math.random });
@@ -74,6 +76,7 @@ export async function agentRun(input: RunInput): Promise<RunResult> {
     // failed, with its session closed. Anything else is a bug in this code: Temporal retries the
     // workflow task, so a fixed worker can carry on.
     if (!(error instanceof ActivityFailure)) throw error;
+    run.error = failureOf(error);
     return failRun(ctx, describeFailure(error));
   }
 }
@@ -188,6 +191,15 @@ async function runTurns(ctx: RunContext, input: RunInput): Promise<RunResult> {
     if (next.kind === "finish") return finish(ctx, "completed", next.reason);
     run.next = next.next;
   }
+}
+
+/** The failure's type (the cause's failure type, or its timeout) and message, for the API. */
+function failureOf(error: ActivityFailure): RunError {
+  const cause = error.cause;
+  if (cause instanceof TimeoutFailure) return { type: `${cause.timeoutType}Timeout`, message: cause.message };
+  if (cause instanceof ApplicationFailure)
+    return { type: cause.type ?? "ApplicationFailure", message: cause.message };
+  return { type: cause?.name ?? "ActivityFailure", message: cause?.message ?? error.message };
 }
 
 /** One line for the session and the API: the failure's type and message, and its cause's. */

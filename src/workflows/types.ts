@@ -190,7 +190,15 @@ export interface RunState {
   pendingToolCalls: PendingToolCall[];
   lastAssistantText: string;
   endReason?: string;
+  /** Why a failed run failed, when an activity failed for good: its failure type and message. */
+  error?: RunError;
   lastEventSeq: number;
+}
+
+export interface RunError {
+  /** The failure type (e.g. `UnknownModel`, `RetryableLlmError`, a timeout). */
+  type: string;
+  message: string;
 }
 
 export interface RunResult {

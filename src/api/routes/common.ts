@@ -49,7 +49,8 @@ export function runEnd(
 ): { status: string; error?: { type: string; message: string } } | undefined {
   if (run?.failure) return { status: run.failure.status, error: run.failure.error };
   const status = run?.state?.status;
-  return status !== undefined && TERMINAL_RUN_STATUSES.has(status) ? { status } : undefined;
+  if (status === undefined || !TERMINAL_RUN_STATUSES.has(status)) return undefined;
+  return run?.state?.error ? { status, error: run.state.error } : { status };
 }
 
 /** The state of a run that is still going: neither ended by itself nor closed by failure. */

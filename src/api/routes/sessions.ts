@@ -56,7 +56,8 @@ function runView({ runId, state, failure }: LatestRun): RunView {
     // A closed workflow runs no tool any more, whatever it was waiting for.
     pendingToolCalls: failure ? [] : (state?.pendingToolCalls ?? []),
   };
-  if (failure) view.error = failure.error;
+  const error = failure?.error ?? state?.error;
+  if (error) view.error = error;
   if (state) {
     view.turn = state.turn;
     view.usage = state.usage;

@@ -30,6 +30,7 @@ import type {
   DeliverResult,
   QueuedMessage,
   RecentDelivery,
+  RunError,
   RunInput,
   RunSettings,
   RunState,
@@ -94,6 +95,8 @@ export interface RunRecord {
   /** The worker holding the workspace runs tool processes without a sandbox (KEEL_SANDBOX=off). */
   unsandboxed: boolean;
   endReason?: string;
+  /** Set when an activity failed for good and ended the run. */
+  error?: RunError;
   ended: boolean;
   signalsSeen: number;
   updatesSeen: number;
@@ -287,6 +290,7 @@ export function snapshot(run: RunRecord): RunState {
     })),
     lastAssistantText: run.lastAssistantText.slice(0, 2_000),
     endReason: run.endReason,
+    ...(run.error ? { error: run.error } : {}),
     lastEventSeq: run.events.nextSeq - 1,
   };
 }

@@ -137,7 +137,10 @@ test("the document declares the bounds the server checks", async () => {
   }
 
   const message = response.body.components.schemas.MessageRequest;
-  expect([...message.properties.model.enum].sort()).toEqual(
+  // A catalog id (an enum of this deployment's catalog) or a model named in one line (a pattern).
+  const [catalogIds, oneLine] = message.properties.model.anyOf;
+  expect(oneLine).toMatchObject({ type: "string", pattern: expect.stringContaining("openai-compatible") });
+  expect([...catalogIds.enum].sort()).toEqual(
     loadCatalog()
       .list()
       .map((model) => model.id)

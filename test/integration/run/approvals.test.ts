@@ -1,5 +1,11 @@
 import type { RunSettings } from "../../../src/workflows/types";
-import { createRunStage, eventually, messagesOf, type RunStage } from "../../support/run-harness";
+import {
+  createRunStage,
+  eventually,
+  expectIntactSession,
+  messagesOf,
+  type RunStage,
+} from "../../support/run-harness";
 
 let stage: RunStage;
 
@@ -58,9 +64,24 @@ test("approve with edited arguments: the tool runs with the edit", async () => {
   const { ref, toolCallId } = await runUntilApproval(askForBash());
   await stage.runs.approve(ref, { toolCallId, decision: "approve", arguments: { command: "echo edited" } });
   expect((await stage.result(ref)).status).toBe("completed");
-  const answer = lastAnswer(messagesOf(await stage.entries(ref)));
-  expect(answer).toContain("edited");
-  expect(answer).not.toContain("original");
+  const messages = messagesOf(await expectIntactSession(stage, ref));
+  const result = messages.find((message) => message.role === "toolResult");
+  // The stored result says what ran and why; the model's answer quotes the edited command's output.
+  expect(result).toMatchObject({
+    isError: false,
+    content: [
+      {
+        type: "text",
+        text: expect.stringContaining(
+          'ran with {"command":"echo edited"} instead of {"command":"echo original"}',
+        ),
+      },
+      { type: "text", text: expect.stringContaining("edited") },
+    ],
+    details: { approval: { decision: "approved_with_edits", arguments: { command: "echo edited" } } },
+  });
+  expect(result?.role === "toolResult" ? JSON.stringify(result.content[1]) : "").not.toContain("original");
+  expect(lastAnswer(messages)).toContain("edited");
 });
 
 test("reject: the model reads an error result and the tool never runs", async () => {
