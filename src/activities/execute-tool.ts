@@ -3,7 +3,7 @@
  * slot the workflow assigned. A stored result is returned as is; an `unsafe` tool (bash) that an
  * earlier attempt may have started is not run again — the model is told the outcome is unknown.
  */
-import { ApplicationFailure, CancelledFailure, Context } from "@temporalio/activity";
+import { CancelledFailure, Context } from "@temporalio/activity";
 import { UNKNOWN_OUTCOME_TEXT } from "../core/markers";
 import type { ToolCallBlock, ToolResultMessage } from "../core/messages";
 import { createMessageEntry } from "../core/session-entries";
@@ -12,6 +12,7 @@ import { runToolCall, toolNamed, toToolResultMessage, workspaceFor } from "../to
 import type { ActivityDeps } from "./deps";
 import { failpoint } from "./failpoints";
 import { whileHeartbeating } from "./heartbeat";
+import { conflictsAsFailures, entryConflict } from "./store-failures";
 import type { ExecuteToolInput, ExecuteToolResult } from "./types";
 import { touchWorkspace } from "./workspace-eviction";
 
@@ -27,7 +28,11 @@ export function executeToolActivity({ store, markers, workspaceRoot, sandbox }: 
     const call = await toolCallOf(store, input);
     const toolCall: ToolCallBlock = { ...call, arguments: input.argumentsOverride ?? call.arguments };
     const write = async (message: ToolResultMessage) =>
-      (await store.putEntry(ref, input.slot.seq, createMessageEntry(input.slot, message))).entry;
+      (
+        await conflictsAsFailures(() =>
+          store.putEntry(ref, input.slot.seq, createMessageEntry(input.slot, message)),
+        )
+      ).entry;
 
     if (toolNamed(call.name)?.replay === "unsafe") {
       const firstStart = await markers.markStarted(
@@ -73,9 +78,8 @@ async function toolCallOf(store: ActivityDeps["store"], input: ExecuteToolInput)
       ? entry.message.content.find((block) => block.type === "toolCall" && block.id === input.toolCallId)
       : undefined;
   if (call?.type !== "toolCall") {
-    throw ApplicationFailure.nonRetryable(
+    throw entryConflict(
       `tool call ${input.toolCallId} is not in the assistant entry at seq ${input.assistantSeq}`,
-      "EntryConflict",
     );
   }
   return call;
@@ -83,10 +87,7 @@ async function toolCallOf(store: ActivityDeps["store"], input: ExecuteToolInput)
 
 function resultOf(entry: SessionEntry, expectedId: string): ToolResultMessage {
   if (entry.id !== expectedId || entry.type !== "message" || entry.message.role !== "toolResult") {
-    throw ApplicationFailure.nonRetryable(
-      `the entry stored at the tool result slot is not the expected result (${entry.id})`,
-      "EntryConflict",
-    );
+    throw entryConflict(`the entry stored at the tool result slot is not the expected result (${entry.id})`);
   }
   return entry.message;
 }

@@ -1,12 +1,10 @@
 /** Session writes the workflow needs directly: opening a session and appending entries it built. */
 import { randomBytes } from "node:crypto";
-import { ApplicationFailure } from "@temporalio/activity";
-import { FailureType } from "../core/failure-types";
 import { createSessionHeader } from "../core/session-entries";
 import { planSessionRepair } from "../core/session-repair";
-import { EntryConflictError } from "../store/session-store";
 import type { SessionCursor } from "../workflows/types";
 import type { ActivityDeps } from "./deps";
+import { conflictsAsFailures } from "./store-failures";
 import type { AppendEntriesInput, AppendEntriesResult, OpenSessionInput } from "./types";
 
 export function sessionActivities({ store }: ActivityDeps) {
@@ -50,16 +48,4 @@ export function sessionActivities({ store }: ActivityDeps) {
       return { written: input.writes.length - adoptedSeqs.length, adopted: adoptedSeqs.length, adoptedSeqs };
     },
   };
-}
-
-/** A conflicting entry means the caller's view is stale: fail at once, never retry. */
-async function conflictsAsFailures<T>(write: () => Promise<T>): Promise<T> {
-  try {
-    return await write();
-  } catch (error) {
-    if (error instanceof EntryConflictError) {
-      throw ApplicationFailure.nonRetryable(error.message, FailureType.entryConflict);
-    }
-    throw error;
-  }
 }

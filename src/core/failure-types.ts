@@ -14,6 +14,10 @@ export const FailureType = {
   nonRetryableLlm: "NonRetryableLlmError",
   /** Rate limit, overload, 5xx or network: retried with backoff. */
   retryableLlm: "RetryableLlmError",
+  /** The session's workspace directory is not on this worker (nothing to snapshot). */
+  workspaceMissing: "WorkspaceMissing",
+  /** The workspace exceeds the snapshot size limit. */
+  workspaceTooLarge: "WorkspaceTooLarge",
 } as const;
 
 export type FailureTypeName = (typeof FailureType)[keyof typeof FailureType];
