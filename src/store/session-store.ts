@@ -5,6 +5,7 @@
  * are never overwritten or deleted, so a worker-local cache never needs invalidation.
  * See docs/store.md for the layout and the rules.
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import {
   GetObjectCommand,
   HeadObjectCommand,
@@ -637,7 +638,7 @@ export class SessionStore {
         const status = httpStatus(error);
         if (status === 412) return false;
         if (status === 409 && attempt < CONDITIONAL_CONFLICT_ATTEMPTS) {
-          await delay(RETRY_BASE_DELAY_MS * 2 ** (attempt - 1));
+          await sleep(RETRY_BASE_DELAY_MS * 2 ** (attempt - 1));
           continue;
         }
         throw error;
@@ -671,7 +672,7 @@ export class SessionStore {
     for (let attempt = 1; attempt <= READ_AFTER_CONFLICT_ATTEMPTS; attempt++) {
       const value = await this.readObject(key, parse);
       if (value !== undefined) return value;
-      await delay(RETRY_BASE_DELAY_MS * 2 ** (attempt - 1));
+      await sleep(RETRY_BASE_DELAY_MS * 2 ** (attempt - 1));
     }
     throw new MissingObjectError(key);
   }
@@ -753,10 +754,6 @@ function httpStatus(error: unknown): number | undefined {
 
 function isNotFound(error: unknown): boolean {
   return httpStatus(error) === 404;
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 /**
