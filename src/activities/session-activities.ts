@@ -1,8 +1,8 @@
 /** Session writes the workflow needs directly: opening a session and appending entries it built. */
 import { randomBytes } from "node:crypto";
+import type { SessionCursor } from "../core/run-types";
 import { createSessionHeader } from "../core/session-entries";
 import { planSessionRepair } from "../core/session-repair";
-import type { SessionCursor } from "../workflows/types";
 import type { ActivityDeps } from "./deps";
 import { conflictsAsFailures } from "./store-failures";
 import type { AppendEntriesInput, AppendEntriesResult, OpenSessionInput } from "./types";

@@ -6,6 +6,7 @@
 import type { Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
+import type { SlackReply } from "../integrations/slack/reply";
 import { createLogger, recordLogger } from "../logging/logger";
 import type { ModelCatalog } from "../providers/models";
 import { InvalidIdError } from "../store/session-keys";
@@ -27,7 +28,6 @@ import { sessionRoutes } from "./routes/sessions";
 import { transferRoutes } from "./routes/transfer";
 import { DeliveryRefusedError, type RunClient } from "./run-client";
 import { registerSlackRoutes } from "./slack/events";
-import type { SlackReply } from "./slack/reply";
 import { type UnavailableDependency, unavailableDependency } from "./unavailable";
 
 export const API_VERSION = "0.1.0";
