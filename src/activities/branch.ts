@@ -16,7 +16,7 @@ import { createBranchSummaryEntry, createLeafMarker } from "../core/session-entr
 import { summarizeWith } from "./compact";
 import { entriesBefore } from "./conversation";
 import type { ActivityDeps } from "./deps";
-import { conflictsAsFailures, entryConflict } from "./store-failures";
+import { entryConflict, storeWriteFailures } from "./store-failures";
 import type { BranchInput, BranchResult } from "./types";
 
 /** Token budget of the branch content sent for summarizing. */
@@ -40,7 +40,7 @@ export function branchActivity({ store, provider, catalog }: ActivityDeps) {
       );
     }
     if (!input.summarize) {
-      await conflictsAsFailures(() => store.putEntry(ref, slot.seq, createLeafMarker(slot)));
+      await storeWriteFailures(() => store.putEntry(ref, slot.seq, createLeafMarker(slot)));
       return { entryId: slot.id, summarized: false };
     }
     const model = catalog.find(input.model);
@@ -55,7 +55,7 @@ export function branchActivity({ store, provider, catalog }: ActivityDeps) {
     const summary = request
       ? composeBranchSummary(await summarizeWith(provider, model, request), prepared.fileDetails)
       : EMPTY_BRANCH_SUMMARY;
-    await conflictsAsFailures(() =>
+    await storeWriteFailures(() =>
       store.putEntry(ref, slot.seq, createBranchSummaryEntry(slot, summary, prepared.fileDetails)),
     );
     return { entryId: slot.id, summarized: true };

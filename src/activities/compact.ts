@@ -15,7 +15,7 @@ import { entriesBefore, pathOf } from "./conversation";
 import type { ActivityDeps } from "./deps";
 import { whileHeartbeating } from "./heartbeat";
 import { llmFailure } from "./llm-retry";
-import { conflictsAsFailures } from "./store-failures";
+import { storeWriteFailures } from "./store-failures";
 import type { CompactInput, CompactResult } from "./types";
 
 export function compactActivity({ store, provider, catalog }: ActivityDeps) {
@@ -51,7 +51,7 @@ export function compactActivity({ store, provider, catalog }: ActivityDeps) {
     const prefix = requests.turnPrefix
       ? await summarizeWith(provider, model, requests.turnPrefix)
       : undefined;
-    await conflictsAsFailures(() =>
+    await storeWriteFailures(() =>
       store.putEntry(ref, input.slot.seq, compactionEntryFor(input.slot, preparation, history, prefix)),
     );
     return { compacted: true, reason: "summarized", tokensBefore: preparation.tokensBefore };

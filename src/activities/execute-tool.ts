@@ -12,7 +12,7 @@ import { runToolCall, toolNamed, toToolResultMessage, workspaceFor } from "../to
 import type { ActivityDeps } from "./deps";
 import { failpoint } from "./failpoints";
 import { whileHeartbeating } from "./heartbeat";
-import { conflictsAsFailures, entryConflict } from "./store-failures";
+import { entryConflict, storeWriteFailures } from "./store-failures";
 import type { ExecuteToolInput, ExecuteToolResult } from "./types";
 import { touchWorkspace } from "./workspace-eviction";
 
@@ -29,7 +29,7 @@ export function executeToolActivity({ store, markers, workspaceRoot, sandbox }: 
     const toolCall: ToolCallBlock = { ...call, arguments: input.argumentsOverride ?? call.arguments };
     const write = async (message: ToolResultMessage) =>
       (
-        await conflictsAsFailures(() =>
+        await storeWriteFailures(() =>
           store.putEntry(ref, input.slot.seq, createMessageEntry(input.slot, message)),
         )
       ).entry;

@@ -17,7 +17,7 @@ import type { ActivityDeps } from "./deps";
 import { failpoint } from "./failpoints";
 import { whileHeartbeating } from "./heartbeat";
 import { llmFailure } from "./llm-retry";
-import { conflictsAsFailures, entryConflict } from "./store-failures";
+import { entryConflict, storeWriteFailures } from "./store-failures";
 import type { LlmTurnInput, LlmTurnResult, ToolCallSummary } from "./types";
 
 const PREVIEW_CHARS = 500;
@@ -35,7 +35,7 @@ export function llmTurnActivity({ store, provider, catalog }: ActivityDeps) {
       );
 
     for (const write of input.writesFirst)
-      await conflictsAsFailures(() => store.putEntry(ref, write.seq, write.entry));
+      await storeWriteFailures(() => store.putEntry(ref, write.seq, write.entry));
     const stored = await store.getEntry(ref, input.slot.seq);
     if (stored) return summarize(assistantOf(stored, input.slot.id), true, model.contextWindow);
 
@@ -65,7 +65,7 @@ export function llmTurnActivity({ store, provider, catalog }: ActivityDeps) {
     const message = withUniqueToolCallIds(outcome.message, toolCallIdsOn(path), input.slot.id);
 
     if (error?.kind === "aborted" || ctx.cancellationSignal.aborted) {
-      await conflictsAsFailures(() =>
+      await storeWriteFailures(() =>
         store.putEntry(ref, input.slot.seq, createMessageEntry(input.slot, interrupted(message))),
       );
       throw new CancelledFailure("the model call was cancelled; its partial answer is stored");
@@ -80,7 +80,7 @@ export function llmTurnActivity({ store, provider, catalog }: ActivityDeps) {
       };
     }
 
-    const result = await conflictsAsFailures(() =>
+    const result = await storeWriteFailures(() =>
       store.putEntry(ref, input.slot.seq, createMessageEntry(input.slot, message)),
     );
     failpoint("llmTurn.afterWrite");

@@ -4,7 +4,7 @@ import type { SessionCursor } from "../core/run-types";
 import { createSessionHeader } from "../core/session-entries";
 import { planSessionRepair } from "../core/session-repair";
 import type { ActivityDeps } from "./deps";
-import { conflictsAsFailures } from "./store-failures";
+import { storeWriteFailures } from "./store-failures";
 import type { AppendEntriesInput, AppendEntriesResult, OpenSessionInput } from "./types";
 
 export function sessionActivities({ store }: ActivityDeps) {
@@ -28,7 +28,7 @@ export function sessionActivities({ store }: ActivityDeps) {
         now: Date.now(),
       });
       for (const write of repairs)
-        await conflictsAsFailures(() => store.putEntry(ref, write.seq, write.entry));
+        await storeWriteFailures(() => store.putEntry(ref, write.seq, write.entry));
       const all = [...entries, ...repairs];
       const leaf = all.reduce<(typeof all)[number] | undefined>(
         (last, item) => (last === undefined || item.seq > last.seq ? item : last),
@@ -42,7 +42,7 @@ export function sessionActivities({ store }: ActivityDeps) {
       const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
       const adoptedSeqs: number[] = [];
       for (const write of input.writes) {
-        const result = await conflictsAsFailures(() => store.putEntry(ref, write.seq, write.entry));
+        const result = await storeWriteFailures(() => store.putEntry(ref, write.seq, write.entry));
         if (!result.written) adoptedSeqs.push(write.seq);
       }
       return { written: input.writes.length - adoptedSeqs.length, adopted: adoptedSeqs.length, adoptedSeqs };
