@@ -3,7 +3,7 @@
  * is written before posting, so a retry after an unknown outcome does not post a second time
  * (a lost reply is better than a duplicate in a team's channel).
  */
-import { postSlackReply } from "../api/slack/reply";
+import { postSlackReply } from "../integrations/slack/reply";
 import type { ActivityDeps } from "./deps";
 import type { PostChatReplyInput } from "./types";
 

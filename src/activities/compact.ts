@@ -9,11 +9,13 @@ import {
   prepareCompaction,
   type SummaryRequest,
 } from "../core/compaction";
+import { FailureType } from "../core/failure-types";
 import type { ModelInfo, Provider } from "../providers/types";
 import { entriesBefore, pathOf } from "./conversation";
 import type { ActivityDeps } from "./deps";
 import { whileHeartbeating } from "./heartbeat";
 import { llmFailure } from "./llm-retry";
+import { storeWriteFailures } from "./store-failures";
 import type { CompactInput, CompactResult } from "./types";
 
 export function compactActivity({ store, provider, catalog }: ActivityDeps) {
@@ -25,7 +27,10 @@ export function compactActivity({ store, provider, catalog }: ActivityDeps) {
     }
     const model = catalog.find(input.model);
     if (!model)
-      throw ApplicationFailure.nonRetryable(catalog.unknownModelMessage(input.model), "UnknownModel");
+      throw ApplicationFailure.nonRetryable(
+        catalog.unknownModelMessage(input.model),
+        FailureType.unknownModel,
+      );
     const entries = await entriesBefore(store, ref, input.slot.seq);
     const preparation = prepareCompaction(pathOf(entries, input.slot.parentId), {
       reserveTokens: input.reserveTokens,
@@ -46,7 +51,9 @@ export function compactActivity({ store, provider, catalog }: ActivityDeps) {
     const prefix = requests.turnPrefix
       ? await summarizeWith(provider, model, requests.turnPrefix)
       : undefined;
-    await store.putEntry(ref, input.slot.seq, compactionEntryFor(input.slot, preparation, history, prefix));
+    await storeWriteFailures(() =>
+      store.putEntry(ref, input.slot.seq, compactionEntryFor(input.slot, preparation, history, prefix)),
+    );
     return { compacted: true, reason: "summarized", tokensBefore: preparation.tokensBefore };
   };
 }

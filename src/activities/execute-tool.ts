@@ -3,7 +3,7 @@
  * slot the workflow assigned. A stored result is returned as is; an `unsafe` tool (bash) that an
  * earlier attempt may have started is not run again — the model is told the outcome is unknown.
  */
-import { ApplicationFailure, CancelledFailure, Context } from "@temporalio/activity";
+import { CancelledFailure, Context } from "@temporalio/activity";
 import { UNKNOWN_OUTCOME_TEXT } from "../core/markers";
 import type { ToolCallBlock, ToolResultMessage } from "../core/messages";
 import { createMessageEntry } from "../core/session-entries";
@@ -12,6 +12,7 @@ import { runToolCall, toolNamed, toToolResultMessage, workspaceFor } from "../to
 import type { ActivityDeps } from "./deps";
 import { failpoint } from "./failpoints";
 import { whileHeartbeating } from "./heartbeat";
+import { entryConflict, storeWriteFailures } from "./store-failures";
 import type { ExecuteToolInput, ExecuteToolResult } from "./types";
 import { touchWorkspace } from "./workspace-eviction";
 
@@ -31,7 +32,8 @@ export function executeToolActivity({ store, markers, workspaceRoot, sandbox }: 
       const recorded = input.argumentsOverride
         ? withApprovedEdit(message, call.arguments, input.argumentsOverride)
         : message;
-      return (await store.putEntry(ref, input.slot.seq, createMessageEntry(input.slot, recorded))).entry;
+      const entry = createMessageEntry(input.slot, recorded);
+      return (await storeWriteFailures(() => store.putEntry(ref, input.slot.seq, entry))).entry;
     };
 
     if (toolNamed(call.name)?.replay === "unsafe") {
@@ -78,9 +80,8 @@ async function toolCallOf(store: ActivityDeps["store"], input: ExecuteToolInput)
       ? entry.message.content.find((block) => block.type === "toolCall" && block.id === input.toolCallId)
       : undefined;
   if (call?.type !== "toolCall") {
-    throw ApplicationFailure.nonRetryable(
+    throw entryConflict(
       `tool call ${input.toolCallId} is not in the assistant entry at seq ${input.assistantSeq}`,
-      "EntryConflict",
     );
   }
   return call;
@@ -88,10 +89,7 @@ async function toolCallOf(store: ActivityDeps["store"], input: ExecuteToolInput)
 
 function resultOf(entry: SessionEntry, expectedId: string): ToolResultMessage {
   if (entry.id !== expectedId || entry.type !== "message" || entry.message.role !== "toolResult") {
-    throw ApplicationFailure.nonRetryable(
-      `the entry stored at the tool result slot is not the expected result (${entry.id})`,
-      "EntryConflict",
-    );
+    throw entryConflict(`the entry stored at the tool result slot is not the expected result (${entry.id})`);
   }
   return entry.message;
 }

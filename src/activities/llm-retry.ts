@@ -5,6 +5,7 @@
  * The policy itself is core's `LLM_RETRY`, which the run workflow gives to Temporal.
  */
 import { ApplicationFailure } from "@temporalio/activity";
+import { FailureType } from "../core/failure-types";
 import { backoffMs } from "../core/retry-policy";
 import type { ProviderError } from "../providers/types";
 
@@ -22,11 +23,11 @@ export function nextRetryDelayMs(attempt: number, retryAfterMs: number | undefin
  */
 export function llmFailure(message: string, error: ProviderError, attempt: number): ApplicationFailure {
   if (error.kind !== "retryable") {
-    return ApplicationFailure.create({ message, type: "NonRetryableLlmError", nonRetryable: true });
+    return ApplicationFailure.create({ message, type: FailureType.nonRetryableLlm, nonRetryable: true });
   }
   return ApplicationFailure.create({
     message,
-    type: "RetryableLlmError",
+    type: FailureType.retryableLlm,
     nextRetryDelay: nextRetryDelayMs(attempt, error.retryAfterMs),
   });
 }

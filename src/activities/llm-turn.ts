@@ -5,6 +5,7 @@
  */
 
 import { ApplicationFailure, CancelledFailure, Context } from "@temporalio/activity";
+import { FailureType } from "../core/failure-types";
 import { INTERRUPTED_MARKER } from "../core/markers";
 import { type AssistantMessage, toolCallsOf } from "../core/messages";
 import { createMessageEntry } from "../core/session-entries";
@@ -16,6 +17,7 @@ import type { ActivityDeps } from "./deps";
 import { failpoint } from "./failpoints";
 import { whileHeartbeating } from "./heartbeat";
 import { llmFailure } from "./llm-retry";
+import { entryConflict, storeWriteFailures } from "./store-failures";
 import type { LlmTurnInput, LlmTurnResult, ToolCallSummary } from "./types";
 
 const PREVIEW_CHARS = 500;
@@ -27,9 +29,13 @@ export function llmTurnActivity({ store, provider, catalog }: ActivityDeps) {
     const ctx = Context.current();
     const model = catalog.find(input.model);
     if (!model)
-      throw ApplicationFailure.nonRetryable(catalog.unknownModelMessage(input.model), "UnknownModel");
+      throw ApplicationFailure.nonRetryable(
+        catalog.unknownModelMessage(input.model),
+        FailureType.unknownModel,
+      );
 
-    for (const write of input.writesFirst) await store.putEntry(ref, write.seq, write.entry);
+    for (const write of input.writesFirst)
+      await storeWriteFailures(() => store.putEntry(ref, write.seq, write.entry));
     const stored = await store.getEntry(ref, input.slot.seq);
     if (stored) return summarize(assistantOf(stored, input.slot.id), true, model.contextWindow);
 
@@ -59,7 +65,9 @@ export function llmTurnActivity({ store, provider, catalog }: ActivityDeps) {
     const message = withUniqueToolCallIds(outcome.message, toolCallIdsOn(path), input.slot.id);
 
     if (error?.kind === "aborted" || ctx.cancellationSignal.aborted) {
-      await store.putEntry(ref, input.slot.seq, createMessageEntry(input.slot, interrupted(message)));
+      await storeWriteFailures(() =>
+        store.putEntry(ref, input.slot.seq, createMessageEntry(input.slot, interrupted(message))),
+      );
       throw new CancelledFailure("the model call was cancelled; its partial answer is stored");
     }
     if (error?.kind === "retryable")
@@ -72,7 +80,9 @@ export function llmTurnActivity({ store, provider, catalog }: ActivityDeps) {
       };
     }
 
-    const result = await store.putEntry(ref, input.slot.seq, createMessageEntry(input.slot, message));
+    const result = await storeWriteFailures(() =>
+      store.putEntry(ref, input.slot.seq, createMessageEntry(input.slot, message)),
+    );
     failpoint("llmTurn.afterWrite");
     const summary = summarize(assistantOf(result.entry, input.slot.id), !result.written, model.contextWindow);
     if (error?.kind === "non_retryable")
@@ -83,9 +93,8 @@ export function llmTurnActivity({ store, provider, catalog }: ActivityDeps) {
 
 function assistantOf(entry: SessionEntry, expectedId: string): AssistantMessage {
   if (entry.id !== expectedId || entry.type !== "message" || entry.message.role !== "assistant") {
-    throw ApplicationFailure.nonRetryable(
+    throw entryConflict(
       `the entry stored at the assistant slot is not the expected assistant message (${entry.id})`,
-      "EntryConflict",
     );
   }
   return entry.message;

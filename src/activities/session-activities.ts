@@ -1,12 +1,10 @@
 /** Session writes the workflow needs directly: opening a session and appending entries it built. */
 import { randomBytes } from "node:crypto";
-import { ApplicationFailure } from "@temporalio/activity";
-import { FailureType } from "../core/failure-types";
+import type { SessionCursor } from "../core/run-types";
 import { createSessionHeader } from "../core/session-entries";
 import { planSessionRepair } from "../core/session-repair";
-import { EntryConflictError } from "../store/session-store";
-import type { SessionCursor } from "../workflows/types";
 import type { ActivityDeps } from "./deps";
+import { storeWriteFailures } from "./store-failures";
 import type { AppendEntriesInput, AppendEntriesResult, OpenSessionInput } from "./types";
 
 export function sessionActivities({ store }: ActivityDeps) {
@@ -30,7 +28,7 @@ export function sessionActivities({ store }: ActivityDeps) {
         now: Date.now(),
       });
       for (const write of repairs)
-        await conflictsAsFailures(() => store.putEntry(ref, write.seq, write.entry));
+        await storeWriteFailures(() => store.putEntry(ref, write.seq, write.entry));
       const all = [...entries, ...repairs];
       const leaf = all.reduce<(typeof all)[number] | undefined>(
         (last, item) => (last === undefined || item.seq > last.seq ? item : last),
@@ -44,22 +42,10 @@ export function sessionActivities({ store }: ActivityDeps) {
       const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
       const adoptedSeqs: number[] = [];
       for (const write of input.writes) {
-        const result = await conflictsAsFailures(() => store.putEntry(ref, write.seq, write.entry));
+        const result = await storeWriteFailures(() => store.putEntry(ref, write.seq, write.entry));
         if (!result.written) adoptedSeqs.push(write.seq);
       }
       return { written: input.writes.length - adoptedSeqs.length, adopted: adoptedSeqs.length, adoptedSeqs };
     },
   };
-}
-
-/** A conflicting entry means the caller's view is stale: fail at once, never retry. */
-async function conflictsAsFailures<T>(write: () => Promise<T>): Promise<T> {
-  try {
-    return await write();
-  } catch (error) {
-    if (error instanceof EntryConflictError) {
-      throw ApplicationFailure.nonRetryable(error.message, FailureType.entryConflict);
-    }
-    throw error;
-  }
 }

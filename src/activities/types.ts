@@ -4,10 +4,12 @@
  * are short summaries, so workflow history stays a few KB per turn however long the session.
  */
 import type { Usage } from "../core/messages";
+import type { ChatReplyTarget, SessionCursor } from "../core/run-types";
+import type { SessionRef } from "../core/session-ref";
 import type { SessionEntry } from "../core/session-types";
+import type { ThinkingLevel } from "../providers/types";
 import type { Isolation, NetworkPolicy } from "../tools/sandbox";
 import type { WorkspaceSource } from "../tools/workspace";
-import type { ChatReplyTarget, SessionCursor, SessionRef, ThinkingLevel } from "../workflows/types";
 
 /** A sequence number and an entry to write there (conditional create; a retry adopts). */
 export interface EntryWrite {

@@ -8,6 +8,7 @@
  */
 import * as fs from "node:fs/promises";
 import { ApplicationFailure, Context } from "@temporalio/activity";
+import { FailureType } from "../core/failure-types";
 import type { SessionRef } from "../store/session-keys";
 import type { SessionStore } from "../store/session-store";
 import { WorkspaceTooLargeError } from "../store/workspace-tree";
@@ -39,7 +40,10 @@ async function ancestryOf(
   const parents = new Map(entries.map(({ entry }) => [entry.id, entry.parentId]));
   if (!parents.has(entryId)) {
     if (lenient) return [entryId];
-    throw ApplicationFailure.nonRetryable(`entry ${entryId} is not in this session`, "UnknownEntry");
+    throw ApplicationFailure.nonRetryable(
+      `entry ${entryId} is not in this session`,
+      FailureType.unknownEntry,
+    );
   }
   const chain: string[] = [];
   for (let id: string | null | undefined = entryId; id && !chain.includes(id); id = parents.get(id))
@@ -85,7 +89,7 @@ export function workspaceActivities({
       if (!(await exists(workspace.dir))) {
         throw ApplicationFailure.nonRetryable(
           `the workspace of ${input.sessionId} is not on this worker`,
-          "WorkspaceMissing",
+          FailureType.workspaceMissing,
         );
       }
       try {
@@ -107,7 +111,7 @@ export function workspaceActivities({
         };
       } catch (error) {
         if (error instanceof WorkspaceTooLargeError) {
-          throw ApplicationFailure.nonRetryable(error.message, "WorkspaceTooLarge");
+          throw ApplicationFailure.nonRetryable(error.message, FailureType.workspaceTooLarge);
         }
         throw error;
       }

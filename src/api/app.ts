@@ -6,6 +6,8 @@
 import type { Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
+import type { SlackReply } from "../integrations/slack/reply";
+import { createLogger, recordLogger } from "../logging/logger";
 import type { ModelCatalog } from "../providers/models";
 import { InvalidIdError } from "../store/session-keys";
 import {
@@ -26,7 +28,6 @@ import { sessionRoutes } from "./routes/sessions";
 import { transferRoutes } from "./routes/transfer";
 import { DeliveryRefusedError, type RunClient } from "./run-client";
 import { registerSlackRoutes } from "./slack/events";
-import type { SlackReply } from "./slack/reply";
 import { type UnavailableDependency, unavailableDependency } from "./unavailable";
 
 export const API_VERSION = "0.1.0";
@@ -98,9 +99,8 @@ function methodNotAllowed(method: string, allowed: readonly string[]): Response 
   );
 }
 
-function defaultLog(record: Record<string, unknown>): void {
-  process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), ...record })}\n`);
-}
+/** JSON lines on stdout with the worker's field names (logging/logger). */
+const defaultLog = recordLogger(createLogger("api"));
 
 /** Maps any error to its problem response. Unknown errors become 500 and are logged. */
 function errorResponse(error: unknown, c: Context, deps: RouteContext): Response {

@@ -4,31 +4,25 @@
  */
 import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import type { z } from "zod";
+import { ConditionalObjects, s3HttpStatus } from "../store/conditional-objects";
 
-export function s3HttpStatus(error: unknown): number | undefined {
-  const metadata = (error as { $metadata?: { httpStatusCode?: number } } | undefined)?.$metadata;
-  return metadata?.httpStatusCode;
-}
+const JSON_CONTENT_TYPE = "application/json";
 
 export class JsonObjects {
+  private readonly conditional: ConditionalObjects;
+
   constructor(
     private readonly s3: S3Client,
     private readonly bucket: string,
     /** Key prefix (the deployment's S3 prefix), used verbatim. */
     readonly prefix: string,
-  ) {}
+  ) {
+    this.conditional = new ConditionalObjects(s3, bucket);
+  }
 
   /** Writes `value` unless an object exists at `key`: true when written. */
-  async createIfAbsent(key: string, value: unknown): Promise<boolean> {
-    try {
-      await this.put(key, value, true);
-      return true;
-    } catch (error) {
-      const status = s3HttpStatus(error);
-      // 412: an object exists. 409: a concurrent conditional write on the same key; it wins.
-      if (status === 412 || status === 409) return false;
-      throw error;
-    }
+  createIfAbsent(key: string, value: unknown): Promise<boolean> {
+    return this.conditional.createIfAbsent(key, JSON.stringify(value), JSON_CONTENT_TYPE);
   }
 
   /** The object at `key` parsed with `schema`; undefined when absent. Throws when malformed. */
@@ -45,22 +39,17 @@ export class JsonObjects {
   }
 
   async overwrite(key: string, value: unknown): Promise<void> {
-    await this.put(key, value, false);
-  }
-
-  async remove(key: string): Promise<void> {
-    await this.s3.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key }));
-  }
-
-  private async put(key: string, value: unknown, ifAbsent: boolean): Promise<void> {
     await this.s3.send(
       new PutObjectCommand({
         Bucket: this.bucket,
         Key: key,
         Body: JSON.stringify(value),
-        ContentType: "application/json",
-        ...(ifAbsent ? { IfNoneMatch: "*" } : {}),
+        ContentType: JSON_CONTENT_TYPE,
       }),
     );
+  }
+
+  async remove(key: string): Promise<void> {
+    await this.s3.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key }));
   }
 }

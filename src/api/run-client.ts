@@ -2,6 +2,7 @@
  * The client side of runs: delivering messages (starting a run when none is live), abort,
  * approvals, state and events. Used by the HTTP API, the CLI and tests.
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import {
   type Client,
   QueryNotRegisteredError,
@@ -145,7 +146,7 @@ export class RunClient {
         const refusal = refusalOf(error);
         const retry = refusal?.type === DeliveryRefusal.ended || metMaintenanceTask(error);
         if (retry && attempt < ENDED_RUN_RETRIES) {
-          await new Promise((r) => setTimeout(r, 200 * (attempt + 1)));
+          await sleep(200 * (attempt + 1));
           continue;
         }
         if (refusal) throw new DeliveryRefusedError(refusal.type ?? DeliveryRefusal.invalid, refusal.message);

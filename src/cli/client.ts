@@ -5,7 +5,9 @@
  * temporal-unavailable` retried after its `Retry-After`, and the Server-Sent Events of a run
  * read with `eventsource-parser`.
  */
+
 import { randomUUID } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 import { createParser, type EventSourceMessage } from "eventsource-parser";
 import { type ClientResponse, hc } from "hono/client";
 import type { SuccessStatusCode } from "hono/utils/http-status";
@@ -210,8 +212,4 @@ function runEventOf(message: EventSourceMessage): AgentEvent | undefined {
   }
   const seq = (data as { seq?: unknown } | undefined)?.seq;
   return typeof seq === "number" ? (data as AgentEvent) : undefined;
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }

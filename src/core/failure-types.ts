@@ -6,6 +6,8 @@
 export const FailureType = {
   /** A different entry is stored at the slot: the writer's view of the session is stale. Never retried. */
   entryConflict: "EntryConflict",
+  /** An entry that does not match the session schema; refused before anything was written. */
+  invalidSessionData: "InvalidSessionData",
   /** The entry an operation names is not in the session. */
   unknownEntry: "UnknownEntry",
   /** The model id is not in the catalog. */
@@ -14,6 +16,10 @@ export const FailureType = {
   nonRetryableLlm: "NonRetryableLlmError",
   /** Rate limit, overload, 5xx or network: retried with backoff. */
   retryableLlm: "RetryableLlmError",
+  /** The session's workspace directory is not on this worker (nothing to snapshot). */
+  workspaceMissing: "WorkspaceMissing",
+  /** The workspace exceeds the snapshot size limit. */
+  workspaceTooLarge: "WorkspaceTooLarge",
 } as const;
 
 export type FailureTypeName = (typeof FailureType)[keyof typeof FailureType];

@@ -5,14 +5,7 @@
  * are never overwritten or deleted, so a worker-local cache never needs invalidation.
  * See docs/store.md for the layout and the rules.
  */
-import {
-  GetObjectCommand,
-  HeadObjectCommand,
-  ListObjectsV2Command,
-  PutObjectCommand,
-  type S3Client,
-  S3ServiceException,
-} from "@aws-sdk/client-s3";
+import { GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, type S3Client } from "@aws-sdk/client-s3";
 import type { z } from "zod";
 import { serializeEntry, serializeSession } from "../core/session-codec";
 import {
@@ -21,6 +14,7 @@ import {
   type SessionHeader,
   SessionHeaderSchema,
 } from "../core/session-types";
+import { ConditionalObjects, readAfterConflict, s3HttpStatus } from "./conditional-objects";
 import { EntryCache } from "./entry-cache";
 import type { S3Settings } from "./s3-config";
 import {
@@ -46,17 +40,6 @@ export const DEFAULT_LIST_LIMIT = 100;
 export const MAX_LIST_LIMIT = 1000;
 /** Sessions whose read progress a store remembers (an LRU of a few numbers per session). */
 const MAX_TRACKED_SESSIONS = 10_000;
-/**
- * Attempts for a conditional create that S3 answers with 409 ConditionalRequestConflict (a
- * concurrent conditional write to the same key still in progress; S3 asks the caller to retry).
- */
-const CONDITIONAL_CONFLICT_ATTEMPTS = 5;
-/**
- * Attempts to read an object right after a conditional create was refused with 412: the winning
- * write may not be readable yet on some S3-compatible servers.
- */
-const READ_AFTER_CONFLICT_ATTEMPTS = 5;
-const RETRY_BASE_DELAY_MS = 50;
 
 const JSON_CONTENT_TYPE = "application/json";
 const JSONL_CONTENT_TYPE = "application/x-ndjson";
@@ -225,6 +208,7 @@ export class SessionStore {
   private readonly concurrency: number;
   private readonly sealChunksOnRead: boolean;
   private readonly progress = new Map<string, SessionProgress>();
+  private readonly conditional: ConditionalObjects;
 
   constructor(
     private readonly client: S3Client,
@@ -243,6 +227,7 @@ export class SessionStore {
     this.sealChunksOnRead = options.sealChunksOnRead ?? true;
     this.bucket = settings.bucket;
     this.prefix = settings.prefix;
+    this.conditional = new ConditionalObjects(client, settings.bucket);
   }
 
   /**
@@ -252,7 +237,7 @@ export class SessionStore {
   async createSession(ref: SessionRef, header: SessionHeader): Promise<CreateSessionResult> {
     const key = headerKey(this.prefix, ref);
     const written = prepareWrite(key, header, HEADER_KIND);
-    if (await this.putIfAbsent(key, written.body, JSON_CONTENT_TYPE)) {
+    if (await this.conditional.createIfAbsent(key, written.body, JSON_CONTENT_TYPE)) {
       this.cacheWritten(key, written);
       return { created: true, header };
     }
@@ -421,7 +406,8 @@ export class SessionStore {
   ): Promise<ImportResult> {
     const key = headerKey(this.prefix, ref);
     const written = prepareWrite(key, header, HEADER_KIND);
-    if (!(await this.putIfAbsent(key, written.body, JSON_CONTENT_TYPE))) throw new SessionExistsError(ref);
+    if (!(await this.conditional.createIfAbsent(key, written.body, JSON_CONTENT_TYPE)))
+      throw new SessionExistsError(ref);
     this.cacheWritten(key, written);
 
     await mapWithLimit(entries, this.concurrency, (entry, seq) => this.writeEntry(ref, seq, entry));
@@ -440,7 +426,7 @@ export class SessionStore {
   private async writeEntry(ref: SessionRef, seq: number, entry: SessionEntry): Promise<PutEntryResult> {
     const key = entryKey(this.prefix, ref, seq);
     const written = prepareWrite(key, entry, ENTRY_KIND);
-    if (await this.putIfAbsent(key, written.body, JSON_CONTENT_TYPE)) {
+    if (await this.conditional.createIfAbsent(key, written.body, JSON_CONTENT_TYPE)) {
       this.cacheWritten(key, written);
       this.extendContiguous(ref, seq);
       return { written: true, entry };
@@ -488,7 +474,7 @@ export class SessionStore {
   /** Conditional create of a chunk; an existing chunk holds the same immutable entries. */
   private async writeChunk(ref: SessionRef, first: number, entries: readonly SessionEntry[]): Promise<void> {
     const body = `${entries.map((entry) => serializeEntry(entry)).join("\n")}\n`;
-    await this.putIfAbsent(chunkKey(this.prefix, ref, first), body, JSONL_CONTENT_TYPE);
+    await this.conditional.createIfAbsent(chunkKey(this.prefix, ref, first), body, JSONL_CONTENT_TYPE);
   }
 
   /**
@@ -619,32 +605,6 @@ export class SessionStore {
 
   // --- S3 primitives ----------------------------------------------------------------------
 
-  /** Conditional create; true when written, false when an object already exists at `key`. */
-  private async putIfAbsent(key: string, body: string, contentType: string): Promise<boolean> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await this.client.send(
-          new PutObjectCommand({
-            Bucket: this.bucket,
-            Key: key,
-            Body: body,
-            ContentType: contentType,
-            IfNoneMatch: "*",
-          }),
-        );
-        return true;
-      } catch (error) {
-        const status = httpStatus(error);
-        if (status === 412) return false;
-        if (status === 409 && attempt < CONDITIONAL_CONFLICT_ATTEMPTS) {
-          await delay(RETRY_BASE_DELAY_MS * 2 ** (attempt - 1));
-          continue;
-        }
-        throw error;
-      }
-    }
-  }
-
   /** The parsed object at `key` through the cache; undefined when there is none. */
   private async readObject<T>(key: string, parse: Parse<T>): Promise<T | undefined> {
     const cached = this.cache.get<T>(key);
@@ -668,12 +628,9 @@ export class SessionStore {
 
   /** Reads an object a 412 said exists, allowing the winning write a moment to become visible. */
   private async readAfterConflict<T>(key: string, parse: Parse<T>): Promise<T> {
-    for (let attempt = 1; attempt <= READ_AFTER_CONFLICT_ATTEMPTS; attempt++) {
-      const value = await this.readObject(key, parse);
-      if (value !== undefined) return value;
-      await delay(RETRY_BASE_DELAY_MS * 2 ** (attempt - 1));
-    }
-    throw new MissingObjectError(key);
+    const value = await readAfterConflict(() => this.readObject(key, parse));
+    if (value === undefined) throw new MissingObjectError(key);
+    return value;
   }
 
   /** Caches what was just written, as parsed from the written bytes (what a reader would get). */
@@ -747,16 +704,8 @@ function parseChunk(key: string, text: string, chunkSize: number): SessionEntry[
 
 // --- helpers -------------------------------------------------------------------------------
 
-function httpStatus(error: unknown): number | undefined {
-  return error instanceof S3ServiceException ? error.$metadata?.httpStatusCode : undefined;
-}
-
 function isNotFound(error: unknown): boolean {
-  return httpStatus(error) === 404;
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
+  return s3HttpStatus(error) === 404;
 }
 
 /**

@@ -14,7 +14,8 @@
  * {prefix}tenants/{t}/sessions/{s}/markers/chat-replies/{runId}.json
  * ```
  */
-import { PutObjectCommand, type S3Client, S3ServiceException } from "@aws-sdk/client-s3";
+import type { S3Client } from "@aws-sdk/client-s3";
+import { ConditionalObjects } from "./conditional-objects";
 import type { S3Settings } from "./s3-config";
 import { assertValidRef, formatSeq, type SessionRef } from "./session-keys";
 
@@ -50,30 +51,24 @@ export function markerKey(prefix: string, ref: SessionRef, subject: MarkerSubjec
 }
 
 export class ToolCallMarkers {
+  private readonly conditional: ConditionalObjects;
+
   constructor(
-    private readonly client: S3Client,
+    client: S3Client,
     private readonly settings: S3Settings,
-  ) {}
+  ) {
+    this.conditional = new ConditionalObjects(client, settings.bucket);
+  }
 
   /**
    * Records that an attempt is about to cause `subject`'s effect. Returns false when a marker
    * was already there (an earlier attempt started it).
    */
   async markStarted(ref: SessionRef, subject: MarkerSubject, attempt: number): Promise<boolean> {
-    try {
-      await this.client.send(
-        new PutObjectCommand({
-          Bucket: this.settings.bucket,
-          Key: markerKey(this.settings.prefix, ref, subject),
-          Body: JSON.stringify({ ...subject, attempt, startedAt: new Date().toISOString() }),
-          ContentType: "application/json",
-          IfNoneMatch: "*",
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (error instanceof S3ServiceException && error.$metadata.httpStatusCode === 412) return false;
-      throw error;
-    }
+    return this.conditional.createIfAbsent(
+      markerKey(this.settings.prefix, ref, subject),
+      JSON.stringify({ ...subject, attempt, startedAt: new Date().toISOString() }),
+      "application/json",
+    );
   }
 }

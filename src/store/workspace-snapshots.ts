@@ -12,8 +12,9 @@ import { randomBytes } from "node:crypto";
 import * as fs from "node:fs/promises";
 import * as path from "node:path";
 import { gunzipSync, gzipSync } from "node:zlib";
-import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
+import { GetObjectCommand, ListObjectsV2Command, type S3Client } from "@aws-sdk/client-s3";
 import { z } from "zod";
+import { ConditionalObjects, readAfterConflict, s3HttpStatus } from "./conditional-objects";
 import type { S3Settings } from "./s3-config";
 import {
   type SessionRef,
@@ -74,14 +75,13 @@ export interface RestoreResult {
   downloadedObjects: number;
 }
 
-const httpStatus = (error: unknown): number | undefined =>
-  (error as { $metadata?: { httpStatusCode?: number } })?.$metadata?.httpStatusCode;
 const isNotFound = (error: unknown): boolean =>
-  httpStatus(error) === 404 || (error as { name?: string })?.name === "NoSuchKey";
+  s3HttpStatus(error) === 404 || (error as { name?: string })?.name === "NoSuchKey";
 
 export class WorkspaceSnapshots {
   private readonly bucket: string;
   private readonly prefix: string;
+  private readonly conditional: ConditionalObjects;
 
   constructor(
     private readonly client: S3Client,
@@ -89,6 +89,7 @@ export class WorkspaceSnapshots {
   ) {
     this.bucket = settings.bucket;
     this.prefix = settings.prefix;
+    this.conditional = new ConditionalObjects(client, settings.bucket);
   }
 
   /**
@@ -107,7 +108,7 @@ export class WorkspaceSnapshots {
     let uploadedObjects = 0;
     let uploadedBytes = 0;
     const upload = async (key: string, body: Buffer | string, contentType: string) => {
-      if (await this.putIfAbsent(key, body, contentType)) {
+      if (await this.conditional.createIfAbsent(key, body, contentType)) {
         uploadedObjects += 1;
         uploadedBytes += Buffer.byteLength(body);
       }
@@ -137,7 +138,7 @@ export class WorkspaceSnapshots {
       createdAt: new Date().toISOString(),
     };
     const body = JSON.stringify(record);
-    const written = await this.putIfAbsent(recordKey, body, "application/json");
+    const written = await this.conditional.createIfAbsent(recordKey, body, "application/json");
     if (written) {
       uploadedObjects += 1;
       uploadedBytes += Buffer.byteLength(body);
@@ -145,7 +146,7 @@ export class WorkspaceSnapshots {
     index.stored = [...stored];
     index.lastRoot = scan.root;
     await writeLocalIndex(dir, index);
-    const final = written ? record : ((await this.getRecordAt(recordKey)) ?? record);
+    const final = written ? record : ((await readAfterConflict(() => this.getRecordAt(recordKey))) ?? record);
     return {
       record: final,
       adopted: !written,
@@ -297,25 +298,6 @@ export class WorkspaceSnapshots {
       return SnapshotRecordSchema.parse(JSON.parse(text));
     } catch (error) {
       if (isNotFound(error)) return undefined;
-      throw error;
-    }
-  }
-
-  /** Conditional create; true when written, false when the object already exists. */
-  private async putIfAbsent(key: string, body: Buffer | string, contentType: string): Promise<boolean> {
-    try {
-      await this.client.send(
-        new PutObjectCommand({
-          Bucket: this.bucket,
-          Key: key,
-          Body: body,
-          ContentType: contentType,
-          IfNoneMatch: "*",
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (httpStatus(error) === 412) return false;
       throw error;
     }
   }

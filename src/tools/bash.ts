@@ -4,6 +4,7 @@ import { createWriteStream, type WriteStream } from "node:fs";
 import * as fs from "node:fs/promises";
 import * as path from "node:path";
 import { finished } from "node:stream/promises";
+import { setTimeout as sleep } from "node:timers/promises";
 import { z } from "zod";
 import { type CallCgroup, createCallCgroup } from "./cgroup";
 import { groupAlive, terminateGroup } from "./process-group";
@@ -218,7 +219,7 @@ async function runCommand(
     child.once("error", (error) => resolve({ started: false, error }));
     child.once("exit", (code, exitSignal) => resolve({ started: true, code, signal: exitSignal }));
   });
-  await Promise.race([pipesClosed, new Promise((resolve) => setTimeout(resolve, PIPE_DRAIN_MS))]);
+  await Promise.race([pipesClosed, sleep(PIPE_DRAIN_MS)]);
   child.stdout.destroy();
   child.stderr.destroy();
   clearTimeout(timer);

@@ -8,10 +8,12 @@
  * containers, cgroup v2 without delegation), the rlimits still apply; docs/tools.md says what
  * each deployment gets.
  */
+
 import { randomBytes } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
 import * as fs from "node:fs/promises";
 import * as path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 
 const CGROUP_V1_ROOT = "/sys/fs/cgroup";
 const CONTROLLERS = ["pids", "memory"] as const;
@@ -134,7 +136,7 @@ export function createCallCgroup(limits: { processes: number; memoryBytes: numbe
             break;
           } catch (error) {
             if ((error as NodeJS.ErrnoException).code === "ENOENT") break;
-            await new Promise((resolve) => setTimeout(resolve, 40));
+            await sleep(40);
           }
         }
       }

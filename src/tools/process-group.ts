@@ -2,13 +2,13 @@
  * Process-group control for commands spawned with `detached: true` (each leads its own group,
  * pgid = pid). Killing the group reaches every background child the command started.
  */
+
 import { readdirSync, readFileSync } from "node:fs";
+import { setTimeout as sleep } from "node:timers/promises";
 
 /** Time between SIGTERM and SIGKILL when stopping a command. */
 export const KILL_GRACE_MS = 2000;
 const POLL_MS = 25;
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Sends `signal` to the whole group; false when the group no longer exists. */
 export function signalGroup(pgid: number, signal: NodeJS.Signals | 0): boolean {

@@ -33,7 +33,10 @@ const WorkerEnvSchema = z.object({
   KEEL_TEMPORAL_API_KEY: z.string().optional(),
   KEEL_TASK_QUEUE: z.string().min(1).default("keel"),
   KEEL_WORKSPACE_ROOT: z.string().optional(),
-  /** A prebuilt workflow bundle (`npm run build:workflows`); bundled at start when unset. */
+  /**
+   * A prebuilt workflow bundle (`npx tsx infra/bundling/bundle-workflows.ts OUT.js`, as the
+   * Dockerfile does); bundled at start when unset.
+   */
   KEEL_WORKFLOW_BUNDLE: z.string().optional(),
   KEEL_MAX_CONCURRENT_ACTIVITIES: z.coerce.number().int().positive().default(200),
   /** On SIGTERM, in-flight activities get this long to finish before they are cancelled. */

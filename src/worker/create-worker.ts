@@ -14,7 +14,7 @@ import { createS3Client } from "../store/s3-config";
 import { WorkspaceSnapshots } from "../store/workspace-snapshots";
 import type { WorkerConfig } from "./config";
 import { log } from "./log";
-import { commonWorkerOptions, workerActivities } from "./worker-parts";
+import { commonWorkerOptions, workerActivities } from "./worker-setup";
 
 const DEFAULT_SHUTDOWN_GRACE_MS = 60_000;
 

@@ -19,7 +19,7 @@ import { createS3Client } from "../store/s3-config";
 import { workerConfigFromEnv } from "./config";
 import { log } from "./log";
 import { resolveSecretEnv } from "./secrets";
-import { commonWorkerOptions, workerActivities } from "./worker-parts";
+import { commonWorkerOptions, workerActivities } from "./worker-setup";
 
 /** The handler `runWorker` builds. */
 type LambdaWorkerHandler = ReturnType<typeof runWorker>;

@@ -1,22 +1,12 @@
-/** Structured JSON log lines on stdout; callers pass only non-secret fields. */
+/** The worker's log (JSON lines on stdout, see logging/logger) and the Temporal SDK's lines routed into it. */
 import { DefaultLogger, type LogEntry, Runtime } from "@temporalio/worker";
+import { createLogger, type LogLevel } from "../logging/logger";
 
-type Level = "info" | "warn" | "error";
+export const log = createLogger("worker");
 
-/** Field values JSON has no form for: errors by their message, bigints as decimal strings. */
-function jsonValue(_key: string, value: unknown): unknown {
-  if (value instanceof Error) return { name: value.name, message: value.message };
-  return typeof value === "bigint" ? value.toString() : value;
-}
-
-export function log(level: Level, message: string, fields: Record<string, unknown>): void {
-  const line = JSON.stringify({ time: new Date().toISOString(), level, message, ...fields }, jsonValue);
-  process.stdout.write(`${line}\n`);
-}
-
-const LEVELS: Record<LogEntry["level"], Level> = {
-  TRACE: "info",
-  DEBUG: "info",
+const LEVELS: Record<LogEntry["level"], LogLevel> = {
+  TRACE: "debug",
+  DEBUG: "debug",
   INFO: "info",
   WARN: "warn",
   ERROR: "error",

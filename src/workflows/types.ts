@@ -5,6 +5,7 @@
 import { type CompactionSettings, DEFAULT_COMPACTION_SETTINGS } from "../core/compaction-settings";
 import type { Usage } from "../core/messages";
 import type { LiveRunDeliveryMode, QueueMode } from "../core/queues";
+import type { ChatReplyTarget, SessionCursor } from "../core/run-types";
 import type { SessionRef } from "../core/session-ref";
 import type { ToolCallState } from "../core/tool-registry";
 import type { ThinkingLevel } from "../providers/types";
@@ -81,12 +82,6 @@ export interface RunSettings {
   chatReply?: ChatReplyTarget;
 }
 
-export interface ChatReplyTarget {
-  kind: "slack";
-  channel: string;
-  threadTs: string;
-}
-
 export interface RunTimeouts {
   /** An activity silent this long is presumed dead (its worker crashed) and retried. */
   heartbeatMs: number;
@@ -110,13 +105,8 @@ export const DEFAULT_RUN_SETTINGS: RunSettings = {
   hooks: [],
 };
 
+export type { ChatReplyTarget, SessionCursor } from "../core/run-types";
 export type { SessionRef } from "../core/session-ref";
-
-/** Where the next entry of a session goes: its sequence number and its parent (the leaf). */
-export interface SessionCursor {
-  nextSeq: number;
-  leafId: string | null;
-}
 
 export interface QueuedMessage {
   text: string;

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 /**
  * The chaos suite's HTTP client of the Keel API, behaving like a careful user: every POST carries
  * an Idempotency-Key and is retried with the same key while the answer is a network error, a 5xx
@@ -83,7 +84,7 @@ export class ChaosApiClient {
           `${method} ${path}: no answer within ${this.boundMs} ms (last: ${lastProblem})`,
         );
       }
-      await new Promise((resolve) => setTimeout(resolve, RETRY_DELAY_MS));
+      await sleep(RETRY_DELAY_MS);
     }
   }
 }

@@ -3,6 +3,7 @@
  * a killed primary is started again at once, one that died on its own is restarted and counted.
  * An API server that exits on its own is started again and counted (with its last log lines).
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import type { FaultEvent } from "./plan";
 import type { ChaosStack, WorkerRole } from "./stack";
 
@@ -37,7 +38,6 @@ export interface FaultPlayer {
 const WATCH_INTERVAL_MS = 1_000;
 const START_RETRY_MS = 2_000;
 const WORKER_START_BOUND_MS = 5 * 60_000;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Starts playing `faults` (in time order) now. */
 export function playFaults(stack: ChaosStack, faults: readonly FaultEvent[]): FaultPlayer {

@@ -4,6 +4,7 @@
  * abort and wait for that run too. What happened is recorded for the checks and the report; nothing here throws
  * on a misbehaving run.
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import { ApiGaveUpError, type ChaosApiClient } from "./api-client";
 import type { SessionPlan } from "./plan";
 import { FOLLOW_UP_WORD } from "./scenario";
@@ -42,8 +43,6 @@ export interface SessionRecord {
   /** `answered`: the API gave a final answer (202, or a clear refusal such as 409 no-active-run). */
   abort?: { requested: boolean; answered: boolean; detail: string };
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function describeError(error: unknown): string {
   return error instanceof Error ? error.message : String(error);

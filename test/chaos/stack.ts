@@ -5,10 +5,12 @@
  * that crashes is noticed and started again). Servers are
  * started by src/cli/devstack, as `keel dev` starts them.
  */
+
 import { createHash, randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { freePort, waitForPort } from "../../src/cli/devstack/ports";
 import { type S3DevServer, startS3DevServer } from "../../src/cli/devstack/s3-server";
 import { type ServiceProcess, startServiceProcess } from "../../src/cli/devstack/service-process";
@@ -173,7 +175,7 @@ export async function startChaosStack(): Promise<ChaosStack> {
     },
     async s3Outage(downMs) {
       await s3.process.stop();
-      await new Promise((resolve) => setTimeout(resolve, downMs));
+      await sleep(downMs);
       s3 = await startS3DevServer({ dataDir: s3Dir, bucket: BUCKET, ports: s3.ports });
     },
     async close({ keepData }) {

@@ -9,13 +9,13 @@
  * run's answer is posted to the thread later, by the worker (see reply.ts).
  */
 import { createRoute, z } from "@hono/zod-openapi";
+import { postSlackReply, type SlackReply } from "../../integrations/slack/reply";
 import { DEFAULT_RUN_SETTINGS, type SessionRef } from "../../workflows/types";
 import type { ApiApp, RouteContext } from "../app";
 import type { SlackConfig } from "../config";
 import { ProblemError } from "../problems";
 import { problemResponses } from "../routes/common";
 import { DeliveryRefusedError } from "../run-client";
-import { postSlackReply, type SlackReply } from "./reply";
 import { SLACK_SIGNATURE_HEADER, SLACK_TIMESTAMP_HEADER, verifySlackSignature } from "./signature";
 import {
   claimSlackEvent,

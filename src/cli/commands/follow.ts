@@ -1,4 +1,5 @@
 /** Following a session's latest run until it ends, across stream reconnects. */
+import { setTimeout as sleep } from "node:timers/promises";
 import type { AgentEndStatus, AgentEvent } from "../../core/events";
 import type { AgentMessage } from "../../core/messages";
 import type { ApiClient } from "../client";
@@ -109,7 +110,7 @@ export async function followRun(
         if (status) return status;
       }
       if (page.runEnded) return page.run && CLOSED_BY_FAILURE.has(page.run.status) ? "failed" : undefined;
-      await new Promise((resolve) => setTimeout(resolve, RECONNECT_DELAY_MS));
+      await sleep(RECONNECT_DELAY_MS);
     }
   } finally {
     printer.done();

@@ -1,4 +1,5 @@
 import { createServer } from "node:net";
+import { setTimeout as sleep } from "node:timers/promises";
 
 /** A TCP port on 127.0.0.1 that was free a moment ago (the OS picks it). */
 export function freePort(): Promise<number> {
@@ -36,7 +37,7 @@ export async function waitForPort(port: number, timeoutMs: number, isAlive: () =
       socket.once("error", () => done(false));
     });
     if (open) return;
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
   }
   throw new Error(`nothing listened on port ${port} within ${timeoutMs} ms`);
 }

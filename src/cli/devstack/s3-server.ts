@@ -4,6 +4,7 @@
  */
 
 import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { CreateBucketCommand, HeadBucketCommand } from "@aws-sdk/client-s3";
 import { createS3Client, type S3Settings } from "../../store/s3-config";
 import { freePorts, waitForPort } from "./ports";
@@ -154,7 +155,7 @@ async function ensureBucket(settings: S3Settings, timeoutMs: number): Promise<vo
           return;
         } catch (error) {
           if (Date.now() > deadline) throw error;
-          await new Promise((r) => setTimeout(r, 250));
+          await sleep(250);
         }
       }
     }

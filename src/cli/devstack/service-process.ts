@@ -3,8 +3,10 @@
  * detached reaper shell kills the group once the process that started it is gone, even if that
  * process was SIGKILLed (a crashed or interrupted test run).
  */
+
 import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, openSync } from "node:fs";
+import { setTimeout as sleep } from "node:timers/promises";
 
 export interface ServiceProcess {
   name: string;
@@ -76,12 +78,11 @@ export function startServiceProcess(
     async stop(graceMs = 5000) {
       if (!exited) {
         signalGroup("SIGTERM");
-        let timer: NodeJS.Timeout | undefined;
-        const graceOver = new Promise<void>((r) => {
-          timer = setTimeout(r, graceMs);
-        });
+        // The grace timer is cancelled once the process exits, so it does not hold the event loop.
+        const exitedEarly = new AbortController();
+        const graceOver = sleep(graceMs, undefined, { signal: exitedEarly.signal }).catch(() => undefined);
         await Promise.race([exitedPromise, graceOver]);
-        clearTimeout(timer);
+        exitedEarly.abort();
       }
       signalGroup("SIGKILL");
       stopReaper();

@@ -2,8 +2,10 @@
  * A Keel worker as a child process of the local stack (`node --import tsx src/worker/main.ts`),
  * in its own process group like the servers, so that stopping the stack stops it too.
  */
+
 import { closeSync, openSync, readSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { type ServiceProcess, startServiceProcess } from "./service-process";
 import { projectRoot } from "./tools";
 
@@ -62,6 +64,6 @@ export async function startWorkerProcess(options: WorkerOptions): Promise<Servic
       await worker.stop();
       throw new Error(`the worker ${reason}; see ${options.logFile}:\n${output.slice(-2_000)}`);
     }
-    await new Promise((resolve) => setTimeout(resolve, POLL_INTERVAL_MS));
+    await sleep(POLL_INTERVAL_MS);
   }
 }

@@ -8,9 +8,11 @@
  * - `POST /_scenarios` (`{name: {turns: [...], after?}}`), `POST /_faults` (`{faults: [...]}`),
  *   `DELETE /_faults`, `GET /_health`
  */
+
 import { createHash } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { setTimeout as sleep } from "node:timers/promises";
 import { z } from "zod";
 import { seededRandom } from "../../core/ids";
 import { DEFAULT_CUT_AFTER_EVENTS, FAULT_KINDS, FaultPlan, faultErrorReply } from "./faults";
@@ -107,8 +109,6 @@ class HttpError extends Error {
     super(message);
   }
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function readBody(req: IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {

@@ -1,9 +1,9 @@
 /** The Slack integration: signatures, URL verification, threads as sessions, stop word, replies. */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { postSlackReply } from "../../../src/api/slack/reply";
 import { slackSignature } from "../../../src/api/slack/signature";
 import { readSlackThread, slackSessionId } from "../../../src/api/slack/threads";
+import { postSlackReply } from "../../../src/integrations/slack/reply";
 import { eventually, messagesOf, slowEchoScenario } from "../../support/run-harness";
 import { type ApiStage, createApiStage, expectProblem } from "./api-stage";
 

@@ -3,10 +3,12 @@
  * Temporal and S3 servers, a worker process, the local LLM server): runs followed live, JSON
  * output, sessions, export/import, abort, approvals, and the exit codes scripts rely on.
  */
+
 import { createHash } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import type { Server } from "node:http";
 import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { apiConfigFromEnv } from "../../../src/api/config";
 import { type ApiRuntime, createApiRuntime } from "../../../src/api/runtime";
 import { startApiServer } from "../../../src/api/server";
@@ -353,7 +355,7 @@ test("sessions are listed most recently active first", async () => {
   const newer = uniqueName("cli-act");
   expect((await keel(["run", "one", "--session", older, "--follow"])).code).toBe(0);
   // S3 keeps LastModified to the second.
-  await new Promise((resolve) => setTimeout(resolve, 1_100));
+  await sleep(1_100);
   expect((await keel(["run", "two", "--session", newer, "--follow"])).code).toBe(0);
   const order = async () => {
     const listed = await keel(["sessions", "--json"]);
@@ -362,7 +364,7 @@ test("sessions are listed most recently active first", async () => {
     return ids.filter((id) => id === older || id === newer);
   };
   expect(await order()).toEqual([newer, older]);
-  await new Promise((resolve) => setTimeout(resolve, 1_100));
+  await sleep(1_100);
   expect((await keel(["send", older, "again", "--follow"])).code).toBe(0);
   expect(await order()).toEqual([older, newer]);
   const human = await keel(["sessions", "--limit", "1"]);

@@ -5,9 +5,11 @@
  * stack is started again on the same data folder. Prints how long that took after the restart
  * (docs/local-stack.md).
  */
+
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { DEV_API_KEY } from "../../../src/cli/dev";
 import { SCENARIO_HINT } from "../../../src/providers/local-server";
 import { testTmpDir, uniqueName } from "../../support/integration-env";
@@ -53,7 +55,7 @@ function startNpmDev(dataDir: string): NpmDev {
       while (!output.includes(text)) {
         if (child.exitCode !== null) throw new Error(`npm run dev exited:\n${output}`);
         if (Date.now() > deadline) throw new Error(`npm run dev did not print "${text}":\n${output}`);
-        await new Promise((resolve) => setTimeout(resolve, 200));
+        await sleep(200);
       }
     },
     async signal(signal) {
@@ -85,7 +87,7 @@ async function noProcessesLeft(dataDir: string): Promise<number[]> {
   const deadline = Date.now() + STOP_TIMEOUT_MS;
   let left = processesMentioning(dataDir);
   while (left.length > 0 && Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 250));
+    await sleep(250);
     left = processesMentioning(dataDir);
   }
   return left;

@@ -3,8 +3,10 @@
  * run (steered mid-run), what it prints, what it leaves in S3 and in the workspace, and a clean
  * stop on Ctrl-C with no process of the stack left behind.
  */
+
 import { mkdtempSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { DEMO_DONE_LINE, DEMO_TENANT } from "../../../src/cli/demo";
 import { LOCAL_ACCESS_KEY_ID, LOCAL_SECRET_ACCESS_KEY } from "../../../src/cli/devstack/s3-server";
 import { createS3Client } from "../../../src/store/s3-config";
@@ -121,7 +123,7 @@ test("keel dev brings the stack up, runs the steered demo, and stops without lef
   expect(dev.output()).toContain("Stopped.");
   const deadline = Date.now() + 10_000;
   while (processesMentioning(dataDir).length > 0 && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 250));
+    await sleep(250);
   }
   expect(processesMentioning(dataDir)).toEqual([]);
 });

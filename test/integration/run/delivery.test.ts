@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { DeliveryRefusedError } from "../../../src/api/run-client";
 import { INTERRUPTED_MARKER } from "../../../src/core/markers";
 import { convertToLlm } from "../../../src/core/messages";
@@ -179,9 +180,7 @@ test("messages sent around a run's completion are all delivered, to that run or 
   await stage().runs.deliver(ref, { text: "[scenario:racing] start", mode: "auto" }, stage().settings());
   for (const text of texts) {
     // Bursts and pauses: some messages land in a live run, some just after it completed.
-    await new Promise((r) =>
-      setTimeout(r, outcomes.length % 3 === 2 ? 2_500 : 30 + Math.floor(Math.random() * 150)),
-    );
+    await sleep(outcomes.length % 3 === 2 ? 2_500 : 30 + Math.floor(Math.random() * 150));
     outcomes.push((await stage().runs.deliver(ref, { text, mode: "auto" }, stage().settings())).delivery);
   }
   await eventually(async () => {

@@ -1,6 +1,7 @@
 /**
  * Each provider through its real SDK against the local wire-compatible server.
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import type { AssistantMessage, LlmContext, Message, ToolSpec } from "../../../src/core/messages";
 import { type LocalLlmServer, startLocalLlmServer } from "../../../src/providers/local-server";
 import { computeCost, resolveModel } from "../../../src/providers/models";
@@ -311,7 +312,7 @@ describe.each(APIS)("%s", (api) => {
         partial,
       );
       expect(partial.length).toBeLessThan(40);
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      await sleep(100);
       expect(server.journal()[0]?.outcome).toBe("client_closed");
     });
   });

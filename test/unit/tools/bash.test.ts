@@ -1,5 +1,6 @@
 import * as fs from "node:fs/promises";
 import * as path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { runToolCall } from "../../../src/tools";
 import type { BashDetails } from "../../../src/tools/bash";
 import { assertPassableNames, commandEnvironment, isSecretName } from "../../../src/tools/environment";
@@ -104,10 +105,10 @@ describe("bash", () => {
     const running = sandbox.run("bash", { command }, controller.signal);
     let pgid = 0;
     for (let i = 0; i < 100 && !pgid; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await sleep(20);
       pgid = Number(await fs.readFile(path.join(sandbox.workspace.dir, "pgid"), "utf8").catch(() => "0"));
     }
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await sleep(100);
     expect(groupAlive(pgid)).toBe(true);
     const started = Date.now();
     controller.abort();
@@ -135,11 +136,11 @@ describe("bash", () => {
     );
     let pgid = 0;
     for (let i = 0; i < 100 && !pgid; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await sleep(20);
       pgid = Number(await fs.readFile(pidFile, "utf8").catch(() => "0"));
     }
     expect(pgid).toBeGreaterThan(0);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await sleep(100);
     expect(groupAlive(pgid)).toBe(true);
     const started = Date.now();
     controller.abort();
@@ -158,7 +159,7 @@ describe("bash", () => {
       { command: "echo $$ > pgid; (trap '' TERM; sleep 60) & wait" },
       controller.signal,
     );
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await sleep(300);
     const pgid = Number(await fs.readFile(path.join(sandbox.workspace.dir, "pgid"), "utf8"));
     controller.abort();
     await running;

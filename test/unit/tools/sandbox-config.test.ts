@@ -1,6 +1,6 @@
 /** The worker's sandbox settings and its refusal to start without a working sandbox. */
 import { workerConfigFromEnv } from "../../../src/worker/config";
-import { checkSandbox } from "../../../src/worker/worker-parts";
+import { checkSandbox } from "../../../src/worker/worker-setup";
 
 const MIB = 1024 ** 2;
 /** The least a worker's environment needs besides the sandbox settings. */

@@ -3,6 +3,7 @@
  * The worker side is real: another tenant's workspace next to this one, secrets in the worker's
  * environment, an HTTP server and a Unix socket server on the worker's loopback.
  */
+
 import { type ChildProcess, spawn } from "node:child_process";
 import { readdirSync, readlinkSync } from "node:fs";
 import * as fs from "node:fs/promises";
@@ -10,6 +11,7 @@ import { createServer, type Server } from "node:http";
 import * as net from "node:net";
 import { networkInterfaces } from "node:os";
 import * as path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { BashDetails } from "../../../src/tools/bash";
 import { cgroupSupport, removeOrphanCgroups } from "../../../src/tools/cgroup";
 import { DEFAULT_SANDBOX_POLICY, probeSandbox, type SandboxPolicy } from "../../../src/tools/sandbox";
@@ -266,7 +268,7 @@ function processesInNamespace(pidNamespace: string): number[] {
 /** Processes left in the namespace once SIGKILLs sent at the end of a call have landed (≤ 2 s). */
 async function settledProcesses(pidNamespace: string): Promise<number[]> {
   for (let i = 0; i < 40 && processesInNamespace(pidNamespace).length > 0; i++) {
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await sleep(50);
   }
   return processesInNamespace(pidNamespace);
 }
@@ -336,7 +338,7 @@ describe("limits", () => {
     );
     let link = "";
     for (let i = 0; i < 100 && !link; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await sleep(20);
       link = await fs.readFile(path.join(sandbox.workspace.dir, "ns-abort"), "utf8").catch(() => "");
     }
     const namespace = link.trim();

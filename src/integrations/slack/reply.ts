@@ -1,7 +1,7 @@
 /**
  * Replies into a Slack thread through Slack's Web API client. The run's final answer is posted
  * by a worker activity calling `postSlackReply` with the thread stored for the session
- * (`readSlackThread` in threads.ts); the API itself posts only refusals (busy, queue full).
+ * (`readSlackThread` in src/api/slack/threads.ts); the API itself posts only refusals (busy, queue full).
  */
 import { WebClient } from "@slack/web-api";
 

@@ -1,4 +1,7 @@
-/** What every Keel worker is built from, long-running or on Lambda. */
+/**
+ * Worker setup shared by the long-running and the Lambda worker: the activities, the worker
+ * options and the tool sandbox check.
+ */
 import type { S3Client } from "@aws-sdk/client-s3";
 import { createActivities } from "../activities";
 import type { KeelActivities } from "../activities/types";

@@ -1,0 +1,85 @@
+/**
+ * Conditional S3 writes, with one behaviour for every caller (session store, tool-call markers,
+ * workspace snapshots, the API's JSON objects):
+ *
+ * - create-if-absent (`If-None-Match: *`): 412 means an object is there (false). 409
+ *   `ConditionalRequestConflict` means a concurrent conditional write on the same key is still in
+ *   flight (AWS S3 says so; SeaweedFS answers such races with 412 instead); it is retried with
+ *   backoff until the server decides, since the other write may still fail and leave the key free.
+ * - read-after-conflict: the winning write of a 412 may not be readable yet on some
+ *   S3-compatible servers; the read is retried briefly.
+ * - replace-if-match (`If-Match: <etag>`): overwrites only the version the caller read.
+ *
+ * Other S3 errors are passed on unchanged.
+ */
+import { setTimeout as sleep } from "node:timers/promises";
+import { PutObjectCommand, type PutObjectCommandInput, type S3Client } from "@aws-sdk/client-s3";
+
+/** Attempts of a conditional write that S3 answers with 409 (a concurrent write in flight). */
+const CONFLICT_ATTEMPTS = 5;
+/** Attempts to read an object a 412 said exists. */
+const READ_AFTER_CONFLICT_ATTEMPTS = 5;
+const RETRY_BASE_DELAY_MS = 50;
+
+/** The HTTP status of an S3 error, if it has one. */
+export function s3HttpStatus(error: unknown): number | undefined {
+  const metadata = (error as { $metadata?: { httpStatusCode?: number } } | undefined)?.$metadata;
+  return metadata?.httpStatusCode;
+}
+
+/** What a conditional write stores (a Buffer is a Uint8Array). */
+export type ObjectBody = string | Uint8Array;
+
+export class ConditionalObjects {
+  constructor(
+    private readonly client: S3Client,
+    private readonly bucket: string,
+  ) {}
+
+  /** Creates the object at `key` unless one exists: true when written, false when one was there. */
+  createIfAbsent(key: string, body: ObjectBody, contentType: string): Promise<boolean> {
+    return this.conditionalPut({ Key: key, Body: body, ContentType: contentType, IfNoneMatch: "*" });
+  }
+
+  /**
+   * Replaces the object at `key` if it is still the version with `etag` (as read): true when
+   * replaced, false when it changed or was removed since.
+   * Not called in production yet: the API's stale idempotency-claim takeover (api/idempotency.ts)
+   * still overwrites unconditionally, so two requests taking over one stale claim can both win;
+   * it should read the ETag with the record and replace through this.
+   */
+  replaceIfMatch(key: string, body: ObjectBody, contentType: string, etag: string): Promise<boolean> {
+    return this.conditionalPut({ Key: key, Body: body, ContentType: contentType, IfMatch: etag });
+  }
+
+  /** A put whose precondition failing (412) is an answer (false), not an error. */
+  private async conditionalPut(input: Omit<PutObjectCommandInput, "Bucket">): Promise<boolean> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.client.send(new PutObjectCommand({ ...input, Bucket: this.bucket }));
+        return true;
+      } catch (error) {
+        const status = s3HttpStatus(error);
+        if (status === 412) return false;
+        if (status === 409 && attempt < CONFLICT_ATTEMPTS) {
+          await sleep(RETRY_BASE_DELAY_MS * 2 ** (attempt - 1));
+          continue;
+        }
+        throw error;
+      }
+    }
+  }
+}
+
+/**
+ * Reads an object that a refused create said exists, giving the winning write a moment to become
+ * visible: `read` (undefined when absent) is retried with backoff; undefined if it never appears.
+ */
+export async function readAfterConflict<T>(read: () => Promise<T | undefined>): Promise<T | undefined> {
+  for (let attempt = 1; attempt <= READ_AFTER_CONFLICT_ATTEMPTS; attempt++) {
+    const value = await read();
+    if (value !== undefined) return value;
+    if (attempt < READ_AFTER_CONFLICT_ATTEMPTS) await sleep(RETRY_BASE_DELAY_MS * 2 ** (attempt - 1));
+  }
+  return undefined;
+}
