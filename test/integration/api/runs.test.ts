@@ -19,7 +19,15 @@ const send = (sessionId: string, body: Record<string, unknown>) =>
 async function userAndAssistantTexts(sessionId: string): Promise<string[]> {
   const messages = messagesOf(await api.stage.entries(refOf(sessionId)));
   return messages.map((message) => {
-    if (message.role === "user") return `user: ${typeof message.content === "string" ? message.content : ""}`;
+    if (message.role === "user") {
+      // A turn's messages share one user entry, one text block each.
+      const content = message.content;
+      const text =
+        typeof content === "string"
+          ? content
+          : content.flatMap((b) => (b.type === "text" ? [b.text] : [])).join("\n");
+      return `user: ${text}`;
+    }
     if (message.role === "assistant") {
       return `assistant: ${message.content.flatMap((b) => (b.type === "text" ? [b.text] : [])).join("")}`;
     }
@@ -103,10 +111,9 @@ test("steer, follow-up and interrupt reach the live run", async () => {
     "user: afterwards",
     "assistant: You said: afterwards",
   ]);
-  expect((await userAndAssistantTexts(steered)).filter((line) => line.startsWith("user"))).toEqual([
-    "user: [scenario:api-steer] first",
-    "user: steer me",
-  ]);
+  // The steer joins the first turn's entry when it arrives before the turn starts, or opens the next.
+  const steeredUsers = (await userAndAssistantTexts(steered)).filter((line) => line.startsWith("user"));
+  expect(steeredUsers.join("\n").replace(/user: /g, "")).toBe("[scenario:api-steer] first\nsteer me");
   expect((await userAndAssistantTexts(interrupted)).slice(-2)).toEqual([
     "user: change of plan",
     "assistant: You said: change of plan",

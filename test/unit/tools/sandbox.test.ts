@@ -377,6 +377,7 @@ describe("per-call cgroups", () => {
       path.join(parent, "keel-call-4194305-0a1b2c"),
     );
     for (const orphan of orphans) await fs.mkdir(orphan);
-    expect(removeOrphanCgroups(support.parents).sort()).toEqual(orphans.sort());
+    // Other processes on the machine may leave orphans too: ours must be among those removed.
+    expect(removeOrphanCgroups(support.parents)).toEqual(expect.arrayContaining(orphans));
   });
 });
