@@ -36,7 +36,6 @@ import {
 } from "./run/lifecycle";
 import { callModel, compactNow } from "./run/model-calls";
 import {
-  carry,
   createRunRecord,
   emit,
   newSlot,
@@ -46,6 +45,7 @@ import {
   releaseSlot,
 } from "./run/state";
 import { runTools } from "./run/tool-calls";
+import { carry } from "./run/views";
 import { ModelAttribute, RunStatusAttribute, SessionAttribute, TenantAttribute } from "./search-attributes";
 import { type RunError, type RunInput, type RunResult, sessionCwd } from "./types";
 

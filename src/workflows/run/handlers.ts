@@ -11,7 +11,8 @@ import { abortSignal, approveSignal, deliverUpdate, eventsQuery, stateQuery } fr
 import type { ApprovalDecision, DeliverRequest, DeliverResult } from "../types";
 import { validateDelivery } from "./decide";
 import type { RunContext } from "./lifecycle";
-import { callState, deliveredBefore, eventsSince, rememberDelivery, snapshot } from "./state";
+import { callState } from "./state";
+import { deliveredBefore, eventsSince, rememberDelivery, snapshot } from "./views";
 
 /** An approval as sent: `args` (the API's name) or `arguments` carry edited arguments. */
 function parseApproval(input: unknown): ApprovalDecision | undefined {

@@ -4,13 +4,7 @@
  * the same in a replay and in a unit test.
  */
 import type { EntrySlot, ToolCallSummary } from "../../activities/types";
-import {
-  type AgentEventBody,
-  appendEvent,
-  createEventBuffer,
-  type EventBuffer,
-  eventsAfter,
-} from "../../core/events";
+import { type AgentEventBody, appendEvent, createEventBuffer, type EventBuffer } from "../../core/events";
 import { makeEntryId } from "../../core/ids";
 import type { Usage } from "../../core/messages";
 import { clearQueue, createQueue, drain, type MessageQueue, type QueueMode } from "../../core/queues";
@@ -26,14 +20,11 @@ import { addUsage, emptyUsage } from "../../core/usage";
 import type { NextTurnSettings } from "../hooks";
 import type {
   ApprovalDecision,
-  CarriedState,
-  DeliverResult,
   QueuedMessage,
   RecentDelivery,
   RunError,
   RunInput,
   RunSettings,
-  RunState,
   RunStatus,
   SessionCursor,
   SessionRef,
@@ -234,67 +225,4 @@ export function openCalls(run: RunRecord): BatchCall[] {
     const state = callState(run, call.summary.id);
     return state !== undefined && !TERMINAL_TOOL_CALL_STATES.includes(state);
   });
-}
-
-/** What a continuation of this run (continue-as-new) starts from: small by construction. */
-export function carry(run: RunRecord): CarriedState {
-  if (!run.cursor) throw new Error("session not opened");
-  return {
-    cursor: run.cursor,
-    turn: run.turn,
-    next: run.next,
-    needsModel: run.needsModel,
-    contextTokens: run.contextTokens,
-    contextWindow: run.contextWindow,
-    toolCallCount: run.toolCallCount,
-    usage: run.usage,
-    steering: run.queues.steering.items,
-    followUp: run.queues.followUp.items,
-    pending: run.queues.pending.items,
-    nextEventSeq: run.events.nextSeq,
-    emptyResponses: run.emptyResponses,
-    recentDeliveries: run.recentDeliveries,
-  };
-}
-
-/** The answer already given to the delivery with this update id, if the run remembers it. */
-export function deliveredBefore(run: RunRecord, updateId: string | undefined) {
-  return updateId === undefined
-    ? undefined
-    : run.recentDeliveries.find((delivery) => delivery.updateId === updateId)?.result;
-}
-
-export function rememberDelivery(run: RunRecord, updateId: string | undefined, result: DeliverResult): void {
-  if (updateId === undefined) return;
-  run.recentDeliveries = [...run.recentDeliveries, { updateId, result }].slice(-RECENT_DELIVERIES_KEPT);
-}
-
-/** The `state` query's answer. */
-export function snapshot(run: RunRecord): RunState {
-  return {
-    status: run.status,
-    turn: run.turn,
-    toolCallCount: run.toolCallCount,
-    leafId: run.cursor?.leafId ?? null,
-    nextSeq: run.cursor?.nextSeq ?? 0,
-    usage: run.usage,
-    queues: {
-      steering: run.queues.steering.items.length,
-      followUp: run.queues.followUp.items.length,
-    },
-    pendingToolCalls: openCalls(run).map((call) => ({
-      toolCallId: call.summary.id,
-      name: call.summary.name,
-      state: callState(run, call.summary.id) ?? "pending",
-      argumentsPreview: call.summary.argumentsPreview,
-    })),
-    lastAssistantText: run.lastAssistantText.slice(0, 2_000),
-    endReason: run.endReason,
-    ...(run.error ? { error: run.error } : {}),
-    lastEventSeq: run.events.nextSeq - 1,
-  };
-}
-
-export function eventsSince(run: RunRecord, afterSeq: number) {
-  return eventsAfter(run.events, afterSeq).events;
 }

@@ -16,17 +16,16 @@ import {
   validateDelivery,
 } from "../../../src/workflows/run/decide";
 import {
-  carry,
   createRunRecord,
   moveCall,
   newSlot,
   openCalls,
   type RunRecord,
   releaseSlot,
-  snapshot,
   startBatch,
   takeAllQueued,
 } from "../../../src/workflows/run/state";
+import { carry, snapshot } from "../../../src/workflows/run/views";
 import { DEFAULT_RUN_SETTINGS, type RunSettings } from "../../../src/workflows/types";
 
 function record(settings: Partial<RunSettings> = {}): RunRecord {

@@ -1,0 +1,70 @@
+/**
+ * What the run shows and hands on: the `state` and `events` queries' answers, the state carried
+ * into a continue-as-new, and the deliveries remembered by update id. Pure, like `state.ts`.
+ */
+import { eventsAfter } from "../../core/events";
+import type { CarriedState, DeliverResult, RunState } from "../types";
+import { callState, openCalls, RECENT_DELIVERIES_KEPT, type RunRecord } from "./state";
+
+/** What a continuation of this run (continue-as-new) starts from: small by construction. */
+export function carry(run: RunRecord): CarriedState {
+  if (!run.cursor) throw new Error("session not opened");
+  return {
+    cursor: run.cursor,
+    turn: run.turn,
+    next: run.next,
+    needsModel: run.needsModel,
+    contextTokens: run.contextTokens,
+    contextWindow: run.contextWindow,
+    toolCallCount: run.toolCallCount,
+    usage: run.usage,
+    steering: run.queues.steering.items,
+    followUp: run.queues.followUp.items,
+    pending: run.queues.pending.items,
+    nextEventSeq: run.events.nextSeq,
+    emptyResponses: run.emptyResponses,
+    recentDeliveries: run.recentDeliveries,
+  };
+}
+
+/** The answer already given to the delivery with this update id, if the run remembers it. */
+export function deliveredBefore(run: RunRecord, updateId: string | undefined) {
+  return updateId === undefined
+    ? undefined
+    : run.recentDeliveries.find((delivery) => delivery.updateId === updateId)?.result;
+}
+
+export function rememberDelivery(run: RunRecord, updateId: string | undefined, result: DeliverResult): void {
+  if (updateId === undefined) return;
+  run.recentDeliveries = [...run.recentDeliveries, { updateId, result }].slice(-RECENT_DELIVERIES_KEPT);
+}
+
+/** The `state` query's answer. */
+export function snapshot(run: RunRecord): RunState {
+  return {
+    status: run.status,
+    turn: run.turn,
+    toolCallCount: run.toolCallCount,
+    leafId: run.cursor?.leafId ?? null,
+    nextSeq: run.cursor?.nextSeq ?? 0,
+    usage: run.usage,
+    queues: {
+      steering: run.queues.steering.items.length,
+      followUp: run.queues.followUp.items.length,
+    },
+    pendingToolCalls: openCalls(run).map((call) => ({
+      toolCallId: call.summary.id,
+      name: call.summary.name,
+      state: callState(run, call.summary.id) ?? "pending",
+      argumentsPreview: call.summary.argumentsPreview,
+    })),
+    lastAssistantText: run.lastAssistantText.slice(0, 2_000),
+    endReason: run.endReason,
+    ...(run.error ? { error: run.error } : {}),
+    lastEventSeq: run.events.nextSeq - 1,
+  };
+}
+
+export function eventsSince(run: RunRecord, afterSeq: number) {
+  return eventsAfter(run.events, afterSeq).events;
+}
