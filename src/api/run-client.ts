@@ -72,6 +72,12 @@ export interface DeliverOptions {
   updateId?: string;
 }
 
+/**
+ * What became of a signal to the session's run: `sent` to the open run, `not-live` (the latest
+ * execution has closed, or is a maintenance task), `no-run` (the session never had a workflow).
+ */
+export type SignalOutcome = "sent" | "not-live" | "no-run";
+
 /** How a workflow execution closed other than by returning: Temporal's own status, in API words. */
 export type ClosedByFailure = "failed" | "terminated" | "timed_out" | "canceled";
 
@@ -183,12 +189,17 @@ export class RunClient {
     }
   }
 
-  /** Asks the live run to stop. Returns false when no run is live. */
-  async abort(ref: SessionRef, reason: string): Promise<boolean> {
+  /**
+   * Asks the live run to stop. Needs no worker: the run is found through Temporal's own
+   * description and the signal is recorded by the server, so this answers while every worker is
+   * down (the run stops when one picks it up again).
+   */
+  async abort(ref: SessionRef, reason: string): Promise<SignalOutcome> {
     return this.signalLive(ref, (handle) => handle.signal(abortSignal, reason));
   }
 
-  async approve(ref: SessionRef, decision: ApprovalDecision): Promise<boolean> {
+  /** Delivers an approval decision to the live run (worker not needed, like `abort`). */
+  async approve(ref: SessionRef, decision: ApprovalDecision): Promise<SignalOutcome> {
     return this.signalLive(ref, (handle) => handle.signal(approveSignal, decision));
   }
 
@@ -254,18 +265,31 @@ export class RunClient {
     return this.client.workflow.getHandle(runWorkflowId(ref));
   }
 
+  /**
+   * Signals the session's run when Temporal describes it as an open agent run. Reads nothing
+   * from the workflow itself (no query), so it needs no live worker.
+   */
   private async signalLive(
     ref: SessionRef,
     send: (handle: ReturnType<Client["workflow"]["getHandle"]>) => Promise<void>,
-  ): Promise<boolean> {
-    const handle = this.client.workflow.getHandle(runWorkflowId(ref));
+  ): Promise<SignalOutcome> {
+    const workflowId = runWorkflowId(ref);
+    let description: Awaited<ReturnType<ReturnType<Client["workflow"]["getHandle"]>["describe"]>>;
     try {
-      const description = await handle.describe();
-      if (description.status.name !== "RUNNING") return false;
-      await send(handle);
-      return true;
+      description = await this.client.workflow.getHandle(workflowId).describe();
     } catch (error) {
-      if (error instanceof WorkflowNotFoundError) return false;
+      if (error instanceof WorkflowNotFoundError) return "no-run";
+      throw error;
+    }
+    // A maintenance task (branch, compact, label) holding the id is not a run to signal.
+    if (description.status.name !== "RUNNING" || description.type !== RUN_WORKFLOW_TYPE) return "not-live";
+    try {
+      // Pinned to the described run, so a signal never lands on a run started meanwhile.
+      await send(this.client.workflow.getHandle(workflowId, description.runId));
+      return "sent";
+    } catch (error) {
+      // It closed between the description and the signal.
+      if (error instanceof WorkflowNotFoundError) return "not-live";
       throw error;
     }
   }

@@ -37,6 +37,19 @@ export async function requireSession(deps: RouteContext, ref: SessionRef): Promi
   return { header, run };
 }
 
+/**
+ * The session's stored header; session-not-found when it has none. For routes that already know
+ * the session has no workflow, so the header alone decides whether it exists.
+ */
+export async function requireStoredSession(deps: RouteContext, ref: SessionRef): Promise<SessionHeader> {
+  try {
+    return await deps.store.getHeader(ref);
+  } catch (error) {
+    if (error instanceof SessionNotFoundError) throw new ProblemError("session-not-found");
+    throw error;
+  }
+}
+
 export const TERMINAL_RUN_STATUSES: ReadonlySet<RunState["status"]> = new Set([
   "completed",
   "aborted",
