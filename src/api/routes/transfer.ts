@@ -1,9 +1,10 @@
 /** Session data routes: entries (paged), export, import, fork, labels; branch and compact. */
 import { randomBytes, randomUUID } from "node:crypto";
 import { createRoute, z } from "@hono/zod-openapi";
-import { makeEntryId } from "../../core/ids";
+import { makeEntryId, makeUniqueEntryId } from "../../core/ids";
 import { parseSession } from "../../core/session-codec";
 import { createSessionHeader } from "../../core/session-entries";
+import { closeForkedPath } from "../../core/session-repair";
 import { indexSession, pathToRoot } from "../../core/session-tree";
 import type { LabelEntry, SessionEntry, SessionHeader } from "../../core/session-types";
 import { importWireSession } from "../../core/wire-session";
@@ -302,9 +303,16 @@ export function transferRoutes(deps: RouteContext) {
         const ref = refOf(c, sessionId);
         const { header } = await requireSession(deps, ref);
         const path = await pathTo(ref, entryId);
+        // A fork at an assistant entry with tool calls would leave them unanswered: their results
+        // (if any) are not on the path. They get error results saying they were not run here.
+        const taken = new Set(path.map((entry) => entry.id));
+        const closing = closeForkedPath(path, {
+          makeId: () => makeUniqueEntryId(secureRandom, taken),
+          now: deps.now(),
+        });
         const created = await createSession(
           ref.tenantId,
-          { header: header ?? null, entries: path },
+          { header: header ?? null, entries: [...path, ...closing] },
           sessionId,
         );
         return c.json({ ...created, parentSession: sessionId }, 201);

@@ -4,6 +4,10 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { FORKED_TOOL_RESULT_TEXT } from "../../../src/core/markers";
+import { convertToLlm } from "../../../src/core/messages";
+import { checkInvariants } from "../../../src/core/sanitize";
+import { parseSession } from "../../../src/core/session-codec";
 import { eventually, messagesOf } from "../../support/run-harness";
 import { type ApiStage, createApiStage, expectProblem } from "./api-stage";
 
@@ -152,6 +156,54 @@ test("fork makes a new session holding the root-to-entry path, with parentSessio
     404,
     "entry-not-found",
   );
+});
+
+test("fork at an assistant entry with tool calls closes them in the new session, so its export keeps the tool-call invariant", async () => {
+  api.stage.llm.addScenario("fork-tools", {
+    turns: [
+      {
+        toolCalls: [
+          { name: "ls", arguments: {} },
+          { name: "ls", arguments: { path: "." } },
+        ],
+      },
+    ],
+    after: { text: "done" },
+  });
+  const source = await finishedSession("[scenario:fork-tools] look around");
+  const { entries } = await api.stage.store.readEntries({ tenantId: api.tenants.a, sessionId: source });
+  const calling = entries.find(
+    ({ entry }) =>
+      entry.type === "message" &&
+      entry.message.role === "assistant" &&
+      entry.message.content.some((block) => block.type === "toolCall"),
+  )?.entry;
+  expect(calling).toBeDefined();
+
+  const forked = await api.call("POST", `/v1/sessions/${source}/fork`, { json: { entryId: calling!.id } });
+  expect(forked.status).toBe(201);
+  const exported = await api.call("GET", `/v1/sessions/${forked.body.sessionId}/export`);
+  const parsed = parseSession(exported.text);
+  expect(parsed.errors).toEqual([]);
+  const messages = messagesOf(parsed.entries);
+  expect(checkInvariants(convertToLlm(messages))).toEqual([]);
+  // The two calls are answered by errors saying they were not run in the fork, below the fork's entry.
+  const closing = parsed.entries.slice(parsed.entries.findIndex((entry) => entry.id === calling!.id) + 1);
+  expect(closing).toHaveLength(2);
+  expect(closing[0]!.parentId).toBe(calling!.id);
+  expect(closing.map((entry) => (entry.type === "message" ? entry.message : undefined))).toEqual([
+    expect.objectContaining({
+      role: "toolResult",
+      isError: true,
+      content: [{ type: "text", text: FORKED_TOOL_RESULT_TEXT }],
+    }),
+    expect.objectContaining({
+      role: "toolResult",
+      isError: true,
+      content: [{ type: "text", text: FORKED_TOOL_RESULT_TEXT }],
+    }),
+  ]);
+  expect(forked.body).toMatchObject({ leafId: closing[1]!.id, entryCount: parsed.entries.length });
 });
 
 test("branch moves the leaf (marker or LLM summary of the branch left) and the next message continues there", async () => {
