@@ -28,6 +28,8 @@ import type {
   BranchSessionResult,
   CompactSessionInput,
   CompactSessionResult,
+  LabelSessionInput,
+  LabelSessionResult,
 } from "../workflows/session-maintenance";
 import {
   type ApprovalDecision,
@@ -171,6 +173,11 @@ export class RunClient {
   /** Moves an idle session's leaf to `entryId`, optionally summarizing the branch left behind. */
   branch(ref: SessionRef, options: Omit<BranchSessionInput, keyof SessionRef>): Promise<BranchSessionResult> {
     return this.exclusive<BranchSessionResult>(ref, "branchSession", { ...ref, ...options });
+  }
+
+  /** Appends a label entry to an idle session (sets or clears the label of `targetId`). */
+  label(ref: SessionRef, options: Omit<LabelSessionInput, keyof SessionRef>): Promise<LabelSessionResult> {
+    return this.exclusive<LabelSessionResult>(ref, "labelSession", { ...ref, ...options });
   }
 
   /** Runs a maintenance workflow under the session's run id, so it never overlaps a run. */

@@ -23,7 +23,7 @@ import { createS3Client } from "../../../src/store/s3-config";
 import { SessionStore } from "../../../src/store/session-store";
 import { runWorkflowId } from "../../../src/workflows/types";
 import { s3Client, s3Settings, temporalNamespace } from "../../support/integration-env";
-import { eventually, messagesOf, slowEchoScenario } from "../../support/run-harness";
+import { eventually, expectIntactSession, messagesOf, slowEchoScenario } from "../../support/run-harness";
 import { type S3FaultProxy, startS3FaultProxy } from "../../support/s3-fault-proxy";
 import { runKeel } from "../cli/keel-process";
 import { type ApiStage, createApiStage, expectProblem } from "./api-stage";
@@ -214,6 +214,50 @@ describe("Idempotency-Key: a message is delivered at most once", () => {
     expectProblem(await later("POST", forkPath, request), 409, "idempotency-key-in-use");
     const stale = api.callerWith({ now: () => Date.now() + STALE_CLAIM_MS + 1_000 });
     expectProblem(await stale("POST", forkPath, request), 404, "entry-not-found");
+  });
+});
+
+describe("maintenance never races a run", () => {
+  test("a run that starts between a label's check and its write: the label is refused, the run is untouched", async () => {
+    slowEchoScenario(api.stage, "label-race", 1_000);
+    const sessionId = api.sessionId();
+    const first = await api.call("POST", messagePath(sessionId), {
+      json: { text: "[scenario:label-race] one" },
+    });
+    expect(first.status).toBe(202);
+    await api.stage.result(refOf(sessionId));
+    const [target] = await api.stage.entries(refOf(sessionId));
+
+    // The session's description (the API's "is a run live?" check) is read while idle; right
+    // after it, a run starts.
+    let raced = false;
+    const runs = runsThrough({
+      describe: async (input, next) => {
+        const output = await next(input);
+        if (!raced) {
+          raced = true;
+          await api.stage.runs.deliver(
+            refOf(sessionId),
+            { text: "[scenario:label-race] two", mode: "auto" },
+            api.stage.settings(),
+          );
+        }
+        return output;
+      },
+    });
+    const labelled = await api.callerWith({ runs: async () => runs })(
+      "POST",
+      `/v1/sessions/${sessionId}/labels`,
+      {
+        json: { entryId: target!.id, label: "raced" },
+      },
+    );
+    expect(raced).toBe(true);
+    expectProblem(labelled, 409, "run-busy");
+    expect((await api.stage.result(refOf(sessionId))).status).toBe("completed");
+    const entries = await expectIntactSession(api.stage, refOf(sessionId));
+    expect(entries.some((entry) => entry.type === "label")).toBe(false);
+    expect(await userTexts(sessionId)).toEqual(["[scenario:label-race] one", "[scenario:label-race] two"]);
   });
 });
 

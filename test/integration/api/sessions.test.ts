@@ -206,6 +206,34 @@ test("fork at an assistant entry with tool calls closes them in the new session,
   expect(forked.body).toMatchObject({ leafId: closing[1]!.id, entryCount: parsed.entries.length });
 });
 
+test("labels: set and clear a label on an idle session; unknown entries are 404", async () => {
+  const sessionId = await finishedSession("label me");
+  const ref = { tenantId: api.tenants.a, sessionId };
+  const [target] = await api.stage.entries(ref);
+  const set = await api.call("POST", `/v1/sessions/${sessionId}/labels`, {
+    json: { entryId: target!.id, label: "start" },
+  });
+  expect(set.status).toBe(201);
+  expect(set.body).toMatchObject({ sessionId, targetId: target!.id, label: "start" });
+  const cleared = await api.call("POST", `/v1/sessions/${sessionId}/labels`, {
+    json: { entryId: target!.id },
+  });
+  expect(cleared.status).toBe(201);
+  const entries = await api.stage.entries(ref);
+  expect(entries.slice(-2)).toEqual([
+    expect.objectContaining({ type: "label", id: set.body.entryId, targetId: target!.id, label: "start" }),
+    expect.objectContaining({ type: "label", id: cleared.body.entryId, parentId: set.body.entryId }),
+  ]);
+  expect(entries.at(-1)).not.toHaveProperty("label");
+  const view = await api.call("GET", `/v1/sessions/${sessionId}`);
+  expect(view.body).toMatchObject({ leafId: cleared.body.entryId, status: "idle" });
+  expectProblem(
+    await api.call("POST", `/v1/sessions/${sessionId}/labels`, { json: { entryId: "nope" } }),
+    404,
+    "entry-not-found",
+  );
+});
+
 test("branch moves the leaf (marker or LLM summary of the branch left) and the next message continues there", async () => {
   const sessionId = await finishedSession("first question");
   const ref = { tenantId: api.tenants.a, sessionId };
