@@ -234,6 +234,42 @@ test("labels: set and clear a label on an idle session; unknown entries are 404"
   );
 });
 
+test("after a branch and a compaction the session still shows its run and its events; the task shows as maintenance", async () => {
+  const sessionId = api.sessionId();
+  const started = await api.call("POST", `/v1/sessions/${sessionId}/messages`, {
+    json: { text: "remember me" },
+  });
+  expect(started.status).toBe(202);
+  await api.stage.result({ tenantId: api.tenants.a, sessionId });
+  const [first] = await api.stage.entries({ tenantId: api.tenants.a, sessionId });
+  const before = await api.call("GET", `/v1/sessions/${sessionId}/events`);
+  expect(before.body.events.length).toBeGreaterThan(0);
+
+  for (const [path, body, kind] of [
+    ["branch", { entryId: first!.id }, "branch"],
+    ["compact", {}, "compact"],
+  ] as const) {
+    const done = await api.call("POST", `/v1/sessions/${sessionId}/${path}`, { json: body });
+    expect(done.status).toBe(200);
+    // The run closed before the task started; Temporal's list of executions may lag a moment.
+    const view = await eventually(async () => {
+      const read = await api.call("GET", `/v1/sessions/${sessionId}`);
+      return read.body.run ? read : undefined;
+    });
+    expect(view.body).toMatchObject({
+      status: "idle",
+      run: { runId: started.body.runId, status: "completed" },
+      maintenance: { kind, status: "completed" },
+    });
+    const events = await api.call("GET", `/v1/sessions/${sessionId}/events`);
+    expect(events.body).toMatchObject({
+      events: before.body.events,
+      runEnded: true,
+      run: { status: "completed" },
+    });
+  }
+});
+
 test("branch moves the leaf (marker or LLM summary of the branch left) and the next message continues there", async () => {
   const sessionId = await finishedSession("first question");
   const ref = { tenantId: api.tenants.a, sessionId };
