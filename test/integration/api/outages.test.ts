@@ -1,7 +1,7 @@
 /**
- * The API while parts of the system are down: no worker (abort answers from Temporal's own
- * description), a stale or unreadable idempotency claim, the Temporal server restarting under
- * concurrent requests.
+ * The API while no worker is running: abort answers from Temporal's own description and the
+ * signal, never from a query that needs a worker. (Idempotency records under S3 faults are in
+ * faults.test.ts; a Temporal restart under concurrent requests in temporal-restart.test.ts.)
  */
 import { eventually } from "../../support/run-harness";
 import { type ApiStage, createApiStage, expectProblem } from "./api-stage";
