@@ -9,7 +9,9 @@
  * A response is never turned into an error because its record could not be saved: the request
  * has run. Messages are additionally delivered under an update id derived from the key
  * (`deliveryUpdateId`), so a request that runs again after a lost record lands on the same
- * Temporal update and is not delivered twice.
+ * Temporal update and is not delivered twice: for them the record is an optimization, and a
+ * stale (after seconds) or unreadable claim lets a retry through. Every other POST relies on the
+ * record alone (see `isTemporalDeduplicated`).
  */
 import type { MiddlewareHandler } from "hono";
 import { z } from "zod";
@@ -27,8 +29,27 @@ export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
  */
 export const IDEMPOTENCY_KEY_PATTERN = `^[!-~]([ -~]{0,${MAX_IDEMPOTENCY_KEY_LENGTH - 2}}[!-~])?$`;
 const KEY_PATTERN = new RegExp(IDEMPOTENCY_KEY_PATTERN);
-/** A claim older than this belongs to a request that died; a retry may take it over. */
+/**
+ * A pending claim older than this belongs to a request that died (or whose final write was lost);
+ * a retry may take it over. Routes that rely on the record alone wait long, so a slow first
+ * request (an LLM summary) is not run a second time beside itself.
+ */
 export const STALE_CLAIM_MS = 5 * 60_000;
+/**
+ * The lease of a claim on a route Temporal deduplicates (messages): seconds, since a retry that
+ * runs again lands on the first delivery's update and is answered with its result.
+ */
+export const DEDUPLICATED_CLAIM_LEASE_MS = 10_000;
+/**
+ * Routes whose effect Temporal itself deduplicates by an id derived from tenant + key
+ * (`deliveryUpdateId`): the record only saves the round trip, so a stale or unreadable claim lets
+ * a retry through instead of refusing it. Every other POST relies on the record alone.
+ */
+const TEMPORAL_DEDUPLICATED_PATH = /^\/v1\/sessions\/[^/]+\/messages$/;
+
+export function isTemporalDeduplicated(method: string, path: string): boolean {
+  return method === "POST" && TEMPORAL_DEDUPLICATED_PATH.test(path);
+}
 /** Claim attempts when the record vanishes between a failed create and the read. */
 const CLAIM_ATTEMPTS = 3;
 
@@ -77,19 +98,29 @@ function validateKey(idempotencyKey: string): void {
 const inUse = (detail: string) =>
   new ProblemError("idempotency-key-in-use", detail, {}, { "retry-after": "1" });
 
+/** How a request stands towards its key's record after claiming it. */
+type Claim =
+  /** The request holds the record: it runs and stores its answer. */
+  | { kind: "claimed" }
+  /** Answered before: the stored answer is replayed. */
+  | { kind: "answered"; record: DoneRecord }
+  /** The record could not be read or written; the route is deduplicated by Temporal, so it runs without one. */
+  | { kind: "unrecorded"; error: unknown };
+
 /**
- * Claims `key` for a request with `requestHash`. Returns the stored record when the request was
- * answered before; throws the matching problem when the key is held by another request.
+ * Claims `key` for a request with `requestHash`. Throws the matching problem when the key is held
+ * by another request (a pending claim younger than `leaseMs`) or was used with another body.
  */
 async function claim(
   objects: JsonObjects,
   key: string,
   requestHash: string,
   now: () => number,
-): Promise<DoneRecord | undefined> {
+  leaseMs: number,
+): Promise<Claim> {
   const pending: IdempotencyRecord = { state: "pending", requestHash, startedAt: now() };
   for (let attempt = 1; attempt <= CLAIM_ATTEMPTS; attempt++) {
-    if (await objects.createIfAbsent(key, pending)) return undefined;
+    if (await objects.createIfAbsent(key, pending)) return { kind: "claimed" };
     const existing = await objects.read(key, IdempotencyRecordSchema);
     if (existing === undefined) continue;
     if (existing.requestHash !== requestHash) {
@@ -98,15 +129,33 @@ async function claim(
         "This Idempotency-Key was first used with a different request body.",
       );
     }
-    if (existing.state === "done") return existing;
-    if (now() - existing.startedAt < STALE_CLAIM_MS) {
+    if (existing.state === "done") return { kind: "answered", record: existing };
+    if (now() - existing.startedAt < leaseMs) {
       throw inUse("The first request with this Idempotency-Key has not finished yet.");
     }
-    // The request that claimed the key died long ago: take its claim over.
+    // The request that claimed the key died, or its answer was never recorded: take its claim over.
     await objects.overwrite(key, pending);
-    return undefined;
+    return { kind: "claimed" };
   }
   throw inUse("The Idempotency-Key record is changing; retry.");
+}
+
+/**
+ * `claim` for a route Temporal deduplicates: a record that cannot be read or written (S3 down, a
+ * malformed object) does not stop the request, which runs without one.
+ */
+async function claimDeduplicated(
+  objects: JsonObjects,
+  key: string,
+  requestHash: string,
+  now: () => number,
+): Promise<Claim> {
+  try {
+    return await claim(objects, key, requestHash, now, DEDUPLICATED_CLAIM_LEASE_MS);
+  } catch (error) {
+    if (error instanceof ProblemError) throw error;
+    return { kind: "unrecorded", error };
+  }
 }
 
 /**
@@ -127,12 +176,25 @@ export function idempotency(
     const requestHash = sha256Hex(Buffer.concat([Buffer.from(`${c.req.method} ${path}\n`), body]));
     const key = idempotencyRecordKey(objects.prefix, c.get("tenantId"), idempotencyKey, c.req.method, path);
 
-    const answered = await claim(objects, key, requestHash, now);
-    if (answered) {
-      return new Response(answered.body, {
-        status: answered.status,
-        headers: { "content-type": answered.contentType, [REPLAYED_HEADER]: "true" },
+    const claimed = isTemporalDeduplicated(c.req.method, path)
+      ? await claimDeduplicated(objects, key, requestHash, now)
+      : await claim(objects, key, requestHash, now, STALE_CLAIM_MS);
+    if (claimed.kind === "answered") {
+      const { record } = claimed;
+      return new Response(record.body, {
+        status: record.status,
+        headers: { "content-type": record.contentType, [REPLAYED_HEADER]: "true" },
       });
+    }
+    if (claimed.kind === "unrecorded") {
+      log({
+        level: "warn",
+        msg: "idempotency record unavailable; Temporal deduplicates the delivery",
+        method: c.req.method,
+        path,
+        error: String(claimed.error),
+      });
+      return next();
     }
     await next();
     const response = c.res;
@@ -151,7 +213,8 @@ export function idempotency(
       } satisfies IdempotencyRecord);
     } catch (error) {
       // The request ran and its answer stands. The claim stays pending: retries get 409 until it
-      // is stale, then run again (a message then meets its first delivery's Temporal update).
+      // is stale (seconds for messages, which then meet their first delivery's Temporal update;
+      // STALE_CLAIM_MS for the routes that rely on the record alone), then run again.
       log({
         level: "warn",
         msg: "idempotency record not saved",

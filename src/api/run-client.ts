@@ -29,6 +29,8 @@ import type {
   BranchSessionResult,
   CompactSessionInput,
   CompactSessionResult,
+  LabelSessionInput,
+  LabelSessionResult,
 } from "../workflows/session-maintenance";
 import {
   type ApprovalDecision,
@@ -73,6 +75,12 @@ export interface DeliverOptions {
   updateId?: string;
 }
 
+/**
+ * What became of a signal to the session's run: `sent` to the open run, `not-live` (the latest
+ * execution has closed, or is a maintenance task), `no-run` (the session never had a workflow).
+ */
+export type SignalOutcome = "sent" | "not-live" | "no-run";
+
 /** How a workflow execution closed other than by returning: Temporal's own status, in API words. */
 export type ClosedByFailure = "failed" | "terminated" | "timed_out" | "canceled";
 
@@ -90,6 +98,30 @@ export interface LatestRun {
   /** Set when Temporal reports the execution closed by failure, termination, timeout or cancel. */
   failure?: RunFailure;
 }
+
+/** The maintenance workflows that run under a session's run id, by workflow type. */
+const MAINTENANCE_KINDS = {
+  branchSession: "branch",
+  compactSession: "compact",
+  labelSession: "label",
+} as const;
+export type MaintenanceKind = (typeof MAINTENANCE_KINDS)[keyof typeof MAINTENANCE_KINDS];
+
+/** A maintenance task (branch, compact, label): the session's latest execution when it is not a run. */
+export interface MaintenanceTask {
+  kind: MaintenanceKind;
+  /** Temporal's status of the task's execution, lower case: running, completed, failed, … */
+  status: string;
+}
+
+/** What the session's workflow id holds: its newest agent run, and the maintenance task after it. */
+export interface SessionExecutions {
+  run?: LatestRun;
+  /** Set when the latest execution is a maintenance task rather than the run. */
+  maintenance?: MaintenanceTask;
+}
+
+type Description = Awaited<ReturnType<ReturnType<Client["workflow"]["getHandle"]>["describe"]>>;
 
 const CLOSED_BY_FAILURE: Partial<Record<string, ClosedByFailure>> = {
   FAILED: "failed",
@@ -168,6 +200,11 @@ export class RunClient {
     return this.exclusive<BranchSessionResult>(ref, "branchSession", { ...ref, ...options });
   }
 
+  /** Appends a label entry to an idle session (sets or clears the label of `targetId`). */
+  label(ref: SessionRef, options: Omit<LabelSessionInput, keyof SessionRef>): Promise<LabelSessionResult> {
+    return this.exclusive<LabelSessionResult>(ref, "labelSession", { ...ref, ...options });
+  }
+
   /** Runs a maintenance workflow under the session's run id, so it never overlaps a run. */
   private async exclusive<R>(ref: SessionRef, workflowType: string, input: unknown): Promise<R> {
     try {
@@ -184,50 +221,108 @@ export class RunClient {
     }
   }
 
-  /** Asks the live run to stop. Returns false when no run is live. */
-  async abort(ref: SessionRef, reason: string): Promise<boolean> {
+  /**
+   * Asks the live run to stop. Needs no worker: the run is found through Temporal's own
+   * description and the signal is recorded by the server, so this answers while every worker is
+   * down (the run stops when one picks it up again).
+   */
+  async abort(ref: SessionRef, reason: string): Promise<SignalOutcome> {
     return this.signalLive(ref, (handle) => handle.signal(abortSignal, reason));
   }
 
-  async approve(ref: SessionRef, decision: ApprovalDecision): Promise<boolean> {
+  /** Delivers an approval decision to the live run (worker not needed, like `abort`). */
+  async approve(ref: SessionRef, decision: ApprovalDecision): Promise<SignalOutcome> {
     return this.signalLive(ref, (handle) => handle.signal(approveSignal, decision));
   }
 
   /**
    * The run's own state query (what the workflow last said of itself); undefined when the session
-   * never had a run or its latest execution was a maintenance task. Says nothing of a workflow
-   * that failed or was terminated: `latestRun` does.
+   * never had a run. Says nothing of a workflow that failed or was terminated: `latestRun` does.
    */
   async state(ref: SessionRef): Promise<RunState | undefined> {
+    const runId = await this.newestRunId(ref);
+    if (runId === undefined) return undefined;
+    return this.pinned(ref, runId).query(stateQuery);
+  }
+
+  /**
+   * The session's newest agent run: Temporal's description (run id, open or closed and how) plus
+   * the run's state query. Undefined when the session never had a run. A maintenance task that
+   * ran after it (branch, compact, label) does not hide it. A run whose workflow failed, was
+   * terminated, timed out or was canceled carries `failure`, whatever its last state said: such a
+   * workflow never recorded its end itself.
+   */
+  async latestRun(ref: SessionRef): Promise<LatestRun | undefined> {
+    return (await this.executions(ref)).run;
+  }
+
+  /** The session's newest agent run and, when a maintenance task ran after it, that task. */
+  async executions(ref: SessionRef): Promise<SessionExecutions> {
+    const latest = await this.describeLatest(ref);
+    if (latest === undefined) return {};
+    if (latest.type === RUN_WORKFLOW_TYPE) return { run: await this.runOf(ref, latest) };
+    const kind = MAINTENANCE_KINDS[latest.type as keyof typeof MAINTENANCE_KINDS];
+    const maintenance = kind ? { kind, status: latest.status.name.toLowerCase() } : undefined;
+    const runId = await this.newestRunIdListed(ref);
+    const run =
+      runId !== undefined ? await this.runOf(ref, await this.pinned(ref, runId).describe()) : undefined;
+    return { ...(run ? { run } : {}), ...(maintenance ? { maintenance } : {}) };
+  }
+
+  /** Events of the session's newest agent run after `afterSeq` (none when it never had a run). */
+  async events(ref: SessionRef, afterSeq: number): Promise<AgentEvent[]> {
+    const runId = await this.newestRunId(ref);
+    if (runId === undefined) return [];
     try {
-      return await this.client.workflow.getHandle(runWorkflowId(ref)).query(stateQuery);
+      return await this.pinned(ref, runId).query(eventsQuery, afterSeq);
     } catch (error) {
-      if (error instanceof WorkflowNotFoundError || error instanceof QueryNotRegisteredError)
-        return undefined;
+      if (error instanceof QueryNotRegisteredError) return [];
       throw error;
     }
   }
 
-  /**
-   * The session's latest run: Temporal's description (run id, open or closed and how) plus the
-   * run's state query. Undefined when the session never had a run, or when its latest execution
-   * was a maintenance task (branch, compact). A run whose workflow failed, was terminated, timed
-   * out or was canceled carries `failure`, whatever its last state said: such a workflow never
-   * recorded its end itself.
-   */
-  async latestRun(ref: SessionRef): Promise<LatestRun | undefined> {
-    const handle = this.client.workflow.getHandle(runWorkflowId(ref));
-    let description: Awaited<ReturnType<typeof handle.describe>>;
+  handle(ref: SessionRef) {
+    return this.client.workflow.getHandle(runWorkflowId(ref));
+  }
+
+  /** Temporal's description of the latest execution under the session's workflow id, if any. */
+  private async describeLatest(ref: SessionRef): Promise<Description | undefined> {
     try {
-      description = await handle.describe();
+      return await this.client.workflow.getHandle(runWorkflowId(ref)).describe();
     } catch (error) {
       if (error instanceof WorkflowNotFoundError) return undefined;
       throw error;
     }
-    if (description.type !== RUN_WORKFLOW_TYPE) return undefined;
+  }
+
+  /** The run id of the session's newest agent run: the latest execution, or listed behind a maintenance task. */
+  private async newestRunId(ref: SessionRef): Promise<string | undefined> {
+    const latest = await this.describeLatest(ref);
+    if (latest === undefined) return undefined;
+    return latest.type === RUN_WORKFLOW_TYPE ? latest.runId : this.newestRunIdListed(ref);
+  }
+
+  /**
+   * The newest agent run under the session's workflow id, from Temporal's visibility store (runs
+   * never overlap, and the list puts an open execution first, then the most recently closed). A
+   * run that closed an instant ago may not be listed yet (visibility is eventually consistent).
+   */
+  private async newestRunIdListed(ref: SessionRef): Promise<string | undefined> {
+    const query = `WorkflowId = "${runWorkflowId(ref)}" AND WorkflowType = "${RUN_WORKFLOW_TYPE}"`;
+    for await (const execution of this.client.workflow.list({ query, pageSize: 1 })) return execution.runId;
+    return undefined;
+  }
+
+  /** A handle on one execution (never following to a newer one). */
+  private pinned(ref: SessionRef, runId: string) {
+    return this.client.workflow.getHandle(runWorkflowId(ref), runId, { followRuns: false });
+  }
+
+  /** The run described by `description`: its state query and, when it closed by failure, how. */
+  private async runOf(ref: SessionRef, description: Description): Promise<LatestRun> {
     const closedBy = CLOSED_BY_FAILURE[description.status.name];
     // Pinned to the described run: a new run may start meanwhile, and its result is not this one's.
-    const run = this.client.workflow.getHandle(handle.workflowId, description.runId, { followRuns: false });
+    const run = this.pinned(ref, description.runId);
     const queried = run.query(stateQuery).catch((error: unknown) => {
       // A closed execution answers queries only through a worker replaying it; its failure is
       // what matters then, so a state that cannot be read is left out.
@@ -242,31 +337,31 @@ export class RunClient {
     };
   }
 
-  async events(ref: SessionRef, afterSeq: number): Promise<AgentEvent[]> {
-    try {
-      return await this.client.workflow.getHandle(runWorkflowId(ref)).query(eventsQuery, afterSeq);
-    } catch (error) {
-      if (error instanceof WorkflowNotFoundError || error instanceof QueryNotRegisteredError) return [];
-      throw error;
-    }
-  }
-
-  handle(ref: SessionRef) {
-    return this.client.workflow.getHandle(runWorkflowId(ref));
-  }
-
+  /**
+   * Signals the session's run when Temporal describes it as an open agent run. Reads nothing
+   * from the workflow itself (no query), so it needs no live worker.
+   */
   private async signalLive(
     ref: SessionRef,
     send: (handle: ReturnType<Client["workflow"]["getHandle"]>) => Promise<void>,
-  ): Promise<boolean> {
-    const handle = this.client.workflow.getHandle(runWorkflowId(ref));
+  ): Promise<SignalOutcome> {
+    const workflowId = runWorkflowId(ref);
+    let description: Awaited<ReturnType<ReturnType<Client["workflow"]["getHandle"]>["describe"]>>;
     try {
-      const description = await handle.describe();
-      if (description.status.name !== "RUNNING") return false;
-      await send(handle);
-      return true;
+      description = await this.client.workflow.getHandle(workflowId).describe();
     } catch (error) {
-      if (error instanceof WorkflowNotFoundError) return false;
+      if (error instanceof WorkflowNotFoundError) return "no-run";
+      throw error;
+    }
+    // A maintenance task (branch, compact, label) holding the id is not a run to signal.
+    if (description.status.name !== "RUNNING" || description.type !== RUN_WORKFLOW_TYPE) return "not-live";
+    try {
+      // Pinned to the described run, so a signal never lands on a run started meanwhile.
+      await send(this.client.workflow.getHandle(workflowId, description.runId));
+      return "sent";
+    } catch (error) {
+      // It closed between the description and the signal.
+      if (error instanceof WorkflowNotFoundError) return "not-live";
       throw error;
     }
   }

@@ -342,6 +342,15 @@ export const SessionViewSchema = z
         endReason: z.string().optional(),
       })
       .optional(),
+    maintenance: z
+      .object({
+        kind: z.enum(["branch", "compact", "label"]),
+        status: z
+          .string()
+          .openapi({ description: "Temporal's status of the task: running, completed, failed, …" }),
+      })
+      .optional()
+      .openapi({ description: "The maintenance task that ran after the latest run, when one did" }),
     entryCount: z.number().int(),
     leafId: z.string().nullable(),
     parentSession: z.string().optional(),

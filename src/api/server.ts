@@ -52,7 +52,46 @@ export function startApiServer(app: ApiApp, port: number): Promise<{ server: Ser
   });
 }
 
+/**
+ * True for an error raised by the Temporal client's own machinery outside any request (a gRPC
+ * retry timer firing on a closed channel, a stream callback): it belongs to no request, and the
+ * requests it affected have been answered with their own errors.
+ */
+export function isTemporalClientError(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  if (error.message.includes("Channel has been shut down")) return true;
+  return /[\\/]node_modules[\\/](@grpc[\\/]grpc-js|@temporalio[\\/]client)[\\/]/.test(error.stack ?? "");
+}
+
+/**
+ * The process-level safety net: an error from the Temporal client that escaped every request is
+ * logged and the server keeps serving. Anything else is a bug whose state is unknown: logged, and
+ * the process exits (as Node would).
+ */
+export function installSafetyNet(log: (record: Record<string, unknown>) => void): void {
+  const handle = (kind: string) => (error: unknown) => {
+    const detail = error instanceof Error ? (error.stack ?? error.message) : String(error);
+    if (isTemporalClientError(error)) {
+      log({
+        level: "warn",
+        msg: `temporal client error outside a request (${kind}); still serving`,
+        error: detail,
+      });
+      return;
+    }
+    log({ level: "error", msg: `${kind}; exiting`, error: detail });
+    process.exit(1);
+  };
+  process.on("uncaughtException", handle("uncaught exception"));
+  process.on("unhandledRejection", handle("unhandled rejection"));
+}
+
+function logLine(record: Record<string, unknown>): void {
+  process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), ...record })}\n`);
+}
+
 async function main(): Promise<void> {
+  installSafetyNet(logLine);
   const config = apiConfigFromEnv();
   const runtime = createApiRuntime(config);
   const { server, port } = await startApiServer(runtime.app, config.port);

@@ -45,8 +45,24 @@ export function isConnectionFailure(error: unknown): boolean {
   return false;
 }
 
+/** One Temporal connection and the calls in flight on it. */
+interface LiveConnection {
+  connection: Connection;
+  /** The run client; every call through it is counted in `inFlight`. */
+  runs: RunClient;
+  inFlight: number;
+  /** Replaced after a failure: closed as soon as no call is in flight on it. */
+  retired: boolean;
+}
+
+/**
+ * The API's run client over a lazily made connection. After a connection failure the connection
+ * is replaced for new requests, and the old one is closed only once no call is in flight on it:
+ * closing a gRPC channel under a call that is waiting in the client's retry timer makes that
+ * timer throw ("Channel has been shut down") outside any request, which would crash the process.
+ */
 export class LazyRunClient {
-  private current: Promise<{ connection: Connection; runs: RunClient }> | undefined;
+  private current: Promise<LiveConnection> | undefined;
 
   constructor(
     private readonly settings: TemporalSettings,
@@ -65,13 +81,19 @@ export class LazyRunClient {
     }
   }
 
-  /** Drops the connection when `error` says it failed; the next `get()` reconnects. */
+  /**
+   * Replaces the connection when `error` says it failed: the next `get()` reconnects; the old
+   * connection is closed once the calls still running on it have settled.
+   */
   reportFailure(error: unknown): void {
     if (!this.current || !isConnectionFailure(error)) return;
     const stale = this.current;
     this.current = undefined;
     void stale.then(
-      ({ connection }) => connection.close().catch(() => undefined),
+      (live) => {
+        live.retired = true;
+        closeWhenIdle(live);
+      },
       () => undefined,
     );
   }
@@ -82,7 +104,7 @@ export class LazyRunClient {
     if (current) await (await current).connection.close();
   }
 
-  private async connect() {
+  private async connect(): Promise<LiveConnection> {
     const connection = await Connection.connect({
       address: this.settings.address,
       ...(this.settings.apiKey ? { tls: true, apiKey: this.settings.apiKey } : {}),
@@ -94,6 +116,40 @@ export class LazyRunClient {
       namespace: this.settings.namespace,
       ...(this.dataConverter ? { dataConverter: this.dataConverter } : {}),
     });
-    return { connection, runs: new RunClient(client, this.taskQueue) };
+    const live: LiveConnection = {
+      connection,
+      runs: new RunClient(client, this.taskQueue),
+      inFlight: 0,
+      retired: false,
+    };
+    live.runs = countingCalls(live);
+    return live;
   }
+}
+
+function closeWhenIdle(live: LiveConnection): void {
+  if (live.retired && live.inFlight === 0) void live.connection.close().catch(() => undefined);
+}
+
+/**
+ * `live.runs` with every method call that returns a promise counted in `live.inFlight` until it
+ * settles (the gRPC calls and their retry timers all run inside those promises).
+ */
+function countingCalls(live: LiveConnection): RunClient {
+  const target = live.runs;
+  return new Proxy(target, {
+    get(object, property, receiver) {
+      const value: unknown = Reflect.get(object, property, receiver);
+      if (typeof value !== "function") return value;
+      return (...args: unknown[]) => {
+        const result: unknown = value.apply(object, args);
+        if (!(result instanceof Promise)) return result;
+        live.inFlight += 1;
+        return result.finally(() => {
+          live.inFlight -= 1;
+          closeWhenIdle(live);
+        });
+      };
+    },
+  });
 }

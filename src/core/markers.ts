@@ -26,5 +26,9 @@ export const UNKNOWN_OUTCOME_TEXT =
 export const UNFINISHED_TOOL_RESULT_TEXT =
   "No result was recorded for this tool call: the run ended before it reported back. It may or " +
   "may not have taken effect; check the workspace before running it again.";
+/** Result of a tool call a fork cut off: the new session holds the call but not its run. */
+export const FORKED_TOOL_RESULT_TEXT =
+  "This tool call was not run in this session: it was forked from another session at the call, " +
+  "before its result. Call the tool again if its result is still needed.";
 /** Error text of the assistant entry written when a run ended before the model answered. */
 export const UNANSWERED_TURN_TEXT = "the run ended before the model answered";

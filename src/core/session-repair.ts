@@ -10,7 +10,12 @@
  * holds an entry, every parent id names an earlier entry, the leaf path's last tool calls each
  * have a result right after their assistant message, and the leaf is not a user message.
  */
-import { FAILED_MARKER, UNANSWERED_TURN_TEXT, UNFINISHED_TOOL_RESULT_TEXT } from "./markers";
+import {
+  FAILED_MARKER,
+  FORKED_TOOL_RESULT_TEXT,
+  UNANSWERED_TURN_TEXT,
+  UNFINISHED_TOOL_RESULT_TEXT,
+} from "./markers";
 import type { AssistantMessage, ToolCallBlock, ToolResultMessage } from "./messages";
 import { createCustomEntry, createMessageEntry, type EntryPlacement } from "./session-entries";
 import type { SessionEntry } from "./session-types";
@@ -60,7 +65,7 @@ export function planSessionRepair(stored: readonly SeqEntry[], sources: RepairSo
     add(
       seq,
       call
-        ? createMessageEntry(place(seq, id), unfinishedResult(call, sources.now))
+        ? createMessageEntry(place(seq, id), errorResult(call, UNFINISHED_TOOL_RESULT_TEXT, sources.now))
         : createCustomEntry(place(seq, id), GAP_ENTRY_TYPE, {
             reason: "no entry was stored at this position",
           }),
@@ -71,12 +76,31 @@ export function planSessionRepair(stored: readonly SeqEntry[], sources: RepairSo
   const leaf = bySeq.get(highest);
   if (!leaf) return writes;
   for (const call of unansweredCallsAtEnd(bySeq, highest)) {
-    add(next, createMessageEntry(place(next, sources.makeId()), unfinishedResult(call, sources.now)));
+    const result = errorResult(call, UNFINISHED_TOOL_RESULT_TEXT, sources.now);
+    add(next, createMessageEntry(place(next, sources.makeId()), result));
     next += 1;
   }
   const last = bySeq.get(next - 1);
   if (last?.type === "message" && last.message.role === "user") {
     add(next, createMessageEntry(place(next, sources.makeId()), unansweredTurn(sources.now)));
+  }
+  return writes;
+}
+
+/**
+ * The entries that close a forked path (root → the fork's entry, in order): when the path ends in
+ * an assistant entry's tool calls (the entry itself, or it and some of its results), an error
+ * result for each call without one, saying it was not run in the fork, chained below the path's
+ * last entry. Empty when no call is open.
+ */
+export function closeForkedPath(path: readonly SessionEntry[], sources: RepairSources): SessionEntry[] {
+  const bySeq = new Map(path.map((entry, index) => [index, entry]));
+  const writes: SessionEntry[] = [];
+  let parentId = path.at(-1)?.id ?? null;
+  for (const call of unansweredCallsAtEnd(bySeq, path.length - 1)) {
+    const placement = { id: sources.makeId(), parentId, timestamp: new Date(sources.now).toISOString() };
+    writes.push(createMessageEntry(placement, errorResult(call, FORKED_TOOL_RESULT_TEXT, sources.now)));
+    parentId = placement.id;
   }
   return writes;
 }
@@ -116,12 +140,12 @@ function toolCallsIn(message: AssistantMessage): ToolCallBlock[] {
   return message.content.filter((block): block is ToolCallBlock => block.type === "toolCall");
 }
 
-function unfinishedResult(call: ToolCallBlock, timestamp: number): ToolResultMessage {
+function errorResult(call: ToolCallBlock, text: string, timestamp: number): ToolResultMessage {
   return {
     role: "toolResult",
     toolCallId: call.id,
     toolName: call.name,
-    content: [{ type: "text", text: UNFINISHED_TOOL_RESULT_TEXT }],
+    content: [{ type: "text", text }],
     isError: true,
     timestamp,
   };

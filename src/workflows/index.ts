@@ -1,3 +1,3 @@
 /** Workflow code registered with workers (the workflow bundle's entry point). */
 export { agentRun } from "./agent-run";
-export { branchSession, compactSession } from "./session-maintenance";
+export { branchSession, compactSession, labelSession } from "./session-maintenance";

@@ -1,11 +1,12 @@
 /**
- * Short workflows that change a session while no run is live: compaction and branching. They use
- * the session's run workflow id, so Temporal itself keeps them and runs from overlapping.
+ * Short workflows that change a session while no run is live: compaction, branching and labels.
+ * They use the session's run workflow id, so Temporal itself keeps them and runs from overlapping.
  */
 import { patched, proxyActivities } from "@temporalio/workflow";
 import type { EntrySlot, KeelActivities } from "../activities/types";
 import { FailureType } from "../core/failure-types";
 import { makeEntryId } from "../core/ids";
+import { createLabelEntry } from "../core/session-entries";
 import { claim, snapshotActivities } from "./run/activity-options";
 import { DEFAULT_RUN_SETTINGS, type SessionRef, sessionCwd } from "./types";
 
@@ -103,4 +104,26 @@ export async function branchSession(input: BranchSessionInput): Promise<BranchSe
     }
   }
   return { leafId: result.entryId, summarized: result.summarized };
+}
+
+export interface LabelSessionInput extends SessionRef {
+  /** The entry the label names (the caller checked that the session has it). */
+  targetId: string;
+  /** The label; absent clears the entry's label. */
+  label?: string;
+}
+
+export interface LabelSessionResult {
+  /** The label entry: the session's new leaf. */
+  entryId: string;
+}
+
+/** Appends a label entry at the slot after the session's leaf (a retry adopts the stored entry). */
+export async function labelSession(input: LabelSessionInput): Promise<LabelSessionResult> {
+  const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
+  const { slot } = await slotAtEnd(ref);
+  const { seq, ...placement } = slot;
+  const entry = createLabelEntry(placement, input.targetId, input.label);
+  await activities.appendEntries({ ...ref, writes: [{ seq, entry }] });
+  return { entryId: slot.id };
 }

@@ -7,7 +7,7 @@ import type { RouteContext } from "../app";
 import type { TenantVariables } from "../auth";
 import { IDEMPOTENCY_KEY_PATTERN, MAX_IDEMPOTENCY_KEY_LENGTH } from "../idempotency";
 import { ProblemError } from "../problems";
-import type { LatestRun } from "../run-client";
+import type { LatestRun, MaintenanceTask } from "../run-client";
 import { ProblemSchema } from "../schemas";
 
 export function refOf(c: Context<{ Variables: TenantVariables }>, sessionId: string): SessionRef {
@@ -16,7 +16,10 @@ export function refOf(c: Context<{ Variables: TenantVariables }>, sessionId: str
 
 export interface SessionPresence {
   header?: SessionHeader;
+  /** The session's newest agent run. */
   run?: LatestRun;
+  /** The maintenance task (branch, compact, label) that ran after it, when one did. */
+  maintenance?: MaintenanceTask;
 }
 
 /**
@@ -26,15 +29,28 @@ export interface SessionPresence {
  */
 export async function requireSession(deps: RouteContext, ref: SessionRef): Promise<SessionPresence> {
   const runs = await deps.runs();
-  const [header, run] = await Promise.all([
+  const [header, { run, maintenance }] = await Promise.all([
     deps.store.getHeader(ref).catch((error: unknown) => {
       if (error instanceof SessionNotFoundError) return undefined;
       throw error;
     }),
-    runs.latestRun(ref),
+    runs.executions(ref),
   ]);
-  if (!header && !run) throw new ProblemError("session-not-found");
-  return { header, run };
+  if (!header && !run && !maintenance) throw new ProblemError("session-not-found");
+  return { header, run, maintenance };
+}
+
+/**
+ * The session's stored header; session-not-found when it has none. For routes that already know
+ * the session has no workflow, so the header alone decides whether it exists.
+ */
+export async function requireStoredSession(deps: RouteContext, ref: SessionRef): Promise<SessionHeader> {
+  try {
+    return await deps.store.getHeader(ref);
+  } catch (error) {
+    if (error instanceof SessionNotFoundError) throw new ProblemError("session-not-found");
+    throw error;
+  }
 }
 
 export const TERMINAL_RUN_STATUSES: ReadonlySet<RunState["status"]> = new Set([

@@ -22,7 +22,15 @@ import {
   messageBodySchema,
   SessionParamsSchema,
 } from "../schemas";
-import { idempotencyHeaderParam, liveState, problemResponses, refOf, requireSession, runEnd } from "./common";
+import {
+  idempotencyHeaderParam,
+  liveState,
+  problemResponses,
+  refOf,
+  requireSession,
+  requireStoredSession,
+  runEnd,
+} from "./common";
 
 /** How often an event stream asks the run for new events. */
 export const EVENT_POLL_INTERVAL_MS = 300;
@@ -172,12 +180,13 @@ export function runRoutes(deps: RouteContext) {
       const { sessionId } = c.req.valid("param");
       const { reason } = c.req.valid("json");
       const ref = refOf(c, sessionId);
-      await requireSession(deps, ref);
       const runs = await deps.runs();
-      if (!(await runs.abort(ref, reason ?? "aborted through the API"))) {
-        throw new ProblemError("no-active-run", "The session's latest run has already ended.");
-      }
-      return c.json({ accepted: true as const }, 202);
+      // Temporal's description and the signal only: no state query, so no worker is needed and a
+      // run whose workers are all down is aborted at once (it stops when one picks it up).
+      const outcome = await runs.abort(ref, reason ?? "aborted through the API");
+      if (outcome === "sent") return c.json({ accepted: true as const }, 202);
+      if (outcome === "no-run") await requireStoredSession(deps, ref);
+      throw new ProblemError("no-active-run", "The session's latest run has already ended.");
     })
     .openapi(approve, async (c) => {
       const { sessionId, toolCallId } = c.req.valid("param");
@@ -196,7 +205,7 @@ export function runRoutes(deps: RouteContext) {
         ...(body.args !== undefined ? { arguments: body.args } : {}),
         ...(body.reason !== undefined ? { reason: body.reason } : {}),
       });
-      if (!delivered)
+      if (delivered !== "sent")
         throw new ProblemError("no-active-run", "The session's run ended before the decision arrived.");
       return c.json({ accepted: true as const }, 202);
     })

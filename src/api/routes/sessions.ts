@@ -72,7 +72,7 @@ export function sessionRoutes(deps: RouteContext) {
     .openapi(getSession, async (c) => {
       const { sessionId } = c.req.valid("param");
       const ref = refOf(c, sessionId);
-      const { header, run } = await requireSession(deps, ref);
+      const { header, run, maintenance } = await requireSession(deps, ref);
       const { entries } = header ? await deps.store.readEntries(ref, { untilGap: true }) : { entries: [] };
       const view: z.infer<typeof SessionViewSchema> = {
         sessionId,
@@ -83,6 +83,7 @@ export function sessionRoutes(deps: RouteContext) {
       if (header?.parentSession !== undefined) view.parentSession = header.parentSession;
       if (header) view.createdAt = header.timestamp;
       if (run) view.run = runView(run);
+      if (maintenance) view.maintenance = maintenance;
       return c.json(view, 200);
     })
     .openapi(listSessions, async (c) => {

@@ -1,13 +1,13 @@
 /** Session data routes: entries (paged), export, import, fork, labels; branch and compact. */
 import { randomBytes, randomUUID } from "node:crypto";
 import { createRoute, z } from "@hono/zod-openapi";
-import { makeEntryId } from "../../core/ids";
+import { makeUniqueEntryId } from "../../core/ids";
 import { parseSession } from "../../core/session-codec";
 import { createSessionHeader } from "../../core/session-entries";
+import { closeForkedPath } from "../../core/session-repair";
 import { indexSession, pathToRoot } from "../../core/session-tree";
-import type { LabelEntry, SessionEntry, SessionHeader } from "../../core/session-types";
+import type { SessionEntry, SessionHeader } from "../../core/session-types";
 import { importWireSession } from "../../core/wire-session";
-import { EntryConflictError } from "../../store/session-store";
 import { DEFAULT_RUN_SETTINGS, type SessionRef } from "../../workflows/types";
 import type { RouteContext } from "../app";
 import { ProblemError } from "../problems";
@@ -27,7 +27,7 @@ import {
   LabelResultSchema,
   SessionParamsSchema,
 } from "../schemas";
-import { idempotencyHeaderParam, liveState, problemResponses, refOf, requireSession } from "./common";
+import { idempotencyHeaderParam, problemResponses, refOf, requireSession } from "./common";
 
 /** Skipped lines reported back by an import, at most. */
 export const MAX_IMPORT_WARNINGS = 50;
@@ -302,9 +302,16 @@ export function transferRoutes(deps: RouteContext) {
         const ref = refOf(c, sessionId);
         const { header } = await requireSession(deps, ref);
         const path = await pathTo(ref, entryId);
+        // A fork at an assistant entry with tool calls would leave them unanswered: their results
+        // (if any) are not on the path. They get error results saying they were not run here.
+        const taken = new Set(path.map((entry) => entry.id));
+        const closing = closeForkedPath(path, {
+          makeId: () => makeUniqueEntryId(secureRandom, taken),
+          now: deps.now(),
+        });
         const created = await createSession(
           ref.tenantId,
-          { header: header ?? null, entries: path },
+          { header: header ?? null, entries: [...path, ...closing] },
           sessionId,
         );
         return c.json({ ...created, parentSession: sessionId }, 201);
@@ -313,40 +320,23 @@ export function transferRoutes(deps: RouteContext) {
         const { sessionId } = c.req.valid("param");
         const { entryId, label } = c.req.valid("json");
         const ref = refOf(c, sessionId);
-        const { run } = await requireSession(deps, ref);
-        if (liveState(run)) {
-          throw new ProblemError("run-busy", "The session has a live run; label it once the run has ended.");
-        }
-        const { entries, nextSeq } = await deps.store.readEntries(ref, { untilGap: true });
-        if (!entries.some((stored) => stored.entry.id === entryId)) {
-          throw new ProblemError("entry-not-found", `No entry ${JSON.stringify(entryId)}.`);
-        }
-        const entry: LabelEntry = {
-          type: "label",
-          id: makeEntryId(secureRandom),
-          parentId: entries.at(-1)?.entry.id ?? null,
-          timestamp: new Date(deps.now()).toISOString(),
-          targetId: entryId,
-          ...(label !== undefined ? { label } : {}),
-        };
-        // Labels are written here rather than by a workflow under the session's run id, so a
-        // run started between the check above and this write could claim the same sequence
-        // number: the conditional write lets only one of them have it.
-        try {
-          await deps.store.putEntry(ref, nextSeq, entry);
-        } catch (error) {
-          if (error instanceof EntryConflictError) {
-            throw new ProblemError("run-busy", "The session changed while it was being labelled; try again.");
-          }
-          throw error;
-        }
+        await requireSession(deps, ref);
+        await pathTo(ref, entryId);
+        const result = await exclusive(async (runs) =>
+          runs.label(ref, { targetId: entryId, ...(label !== undefined ? { label } : {}) }),
+        );
         return c.json(
-          { sessionId, entryId: entry.id, targetId: entryId, ...(label !== undefined ? { label } : {}) },
+          {
+            sessionId,
+            entryId: result.entryId,
+            targetId: entryId,
+            ...(label !== undefined ? { label } : {}),
+          },
           201,
         );
       })
-      // Branch and compact run as short workflows under the session's run id: while a run is live
-      // they are refused (409), so they never race it.
+      // Labels, branch and compact run as short workflows under the session's run id: while a run
+      // is live they are refused (409), so they never race it.
       .openapi(branchSession, async (c) => {
         const { sessionId } = c.req.valid("param");
         const { entryId, summarize } = c.req.valid("json");

@@ -23,6 +23,7 @@ import {
   releaseSlackEvent,
   type SlackThread,
   saveSlackThread,
+  slackDeliveryUpdateId,
   slackSessionId,
 } from "./threads";
 
@@ -82,6 +83,8 @@ function stripMentions(text: string): string {
 
 /** What to do with an event: deliver to a thread's session, or nothing. */
 interface ThreadMessage {
+  /** Slack's id of the event; the same on each of Slack's retries. */
+  eventId: string;
   thread: SlackThread;
   text: string;
   /** A mention may open a thread; a plain message only reaches threads that have a session. */
@@ -89,18 +92,20 @@ interface ThreadMessage {
 }
 
 function threadMessageOf(payload: SlackPayload, event: SlackEvent): ThreadMessage | undefined {
-  if (event.bot_id || event.subtype || !payload.team_id || !event.channel || !event.ts) return undefined;
+  const eventId = payload.event_id;
+  if (event.bot_id || event.subtype || !payload.team_id || !event.channel || !event.ts || !eventId)
+    return undefined;
   const text = event.text ?? "";
   if (event.type === "app_mention") {
     const thread = { teamId: payload.team_id, channel: event.channel, threadTs: event.thread_ts ?? event.ts };
-    return { thread, text: stripMentions(text), opensThread: true };
+    return { eventId, thread, text: stripMentions(text), opensThread: true };
   }
   if (event.type === "message" && event.thread_ts) {
     // A message mentioning the app also arrives as app_mention; handle it once, there.
     const botUsers = (payload.authorizations ?? []).flatMap((a) => (a.user_id ? [a.user_id] : []));
     if (botUsers.some((user) => text.includes(`<@${user}`))) return undefined;
     const thread = { teamId: payload.team_id, channel: event.channel, threadTs: event.thread_ts };
-    return { thread, text: stripMentions(text), opensThread: false };
+    return { eventId, thread, text: stripMentions(text), opensThread: false };
   }
   return undefined;
 }
@@ -131,7 +136,9 @@ async function handleThreadMessage(
         threadTs: message.thread.threadTs,
       },
     };
-    await runs.deliver(ref, { text: message.text, mode: "auto" }, settings);
+    await runs.deliver(ref, { text: message.text, mode: "auto" }, settings, {
+      updateId: slackDeliveryUpdateId(slack.tenantId, message.eventId),
+    });
   } catch (error) {
     if (!(error instanceof DeliveryRefusedError)) throw error;
     const text =
@@ -173,8 +180,8 @@ export function registerSlackRoutes(app: ApiApp, deps: RouteContext): void {
       payload.type === "event_callback" && payload.event
         ? threadMessageOf(payload, payload.event)
         : undefined;
-    if (!message || !payload.event_id) return c.json({ ok: true }, 200);
-    if (!(await claimSlackEvent(deps.objects, slack.tenantId, payload.event_id)))
+    if (!message) return c.json({ ok: true }, 200);
+    if (!(await claimSlackEvent(deps.objects, slack.tenantId, message.eventId)))
       return c.json({ ok: true }, 200);
     const reply =
       deps.slackReply ??
@@ -182,7 +189,7 @@ export function registerSlackRoutes(app: ApiApp, deps: RouteContext): void {
     try {
       await handleThreadMessage(deps, slack, reply, message);
     } catch (error) {
-      await releaseSlackEvent(deps.objects, slack.tenantId, payload.event_id);
+      await releaseSlackEvent(deps.objects, slack.tenantId, message.eventId);
       throw error;
     }
     return c.json({ ok: true }, 200);

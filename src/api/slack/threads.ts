@@ -61,6 +61,16 @@ export async function claimSlackEvent(
   return objects.createIfAbsent(eventKey(objects, tenantId, eventId), { eventId });
 }
 
+/**
+ * Temporal update id of the message a Slack event delivers: the same for every retry of the event
+ * (Slack retries with the same `event_id`), so Temporal answers a retry with the first delivery's
+ * result even when the event's claim was released (the first answer was lost after Temporal took
+ * the message) or lost.
+ */
+export function slackDeliveryUpdateId(tenantId: string, eventId: string): string {
+  return `keel-slack-${sha256Hex(`${tenantId}\n${eventId}`)}`;
+}
+
 /** Forgets a claimed event whose delivery failed, so Slack's retry is handled. */
 export async function releaseSlackEvent(
   objects: JsonObjects,

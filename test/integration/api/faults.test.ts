@@ -3,20 +3,27 @@
  * after the delivery, runs whose workflow failed or was terminated reported as such (and the CLI's
  * `--follow` ending with them), and S3 or Temporal being down answered with 503 + Retry-After.
  */
+
+import { createHash } from "node:crypto";
 import type { Server } from "node:http";
 import { Client, type WorkflowClientInterceptor } from "@temporalio/client";
-import { idempotencyRecordKey } from "../../../src/api/idempotency";
+import {
+  DEDUPLICATED_CLAIM_LEASE_MS,
+  idempotencyRecordKey,
+  STALE_CLAIM_MS,
+} from "../../../src/api/idempotency";
 import { JsonObjects } from "../../../src/api/json-objects";
 import { RunClient } from "../../../src/api/run-client";
 import { startApiServer } from "../../../src/api/server";
 import { LazyRunClient } from "../../../src/api/temporal";
 import { freePorts } from "../../../src/cli/devstack/ports";
+import { createSessionHeader } from "../../../src/core/session-entries";
 import { keelDataConverter } from "../../../src/store/payload-storage";
 import { createS3Client } from "../../../src/store/s3-config";
 import { SessionStore } from "../../../src/store/session-store";
 import { runWorkflowId } from "../../../src/workflows/types";
 import { s3Client, s3Settings, temporalNamespace } from "../../support/integration-env";
-import { eventually, messagesOf, slowEchoScenario } from "../../support/run-harness";
+import { eventually, expectIntactSession, messagesOf, slowEchoScenario } from "../../support/run-harness";
 import { type S3FaultProxy, startS3FaultProxy } from "../../support/s3-fault-proxy";
 import { runKeel } from "../cli/keel-process";
 import { type ApiStage, createApiStage, expectProblem } from "./api-stage";
@@ -130,7 +137,7 @@ describe("Idempotency-Key: a message is delivered at most once", () => {
     expect(await userTexts(sessionId)).toEqual(["[scenario:idem-lost] once"]);
   });
 
-  test("S3 down after the delivery: 202, then 503 while down, 409 while the claim is fresh, and a stale takeover delivers nothing again", async () => {
+  test("S3 down after the delivery: a retry during the outage and one a lease (seconds) later both get the first answer, delivered once", async () => {
     slowEchoScenario(api.stage, "idem-s3", 3_000);
     const { proxy, settings } = await s3FaultProxy();
     const proxiedS3 = createS3Client(settings);
@@ -146,6 +153,7 @@ describe("Idempotency-Key: a message is delivered at most once", () => {
     const deps = { objects, log: (record: Record<string, unknown>) => logs.push(record) };
     const sessionId = api.sessionId();
     const request = { json: { text: "[scenario:idem-s3] once" }, headers: { "idempotency-key": "s3-down" } };
+    const claimedAt = Date.now();
     try {
       const first = await api.callerWith({ ...deps, runs: async () => runs })(
         "POST",
@@ -155,15 +163,27 @@ describe("Idempotency-Key: a message is delivered at most once", () => {
       expect(first.status).toBe(202);
       expect(logs).toEqual([expect.objectContaining({ level: "warn", msg: "idempotency record not saved" })]);
 
+      // The claim cannot be read: Temporal's update id deduplicates the delivery instead.
       const call = api.callerWith(deps);
       const duringOutage = await call("POST", messagePath(sessionId), request);
-      expectProblem(duringOutage, 503, "storage-unavailable");
-      expect(duringOutage.headers.get("retry-after")).toBe("2");
+      expect(duringOutage.status).toBe(202);
+      expect(duringOutage.body).toEqual(first.body);
+      expect(logs.at(-1)).toMatchObject({
+        level: "warn",
+        msg: expect.stringContaining("record unavailable"),
+      });
 
       proxy.setFailureRate(0);
-      expectProblem(await call("POST", messagePath(sessionId), request), 409, "idempotency-key-in-use");
+      // The first request's claim is still pending (its final write failed): within its lease a
+      // retry is refused (the clock is pinned: the SDK's retries during the outage take seconds).
+      const withinLease = api.callerWith({ ...deps, now: () => claimedAt + 1_000 });
+      expectProblem(
+        await withinLease("POST", messagePath(sessionId), request),
+        409,
+        "idempotency-key-in-use",
+      );
 
-      const later = api.callerWith({ ...deps, now: () => Date.now() + 6 * 60_000 });
+      const later = api.callerWith({ ...deps, now: () => claimedAt + DEDUPLICATED_CLAIM_LEASE_MS + 1_000 });
       const takenOver = await later("POST", messagePath(sessionId), request);
       expect(takenOver.status).toBe(202);
       expect(takenOver.body).toEqual(first.body);
@@ -173,6 +193,71 @@ describe("Idempotency-Key: a message is delivered at most once", () => {
     } finally {
       proxiedS3.destroy();
     }
+  });
+
+  test("routes that rely on the record alone keep a claim for minutes: a fork retried seconds later is 409, not run twice", async () => {
+    const ref = refOf(api.sessionId());
+    await api.stage.store.importEntries(
+      ref,
+      createSessionHeader(ref.sessionId, new Date().toISOString(), ""),
+      [],
+    );
+    const forkPath = `/v1/sessions/${ref.sessionId}/fork`;
+    const request = { json: { entryId: "missing" }, headers: { "idempotency-key": "fork-pending" } };
+    // A claim left pending by a fork whose answer could not be recorded.
+    const key = idempotencyRecordKey(api.objects.prefix, api.tenants.a, "fork-pending", "POST", forkPath);
+    const requestHash = createHash("sha256")
+      .update(`POST ${forkPath}\n${JSON.stringify(request.json)}`)
+      .digest("hex");
+    await api.objects.overwrite(key, { state: "pending", requestHash, startedAt: Date.now() });
+    const later = api.callerWith({ now: () => Date.now() + DEDUPLICATED_CLAIM_LEASE_MS + 1_000 });
+    expectProblem(await later("POST", forkPath, request), 409, "idempotency-key-in-use");
+    const stale = api.callerWith({ now: () => Date.now() + STALE_CLAIM_MS + 1_000 });
+    expectProblem(await stale("POST", forkPath, request), 404, "entry-not-found");
+  });
+});
+
+describe("maintenance never races a run", () => {
+  test("a run that starts between a label's check and its write: the label is refused, the run is untouched", async () => {
+    slowEchoScenario(api.stage, "label-race", 1_000);
+    const sessionId = api.sessionId();
+    const first = await api.call("POST", messagePath(sessionId), {
+      json: { text: "[scenario:label-race] one" },
+    });
+    expect(first.status).toBe(202);
+    await api.stage.result(refOf(sessionId));
+    const [target] = await api.stage.entries(refOf(sessionId));
+
+    // The session's description (the API's "is a run live?" check) is read while idle; right
+    // after it, a run starts.
+    let raced = false;
+    const runs = runsThrough({
+      describe: async (input, next) => {
+        const output = await next(input);
+        if (!raced) {
+          raced = true;
+          await api.stage.runs.deliver(
+            refOf(sessionId),
+            { text: "[scenario:label-race] two", mode: "auto" },
+            api.stage.settings(),
+          );
+        }
+        return output;
+      },
+    });
+    const labelled = await api.callerWith({ runs: async () => runs })(
+      "POST",
+      `/v1/sessions/${sessionId}/labels`,
+      {
+        json: { entryId: target!.id, label: "raced" },
+      },
+    );
+    expect(raced).toBe(true);
+    expectProblem(labelled, 409, "run-busy");
+    expect((await api.stage.result(refOf(sessionId))).status).toBe("completed");
+    const entries = await expectIntactSession(api.stage, refOf(sessionId));
+    expect(entries.some((entry) => entry.type === "label")).toBe(false);
+    expect(await userTexts(sessionId)).toEqual(["[scenario:label-race] one", "[scenario:label-race] two"]);
   });
 });
 

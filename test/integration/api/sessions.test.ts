@@ -4,6 +4,10 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { FORKED_TOOL_RESULT_TEXT } from "../../../src/core/markers";
+import { convertToLlm } from "../../../src/core/messages";
+import { checkInvariants } from "../../../src/core/sanitize";
+import { parseSession } from "../../../src/core/session-codec";
 import { eventually, messagesOf } from "../../support/run-harness";
 import { type ApiStage, createApiStage, expectProblem } from "./api-stage";
 
@@ -152,6 +156,118 @@ test("fork makes a new session holding the root-to-entry path, with parentSessio
     404,
     "entry-not-found",
   );
+});
+
+test("fork at an assistant entry with tool calls closes them in the new session, so its export keeps the tool-call invariant", async () => {
+  api.stage.llm.addScenario("fork-tools", {
+    turns: [
+      {
+        toolCalls: [
+          { name: "ls", arguments: {} },
+          { name: "ls", arguments: { path: "." } },
+        ],
+      },
+    ],
+    after: { text: "done" },
+  });
+  const source = await finishedSession("[scenario:fork-tools] look around");
+  const { entries } = await api.stage.store.readEntries({ tenantId: api.tenants.a, sessionId: source });
+  const calling = entries.find(
+    ({ entry }) =>
+      entry.type === "message" &&
+      entry.message.role === "assistant" &&
+      entry.message.content.some((block) => block.type === "toolCall"),
+  )?.entry;
+  expect(calling).toBeDefined();
+
+  const forked = await api.call("POST", `/v1/sessions/${source}/fork`, { json: { entryId: calling!.id } });
+  expect(forked.status).toBe(201);
+  const exported = await api.call("GET", `/v1/sessions/${forked.body.sessionId}/export`);
+  const parsed = parseSession(exported.text);
+  expect(parsed.errors).toEqual([]);
+  const messages = messagesOf(parsed.entries);
+  expect(checkInvariants(convertToLlm(messages))).toEqual([]);
+  // The two calls are answered by errors saying they were not run in the fork, below the fork's entry.
+  const closing = parsed.entries.slice(parsed.entries.findIndex((entry) => entry.id === calling!.id) + 1);
+  expect(closing).toHaveLength(2);
+  expect(closing[0]!.parentId).toBe(calling!.id);
+  expect(closing.map((entry) => (entry.type === "message" ? entry.message : undefined))).toEqual([
+    expect.objectContaining({
+      role: "toolResult",
+      isError: true,
+      content: [{ type: "text", text: FORKED_TOOL_RESULT_TEXT }],
+    }),
+    expect.objectContaining({
+      role: "toolResult",
+      isError: true,
+      content: [{ type: "text", text: FORKED_TOOL_RESULT_TEXT }],
+    }),
+  ]);
+  expect(forked.body).toMatchObject({ leafId: closing[1]!.id, entryCount: parsed.entries.length });
+});
+
+test("labels: set and clear a label on an idle session; unknown entries are 404", async () => {
+  const sessionId = await finishedSession("label me");
+  const ref = { tenantId: api.tenants.a, sessionId };
+  const [target] = await api.stage.entries(ref);
+  const set = await api.call("POST", `/v1/sessions/${sessionId}/labels`, {
+    json: { entryId: target!.id, label: "start" },
+  });
+  expect(set.status).toBe(201);
+  expect(set.body).toMatchObject({ sessionId, targetId: target!.id, label: "start" });
+  const cleared = await api.call("POST", `/v1/sessions/${sessionId}/labels`, {
+    json: { entryId: target!.id },
+  });
+  expect(cleared.status).toBe(201);
+  const entries = await api.stage.entries(ref);
+  expect(entries.slice(-2)).toEqual([
+    expect.objectContaining({ type: "label", id: set.body.entryId, targetId: target!.id, label: "start" }),
+    expect.objectContaining({ type: "label", id: cleared.body.entryId, parentId: set.body.entryId }),
+  ]);
+  expect(entries.at(-1)).not.toHaveProperty("label");
+  const view = await api.call("GET", `/v1/sessions/${sessionId}`);
+  expect(view.body).toMatchObject({ leafId: cleared.body.entryId, status: "idle" });
+  expectProblem(
+    await api.call("POST", `/v1/sessions/${sessionId}/labels`, { json: { entryId: "nope" } }),
+    404,
+    "entry-not-found",
+  );
+});
+
+test("after a branch and a compaction the session still shows its run and its events; the task shows as maintenance", async () => {
+  const sessionId = api.sessionId();
+  const started = await api.call("POST", `/v1/sessions/${sessionId}/messages`, {
+    json: { text: "remember me" },
+  });
+  expect(started.status).toBe(202);
+  await api.stage.result({ tenantId: api.tenants.a, sessionId });
+  const [first] = await api.stage.entries({ tenantId: api.tenants.a, sessionId });
+  const before = await api.call("GET", `/v1/sessions/${sessionId}/events`);
+  expect(before.body.events.length).toBeGreaterThan(0);
+
+  for (const [path, body, kind] of [
+    ["branch", { entryId: first!.id }, "branch"],
+    ["compact", {}, "compact"],
+  ] as const) {
+    const done = await api.call("POST", `/v1/sessions/${sessionId}/${path}`, { json: body });
+    expect(done.status).toBe(200);
+    // The run closed before the task started; Temporal's list of executions may lag a moment.
+    const view = await eventually(async () => {
+      const read = await api.call("GET", `/v1/sessions/${sessionId}`);
+      return read.body.run ? read : undefined;
+    });
+    expect(view.body).toMatchObject({
+      status: "idle",
+      run: { runId: started.body.runId, status: "completed" },
+      maintenance: { kind, status: "completed" },
+    });
+    const events = await api.call("GET", `/v1/sessions/${sessionId}/events`);
+    expect(events.body).toMatchObject({
+      events: before.body.events,
+      runEnded: true,
+      run: { status: "completed" },
+    });
+  }
 });
 
 test("branch moves the leaf (marker or LLM summary of the branch left) and the next message continues there", async () => {

@@ -1,9 +1,13 @@
 /** The Slack integration: signatures, URL verification, threads as sessions, stop word, replies. */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { Client } from "@temporalio/client";
+import { RunClient } from "../../../src/api/run-client";
 import { slackSignature } from "../../../src/api/slack/signature";
 import { readSlackThread, slackSessionId } from "../../../src/api/slack/threads";
 import { postSlackReply } from "../../../src/integrations/slack/reply";
+import { keelDataConverter } from "../../../src/store/payload-storage";
+import { s3Client, s3Settings, temporalNamespace } from "../../support/integration-env";
 import { eventually, messagesOf, slowEchoScenario } from "../../support/run-harness";
 import { type ApiStage, createApiStage, expectProblem } from "./api-stage";
 
@@ -43,6 +47,7 @@ async function startSlackStandIn(): Promise<SlackStandIn> {
 
 let api: ApiStage;
 let slack: SlackStandIn;
+const s3 = s3Client();
 let eventCounter = 0;
 
 beforeAll(async () => {
@@ -62,6 +67,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await api?.close();
   await new Promise((resolve) => slack?.server.close(resolve));
+  s3.destroy();
 });
 
 function signedHeaders(body: string, options: { secret?: string; timestamp?: number } = {}) {
@@ -201,6 +207,50 @@ test("a mention starts a run in the thread's session; thread messages steer; a r
     );
     return texts.includes("and now?") ? true : undefined;
   });
+});
+
+test("a retried event whose first delivery's answer was lost is delivered once", async () => {
+  slowEchoScenario(api.stage, "slack-lost", 1_500);
+  let lost = false;
+  // The first delivery reaches Temporal, then its answer is lost (a Temporal restart looks like this).
+  const client = new Client({
+    connection: api.stage.client.connection,
+    namespace: temporalNamespace(),
+    dataConverter: keelDataConverter(s3, s3Settings()),
+    interceptors: {
+      workflow: [
+        {
+          startUpdateWithStart: async (input, next) => {
+            const output = await next(input);
+            if (!lost) {
+              lost = true;
+              throw Object.assign(new Error("14 UNAVAILABLE: Connection dropped"), { code: 14 });
+            }
+            return output;
+          },
+        },
+      ],
+    },
+  });
+  const call = api.callerWith({ runs: async () => new RunClient(client, api.stage.taskQueue) });
+  const threadTs = `${Date.now() / 1000 + 2}`;
+  const body = JSON.stringify(
+    eventCallback({ type: "app_mention", text: `<@${BOT_USER}> [scenario:slack-lost] once`, ts: threadTs }),
+  );
+  const post = () =>
+    call("POST", "/v1/integrations/slack/events", { key: null, body, headers: signedHeaders(body) });
+  expectProblem(await post(), 503, "temporal-unavailable");
+  // Slack retries the same signed event.
+  expect((await post()).status).toBe(200);
+  const ref = threadRef(threadTs);
+  expect((await api.stage.result(ref)).status).toBe("completed");
+  // Messages of one turn share a user entry (content blocks): every text is counted.
+  const users = messagesOf(await api.stage.entries(ref)).flatMap((m) => {
+    if (m.role !== "user") return [];
+    if (typeof m.content === "string") return [m.content];
+    return m.content.flatMap((block) => (block.type === "text" ? [block.text] : []));
+  });
+  expect(users).toEqual(["[scenario:slack-lost] once"]);
 });
 
 test("a message in a thread without a session is ignored; the stop word aborts the thread's run", async () => {

@@ -41,7 +41,7 @@ test("abort during a hung model call ends the run within seconds and leaves a us
       : undefined,
   );
   const abortedAt = Date.now();
-  expect(await stage().runs.abort(ref, "user pressed stop")).toBe(true);
+  expect(await stage().runs.abort(ref, "user pressed stop")).toBe("sent");
   const result = await stage().result(ref);
   expect(Date.now() - abortedAt).toBeLessThan(10_000);
   expect(result).toMatchObject({ status: "aborted", reason: "user pressed stop" });

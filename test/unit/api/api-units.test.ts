@@ -5,6 +5,7 @@ import { apiConfigFromEnv, parseApiKeys } from "../../../src/api/config";
 import { problemDocument } from "../../../src/api/problems";
 import { runSettingsFrom } from "../../../src/api/run-settings";
 import { messageBodySchema } from "../../../src/api/schemas";
+import { isTemporalClientError } from "../../../src/api/server";
 import { slackSignature, verifySlackSignature } from "../../../src/api/slack/signature";
 import { slackSessionId } from "../../../src/api/slack/threads";
 import { isConnectionFailure, TemporalConnectError } from "../../../src/api/temporal";
@@ -180,6 +181,15 @@ test("connection failures are told apart from request failures", () => {
   expect(isConnectionFailure(new Error("x", { cause: { code: 14 } }))).toBe(true);
   expect(isConnectionFailure({ code: 5 })).toBe(false);
   expect(isConnectionFailure(new Error("plain"))).toBe(false);
+});
+
+test("the safety net keeps serving only for errors of the Temporal client's own machinery", () => {
+  expect(isTemporalClientError(new Error("Channel has been shut down"))).toBe(true);
+  const fromRetryTimer = new Error("14 UNAVAILABLE");
+  fromRetryTimer.stack = `Error: 14 UNAVAILABLE\n    at Timeout._onTimeout (/app/node_modules/@grpc/grpc-js/build/src/client.js:1:1)`;
+  expect(isTemporalClientError(fromRetryTimer)).toBe(true);
+  expect(isTemporalClientError(new TypeError("cannot read properties of undefined"))).toBe(false);
+  expect(isTemporalClientError("Channel has been shut down")).toBe(false);
 });
 
 test("unreachable dependencies are named; request errors are not", () => {

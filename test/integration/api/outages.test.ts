@@ -1,0 +1,52 @@
+/**
+ * The API while no worker is running: abort answers from Temporal's own description and the
+ * signal, never from a query that needs a worker. (Idempotency records under S3 faults are in
+ * faults.test.ts; a Temporal restart under concurrent requests in temporal-restart.test.ts.)
+ */
+import { eventually } from "../../support/run-harness";
+import { type ApiStage, createApiStage, expectProblem } from "./api-stage";
+
+let api: ApiStage;
+
+beforeAll(async () => {
+  api = await createApiStage({ withWorker: false });
+});
+
+afterAll(async () => {
+  await api?.close();
+});
+
+const refOf = (sessionId: string) => ({ tenantId: api.tenants.a, sessionId });
+
+describe("no worker", () => {
+  test("an abort right after the worker was killed is answered 202 at once, and the run ends aborted", async () => {
+    const worker = await api.stage.startWorker();
+    api.stage.llm.addScenario("outage-hung", { turns: [], after: { text: "never" } });
+    api.stage.llm.addFaults([{ kind: "hang", match: { scenario: "outage-hung" } }]);
+    const sessionId = api.sessionId();
+    const started = await api.call("POST", `/v1/sessions/${sessionId}/messages`, {
+      json: { text: "[scenario:outage-hung] think" },
+    });
+    expect(started.status).toBe(202);
+    await eventually(async () =>
+      api.stage.llm.journal().some((entry) => entry.scenario === "outage-hung") ? true : undefined,
+    );
+    await worker.kill();
+
+    const began = Date.now();
+    const aborted = await api.call("POST", `/v1/sessions/${sessionId}/abort`, {
+      json: { reason: "worker gone" },
+      headers: { "idempotency-key": "abort-no-worker" },
+    });
+    expect(aborted.status).toBe(202);
+    // A state query would wait for a worker until it times out (tens of seconds).
+    expect(Date.now() - began).toBeLessThan(5_000);
+
+    // The signal was recorded: the next worker finishes the run as aborted.
+    await api.stage.startWorker();
+    expect((await api.stage.result(refOf(sessionId))).status).toBe("aborted");
+    expectProblem(await api.call("POST", `/v1/sessions/${sessionId}/abort`), 409, "no-active-run");
+    expectProblem(await api.call("POST", `/v1/sessions/${api.sessionId()}/abort`), 404, "session-not-found");
+    await api.stage.stopWorkers();
+  }, 90_000);
+});
