@@ -77,6 +77,6 @@ describe("worker start", () => {
     checkSandbox(sandbox);
     const warnings = logged.map((line) => JSON.parse(line)).filter((line) => line.level === "warn");
     expect(warnings).toHaveLength(2);
-    expect(warnings[0].message).toMatch(/tool sandbox is OFF/);
+    expect(warnings[0].msg).toMatch(/tool sandbox is OFF/);
   });
 });
