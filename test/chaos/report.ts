@@ -2,6 +2,7 @@
 import { machineInfo, machineLine, table, writeResults } from "../../bench/support/report";
 import { executionsLine } from "./executions";
 import type { FaultTally } from "./faults";
+import type { LoadFigures } from "./load";
 import type { ChaosOptions } from "./options";
 import type { ChaosPlan } from "./plan";
 import type { SessionRecord } from "./sessions";
@@ -10,6 +11,8 @@ import type { SessionRow, Verdict } from "./verify";
 export interface ChaosSummary {
   options: ChaosOptions;
   machine: ReturnType<typeof machineInfo>;
+  /** The 1-minute load average during the run (other work on the machine shows here). */
+  load: LoadFigures;
   wallSeconds: number;
   faults: Omit<FaultTally, "log">;
   faultLog: string[];
@@ -31,6 +34,7 @@ export function summarize(input: {
   faults: FaultTally;
   verdict: Verdict;
   modelCalls: number;
+  load: LoadFigures;
   wallMs: number;
 }): ChaosSummary {
   const { records, faults, verdict } = input;
@@ -52,6 +56,7 @@ export function summarize(input: {
   return {
     options: input.options,
     machine: machineInfo(),
+    load: input.load,
     wallSeconds: Math.round(input.wallMs / 1000),
     faults: tally,
     faultLog: log,
@@ -132,6 +137,15 @@ function reproduceFlags(options: ChaosOptions): string {
     .join(" ");
 }
 
+/** The load figures, and whether the suite shared the machine (load above its CPU count). */
+function loadLine({ load, machine }: ChaosSummary): string {
+  const busy =
+    load.max > machine.nproc
+      ? ` The load exceeded the ${machine.nproc} CPUs: other work shared the machine, so runs were slower than on a quiet one.`
+      : "";
+  return `Load average (1 min) during the run: mean ${load.mean}, max ${load.max} (${load.samples} samples).${busy}`;
+}
+
 export function renderMarkdown(summary: ChaosSummary): string {
   const { options, faults, runs, aborts, verdict } = summary;
   const kills = faults.kills.primary + faults.kills.secondary;
@@ -139,6 +153,7 @@ export function renderMarkdown(summary: ChaosSummary): string {
     "# Chaos run",
     "",
     machineLine(summary.machine),
+    loadLine(summary),
     "",
     `Reproduce: \`npm run chaos -- ${reproduceFlags(options)}\``,
     "",
