@@ -162,7 +162,8 @@ export function repeatedModelCalls(
 }
 
 /**
- * Runs that did not end well: stuck past the bound, failed (nothing in the scenario makes a run
+ * Runs that did not end well: stuck past the bound (counted from the later of delivery and the
+ * last fault), failed (nothing in the scenario makes a run
  * fail: a failure is the faults showing through), a run that never started, an abort the API
  * gave no final answer to, and an aborted session whose follow-up did not complete (the session
  * is not usable). `temporalSays` (the
@@ -177,7 +178,7 @@ export function checkRuns(record: SessionRecord, temporalSays = ""): Violation[]
       violations.push({
         sessionId,
         kind: "stuck_run",
-        detail: `${which} not over after ${Math.round(run.ms / 1000)} s (API said: ${run.lastStatus})${temporalSays ? `; Temporal: ${temporalSays}` : ""}`,
+        detail: `${which} not over after ${Math.round(run.ms / 1000)} s, ${Math.round(run.sinceLastFaultMs / 1000)} s after the last fault (API said: ${run.lastStatus})${temporalSays ? `; Temporal: ${temporalSays}` : ""}`,
       });
     } else if (run.kind === "not_started") {
       violations.push({ sessionId, kind: "run_not_started", detail: `${which}: ${run.error}` });

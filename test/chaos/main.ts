@@ -81,7 +81,7 @@ async function main(): Promise<number> {
     const records = await drivePool(
       plan.sessions,
       options.concurrency,
-      (session) => driveSession(api, session, options.runBoundMs, faults.nextKill),
+      (session) => driveSession(api, session, options.runBoundMs, faults),
       () => Date.now() < capAt,
     );
     await faults.stop();

@@ -95,7 +95,8 @@ function runsCell(row: SessionRow): string {
   return row.record.runs
     .map((run) => {
       if (run.kind === "ended") return `${run.status} in ${Math.round(run.ms / 1000)} s`;
-      if (run.kind === "stuck") return `stuck ${Math.round(run.ms / 1000)} s (API said: ${run.lastStatus})`;
+      if (run.kind === "stuck")
+        return `stuck ${Math.round(run.ms / 1000)} s, ${Math.round(run.sinceLastFaultMs / 1000)} s after the last fault (API said: ${run.lastStatus})`;
       return `not started (${run.error})`;
     })
     .join(" → ");

@@ -180,13 +180,15 @@ describe("checkRuns", () => {
   });
 
   it("finds stuck and failed runs, and a session not usable after its abort", () => {
-    expect(kinds(checkRuns(record([{ kind: "stuck", lastStatus: "running", ms: 180_000 }])))).toEqual([
-      "stuck_run",
-    ]);
+    expect(
+      kinds(
+        checkRuns(record([{ kind: "stuck", lastStatus: "running", ms: 180_000, sinceLastFaultMs: 180_000 }])),
+      ),
+    ).toEqual(["stuck_run"]);
     const failedAbort = record(
       [
         { kind: "ended", status: "failed", reason: "activity failed", ms: 1 },
-        { kind: "stuck", lastStatus: "running", ms: 180_000 },
+        { kind: "stuck", lastStatus: "running", ms: 180_000, sinceLastFaultMs: 180_000 },
       ],
       500,
     );
