@@ -169,7 +169,12 @@ export function repeatedModelCalls(
  * is not usable). `temporalSays` (the
  * session's executions as Temporal reports them) is added to the detail of a stuck run.
  */
-export function checkRuns(record: SessionRecord, temporalSays = ""): Violation[] {
+export function checkRuns(
+  record: SessionRecord,
+  temporalSays = "",
+  /** Temporal's status of an execution (COMPLETED, FAILED, ...), for runs the API did not see end. */
+  closedAs: (runId: string) => string | undefined = () => undefined,
+): Violation[] {
   const sessionId = record.plan.sessionId;
   const violations: Violation[] = [];
   record.runs.forEach((run, index) => {
@@ -180,6 +185,14 @@ export function checkRuns(record: SessionRecord, temporalSays = ""): Violation[]
         kind: "stuck_run",
         detail: `${which} not over after ${Math.round(run.ms / 1000)} s, ${Math.round(run.sinceLastFaultMs / 1000)} s after the last fault (API said: ${run.lastStatus})${temporalSays ? `; Temporal: ${temporalSays}` : ""}`,
       });
+    } else if (run.kind === "superseded") {
+      const status = closedAs(run.runId);
+      if (status !== "COMPLETED")
+        violations.push({
+          sessionId,
+          kind: "run_failed",
+          detail: `${which} was followed by run ${run.byRunId} before the API showed its end; Temporal says: ${status ?? "nothing"}`,
+        });
     } else if (run.kind === "not_started") {
       violations.push({ sessionId, kind: "run_not_started", detail: `${which}: ${run.error}` });
     } else if (run.status === "failed") {

@@ -19,7 +19,15 @@ export interface ChaosSummary {
   planned: { runs: number; aborts: number; kills: number };
   /** Sessions not driven because the duration cap was reached first. */
   sessionsSkipped: number;
-  runs: { completed: number; aborted: number; failed: number; stuck: number; notStarted: number };
+  runs: {
+    completed: number;
+    aborted: number;
+    failed: number;
+    stuck: number;
+    notStarted: number;
+    /** Over before the API showed their end (a later run of the session came first). */
+    superseded: number;
+  };
   aborts: { requested: number; landed: number; usableAfterAbort: number };
   modelCalls: number;
   verdict: Verdict;
@@ -38,10 +46,11 @@ export function summarize(input: {
   wallMs: number;
 }): ChaosSummary {
   const { records, faults, verdict } = input;
-  const runs = { completed: 0, aborted: 0, failed: 0, stuck: 0, notStarted: 0 };
+  const runs = { completed: 0, aborted: 0, failed: 0, stuck: 0, notStarted: 0, superseded: 0 };
   for (const run of records.flatMap((record) => record.runs)) {
     if (run.kind === "stuck") runs.stuck += 1;
     else if (run.kind === "not_started") runs.notStarted += 1;
+    else if (run.kind === "superseded") runs.superseded += 1;
     else runs[run.status] += 1;
   }
   const abortedPlans = records.filter((record) => record.plan.abortAfterMs !== undefined);
@@ -95,6 +104,8 @@ function runsCell(row: SessionRow): string {
   return row.record.runs
     .map((run) => {
       if (run.kind === "ended") return `${run.status} in ${Math.round(run.ms / 1000)} s`;
+      if (run.kind === "superseded")
+        return `over within ${Math.round(run.ms / 1000)} s, followed by ${run.byRunId} before the API showed its end`;
       if (run.kind === "stuck")
         return `stuck ${Math.round(run.ms / 1000)} s, ${Math.round(run.sinceLastFaultMs / 1000)} s after the last fault (API said: ${run.lastStatus})`;
       return `not started (${run.error})`;
@@ -203,8 +214,8 @@ export function renderMarkdown(summary: ChaosSummary): string {
           `${summary.planned.runs - summary.sessionsSkipped} (${summary.planned.runs})`,
         ],
         [
-          "runs completed / aborted / failed / stuck / not started",
-          `${runs.completed} / ${runs.aborted} / ${runs.failed} / ${runs.stuck} / ${runs.notStarted}`,
+          "runs completed / aborted / failed / stuck / not started / followed before their end was seen",
+          `${runs.completed} / ${runs.aborted} / ${runs.failed} / ${runs.stuck} / ${runs.notStarted} / ${runs.superseded}`,
         ],
         [
           "sessions usable after abort (follow-up completed, session intact)",

@@ -39,7 +39,13 @@ export type RunOutcome =
       /** How long after the last fault it was still not over (it is `ms` when no fault came after its delivery). */
       sinceLastFaultMs: number;
     }
-  | { kind: "not_started"; error: string };
+  | { kind: "not_started"; error: string }
+  /**
+   * A later run of the session became its latest before the API showed this one's end (a steering
+   * message started it while the API was down or between two polls). A session runs one run at a
+   * time, so this one is over; how it ended is Temporal's to say (the checks ask it).
+   */
+  | { kind: "superseded"; runId: string; byRunId: string; ms: number };
 
 export interface SessionRecord {
   plan: SessionPlan;
@@ -94,6 +100,10 @@ async function waitForRun(
             ms: Date.now() - started,
           };
         }
+      } else if (answer.status === 200 && run?.runId !== undefined && run.runId !== runId) {
+        // The API shows the session's current execution (Temporal's describe by workflow id), and
+        // ours was created before this poll: another run id is a later run.
+        return { kind: "superseded", runId, byRunId: String(run.runId), ms: Date.now() - started };
       } else {
         lastStatus = `HTTP ${answer.status}${run ? ` (latest run ${run.runId}: ${run.status})` : ""}`;
       }

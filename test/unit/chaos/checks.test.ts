@@ -194,4 +194,17 @@ describe("checkRuns", () => {
     );
     expect(kinds(checkRuns(failedAbort))).toEqual(["run_failed", "stuck_run", "unusable_after_abort"]);
   });
+
+  it("takes Temporal's word for a run a later run followed before the API showed its end", () => {
+    const followed = record([
+      { kind: "superseded", runId: "run-1", byRunId: "run-2", ms: 5_000 },
+      { kind: "ended", status: "completed", reason: "the agent finished", ms: 1 },
+    ]);
+    const temporal = (statuses: Record<string, string>) => (runId: string) => statuses[runId];
+    expect(checkRuns(followed, "", temporal({ "run-1": "COMPLETED", "run-2": "COMPLETED" }))).toEqual([]);
+    expect(kinds(checkRuns(followed, "", temporal({ "run-1": "FAILED", "run-2": "COMPLETED" })))).toEqual([
+      "run_failed",
+    ]);
+    expect(kinds(checkRuns(followed))).toEqual(["run_failed"]);
+  });
 });
