@@ -162,13 +162,19 @@ export function repeatedModelCalls(
 }
 
 /**
- * Runs that did not end well: stuck past the bound, failed (nothing in the scenario makes a run
+ * Runs that did not end well: stuck past the bound (counted from the later of delivery and the
+ * last fault), failed (nothing in the scenario makes a run
  * fail: a failure is the faults showing through), a run that never started, an abort the API
  * gave no final answer to, and an aborted session whose follow-up did not complete (the session
  * is not usable). `temporalSays` (the
  * session's executions as Temporal reports them) is added to the detail of a stuck run.
  */
-export function checkRuns(record: SessionRecord, temporalSays = ""): Violation[] {
+export function checkRuns(
+  record: SessionRecord,
+  temporalSays = "",
+  /** Temporal's status of an execution (COMPLETED, FAILED, ...), for runs the API did not see end. */
+  closedAs: (runId: string) => string | undefined = () => undefined,
+): Violation[] {
   const sessionId = record.plan.sessionId;
   const violations: Violation[] = [];
   record.runs.forEach((run, index) => {
@@ -177,8 +183,16 @@ export function checkRuns(record: SessionRecord, temporalSays = ""): Violation[]
       violations.push({
         sessionId,
         kind: "stuck_run",
-        detail: `${which} not over after ${Math.round(run.ms / 1000)} s (API said: ${run.lastStatus})${temporalSays ? `; Temporal: ${temporalSays}` : ""}`,
+        detail: `${which} not over after ${Math.round(run.ms / 1000)} s, ${Math.round(run.sinceLastFaultMs / 1000)} s after the last fault (API said: ${run.lastStatus})${temporalSays ? `; Temporal: ${temporalSays}` : ""}`,
       });
+    } else if (run.kind === "superseded") {
+      const status = closedAs(run.runId);
+      if (status !== "COMPLETED")
+        violations.push({
+          sessionId,
+          kind: "run_failed",
+          detail: `${which} was followed by run ${run.byRunId} before the API showed its end; Temporal says: ${status ?? "nothing"}`,
+        });
     } else if (run.kind === "not_started") {
       violations.push({ sessionId, kind: "run_not_started", detail: `${which}: ${run.error}` });
     } else if (run.status === "failed") {

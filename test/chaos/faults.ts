@@ -29,6 +29,11 @@ export interface FaultPlayer {
   tally: FaultTally;
   /** Resolves just after the next worker SIGKILL (before the worker is started again). */
   nextKill(): Promise<void>;
+  /**
+   * Epoch ms when the latest fault was over (the killed worker started again, the server back up,
+   * a worker that died on its own restarted); the start of the fault phase before the first one.
+   */
+  lastFaultAt(): number;
   /** Stops injecting (faults not yet due are skipped) and resolves once the current one is done. */
   stop(): Promise<void>;
   /** Stops watching the primary worker and the API server (after the checks, which need both). */
@@ -54,6 +59,7 @@ export function playFaults(stack: ChaosStack, faults: readonly FaultEvent[]): Fa
     log: [],
   };
   const started = Date.now();
+  let lastFaultAt = started;
   let stopping = false;
   let killWaiters: Array<() => void> = [];
   /** Set once the plan has no kill left: waiting for one would never end. */
@@ -147,6 +153,7 @@ export function playFaults(stack: ChaosStack, faults: readonly FaultEvent[]): Fa
     void ensureWorker("primary")
       .catch((error: unknown) => tally.errors.push((error as Error).message))
       .finally(() => {
+        lastFaultAt = Date.now();
         busy = false;
       });
   }, WATCH_INTERVAL_MS);
@@ -171,6 +178,7 @@ export function playFaults(stack: ChaosStack, faults: readonly FaultEvent[]): Fa
         tally.errors.push(`${fault.kind} at +${fault.atMs} ms failed: ${(error as Error).message}`);
         note(`${fault.kind} failed`);
       } finally {
+        lastFaultAt = Date.now();
         busy = false;
       }
     }
@@ -182,6 +190,7 @@ export function playFaults(stack: ChaosStack, faults: readonly FaultEvent[]): Fa
     tally,
     nextKill: () =>
       killsOver ? Promise.resolve() : new Promise<void>((resolve) => killWaiters.push(resolve)),
+    lastFaultAt: () => lastFaultAt,
     async stop() {
       stopping = true;
       wake();

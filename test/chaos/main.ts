@@ -9,6 +9,7 @@
 import { join } from "node:path";
 import { ChaosApiClient } from "./api-client";
 import { playFaults } from "./faults";
+import { sampleLoad } from "./load";
 import { type ChaosOptions, ChaosUsageError, parseChaosOptions } from "./options";
 import { type ChaosPlan, makeChaosPlan, type SessionPlan } from "./plan";
 import { renderMarkdown, summarize, writeChaosResults } from "./report";
@@ -19,6 +20,8 @@ import { verifySessions } from "./verify";
 
 /** How long one API call keeps retrying (same Idempotency-Key) through outages. */
 const API_CALL_BOUND_MS = 90_000;
+/** How often the machine's load average is sampled for the report. */
+const LOAD_SAMPLE_MS = 10_000;
 
 const say = (line: string) => process.stdout.write(`chaos: ${line}\n`);
 
@@ -65,6 +68,7 @@ async function main(): Promise<number> {
   const plan = makeChaosPlan(options);
   say(describePlan(options, plan));
   const started = performance.now();
+  const load = sampleLoad(LOAD_SAMPLE_MS);
   const stack = await startChaosStack();
   say(`stack up in ${Math.round((performance.now() - started) / 1000)} s (data: ${stack.dir})`);
   let failed = true;
@@ -77,7 +81,7 @@ async function main(): Promise<number> {
     const records = await drivePool(
       plan.sessions,
       options.concurrency,
-      (session) => driveSession(api, session, options.runBoundMs, faults.nextKill),
+      (session) => driveSession(api, session, options.runBoundMs, faults),
       () => Date.now() < capAt,
     );
     await faults.stop();
@@ -92,6 +96,7 @@ async function main(): Promise<number> {
       faults: faults.tally,
       verdict,
       modelCalls: stack.llm.journal().length,
+      load: load.stop(),
       wallMs: performance.now() - started,
     });
     const path = writeChaosResults(summary);

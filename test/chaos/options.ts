@@ -25,7 +25,7 @@ export interface ChaosOptions {
   /** S3 server outages (stopped, then started again on the same data folder and ports). */
   s3Outages: number;
   s3OutageMs: number;
-  /** A run that is not over this long after its message was delivered is stuck. */
+  /** A run not over this long after its message was delivered and after the last fault is stuck. */
   runBoundMs: number;
   /** No new run starts and no fault is injected after this; in-flight runs get `runBoundMs`. */
   durationCapMs: number;

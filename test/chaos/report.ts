@@ -2,6 +2,7 @@
 import { machineInfo, machineLine, table, writeResults } from "../../bench/support/report";
 import { executionsLine } from "./executions";
 import type { FaultTally } from "./faults";
+import type { LoadFigures } from "./load";
 import type { ChaosOptions } from "./options";
 import type { ChaosPlan } from "./plan";
 import type { SessionRecord } from "./sessions";
@@ -10,13 +11,23 @@ import type { SessionRow, Verdict } from "./verify";
 export interface ChaosSummary {
   options: ChaosOptions;
   machine: ReturnType<typeof machineInfo>;
+  /** The 1-minute load average during the run (other work on the machine shows here). */
+  load: LoadFigures;
   wallSeconds: number;
   faults: Omit<FaultTally, "log">;
   faultLog: string[];
   planned: { runs: number; aborts: number; kills: number };
   /** Sessions not driven because the duration cap was reached first. */
   sessionsSkipped: number;
-  runs: { completed: number; aborted: number; failed: number; stuck: number; notStarted: number };
+  runs: {
+    completed: number;
+    aborted: number;
+    failed: number;
+    stuck: number;
+    notStarted: number;
+    /** Over before the API showed their end (a later run of the session came first). */
+    superseded: number;
+  };
   aborts: { requested: number; landed: number; usableAfterAbort: number };
   modelCalls: number;
   verdict: Verdict;
@@ -31,13 +42,15 @@ export function summarize(input: {
   faults: FaultTally;
   verdict: Verdict;
   modelCalls: number;
+  load: LoadFigures;
   wallMs: number;
 }): ChaosSummary {
   const { records, faults, verdict } = input;
-  const runs = { completed: 0, aborted: 0, failed: 0, stuck: 0, notStarted: 0 };
+  const runs = { completed: 0, aborted: 0, failed: 0, stuck: 0, notStarted: 0, superseded: 0 };
   for (const run of records.flatMap((record) => record.runs)) {
     if (run.kind === "stuck") runs.stuck += 1;
     else if (run.kind === "not_started") runs.notStarted += 1;
+    else if (run.kind === "superseded") runs.superseded += 1;
     else runs[run.status] += 1;
   }
   const abortedPlans = records.filter((record) => record.plan.abortAfterMs !== undefined);
@@ -52,6 +65,7 @@ export function summarize(input: {
   return {
     options: input.options,
     machine: machineInfo(),
+    load: input.load,
     wallSeconds: Math.round(input.wallMs / 1000),
     faults: tally,
     faultLog: log,
@@ -90,7 +104,10 @@ function runsCell(row: SessionRow): string {
   return row.record.runs
     .map((run) => {
       if (run.kind === "ended") return `${run.status} in ${Math.round(run.ms / 1000)} s`;
-      if (run.kind === "stuck") return `stuck ${Math.round(run.ms / 1000)} s (API said: ${run.lastStatus})`;
+      if (run.kind === "superseded")
+        return `over within ${Math.round(run.ms / 1000)} s, followed by ${run.byRunId} before the API showed its end`;
+      if (run.kind === "stuck")
+        return `stuck ${Math.round(run.ms / 1000)} s, ${Math.round(run.sinceLastFaultMs / 1000)} s after the last fault (API said: ${run.lastStatus})`;
       return `not started (${run.error})`;
     })
     .join(" → ");
@@ -132,6 +149,15 @@ function reproduceFlags(options: ChaosOptions): string {
     .join(" ");
 }
 
+/** The load figures, and whether the suite shared the machine (load above its CPU count). */
+function loadLine({ load, machine }: ChaosSummary): string {
+  const busy =
+    load.max > machine.nproc
+      ? ` The load exceeded the ${machine.nproc} CPUs: other work shared the machine, so runs were slower than on a quiet one.`
+      : "";
+  return `Load average (1 min) during the run: mean ${load.mean}, max ${load.max} (${load.samples} samples).${busy}`;
+}
+
 export function renderMarkdown(summary: ChaosSummary): string {
   const { options, faults, runs, aborts, verdict } = summary;
   const kills = faults.kills.primary + faults.kills.secondary;
@@ -139,6 +165,7 @@ export function renderMarkdown(summary: ChaosSummary): string {
     "# Chaos run",
     "",
     machineLine(summary.machine),
+    loadLine(summary),
     "",
     `Reproduce: \`npm run chaos -- ${reproduceFlags(options)}\``,
     "",
@@ -187,8 +214,8 @@ export function renderMarkdown(summary: ChaosSummary): string {
           `${summary.planned.runs - summary.sessionsSkipped} (${summary.planned.runs})`,
         ],
         [
-          "runs completed / aborted / failed / stuck / not started",
-          `${runs.completed} / ${runs.aborted} / ${runs.failed} / ${runs.stuck} / ${runs.notStarted}`,
+          "runs completed / aborted / failed / stuck / not started / followed before their end was seen",
+          `${runs.completed} / ${runs.aborted} / ${runs.failed} / ${runs.stuck} / ${runs.notStarted} / ${runs.superseded}`,
         ],
         [
           "sessions usable after abort (follow-up completed, session intact)",

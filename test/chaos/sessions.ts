@@ -6,6 +6,7 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { ApiGaveUpError, type ChaosApiClient } from "./api-client";
+import type { FaultPlayer } from "./faults";
 import type { SessionPlan } from "./plan";
 import { FOLLOW_UP_WORD } from "./scenario";
 
@@ -32,8 +33,20 @@ export interface SentMessage {
 /** How one run (one delivery that started or reached a run) ended. */
 export type RunOutcome =
   | { kind: "ended"; status: "completed" | "aborted" | "failed"; reason: string; ms: number }
-  | { kind: "stuck"; lastStatus: string; ms: number }
-  | { kind: "not_started"; error: string };
+  | {
+      kind: "stuck";
+      lastStatus: string;
+      ms: number;
+      /** How long after the last fault it was still not over (it is `ms` when no fault came after its delivery). */
+      sinceLastFaultMs: number;
+    }
+  | { kind: "not_started"; error: string }
+  /**
+   * A later run of the session became its latest before the API showed this one's end (a steering
+   * message started it while the API was down or between two polls). A session runs one run at a
+   * time, so this one is over; how it ended is Temporal's to say (the checks ask it).
+   */
+  | { kind: "superseded"; runId: string; byRunId: string; ms: number };
 
 export interface SessionRecord {
   plan: SessionPlan;
@@ -48,16 +61,31 @@ function describeError(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-/** The run of `runId` ended (status terminal), or the bound passed (stuck). */
+/**
+ * When a run delivered at `deliveredAt` is stuck if it is not over: `boundMs` after its delivery
+ * or after the last fault, whichever is later. A fault costs each run it meets a recovery time
+ * (an activity on a killed worker waits out its 30 s heartbeat timeout, then retries), and faults
+ * that keep coming keep delaying it, so the bound applies from the moment the faults leave the run
+ * alone: a run that does not end then is stuck, not merely delayed.
+ */
+export function runDeadline(deliveredAt: number, lastFaultAt: number, boundMs: number): number {
+  return Math.max(deliveredAt, lastFaultAt) + boundMs;
+}
+
+/** What a session needs to know of the faults: the next kill, and when the latest fault ended. */
+export type FaultClock = Pick<FaultPlayer, "nextKill" | "lastFaultAt">;
+
+/** The run of `runId` ended (status terminal), or its deadline (runDeadline) passed (stuck). */
 async function waitForRun(
   api: ChaosApiClient,
   sessionId: string,
   runId: string,
   boundMs: number,
+  faults: FaultClock,
 ): Promise<RunOutcome> {
   const started = Date.now();
   let lastStatus = "unknown";
-  while (Date.now() - started < boundMs) {
+  while (Date.now() < runDeadline(started, faults.lastFaultAt(), boundMs)) {
     try {
       const answer = await api.get(`/v1/sessions/${sessionId}`);
       const run = answer.body?.run;
@@ -71,6 +99,10 @@ async function waitForRun(
             ms: Date.now() - started,
           };
         }
+      } else if (answer.status === 200 && run?.runId !== undefined && run.runId !== runId) {
+        // The API shows the session's current execution (Temporal's describe by workflow id), and
+        // ours was created before this poll: another run id is a later run.
+        return { kind: "superseded", runId, byRunId: String(run.runId), ms: Date.now() - started };
       } else {
         lastStatus = `HTTP ${answer.status}${run ? ` (latest run ${run.runId}: ${run.status})` : ""}`;
       }
@@ -80,7 +112,13 @@ async function waitForRun(
     }
     await sleep(POLL_INTERVAL_MS);
   }
-  return { kind: "stuck", lastStatus, ms: Date.now() - started };
+  const now = Date.now();
+  return {
+    kind: "stuck",
+    lastStatus,
+    ms: now - started,
+    sinceLastFaultMs: now - Math.max(started, faults.lastFaultAt()),
+  };
 }
 
 /**
@@ -122,8 +160,7 @@ export async function driveSession(
   api: ChaosApiClient,
   plan: SessionPlan,
   runBoundMs: number,
-  /** Resolves just after the next worker kill. */
-  nextKill: () => Promise<void>,
+  faults: FaultClock,
 ): Promise<SessionRecord> {
   const record: SessionRecord = { plan, messages: [], runs: [] };
   const sessionId = plan.sessionId;
@@ -135,7 +172,7 @@ export async function driveSession(
       return;
     }
     const [outcome] = await Promise.all([
-      waitForRun(api, sessionId, delivered.runId, runBoundMs),
+      waitForRun(api, sessionId, delivered.runId, runBoundMs, faults),
       ...meanwhile.map((work) => work()),
     ]);
     record.runs.push(outcome);
@@ -145,7 +182,7 @@ export async function driveSession(
     if (plan.abortAfterMs === undefined) return;
     await sleep(plan.abortAfterMs);
     if (plan.abortAfterKill) {
-      await Promise.race([nextKill(), sleep(KILL_WAIT_BOUND_MS)]);
+      await Promise.race([faults.nextKill(), sleep(KILL_WAIT_BOUND_MS)]);
       await sleep(ABORT_AFTER_KILL_MS);
     }
     try {
@@ -176,7 +213,8 @@ export async function driveSession(
 
   const prompt = `[scenario:${plan.scenario}] Keep notes in notes.md for ${sessionId} (message 1).`;
   await deliverAndWait(prompt, `${sessionId}-m1`, [abortLater, steerLater]);
-  if (steerRunId !== undefined) record.runs.push(await waitForRun(api, sessionId, steerRunId, runBoundMs));
+  if (steerRunId !== undefined)
+    record.runs.push(await waitForRun(api, sessionId, steerRunId, runBoundMs, faults));
   if (plan.abortAfterMs !== undefined) {
     const followUp = `${FOLLOW_UP_WORD} for ${sessionId}: read notes.md again (message 2).`;
     await deliverAndWait(followUp, `${sessionId}-m2`);

@@ -118,7 +118,12 @@ export async function verifySessions(
   );
   for (const record of records) {
     const sessionId = record.plan.sessionId;
-    const runViolations = checkRuns(record, executionsLine(executions.get(sessionId) ?? []));
+    const sessionExecutions = executions.get(sessionId) ?? [];
+    const runViolations = checkRuns(
+      record,
+      executionsLine(sessionExecutions),
+      (runId) => sessionExecutions.find((execution) => execution.runId === runId)?.status,
+    );
     violations.push(...runViolations);
     let stored: Awaited<ReturnType<ChaosStack["store"]["readEntries"]>>;
     try {

@@ -180,16 +180,31 @@ describe("checkRuns", () => {
   });
 
   it("finds stuck and failed runs, and a session not usable after its abort", () => {
-    expect(kinds(checkRuns(record([{ kind: "stuck", lastStatus: "running", ms: 180_000 }])))).toEqual([
-      "stuck_run",
-    ]);
+    expect(
+      kinds(
+        checkRuns(record([{ kind: "stuck", lastStatus: "running", ms: 180_000, sinceLastFaultMs: 180_000 }])),
+      ),
+    ).toEqual(["stuck_run"]);
     const failedAbort = record(
       [
         { kind: "ended", status: "failed", reason: "activity failed", ms: 1 },
-        { kind: "stuck", lastStatus: "running", ms: 180_000 },
+        { kind: "stuck", lastStatus: "running", ms: 180_000, sinceLastFaultMs: 180_000 },
       ],
       500,
     );
     expect(kinds(checkRuns(failedAbort))).toEqual(["run_failed", "stuck_run", "unusable_after_abort"]);
+  });
+
+  it("takes Temporal's word for a run a later run followed before the API showed its end", () => {
+    const followed = record([
+      { kind: "superseded", runId: "run-1", byRunId: "run-2", ms: 5_000 },
+      { kind: "ended", status: "completed", reason: "the agent finished", ms: 1 },
+    ]);
+    const temporal = (statuses: Record<string, string>) => (runId: string) => statuses[runId];
+    expect(checkRuns(followed, "", temporal({ "run-1": "COMPLETED", "run-2": "COMPLETED" }))).toEqual([]);
+    expect(kinds(checkRuns(followed, "", temporal({ "run-1": "FAILED", "run-2": "COMPLETED" })))).toEqual([
+      "run_failed",
+    ]);
+    expect(kinds(checkRuns(followed))).toEqual(["run_failed"]);
   });
 });
