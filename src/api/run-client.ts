@@ -327,7 +327,9 @@ export class RunClient {
       // A closed execution answers queries only through a worker replaying it; its failure is
       // what matters then, so a state that cannot be read is left out.
       if (closedBy !== undefined) return undefined;
-      throw error;
+      // An open run that cannot answer now (no worker yet, a query timing out) is not an error of
+      // the request: the caller is told to retry (503), never that the run ended.
+      throw new RunNotAnsweringError(description.runId, { cause: error });
     });
     const [state, failure] = await Promise.all([queried, closedBy ? failureOf(run, closedBy) : undefined]);
     return {
@@ -411,4 +413,12 @@ function metMaintenanceTask(error: unknown): boolean {
 function summaryLine(text: string): string {
   const first = text.split("\n", 1)[0] ?? "";
   return first.length > 120 ? `${first.slice(0, 117)}...` : first;
+}
+
+/** An open run did not answer its state query (no worker polling yet, or the query timed out). */
+export class RunNotAnsweringError extends Error {
+  constructor(runId: string, options: { cause: unknown }) {
+    super(`run ${runId} is not answering right now`, options);
+    this.name = "RunNotAnsweringError";
+  }
 }

@@ -3,6 +3,7 @@ import { allowedMethods } from "../../../src/api/allowed-methods";
 import { tenantOfKey } from "../../../src/api/auth";
 import { apiConfigFromEnv, parseApiKeys } from "../../../src/api/config";
 import { problemDocument } from "../../../src/api/problems";
+import { RunNotAnsweringError } from "../../../src/api/run-client";
 import { runSettingsFrom } from "../../../src/api/run-settings";
 import { messageBodySchema } from "../../../src/api/schemas";
 import { isTemporalClientError } from "../../../src/api/server";
@@ -221,4 +222,10 @@ test("allowed methods: pattern routes match by segment, literal routes win, midd
   expect(allowedMethods(routes, "/v1/sessions/s1/messages")).toEqual(["POST"]);
   expect(allowedMethods(routes, "/v1/sessions/s1/other")).toEqual([]);
   expect(allowedMethods(routes, "/v1/sessions/")).toEqual([]);
+});
+
+test("an open run that does not answer its state query is a 503 (retry), never an ended run", () => {
+  const error = new RunNotAnsweringError("run-1", { cause: new Error("query timed out") });
+  expect(unavailableDependency(error)).toBe("temporal");
+  expect(unavailableDependency(new Error("something else"))).toBeUndefined();
 });
