@@ -1,4 +1,4 @@
-/** The chaos run's figures: counted from what happened, written to bench/results/chaos.{md,json}. */
+/** The chaos run's figures: counted from what happened, written to bench/results/ (chaos.md, or chaos-short.md for the CI form). */
 import { machineInfo, machineLine, table, writeResults } from "../../bench/support/report";
 import { executionsLine } from "./executions";
 import type { FaultTally } from "./faults";
@@ -269,7 +269,11 @@ export function renderMarkdown(summary: ChaosSummary): string {
   return lines.join("\n");
 }
 
-/** Writes bench/results/chaos.md and chaos.json; returns the markdown's path. */
+/**
+ * Writes bench/results/chaos.{md,json} (the long form) or chaos-short.{md,json} (the CI form, so a
+ * CI run never overwrites the long form's committed figures); returns the markdown's path.
+ */
 export function writeChaosResults(summary: ChaosSummary): string {
-  return writeResults("chaos", renderMarkdown(summary), summary);
+  const name = summary.options.form === "short" ? "chaos-short" : "chaos";
+  return writeResults(name, renderMarkdown(summary), summary);
 }
