@@ -219,13 +219,22 @@ export function slowEchoScenario(stage: RunStage, name: string, latencyMs: numbe
   stage.llm.addFaults([{ kind: "slow", match: { scenario: name }, rate: 1, latencyMs }]);
 }
 
-/** A run stage with one worker for the whole test file: created before its tests, closed after. */
-export function runStageForSuite(): () => RunStage {
+/**
+ * A run stage for one test file: created before its tests, closed after. By default one worker
+ * serves the whole file; with `workersPerTest` each test starts the workers it needs (to kill them,
+ * or to give them other settings) and every worker is stopped after each test.
+ */
+export function runStageForSuite(options: { workersPerTest?: boolean } = {}): () => RunStage {
   let stage: RunStage | undefined;
   beforeAll(async () => {
     stage = await createRunStage();
-    await stage.startWorker();
+    if (!options.workersPerTest) await stage.startWorker();
   });
+  if (options.workersPerTest) {
+    afterEach(async () => {
+      await stage?.stopWorkers();
+    });
+  }
   afterAll(async () => {
     await stage?.close();
   });

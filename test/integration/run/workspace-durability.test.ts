@@ -7,31 +7,13 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { workspaceFor } from "../../../src/tools/workspace";
 import { testTmpDir } from "../../support/integration-env";
-import {
-  createRunStage,
-  eventually,
-  expectIntactSession,
-  messagesOf,
-  type RunStage,
-} from "../../support/run-harness";
+import { eventually, expectIntactSession, messagesOf, runStageForSuite } from "../../support/run-harness";
 
-let stage: RunStage;
-
-beforeAll(async () => {
-  stage = await createRunStage();
-});
-
-afterEach(async () => {
-  await stage.stopWorkers();
-});
-
-afterAll(async () => {
-  await stage?.close();
-});
+const stage = runStageForSuite({ workersPerTest: true });
 
 /** Writes a.txt, then edits it; turn `readTurn` reads it back (the answer quotes the read). */
 function editScenario(name: string) {
-  stage.llm.addScenario(name, {
+  stage().llm.addScenario(name, {
     turns: [
       { toolCalls: [{ name: "write", arguments: { path: "a.txt", content: "first version\n" } }] },
       { toolCalls: [{ name: "edit", arguments: { path: "a.txt", oldText: "first", newText: "second" } }] },
@@ -44,23 +26,25 @@ function editScenario(name: string) {
 test("the worker holding the workspace dies for good: another worker restores it and the run reads the edited file", async () => {
   editScenario("ws-takeover");
   // The model call of the read turn is slow the first time, so the kill lands after the edit's snapshot.
-  stage.llm.addFaults([
+  stage().llm.addFaults([
     { kind: "slow", match: { scenario: "ws-takeover", turn: 2 }, times: 1, latencyMs: 30_000 },
   ]);
-  const first = await stage.startWorker();
-  const ref = stage.newSession();
-  await stage.runs.deliver(ref, { text: "[scenario:ws-takeover] go", mode: "auto" }, stage.settings());
+  const first = await stage().startWorker();
+  const ref = stage().newSession();
+  await stage().runs.deliver(ref, { text: "[scenario:ws-takeover] go", mode: "auto" }, stage().settings());
   await eventually(async () =>
-    stage.llm.journal().some((entry) => entry.scenario === "ws-takeover" && entry.turn === 2)
+    stage()
+      .llm.journal()
+      .some((entry) => entry.scenario === "ws-takeover" && entry.turn === 2)
       ? true
       : undefined,
   );
   await first.kill();
   // A second worker with its own, empty workspace root: nothing of the first worker's disk.
   const otherRoot = mkdtempSync(join(testTmpDir(), "other-workspaces-"));
-  await stage.startWorker({ KEEL_WORKSPACE_ROOT: otherRoot });
-  expect((await stage.result(ref)).status).toBe("completed");
-  const messages = messagesOf(await expectIntactSession(stage, ref));
+  await stage().startWorker({ KEEL_WORKSPACE_ROOT: otherRoot });
+  expect((await stage().result(ref)).status).toBe("completed");
+  const messages = messagesOf(await expectIntactSession(stage(), ref));
   const answer = messages.at(-1);
   expect(answer?.role === "assistant" ? JSON.stringify(answer.content) : "").toContain("second version");
   expect(readFileSync(join(workspaceFor(otherRoot, ref.tenantId, ref.sessionId).dir, "a.txt"), "utf8")).toBe(
@@ -70,19 +54,19 @@ test("the worker holding the workspace dies for good: another worker restores it
 
 test("branching back to an entry before an edit brings the file back as it was", async () => {
   editScenario("ws-branch");
-  await stage.startWorker();
-  const ref = stage.newSession();
-  await stage.runs.deliver(ref, { text: "[scenario:ws-branch] go", mode: "auto" }, stage.settings());
-  expect((await stage.result(ref)).status).toBe("completed");
-  const file = join(workspaceFor(stage.workspaceRoot, ref.tenantId, ref.sessionId).dir, "a.txt");
+  await stage().startWorker();
+  const ref = stage().newSession();
+  await stage().runs.deliver(ref, { text: "[scenario:ws-branch] go", mode: "auto" }, stage().settings());
+  expect((await stage().result(ref)).status).toBe("completed");
+  const file = join(workspaceFor(stage().workspaceRoot, ref.tenantId, ref.sessionId).dir, "a.txt");
   expect(readFileSync(file, "utf8")).toBe("second version\n");
 
-  const entries = await stage.entries(ref);
+  const entries = await stage().entries(ref);
   const writeResult = entries.find(
     (entry) =>
       entry.type === "message" && entry.message.role === "toolResult" && entry.message.toolName === "write",
   );
   if (!writeResult) throw new Error("no stored result of the write");
-  await stage.runs.branch(ref, { entryId: writeResult.id, summarize: false, model: "local-chat" });
+  await stage().runs.branch(ref, { entryId: writeResult.id, summarize: false, model: "local-chat" });
   expect(readFileSync(file, "utf8")).toBe("first version\n");
 }, 120_000);
