@@ -64,7 +64,9 @@ export interface RunStage {
 
 export async function createRunStage(): Promise<RunStage> {
   const llm = await startLocalLlmServer({ journalBodies: true });
-  const connection = await Connection.connect({ address: temporalAddress() });
+  // Generous: test files run in parallel on 2 cores, and a neighbour's resource-limit test (a fork
+  // bomb, a memory hog) can starve the dev server for seconds while this file starts.
+  const connection = await Connection.connect({ address: temporalAddress(), connectTimeout: "60 seconds" });
   const s3 = s3Client();
   const client = new Client({
     connection,
