@@ -30,7 +30,8 @@ export function uniqueName(prefix: string): string {
 }
 
 export async function clientConnection(): Promise<Connection> {
-  return Connection.connect({ address: temporalAddress() });
+  // Generous for the same reason as the run stage's: parallel test files on 2 cores.
+  return Connection.connect({ address: temporalAddress(), connectTimeout: "60 seconds" });
 }
 
 /** A worker on the shared dev server running the shared workflow bundle. */
