@@ -44,8 +44,9 @@ async function snapshotAfter(ctx: RunContext, batch: BatchCall[]): Promise<void>
   const last = batch.at(-1);
   if (!last || !ctx.ranMutatingTool || !patched("workspace-snapshots")) return;
   ctx.ranMutatingTool = false;
-  const queue = await workspaceTaskQueue(ctx);
   try {
+    // The claim is inside: a workspace that cannot be claimed now is not worth failing the run.
+    const queue = await workspaceTaskQueue(ctx);
     await snapshotActivities(queue, ctx.run.settings.timeouts).snapshotWorkspace.executeWithOptions(
       { summary: `snapshot after ${batch.length} tool call(s)` },
       [{ ...ctx.run.ref, afterEntryId: last.slot.id, afterSeq: last.slot.seq }],
