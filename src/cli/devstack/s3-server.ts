@@ -5,7 +5,13 @@
 
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { CreateBucketCommand, HeadBucketCommand } from "@aws-sdk/client-s3";
+import {
+  CreateBucketCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  PutObjectCommand,
+} from "@aws-sdk/client-s3";
 import { createS3Client, type S3Settings } from "../../store/s3-config";
 import { freePorts, waitForPort } from "./ports";
 import { type ServiceProcess, startServiceProcess } from "./service-process";
@@ -133,6 +139,7 @@ export async function startS3DevServer(options: S3DevServerOptions): Promise<S3D
   try {
     await waitForPort(s3Port, 60_000, process.isAlive);
     await ensureBucket(settings, 30_000);
+    await waitForObjectRoundTrip(settings, 30_000);
   } catch (error) {
     await process.stop();
     throw new Error(`S3 server did not start (${(error as Error).message}); see ${process.logFile}`);
@@ -157,6 +164,33 @@ async function ensureBucket(settings: S3Settings, timeoutMs: number): Promise<vo
           if (Date.now() > deadline) throw error;
           await sleep(250);
         }
+      }
+    }
+  } finally {
+    client.destroy();
+  }
+}
+
+/**
+ * Waits until an object can be written and read back. The bucket answers as soon as the filer
+ * is up, but objects live on the volume server, which registers with the master a moment later:
+ * until then (most visible on a restart over existing data) reads fail with `InternalError`.
+ */
+async function waitForObjectRoundTrip(settings: S3Settings, timeoutMs: number): Promise<void> {
+  const client = createS3Client(settings);
+  const Key = ".keel-ready-probe";
+  const deadline = Date.now() + timeoutMs;
+  try {
+    for (;;) {
+      try {
+        await client.send(new PutObjectCommand({ Bucket: settings.bucket, Key, Body: "ready" }));
+        const read = await client.send(new GetObjectCommand({ Bucket: settings.bucket, Key }));
+        await read.Body?.transformToString();
+        await client.send(new DeleteObjectCommand({ Bucket: settings.bucket, Key }));
+        return;
+      } catch (error) {
+        if (Date.now() > deadline) throw error;
+        await sleep(250);
       }
     }
   } finally {
