@@ -78,12 +78,22 @@ export function idempotencyRecordKey(
 }
 
 /**
- * Temporal update id of a message delivered under `idempotencyKey`: the same for every retry, so
+ * Temporal update id of an update sent under `idempotencyKey`: the same for every retry, so
  * Temporal (which runs an update id once per workflow run) answers a retry with the first
- * delivery's result instead of delivering again.
+ * update's result instead of applying it again.
  */
+function keyedUpdateId(operation: "deliver" | "abort", tenantId: string, idempotencyKey: string): string {
+  return `keel-${operation}-${sha256Hex(`${tenantId}\n${idempotencyKey}`)}`;
+}
+
+/** Update id of a message delivered under `idempotencyKey` (see `keyedUpdateId`). */
 export function deliveryUpdateId(tenantId: string, idempotencyKey: string): string {
-  return `keel-deliver-${sha256Hex(`${tenantId}\n${idempotencyKey}`)}`;
+  return keyedUpdateId("deliver", tenantId, idempotencyKey);
+}
+
+/** Update id of an abort sent under `idempotencyKey` (see `keyedUpdateId`). */
+export function abortUpdateId(tenantId: string, idempotencyKey: string): string {
+  return keyedUpdateId("abort", tenantId, idempotencyKey);
 }
 
 function validateKey(idempotencyKey: string): void {

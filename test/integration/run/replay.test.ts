@@ -76,7 +76,7 @@ const representativeRuns: Array<{
       await eventually(async () =>
         (await stage.runs.state(ref))?.status === "waiting_approval" ? true : undefined,
       );
-      await stage.runs.abort(ref, "recorded abort");
+      await stage.runs.signalAbort(ref, "recorded abort");
     },
   },
   {
