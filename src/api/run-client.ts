@@ -179,6 +179,11 @@ const CLOSED_BY_FAILURE: Partial<Record<string, ClosedByFailure>> = {
 /** Workflow type of a run (maintenance tasks run under the same workflow id with other types). */
 const RUN_WORKFLOW_TYPE = "agentRun";
 
+/** Memo key of a maintenance task: the run id of the agent run it follows (not secret: an id). */
+export const FOLLOWS_RUN_MEMO = "keelFollowsRun";
+/** The memo's value when the session had no agent run before the task. */
+const NO_RUN = "";
+
 /** A message racing a run's last moments may meet it ended; it is then delivered to a new run. */
 const ENDED_RUN_RETRIES = 5;
 
@@ -251,8 +256,14 @@ export class RunClient {
     return this.exclusive<LabelSessionResult>(ref, "labelSession", { ...ref, ...options });
   }
 
-  /** Runs a maintenance workflow under the session's run id, so it never overlaps a run. */
+  /**
+   * Runs a maintenance workflow under the session's run id, so it never overlaps a run. The task
+   * records in its memo which agent run it follows, so reads right after it (`executions`,
+   * `events`) find that run through Temporal's strongly consistent description instead of its
+   * eventually consistent list of executions.
+   */
   private async exclusive<R>(ref: SessionRef, workflowType: string, input: unknown): Promise<R> {
+    const follows = await this.newestRunId(ref);
     try {
       return await this.client.workflow.execute(workflowType, {
         workflowId: runWorkflowId(ref),
@@ -260,6 +271,7 @@ export class RunClient {
         args: [input],
         workflowIdConflictPolicy: "FAIL",
         staticSummary: `${workflowType} ${ref.sessionId}`,
+        memo: { [FOLLOWS_RUN_MEMO]: follows ?? NO_RUN },
       });
     } catch (error) {
       if (error instanceof WorkflowExecutionAlreadyStartedError) throw new SessionBusyError(ref);
@@ -348,7 +360,7 @@ export class RunClient {
     if (latest.type === RUN_WORKFLOW_TYPE) return { run: await this.runOf(ref, latest) };
     const kind = MAINTENANCE_KINDS[latest.type as keyof typeof MAINTENANCE_KINDS];
     const maintenance = kind ? { kind, status: latest.status.name.toLowerCase() } : undefined;
-    const runId = await this.newestRunIdListed(ref);
+    const runId = await this.runIdBehind(ref, latest);
     const run =
       runId !== undefined ? await this.runOf(ref, await this.pinned(ref, runId).describe()) : undefined;
     return { ...(run ? { run } : {}), ...(maintenance ? { maintenance } : {}) };
@@ -380,11 +392,22 @@ export class RunClient {
     }
   }
 
-  /** The run id of the session's newest agent run: the latest execution, or listed behind a maintenance task. */
+  /** The run id of the session's newest agent run: the latest execution, or the one behind a maintenance task. */
   private async newestRunId(ref: SessionRef): Promise<string | undefined> {
     const latest = await this.describeLatest(ref);
     if (latest === undefined) return undefined;
-    return latest.type === RUN_WORKFLOW_TYPE ? latest.runId : this.newestRunIdListed(ref);
+    return latest.type === RUN_WORKFLOW_TYPE ? latest.runId : this.runIdBehind(ref, latest);
+  }
+
+  /**
+   * The agent run a maintenance task followed: the run id its memo records (read with the
+   * task's own description, so it is current; NO_RUN: none), else — a task started without the memo, by an
+   * older API — the newest one Temporal lists.
+   */
+  private async runIdBehind(ref: SessionRef, task: Description): Promise<string | undefined> {
+    const recorded = task.memo?.[FOLLOWS_RUN_MEMO];
+    if (recorded === NO_RUN) return undefined;
+    return typeof recorded === "string" ? recorded : this.newestRunIdListed(ref);
   }
 
   /**
