@@ -43,10 +43,8 @@ export class ConditionalObjects {
 
   /**
    * Replaces the object at `key` if it is still the version with `etag` (as read): true when
-   * replaced, false when it changed or was removed since.
-   * Not called in production yet: the API's stale idempotency-claim takeover (api/idempotency.ts)
-   * still overwrites unconditionally, so two requests taking over one stale claim can both win;
-   * it should read the ETag with the record and replace through this.
+   * replaced, false when it changed or was removed since. The API's takeover of a stale
+   * idempotency claim goes through this, so two retries never both take one claim over.
    */
   replaceIfMatch(key: string, body: ObjectBody, contentType: string, etag: string): Promise<boolean> {
     return this.conditionalPut({ Key: key, Body: body, ContentType: contentType, IfMatch: etag });
