@@ -8,7 +8,8 @@
  *   backoff until the server decides, since the other write may still fail and leave the key free.
  * - read-after-conflict: the winning write of a 412 may not be readable yet on some
  *   S3-compatible servers; the read is retried briefly.
- * - replace-if-match (`If-Match: <etag>`): overwrites only the version the caller read.
+ * - replace-if-match (`If-Match: <etag>`): overwrites only the version the caller read; a key
+ *   removed since is refused too (412 or 404).
  *
  * Other S3 errors are passed on unchanged.
  */
@@ -59,6 +60,9 @@ export class ConditionalObjects {
       } catch (error) {
         const status = s3HttpStatus(error);
         if (status === 412) return false;
+        // AWS S3 answers an If-Match write to a key that no longer exists with 404 (SeaweedFS with
+        // 412): either way the version read is gone.
+        if (status === 404 && input.IfMatch !== undefined) return false;
         if (status === 409 && attempt < CONFLICT_ATTEMPTS) {
           await sleep(RETRY_BASE_DELAY_MS * 2 ** (attempt - 1));
           continue;
