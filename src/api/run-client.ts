@@ -400,9 +400,9 @@ export class RunClient {
   }
 
   /**
-   * The agent run a maintenance task followed: the run id its memo records (read with the
-   * task's own description, so it is current; NO_RUN: none), else — a task started without the memo, by an
-   * older API — the newest one Temporal lists.
+   * The agent run a maintenance task followed: the run id its memo records (read with the task's
+   * own description, so it is current; NO_RUN: none), else — a task started without the memo, by
+   * an older API — the newest one Temporal lists.
    */
   private async runIdBehind(ref: SessionRef, task: Description): Promise<string | undefined> {
     const recorded = task.memo?.[FOLLOWS_RUN_MEMO];
@@ -487,6 +487,7 @@ export class RunClient {
       await send(handle);
       return "sent";
     } catch (error) {
+      // It closed between the description and the send.
       if (error instanceof WorkflowNotFoundError) return "not-live";
       throw error;
     }
