@@ -118,6 +118,25 @@ const representativeRuns: Array<{
     },
   },
   {
+    // The abortRun update (answering with the queued messages) while a model call is in flight.
+    name: "abort-update-with-queued",
+    drive: async (stage, ref) => {
+      stage.llm.addScenario("replay-abort-update", { turns: [], after: { text: "never" } });
+      stage.llm.addFaults([{ kind: "hang", match: { scenario: "replay-abort-update" } }]);
+      await stage.runs.deliver(
+        ref,
+        { text: "[scenario:replay-abort-update] go", mode: "auto" },
+        stage.settings(),
+      );
+      await eventually(async () =>
+        stage.llm.journal().some((entry) => entry.scenario === "replay-abort-update") ? true : undefined,
+      );
+      await stage.runs.deliver(ref, { text: "later", mode: "followUp" }, stage.settings());
+      const aborted = await stage.runs.abort(ref, { reason: "recorded abort update" });
+      if (aborted.kind !== "answered") throw new Error(`the run did not answer the abort: ${aborted.kind}`);
+    },
+  },
+  {
     // A model call that fails for good: the run closes the session and ends as failed.
     name: "failed-model-call",
     drive: async (stage, ref) => {
