@@ -73,6 +73,23 @@ test("a pi file with branches and labels survives import and export byte for byt
   expect(withoutHeader(exported.text)).toEqual(withoutHeader(text));
 });
 
+test("a label on an imported session that never had a run: the task records none, and the view shows no run", async () => {
+  const imported = await api.call("POST", "/v1/sessions/import", {
+    body: fixture("branches-labels.jsonl"),
+    headers: ndjson,
+  });
+  const { sessionId, leafId } = imported.body;
+  const labelled = await api.call("POST", `/v1/sessions/${sessionId}/labels`, {
+    json: { entryId: leafId, label: "imported" },
+  });
+  expect(labelled.status).toBe(201);
+  const task = await api.stage.runs.handle({ tenantId: api.tenants.a, sessionId }).describe();
+  expect(task.memo).toEqual({ [FOLLOWS_RUN_MEMO]: "" });
+  const view = await api.call("GET", `/v1/sessions/${sessionId}`);
+  expect(view.body).toMatchObject({ status: "idle", maintenance: { kind: "label", status: "completed" } });
+  expect(view.body).not.toHaveProperty("run");
+});
+
 test("the wire-format session JSON imports through its adapter; bad files are 400, other media types 415", async () => {
   const imported = await api.call("POST", "/v1/sessions/import", {
     body: fixture("wire-session.json"),
