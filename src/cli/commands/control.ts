@@ -33,11 +33,12 @@ export const abortCommand: Command = {
  */
 function abortReport(
   sessionId: string,
-  answer: { answered: boolean; unprocessed?: Array<{ text: string }> },
+  // `answered` is optional: a server older than the abort update answers `{accepted: true}` only.
+  answer: { answered?: boolean; unprocessed?: Array<{ text: string }> },
 ): string {
   const lines = [`abort requested for session ${sessionId}`];
   const unprocessed = answer.unprocessed ?? [];
-  if (!answer.answered) {
+  if (answer.answered === false) {
     lines.push("the run has not answered yet; its agent_end event will list any unprocessed messages");
   } else if (unprocessed.length > 0) {
     lines.push(`${unprocessed.length} queued message(s) were not processed:`);
