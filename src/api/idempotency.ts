@@ -50,7 +50,7 @@ const TEMPORAL_DEDUPLICATED_PATH = /^\/v1\/sessions\/[^/]+\/messages$/;
 export function isTemporalDeduplicated(method: string, path: string): boolean {
   return method === "POST" && TEMPORAL_DEDUPLICATED_PATH.test(path);
 }
-/** Claim attempts when the record vanishes between a failed create and the read. */
+/** Claim attempts when the record vanishes or changes between a failed create and the takeover. */
 const CLAIM_ATTEMPTS = 3;
 
 const IdempotencyRecordSchema = z.discriminatedUnion("state", [
@@ -78,12 +78,22 @@ export function idempotencyRecordKey(
 }
 
 /**
- * Temporal update id of a message delivered under `idempotencyKey`: the same for every retry, so
+ * Temporal update id of an update sent under `idempotencyKey`: the same for every retry, so
  * Temporal (which runs an update id once per workflow run) answers a retry with the first
- * delivery's result instead of delivering again.
+ * update's result instead of applying it again.
  */
+function keyedUpdateId(operation: "deliver" | "abort", tenantId: string, idempotencyKey: string): string {
+  return `keel-${operation}-${sha256Hex(`${tenantId}\n${idempotencyKey}`)}`;
+}
+
+/** Update id of a message delivered under `idempotencyKey` (see `keyedUpdateId`). */
 export function deliveryUpdateId(tenantId: string, idempotencyKey: string): string {
-  return `keel-deliver-${sha256Hex(`${tenantId}\n${idempotencyKey}`)}`;
+  return keyedUpdateId("deliver", tenantId, idempotencyKey);
+}
+
+/** Update id of an abort sent under `idempotencyKey` (see `keyedUpdateId`). */
+export function abortUpdateId(tenantId: string, idempotencyKey: string): string {
+  return keyedUpdateId("abort", tenantId, idempotencyKey);
 }
 
 function validateKey(idempotencyKey: string): void {
@@ -121,8 +131,9 @@ async function claim(
   const pending: IdempotencyRecord = { state: "pending", requestHash, startedAt: now() };
   for (let attempt = 1; attempt <= CLAIM_ATTEMPTS; attempt++) {
     if (await objects.createIfAbsent(key, pending)) return { kind: "claimed" };
-    const existing = await objects.read(key, IdempotencyRecordSchema);
-    if (existing === undefined) continue;
+    const read = await objects.readVersioned(key, IdempotencyRecordSchema);
+    if (read === undefined) continue;
+    const existing = read.value;
     if (existing.requestHash !== requestHash) {
       throw new ProblemError(
         "idempotency-key-reused",
@@ -133,9 +144,10 @@ async function claim(
     if (now() - existing.startedAt < leaseMs) {
       throw inUse("The first request with this Idempotency-Key has not finished yet.");
     }
-    // The request that claimed the key died, or its answer was never recorded: take its claim over.
-    await objects.overwrite(key, pending);
-    return { kind: "claimed" };
+    // The request that claimed the key died, or its answer was never recorded: take its claim
+    // over — only the version read, so of two retries taking over one stale claim, one wins and
+    // the other reads the winner's fresh claim on its next attempt.
+    if (await objects.replaceIfMatch(key, pending, read.etag)) return { kind: "claimed" };
   }
   throw inUse("The Idempotency-Key record is changing; retry.");
 }

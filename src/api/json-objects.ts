@@ -1,6 +1,6 @@
 /**
  * Small JSON objects the API keeps in S3 beside the sessions (idempotency records, chat thread
- * mappings): conditional create, read with a schema, overwrite, remove.
+ * mappings): conditional create, read with a schema, conditional replace, overwrite, remove.
  */
 import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import type { z } from "zod";
@@ -27,15 +27,31 @@ export class JsonObjects {
 
   /** The object at `key` parsed with `schema`; undefined when absent. Throws when malformed. */
   async read<T>(key: string, schema: z.ZodType<T>): Promise<T | undefined> {
+    return (await this.readVersioned(key, schema))?.value;
+  }
+
+  /**
+   * `read` plus the version read (its ETag), for a `replaceIfMatch` that must not overwrite a
+   * change made since. Undefined when absent; throws when malformed.
+   */
+  async readVersioned<T>(key: string, schema: z.ZodType<T>): Promise<{ value: T; etag: string } | undefined> {
     let text: string;
+    let etag: string | undefined;
     try {
       const response = await this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
       text = (await response.Body?.transformToString("utf-8")) ?? "";
+      etag = response.ETag;
     } catch (error) {
       if (s3HttpStatus(error) === 404) return undefined;
       throw error;
     }
-    return schema.parse(JSON.parse(text));
+    if (etag === undefined) throw new Error(`S3 answered the read of ${key} without an ETag`);
+    return { value: schema.parse(JSON.parse(text)), etag };
+  }
+
+  /** Replaces the object at `key` if it is still the version `etag` names: true when replaced. */
+  replaceIfMatch(key: string, value: unknown, etag: string): Promise<boolean> {
+    return this.conditional.replaceIfMatch(key, JSON.stringify(value), JSON_CONTENT_TYPE, etag);
   }
 
   async overwrite(key: string, value: unknown): Promise<void> {

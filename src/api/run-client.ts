@@ -11,13 +11,16 @@ import {
   WorkflowFailedError,
   WorkflowNotFoundError,
   WorkflowUpdateFailedError,
+  WorkflowUpdateRPCTimeoutOrCancelledError,
   WorkflowUpdateStage,
 } from "@temporalio/client";
 import { ActivityFailure, ApplicationFailure } from "@temporalio/common";
 import type { AgentEvent } from "../core/events";
 import type { agentRun } from "../workflows/agent-run";
 import {
+  AbortRefusal,
   abortSignal,
+  abortUpdate,
   approveSignal,
   DeliveryRefusal,
   deliverUpdate,
@@ -33,7 +36,10 @@ import type {
   LabelSessionResult,
 } from "../workflows/session-maintenance";
 import {
+  type AbortRequest,
+  type AbortResult,
   type ApprovalDecision,
+  DEFAULT_ABORT_REASON,
   type DeliverRequest,
   type DeliverResult,
   type RunSettings,
@@ -50,6 +56,17 @@ export class DeliveryRefusedError extends Error {
   ) {
     super(message);
     this.name = "DeliveryRefusedError";
+  }
+}
+
+/** An abort the run refused as invalid (its reason); `type` is `AbortRefusal.invalid`. */
+export class AbortRefusedError extends Error {
+  constructor(
+    readonly type: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = "AbortRefusedError";
   }
 }
 
@@ -80,6 +97,34 @@ export interface DeliverOptions {
  * execution has closed, or is a maintenance task), `no-run` (the session never had a workflow).
  */
 export type SignalOutcome = "sent" | "not-live" | "no-run";
+
+/**
+ * What became of an abort: the run `answered` (it is stopping, and names the messages it will not
+ * read), or did not answer in time and the abort was `signalled` instead (recorded by the server;
+ * the run stops when a worker picks it up), or there was nothing to abort.
+ */
+export type AbortOutcome =
+  | ({ kind: "answered"; runId: string } & AbortResult)
+  | { kind: "signalled"; runId: string }
+  | { kind: "not-live" }
+  | { kind: "no-run" };
+
+export interface AbortOptions {
+  /**
+   * Temporal update id of the abort: a retry with the same id gets the first abort's answer (the
+   * API derives it from tenant + `Idempotency-Key`). Default: a random id.
+   */
+  updateId?: string;
+  /** How long to wait for the run's answer before falling back to the signal. */
+  answerWaitMs?: number;
+}
+
+/**
+ * How long an abort waits for the run's answer. A polling worker answers in well under a second;
+ * with every worker down the wait ends here and the abort is recorded as a signal instead, so the
+ * caller is answered within seconds either way.
+ */
+export const ABORT_ANSWER_WAIT_MS = 2_000;
 
 /** How a workflow execution closed other than by returning: Temporal's own status, in API words. */
 export type ClosedByFailure = "failed" | "terminated" | "timed_out" | "canceled";
@@ -121,7 +166,8 @@ export interface SessionExecutions {
   maintenance?: MaintenanceTask;
 }
 
-type Description = Awaited<ReturnType<ReturnType<Client["workflow"]["getHandle"]>["describe"]>>;
+type Handle = ReturnType<Client["workflow"]["getHandle"]>;
+type Description = Awaited<ReturnType<Handle["describe"]>>;
 
 const CLOSED_BY_FAILURE: Partial<Record<string, ClosedByFailure>> = {
   FAILED: "failed",
@@ -132,6 +178,11 @@ const CLOSED_BY_FAILURE: Partial<Record<string, ClosedByFailure>> = {
 
 /** Workflow type of a run (maintenance tasks run under the same workflow id with other types). */
 const RUN_WORKFLOW_TYPE = "agentRun";
+
+/** Memo key of a maintenance task: the run id of the agent run it follows (not secret: an id). */
+export const FOLLOWS_RUN_MEMO = "keelFollowsRun";
+/** The memo's value when the session had no agent run before the task. */
+const NO_RUN = "";
 
 /** A message racing a run's last moments may meet it ended; it is then delivered to a new run. */
 const ENDED_RUN_RETRIES = 5;
@@ -176,7 +227,7 @@ export class RunClient {
         return { ...result, workflowId, runId };
       } catch (error) {
         const refusal = refusalOf(error);
-        const retry = refusal?.type === DeliveryRefusal.ended || metMaintenanceTask(error);
+        const retry = refusal?.type === DeliveryRefusal.ended || metMissingHandler(error);
         if (retry && attempt < ENDED_RUN_RETRIES) {
           await sleep(200 * (attempt + 1));
           continue;
@@ -205,8 +256,14 @@ export class RunClient {
     return this.exclusive<LabelSessionResult>(ref, "labelSession", { ...ref, ...options });
   }
 
-  /** Runs a maintenance workflow under the session's run id, so it never overlaps a run. */
+  /**
+   * Runs a maintenance workflow under the session's run id, so it never overlaps a run. The task
+   * records in its memo which agent run it follows, so reads right after it (`executions`,
+   * `events`) find that run through Temporal's strongly consistent description instead of its
+   * eventually consistent list of executions.
+   */
   private async exclusive<R>(ref: SessionRef, workflowType: string, input: unknown): Promise<R> {
+    const follows = await this.newestRunId(ref);
     try {
       return await this.client.workflow.execute(workflowType, {
         workflowId: runWorkflowId(ref),
@@ -214,6 +271,7 @@ export class RunClient {
         args: [input],
         workflowIdConflictPolicy: "FAIL",
         staticSummary: `${workflowType} ${ref.sessionId}`,
+        memo: { [FOLLOWS_RUN_MEMO]: follows ?? NO_RUN },
       });
     } catch (error) {
       if (error instanceof WorkflowExecutionAlreadyStartedError) throw new SessionBusyError(ref);
@@ -222,11 +280,50 @@ export class RunClient {
   }
 
   /**
-   * Asks the live run to stop. Needs no worker: the run is found through Temporal's own
-   * description and the signal is recorded by the server, so this answers while every worker is
-   * down (the run stops when one picks it up again).
+   * Asks the live run to stop and to say which queued messages it will not read (the `abortRun`
+   * update). The run is found through Temporal's own description; when no worker answers within
+   * `answerWaitMs` (all down, redeploying) or the worker's code predates the update, the abort is
+   * sent as the signal instead, which the server records: the run stops when a worker picks it up,
+   * and its result and `agent_end` event name the unprocessed messages. Throws AbortRefusedError
+   * when the run refuses the request as invalid.
    */
-  async abort(ref: SessionRef, reason: string): Promise<SignalOutcome> {
+  async abort(ref: SessionRef, request: AbortRequest, options: AbortOptions = {}): Promise<AbortOutcome> {
+    const live = await this.liveRun(ref);
+    if (live.kind !== "live") return live;
+    const { handle, runId } = live;
+    const deadline = Date.now() + (options.answerWaitMs ?? ABORT_ANSWER_WAIT_MS);
+    try {
+      const result = await this.client.withDeadline(deadline, () =>
+        handle.executeUpdate(abortUpdate, {
+          args: [request],
+          ...(options.updateId !== undefined ? { updateId: options.updateId } : {}),
+        }),
+      );
+      return { kind: "answered", runId, ...result };
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError) return { kind: "not-live" };
+      const cause = error instanceof WorkflowUpdateFailedError ? error.cause : undefined;
+      if (cause instanceof ApplicationFailure && cause.type === AbortRefusal.ended)
+        return { kind: "not-live" };
+      if (cause instanceof ApplicationFailure && cause.type === AbortRefusal.invalid) {
+        throw new AbortRefusedError(cause.type, cause.message);
+      }
+      // Not answered in time, or a worker without the update: the signal needs neither.
+      if (!(error instanceof WorkflowUpdateRPCTimeoutOrCancelledError) && !metMissingHandler(error)) {
+        throw error;
+      }
+    }
+    const signalled = await this.sendLive(handle, (pinned) =>
+      pinned.signal(abortSignal, request.reason ?? DEFAULT_ABORT_REASON),
+    );
+    return signalled === "sent" ? { kind: "signalled", runId } : { kind: "not-live" };
+  }
+
+  /**
+   * Sends the abort signal only (no answer): for senders that need none, e.g. a chat
+   * integration's stop word. Needs no worker, like the fallback of `abort`.
+   */
+  async signalAbort(ref: SessionRef, reason: string): Promise<SignalOutcome> {
     return this.signalLive(ref, (handle) => handle.signal(abortSignal, reason));
   }
 
@@ -263,7 +360,7 @@ export class RunClient {
     if (latest.type === RUN_WORKFLOW_TYPE) return { run: await this.runOf(ref, latest) };
     const kind = MAINTENANCE_KINDS[latest.type as keyof typeof MAINTENANCE_KINDS];
     const maintenance = kind ? { kind, status: latest.status.name.toLowerCase() } : undefined;
-    const runId = await this.newestRunIdListed(ref);
+    const runId = await this.runIdBehind(ref, latest);
     const run =
       runId !== undefined ? await this.runOf(ref, await this.pinned(ref, runId).describe()) : undefined;
     return { ...(run ? { run } : {}), ...(maintenance ? { maintenance } : {}) };
@@ -295,11 +392,22 @@ export class RunClient {
     }
   }
 
-  /** The run id of the session's newest agent run: the latest execution, or listed behind a maintenance task. */
+  /** The run id of the session's newest agent run: the latest execution, or the one behind a maintenance task. */
   private async newestRunId(ref: SessionRef): Promise<string | undefined> {
     const latest = await this.describeLatest(ref);
     if (latest === undefined) return undefined;
-    return latest.type === RUN_WORKFLOW_TYPE ? latest.runId : this.newestRunIdListed(ref);
+    return latest.type === RUN_WORKFLOW_TYPE ? latest.runId : this.runIdBehind(ref, latest);
+  }
+
+  /**
+   * The agent run a maintenance task followed: the run id its memo records (read with the task's
+   * own description, so it is current; NO_RUN: none), else — a task started without the memo, by
+   * an older API — the newest one Temporal lists.
+   */
+  private async runIdBehind(ref: SessionRef, task: Description): Promise<string | undefined> {
+    const recorded = task.memo?.[FOLLOWS_RUN_MEMO];
+    if (recorded === NO_RUN) return undefined;
+    return typeof recorded === "string" ? recorded : this.newestRunIdListed(ref);
   }
 
   /**
@@ -343,26 +451,43 @@ export class RunClient {
    * Signals the session's run when Temporal describes it as an open agent run. Reads nothing
    * from the workflow itself (no query), so it needs no live worker.
    */
-  private async signalLive(
+  private async signalLive(ref: SessionRef, send: (handle: Handle) => Promise<void>): Promise<SignalOutcome> {
+    const live = await this.liveRun(ref);
+    if (live.kind !== "live") return live.kind;
+    return this.sendLive(live.handle, send);
+  }
+
+  /**
+   * The session's run when Temporal describes it as an open agent run, with a handle pinned to
+   * it, so nothing sent through it lands on a run started meanwhile. Reads nothing from the
+   * workflow itself (no query), so it needs no live worker.
+   */
+  private async liveRun(
     ref: SessionRef,
-    send: (handle: ReturnType<Client["workflow"]["getHandle"]>) => Promise<void>,
-  ): Promise<SignalOutcome> {
+  ): Promise<{ kind: "live"; runId: string; handle: Handle } | { kind: "not-live" } | { kind: "no-run" }> {
     const workflowId = runWorkflowId(ref);
-    let description: Awaited<ReturnType<ReturnType<Client["workflow"]["getHandle"]>["describe"]>>;
+    let description: Description;
     try {
       description = await this.client.workflow.getHandle(workflowId).describe();
     } catch (error) {
-      if (error instanceof WorkflowNotFoundError) return "no-run";
+      if (error instanceof WorkflowNotFoundError) return { kind: "no-run" };
       throw error;
     }
     // A maintenance task (branch, compact, label) holding the id is not a run to signal.
-    if (description.status.name !== "RUNNING" || description.type !== RUN_WORKFLOW_TYPE) return "not-live";
+    if (description.status.name !== "RUNNING" || description.type !== RUN_WORKFLOW_TYPE) {
+      return { kind: "not-live" };
+    }
+    const handle = this.client.workflow.getHandle(workflowId, description.runId);
+    return { kind: "live", runId: description.runId, handle };
+  }
+
+  /** Sends through a pinned handle; `not-live` when the run closed since it was described. */
+  private async sendLive(handle: Handle, send: (handle: Handle) => Promise<void>): Promise<SignalOutcome> {
     try {
-      // Pinned to the described run, so a signal never lands on a run started meanwhile.
-      await send(this.client.workflow.getHandle(workflowId, description.runId));
+      await send(handle);
       return "sent";
     } catch (error) {
-      // It closed between the description and the signal.
+      // It closed between the description and the send.
       if (error instanceof WorkflowNotFoundError) return "not-live";
       throw error;
     }
@@ -401,11 +526,11 @@ function refusalOf(error: unknown): ApplicationFailure | undefined {
 }
 
 /**
- * The update reached a branch or compact task holding the session's workflow id: such a task
- * has no `deliver` handler, so the update waits for it to finish and is then rejected. Sending
- * again starts a run.
+ * The update was rejected because the workflow has no handler for it: a branch or compact task
+ * holding the session's workflow id (the update waits for it to finish and is then rejected;
+ * sending again starts a run), or a worker whose code predates the update.
  */
-function metMaintenanceTask(error: unknown): boolean {
+function metMissingHandler(error: unknown): boolean {
   const cause = error instanceof WorkflowUpdateFailedError ? error.cause : undefined;
   return cause instanceof ApplicationFailure && cause.message.startsWith("No registered handler for update");
 }

@@ -8,6 +8,7 @@ import { MODEL_SPEC_KINDS, modelFromSpec } from "../providers/model-spec";
 import { ID_PATTERN } from "../store/session-keys";
 import { builtinTools } from "../tools/index";
 import { HOOK_SETS } from "../workflows/hooks";
+import { ABORT_REASON_PATTERN, MAX_ABORT_REASON_CHARS } from "../workflows/types";
 
 export const MAX_MESSAGE_TEXT_CHARS = 1_000_000;
 export const MAX_SYSTEM_PROMPT_CHARS = 200_000;
@@ -375,7 +376,41 @@ export const SessionListSchema = z
   })
   .openapi("SessionList");
 
-export const AbortBodySchema = z.object({ reason: z.string().max(1_000).optional() }).openapi("AbortRequest");
+export const AbortBodySchema = z
+  .object({
+    reason: z
+      .string()
+      .max(MAX_ABORT_REASON_CHARS)
+      .regex(new RegExp(ABORT_REASON_PATTERN), "must contain a character other than whitespace")
+      .optional()
+      .openapi({ description: "Why the run is stopped (not blank); default `aborted through the API`" }),
+  })
+  .openapi("AbortRequest");
+
+const QueuedMessageSchema = z
+  .object({
+    text: z.string(),
+    acceptedAt: z.number().int().openapi({ description: "When the run accepted it (epoch ms)" }),
+  })
+  .openapi("QueuedMessage");
+
+export const AbortedSchema = z
+  .object({
+    accepted: z.literal(true),
+    runId: z.string(),
+    answered: z.boolean().openapi({
+      description:
+        "true: the run answered, with `reason` and `unprocessed`. false: no worker answered in time; the abort was recorded and the run's `agent_end` event names the unprocessed messages",
+    }),
+    reason: z
+      .string()
+      .optional()
+      .openapi({ description: "The reason the run ends with (the first abort's)" }),
+    unprocessed: z.array(QueuedMessageSchema).optional().openapi({
+      description: "Messages the run had queued and will end without reading, oldest first",
+    }),
+  })
+  .openapi("Aborted");
 
 export const ApprovalBodySchema = z
   .object({

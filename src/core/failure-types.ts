@@ -31,3 +31,11 @@ export const DeliveryRefusal = {
   ended: "RunEnded",
   invalid: "InvalidMessage",
 } as const;
+
+/** Failure types of a refused abort (the run's `abortRun` update), mapped to HTTP by the API. */
+export const AbortRefusal = {
+  /** The reason is not a non-blank string of at most MAX_ABORT_REASON_CHARS characters. */
+  invalid: "InvalidAbort",
+  /** The run has already ended (it is closing its session or posting its answer). */
+  ended: "RunEnded",
+} as const;

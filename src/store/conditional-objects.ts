@@ -8,7 +8,8 @@
  *   backoff until the server decides, since the other write may still fail and leave the key free.
  * - read-after-conflict: the winning write of a 412 may not be readable yet on some
  *   S3-compatible servers; the read is retried briefly.
- * - replace-if-match (`If-Match: <etag>`): overwrites only the version the caller read.
+ * - replace-if-match (`If-Match: <etag>`): overwrites only the version the caller read; a key
+ *   removed since is refused too (412 or 404).
  *
  * Other S3 errors are passed on unchanged.
  */
@@ -43,10 +44,8 @@ export class ConditionalObjects {
 
   /**
    * Replaces the object at `key` if it is still the version with `etag` (as read): true when
-   * replaced, false when it changed or was removed since.
-   * Not called in production yet: the API's stale idempotency-claim takeover (api/idempotency.ts)
-   * still overwrites unconditionally, so two requests taking over one stale claim can both win;
-   * it should read the ETag with the record and replace through this.
+   * replaced, false when it changed or was removed since. The API's takeover of a stale
+   * idempotency claim goes through this, so two retries never both take one claim over.
    */
   replaceIfMatch(key: string, body: ObjectBody, contentType: string, etag: string): Promise<boolean> {
     return this.conditionalPut({ Key: key, Body: body, ContentType: contentType, IfMatch: etag });
@@ -61,6 +60,9 @@ export class ConditionalObjects {
       } catch (error) {
         const status = s3HttpStatus(error);
         if (status === 412) return false;
+        // AWS S3 answers an If-Match write to a key that no longer exists with 404 (SeaweedFS with
+        // 412): either way the version read is gone.
+        if (status === 404 && input.IfMatch !== undefined) return false;
         if (status === 409 && attempt < CONFLICT_ATTEMPTS) {
           await sleep(RETRY_BASE_DELAY_MS * 2 ** (attempt - 1));
           continue;

@@ -159,6 +159,34 @@ export interface DeliverResult {
   queueLength: number;
 }
 
+/** Longest abort reason a caller may give (the API's schema and the run's validator agree). */
+export const MAX_ABORT_REASON_CHARS = 1_000;
+/**
+ * An abort reason must contain a character other than ASCII whitespace (a blank reason says
+ * nothing). Written out rather than `\S` so JavaScript and the OpenAPI document's readers (e.g.
+ * Python's `re`) agree on every string.
+ */
+export const ABORT_REASON_PATTERN = "[^\t\n\v\f\r ]";
+
+/** The reason an abort without one ends the run with. */
+export const DEFAULT_ABORT_REASON = "aborted by user";
+
+/** The `abortRun` update's argument: why the run is stopped (default "aborted by user"). */
+export interface AbortRequest {
+  reason?: string;
+}
+
+/** The `abortRun` update's answer: the reason the run ends with, and what it will never read. */
+export interface AbortResult {
+  /** The reason of the first abort the run accepted (a later abort does not replace it). */
+  reason: string;
+  /**
+   * Messages the run accepted (queued) and will end without reading, oldest first: the same list
+   * the run's result and its `agent_end` event report.
+   */
+  unprocessed: QueuedMessage[];
+}
+
 export type RunStatus = "starting" | "running" | "waiting_approval" | "completed" | "aborted" | "failed";
 
 export interface PendingToolCall {

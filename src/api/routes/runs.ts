@@ -5,13 +5,14 @@ import type { AgentEvent } from "../../core/events";
 import type { SessionRef } from "../../workflows/types";
 import { DEFAULT_RUN_SETTINGS } from "../../workflows/types";
 import type { RouteContext } from "../app";
-import { deliveryUpdateId, IDEMPOTENCY_HEADER } from "../idempotency";
+import { abortUpdateId, deliveryUpdateId, IDEMPOTENCY_HEADER } from "../idempotency";
 import { ProblemError } from "../problems";
 import { createRouter } from "../router";
-import type { RunClient } from "../run-client";
+import { AbortRefusedError, type RunClient } from "../run-client";
 import { runSettingsFrom } from "../run-settings";
 import {
   AbortBodySchema,
+  AbortedSchema,
   AcceptedSchema,
   ApprovalBodySchema,
   ApprovalParamsSchema,
@@ -57,13 +58,14 @@ const postMessageRoute = (options: MessageBodyOptions) =>
 const abortRun = createRoute({
   method: "post",
   path: "/v1/sessions/{sessionId}/abort",
-  summary: "Abort the session's live run",
+  summary:
+    "Abort the session's live run; the answer names the queued messages the run will not read (when the run answers within 2 s)",
   request: {
     params: SessionParamsSchema,
     body: { required: false, content: { "application/json": { schema: AbortBodySchema } } },
   },
   responses: {
-    202: { description: "Abort requested", content: { "application/json": { schema: AcceptedSchema } } },
+    202: { description: "Abort accepted", content: { "application/json": { schema: AbortedSchema } } },
     ...problemResponses(409, 413, 415, 422),
   },
   parameters: [idempotencyHeaderParam],
@@ -181,11 +183,42 @@ export function runRoutes(deps: RouteContext) {
       const { reason } = c.req.valid("json");
       const ref = refOf(c, sessionId);
       const runs = await deps.runs();
-      // Temporal's description and the signal only: no state query, so no worker is needed and a
-      // run whose workers are all down is aborted at once (it stops when one picks it up).
-      const outcome = await runs.abort(ref, reason ?? "aborted through the API");
-      if (outcome === "sent") return c.json({ accepted: true as const }, 202);
-      if (outcome === "no-run") await requireStoredSession(deps, ref);
+      const idempotencyKey = c.req.header(IDEMPOTENCY_HEADER);
+      // Temporal's description, then the abort update; no state query. A run whose workers are all
+      // down does not answer the update in time: the abort is then recorded as a signal (it stops
+      // when a worker picks it up) and the answer says it was not answered.
+      let outcome: Awaited<ReturnType<RunClient["abort"]>>;
+      try {
+        outcome = await runs.abort(
+          ref,
+          { reason: reason ?? "aborted through the API" },
+          idempotencyKey !== undefined ? { updateId: abortUpdateId(c.get("tenantId"), idempotencyKey) } : {},
+        );
+      } catch (error) {
+        // The schema checks what the run checks; this answers a run that is stricter still.
+        if (error instanceof AbortRefusedError) throw new ProblemError("invalid-request", error.message);
+        throw error;
+      }
+      switch (outcome.kind) {
+        case "answered":
+          return c.json(
+            {
+              accepted: true as const,
+              runId: outcome.runId,
+              answered: true,
+              reason: outcome.reason,
+              unprocessed: outcome.unprocessed,
+            },
+            202,
+          );
+        case "signalled":
+          return c.json({ accepted: true as const, runId: outcome.runId, answered: false }, 202);
+        case "no-run":
+          await requireStoredSession(deps, ref);
+          break;
+        case "not-live":
+          break;
+      }
       throw new ProblemError("no-active-run", "The session's latest run has already ended.");
     })
     .openapi(approve, async (c) => {

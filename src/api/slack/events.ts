@@ -121,7 +121,7 @@ async function handleThreadMessage(
   if (message.text.length === 0) return;
   const runs = await deps.runs();
   if (message.text.toLowerCase() === slack.stopWord.toLowerCase()) {
-    await runs.abort(ref, "stopped from Slack");
+    await runs.signalAbort(ref, "stopped from Slack");
     return;
   }
   await saveSlackThread(deps.objects, ref, message.thread);

@@ -22,10 +22,30 @@ export const abortCommand: Command = {
       }),
     );
     if (parsed.json) printJson(context, answer);
-    else context.out.write(`abort requested for session ${sessionId}\n`);
+    else context.out.write(abortReport(sessionId, answer));
     return EXIT.ok;
   },
 };
+
+/**
+ * What `keel abort` prints: the request, then the queued messages the run will not read (one per
+ * line, so they can be sent again), or that the run has not answered yet.
+ */
+function abortReport(
+  sessionId: string,
+  // `answered` is optional: a server older than the abort update answers `{accepted: true}` only.
+  answer: { answered?: boolean; unprocessed?: Array<{ text: string }> },
+): string {
+  const lines = [`abort requested for session ${sessionId}`];
+  const unprocessed = answer.unprocessed ?? [];
+  if (answer.answered === false) {
+    lines.push("the run has not answered yet; its agent_end event will list any unprocessed messages");
+  } else if (unprocessed.length > 0) {
+    lines.push(`${unprocessed.length} queued message(s) were not processed:`);
+    for (const message of unprocessed) lines.push(`  ${JSON.stringify(message.text)}`);
+  }
+  return `${lines.join("\n")}\n`;
+}
 
 function parseArgsJson(text: string): Record<string, unknown> {
   let value: unknown;

@@ -5,7 +5,7 @@
  * server, and a replay makes the same decisions.
  */
 import type { LlmTurnResult } from "../../activities/types";
-import { DeliveryRefusal } from "../../core/failure-types";
+import { AbortRefusal, DeliveryRefusal } from "../../core/failure-types";
 import { decideDelivery, type LiveRunDeliveryMode } from "../../core/queues";
 import {
   type NextTurnSettings,
@@ -14,7 +14,15 @@ import {
   stopReasonAfterTurn,
   type TurnOutcome,
 } from "../hooks";
-import type { DeliverRequest, DeliverResult, DeliveryMode, QueuedMessage } from "../types";
+import {
+  ABORT_REASON_PATTERN,
+  DEFAULT_ABORT_REASON,
+  type DeliverRequest,
+  type DeliverResult,
+  type DeliveryMode,
+  MAX_ABORT_REASON_CHARS,
+  type QueuedMessage,
+} from "../types";
 import { type QueueName, type RunRecord, take } from "./state";
 
 /** Signals and updates accepted before continuing as new, below Temporal's per-run caps (10k / 2k). */
@@ -178,4 +186,36 @@ export function validateDelivery(
     };
   }
   return { ok: true, target, text };
+}
+
+const ABORT_REASON = new RegExp(ABORT_REASON_PATTERN);
+
+/**
+ * Checks an abort (the `abortRun` update's argument) against the run's state: the reason, when
+ * given, is a string of 1..MAX_ABORT_REASON_CHARS characters that is not blank; the run has not
+ * ended. A run already aborting accepts it (the first reason stands). Pure: the update's validator
+ * and handler both use it.
+ */
+export function validateAbort(
+  run: RunRecord,
+  request: unknown,
+): { ok: true; reason: string } | { ok: false; type: string; message: string } {
+  if (typeof request !== "object" || request === null || Array.isArray(request)) {
+    return { ok: false, type: AbortRefusal.invalid, message: "the abort request is not an object" };
+  }
+  const { reason } = request as { reason?: unknown };
+  if (
+    reason !== undefined &&
+    (typeof reason !== "string" || reason.length > MAX_ABORT_REASON_CHARS || !ABORT_REASON.test(reason))
+  ) {
+    return {
+      ok: false,
+      type: AbortRefusal.invalid,
+      message: `the reason must be a non-blank string of at most ${MAX_ABORT_REASON_CHARS} characters`,
+    };
+  }
+  if (run.ended) {
+    return { ok: false, type: AbortRefusal.ended, message: "the run has already ended" };
+  }
+  return { ok: true, reason: reason ?? DEFAULT_ABORT_REASON };
 }

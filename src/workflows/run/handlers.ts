@@ -1,17 +1,31 @@
 /**
- * The run's message handlers: deliver (update), abort and approve (signals), state and events
- * (queries). Whoever sends them — the API, a chat integration, the Temporal CLI — the payload is
- * checked here; the update refuses bad input with a typed failure, the signals ignore what they
- * cannot use and log why.
+ * The run's message handlers: deliver and abortRun (updates), abort and approve (signals), state
+ * and events (queries). Whoever sends them — the API, a chat integration, the Temporal CLI — the
+ * payload is checked here; the updates refuse bad input with a typed failure, the signals ignore
+ * what they cannot use and log why.
  */
 import { ApplicationFailure, currentUpdateInfo, log, setHandler } from "@temporalio/workflow";
 import { DeliveryRefusal } from "../../core/failure-types";
 import { enqueue } from "../../core/queues";
-import { abortSignal, approveSignal, deliverUpdate, eventsQuery, stateQuery } from "../definitions";
-import type { ApprovalDecision, DeliverRequest, DeliverResult } from "../types";
-import { validateDelivery } from "./decide";
+import {
+  abortSignal,
+  abortUpdate,
+  approveSignal,
+  deliverUpdate,
+  eventsQuery,
+  stateQuery,
+} from "../definitions";
+import {
+  type AbortRequest,
+  type AbortResult,
+  type ApprovalDecision,
+  DEFAULT_ABORT_REASON,
+  type DeliverRequest,
+  type DeliverResult,
+} from "../types";
+import { validateAbort, validateDelivery } from "./decide";
 import type { RunContext } from "./lifecycle";
-import { callState } from "./state";
+import { callState, queuedMessages } from "./state";
 import { deliveredBefore, eventsSince, rememberDelivery, snapshot } from "./views";
 
 /** An approval as sent: `args` (the API's name) or `arguments` carry edited arguments. */
@@ -70,18 +84,34 @@ export function registerHandlers(ctx: RunContext): void {
 
   setHandler(abortSignal, (reason: unknown) => {
     run.signalsSeen += 1;
-    if (run.ended || run.abortReason !== undefined) return;
+    if (run.ended) return;
     if (reason !== undefined && reason !== null && typeof reason !== "string") {
       log.warn("abort: the reason is not a string; aborting with the default reason", {
         reason: String(reason),
       });
     }
-    run.abortReason = typeof reason === "string" && reason.trim() ? reason : "aborted by user";
-    if (ctx.inFlight) {
-      run.cancelling = { kind: "abort", reason: run.abortReason };
-      ctx.inFlight.cancel();
-    }
+    beginAbort(ctx, typeof reason === "string" && reason.trim() ? reason : DEFAULT_ABORT_REASON);
   });
+
+  setHandler(
+    abortUpdate,
+    (request: AbortRequest): AbortResult => {
+      run.updatesSeen += 1;
+      const checked = validateAbort(run, request);
+      // The validator refused these already; the state cannot change between the two.
+      if (!checked.ok) throw ApplicationFailure.nonRetryable(checked.message, checked.type);
+      beginAbort(ctx, checked.reason);
+      // Nothing drains a queue once an abort is set and deliveries are refused from then on, so
+      // these are exactly the messages the run's end hands back.
+      return { reason: run.abortReason ?? checked.reason, unprocessed: queuedMessages(run) };
+    },
+    {
+      validator: (request: AbortRequest) => {
+        const checked = validateAbort(run, request);
+        if (!checked.ok) throw ApplicationFailure.nonRetryable(checked.message, checked.type);
+      },
+    },
+  );
 
   setHandler(approveSignal, (input: unknown) => {
     run.signalsSeen += 1;
@@ -96,4 +126,15 @@ export function registerHandlers(ctx: RunContext): void {
 
   setHandler(stateQuery, () => snapshot(run));
   setHandler(eventsQuery, (afterSeq: number) => eventsSince(run, afterSeq));
+}
+
+/** Starts aborting the run (once: a later abort keeps the first reason) and cancels in-flight work. */
+function beginAbort(ctx: RunContext, reason: string): void {
+  const { run } = ctx;
+  if (run.abortReason !== undefined) return;
+  run.abortReason = reason;
+  if (ctx.inFlight) {
+    run.cancelling = { kind: "abort", reason };
+    ctx.inFlight.cancel();
+  }
 }

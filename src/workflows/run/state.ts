@@ -164,9 +164,16 @@ export function pushPending(run: RunRecord, messages: QueuedMessage[], atHead = 
   run.queues.pending = { ...pending, items };
 }
 
+const QUEUE_ORDER = ["pending", "steering", "followUp"] as const;
+
+/** Every queued message, in the order `takeAllQueued` hands them back; the queues are left as they are. */
+export function queuedMessages(run: RunRecord): QueuedMessage[] {
+  return QUEUE_ORDER.flatMap((name) => run.queues[name].items);
+}
+
 /** Every queued message, removed from its queue (the run ends without having read them). */
 export function takeAllQueued(run: RunRecord): QueuedMessage[] {
-  return (["pending", "steering", "followUp"] as const).flatMap((name) => {
+  return QUEUE_ORDER.flatMap((name) => {
     const { removed, queue } = clearQueue(run.queues[name]);
     run.queues[name] = queue;
     return removed;

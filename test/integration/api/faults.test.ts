@@ -7,6 +7,7 @@
 import { createHash } from "node:crypto";
 import type { Server } from "node:http";
 import { Client, type WorkflowClientInterceptor } from "@temporalio/client";
+import type { z } from "zod";
 import {
   DEDUPLICATED_CLAIM_LEASE_MS,
   idempotencyRecordKey,
@@ -214,6 +215,54 @@ describe("Idempotency-Key: a message is delivered at most once", () => {
     expectProblem(await later("POST", forkPath, request), 409, "idempotency-key-in-use");
     const stale = api.callerWith({ now: () => Date.now() + STALE_CLAIM_MS + 1_000 });
     expectProblem(await stale("POST", forkPath, request), 404, "entry-not-found");
+  });
+});
+
+/**
+ * JsonObjects whose first `parties` versioned reads wait for each other: every request reads the
+ * record before any takes it over, the race the conditional takeover must decide.
+ */
+class ReadBarrierObjects extends JsonObjects {
+  private arrivals = 0;
+  private readonly waiting: Array<() => void> = [];
+
+  constructor(private readonly parties: number) {
+    const settings = s3Settings();
+    super(s3Client(), settings.bucket, settings.prefix);
+  }
+
+  override async readVersioned<T>(key: string, schema: z.ZodType<T>) {
+    const read = await super.readVersioned(key, schema);
+    this.arrivals += 1;
+    if (this.arrivals < this.parties) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    else if (this.arrivals === this.parties) for (const release of this.waiting.splice(0)) release();
+    return read;
+  }
+}
+
+describe("a stale claim is taken over once", () => {
+  test("two retries that both read one stale claim: one takes it over and runs, the other is 409", async () => {
+    const ref = refOf(api.sessionId());
+    await api.stage.store.importEntries(
+      ref,
+      createSessionHeader(ref.sessionId, new Date().toISOString(), ""),
+      [],
+    );
+    const forkPath = `/v1/sessions/${ref.sessionId}/fork`;
+    const request = { json: { entryId: "missing" }, headers: { "idempotency-key": "fork-stale" } };
+    const key = idempotencyRecordKey(api.objects.prefix, api.tenants.a, "fork-stale", "POST", forkPath);
+    const requestHash = createHash("sha256")
+      .update(`POST ${forkPath}\n${JSON.stringify(request.json)}`)
+      .digest("hex");
+    await api.objects.overwrite(key, { state: "pending", requestHash, startedAt: Date.now() });
+    const retry = api.callerWith({
+      objects: new ReadBarrierObjects(2),
+      now: () => Date.now() + STALE_CLAIM_MS + 1_000,
+    });
+    const answers = await Promise.all([retry("POST", forkPath, request), retry("POST", forkPath, request)]);
+    expect(answers.map((answer) => answer.status).sort()).toEqual([404, 409]);
+    expectProblem(answers.find((answer) => answer.status === 409)!, 409, "idempotency-key-in-use");
+    expectProblem(answers.find((answer) => answer.status === 404)!, 404, "entry-not-found");
   });
 });
 

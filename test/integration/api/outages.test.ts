@@ -1,6 +1,6 @@
 /**
- * The API while no worker is running: abort answers from Temporal's own description and the
- * signal, never from a query that needs a worker. (Idempotency records under S3 faults are in
+ * The API while no worker is running: abort answers from Temporal's own description and, when no
+ * worker answers its update within seconds, the signal; never from a query that needs a worker. (Idempotency records under S3 faults are in
  * faults.test.ts; a Temporal restart under concurrent requests in temporal-restart.test.ts.)
  */
 import { eventually } from "../../support/run-harness";
@@ -39,6 +39,8 @@ describe("no worker", () => {
       headers: { "idempotency-key": "abort-no-worker" },
     });
     expect(aborted.status).toBe(202);
+    // No worker answers the abort update: after its short wait the abort is recorded as a signal.
+    expect(aborted.body).toEqual({ accepted: true, runId: expect.any(String), answered: false });
     // A state query would wait for a worker until it times out (tens of seconds).
     expect(Date.now() - began).toBeLessThan(5_000);
 

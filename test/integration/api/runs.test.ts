@@ -153,6 +153,125 @@ test("abort ends the live run; aborting an ended run is 409 no-active-run", asyn
   expectProblem(await api.call("POST", `/v1/sessions/${sessionId}/abort`), 409, "no-active-run");
 });
 
+/** A session whose run hangs in its model call (until aborted), with `followUps` queued behind it. */
+async function hungRunWithFollowUps(scenario: string, followUps: string[]): Promise<string> {
+  api.stage.llm.addScenario(scenario, { turns: [], after: { text: "You said: {{lastUser}}" } });
+  api.stage.llm.addFaults([{ kind: "hang", match: { scenario } }]);
+  const sessionId = api.sessionId();
+  await send(sessionId, { text: `[scenario:${scenario}] think` });
+  await waitForModelCall(scenario);
+  for (const text of followUps) {
+    const queued = await send(sessionId, { text, delivery: "followUp" });
+    expect(queued.body).toMatchObject({ delivery: "queued" });
+  }
+  return sessionId;
+}
+
+test("abort answers with the queued messages the run will not read, as the run's result and agent_end do", async () => {
+  const sessionId = await hungRunWithFollowUps("api-abort-queued", ["first follow-up", "second follow-up"]);
+  const aborted = await api.call("POST", `/v1/sessions/${sessionId}/abort`, { json: { reason: "stop" } });
+  expect(aborted.status).toBe(202);
+  expect(aborted.body).toEqual({
+    accepted: true,
+    runId: expect.any(String),
+    answered: true,
+    reason: "stop",
+    unprocessed: [
+      { text: "first follow-up", acceptedAt: expect.any(Number) },
+      { text: "second follow-up", acceptedAt: expect.any(Number) },
+    ],
+  });
+  const result = await api.stage.result(refOf(sessionId));
+  expect(result).toMatchObject({ status: "aborted", reason: "stop" });
+  expect(result.unprocessed).toEqual(aborted.body.unprocessed);
+  const events = await api.call("GET", `/v1/sessions/${sessionId}/events`);
+  expect(events.body.events.at(-1)).toMatchObject({
+    type: "agent_end",
+    unprocessed: ["first follow-up", "second follow-up"],
+  });
+  const view = await api.call("GET", `/v1/sessions/${sessionId}`);
+  expect(view.body.run.runId).toBe(aborted.body.runId);
+  // Neither follow-up reached the session.
+  expect(await userAndAssistantTexts(sessionId)).toEqual([
+    "user: [scenario:api-abort-queued] think",
+    "assistant: [INTERRUPTED]",
+  ]);
+});
+
+test("an abort retried with the same Idempotency-Key gets the first answer; the run is aborted once", async () => {
+  const sessionId = await hungRunWithFollowUps("api-abort-retried", ["later"]);
+  const headers = { "idempotency-key": `abort-${sessionId}` };
+  const first = await api.call("POST", `/v1/sessions/${sessionId}/abort`, { json: {}, headers });
+  expect(first.status).toBe(202);
+  expect(first.body).toMatchObject({ answered: true, reason: "aborted through the API" });
+  expect(first.body.unprocessed.map((message: { text: string }) => message.text)).toEqual(["later"]);
+  expect((await api.stage.result(refOf(sessionId))).status).toBe("aborted");
+
+  const again = await api.call("POST", `/v1/sessions/${sessionId}/abort`, { json: {}, headers });
+  expect(again.status).toBe(202);
+  expect(again.headers.get("idempotent-replayed")).toBe("true");
+  expect(again.text).toBe(first.text);
+  // Without the key, the ended run is refused.
+  expectProblem(
+    await api.call("POST", `/v1/sessions/${sessionId}/abort`, { json: {} }),
+    409,
+    "no-active-run",
+  );
+});
+
+test("the live run answers a repeated abort update id with its first answer; a closed run is not live", async () => {
+  const sessionId = await hungRunWithFollowUps("api-abort-update-id", ["queued one"]);
+  const ref = refOf(sessionId);
+  const first = await api.stage.runs.abort(ref, { reason: "once" }, { updateId: `abort-once-${sessionId}` });
+  expect(first).toMatchObject({ kind: "answered", reason: "once", unprocessed: [{ text: "queued one" }] });
+  // The cancelled model call takes a moment to wind down: the run is still open here.
+  const again = await api.stage.runs.abort(ref, { reason: "twice" }, { updateId: `abort-once-${sessionId}` });
+  expect(again).toEqual(first);
+  expect((await api.stage.result(ref)).reason).toBe("once");
+  // Once the run has closed there is nothing to abort (the API's idempotency record answers a retry then).
+  expect(
+    await api.stage.runs.abort(ref, { reason: "thrice" }, { updateId: `abort-once-${sessionId}` }),
+  ).toEqual({
+    kind: "not-live",
+  });
+});
+
+test("abort of a run that finished is 409 no-active-run; an invalid reason is 400 and the run goes on", async () => {
+  const finished = api.sessionId();
+  await send(finished, { text: "done soon" });
+  expect((await api.stage.result(refOf(finished))).status).toBe("completed");
+  expectProblem(
+    await api.call("POST", `/v1/sessions/${finished}/abort`, { json: { reason: "too late" } }),
+    409,
+    "no-active-run",
+  );
+
+  const live = await hungRunWithFollowUps("api-abort-invalid", ["kept"]);
+  for (const reason of ["", "  \n\t", 42, "x".repeat(1_001)]) {
+    expectProblem(
+      await api.call("POST", `/v1/sessions/${live}/abort`, { json: { reason } }),
+      400,
+      "invalid-request",
+    );
+  }
+  // The run itself refuses a blank reason (for senders of the update other than the API).
+  await expect(api.stage.runs.abort(refOf(live), { reason: " \t" })).rejects.toMatchObject({
+    name: "AbortRefusedError",
+    type: "InvalidAbort",
+  });
+  // The refused aborts changed nothing: the run is still working, its follow-up still queued.
+  expect(await api.stage.runs.state(refOf(live))).toMatchObject({
+    status: "running",
+    queues: { followUp: 1 },
+  });
+  const aborted = await api.call("POST", `/v1/sessions/${live}/abort`, { json: { reason: "now valid" } });
+  expect(aborted.body).toMatchObject({
+    answered: true,
+    reason: "now valid",
+    unprocessed: [{ text: "kept" }],
+  });
+});
+
 test("approval flow: waiting_approval status, pending call listed, approve runs the tool", async () => {
   api.stage.llm.addScenario("api-approval", {
     turns: [{ toolCalls: [{ name: "bash", arguments: { command: "echo original" } }] }],

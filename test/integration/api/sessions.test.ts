@@ -4,6 +4,7 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { FOLLOWS_RUN_MEMO } from "../../../src/api/run-client";
 import { FORKED_TOOL_RESULT_TEXT } from "../../../src/core/markers";
 import { convertToLlm } from "../../../src/core/messages";
 import { checkInvariants } from "../../../src/core/sanitize";
@@ -70,6 +71,23 @@ test("a pi file with branches and labels survives import and export byte for byt
   expect(imported.status).toBe(201);
   const exported = await api.call("GET", `/v1/sessions/${imported.body.sessionId}/export`);
   expect(withoutHeader(exported.text)).toEqual(withoutHeader(text));
+});
+
+test("a label on an imported session that never had a run: the task records none, and the view shows no run", async () => {
+  const imported = await api.call("POST", "/v1/sessions/import", {
+    body: fixture("branches-labels.jsonl"),
+    headers: ndjson,
+  });
+  const { sessionId, leafId } = imported.body;
+  const labelled = await api.call("POST", `/v1/sessions/${sessionId}/labels`, {
+    json: { entryId: leafId, label: "imported" },
+  });
+  expect(labelled.status).toBe(201);
+  const task = await api.stage.runs.handle({ tenantId: api.tenants.a, sessionId }).describe();
+  expect(task.memo).toEqual({ [FOLLOWS_RUN_MEMO]: "" });
+  const view = await api.call("GET", `/v1/sessions/${sessionId}`);
+  expect(view.body).toMatchObject({ status: "idle", maintenance: { kind: "label", status: "completed" } });
+  expect(view.body).not.toHaveProperty("run");
 });
 
 test("the wire-format session JSON imports through its adapter; bad files are 400, other media types 415", async () => {
@@ -251,11 +269,11 @@ test("after a branch and a compaction the session still shows its run and its ev
   ] as const) {
     const done = await api.call("POST", `/v1/sessions/${sessionId}/${path}`, { json: body });
     expect(done.status).toBe(200);
-    // The run closed before the task started; Temporal's list of executions may lag a moment.
-    const view = await eventually(async () => {
-      const read = await api.call("GET", `/v1/sessions/${sessionId}`);
-      return read.body.run ? read : undefined;
-    });
+    // Read your writes: the task recorded which run it follows, so the very next read shows that
+    // run (Temporal's list of executions, which may lag a moment, is not asked).
+    const task = await api.stage.runs.handle({ tenantId: api.tenants.a, sessionId }).describe();
+    expect(task.memo).toEqual({ [FOLLOWS_RUN_MEMO]: started.body.runId });
+    const view = await api.call("GET", `/v1/sessions/${sessionId}`);
     expect(view.body).toMatchObject({
       status: "idle",
       run: { runId: started.body.runId, status: "completed" },

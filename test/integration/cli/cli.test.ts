@@ -134,14 +134,26 @@ test("export -o and import round-trip a session", async () => {
   expect(stripIds(again.stdout)).toEqual(stripIds(readFileSync(file, "utf8")));
 });
 
-test("abort stops a live run; following it then exits 1", async () => {
+test("abort stops a live run and prints the queued messages it never read; following it then exits 1", async () => {
   slowEchoScenario(stage, "cli-slow", 20_000);
   const sessionId = uniqueName("cli");
   const started = await keel(["run", "[scenario:cli-slow] take your time", "--session", sessionId, "--json"]);
   expect(JSON.parse(started.stdout)).toMatchObject({ delivery: "started" });
   const follower = keel(["events", sessionId, "--follow"]);
+  for (const text of ["check the tests", 'then "the docs"']) {
+    expect((await keel(["followup", sessionId, text])).code).toBe(0);
+  }
   const aborted = await keel(["abort", sessionId, "--reason", "changed my mind"]);
-  expect(aborted).toMatchObject({ code: 0, stdout: `abort requested for session ${sessionId}\n` });
+  expect(aborted).toMatchObject({
+    code: 0,
+    stdout: [
+      `abort requested for session ${sessionId}`,
+      "2 queued message(s) were not processed:",
+      '  "check the tests"',
+      '  "then \\"the docs\\""',
+      "",
+    ].join("\n"),
+  });
   const followed = await follower;
   expect(followed.code).toBe(1);
   expect(followed.stdout).toMatch(/■ run aborted/);

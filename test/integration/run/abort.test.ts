@@ -41,7 +41,7 @@ test("abort during a hung model call ends the run within seconds and leaves a us
       : undefined,
   );
   const abortedAt = Date.now();
-  expect(await stage().runs.abort(ref, "user pressed stop")).toBe("sent");
+  expect(await stage().runs.signalAbort(ref, "user pressed stop")).toBe("sent");
   const result = await stage().result(ref);
   expect(Date.now() - abortedAt).toBeLessThan(10_000);
   expect(result).toMatchObject({ status: "aborted", reason: "user pressed stop" });
@@ -75,7 +75,7 @@ test("abort during a long bash kills its process group and closes the tool call"
   // Both sleeps (and the shell that started them) are running.
   await eventually(async () => (processesMatching(`sleep 6[01].${marker}`).length >= 2 ? true : undefined));
   const abortedAt = Date.now();
-  await stage().runs.abort(ref, "too slow");
+  await stage().runs.signalAbort(ref, "too slow");
   expect((await stage().result(ref)).status).toBe("aborted");
   expect(Date.now() - abortedAt).toBeLessThan(10_000);
   await eventually(
@@ -98,7 +98,7 @@ test("abort before the run got going ends it cleanly", async () => {
   stage().llm.addFaults([{ kind: "hang", match: { scenario: "hung-early" } }]);
   const ref = stage().newSession();
   await stage().runs.deliver(ref, { text: "[scenario:hung-early] go", mode: "auto" }, stage().settings());
-  await stage().runs.abort(ref, "changed my mind");
+  await stage().runs.signalAbort(ref, "changed my mind");
   expect((await stage().result(ref)).status).toBe("aborted");
   const messages = messagesOf(await stage().entries(ref));
   expect(checkInvariants(convertToLlm(messages))).toEqual([]);

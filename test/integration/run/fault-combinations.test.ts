@@ -54,7 +54,7 @@ test("abort while the tool's worker is dead: the run ends aborted and every call
   await eventually(async () => (readFileSafe(log).includes("started") ? true : undefined));
   await first.kill();
   // The abort is recorded while no worker runs the activity; the next worker handles it.
-  await stage().runs.abort(ref, "stop now");
+  await stage().runs.signalAbort(ref, "stop now");
   await stage().startWorker();
   const result = await stage().result(ref);
   expect(result).toMatchObject({ status: "aborted", reason: "stop now" });
@@ -81,7 +81,7 @@ test("abort while the model call's worker is dead: the run ends aborted with the
       : undefined,
   );
   await first.kill();
-  await stage().runs.abort(ref, "changed my mind");
+  await stage().runs.signalAbort(ref, "changed my mind");
   await stage().startWorker();
   expect((await stage().result(ref)).status).toBe("aborted");
   const messages = messagesOf(await expectIntactSession(stage(), ref));
@@ -221,7 +221,7 @@ test("an abort hands back the messages the run had queued and never read", async
   );
   await stage().runs.deliver(ref, { text: "steer me", mode: "steer" }, stage().settings());
   await stage().runs.deliver(ref, { text: "then this", mode: "followUp" }, stage().settings());
-  await stage().runs.abort(ref, "enough");
+  await stage().runs.signalAbort(ref, "enough");
   const result = await stage().result(ref);
   expect(result.status).toBe("aborted");
   expect(result.unprocessed?.map((message) => message.text)).toEqual(["steer me", "then this"]);

@@ -76,7 +76,7 @@ const representativeRuns: Array<{
       await eventually(async () =>
         (await stage.runs.state(ref))?.status === "waiting_approval" ? true : undefined,
       );
-      await stage.runs.abort(ref, "recorded abort");
+      await stage.runs.signalAbort(ref, "recorded abort");
     },
   },
   {
@@ -115,6 +115,25 @@ const representativeRuns: Array<{
         { text: "[scenario:replay-snapshot] go", mode: "auto" },
         stage.settings(),
       );
+    },
+  },
+  {
+    // The abortRun update (answering with the queued messages) while a model call is in flight.
+    name: "abort-update-with-queued",
+    drive: async (stage, ref) => {
+      stage.llm.addScenario("replay-abort-update", { turns: [], after: { text: "never" } });
+      stage.llm.addFaults([{ kind: "hang", match: { scenario: "replay-abort-update" } }]);
+      await stage.runs.deliver(
+        ref,
+        { text: "[scenario:replay-abort-update] go", mode: "auto" },
+        stage.settings(),
+      );
+      await eventually(async () =>
+        stage.llm.journal().some((entry) => entry.scenario === "replay-abort-update") ? true : undefined,
+      );
+      await stage.runs.deliver(ref, { text: "later", mode: "followUp" }, stage.settings());
+      const aborted = await stage.runs.abort(ref, { reason: "recorded abort update" });
+      if (aborted.kind !== "answered") throw new Error(`the run did not answer the abort: ${aborted.kind}`);
     },
   },
   {

@@ -1,5 +1,5 @@
 /** Conditional S3 writes against the real S3 server: create-if-absent, replace-if-match, read-after-conflict. */
-import { GetObjectCommand, HeadObjectCommand, type S3Client } from "@aws-sdk/client-s3";
+import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import { ConditionalObjects, readAfterConflict } from "../../../src/store/conditional-objects";
 import { s3Client, s3Settings, uniqueName } from "../../support/integration-env";
 
@@ -53,6 +53,15 @@ test("replace-if-match replaces the version read and refuses a stale one", async
   expect(await bodyAt(key)).toBe("v2");
   expect(await objects.replaceIfMatch(key, "v3 from a stale read", "text/plain", v1)).toBe(false);
   expect(await bodyAt(key)).toBe("v2");
+});
+
+test("replace-if-match of an object removed since it was read is refused, and creates nothing", async () => {
+  const key = keyFor();
+  await objects.createIfAbsent(key, "v1", "text/plain");
+  const v1 = await etagOf(key);
+  await client.send(new DeleteObjectCommand({ Bucket: s3Settings().bucket, Key: key }));
+  expect(await objects.replaceIfMatch(key, "v2", "text/plain", v1)).toBe(false);
+  expect(await objects.createIfAbsent(key, "fresh", "text/plain")).toBe(true);
 });
 
 test("read-after-conflict returns the object once visible and undefined when it never appears", async () => {

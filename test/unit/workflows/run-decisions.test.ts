@@ -4,7 +4,7 @@
  * accepted where.
  */
 import type { LlmTurnResult, ToolCallSummary } from "../../../src/activities/types";
-import { DeliveryRefusal } from "../../../src/core/failure-types";
+import { AbortRefusal, DeliveryRefusal } from "../../../src/core/failure-types";
 import { addUsage, emptyUsage } from "../../../src/core/usage";
 import { HOOK_SETS } from "../../../src/workflows/hooks";
 import {
@@ -13,6 +13,7 @@ import {
   decideAfterTurn,
   decideTurnStart,
   MAX_SIGNALS_PER_EXECUTION,
+  validateAbort,
   validateDelivery,
 } from "../../../src/workflows/run/decide";
 import {
@@ -20,6 +21,7 @@ import {
   moveCall,
   newSlot,
   openCalls,
+  queuedMessages,
   type RunRecord,
   releaseSlot,
   startBatch,
@@ -264,6 +266,41 @@ describe("validateDelivery", () => {
     expect(validateDelivery(full, { text: "x", mode: "steer" })).toMatchObject({
       type: DeliveryRefusal.queueFull,
     });
+  });
+});
+
+describe("validateAbort", () => {
+  test("a reason is optional; given, it is a non-blank string of at most 1,000 characters", () => {
+    const run = record();
+    expect(validateAbort(run, {})).toEqual({ ok: true, reason: "aborted by user" });
+    expect(validateAbort(run, { reason: "  stop\n" })).toEqual({ ok: true, reason: "  stop\n" });
+    expect(validateAbort(run, { reason: "停" })).toEqual({ ok: true, reason: "停" });
+    expect(validateAbort(run, { reason: "x".repeat(1_000) })).toMatchObject({ ok: true });
+    for (const bad of [{ reason: "" }, { reason: " \t\r\n" }, { reason: 7 }, { reason: "x".repeat(1_001) }]) {
+      expect(validateAbort(run, bad)).toMatchObject({ ok: false, type: AbortRefusal.invalid });
+    }
+    for (const bad of [undefined, null, "stop", ["stop"]]) {
+      expect(validateAbort(run, bad)).toMatchObject({ ok: false, type: AbortRefusal.invalid });
+    }
+  });
+
+  test("an ended run refuses; a run already aborting accepts (its first reason stands)", () => {
+    const ended = record();
+    ended.ended = true;
+    expect(validateAbort(ended, { reason: "stop" })).toMatchObject({ ok: false, type: AbortRefusal.ended });
+    const aborting = record();
+    aborting.abortReason = "first";
+    expect(validateAbort(aborting, { reason: "second" })).toEqual({ ok: true, reason: "second" });
+  });
+
+  test("the queued messages an abort reports are the ones the run's end takes, in the same order", () => {
+    const run = record();
+    run.queues.followUp.items.push(message("f"));
+    run.queues.steering.items.push(message("s"));
+    run.queues.pending.items.push(message("p"));
+    const reported = queuedMessages(run);
+    expect(reported.map((item) => item.text)).toEqual(["p", "s", "f"]);
+    expect(takeAllQueued(run)).toEqual(reported);
   });
 });
 
