@@ -9,6 +9,7 @@
  */
 
 import { runWorkflowId } from "../src/workflows/types";
+import { bareActivities } from "./support/bare-activities";
 import type { bareTurns } from "./support/bare-workflow";
 import { startBenchWorker } from "./support/bench-worker";
 import { startCountingProxy } from "./support/counting-proxy";
@@ -32,15 +33,6 @@ const ROUNDS = intFromEnv("BENCH_ROUNDS", 7);
 /** Untimed rounds first: JIT, workflow caches and connections warm for both. */
 const WARMUP_ROUNDS = 1;
 const TARGET_RATIO = 1.3;
-
-const bareActivities = {
-  async bareLlm(turn: number) {
-    return turn;
-  },
-  async bareTool(turn: number) {
-    return turn;
-  },
-};
 
 function breakdownRows(
   label: string,
@@ -75,7 +67,7 @@ async function main(): Promise<void> {
     const benchBundle = await bundleWorkflows("bench/support/workflows.ts", stack.dir, "bench-workflows");
     const keel = await startInProcessWorkers(stack, "bench-overhead-keel");
     const runs = runClient(stack, keel.taskQueue);
-    const bare = await startBenchWorker(stack, "bench-overhead-bare", benchBundle, bareActivities);
+    const bare = await startBenchWorker(stack, "bench-overhead-bare", benchBundle, bareActivities(0));
 
     const keelPerTurn: number[] = [];
     const barePerTurn: number[] = [];
