@@ -28,14 +28,7 @@ import { costSection } from "./support/cost";
 import { startCountingProxy } from "./support/counting-proxy";
 import { fetchEvents, mergeBreakdowns, type TimeBreakdown, timeBreakdown } from "./support/history";
 import { MAX_CONCURRENT_ACTIVITIES, startWorkerProcess } from "./support/keel-workers";
-import {
-  busySeconds,
-  busyShare,
-  cpuSeconds,
-  machineCpu,
-  procStatusBytes,
-  sampleRss,
-} from "./support/proc-stats";
+import { type CpuWindow, measureCpu, procStatusBytes, sampleRss } from "./support/proc-stats";
 import {
   fixed,
   intFromEnv,
@@ -80,20 +73,14 @@ const KINDS: Kind[] = ["keel", "bare"];
 const LABEL: Record<Kind, string> = { keel: "Keel", bare: "bare" };
 const PROCESS_NAMES = ["worker", "Temporal dev server", "S3 server", "client + LLM server"] as const;
 
-interface Batch {
+interface Batch extends CpuWindow {
   kind: Kind;
   n: number;
   repeat: number;
   wallMs: number;
   fraction: number;
   runMs: { median: number; max: number };
-  /** CPU seconds during the batch, per process (PROCESS_NAMES order). */
-  cpuSeconds: number[];
-  /** Busy CPU seconds of the whole machine during the batch. */
-  machineBusySeconds: number;
-  machineBusyShare: number;
-  /** Busy share of processes other than the four measured ones (other engineers' work). */
-  othersShare: number;
+  /** CpuWindow.cpuSeconds in PROCESS_NAMES order; othersShare is other engineers' work. */
   noisy: boolean;
   workerRssBeforeBytes: number;
   workerRssPeakBytes: number;
@@ -147,22 +134,14 @@ async function measureBatch(
   const rssBefore = procStatusBytes(worker.pid, "VmRSS");
   const actionsBefore = await serverActions(stack.temporal.metricsUrl, stack.temporal.namespace);
   const rss = sampleRss(worker.pid, RSS_SAMPLE_MS);
-  const cpuBefore = pids.map(cpuSeconds);
-  const machineBefore = machineCpu();
   const started = performance.now();
-  const runs = await Promise.all(Array.from({ length: n }, start));
+  const { result: runs, cpu } = await measureCpu(pids, () => Promise.all(Array.from({ length: n }, start)));
   const wallMs = performance.now() - started;
-  const machineAfter = machineCpu();
-  const cpuUsed = pids.map((pid, index) => cpuSeconds(pid) - cpuBefore[index]!);
   const rssPeak = rss.stop();
   const actionsAfter = await serverActions(stack.temporal.metricsUrl, stack.temporal.namespace);
 
   const sample = runs.slice(0, HISTORY_SAMPLE);
   const histories = await Promise.all(sample.map((run) => fetchEvents(stack.client, run.workflowId)));
-  const machineBusy = busySeconds(machineBefore, machineAfter);
-  const machineTotal = machineAfter.total - machineBefore.total;
-  const ours = cpuUsed.reduce((sum, used) => sum + used, 0);
-  const othersShare = Math.max(0, machineBusy - ours) / machineTotal;
   const runTimes = runs.map((run) => run.wallMs);
   return {
     kind,
@@ -171,11 +150,8 @@ async function measureBatch(
     wallMs,
     fraction: IDEAL_MS / wallMs,
     runMs: { median: median(runTimes), max: Math.max(...runTimes) },
-    cpuSeconds: cpuUsed,
-    machineBusySeconds: machineBusy,
-    machineBusyShare: busyShare(machineBefore, machineAfter),
-    othersShare,
-    noisy: othersShare > NOISY_OTHERS_SHARE,
+    ...cpu,
+    noisy: cpu.othersShare > NOISY_OTHERS_SHARE,
     workerRssBeforeBytes: rssBefore,
     workerRssPeakBytes: rssPeak,
     serverActions: countsSince(actionsBefore, actionsAfter),

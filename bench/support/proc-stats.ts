@@ -7,12 +7,19 @@ import { readFileSync } from "node:fs";
 
 const CLOCK_TICKS_PER_SECOND = Number(execFileSync("getconf", ["CLK_TCK"]).toString().trim());
 
-/** CPU seconds (user + system) the process `pid` has used so far, from /proc/<pid>/stat. */
+/**
+ * CPU seconds (user + system) the process `pid` has used so far, with those of its children it
+ * has waited for (a worker's tool processes: sandbox and command), from /proc/<pid>/stat.
+ */
 export function cpuSeconds(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  // Fields after the command name (which may hold spaces) start at the state, field 3.
+  // Fields after the command name (which may hold spaces) start at the state, field 3:
+  // utime, stime, cutime, cstime are fields 14–17.
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+  return (
+    (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) /
+    CLOCK_TICKS_PER_SECOND
+  );
 }
 
 /** A `Vm*` line of /proc/<pid>/status in bytes. */
@@ -65,6 +72,39 @@ export function sampleRss(pid: number, intervalMs: number): RssSampler {
     stop() {
       clearInterval(timer);
       return Math.max(peak, procStatusBytes(pid, "VmRSS"));
+    },
+  };
+}
+
+/** CPU use over a stretch of work: per measured process, and the machine's as a whole. */
+export interface CpuWindow {
+  /** CPU seconds of each measured process, in the order given. */
+  cpuSeconds: number[];
+  /** Busy share of the whole machine (all CPUs) during the work. */
+  machineBusyShare: number;
+  /** Busy share of the machine used by processes other than the measured ones. */
+  othersShare: number;
+}
+
+/** Runs `work` and reads the CPU the processes `pids` and the whole machine used meanwhile. */
+export async function measureCpu<T>(
+  pids: number[],
+  work: () => Promise<T>,
+): Promise<{ result: T; cpu: CpuWindow }> {
+  const before = pids.map(cpuSeconds);
+  const machineBefore = machineCpu();
+  const result = await work();
+  const machineAfter = machineCpu();
+  const used = pids.map((pid, index) => cpuSeconds(pid) - before[index]!);
+  const ours = used.reduce((sum, seconds) => sum + seconds, 0);
+  const machineTotal = machineAfter.total - machineBefore.total;
+  return {
+    result,
+    cpu: {
+      cpuSeconds: used,
+      machineBusyShare: busyShare(machineBefore, machineAfter),
+      othersShare:
+        machineTotal > 0 ? Math.max(0, busySeconds(machineBefore, machineAfter) - ours) / machineTotal : 0,
     },
   };
 }
