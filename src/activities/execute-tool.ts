@@ -65,12 +65,12 @@ export function executeToolActivity({ store, markers, workspaceRoot, sandbox }: 
 
     const workspace = workspaceFor(workspaceRoot, input.tenantId, input.sessionId);
     await touchWorkspace(workspace);
-    const output = await whileHeartbeating(ctx, "running", () =>
+    const output = await whileHeartbeating(ctx, "running", (heartbeat) =>
       runToolCall(toolCall, {
         workspace,
         sandbox: { ...sandbox, network: input.network ?? "none" },
         signal: ctx.cancellationSignal,
-        onUpdate: () => ctx.heartbeat({ phase: "update" }),
+        onUpdate: () => heartbeat({ phase: "update" }),
       }),
     );
     const { entry, written } = await write(toToolResultMessage(toolCall, output, Date.now()));

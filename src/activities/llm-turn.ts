@@ -59,7 +59,7 @@ export function llmTurnActivity({ store, provider, catalog }: ActivityDeps) {
       return tool ? [tool] : [];
     });
 
-    const outcome = await whileHeartbeating(ctx, "waiting", () =>
+    const outcome = await whileHeartbeating(ctx, "waiting", (heartbeat) =>
       provider.complete(
         model,
         { systemPrompt: input.systemPrompt, messages, tools: toolSpecs(tools) },
@@ -67,7 +67,7 @@ export function llmTurnActivity({ store, provider, catalog }: ActivityDeps) {
           thinkingLevel: input.thinkingLevel,
           signal: ctx.cancellationSignal,
           onProgress: (progress) =>
-            ctx.heartbeat({ textChars: progress.textChars, toolCalls: progress.toolCalls }),
+            heartbeat({ textChars: progress.textChars, toolCalls: progress.toolCalls }),
         },
       ),
     );
