@@ -1,21 +1,38 @@
 /**
- * Concurrency: N runs started at once on one Keel worker process, the model answering every
- * request after a fixed latency (default 500 ms), each run a few turns (default 2 `ls` turns and
- * the answer: 3 model calls). Ideal = every run progressing in parallel, so the batch takes
- * model calls × latency; reported is that ideal ÷ the measured time, for one run alone (the
- * baseline, same run) and for N at once, and the worker process's resident memory.
+ * Concurrency, Keel against a bare workflow of the same shape, on the same servers in one
+ * process, interleaved. At each N (default 1, 50, 100, 200) N runs start at once; each run is
+ * 2 `ls` turns and the answer (3 model calls, the model answering after 500 ms). The bare
+ * workflow has the same activities (open, llm, claim, tool, llm, tool, llm), its "llm" activity
+ * waiting the same 500 ms. Every (N, workflow) batch is repeated (default 3), Keel first on even
+ * repeats and bare first on odd ones; medians are reported.
  *
- * Run: npx tsx bench/run-concurrency.ts   (BENCH_RUNS=200, BENCH_TOOL_TURNS=2, BENCH_LATENCY_MS=500)
- * Writes bench/results/run-concurrency.md and .json.
+ * Per batch: fraction of ideal (ideal = model calls × latency ÷ wall time), CPU seconds per run
+ * of each process (worker, Temporal dev server, S3 server, this process: client + LLM server,
+ * from /proc/<pid>/stat), the machine's busy share (/proc/stat) and how much of it was other
+ * processes' (a batch is flagged noisy when that is large), the worker's peak resident set;
+ * from a sample of the batch's histories: workflow tasks, activities, events and billable
+ * Temporal Cloud Actions per run; the dev server's own `action` counter. After the timed
+ * batches, a separate Keel worker behind an S3 request-counting proxy runs a batch to count
+ * S3 requests per run (not timed: the proxy adds a hop).
+ *
+ * Run: npx tsx bench/run-concurrency.ts
+ *   BENCH_N=1,50,100,200  BENCH_REPEATS=3  BENCH_TOOL_TURNS=2  BENCH_LATENCY_MS=500
+ *   BENCH_HISTORY_SAMPLE=20  BENCH_COUNTED_RUNS=20
+ *   BENCH_QUICK=1: N = 1,10, latency 200 ms (a CI-size run; other settings still apply)
+ * Writes bench/results/run-concurrency.md and .json (BENCH_QUICK: run-concurrency-quick.*).
  */
-import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { randomUUID } from "node:crypto";
 import { runWorkflowId } from "../src/workflows/types";
-import { fetchEvents, mergeBreakdowns, timeBreakdown } from "./support/history";
+import { startBareWorkerProcess } from "./support/bench-worker";
+import { costSection } from "./support/cost";
+import { startCountingProxy } from "./support/counting-proxy";
+import { fetchEvents, mergeBreakdowns, type TimeBreakdown, timeBreakdown } from "./support/history";
 import { MAX_CONCURRENT_ACTIVITIES, startWorkerProcess } from "./support/keel-workers";
+import { type CpuWindow, measureCpu, procStatusBytes, sampleRss } from "./support/proc-stats";
 import {
   fixed,
   intFromEnv,
+  intListFromEnv,
   machineInfo,
   machineLine,
   ratio,
@@ -23,221 +40,500 @@ import {
   table,
   writeResults,
 } from "./support/report";
-import { type KeelRun, median, runClient, runLsLoop } from "./support/runs";
-import { startBenchStack } from "./support/stack";
+import { median, runClient, runLsLoop } from "./support/runs";
+import { type BenchStack, bundleWorkflows, startBenchStack } from "./support/stack";
+import {
+  type ActionCounts,
+  countsSince,
+  historyActions,
+  serverActions,
+  sumCounts,
+  totalOf,
+} from "./support/temporal-actions";
+import type { WorkerProcess } from "./support/worker-process";
 
-const RUNS = intFromEnv("BENCH_RUNS", 200);
+const QUICK = process.env.BENCH_QUICK === "1";
+const N_LIST = intListFromEnv("BENCH_N", QUICK ? [1, 10] : [1, 50, 100, 200]);
+const REPEATS = intFromEnv("BENCH_REPEATS", 3);
 const TOOL_TURNS = intFromEnv("BENCH_TOOL_TURNS", 2);
-const LATENCY_MS = intFromEnv("BENCH_LATENCY_MS", 500);
+const LATENCY_MS = intFromEnv("BENCH_LATENCY_MS", QUICK ? 200 : 500);
+const HISTORY_SAMPLE = intFromEnv("BENCH_HISTORY_SAMPLE", 20);
+const COUNTED_RUNS = intFromEnv("BENCH_COUNTED_RUNS", QUICK ? 5 : 20);
 const MODEL_CALLS = TOOL_TURNS + 1;
 const IDEAL_MS = MODEL_CALLS * LATENCY_MS;
-const SAMPLE_INTERVAL_MS = 100;
-/** Share of the machine's CPU above which the batch counts as CPU-bound. */
-const CPU_SATURATED = 0.8;
+const RSS_SAMPLE_MS = 100;
+/** Share of the machine's CPU used by processes other than the benchmark's that flags a batch noisy. */
+const NOISY_OTHERS_SHARE = 0.2;
+const MONTHLY_TURNS = 1_000_000;
 const MB = 1024 * 1024;
+const TARGETS = { fraction: 0.8, cpu: 1.5, rss: 1.5, s3PerTurn: 2.5 };
 
-/** A `Vm*` line of /proc/<pid>/status in bytes (Linux only). */
-function procStatusBytes(pid: number, field: "VmRSS" | "VmHWM"): number {
-  const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  const match = new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status);
-  if (!match) throw new Error(`no ${field} in /proc/${pid}/status`);
-  return Number(match[1]) * 1024;
+type Kind = "keel" | "bare";
+const KINDS: Kind[] = ["keel", "bare"];
+const LABEL: Record<Kind, string> = { keel: "Keel", bare: "bare" };
+const PROCESS_NAMES = ["worker", "Temporal dev server", "S3 server", "client + LLM server"] as const;
+
+interface Batch extends CpuWindow {
+  kind: Kind;
+  n: number;
+  repeat: number;
+  wallMs: number;
+  fraction: number;
+  runMs: { median: number; max: number };
+  /** CpuWindow.cpuSeconds in PROCESS_NAMES order; othersShare is other engineers' work. */
+  noisy: boolean;
+  workerRssBeforeBytes: number;
+  workerRssPeakBytes: number;
+  /** The dev server's `action` counter over the batch, by action type. */
+  serverActions: ActionCounts;
+  /** Histories of up to HISTORY_SAMPLE runs. */
+  sampledRuns: number;
+  breakdown: TimeBreakdown;
+  historyActions: ActionCounts;
 }
 
-const CLOCK_TICKS_PER_SECOND = Number(execFileSync("getconf", ["CLK_TCK"]).toString().trim());
-
-/** CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat (Linux only). */
-function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  // Fields after the command name (which may hold spaces) start at the state, field 3.
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+interface Workers {
+  keel: WorkerProcess;
+  bare: WorkerProcess;
 }
 
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+interface Starters {
+  keel: () => Promise<{ workflowId: string; wallMs: number }>;
+  bare: () => Promise<{ workflowId: string; wallMs: number }>;
 }
+
+function starters(stack: BenchStack, keelQueue: string, bareQueue: string): Starters {
+  const runs = runClient(stack, keelQueue);
+  return {
+    async keel() {
+      const run = await runLsLoop(stack, runs, TOOL_TURNS);
+      return { workflowId: runWorkflowId(run.ref), wallMs: run.wallMs };
+    },
+    async bare() {
+      const workflowId = `bare-${randomUUID().slice(0, 12)}`;
+      const started = performance.now();
+      await stack.client.workflow.execute("bareTurns", {
+        workflowId,
+        taskQueue: bareQueue,
+        args: [TOOL_TURNS, true],
+      });
+      return { workflowId, wallMs: performance.now() - started };
+    },
+  };
+}
+
+async function measureBatch(
+  stack: BenchStack,
+  kind: Kind,
+  n: number,
+  repeat: number,
+  worker: WorkerProcess,
+  start: () => Promise<{ workflowId: string; wallMs: number }>,
+): Promise<Batch> {
+  const pids = [worker.pid, stack.temporal.process.pid, stack.s3.process.pid, process.pid];
+  const rssBefore = procStatusBytes(worker.pid, "VmRSS");
+  const actionsBefore = await serverActions(stack.temporal.metricsUrl, stack.temporal.namespace);
+  const rss = sampleRss(worker.pid, RSS_SAMPLE_MS);
+  const started = performance.now();
+  const { result: runs, cpu } = await measureCpu(pids, () => Promise.all(Array.from({ length: n }, start)));
+  const wallMs = performance.now() - started;
+  const rssPeak = rss.stop();
+  const actionsAfter = await serverActions(stack.temporal.metricsUrl, stack.temporal.namespace);
+
+  const sample = runs.slice(0, HISTORY_SAMPLE);
+  const histories = await Promise.all(sample.map((run) => fetchEvents(stack.client, run.workflowId)));
+  const runTimes = runs.map((run) => run.wallMs);
+  return {
+    kind,
+    n,
+    repeat,
+    wallMs,
+    fraction: IDEAL_MS / wallMs,
+    runMs: { median: median(runTimes), max: Math.max(...runTimes) },
+    ...cpu,
+    noisy: cpu.othersShare > NOISY_OTHERS_SHARE,
+    workerRssBeforeBytes: rssBefore,
+    workerRssPeakBytes: rssPeak,
+    serverActions: countsSince(actionsBefore, actionsAfter),
+    sampledRuns: sample.length,
+    breakdown: mergeBreakdowns(histories.map(timeBreakdown)),
+    historyActions: sumCounts(histories.map(historyActions)),
+  };
+}
+
+/** Counts the S3 requests of `runs` Keel runs at once through a counting proxy (own worker process). */
+async function countS3Requests(stack: BenchStack, runs: number) {
+  const proxy = await startCountingProxy(stack.s3.settings.endpoint!);
+  const queue = "bench-concurrency-counted";
+  const worker = await startWorkerProcess(stack, queue, { ...stack.s3.settings, endpoint: proxy.endpoint });
+  try {
+    const client = runClient(stack, queue);
+    await Promise.all(Array.from({ length: runs }, () => runLsLoop(stack, client, TOOL_TURNS)));
+    return Object.fromEntries(Object.entries(proxy.counts()).map(([kind, tally]) => [kind, tally.count]));
+  } finally {
+    await worker.stop();
+    await proxy.close();
+  }
+}
+
+const cpuPerRun = (batch: Batch) => batch.cpuSeconds.reduce((sum, used) => sum + used, 0) / batch.n;
+const medianOf = (batches: Batch[], pick: (batch: Batch) => number) => median(batches.map(pick));
+const perRun = (counts: ActionCounts, runs: number) =>
+  Object.fromEntries(Object.entries(counts).map(([key, value]) => [key, value / runs]));
 
 async function main(): Promise<void> {
   const machine = machineInfo();
-  console.log(`run-concurrency: ${RUNS} runs × ${MODEL_CALLS} model calls, latency ${LATENCY_MS} ms`);
+  console.log(
+    `run-concurrency: N = ${N_LIST.join(", ")} × ${REPEATS} repeats, ${MODEL_CALLS} model calls per run, latency ${LATENCY_MS} ms`,
+  );
   const stack = await startBenchStack({ latencyMs: LATENCY_MS });
+  const batches: Batch[] = [];
+  let s3Requests: Record<string, number> = {};
   try {
-    const worker = await startWorkerProcess(stack, "bench-concurrency");
-    const runs = runClient(stack, "bench-concurrency");
-    const rssAtStart = procStatusBytes(worker.pid, "VmRSS");
-
-    // Warm-up, then the baseline: one run alone.
-    await runLsLoop(stack, runs, TOOL_TURNS);
-    const single = await runLsLoop(stack, runs, TOOL_TURNS);
-    const rssBefore = procStatusBytes(worker.pid, "VmRSS");
-    console.log(`one run alone: ${fixed(single.wallMs)} ms (ideal ${IDEAL_MS} ms)`);
-
-    let rssPeakSampled = rssBefore;
-    const sampler = setInterval(() => {
-      rssPeakSampled = Math.max(rssPeakSampled, procStatusBytes(worker.pid, "VmRSS"));
-    }, SAMPLE_INTERVAL_MS);
-    const processes = {
-      "Keel worker": worker.pid,
-      "Temporal dev server": stack.temporal.process.pid,
-      "S3 server (SeaweedFS)": stack.s3.process.pid,
-      "benchmark (client + LLM server)": process.pid,
-    };
-    const cpuBefore = Object.values(processes).map(cpuSeconds);
-    const started = performance.now();
-    const batch: KeelRun[] = await Promise.all(
-      Array.from({ length: RUNS }, () => runLsLoop(stack, runs, TOOL_TURNS)),
-    );
-    const batchMs = performance.now() - started;
-    const cpuUsed = Object.values(processes).map((pid, index) => cpuSeconds(pid) - cpuBefore[index]!);
-    const cpuAvailable = (machine.nproc * batchMs) / 1000;
-    clearInterval(sampler);
-    const rssHighWater = procStatusBytes(worker.pid, "VmHWM");
-    const rssAfter = procStatusBytes(worker.pid, "VmRSS");
-    await worker.stop();
-    const breakdown = mergeBreakdowns(
-      await Promise.all(
-        batch.map(async (run) => timeBreakdown(await fetchEvents(stack.client, runWorkflowId(run.ref)))),
+    const benchBundle = await bundleWorkflows("bench/support/workflows.ts", stack.dir, "bench-workflows");
+    const workers: Workers = {
+      keel: await startWorkerProcess(stack, "bench-concurrency-keel"),
+      bare: await startBareWorkerProcess(
+        stack,
+        "bench-concurrency-bare",
+        benchBundle,
+        LATENCY_MS,
+        MAX_CONCURRENT_ACTIVITIES,
       ),
-    );
-    const singleBreakdown = timeBreakdown(await fetchEvents(stack.client, runWorkflowId(single.ref)));
+    };
+    try {
+      const start = starters(stack, "bench-concurrency-keel", "bench-concurrency-bare");
+      // Warm-up: one run of each (JIT, workflow bundles loaded, connections open).
+      await start.keel();
+      await start.bare();
+      for (let repeat = 0; repeat < REPEATS; repeat++) {
+        for (const n of N_LIST) {
+          const order: Kind[] = repeat % 2 === 0 ? ["keel", "bare"] : ["bare", "keel"];
+          for (const kind of order) {
+            const batch = await measureBatch(stack, kind, n, repeat, workers[kind], start[kind]);
+            batches.push(batch);
+            console.log(
+              `repeat ${repeat} N=${n} ${kind}: ${fixed(batch.wallMs)} ms, fraction ${fixed(batch.fraction, 2)}, ` +
+                `CPU ${fixed(cpuPerRun(batch), 3)} s/run, busy ${fixed(100 * batch.machineBusyShare, 0)}% ` +
+                `(others ${fixed(100 * batch.othersShare, 0)}%), RSS peak ${fixed(batch.workerRssPeakBytes / MB)} MB`,
+            );
+          }
+        }
+      }
+    } finally {
+      await workers.keel.stop();
+      await workers.bare.stop();
+    }
+    s3Requests = await countS3Requests(stack, COUNTED_RUNS);
+  } finally {
+    await stack.close();
+  }
 
-    const runTimes = batch.map((run) => run.wallMs);
-    const singleFraction = IDEAL_MS / single.wallMs;
-    const batchFraction = IDEAL_MS / batchMs;
-    const throughput = RUNS / (batchMs / 1000);
-    const idealThroughput = RUNS / (IDEAL_MS / 1000);
-    const markdown = `# Run concurrency benchmark
+  const of = (kind: Kind, n: number) => batches.filter((batch) => batch.kind === kind && batch.n === n);
+  const summary = N_LIST.map((n) => {
+    const keel = of("keel", n);
+    const bare = of("bare", n);
+    const row = {
+      n,
+      keelFraction: medianOf(keel, (batch) => batch.fraction),
+      bareFraction: medianOf(bare, (batch) => batch.fraction),
+      keelCpuPerRun: medianOf(keel, cpuPerRun),
+      bareCpuPerRun: medianOf(bare, cpuPerRun),
+      keelRssPeak: medianOf(keel, (batch) => batch.workerRssPeakBytes),
+      bareRssPeak: medianOf(bare, (batch) => batch.workerRssPeakBytes),
+      busyShare: medianOf([...keel, ...bare], (batch) => batch.machineBusyShare),
+      maxOthersShare: Math.max(...[...keel, ...bare].map((batch) => batch.othersShare)),
+      noisy: [...keel, ...bare].filter((batch) => batch.noisy).length,
+      cpuPerProcess: Object.fromEntries(
+        KINDS.map((kind) => [
+          kind,
+          PROCESS_NAMES.map((_, index) => medianOf(of(kind, n), (batch) => batch.cpuSeconds[index]! / n)),
+        ]),
+      ) as Record<Kind, number[]>,
+    };
+    return row;
+  });
 
-${RUNS} runs started at once (all deliveries in flight together) on one Keel worker process
-(\`src/worker/main.ts\`, max ${MAX_CONCURRENT_ACTIVITIES} concurrent activities), the local LLM server answering every
-request after ${LATENCY_MS} ms. Each run: ${TOOL_TURNS} turns calling \`ls\`, then the answer
-(${MODEL_CALLS} model calls). Ideal: every run progresses in parallel, so the whole batch takes
-${MODEL_CALLS} × ${LATENCY_MS} ms = ${IDEAL_MS} ms. Fraction of ideal = ideal time ÷ measured time
-(= measured throughput ÷ ideal throughput). The baseline is one run alone, measured in the same run
-after one warm-up run.
+  // Per-run counts from every sampled history (they do not depend on N).
+  const perRunCounts = Object.fromEntries(
+    KINDS.map((kind) => {
+      const mine = batches.filter((batch) => batch.kind === kind);
+      const runs = mine.reduce((sum, batch) => sum + batch.sampledRuns, 0);
+      const breakdown = mergeBreakdowns(mine.map((batch) => batch.breakdown));
+      const allRuns = mine.reduce((sum, batch) => sum + batch.n, 0);
+      return [
+        kind,
+        {
+          workflowTasks: breakdown.workflowTasks / runs,
+          activities: breakdown.activities.reduce((sum, timing) => sum + timing.count, 0) / runs,
+          events: breakdown.events / runs,
+          historyActions: perRun(sumCounts(mine.map((batch) => batch.historyActions)), runs),
+          serverActions: perRun(sumCounts(mine.map((batch) => batch.serverActions)), allRuns),
+          breakdown,
+          sampledRuns: runs,
+        },
+      ];
+    }),
+  ) as Record<
+    Kind,
+    {
+      workflowTasks: number;
+      activities: number;
+      events: number;
+      historyActions: ActionCounts;
+      serverActions: ActionCounts;
+      breakdown: TimeBreakdown;
+      sampledRuns: number;
+    }
+  >;
+  const s3PerRun = perRun(s3Requests, COUNTED_RUNS);
+  const s3PerTurn = perRun(s3Requests, COUNTED_RUNS * MODEL_CALLS);
+  const s3TotalPerTurn = totalOf(s3PerTurn);
+  const actionsPerTurn = (kind: Kind) => totalOf(perRunCounts[kind].serverActions) / MODEL_CALLS;
+  const cost = costSection(
+    [
+      { label: "Keel", actionsPerTurn: actionsPerTurn("keel"), s3PerTurn },
+      { label: "bare", actionsPerTurn: actionsPerTurn("bare"), s3PerTurn: {} },
+    ],
+    MONTHLY_TURNS,
+  );
+  const largest = summary[summary.length - 1]!;
+  const met = (ok: boolean) => (ok ? "met" : "NOT met");
+  const noisyBatches = batches.filter((batch) => batch.noisy).length;
 
-${machineLine(machine)}
-Generated by \`npx tsx bench/run-concurrency.ts\` (BENCH_RUNS=${RUNS}, BENCH_TOOL_TURNS=${TOOL_TURNS}, BENCH_LATENCY_MS=${LATENCY_MS}).
+  const actionTypes = (kind: Kind) =>
+    Object.entries(perRunCounts[kind].serverActions)
+      .sort((a, b) => b[1] - a[1])
+      .map(([type, count]) => `${type} ${fixed(count, 2)}`)
+      .join(", ");
+  const historyActionTypes = (kind: Kind) =>
+    Object.entries(perRunCounts[kind].historyActions)
+      .map(([type, count]) => `${type} ${fixed(count, 2)}`)
+      .join(", ");
+
+  const markdown = `# Run concurrency benchmark: Keel against a bare workflow
+
+N runs started at once, for N = ${N_LIST.join(", ")}, each ${REPEATS} times, Keel and a bare workflow of the
+same shape alternating (Keel first on even repeats, bare first on odd ones), on the same Temporal dev
+server and S3 server, from one benchmark process. A Keel run: ${TOOL_TURNS} turns calling \`ls\`, then the answer
+(${MODEL_CALLS} model calls, the local LLM server answering after ${LATENCY_MS} ms), delivered by update-with-start
+(\`RunClient.deliver\`) to one Keel worker process (\`src/worker/main.ts\` under tsx, max ${MAX_CONCURRENT_ACTIVITIES} concurrent
+activities). A bare run (\`bench/support/bare-workflow.ts\`, \`bareTurns(${TOOL_TURNS}, true)\`): the same ${perRunCounts.bare.activities.toFixed(0)}
+activities in the same order, its "llm" activity sleeping ${LATENCY_MS} ms, the others returning at once, started
+with \`client.workflow.execute\` on its own worker process (same activity slots, SDK defaults otherwise).
+Ideal: every run in parallel, so a batch takes ${MODEL_CALLS} × ${LATENCY_MS} ms = ${IDEAL_MS} ms; fraction of ideal =
+ideal ÷ measured batch time. Figures are medians over the repeats.
+
+**Shared machine.** ${machineLine(machine)} Other engineers were running tests on the same
+machine during this run: each batch records the machine's busy share (/proc/stat) and the part of it
+not used by the benchmark's four processes ("others"); ${noisyBatches} of ${batches.length} batches had others above
+${fixed(100 * NOISY_OTHERS_SHARE, 0)}% of the machine and are flagged noisy in the last table (kept, not dropped).
+Generated by \`npx tsx bench/run-concurrency.ts\` (BENCH_N=${N_LIST.join(",")}, BENCH_REPEATS=${REPEATS}, BENCH_TOOL_TURNS=${TOOL_TURNS}, BENCH_LATENCY_MS=${LATENCY_MS}${QUICK ? ", BENCH_QUICK=1" : ""}).
+
+## Keel ÷ bare
 
 ${table(
-  ["", "time", "fraction of ideal", "throughput"],
+  [
+    "N",
+    "fraction of ideal: Keel",
+    "bare",
+    "Keel ÷ bare",
+    "CPU s per run (all processes): Keel",
+    "bare",
+    "Keel ÷ bare",
+    "worker peak RSS: Keel",
+    "bare",
+    "Keel ÷ bare",
+    "machine busy",
+    "others (max)",
+  ],
+  summary.map((row) => [
+    row.n,
+    fixed(row.keelFraction, 2),
+    fixed(row.bareFraction, 2),
+    fixed(row.keelFraction / row.bareFraction, 2),
+    fixed(row.keelCpuPerRun, 3),
+    fixed(row.bareCpuPerRun, 3),
+    ratio(row.keelCpuPerRun / row.bareCpuPerRun),
+    `${fixed(row.keelRssPeak / MB)} MB`,
+    `${fixed(row.bareRssPeak / MB)} MB`,
+    ratio(row.keelRssPeak / row.bareRssPeak),
+    `${fixed(100 * row.busyShare, 0)}%`,
+    `${fixed(100 * row.maxOthersShare, 0)}%`,
+  ]),
+)}
+
+Targets at N = ${largest.n}: Keel ÷ bare fraction of ideal ≥ ${TARGETS.fraction}: ${fixed(largest.keelFraction / largest.bareFraction, 2)} (${met(largest.keelFraction / largest.bareFraction >= TARGETS.fraction)});
+CPU per run Keel ÷ bare ≤ ${TARGETS.cpu}×: ${ratio(largest.keelCpuPerRun / largest.bareCpuPerRun)} (${met(largest.keelCpuPerRun / largest.bareCpuPerRun <= TARGETS.cpu)});
+worker peak RSS Keel ÷ bare ≤ ${TARGETS.rss}×: ${ratio(largest.keelRssPeak / largest.bareRssPeak)} (${met(largest.keelRssPeak / largest.bareRssPeak <= TARGETS.rss)}).
+The worker's peak RSS is sampled every ${RSS_SAMPLE_MS} ms during the batch; a worker keeps the memory it grew to
+in earlier batches, so it is the high-water mark up to that batch. Keel's worker loads the TypeScript
+sources through tsx; the bare worker loads only the Temporal SDK.
+
+## CPU seconds per run, by process (medians)
+
+${table(
+  ["N", "workflow", ...PROCESS_NAMES],
+  summary.flatMap((row) =>
+    KINDS.map((kind) => [row.n, LABEL[kind], ...row.cpuPerProcess[kind].map((value) => fixed(value, 4))]),
+  ),
+  ["---:", "---", "---:", "---:", "---:", "---:"],
+)}
+
+"client + LLM server" is this benchmark process: the Temporal client starting runs and waiting for
+results, and (Keel only) the local LLM server answering the model calls; the bare workflow's model
+is a sleep in its worker.
+
+## Per run: Temporal work and S3 requests
+
+From ${perRunCounts.keel.sampledRuns} Keel and ${perRunCounts.bare.sampledRuns} bare histories (up to ${HISTORY_SAMPLE} per batch) and the dev server's \`action\` counter (every run):
+
+${table(
+  ["per run", "Keel", "bare", "Keel ÷ bare"],
   [
     [
-      "1 run alone (baseline)",
-      `${fixed(single.wallMs)} ms`,
-      fixed(singleFraction, 2),
-      `${fixed(1000 / single.wallMs, 2)} runs/s`,
+      "workflow tasks",
+      fixed(perRunCounts.keel.workflowTasks, 2),
+      fixed(perRunCounts.bare.workflowTasks, 2),
+      ratio(perRunCounts.keel.workflowTasks / perRunCounts.bare.workflowTasks),
     ],
     [
-      `${RUNS} runs at once`,
-      `${fixed(batchMs)} ms`,
-      fixed(batchFraction, 2),
-      `${fixed(throughput, 1)} runs/s (ideal ${fixed(idealThroughput, 1)})`,
+      "activities",
+      fixed(perRunCounts.keel.activities, 2),
+      fixed(perRunCounts.bare.activities, 2),
+      ratio(perRunCounts.keel.activities / perRunCounts.bare.activities),
     ],
+    [
+      "history events",
+      fixed(perRunCounts.keel.events, 2),
+      fixed(perRunCounts.bare.events, 2),
+      ratio(perRunCounts.keel.events / perRunCounts.bare.events),
+    ],
+    [
+      "billable Actions, from the histories",
+      fixed(totalOf(perRunCounts.keel.historyActions), 2),
+      fixed(totalOf(perRunCounts.bare.historyActions), 2),
+      ratio(totalOf(perRunCounts.keel.historyActions) / totalOf(perRunCounts.bare.historyActions)),
+    ],
+    [
+      "Actions, dev server's `action` counter",
+      fixed(totalOf(perRunCounts.keel.serverActions), 2),
+      fixed(totalOf(perRunCounts.bare.serverActions), 2),
+      ratio(totalOf(perRunCounts.keel.serverActions) / totalOf(perRunCounts.bare.serverActions)),
+    ],
+    ["S3 requests", fixed(totalOf(s3PerRun), 2), "0", ""],
   ],
   ["---", "---:", "---:", "---:"],
 )}
 
-- ${RUNS} at once ÷ one alone, fraction of ideal: **${ratio(batchFraction / singleFraction)}**;
-  time of the batch ÷ time of one run: ${ratio(batchMs / single.wallMs)} for ${RUNS}× the work.
-- Per-run time within the batch: median ${fixed(median(runTimes))} ms, p95 ${fixed(percentile(runTimes, 95))} ms, max ${fixed(Math.max(...runTimes))} ms.
+- Actions from the histories, by category — Keel: ${historyActionTypes("keel")}; bare: ${historyActionTypes("bare")}.
+- The dev server's counter, by type — Keel: ${actionTypes("keel")}; bare: ${actionTypes("bare")}.
+  It also sees what histories do not hold (activity heartbeats, queries). It counts in this run's
+  namespace everything between the batch's first start and last result, so the benchmark's own
+  client calls are in it (no queries are made during a batch).
+- S3 requests of ${COUNTED_RUNS} Keel runs at once, counted by a proxy in front of the S3 server (a separate
+  worker process, not timed): ${Object.entries(s3PerRun)
+    .sort()
+    .map(([kind, count]) => `${kind} ${fixed(count, 2)}`)
+    .join(", ")} per run,
+  **${fixed(s3TotalPerTurn, 2)} per turn** (target ≤ ${TARGETS.s3PerTurn}: ${met(s3TotalPerTurn <= TARGETS.s3PerTurn)}).
 
-Where a run's time goes, from the histories (mean per run; queue = scheduled → started,
-run = started → completed):
+## Cost per turn
+
+A turn here is one model call (a run of this shape has ${MODEL_CALLS}); the run's start (workflow start, the
+update that delivers the prompt, openSession, claimWorkspace) is spread over its ${MODEL_CALLS} turns, so longer
+runs cost less per turn (bench/results/run-overhead.md has the same figures for long runs). Actions per
+turn from the dev server's counter (heartbeats included).
+
+${cost.markdown}
+
+## Where a run's time goes at N = ${largest.n}
+
+Mean per run from the sampled histories of all repeats (queue = scheduled → started, run = started → completed):
 
 ${table(
-  ["activity", "per run", "alone: queue ms", "alone: run ms", "batch: queue ms", "batch: run ms"],
-  breakdown.activities.map((timing) => {
-    const alone = singleBreakdown.activities.find((candidate) => candidate.activity === timing.activity);
+  ["workflow", "activity", "per run", "queue ms", "run ms"],
+  KINDS.flatMap((kind) => {
+    const breakdown = mergeBreakdowns(of(kind, largest.n).map((batch) => batch.breakdown));
+    const runs = of(kind, largest.n).reduce((sum, batch) => sum + batch.sampledRuns, 0);
     return [
-      timing.activity,
-      fixed(timing.count / RUNS, 2),
-      alone ? fixed(alone.meanQueueMs) : "",
-      alone ? fixed(alone.meanRunMs) : "",
-      fixed(timing.meanQueueMs),
-      fixed(timing.meanRunMs),
+      ...breakdown.activities.map((timing) => [
+        LABEL[kind],
+        timing.activity,
+        fixed(timing.count / runs, 2),
+        fixed(timing.meanQueueMs),
+        fixed(timing.meanRunMs),
+      ]),
+      [
+        LABEL[kind],
+        "_no activity scheduled or running (workflow tasks)_",
+        "",
+        "",
+        fixed(breakdown.betweenActivitiesMs / runs),
+      ],
     ];
   }),
-  ["---", "---:", "---:", "---:", "---:", "---:"],
+  ["---", "---", "---:", "---:", "---:"],
 )}
 
-Time with no activity scheduled or running (workflow tasks), per run: alone ${fixed(singleBreakdown.betweenActivitiesMs)} ms,
-in the batch ${fixed(breakdown.betweenActivitiesMs / RUNS)} ms (history start to end: alone ${fixed(singleBreakdown.totalMs)} ms,
-batch mean ${fixed(breakdown.totalMs / RUNS)} ms).
-
-CPU time used during the batch (user + system, /proc/<pid>/stat), against the
-${fixed(cpuAvailable)} CPU-seconds the machine's ${machine.nproc} CPUs offered in that time:
+## Every batch
 
 ${table(
-  ["process", "CPU s", "share of available"],
-  Object.keys(processes).map((name, index) => [
-    name,
-    fixed(cpuUsed[index]!),
-    `${fixed((100 * cpuUsed[index]!) / cpuAvailable, 0)}%`,
-  ]),
-  ["---", "---:", "---:"],
-)}
-
-${
-  cpuUsed.reduce((sum, used) => sum + used, 0) < CPU_SATURATED * cpuAvailable
-    ? `These processes used ${fixed((100 * cpuUsed.reduce((sum, used) => sum + used, 0)) / cpuAvailable, 0)}% of the CPU
-available, so the batch was not CPU-bound: its runs spent most of their time between activities
-(waiting on workflow tasks). Which limit holds them (the worker's workflow-task slots and pollers,
-its workflow cache, the dev server's SQLite store) is not measured here.`
-    : "The machine's CPUs were close to saturated during the batch."
-}
-
-Worker process memory (resident set, /proc/<pid>/status):
-
-${table(
-  ["moment", "RSS"],
   [
-    ["after start", `${fixed(rssAtStart / MB)} MB`],
-    ["after the baseline runs", `${fixed(rssBefore / MB)} MB`],
-    [`peak during the batch (sampled every ${SAMPLE_INTERVAL_MS} ms)`, `${fixed(rssPeakSampled / MB)} MB`],
-    ["high-water mark (VmHWM)", `${fixed(rssHighWater / MB)} MB`],
-    ["after the batch", `${fixed(rssAfter / MB)} MB`],
+    "repeat",
+    "N",
+    "workflow",
+    "batch ms",
+    "fraction",
+    "run ms median / max",
+    "CPU s",
+    "machine busy",
+    "others",
+    "worker RSS before → peak",
+    "",
   ],
-  ["---", "---:"],
+  batches.map((batch) => [
+    batch.repeat + 1,
+    batch.n,
+    LABEL[batch.kind],
+    fixed(batch.wallMs),
+    fixed(batch.fraction, 2),
+    `${fixed(batch.runMs.median)} / ${fixed(batch.runMs.max)}`,
+    fixed(
+      batch.cpuSeconds.reduce((sum, used) => sum + used, 0),
+      2,
+    ),
+    `${fixed(100 * batch.machineBusyShare, 0)}%`,
+    `${fixed(100 * batch.othersShare, 0)}%`,
+    `${fixed(batch.workerRssBeforeBytes / MB)} → ${fixed(batch.workerRssPeakBytes / MB)} MB`,
+    batch.noisy ? "**noisy**" : "",
+  ]),
+  ["---:", "---:", "---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---"],
 )}
-
-Peak ÷ before the batch: **${ratio(rssHighWater / rssBefore)}**; ${fixed((rssHighWater - rssBefore) / RUNS / 1024)} KB per concurrent run.
-The worker runs under \`node --import tsx\` (TypeScript compiled at load), as the local stack starts it.
 `;
-    const path = writeResults("run-concurrency", markdown, {
-      machine,
-      parameters: {
-        runs: RUNS,
-        toolTurns: TOOL_TURNS,
-        modelCalls: MODEL_CALLS,
-        latencyMs: LATENCY_MS,
-        idealMs: IDEAL_MS,
-      },
-      singleMs: single.wallMs,
-      batchMs,
-      singleFraction,
-      batchFraction,
-      runTimesMs: { median: median(runTimes), p95: percentile(runTimes, 95), max: Math.max(...runTimes) },
-      cpuSecondsDuringBatch: Object.fromEntries(
-        Object.keys(processes).map((name, index) => [name, cpuUsed[index]]),
-      ),
-      breakdownSingle: singleBreakdown,
-      breakdownBatch: breakdown,
-      rssBytes: {
-        atStart: rssAtStart,
-        beforeBatch: rssBefore,
-        peakSampled: rssPeakSampled,
-        highWater: rssHighWater,
-        after: rssAfter,
-      },
-    });
-    console.log(markdown);
-    console.log(`wrote ${path}`);
-  } finally {
-    await stack.close();
-  }
+  const path = writeResults(QUICK ? "run-concurrency-quick" : "run-concurrency", markdown, {
+    machine,
+    sharedMachine: true,
+    parameters: {
+      n: N_LIST,
+      repeats: REPEATS,
+      toolTurns: TOOL_TURNS,
+      modelCalls: MODEL_CALLS,
+      latencyMs: LATENCY_MS,
+      idealMs: IDEAL_MS,
+      historySample: HISTORY_SAMPLE,
+      countedRuns: COUNTED_RUNS,
+      quick: QUICK,
+    },
+    summary,
+    perRun: perRunCounts,
+    s3RequestsPerRun: s3PerRun,
+    s3RequestsPerTurn: s3TotalPerTurn,
+    monthlyCost: cost.costs,
+    batches,
+  });
+  console.log(markdown);
+  console.log(`wrote ${path}`);
 }
 
 runBenchmark(main);

@@ -1,6 +1,7 @@
-/** A plain Temporal worker in this process running the benchmarks' own workflows and activities. */
+/** Plain Temporal workers running the benchmarks' own workflows and activities (in this process or apart). */
 import { NativeConnection, Worker } from "@temporalio/worker";
 import type { BenchStack } from "./stack";
+import { spawnWorkerProcess, type WorkerProcess } from "./worker-process";
 
 export interface BenchWorker {
   stop(): Promise<void>;
@@ -28,4 +29,25 @@ export async function startBenchWorker(
       await connection.close();
     },
   };
+}
+
+/**
+ * Starts the bare workflow's worker as its own process (`bare-worker-main.ts`) on `taskQueue`,
+ * its "llm" activity waiting `latencyMs`, with as many activity slots as a Keel worker.
+ */
+export function startBareWorkerProcess(
+  stack: BenchStack,
+  taskQueue: string,
+  bundlePath: string,
+  latencyMs: number,
+  maxConcurrentActivities: number,
+): Promise<WorkerProcess> {
+  return spawnWorkerProcess("bench/support/bare-worker-main.ts", {
+    BENCH_TEMPORAL_ADDRESS: stack.temporal.address,
+    BENCH_TEMPORAL_NAMESPACE: stack.temporal.namespace,
+    BENCH_TASK_QUEUE: taskQueue,
+    BENCH_WORKFLOW_BUNDLE: bundlePath,
+    BENCH_LATENCY_MS: String(latencyMs),
+    BENCH_MAX_CONCURRENT_ACTIVITIES: String(maxConcurrentActivities),
+  });
 }

@@ -66,14 +66,14 @@ export async function summarizeWith(
 ): Promise<string> {
   const ctx = Context.current();
   // A summary can take a while before its first token: heartbeat while waiting.
-  const { message, error } = await whileHeartbeating(ctx, "summarizing", () =>
+  const { message, error } = await whileHeartbeating(ctx, "summarizing", (heartbeat) =>
     provider.complete(
       model,
       {
         systemPrompt: request.systemPrompt,
         messages: [{ role: "user", content: request.prompt, timestamp: Date.now() }],
       },
-      { maxTokens: request.maxTokens, signal: ctx.cancellationSignal, onProgress: () => ctx.heartbeat() },
+      { maxTokens: request.maxTokens, signal: ctx.cancellationSignal, onProgress: () => heartbeat() },
     ),
   );
   if (error) throw llmFailure(`summary by ${model.id} failed: ${error.message}`, error, ctx.info.attempt);

@@ -2,6 +2,13 @@
  * The tool activity: runs one tool call in the session's workspace and writes its result at the
  * slot the workflow assigned. A stored result is returned as is; an `unsafe` tool (bash) that an
  * earlier attempt may have started is not run again — the model is told the outcome is unknown.
+ *
+ * The result slot is looked up before running only where it can pay off. A read-only (`safe`)
+ * tool on an activity's first attempt runs straight away: an entry can be at its slot only when
+ * an earlier activity for the same call wrote it and the workflow scheduled the call again (its
+ * workspace moved to another worker, or an operator reset), and then running a read-only tool
+ * once more is harmless — the conditional write finds the stored result and it is returned.
+ * Retries, and tools that change things, look first.
  */
 import { CancelledFailure, Context } from "@temporalio/activity";
 import { UNKNOWN_OUTCOME_TEXT } from "../core/markers";
@@ -22,10 +29,12 @@ export function executeToolActivity({ store, markers, workspaceRoot, sandbox }: 
   return async function executeTool(input: ExecuteToolInput): Promise<ExecuteToolResult> {
     const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
     const ctx = Context.current();
-    const stored = await store.getEntry(ref, input.slot.seq);
-    if (stored) return summarize(resultOf(stored, input.slot.id), "adopted");
-
     const call = await toolCallOf(store, input);
+    if (ctx.info.attempt > 1 || toolNamed(call.name)?.replay !== "safe") {
+      const stored = await store.getEntry(ref, input.slot.seq);
+      if (stored) return summarize(resultOf(stored, input.slot.id), "adopted");
+    }
+
     const toolCall: ToolCallBlock = { ...call, arguments: input.argumentsOverride ?? call.arguments };
     // What ran is what is stored: an edit made at approval is recorded in the result itself.
     const write = async (message: ToolResultMessage) => {
@@ -33,7 +42,7 @@ export function executeToolActivity({ store, markers, workspaceRoot, sandbox }: 
         ? withApprovedEdit(message, call.arguments, input.argumentsOverride)
         : message;
       const entry = createMessageEntry(input.slot, recorded);
-      return (await storeWriteFailures(() => store.putEntry(ref, input.slot.seq, entry))).entry;
+      return storeWriteFailures(() => store.putEntry(ref, input.slot.seq, entry));
     };
 
     if (toolNamed(call.name)?.replay === "unsafe") {
@@ -43,7 +52,7 @@ export function executeToolActivity({ store, markers, workspaceRoot, sandbox }: 
         ctx.info.attempt,
       );
       if (!firstStart) {
-        const entry = await write(
+        const { entry } = await write(
           toToolResultMessage(
             toolCall,
             { content: [{ type: "text", text: UNKNOWN_OUTCOME_TEXT }], isError: true },
@@ -56,19 +65,19 @@ export function executeToolActivity({ store, markers, workspaceRoot, sandbox }: 
 
     const workspace = workspaceFor(workspaceRoot, input.tenantId, input.sessionId);
     await touchWorkspace(workspace);
-    const output = await whileHeartbeating(ctx, "running", () =>
+    const output = await whileHeartbeating(ctx, "running", (heartbeat) =>
       runToolCall(toolCall, {
         workspace,
         sandbox: { ...sandbox, network: input.network ?? "none" },
         signal: ctx.cancellationSignal,
-        onUpdate: () => ctx.heartbeat({ phase: "update" }),
+        onUpdate: () => heartbeat({ phase: "update" }),
       }),
     );
-    const entry = await write(toToolResultMessage(toolCall, output, Date.now()));
+    const { entry, written } = await write(toToolResultMessage(toolCall, output, Date.now()));
     failpoint("executeTool.afterWrite");
     if (ctx.cancellationSignal.aborted)
       throw new CancelledFailure("the tool was cancelled; its output is stored");
-    return summarize(resultOf(entry, input.slot.id), "executed");
+    return summarize(resultOf(entry, input.slot.id), written ? "executed" : "adopted");
   };
 }
 

@@ -13,14 +13,32 @@ function heartbeatIntervalMs(ctx: Context): number {
   return timeout ? Math.max(200, Math.floor(timeout / 3)) : DEFAULT_HEARTBEAT_INTERVAL_MS;
 }
 
+/** Reports progress: a heartbeat with `details`, if the activity is past its quiet start. */
+export type ProgressHeartbeat = (details?: unknown) => void;
+
 /**
  * Runs `work` while heartbeating on a timer, so an activity waiting on something silent stays
- * alive and still receives cancellation. Progress heartbeats from `work` itself add to these.
+ * alive and still receives cancellation. `work` gets a {@link ProgressHeartbeat} for its own
+ * progress reports, which is silent for the first heartbeat interval and passes every call on
+ * after it (the SDK throttles them). Why the quiet start: each heartbeat that reaches the server
+ * is a billed Temporal Cloud Action and the SDK sends an activity's first heartbeat at once, so
+ * reporting progress from the first streamed token cost one Action per model call. Work shorter
+ * than the interval needs no heartbeat; longer work heartbeats from the timer by then, which also
+ * gives cancellation its first chance to arrive (no later than the first throttled progress
+ * heartbeat used to).
  */
-export async function whileHeartbeating<T>(ctx: Context, phase: string, work: () => Promise<T>): Promise<T> {
-  const timer = setInterval(() => ctx.heartbeat({ phase }), heartbeatIntervalMs(ctx));
+export async function whileHeartbeating<T>(
+  ctx: Context,
+  phase: string,
+  work: (progress: ProgressHeartbeat) => Promise<T>,
+): Promise<T> {
+  const intervalMs = heartbeatIntervalMs(ctx);
+  const quietUntil = Date.now() + intervalMs;
+  const timer = setInterval(() => ctx.heartbeat({ phase }), intervalMs);
   try {
-    return await work();
+    return await work((details) => {
+      if (Date.now() >= quietUntil) ctx.heartbeat(details);
+    });
   } finally {
     clearInterval(timer);
   }

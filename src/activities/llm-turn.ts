@@ -2,6 +2,12 @@
  * The LLM turn activity: one model call producing the assistant entry at the slot the workflow
  * assigned. If that entry is already stored (an earlier attempt wrote it and then died), the model
  * is not called again: the stored answer is returned.
+ *
+ * Only a retry looks the slot up before the call: on an activity's first attempt no earlier
+ * attempt can have written it (the workflow hands out each slot once, and a slot it takes back
+ * after a context overflow had nothing written). Should an entry be there all the same (an
+ * operator reset the workflow or the activity), the conditional write still finds it and the
+ * stored entry wins, as below; only the model call is spent.
  */
 
 import { ApplicationFailure, CancelledFailure, Context } from "@temporalio/activity";
@@ -36,8 +42,14 @@ export function llmTurnActivity({ store, provider, catalog }: ActivityDeps) {
 
     for (const write of input.writesFirst)
       await storeWriteFailures(() => store.putEntry(ref, write.seq, write.entry));
-    const stored = await store.getEntry(ref, input.slot.seq);
-    if (stored) return summarize(assistantOf(stored, input.slot.id), true, model.contextWindow);
+    const adoptStored = async () => {
+      const stored = await store.getEntry(ref, input.slot.seq);
+      return stored && summarize(assistantOf(stored, input.slot.id), true, model.contextWindow);
+    };
+    if (ctx.info.attempt > 1) {
+      const stored = await adoptStored();
+      if (stored) return stored;
+    }
 
     const entries = await entriesBefore(store, ref, input.slot.seq);
     const path = pathOf(entries, input.slot.parentId);
@@ -47,7 +59,7 @@ export function llmTurnActivity({ store, provider, catalog }: ActivityDeps) {
       return tool ? [tool] : [];
     });
 
-    const outcome = await whileHeartbeating(ctx, "waiting", () =>
+    const outcome = await whileHeartbeating(ctx, "waiting", (heartbeat) =>
       provider.complete(
         model,
         { systemPrompt: input.systemPrompt, messages, tools: toolSpecs(tools) },
@@ -55,7 +67,7 @@ export function llmTurnActivity({ store, provider, catalog }: ActivityDeps) {
           thinkingLevel: input.thinkingLevel,
           signal: ctx.cancellationSignal,
           onProgress: (progress) =>
-            ctx.heartbeat({ textChars: progress.textChars, toolCalls: progress.toolCalls }),
+            heartbeat({ textChars: progress.textChars, toolCalls: progress.toolCalls }),
         },
       ),
     );
@@ -73,6 +85,10 @@ export function llmTurnActivity({ store, provider, catalog }: ActivityDeps) {
     if (error?.kind === "retryable")
       throw llmFailure(`${model.id}: ${error.message}`, error, ctx.info.attempt);
     if (error?.kind === "context_overflow") {
+      // Nothing is written on this path, so the workflow would take the slot back: make sure
+      // nothing is stored there (one request, only when the context overflowed).
+      const stored = await adoptStored();
+      if (stored) return stored;
       return {
         ...summarize(message, false, model.contextWindow),
         errorKind: "context_overflow",
@@ -85,6 +101,8 @@ export function llmTurnActivity({ store, provider, catalog }: ActivityDeps) {
     );
     failpoint("llmTurn.afterWrite");
     const summary = summarize(assistantOf(result.entry, input.slot.id), !result.written, model.contextWindow);
+    // An entry stored earlier is the answer, whatever this call returned (as a look-up would have).
+    if (!result.written) return summary;
     if (error?.kind === "non_retryable")
       return { ...summary, errorKind: "non_retryable", errorMessage: error.message };
     return summary;

@@ -10,6 +10,8 @@ export interface TemporalDevServer {
   address: string;
   namespace: string;
   uiUrl: string;
+  /** Prometheus `/metrics` endpoint (the server's `action` counter among others). */
+  metricsUrl: string;
   process: ServiceProcess;
   /** gRPC and UI ports: passed back with the same data folder (and `persist`), it restarts on its database. */
   ports: { grpc: number; ui: number };
@@ -26,7 +28,7 @@ export interface TemporalDevServerOptions {
 }
 
 export async function startTemporalDevServer(options: TemporalDevServerOptions): Promise<TemporalDevServer> {
-  const [freeGrpc, freeUi] = await freePorts(2);
+  const [freeGrpc, freeUi, metricsPort] = await freePorts(3);
   const port = options.port ?? freeGrpc!;
   const uiPort = options.uiPort ?? freeUi!;
   const namespace = options.namespace ?? "default";
@@ -39,6 +41,8 @@ export async function startTemporalDevServer(options: TemporalDevServerOptions):
     String(port),
     "--ui-port",
     String(uiPort),
+    "--metrics-port",
+    String(metricsPort),
     "--namespace",
     namespace,
     "--log-level",
@@ -64,6 +68,7 @@ export async function startTemporalDevServer(options: TemporalDevServerOptions):
     address: `127.0.0.1:${port}`,
     namespace,
     uiUrl: `http://127.0.0.1:${uiPort}`,
+    metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
     process,
     ports: { grpc: port, ui: uiPort },
   };
