@@ -9,8 +9,10 @@
 import * as fs from "node:fs/promises";
 import { ApplicationFailure, Context } from "@temporalio/activity";
 import { FailureType } from "../core/failure-types";
+import type { SessionHeader } from "../core/session-types";
 import type { SessionRef } from "../store/session-keys";
 import type { SessionStore } from "../store/session-store";
+import type { SnapshotRecord, WorkspaceSnapshots } from "../store/workspace-snapshots";
 import { WorkspaceTooLargeError } from "../store/workspace-tree";
 import { acquireWorkspaceLock, prepareWorkspace, WorkspaceBusyError, workspaceFor } from "../tools";
 import type { ActivityDeps } from "./deps";
@@ -51,10 +53,33 @@ async function ancestryOf(
   return chain;
 }
 
-/** The session a fork was made from (its header's `parentSession`), if any. */
-async function forkParentOf(store: SessionStore, ref: SessionRef): Promise<SessionRef | undefined> {
-  const header = await store.getHeader(ref).catch(() => undefined);
-  return header?.parentSession ? { tenantId: ref.tenantId, sessionId: header.parentSession } : undefined;
+/** How many fork generations a snapshot lookup climbs (a guard against a header cycle). */
+const MAX_FORK_DEPTH = 64;
+
+/**
+ * The snapshot that applies to the entry whose ancestry is given, and the session it belongs to:
+ * the nearest snapshotted ancestor in `ref`'s own snapshots, else in the session it was forked
+ * from (header `parentSession`), and so on up the forks. A fork keeps its parent's entry ids, so
+ * until it records its own snapshots (and for entries before its fork point) its ancestors'
+ * snapshots apply — also when an intermediate fork never ran. A fork ancestor that cannot be read
+ * (deleted) ends the climb.
+ */
+async function snapshotForAncestry(
+  store: SessionStore,
+  snapshots: WorkspaceSnapshots,
+  ref: SessionRef,
+  ancestry: readonly string[],
+): Promise<{ from: SessionRef; record: SnapshotRecord } | undefined> {
+  const visited = new Set<string>();
+  for (let from: SessionRef | undefined = ref; from && visited.size < MAX_FORK_DEPTH; ) {
+    if (visited.has(from.sessionId)) return undefined;
+    visited.add(from.sessionId);
+    const record = await snapshots.findForEntry(from, ancestry);
+    if (record) return { from, record };
+    const header: SessionHeader | undefined = await store.getHeader(from).catch(() => undefined);
+    from = header?.parentSession ? { tenantId: ref.tenantId, sessionId: header.parentSession } : undefined;
+  }
+  return undefined;
 }
 
 const exists = (dir: string): Promise<boolean> =>
@@ -119,11 +144,17 @@ export function workspaceActivities({
 
     async restoreWorkspace(input: RestoreWorkspaceInput): Promise<RestoreWorkspaceResult> {
       const from = input.from ?? input.ref;
-      const record = await snapshots.findForEntry(from, await ancestryOf(store, from, input.entryId));
-      if (!record) return { restored: false };
+      const found = await snapshotForAncestry(
+        store,
+        snapshots,
+        from,
+        await ancestryOf(store, from, input.entryId),
+      );
+      if (!found) return { restored: false };
+      const { record } = found;
       const workspace = workspaceFor(workspaceRoot, input.ref.tenantId, input.ref.sessionId);
       const result = await whileHeartbeating(Context.current(), "restoring", () =>
-        snapshots.restore(from, record, workspace.dir, input.ref),
+        snapshots.restore(found.from, record, workspace.dir, input.ref),
       );
       return {
         restored: true,
@@ -147,20 +178,15 @@ export function workspaceActivities({
     }
     if (input.leafId && !(await exists(workspace.dir))) {
       const ancestry = await ancestryOf(store, ref, input.leafId, true);
-      // A fork keeps its parent's entry ids: until it records its own, its parent's snapshots apply.
-      const own = await snapshots.findForEntry(ref, ancestry);
-      const parent = own ? undefined : await forkParentOf(store, ref);
-      const from = own ? ref : parent;
-      const record =
-        own ?? (parent ? await snapshots.findForEntry(parent, ancestry).catch(() => undefined) : undefined);
-      if (record && from) {
+      const found = await snapshotForAncestry(store, snapshots, ref, ancestry);
+      if (found) {
         await whileHeartbeating(Context.current(), "restoring", () =>
-          snapshots.restore(from, record, workspace.dir, ref),
+          snapshots.restore(found.from, found.record, workspace.dir, ref),
         );
         return {
           taskQueue: workerTaskQueue,
           sandbox: sandbox.isolation,
-          restoredFrom: record.afterEntryId,
+          restoredFrom: found.record.afterEntryId,
         };
       }
     }
