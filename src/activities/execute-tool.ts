@@ -8,17 +8,25 @@ import { UNKNOWN_OUTCOME_TEXT } from "../core/markers";
 import type { ToolCallBlock, ToolResultMessage } from "../core/messages";
 import { createMessageEntry } from "../core/session-entries";
 import type { SessionEntry } from "../core/session-types";
-import { runToolCall, toolNamed, toToolResultMessage, workspaceFor } from "../tools";
+import { acquireWorkspaceLock, runToolCall, toolNamed, toToolResultMessage, workspaceFor } from "../tools";
 import type { ActivityDeps } from "./deps";
 import { failpoint } from "./failpoints";
 import { whileHeartbeating } from "./heartbeat";
 import { entryConflict, storeWriteFailures } from "./store-failures";
 import type { ExecuteToolInput, ExecuteToolResult } from "./types";
+import { restoreMissingWorkspace } from "./workspace-activities";
 import { touchWorkspace } from "./workspace-eviction";
 
 const PREVIEW_CHARS = 300;
 
-export function executeToolActivity({ store, markers, workspaceRoot, sandbox }: ActivityDeps) {
+export function executeToolActivity({
+  store,
+  markers,
+  snapshots,
+  workspaceRoot,
+  workerTaskQueue,
+  sandbox,
+}: ActivityDeps) {
   return async function executeTool(input: ExecuteToolInput): Promise<ExecuteToolResult> {
     const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
     const ctx = Context.current();
@@ -55,6 +63,13 @@ export function executeToolActivity({ store, markers, workspaceRoot, sandbox }: 
     }
 
     const workspace = workspaceFor(workspaceRoot, input.tenantId, input.sessionId);
+    // The run claimed the workspace once, but this worker may not have it (any Lambda execution
+    // environment takes tool tasks of the shared queue; idle eviction may have removed it): the
+    // call then works on the state of its assistant entry, never on an empty directory.
+    const leafId = input.slot.parentId;
+    if (leafId && (await restoreMissingWorkspace({ store, snapshots }, ref, workspace, leafId))) {
+      await acquireWorkspaceLock(workspace, workerTaskQueue);
+    }
     await touchWorkspace(workspace);
     const output = await whileHeartbeating(ctx, "running", () =>
       runToolCall(toolCall, {

@@ -14,7 +14,13 @@ import type { SessionRef } from "../store/session-keys";
 import type { SessionStore } from "../store/session-store";
 import type { SnapshotRecord, WorkspaceSnapshots } from "../store/workspace-snapshots";
 import { WorkspaceTooLargeError } from "../store/workspace-tree";
-import { acquireWorkspaceLock, prepareWorkspace, WorkspaceBusyError, workspaceFor } from "../tools";
+import {
+  acquireWorkspaceLock,
+  prepareWorkspace,
+  type Workspace,
+  WorkspaceBusyError,
+  workspaceFor,
+} from "../tools";
 import type { ActivityDeps } from "./deps";
 import { failpoint } from "./failpoints";
 import { whileHeartbeating } from "./heartbeat";
@@ -87,6 +93,48 @@ const exists = (dir: string): Promise<boolean> =>
     (stats) => stats.isDirectory(),
     () => false,
   );
+
+/** Restores in flight on this worker, per workspace directory (parallel calls share one). */
+const restoresInFlight = new Map<string, Promise<string | undefined>>();
+
+/**
+ * Brings back the workspace of `ref` when it is not on this worker's disk (another Lambda
+ * execution environment, a replaced worker, idle eviction), from the snapshot that applies to
+ * `leafId`: its nearest snapshotted ancestor, in this session or the sessions it was forked from.
+ * Returns the entry whose snapshot was restored; undefined when the workspace is present or no
+ * snapshot applies (the caller prepares it as new). Parallel callers for one workspace share a
+ * single restore, so none replaces a directory another call is already working in.
+ */
+export async function restoreMissingWorkspace(
+  { store, snapshots }: Pick<ActivityDeps, "store" | "snapshots">,
+  ref: SessionRef,
+  workspace: Workspace,
+  leafId: string,
+): Promise<string | undefined> {
+  const dir = workspace.dir;
+  const pending = restoresInFlight.get(dir);
+  if (pending) return pending;
+  const restore = (async () => {
+    if (await exists(dir)) return undefined;
+    const found = await snapshotForAncestry(
+      store,
+      snapshots,
+      ref,
+      await ancestryOf(store, ref, leafId, true),
+    );
+    if (!found) return undefined;
+    await whileHeartbeating(Context.current(), "restoring", () =>
+      snapshots.restore(found.from, found.record, dir, ref),
+    );
+    return found.record.afterEntryId;
+  })();
+  restoresInFlight.set(dir, restore);
+  try {
+    return await restore;
+  } finally {
+    restoresInFlight.delete(dir);
+  }
+}
 
 /** What the workspace activities use of the worker's dependencies. */
 export type WorkspaceDeps = Pick<
@@ -176,19 +224,11 @@ export function workspaceActivities({
       if (error instanceof WorkspaceBusyError && error.holder) return { taskQueue: error.holder.ownerId };
       throw error;
     }
-    if (input.leafId && !(await exists(workspace.dir))) {
-      const ancestry = await ancestryOf(store, ref, input.leafId, true);
-      const found = await snapshotForAncestry(store, snapshots, ref, ancestry);
-      if (found) {
-        await whileHeartbeating(Context.current(), "restoring", () =>
-          snapshots.restore(found.from, found.record, workspace.dir, ref),
-        );
-        return {
-          taskQueue: workerTaskQueue,
-          sandbox: sandbox.isolation,
-          restoredFrom: found.record.afterEntryId,
-        };
-      }
+    const restoredFrom = input.leafId
+      ? await restoreMissingWorkspace({ store, snapshots }, ref, workspace, input.leafId)
+      : undefined;
+    if (restoredFrom !== undefined) {
+      return { taskQueue: workerTaskQueue, sandbox: sandbox.isolation, restoredFrom };
     }
     await prepareWorkspace(workspace, input.source);
     return { taskQueue: workerTaskQueue, sandbox: sandbox.isolation };
