@@ -105,6 +105,16 @@ export const EventsQuerySchema = z.object({
   }),
 });
 
+export const ExportQuerySchema = z.object({
+  workspace: z
+    .enum(["true", "false"])
+    .optional()
+    .openapi({
+      param: { name: "workspace", in: "query" },
+      description: "true: a .tar.gz of the session file and the workspace at the leaf",
+    }),
+});
+
 export const EntriesQuerySchema = z.object({
   after: nonNegativeIntegerText.optional().openapi({
     param: { name: "after", in: "query" },
@@ -462,6 +472,8 @@ export const CreatedSessionSchema = z
     entryCount: z.number().int(),
     leafId: z.string().nullable(),
     parentSession: z.string().optional(),
+    /** An imported archive's workspace, recorded as the workspace of the leaf. */
+    workspace: z.object({ files: z.number().int(), bytes: z.number().int() }).optional(),
     warnings: z.array(z.string()).optional(),
   })
   .openapi("CreatedSession");
