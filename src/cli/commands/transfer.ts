@@ -80,7 +80,8 @@ export const importCommand: Command = {
       printJson(context, answer);
       return EXIT.ok;
     }
-    const files = answer.workspace ? `, workspace of ${answer.workspace.files} files` : "";
+    const count = answer.workspace?.files;
+    const files = count === undefined ? "" : `, workspace of ${count} file${count === 1 ? "" : "s"}`;
     context.out.write(`imported as session ${answer.sessionId} (${answer.entryCount} entries${files})\n`);
     for (const warning of answer.warnings ?? []) context.err(`warning: ${warning}\n`);
     return EXIT.ok;
