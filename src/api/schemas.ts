@@ -478,6 +478,14 @@ export const CreatedSessionSchema = z
   })
   .openapi("CreatedSession");
 
+export const DeletedSessionSchema = z
+  .object({
+    sessionId: z.string(),
+    /** Objects removed from S3: header, entries, chunks, markers and workspace snapshots. */
+    deletedObjects: z.number().int(),
+  })
+  .openapi("DeletedSession");
+
 export const ProblemSchema = z
   .object({
     type: z.string().openapi({ example: "https://keel.dev/problems/session-not-found" }),
