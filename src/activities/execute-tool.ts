@@ -15,7 +15,7 @@ import { whileHeartbeating } from "./heartbeat";
 import { entryConflict, storeWriteFailures } from "./store-failures";
 import type { ExecuteToolInput, ExecuteToolResult } from "./types";
 import { restoreMissingWorkspace } from "./workspace-activities";
-import { touchWorkspace } from "./workspace-eviction";
+import { usingWorkspace } from "./workspace-eviction";
 
 const PREVIEW_CHARS = 300;
 
@@ -67,18 +67,19 @@ export function executeToolActivity({
     // environment takes tool tasks of the shared queue; idle eviction may have removed it): the
     // call then works on the state of its assistant entry, never on an empty directory.
     const leafId = input.slot.parentId;
-    if (leafId && (await restoreMissingWorkspace({ store, snapshots }, ref, workspace, leafId))) {
-      await acquireWorkspaceLock(workspace, workerTaskQueue);
-    }
-    await touchWorkspace(workspace);
-    const output = await whileHeartbeating(ctx, "running", () =>
-      runToolCall(toolCall, {
-        workspace,
-        sandbox: { ...sandbox, network: input.network ?? "none" },
-        signal: ctx.cancellationSignal,
-        onUpdate: () => ctx.heartbeat({ phase: "update" }),
-      }),
-    );
+    const output = await usingWorkspace(workspace, async () => {
+      if (leafId && (await restoreMissingWorkspace({ store, snapshots }, ref, workspace, leafId))) {
+        await acquireWorkspaceLock(workspace, workerTaskQueue);
+      }
+      return whileHeartbeating(ctx, "running", () =>
+        runToolCall(toolCall, {
+          workspace,
+          sandbox: { ...sandbox, network: input.network ?? "none" },
+          signal: ctx.cancellationSignal,
+          onUpdate: () => ctx.heartbeat({ phase: "update" }),
+        }),
+      );
+    });
     const entry = await write(toToolResultMessage(toolCall, output, Date.now()));
     failpoint("executeTool.afterWrite");
     if (ctx.cancellationSignal.aborted)

@@ -31,6 +31,7 @@ import type {
   SnapshotWorkspaceInput,
   SnapshotWorkspaceResult,
 } from "./types";
+import { usingWorkspace } from "./workspace-eviction";
 
 /**
  * `entryId`, its parent, … up to the root, from the session's stored entries. An entry not (yet)
@@ -123,65 +124,74 @@ export function workspaceActivities({
   return {
     /** Heartbeats throughout: restoring a snapshot or copying the source may take a while. */
     claimWorkspace(input: ClaimWorkspaceInput): Promise<ClaimWorkspaceResult> {
-      return whileHeartbeating(Context.current(), "claiming", () => claim(input));
+      return inWorkspace(input, () => whileHeartbeating(Context.current(), "claiming", () => claim(input)));
     },
 
-    async snapshotWorkspace(input: SnapshotWorkspaceInput): Promise<SnapshotWorkspaceResult> {
-      const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
-      const workspace = workspaceFor(workspaceRoot, input.tenantId, input.sessionId);
-      if (!(await exists(workspace.dir))) {
-        throw ApplicationFailure.nonRetryable(
-          `the workspace of ${input.sessionId} is not on this worker`,
-          FailureType.workspaceMissing,
-        );
-      }
-      try {
-        const result = await whileHeartbeating(Context.current(), "snapshotting", () =>
-          snapshots.snapshot(ref, workspace.dir, {
-            afterEntryId: input.afterEntryId,
-            afterSeq: input.afterSeq,
-            maxBytes: snapshotMaxBytes,
-          }),
-        );
-        const { record } = result;
-        return {
-          adopted: result.adopted,
-          root: record.root,
-          files: record.files,
-          bytes: record.bytes,
-          uploadedObjects: result.uploadedObjects,
-          uploadedBytes: result.uploadedBytes,
-        };
-      } catch (error) {
-        if (error instanceof WorkspaceTooLargeError) {
-          throw ApplicationFailure.nonRetryable(error.message, FailureType.workspaceTooLarge);
+    snapshotWorkspace(input: SnapshotWorkspaceInput): Promise<SnapshotWorkspaceResult> {
+      return inWorkspace(input, async () => {
+        const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
+        const workspace = workspaceFor(workspaceRoot, input.tenantId, input.sessionId);
+        if (!(await exists(workspace.dir))) {
+          throw ApplicationFailure.nonRetryable(
+            `the workspace of ${input.sessionId} is not on this worker`,
+            FailureType.workspaceMissing,
+          );
         }
-        throw error;
-      }
+        try {
+          const result = await whileHeartbeating(Context.current(), "snapshotting", () =>
+            snapshots.snapshot(ref, workspace.dir, {
+              afterEntryId: input.afterEntryId,
+              afterSeq: input.afterSeq,
+              maxBytes: snapshotMaxBytes,
+            }),
+          );
+          const { record } = result;
+          return {
+            adopted: result.adopted,
+            root: record.root,
+            files: record.files,
+            bytes: record.bytes,
+            uploadedObjects: result.uploadedObjects,
+            uploadedBytes: result.uploadedBytes,
+          };
+        } catch (error) {
+          if (error instanceof WorkspaceTooLargeError) {
+            throw ApplicationFailure.nonRetryable(error.message, FailureType.workspaceTooLarge);
+          }
+          throw error;
+        }
+      });
     },
 
-    async restoreWorkspace(input: RestoreWorkspaceInput): Promise<RestoreWorkspaceResult> {
-      const from = input.from ?? input.ref;
-      const found = await snapshotForAncestry(
-        store,
-        snapshots,
-        from,
-        await ancestryOf(store, from, input.entryId),
-      );
-      if (!found) return { restored: false };
-      const { record } = found;
-      const workspace = workspaceFor(workspaceRoot, input.ref.tenantId, input.ref.sessionId);
-      const result = await whileHeartbeating(Context.current(), "restoring", () =>
-        snapshots.restore(found.from, record, workspace.dir, input.ref),
-      );
-      return {
-        restored: true,
-        snapshotEntryId: record.afterEntryId,
-        files: result.files,
-        bytes: result.bytes,
-      };
+    restoreWorkspace(input: RestoreWorkspaceInput): Promise<RestoreWorkspaceResult> {
+      return inWorkspace(input.ref, async () => {
+        const from = input.from ?? input.ref;
+        const found = await snapshotForAncestry(
+          store,
+          snapshots,
+          from,
+          await ancestryOf(store, from, input.entryId),
+        );
+        if (!found) return { restored: false };
+        const { record } = found;
+        const workspace = workspaceFor(workspaceRoot, input.ref.tenantId, input.ref.sessionId);
+        const result = await whileHeartbeating(Context.current(), "restoring", () =>
+          snapshots.restore(found.from, record, workspace.dir, input.ref),
+        );
+        return {
+          restored: true,
+          snapshotEntryId: record.afterEntryId,
+          files: result.files,
+          bytes: result.bytes,
+        };
+      });
     },
   };
+
+  /** Runs `work` with the session's workspace marked in use (idle eviction leaves it alone). */
+  function inWorkspace<T>(ref: SessionRef, work: () => Promise<T>): Promise<T> {
+    return usingWorkspace(workspaceFor(workspaceRoot, ref.tenantId, ref.sessionId), work);
+  }
 
   async function claim(input: ClaimWorkspaceInput): Promise<ClaimWorkspaceResult> {
     failpoint("claimWorkspace.start");
