@@ -8,7 +8,14 @@ import { UNKNOWN_OUTCOME_TEXT } from "../core/markers";
 import type { ToolCallBlock, ToolResultMessage } from "../core/messages";
 import { createMessageEntry } from "../core/session-entries";
 import type { SessionEntry } from "../core/session-types";
-import { acquireWorkspaceLock, runToolCall, toolNamed, toToolResultMessage, workspaceFor } from "../tools";
+import {
+  acquireWorkspaceLock,
+  prepareWorkspace,
+  runToolCall,
+  toolNamed,
+  toToolResultMessage,
+  workspaceFor,
+} from "../tools";
 import type { ActivityDeps } from "./deps";
 import { failpoint } from "./failpoints";
 import { whileHeartbeating } from "./heartbeat";
@@ -68,7 +75,12 @@ export function executeToolActivity({
     // call then works on the state of its assistant entry, never on an empty directory.
     const leafId = input.slot.parentId;
     const output = await usingWorkspace(workspace, async () => {
-      if (leafId && (await restoreMissingWorkspace({ store, snapshots }, ref, workspace, leafId))) {
+      const restored = leafId
+        ? await restoreMissingWorkspace({ store, snapshots }, ref, workspace, leafId)
+        : undefined;
+      // No snapshot applies: the workspace started empty (a directory or git source is recorded
+      // when claimed), so an empty one is the state to work on.
+      if (restored !== undefined || (await prepareWorkspace(workspace)).created) {
         await acquireWorkspaceLock(workspace, workerTaskQueue);
       }
       return whileHeartbeating(ctx, "running", () =>

@@ -210,7 +210,35 @@ export function workspaceActivities({
     if (restoredFrom !== undefined) {
       return { taskQueue: workerTaskQueue, sandbox: sandbox.isolation, restoredFrom };
     }
-    await prepareWorkspace(workspace, input.source);
+    const { created } = await prepareWorkspace(workspace, input.source);
+    if (created && input.leafId && input.source && input.source.type !== "empty") {
+      await recordSource(ref, workspace, input.leafId);
+    }
     return { taskQueue: workerTaskQueue, sandbox: sandbox.isolation };
+  }
+
+  /**
+   * Records a workspace just created from a directory or git source as the state at `leafId`
+   * (the entry before the run's first batch), so a worker without it — another Lambda execution
+   * environment, a replacement after a crash before the first batch that changed files — restores
+   * the source's files instead of an empty folder. A failure is logged, never fails the claim:
+   * the files are on this worker, and the first batch that changes files snapshots them again.
+   */
+  async function recordSource(ref: SessionRef, workspace: Workspace, leafId: string): Promise<void> {
+    try {
+      const { entries } = await store.readEntries(ref, { untilGap: true });
+      const leaf = entries.find(({ entry }) => entry.id === leafId);
+      if (!leaf) return;
+      await snapshots.snapshot(ref, workspace.dir, {
+        afterEntryId: leafId,
+        afterSeq: leaf.seq,
+        maxBytes: snapshotMaxBytes,
+      });
+    } catch (error) {
+      Context.current().log.warn("the workspace source could not be recorded", {
+        sessionId: ref.sessionId,
+        error: error instanceof Error ? error.message : String(error),
+      });
+    }
   }
 }

@@ -4,7 +4,8 @@
  * included, on the shared task queue), and returns before the invocation's deadline; a workspace
  * missing from the environment's disk is restored from its snapshot in S3.
  */
-import { rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { indexPathOf } from "../../../src/store/workspace-tree";
 import { lockPathOf, workspaceFor } from "../../../src/tools/workspace";
 import type { LambdaContext } from "../../../src/worker/lambda";
@@ -12,6 +13,7 @@ import { runWorkflowId } from "../../../src/workflows/types";
 import {
   temporalAddress,
   temporalNamespace,
+  testTmpDir,
   uniqueName,
   workflowBundlePath,
 } from "../../support/integration-env";
@@ -176,5 +178,40 @@ test("the workspace comes back from S3 when the local copy is gone: within a run
   await stage.runs.deliver(ref, { text: "read it again", mode: "auto" }, stage.settings());
   expect((await stage.result(ref)).status).toBe("completed");
   expect(await lastText()).toBe("Second read: kept in s3");
+  await invocation;
+});
+
+test("a workspace made from a directory source comes back on an environment that never held it, before any batch changed a file", async () => {
+  const source = mkdtempSync(join(testTmpDir(), "lambda-source-"));
+  writeFileSync(join(source, "source.txt"), "from the source folder\n");
+  stage.llm.addScenario("lambda-source", {
+    turns: [
+      { toolCalls: [{ name: "read", arguments: { path: "source.txt" } }] },
+      { toolCalls: [{ name: "read", arguments: { path: "source.txt" } }] },
+    ],
+    after: { text: "Read: {{lastToolResult}}" },
+  });
+  stage.llm.addFaults([
+    { kind: "slow", match: { scenario: "lambda-source", turn: 1 }, times: 1, latencyMs: 3_000 },
+  ]);
+  const invocation = handler({}, fakeContext(Date.now() + INVOCATION_MS));
+  const ref = stage.newSession();
+  await stage.runs.deliver(
+    ref,
+    { text: "[scenario:lambda-source] go", mode: "auto" },
+    stage.settings({ workspace: { type: "directory", path: source } }),
+  );
+  await eventually(async () =>
+    stage.llm.journal().some((entry) => entry.scenario === "lambda-source" && entry.turn === 1)
+      ? true
+      : undefined,
+  );
+  forgetLocalWorkspace(ref);
+  expect((await stage.result(ref)).status).toBe("completed");
+  const last = messagesOf(await stage.entries(ref)).at(-1);
+  expect(last?.role === "assistant" && last.content[0]).toEqual({
+    type: "text",
+    text: "Read: from the source folder",
+  });
   await invocation;
 });
