@@ -98,14 +98,19 @@ export function readSessionArchive(gzipped: Buffer, maxBytes = DEFAULT_ARCHIVE_M
   let workspace: TarEntry[] | undefined;
   const seen = new Set<string>();
   const links = new Set<string>();
+  const files = new Set<string>();
   for (const entry of readTar(archive)) {
     const name = confined(entry.path);
     if (seen.has(name)) throw new ArchiveError(`archive entry ${JSON.stringify(name)} appears twice`);
     seen.add(name);
     const segments = name.split("/");
     for (let i = 1; i < segments.length; i += 1) {
-      if (links.has(segments.slice(0, i).join("/"))) {
+      const ancestor = segments.slice(0, i).join("/");
+      if (links.has(ancestor)) {
         throw new ArchiveError(`archive entry ${JSON.stringify(name)} lies below a symbolic link`);
+      }
+      if (files.has(ancestor)) {
+        throw new ArchiveError(`archive entry ${JSON.stringify(name)} lies below a file`);
       }
     }
     if (name === SESSION_FILE && entry.type === "file") {
@@ -126,6 +131,7 @@ export function readSessionArchive(gzipped: Buffer, maxBytes = DEFAULT_ARCHIVE_M
       links.add(name);
       checkLinkTarget(relative, entry.target);
     }
+    if (entry.type === "file") files.add(name);
     workspace ??= [];
     workspace.push({ ...entry, path: relative });
   }

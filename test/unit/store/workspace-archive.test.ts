@@ -127,6 +127,15 @@ describe("path escapes and other entries are refused with a clear error", () => 
     ],
     ["a duplicate", [session, session], /appears twice/],
     [
+      "an entry below a file",
+      [
+        session,
+        { type: "file", path: "workspace/f", mode: 0o644, body: Buffer.from("x") },
+        { type: "file", path: "workspace/f/g", mode: 0o644, body: Buffer.from("y") },
+      ],
+      /lies below a file/,
+    ],
+    [
       "an entry beside the two folders",
       [session, { type: "file", path: "other.txt", mode: 0o644, body: Buffer.from("x") }],
       /expected session.jsonl and workspace/,
