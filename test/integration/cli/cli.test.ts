@@ -154,6 +154,13 @@ test("export --with-workspace writes a .tar.gz that import turns back into a ses
   const imported = await keel(["import", file]);
   expect(imported.code).toBe(0);
   expect(imported.stdout).toMatch(/imported as session \S+ \(\d+ entries, workspace of 1 file\)/);
+
+  const deleted = await keel(["delete", sessionId, "--json"]);
+  expect(deleted.code).toBe(0);
+  expect(JSON.parse(deleted.stdout)).toMatchObject({ sessionId, deletedObjects: expect.any(Number) });
+  expect(JSON.parse(deleted.stdout).deletedObjects).toBeGreaterThan(0);
+  // The run's history stays in Temporal; nothing of the session is stored any more.
+  expect(JSON.parse((await keel(["show", sessionId, "--json"])).stdout)).toMatchObject({ entryCount: 0 });
 });
 
 test("abort stops a live run; following it then exits 1", async () => {
