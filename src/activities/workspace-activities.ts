@@ -84,7 +84,8 @@ export async function restoreMissingWorkspace(
 ): Promise<string | undefined> {
   const dir = workspace.dir;
   const pending = restoresInFlight.get(dir);
-  if (pending) return pending;
+  // This call waits on another's restore: it heartbeats for itself meanwhile.
+  if (pending) return whileHeartbeating(Context.current(), "restoring", () => pending);
   const restore = (async () => {
     if (await exists(dir)) return undefined;
     const found = await snapshotForAncestry(
