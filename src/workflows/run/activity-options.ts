@@ -2,7 +2,7 @@
  * Activity proxies of the run workflow: timeouts and retry policies per kind of work. Failure
  * types that must never be retried come from one shared list (core/failure-types).
  */
-import { ActivityCancellationType, proxyActivities } from "@temporalio/workflow";
+import { ActivityCancellationType, proxyActivities, workflowInfo } from "@temporalio/workflow";
 import type { KeelActivities } from "../../activities/types";
 import { FailureType } from "../../core/failure-types";
 import { LLM_RETRY } from "../../core/retry-policy";
@@ -27,8 +27,15 @@ export const TOOL_SCHEDULE_TO_START_CAP_MS = 3_000;
 
 const heartbeatTimeoutOf = (timeouts: RunTimeouts): number =>
   Math.min(timeouts.heartbeatMs, HEARTBEAT_TIMEOUT_CAP_MS);
-const toolScheduleToStartOf = (timeouts: RunTimeouts): number =>
-  Math.min(timeouts.toolScheduleToStartMs, TOOL_SCHEDULE_TO_START_CAP_MS);
+/**
+ * The cap applies to a worker's own queue only. On the run's shared queue (Lambda workers: every
+ * call goes there) any worker takes the call and no dead holder is waited for, while a new Lambda
+ * invocation may take seconds to start polling: the run's setting applies unchanged.
+ */
+const toolScheduleToStartOf = (taskQueue: string, timeouts: RunTimeouts): number =>
+  taskQueue === workflowInfo().taskQueue
+    ? timeouts.toolScheduleToStartMs
+    : Math.min(timeouts.toolScheduleToStartMs, TOOL_SCHEDULE_TO_START_CAP_MS);
 
 /** Session writes: S3 hiccups are retried for minutes; a conflicting entry fails at once. */
 export const storage = proxyActivities<KeelActivities>({
@@ -84,7 +91,7 @@ export function toolActivities(taskQueue: string, timeouts: RunTimeouts) {
   return proxyActivities<KeelActivities>({
     taskQueue,
     // A dead worker leaves the task unclaimed: give up soon and move the workspace.
-    scheduleToStartTimeout: toolScheduleToStartOf(timeouts),
+    scheduleToStartTimeout: toolScheduleToStartOf(taskQueue, timeouts),
     startToCloseTimeout: "15 minutes",
     heartbeatTimeout: heartbeatTimeoutOf(timeouts),
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
@@ -101,7 +108,7 @@ export function toolActivities(taskQueue: string, timeouts: RunTimeouts) {
 export function snapshotActivities(taskQueue: string, timeouts: RunTimeouts) {
   return proxyActivities<KeelActivities>({
     taskQueue,
-    scheduleToStartTimeout: toolScheduleToStartOf(timeouts),
+    scheduleToStartTimeout: toolScheduleToStartOf(taskQueue, timeouts),
     startToCloseTimeout: "15 minutes",
     heartbeatTimeout: heartbeatTimeoutOf(timeouts),
     retry: {
