@@ -58,6 +58,8 @@ export class SessionBucket extends Construct {
         expiration: Duration.days(IDEMPOTENCY_RECORD_DAYS),
       },
       {
+        // Everything of a session lives in its folder: entries, chunks, markers and the
+        // workspace snapshots (workspace/blobs, workspace/trees, workspace/snapshots).
         id: "sessions-intelligent-tiering",
         prefix: `${this.prefix}${SESSIONS_FOLDER}`,
         transitions: [
@@ -72,6 +74,8 @@ export class SessionBucket extends Construct {
       lifecycleRules.push({
         id: "noncurrent-versions-expire",
         noncurrentVersionExpiration: Duration.days(storage.noncurrentVersionExpirationDays),
+        // A deleted session leaves delete markers; once its old versions expired, they go too.
+        expiredObjectDeleteMarker: true,
       });
     }
     this.bucket = new s3.Bucket(this, "Bucket", {

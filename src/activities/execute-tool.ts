@@ -15,17 +15,32 @@ import { UNKNOWN_OUTCOME_TEXT } from "../core/markers";
 import type { ToolCallBlock, ToolResultMessage } from "../core/messages";
 import { createMessageEntry } from "../core/session-entries";
 import type { SessionEntry } from "../core/session-types";
-import { runToolCall, toolNamed, toToolResultMessage, workspaceFor } from "../tools";
+import {
+  acquireWorkspaceLock,
+  prepareWorkspace,
+  runToolCall,
+  toolNamed,
+  toToolResultMessage,
+  workspaceFor,
+} from "../tools";
 import type { ActivityDeps } from "./deps";
 import { failpoint } from "./failpoints";
 import { whileHeartbeating } from "./heartbeat";
 import { entryConflict, storeWriteFailures } from "./store-failures";
 import type { ExecuteToolInput, ExecuteToolResult } from "./types";
-import { touchWorkspace } from "./workspace-eviction";
+import { restoreMissingWorkspace } from "./workspace-activities";
+import { usingWorkspace } from "./workspace-eviction";
 
 const PREVIEW_CHARS = 300;
 
-export function executeToolActivity({ store, markers, workspaceRoot, sandbox }: ActivityDeps) {
+export function executeToolActivity({
+  store,
+  markers,
+  snapshots,
+  workspaceRoot,
+  workerTaskQueue,
+  sandbox,
+}: ActivityDeps) {
   return async function executeTool(input: ExecuteToolInput): Promise<ExecuteToolResult> {
     const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
     const ctx = Context.current();
@@ -64,15 +79,28 @@ export function executeToolActivity({ store, markers, workspaceRoot, sandbox }: 
     }
 
     const workspace = workspaceFor(workspaceRoot, input.tenantId, input.sessionId);
-    await touchWorkspace(workspace);
-    const output = await whileHeartbeating(ctx, "running", (heartbeat) =>
-      runToolCall(toolCall, {
-        workspace,
-        sandbox: { ...sandbox, network: input.network ?? "none" },
-        signal: ctx.cancellationSignal,
-        onUpdate: () => heartbeat({ phase: "update" }),
-      }),
-    );
+    // The run claimed the workspace once, but this worker may not have it (any Lambda execution
+    // environment takes tool tasks of the shared queue; idle eviction may have removed it): the
+    // call then works on the state of its assistant entry, never on an empty directory.
+    const leafId = input.slot.parentId;
+    const output = await usingWorkspace(workspace, async () => {
+      const restored = leafId
+        ? await restoreMissingWorkspace({ store, snapshots }, ref, workspace, leafId)
+        : undefined;
+      // No snapshot applies: the workspace started empty (a directory or git source is recorded
+      // when claimed), so an empty one is the state to work on.
+      if (restored !== undefined || (await prepareWorkspace(workspace)).created) {
+        await acquireWorkspaceLock(workspace, workerTaskQueue);
+      }
+      return whileHeartbeating(ctx, "running", (heartbeat) =>
+        runToolCall(toolCall, {
+          workspace,
+          sandbox: { ...sandbox, network: input.network ?? "none" },
+          signal: ctx.cancellationSignal,
+          onUpdate: () => heartbeat({ phase: "update" }),
+        }),
+      );
+    });
     const { entry, written } = await write(toToolResultMessage(toolCall, output, Date.now()));
     failpoint("executeTool.afterWrite");
     if (ctx.cancellationSignal.aborted)

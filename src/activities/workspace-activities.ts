@@ -11,8 +11,15 @@ import { ApplicationFailure, Context } from "@temporalio/activity";
 import { FailureType } from "../core/failure-types";
 import type { SessionRef } from "../store/session-keys";
 import type { SessionStore } from "../store/session-store";
+import { snapshotForAncestry } from "../store/workspace-lookup";
 import { WorkspaceTooLargeError } from "../store/workspace-tree";
-import { acquireWorkspaceLock, prepareWorkspace, WorkspaceBusyError, workspaceFor } from "../tools";
+import {
+  acquireWorkspaceLock,
+  prepareWorkspace,
+  type Workspace,
+  WorkspaceBusyError,
+  workspaceFor,
+} from "../tools";
 import type { ActivityDeps } from "./deps";
 import { failpoint } from "./failpoints";
 import { whileHeartbeating } from "./heartbeat";
@@ -24,6 +31,7 @@ import type {
   SnapshotWorkspaceInput,
   SnapshotWorkspaceResult,
 } from "./types";
+import { usingWorkspace } from "./workspace-eviction";
 
 /**
  * `entryId`, its parent, … up to the root, from the session's stored entries. An entry not (yet)
@@ -51,17 +59,54 @@ async function ancestryOf(
   return chain;
 }
 
-/** The session a fork was made from (its header's `parentSession`), if any. */
-async function forkParentOf(store: SessionStore, ref: SessionRef): Promise<SessionRef | undefined> {
-  const header = await store.getHeader(ref).catch(() => undefined);
-  return header?.parentSession ? { tenantId: ref.tenantId, sessionId: header.parentSession } : undefined;
-}
-
 const exists = (dir: string): Promise<boolean> =>
   fs.stat(dir).then(
     (stats) => stats.isDirectory(),
     () => false,
   );
+
+/** Restores in flight on this worker, per workspace directory (parallel calls share one). */
+const restoresInFlight = new Map<string, Promise<string | undefined>>();
+
+/**
+ * Brings back the workspace of `ref` when it is not on this worker's disk (another Lambda
+ * execution environment, a replaced worker, idle eviction), from the snapshot that applies to
+ * `leafId`: its nearest snapshotted ancestor, in this session or the sessions it was forked from.
+ * Returns the entry whose snapshot was restored; undefined when the workspace is present or no
+ * snapshot applies (the caller prepares it as new). Parallel callers for one workspace share a
+ * single restore, so none replaces a directory another call is already working in.
+ */
+export async function restoreMissingWorkspace(
+  { store, snapshots }: Pick<ActivityDeps, "store" | "snapshots">,
+  ref: SessionRef,
+  workspace: Workspace,
+  leafId: string,
+): Promise<string | undefined> {
+  const dir = workspace.dir;
+  const pending = restoresInFlight.get(dir);
+  // This call waits on another's restore: it heartbeats for itself meanwhile.
+  if (pending) return whileHeartbeating(Context.current(), "restoring", () => pending);
+  const restore = (async () => {
+    if (await exists(dir)) return undefined;
+    const found = await snapshotForAncestry(
+      store,
+      snapshots,
+      ref,
+      await ancestryOf(store, ref, leafId, true),
+    );
+    if (!found) return undefined;
+    await whileHeartbeating(Context.current(), "restoring", () =>
+      snapshots.restore(found.from, found.record, dir, ref),
+    );
+    return found.record.afterEntryId;
+  })();
+  restoresInFlight.set(dir, restore);
+  try {
+    return await restore;
+  } finally {
+    restoresInFlight.delete(dir);
+  }
+}
 
 /** What the workspace activities use of the worker's dependencies. */
 export type WorkspaceDeps = Pick<
@@ -80,59 +125,74 @@ export function workspaceActivities({
   return {
     /** Heartbeats throughout: restoring a snapshot or copying the source may take a while. */
     claimWorkspace(input: ClaimWorkspaceInput): Promise<ClaimWorkspaceResult> {
-      return whileHeartbeating(Context.current(), "claiming", () => claim(input));
+      return inWorkspace(input, () => whileHeartbeating(Context.current(), "claiming", () => claim(input)));
     },
 
-    async snapshotWorkspace(input: SnapshotWorkspaceInput): Promise<SnapshotWorkspaceResult> {
-      const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
-      const workspace = workspaceFor(workspaceRoot, input.tenantId, input.sessionId);
-      if (!(await exists(workspace.dir))) {
-        throw ApplicationFailure.nonRetryable(
-          `the workspace of ${input.sessionId} is not on this worker`,
-          FailureType.workspaceMissing,
-        );
-      }
-      try {
-        const result = await whileHeartbeating(Context.current(), "snapshotting", () =>
-          snapshots.snapshot(ref, workspace.dir, {
-            afterEntryId: input.afterEntryId,
-            afterSeq: input.afterSeq,
-            maxBytes: snapshotMaxBytes,
-          }),
-        );
-        const { record } = result;
-        return {
-          adopted: result.adopted,
-          root: record.root,
-          files: record.files,
-          bytes: record.bytes,
-          uploadedObjects: result.uploadedObjects,
-          uploadedBytes: result.uploadedBytes,
-        };
-      } catch (error) {
-        if (error instanceof WorkspaceTooLargeError) {
-          throw ApplicationFailure.nonRetryable(error.message, FailureType.workspaceTooLarge);
+    snapshotWorkspace(input: SnapshotWorkspaceInput): Promise<SnapshotWorkspaceResult> {
+      return inWorkspace(input, async () => {
+        const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
+        const workspace = workspaceFor(workspaceRoot, input.tenantId, input.sessionId);
+        if (!(await exists(workspace.dir))) {
+          throw ApplicationFailure.nonRetryable(
+            `the workspace of ${input.sessionId} is not on this worker`,
+            FailureType.workspaceMissing,
+          );
         }
-        throw error;
-      }
+        try {
+          const result = await whileHeartbeating(Context.current(), "snapshotting", () =>
+            snapshots.snapshot(ref, workspace.dir, {
+              afterEntryId: input.afterEntryId,
+              afterSeq: input.afterSeq,
+              maxBytes: snapshotMaxBytes,
+            }),
+          );
+          const { record } = result;
+          return {
+            adopted: result.adopted,
+            root: record.root,
+            files: record.files,
+            bytes: record.bytes,
+            uploadedObjects: result.uploadedObjects,
+            uploadedBytes: result.uploadedBytes,
+          };
+        } catch (error) {
+          if (error instanceof WorkspaceTooLargeError) {
+            throw ApplicationFailure.nonRetryable(error.message, FailureType.workspaceTooLarge);
+          }
+          throw error;
+        }
+      });
     },
 
-    async restoreWorkspace(input: RestoreWorkspaceInput): Promise<RestoreWorkspaceResult> {
-      const from = input.from ?? input.ref;
-      const record = await snapshots.findForEntry(from, await ancestryOf(store, from, input.entryId));
-      if (!record) return { restored: false };
-      const workspace = workspaceFor(workspaceRoot, input.ref.tenantId, input.ref.sessionId);
-      const result = await whileHeartbeating(Context.current(), "restoring", () =>
-        snapshots.restore(from, record, workspace.dir, input.ref),
-      );
-      return {
-        restored: true,
-        snapshotEntryId: record.afterEntryId,
-        files: result.files,
-        bytes: result.bytes,
-      };
+    restoreWorkspace(input: RestoreWorkspaceInput): Promise<RestoreWorkspaceResult> {
+      return inWorkspace(input.ref, async () => {
+        const from = input.from ?? input.ref;
+        const found = await snapshotForAncestry(
+          store,
+          snapshots,
+          from,
+          await ancestryOf(store, from, input.entryId),
+        );
+        if (!found) return { restored: false };
+        const { record } = found;
+        const workspace = workspaceFor(workspaceRoot, input.ref.tenantId, input.ref.sessionId);
+        const result = await whileHeartbeating(Context.current(), "restoring", () =>
+          snapshots.restore(found.from, record, workspace.dir, input.ref),
+        );
+        return {
+          restored: true,
+          snapshotEntryId: record.afterEntryId,
+          files: result.files,
+          bytes: result.bytes,
+        };
+      });
     },
   };
+
+  /** Runs `work` with the session's workspace marked in use (idle eviction leaves it alone). */
+  function inWorkspace<T>(ref: SessionRef, work: () => Promise<T>): Promise<T> {
+    return usingWorkspace(workspaceFor(workspaceRoot, ref.tenantId, ref.sessionId), work);
+  }
 
   async function claim(input: ClaimWorkspaceInput): Promise<ClaimWorkspaceResult> {
     failpoint("claimWorkspace.start");
@@ -145,26 +205,41 @@ export function workspaceActivities({
       if (error instanceof WorkspaceBusyError && error.holder) return { taskQueue: error.holder.ownerId };
       throw error;
     }
-    if (input.leafId && !(await exists(workspace.dir))) {
-      const ancestry = await ancestryOf(store, ref, input.leafId, true);
-      // A fork keeps its parent's entry ids: until it records its own, its parent's snapshots apply.
-      const own = await snapshots.findForEntry(ref, ancestry);
-      const parent = own ? undefined : await forkParentOf(store, ref);
-      const from = own ? ref : parent;
-      const record =
-        own ?? (parent ? await snapshots.findForEntry(parent, ancestry).catch(() => undefined) : undefined);
-      if (record && from) {
-        await whileHeartbeating(Context.current(), "restoring", () =>
-          snapshots.restore(from, record, workspace.dir, ref),
-        );
-        return {
-          taskQueue: workerTaskQueue,
-          sandbox: sandbox.isolation,
-          restoredFrom: record.afterEntryId,
-        };
-      }
+    const restoredFrom = input.leafId
+      ? await restoreMissingWorkspace({ store, snapshots }, ref, workspace, input.leafId)
+      : undefined;
+    if (restoredFrom !== undefined) {
+      return { taskQueue: workerTaskQueue, sandbox: sandbox.isolation, restoredFrom };
     }
-    await prepareWorkspace(workspace, input.source);
+    const { created } = await prepareWorkspace(workspace, input.source);
+    if (created && input.leafId && input.source && input.source.type !== "empty") {
+      await recordSource(ref, workspace, input.leafId);
+    }
     return { taskQueue: workerTaskQueue, sandbox: sandbox.isolation };
+  }
+
+  /**
+   * Records a workspace just created from a directory or git source as the state at `leafId`
+   * (the entry before the run's first batch), so a worker without it — another Lambda execution
+   * environment, a replacement after a crash before the first batch that changed files — restores
+   * the source's files instead of an empty folder. A failure is logged, never fails the claim:
+   * the files are on this worker, and the first batch that changes files snapshots them again.
+   */
+  async function recordSource(ref: SessionRef, workspace: Workspace, leafId: string): Promise<void> {
+    try {
+      const { entries } = await store.readEntries(ref, { untilGap: true });
+      const leaf = entries.find(({ entry }) => entry.id === leafId);
+      if (!leaf) return;
+      await snapshots.snapshot(ref, workspace.dir, {
+        afterEntryId: leafId,
+        afterSeq: leaf.seq,
+        maxBytes: snapshotMaxBytes,
+      });
+    } catch (error) {
+      Context.current().log.warn("the workspace source could not be recorded", {
+        sessionId: ref.sessionId,
+        error: error instanceof Error ? error.message : String(error),
+      });
+    }
   }
 }

@@ -1,9 +1,12 @@
 /**
  * Idle eviction of local workspaces: a workspace this worker holds, unused for `idleMs` and still
  * identical to its last snapshot in S3, is removed from the disk and its lock released; the next
- * claimWorkspace with the session's leaf (on any worker) restores it. A workspace with changes
- * that were never snapshotted is kept, whatever its age.
+ * claimWorkspace with the session's leaf (on any worker) restores it, and so does a tool call of
+ * a run that still routes to this worker (executeTool restores a missing workspace from the
+ * snapshot of its assistant entry). A workspace with changes that were never snapshotted, or one
+ * a tool call or snapshot of this process is using, is kept, whatever its age.
  */
+import { renameSync, rmSync } from "node:fs";
 import * as fs from "node:fs/promises";
 import * as path from "node:path";
 import type { WorkspaceSnapshots } from "../store/workspace-snapshots";
@@ -14,6 +17,28 @@ import { lockPathOf, type Workspace } from "../tools/workspace";
 export async function touchWorkspace(workspace: Workspace): Promise<void> {
   const now = new Date();
   await fs.utimes(lockPathOf(workspace), now, now).catch(() => undefined);
+}
+
+/** Workspaces (directories) activities of this process are using, with how many use each. */
+const inUse = new Map<string, number>();
+
+/**
+ * Runs `work` with the workspace marked in use: eviction skips it however long `work` takes (a
+ * command may run longer than the idle period), and its last use is set before and after.
+ * The mark is set synchronously, before the first await, so an eviction that has not yet moved
+ * the directory away sees it (see `evictIdleWorkspaces`).
+ */
+export async function usingWorkspace<T>(workspace: Workspace, work: () => Promise<T>): Promise<T> {
+  inUse.set(workspace.dir, (inUse.get(workspace.dir) ?? 0) + 1);
+  try {
+    await touchWorkspace(workspace);
+    return await work();
+  } finally {
+    const count = (inUse.get(workspace.dir) ?? 1) - 1;
+    if (count > 0) inUse.set(workspace.dir, count);
+    else inUse.delete(workspace.dir);
+    await touchWorkspace(workspace);
+  }
 }
 
 export interface EvictionOptions {
@@ -52,10 +77,21 @@ export async function evictIdleWorkspaces(options: EvictionOptions): Promise<str
       const workspace: Workspace = { dir: path.join(tenantDir, session.name) };
       const holder = await holderOf(lockPathOf(workspace));
       if (holder?.ownerId !== options.ownerId || now - holder.mtimeMs < options.idleMs) continue;
+      if (inUse.has(workspace.dir)) continue;
       if (!(await options.snapshots.matchesLastSnapshot(workspace.dir))) continue;
-      await fs.rm(workspace.dir, { recursive: true, force: true });
-      await fs.rm(indexPathOf(workspace.dir), { force: true });
-      await fs.rm(lockPathOf(workspace), { force: true });
+      // Checked again and moved aside with no await in between: a call that starts from now on
+      // finds no workspace and restores it; one that started during the scan keeps it.
+      if (inUse.has(workspace.dir)) continue;
+      const aside = `${workspace.dir}.evicted-${process.pid}-${Date.now()}`;
+      try {
+        renameSync(workspace.dir, aside);
+      } catch {
+        continue;
+      }
+      // Index and lock go in the same synchronous step: a restore starting next writes new ones.
+      rmSync(indexPathOf(workspace.dir), { force: true });
+      rmSync(lockPathOf(workspace), { force: true });
+      await fs.rm(aside, { recursive: true, force: true });
       evicted.push(workspace.dir);
     }
   }

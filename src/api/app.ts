@@ -16,6 +16,7 @@ import {
   SessionNotFoundError,
   type SessionStore,
 } from "../store/session-store";
+import type { WorkspaceSnapshots } from "../store/workspace-snapshots";
 import { allowedMethods, isAllowed, literalMethods } from "./allowed-methods";
 import { bearerAuth } from "./auth";
 import type { ApiConfig } from "./config";
@@ -44,6 +45,8 @@ export interface ApiDependencies {
   /** Told about every error escaping a route, so a dead Temporal connection can be dropped. */
   onFailure?: (error: unknown) => void;
   store: SessionStore;
+  /** Workspace snapshots (export and import with the workspace). */
+  snapshots: WorkspaceSnapshots;
   /** Idempotency records and chat thread mappings. */
   objects: JsonObjects;
   catalog: ModelCatalog;

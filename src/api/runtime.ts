@@ -3,6 +3,7 @@ import { loadCatalog } from "../providers/models";
 import { keelDataConverter } from "../store/payload-storage";
 import { createS3Client } from "../store/s3-config";
 import { SessionStore } from "../store/session-store";
+import { WorkspaceSnapshots } from "../store/workspace-snapshots";
 import { type ApiApp, createApp } from "./app";
 import type { ApiConfig } from "./config";
 import { JsonObjects } from "./json-objects";
@@ -22,6 +23,7 @@ export function createApiRuntime(config: ApiConfig): ApiRuntime {
     runs: () => temporal.get(),
     onFailure: (error) => temporal.reportFailure(error),
     store,
+    snapshots: new WorkspaceSnapshots(s3, config.s3),
     objects: new JsonObjects(s3, config.s3.bucket, config.s3.prefix),
     catalog: loadCatalog(),
   });

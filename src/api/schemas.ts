@@ -106,6 +106,16 @@ export const EventsQuerySchema = z.object({
   }),
 });
 
+export const ExportQuerySchema = z.object({
+  workspace: z
+    .enum(["true", "false"])
+    .optional()
+    .openapi({
+      param: { name: "workspace", in: "query" },
+      description: "true: a .tar.gz of the session file and the workspace at the leaf",
+    }),
+});
+
 export const EntriesQuerySchema = z.object({
   after: nonNegativeIntegerText.optional().openapi({
     param: { name: "after", in: "query" },
@@ -497,9 +507,19 @@ export const CreatedSessionSchema = z
     entryCount: z.number().int(),
     leafId: z.string().nullable(),
     parentSession: z.string().optional(),
+    /** An imported archive's workspace, recorded as the workspace of the leaf. */
+    workspace: z.object({ files: z.number().int(), bytes: z.number().int() }).optional(),
     warnings: z.array(z.string()).optional(),
   })
   .openapi("CreatedSession");
+
+export const DeletedSessionSchema = z
+  .object({
+    sessionId: z.string(),
+    /** Objects removed from S3: header, entries, chunks, markers and workspace snapshots. */
+    deletedObjects: z.number().int(),
+  })
+  .openapi("DeletedSession");
 
 export const ProblemSchema = z
   .object({

@@ -101,6 +101,13 @@ export class ApiClient {
     return response.text();
   }
 
+  /** The session archive: a `.tar.gz` of the session file and its workspace at the leaf (by URL, as above). */
+  async exportArchive(sessionId: string): Promise<Buffer> {
+    const url = `${this.baseUrl}/v1/sessions/${encodeURIComponent(sessionId)}/export?workspace=true`;
+    const response = await this.send(url, { headers: { accept: "application/gzip" } });
+    return Buffer.from(await response.arrayBuffer());
+  }
+
   /** Events of the session's latest run after `after`, as a stream that ends with the run. */
   async *events(sessionId: string, after: number, signal?: AbortSignal): AsyncGenerator<AgentEvent> {
     const response = await this.response(

@@ -7,6 +7,7 @@
 import { ApiError, EXIT, type ExitCode, exitCodeOf, UsageError } from "./client";
 import type { Command, CommandContext } from "./command";
 import { abortCommand, approveCommand } from "./commands/control";
+import { deleteCommand } from "./commands/delete";
 import { eventsCommand } from "./commands/events";
 import { followUpCommand, interruptCommand, runCommand, sendCommand, steerCommand } from "./commands/message";
 import { sessionsCommand, showCommand } from "./commands/sessions";
@@ -33,6 +34,7 @@ const COMMANDS: Record<string, Command> = {
   compact: compactCommand,
   export: exportCommand,
   import: importCommand,
+  delete: deleteCommand,
 };
 
 function usage(): string {

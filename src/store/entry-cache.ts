@@ -86,6 +86,15 @@ export class EntryCache {
     }
   }
 
+  /** Forgets every object whose key starts with `prefix` (a deleted session's folder). */
+  dropPrefix(prefix: string): void {
+    for (const [key, slot] of this.slots) {
+      if (!key.startsWith(prefix)) continue;
+      this.slots.delete(key);
+      this.totalBytes -= slot.bytes;
+    }
+  }
+
   stats(): EntryCacheStats {
     return {
       hits: this.hitCount,

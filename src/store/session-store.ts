@@ -2,10 +2,16 @@
  * S3 session store: one immutable object per session entry, written with `If-None-Match: *` at a
  * key the caller assigned (tenant, session, sequence number), plus immutable chunk objects of
  * `chunkSize` consecutive entries so a cold read costs a few chunk GETs and a short tail. Objects
- * are never overwritten or deleted, so a worker-local cache never needs invalidation.
+ * are never overwritten; only `deleteSession` removes a whole session folder.
  * See docs/store.md for the layout and the rules.
  */
-import { GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, type S3Client } from "@aws-sdk/client-s3";
+import {
+  DeleteObjectsCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  type S3Client,
+} from "@aws-sdk/client-s3";
 import type { z } from "zod";
 import { serializeEntry, serializeSession } from "../core/session-codec";
 import {
@@ -38,6 +44,14 @@ export const DEFAULT_REQUEST_CONCURRENCY = 32;
 /** Page size of a `listSessions` call when none is given, and the largest S3 allows. */
 export const DEFAULT_LIST_LIMIT = 100;
 export const MAX_LIST_LIMIT = 1000;
+/** Keys per DeleteObjects request (S3's maximum). */
+const DELETE_BATCH = 1000;
+
+function batchesOf<T>(items: readonly T[], size: number): T[][] {
+  const batches: T[][] = [];
+  for (let at = 0; at < items.length; at += size) batches.push(items.slice(at, at + size));
+  return batches;
+}
 /** Sessions whose read progress a store remembers (an LRU of a few numbers per session). */
 const MAX_TRACKED_SESSIONS = 10_000;
 
@@ -242,6 +256,45 @@ export class SessionStore {
       return { created: true, header };
     }
     return { created: false, header: await this.readAfterConflict(key, parseHeader) };
+  }
+
+  /**
+   * Deletes everything stored under the session's folder: header, entries, chunks, tool-call
+   * markers and workspace snapshots (records, trees, blobs). The header goes last, so a deletion
+   * that fails half-way leaves a session that is still listed and can be deleted again. Returns
+   * the number of objects deleted (0: nothing was stored). Callers make sure no run is writing.
+   */
+  async deleteSession(ref: SessionRef): Promise<{ deletedObjects: number }> {
+    const folder = sessionPrefix(this.prefix, ref);
+    const header = headerKey(this.prefix, ref);
+    const keys: string[] = [];
+    let token: string | undefined;
+    do {
+      const page = await this.client.send(
+        new ListObjectsV2Command({ Bucket: this.bucket, Prefix: folder, ContinuationToken: token }),
+      );
+      for (const object of page.Contents ?? [])
+        if (object.Key && object.Key !== header) keys.push(object.Key);
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+    const hadHeader = await this.sessionExists(ref);
+    for (const batch of [...batchesOf(keys, DELETE_BATCH), ...(hadHeader ? [[header]] : [])]) {
+      const answer = await this.client.send(
+        new DeleteObjectsCommand({
+          Bucket: this.bucket,
+          Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true },
+        }),
+      );
+      const failed = answer.Errors ?? [];
+      if (failed.length > 0) {
+        throw new Error(
+          `deleting session ${ref.sessionId}: ${failed.length} objects not deleted (first: ${failed[0]?.Key}: ${failed[0]?.Code})`,
+        );
+      }
+    }
+    this.cache.dropPrefix(folder);
+    this.progress.delete(folder);
+    return { deletedObjects: keys.length + (hadHeader ? 1 : 0) };
   }
 
   /** The stored header; throws `SessionNotFoundError` when there is none. */

@@ -26,6 +26,9 @@ const headersJson = z.string().transform((text, ctx) => {
 });
 const milliseconds = z.coerce.number().int().positive();
 
+/** Default of KEEL_WORKSPACE_IDLE_EVICT_SECONDS: half an hour unused, then only S3 holds it. */
+export const DEFAULT_WORKSPACE_IDLE_EVICT_SECONDS = 1800;
+
 const WorkerEnvSchema = z.object({
   KEEL_TEMPORAL_ADDRESS: z.string().default("127.0.0.1:7233"),
   KEEL_TEMPORAL_NAMESPACE: z.string().default("default"),
@@ -74,10 +77,13 @@ const WorkerEnvSchema = z.object({
     .default(DEFAULT_PROCESS_LIMITS.tmpBytes / MIB),
   /**
    * Seconds a held workspace may stay unused before it is evicted from the local disk (only when
-   * identical to its last snapshot); 0 = never. Enable once the run workflow passes leafId to
-   * claimWorkspace, or an evicted workspace is recreated from its source instead of restored.
+   * identical to its last snapshot and no call of this worker is using it); 0 = never. The next
+   * claim (with the run's leaf) or tool call restores it from the snapshot.
    */
-  KEEL_WORKSPACE_IDLE_EVICT_SECONDS: z.coerce.number().nonnegative().default(0),
+  KEEL_WORKSPACE_IDLE_EVICT_SECONDS: z.coerce
+    .number()
+    .nonnegative()
+    .default(DEFAULT_WORKSPACE_IDLE_EVICT_SECONDS),
   /** Largest workspace (bytes of files) a snapshot records; a larger one fails the snapshot. */
   KEEL_SNAPSHOT_MAX_BYTES: z.coerce.number().int().positive().default(DEFAULT_SNAPSHOT_MAX_BYTES),
   KEEL_SANDBOX_MAX_SECONDS: z.coerce

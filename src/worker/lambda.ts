@@ -10,8 +10,8 @@
  *
  * Differences from the long-running worker: there is no per-process task queue — every activity,
  * tool calls included, runs on the shared queue — and session workspaces live in this execution
- * environment's /tmp, so a run's files are only shared between tool calls that land on the same
- * environment (docs/deploy.md, "Lambda workers").
+ * environment's /tmp; a tool call that lands on an environment without the workspace restores it
+ * from its snapshot in S3 first (docs/deploy.md, "Lambda workers").
  */
 import { runWorker } from "@temporalio/lambda-worker";
 import { z } from "zod";

@@ -1,11 +1,13 @@
-/** Session reads: `GET /v1/sessions/{id}` and `GET /v1/sessions`. */
+/** Session reads (`GET /v1/sessions/{id}`, `GET /v1/sessions`) and deletion (`DELETE /v1/sessions/{id}`). */
 
 import type { z } from "@hono/zod-openapi";
 import { createRoute } from "@hono/zod-openapi";
 import type { RouteContext } from "../app";
+import { ProblemError } from "../problems";
 import { createRouter } from "../router";
 import type { LatestRun } from "../run-client";
 import {
+  DeletedSessionSchema,
   ListQuerySchema,
   SessionListSchema,
   SessionParamsSchema,
@@ -36,6 +38,21 @@ const listSessions = createRoute({
       content: { "application/json": { schema: SessionListSchema } },
     },
     ...problemResponses(),
+  },
+});
+
+const deleteSession = createRoute({
+  method: "delete",
+  path: "/v1/sessions/{sessionId}",
+  summary:
+    "Delete the session and everything stored for it (entries, workspace snapshots); refused while a run is live",
+  request: { params: SessionParamsSchema },
+  responses: {
+    200: {
+      description: "Deleted",
+      content: { "application/json": { schema: DeletedSessionSchema } },
+    },
+    ...problemResponses(409),
   },
 });
 
@@ -85,6 +102,19 @@ export function sessionRoutes(deps: RouteContext) {
       if (run) view.run = runView(run);
       if (maintenance) view.maintenance = maintenance;
       return c.json(view, 200);
+    })
+    .openapi(deleteSession, async (c) => {
+      const { sessionId } = c.req.valid("param");
+      const ref = refOf(c, sessionId);
+      const { run, maintenance } = await requireSession(deps, ref);
+      if (sessionStatus(run) !== "idle" || maintenance?.status === "running") {
+        throw new ProblemError(
+          "run-busy",
+          "The session has a live run; abort it or wait until it has ended.",
+        );
+      }
+      const { deletedObjects } = await deps.store.deleteSession(ref);
+      return c.json({ sessionId, deletedObjects }, 200);
     })
     .openapi(listSessions, async (c) => {
       const { limit, cursor } = c.req.valid("query");

@@ -22,16 +22,21 @@ import {
   DEFAULT_PAGE_LIMIT,
   EntriesPageSchema,
   EntriesQuerySchema,
+  ExportQuerySchema,
   ForkBodySchema,
   LabelBodySchema,
   LabelResultSchema,
   SessionParamsSchema,
 } from "../schemas";
+import { exportSessionArchive, importWorkspace, readImportArchive } from "../session-archive";
 import { idempotencyHeaderParam, problemResponses, refOf, requireSession } from "./common";
 
 /** Skipped lines reported back by an import, at most. */
 export const MAX_IMPORT_WARNINGS = 50;
 const JSONL_CONTENT_TYPE = "application/x-ndjson";
+const GZIP_CONTENT_TYPE = "application/gzip";
+/** Media types of a session archive (`keel export --with-workspace`). */
+const ARCHIVE_MEDIA_TYPES = new Set([GZIP_CONTENT_TYPE, "application/x-gzip", "application/x-tar+gzip"]);
 
 const getEntries = createRoute({
   method: "get",
@@ -47,10 +52,17 @@ const getEntries = createRoute({
 const exportSession = createRoute({
   method: "get",
   path: "/v1/sessions/{sessionId}/export",
-  summary: "The whole session as one pi session file (JSONL, version 3)",
-  request: { params: SessionParamsSchema },
+  summary:
+    "The whole session as one pi session file (JSONL, version 3); with `workspace=true` a .tar.gz of that file and the workspace at the leaf",
+  request: { params: SessionParamsSchema, query: ExportQuerySchema },
   responses: {
-    200: { description: "pi JSONL", content: { [JSONL_CONTENT_TYPE]: { schema: z.string() } } },
+    200: {
+      description: "pi JSONL, or the session archive (session.jsonl + workspace/)",
+      content: {
+        [JSONL_CONTENT_TYPE]: { schema: z.string() },
+        [GZIP_CONTENT_TYPE]: { schema: z.string().openapi({ format: "binary" }) },
+      },
+    },
     ...problemResponses(),
   },
 });
@@ -89,12 +101,14 @@ const importSession = createRoute({
   method: "post",
   path: "/v1/sessions/import",
   summary:
-    "Import a pi session file (JSONL, versions 1-3) or a session JSON of the wire format (kind/parts); returns the new session's id",
+    "Import a pi session file (JSONL, versions 1-3), a session JSON of the wire format (kind/parts) or a session archive (.tar.gz with its workspace); returns the new session's id",
   request: {
     body: {
       required: true,
       content: {
         [JSONL_CONTENT_TYPE]: { schema: { type: "string" } },
+        // A session archive: its workspace becomes the workspace of the imported session's leaf.
+        [GZIP_CONTENT_TYPE]: { schema: { type: "string", format: "binary" } },
         // What `parseImport` reads; documentation only (the handler reads the raw text).
         "application/json": { schema: { anyOf: [WIRE_SESSION_JSON_SCHEMA, PI_HEADER_JSON_SCHEMA] } },
       },
@@ -180,12 +194,15 @@ type ParsedImport = { header: SessionHeader | null; entries: SessionEntry[]; war
 const JSONL_MEDIA_TYPES = new Set([JSONL_CONTENT_TYPE, "application/jsonl", "text/plain", ""]);
 
 /** Reads an import body: wire session JSON, or a pi JSONL file (also when sent as JSON). */
+const mediaTypeOf = (contentTypeHeader: string): string =>
+  contentTypeHeader.split(";", 1)[0]?.trim().toLowerCase() ?? "";
+
 function parseImport(text: string, contentTypeHeader: string, nowIso: string): ParsedImport {
-  const mediaType = contentTypeHeader.split(";", 1)[0]?.trim().toLowerCase() ?? "";
+  const mediaType = mediaTypeOf(contentTypeHeader);
   if (mediaType !== "application/json" && !JSONL_MEDIA_TYPES.has(mediaType)) {
     throw new ProblemError(
       "unsupported-media-type",
-      "Send application/x-ndjson (pi JSONL) or application/json.",
+      "Send application/x-ndjson (pi JSONL), application/json or application/gzip (a session archive).",
     );
   }
   if (mediaType === "application/json") {
@@ -276,6 +293,15 @@ export function transferRoutes(deps: RouteContext) {
         const { sessionId } = c.req.valid("param");
         const ref = refOf(c, sessionId);
         await requireSession(deps, ref);
+        if (c.req.valid("query").workspace === "true") {
+          const { archive, snapshotEntryId } = await exportSessionArchive(deps.store, deps.snapshots, ref);
+          return c.body(new Uint8Array(archive), 200, {
+            "content-type": GZIP_CONTENT_TYPE,
+            "content-disposition": `attachment; filename="${sessionId}.tar.gz"`,
+            // Which entry's snapshot the files are (absent: no snapshot applies, the folder is empty).
+            ...(snapshotEntryId ? { "x-keel-workspace-entry": snapshotEntryId } : {}),
+          }) as never;
+        }
         const jsonl = await deps.store.exportJsonl(ref);
         const response = c.body(jsonl, 200, {
           "content-type": JSONL_CONTENT_TYPE,
@@ -286,15 +312,36 @@ export function transferRoutes(deps: RouteContext) {
         return response as never;
       })
       .openapi(importSession, async (c) => {
-        const text = await c.req.text();
-        const parsed = parseImport(
-          text,
-          c.req.header("content-type") ?? "",
-          new Date(deps.now()).toISOString(),
-        );
+        const contentType = c.req.header("content-type") ?? "";
+        const nowIso = new Date(deps.now()).toISOString();
+        const archive = ARCHIVE_MEDIA_TYPES.has(mediaTypeOf(contentType))
+          ? readImportArchive(Buffer.from(await c.req.arrayBuffer()))
+          : undefined;
+        const parsed = archive
+          ? parseImport(archive.jsonl, JSONL_CONTENT_TYPE, nowIso)
+          : parseImport(await c.req.text(), contentType, nowIso);
+        const leaf = parsed.entries.at(-1);
+        if (archive?.workspace && !leaf) {
+          throw new ProblemError(
+            "invalid-session-file",
+            "The archive has a workspace but its session has no entry to attach it to.",
+          );
+        }
         const created = await createSession(c.get("tenantId"), parsed);
+        const workspace =
+          archive?.workspace && leaf
+            ? await importWorkspace(
+                deps.snapshots,
+                { tenantId: c.get("tenantId"), sessionId: created.sessionId },
+                archive.workspace,
+                { id: leaf.id, seq: parsed.entries.length - 1 },
+              )
+            : undefined;
         const warnings = parsed.warnings.slice(0, MAX_IMPORT_WARNINGS);
-        return c.json({ ...created, ...(warnings.length > 0 ? { warnings } : {}) }, 201);
+        return c.json(
+          { ...created, ...(workspace ? { workspace } : {}), ...(warnings.length > 0 ? { warnings } : {}) },
+          201,
+        );
       })
       .openapi(forkSession, async (c) => {
         const { sessionId } = c.req.valid("param");

@@ -1,19 +1,25 @@
-/** `keel export` and `keel import`: sessions as pi JSONL files (or tunacode session JSON (pydantic-ai wire messages)). */
+/**
+ * `keel export` and `keel import`: sessions as pi JSONL files (or tunacode session JSON
+ * (pydantic-ai wire messages)), or as session archives (`.tar.gz`: session.jsonl + workspace/).
+ */
 import { readFileSync, writeFileSync } from "node:fs";
-import { EXIT, UsageError } from "../client";
+import { isGzip } from "../../store/workspace-archive";
+import { EXIT, type ExitCode, UsageError } from "../client";
 import { type Command, parseCommand, printJson } from "../command";
 
 export const exportCommand: Command = {
-  usage: "keel export <session> [-o FILE]",
-  summary: "write the session as one pi JSONL file (stdout without -o)",
+  usage: "keel export <session> [--with-workspace] [-o FILE]",
+  summary:
+    "write the session as one pi JSONL file (stdout without -o); --with-workspace: a .tar.gz with its files",
   async run(argv, context) {
     const parsed = parseCommand(
       argv,
-      { output: { type: "string", short: "o" } },
+      { output: { type: "string", short: "o" }, "with-workspace": { type: "boolean" } },
       { min: 1, max: 1, names: "<session>" },
       context,
     );
     const [sessionId] = parsed.positionals as [string];
+    if (parsed.values["with-workspace"] === true) return exportArchive(parsed, sessionId, context);
     const text = await parsed.client.exportJsonl(sessionId);
     const file = parsed.values.output;
     if (typeof file !== "string") {
@@ -28,6 +34,21 @@ export const exportCommand: Command = {
   },
 };
 
+/** `keel export --with-workspace`: the archive to a file (`-o`, default `<session>.tar.gz`). */
+async function exportArchive(
+  parsed: ReturnType<typeof parseCommand>,
+  sessionId: string,
+  context: Parameters<Command["run"]>[1],
+): Promise<ExitCode> {
+  const archive = await parsed.client.exportArchive(sessionId);
+  const output = parsed.values.output;
+  const file = typeof output === "string" ? output : `${sessionId}.tar.gz`;
+  writeFileSync(file, archive);
+  if (parsed.json) printJson(context, { sessionId, file, bytes: archive.length });
+  else context.out.write(`wrote ${file} (${archive.length} bytes: session.jsonl and workspace/)\n`);
+  return EXIT.ok;
+}
+
 /** `.json` files are read as tunacode session JSON (pydantic-ai wire messages); anything else as pi JSONL. */
 function contentTypeOf(file: string): string {
   return file.endsWith(".json") ? "application/json" : "application/x-ndjson";
@@ -35,30 +56,33 @@ function contentTypeOf(file: string): string {
 
 export const importCommand: Command = {
   usage: "keel import <file>",
-  summary: "import a pi JSONL session (or session JSON) as a new session",
+  summary: "import a pi JSONL session, session JSON or session archive (.tar.gz) as a new session",
   async run(argv, context) {
     const parsed = parseCommand(argv, {}, { min: 1, max: 1, names: "<file>" }, context);
     const [file] = parsed.positionals as [string];
-    let text: string;
+    let body: Buffer;
     try {
-      text = readFileSync(file === "-" ? 0 : file, "utf8");
+      body = readFileSync(file === "-" ? 0 : file);
     } catch (error) {
       throw new UsageError(`cannot read ${file}: ${(error as Error).message}`);
     }
     const { client } = parsed;
-    // The file goes as it is (pi JSONL or session JSON): the typed client's `json` would
-    // re-encode it, so the body is given raw.
+    // The file goes as it is (pi JSONL, session JSON or an archive): the typed client's `json`
+    // would re-encode it, so the body is given raw.
+    const contentType = isGzip(body) ? "application/gzip" : contentTypeOf(file);
     const answer = await client.json(
       client.api.v1.sessions.import.$post(
         {},
-        { headers: { "content-type": contentTypeOf(file) }, init: { body: text } },
+        { headers: { "content-type": contentType }, init: { body: new Uint8Array(body) } },
       ),
     );
     if (parsed.json) {
       printJson(context, answer);
       return EXIT.ok;
     }
-    context.out.write(`imported as session ${answer.sessionId} (${answer.entryCount} entries)\n`);
+    const count = answer.workspace?.files;
+    const files = count === undefined ? "" : `, workspace of ${count} file${count === 1 ? "" : "s"}`;
+    context.out.write(`imported as session ${answer.sessionId} (${answer.entryCount} entries${files})\n`);
     for (const warning of answer.warnings ?? []) context.err(`warning: ${warning}\n`);
     return EXIT.ok;
   },

@@ -2,11 +2,40 @@
  * Activity proxies of the run workflow: timeouts and retry policies per kind of work. Failure
  * types that must never be retried come from one shared list (core/failure-types).
  */
-import { ActivityCancellationType, proxyActivities } from "@temporalio/workflow";
+import { ActivityCancellationType, proxyActivities, workflowInfo } from "@temporalio/workflow";
 import type { KeelActivities } from "../../activities/types";
 import { FailureType } from "../../core/failure-types";
 import { LLM_RETRY } from "../../core/retry-policy";
 import type { RunTimeouts } from "../types";
+
+/**
+ * Upper bounds on the run's heartbeat and tool schedule-to-start timeouts (RunTimeouts; 30 s
+ * each by default). They bound how long a dead worker goes unnoticed: a worker SIGKILLed while it
+ * holds a run's workspace is detected by the heartbeat timeout of the activity it was running,
+ * the retry waits at most the schedule-to-start timeout on its own queue before the workspace
+ * moves, so a takeover costs about heartbeat + 1 s retry interval + schedule-to-start + the
+ * restore (measured by bench/workspace-takeover.ts; docs/tools.md, "Takeover").
+ *
+ * Safe because workers send heartbeats at least every 2 s (maxHeartbeatThrottleInterval) and
+ * activities heartbeat every third of the timeout, so a live activity has 5 s of slack; and a
+ * live worker with a free slot starts a task on its own queue within milliseconds (a worker
+ * whose slots are all busy for 3 s loses the workspace to another worker, which restores it from
+ * the last snapshot: slower, still correct; the moves of one call are bounded).
+ */
+export const HEARTBEAT_TIMEOUT_CAP_MS = 8_000;
+export const TOOL_SCHEDULE_TO_START_CAP_MS = 3_000;
+
+const heartbeatTimeoutOf = (timeouts: RunTimeouts): number =>
+  Math.min(timeouts.heartbeatMs, HEARTBEAT_TIMEOUT_CAP_MS);
+/**
+ * The cap applies to a worker's own queue only. On the run's shared queue (Lambda workers: every
+ * call goes there) any worker takes the call and no dead holder is waited for, while a new Lambda
+ * invocation may take seconds to start polling: the run's setting applies unchanged.
+ */
+const toolScheduleToStartOf = (taskQueue: string, timeouts: RunTimeouts): number =>
+  taskQueue === workflowInfo().taskQueue
+    ? timeouts.toolScheduleToStartMs
+    : Math.min(timeouts.toolScheduleToStartMs, TOOL_SCHEDULE_TO_START_CAP_MS);
 
 /** Session writes: S3 hiccups are retried for minutes; a conflicting entry fails at once. */
 export const storage = proxyActivities<KeelActivities>({
@@ -41,7 +70,7 @@ export function llmActivities(timeouts: RunTimeouts) {
   return proxyActivities<KeelActivities>({
     // Fits a 15-minute Lambda worker; long generations keep the activity alive by heartbeats.
     startToCloseTimeout: "10 minutes",
-    heartbeatTimeout: timeouts.heartbeatMs,
+    heartbeatTimeout: heartbeatTimeoutOf(timeouts),
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
     retry: {
       initialInterval: LLM_RETRY.initialIntervalMs,
@@ -62,9 +91,9 @@ export function toolActivities(taskQueue: string, timeouts: RunTimeouts) {
   return proxyActivities<KeelActivities>({
     taskQueue,
     // A dead worker leaves the task unclaimed: give up soon and move the workspace.
-    scheduleToStartTimeout: timeouts.toolScheduleToStartMs,
+    scheduleToStartTimeout: toolScheduleToStartOf(taskQueue, timeouts),
     startToCloseTimeout: "15 minutes",
-    heartbeatTimeout: timeouts.heartbeatMs,
+    heartbeatTimeout: heartbeatTimeoutOf(timeouts),
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
     retry: {
       initialInterval: "1 second",
@@ -79,9 +108,9 @@ export function toolActivities(taskQueue: string, timeouts: RunTimeouts) {
 export function snapshotActivities(taskQueue: string, timeouts: RunTimeouts) {
   return proxyActivities<KeelActivities>({
     taskQueue,
-    scheduleToStartTimeout: timeouts.toolScheduleToStartMs,
+    scheduleToStartTimeout: toolScheduleToStartOf(taskQueue, timeouts),
     startToCloseTimeout: "15 minutes",
-    heartbeatTimeout: timeouts.heartbeatMs,
+    heartbeatTimeout: heartbeatTimeoutOf(timeouts),
     retry: {
       initialInterval: "1 second",
       backoffCoefficient: 2,

@@ -8,6 +8,7 @@ import { type ApiApp, type ApiDependencies, createApp } from "../../../src/api/a
 import type { SlackConfig } from "../../../src/api/config";
 import { JsonObjects } from "../../../src/api/json-objects";
 import { loadCatalog } from "../../../src/providers/models";
+import { WorkspaceSnapshots } from "../../../src/store/workspace-snapshots";
 import { s3Client, s3Settings, uniqueName } from "../../support/integration-env";
 import { createRunStage, type RunStage } from "../../support/run-harness";
 
@@ -75,6 +76,7 @@ export async function createApiStage(
     },
     runs: async () => stage.runs,
     store: stage.store,
+    snapshots: new WorkspaceSnapshots(s3, settings),
     objects,
     catalog: loadCatalog(),
     log: () => undefined,

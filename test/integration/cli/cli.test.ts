@@ -4,6 +4,7 @@
  * output, sessions, export/import, abort, approvals, and the exit codes scripts rely on.
  */
 
+import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import type { Server } from "node:http";
@@ -132,6 +133,34 @@ test("export -o and import round-trip a session", async () => {
   const again = await keel(["export", answer.sessionId]);
   const stripIds = (text: string) => text.trim().split("\n").slice(1);
   expect(stripIds(again.stdout)).toEqual(stripIds(readFileSync(file, "utf8")));
+});
+
+test("export --with-workspace writes a .tar.gz that import turns back into a session with its files", async () => {
+  stage.llm.addScenario("cli-archive", {
+    turns: [{ toolCalls: [{ name: "write", arguments: { path: "notes/todo.txt", content: "ship it\n" } }] }],
+    after: { text: "done" },
+  });
+  const sessionId = uniqueName("cli");
+  const ran = await keel(["run", "[scenario:cli-archive] write", "--session", sessionId, "--follow"]);
+  expect(ran.code).toBe(0);
+  const file = join(testTmpDir(), `${sessionId}.tar.gz`);
+  const exported = await keel(["export", sessionId, "--with-workspace", "-o", file]);
+  expect(exported.code).toBe(0);
+  expect(exported.stdout).toContain(`wrote ${file}`);
+  expect(execFileSync("tar", ["tzf", file], { encoding: "utf8" }).split("\n")).toEqual(
+    expect.arrayContaining(["session.jsonl", "workspace/notes/todo.txt"]),
+  );
+
+  const imported = await keel(["import", file]);
+  expect(imported.code).toBe(0);
+  expect(imported.stdout).toMatch(/imported as session \S+ \(\d+ entries, workspace of 1 file\)/);
+
+  const deleted = await keel(["delete", sessionId, "--json"]);
+  expect(deleted.code).toBe(0);
+  expect(JSON.parse(deleted.stdout)).toMatchObject({ sessionId, deletedObjects: expect.any(Number) });
+  expect(JSON.parse(deleted.stdout).deletedObjects).toBeGreaterThan(0);
+  // The run's history stays in Temporal; nothing of the session is stored any more.
+  expect(JSON.parse((await keel(["show", sessionId, "--json"])).stdout)).toMatchObject({ entryCount: 0 });
 });
 
 test("abort stops a live run and prints the queued messages it never read; following it then exits 1", async () => {

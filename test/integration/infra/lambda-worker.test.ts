@@ -1,17 +1,23 @@
 /**
  * The Lambda worker entry (`src/worker/lambda.ts`) against the real Temporal dev server with a fake
  * Lambda context: one invocation picks up a run's workflow and activity tasks (tool calls
- * included, on the shared task queue), and returns before the invocation's deadline.
+ * included, on the shared task queue), and returns before the invocation's deadline; a workspace
+ * missing from the environment's disk is restored from its snapshot in S3.
  */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { indexPathOf } from "../../../src/store/workspace-tree";
+import { lockPathOf, workspaceFor } from "../../../src/tools/workspace";
 import type { LambdaContext } from "../../../src/worker/lambda";
 import { runWorkflowId } from "../../../src/workflows/types";
 import {
   temporalAddress,
   temporalNamespace,
+  testTmpDir,
   uniqueName,
   workflowBundlePath,
 } from "../../support/integration-env";
-import { createRunStage, messagesOf, type RunStage } from "../../support/run-harness";
+import { createRunStage, eventually, messagesOf, type RunStage } from "../../support/run-harness";
 
 jest.setTimeout(120_000);
 
@@ -25,10 +31,36 @@ let stage: RunStage;
  */
 let handler: typeof import("../../../src/worker/lambda").handler;
 
+const deploymentName = uniqueName("keel-lambda");
+const buildId = "build-1";
+
 beforeAll(async () => {
   stage = await createRunStage();
   jest.isolateModules(() => {
     handler = require("../../../src/worker/lambda").handler;
+  });
+  Object.assign(process.env, {
+    KEEL_TEMPORAL_ADDRESS: temporalAddress(),
+    KEEL_TEMPORAL_NAMESPACE: temporalNamespace(),
+    KEEL_TASK_QUEUE: stage.taskQueue,
+    KEEL_WORKFLOW_BUNDLE: workflowBundlePath(),
+    KEEL_WORKSPACE_ROOT: stage.workspaceRoot,
+    KEEL_WORKER_DEPLOYMENT_NAME: deploymentName,
+    KEEL_WORKER_BUILD_ID: buildId,
+    OPENAI_API_KEY: "local-key",
+    OPENAI_BASE_URL: stage.llm.openaiBaseURL,
+    ANTHROPIC_API_KEY: "local-key",
+    ANTHROPIC_BASE_URL: stage.llm.anthropicBaseURL,
+  });
+  // What `temporal worker deployment set-current-version` does after a deploy: route the task
+  // queue's work to this version (before any of its workers has polled).
+  await stage.client.workflowService.setWorkerDeploymentCurrentVersion({
+    namespace: temporalNamespace(),
+    deploymentName,
+    buildId,
+    identity: "lambda-worker-test",
+    allowNoPollers: true,
+    ignoreMissingTaskQueues: true,
   });
 });
 
@@ -54,32 +86,6 @@ function fakeContext(deadline: number): LambdaContext {
 }
 
 test("one invocation runs a run's workflow and tool tasks, then returns before the deadline", async () => {
-  const deploymentName = uniqueName("keel-lambda");
-  const buildId = "build-1";
-  Object.assign(process.env, {
-    KEEL_TEMPORAL_ADDRESS: temporalAddress(),
-    KEEL_TEMPORAL_NAMESPACE: temporalNamespace(),
-    KEEL_TASK_QUEUE: stage.taskQueue,
-    KEEL_WORKFLOW_BUNDLE: workflowBundlePath(),
-    KEEL_WORKSPACE_ROOT: stage.workspaceRoot,
-    KEEL_WORKER_DEPLOYMENT_NAME: deploymentName,
-    KEEL_WORKER_BUILD_ID: buildId,
-    OPENAI_API_KEY: "local-key",
-    OPENAI_BASE_URL: stage.llm.openaiBaseURL,
-    ANTHROPIC_API_KEY: "local-key",
-    ANTHROPIC_BASE_URL: stage.llm.anthropicBaseURL,
-  });
-  // What `temporal worker deployment set-current-version` does after a deploy: route the task
-  // queue's work to this version (before any of its workers has polled).
-  await stage.client.workflowService.setWorkerDeploymentCurrentVersion({
-    namespace: temporalNamespace(),
-    deploymentName,
-    buildId,
-    identity: "lambda-worker-test",
-    allowNoPollers: true,
-    ignoreMissingTaskQueues: true,
-  });
-
   stage.llm.addScenario("lambda-write-then-read", {
     turns: [
       { toolCalls: [{ name: "write", arguments: { path: "note.txt", content: "from lambda\n" } }] },
@@ -123,4 +129,89 @@ test("one invocation runs a run's workflow and tool tasks, then returns before t
   const description = await stage.client.workflow.getHandle(runWorkflowId(ref)).describe();
   const versioning = description.raw.workflowExecutionInfo?.versioningInfo;
   expect(versioning?.deploymentVersion).toMatchObject({ deploymentName, buildId });
+});
+
+/** What a fresh Lambda execution environment has of a session's workspace: nothing. */
+function forgetLocalWorkspace(ref: { tenantId: string; sessionId: string }): void {
+  const workspace = workspaceFor(stage.workspaceRoot, ref.tenantId, ref.sessionId);
+  for (const path of [workspace.dir, indexPathOf(workspace.dir), lockPathOf(workspace)]) {
+    rmSync(path, { recursive: true, force: true });
+  }
+}
+
+test("the workspace comes back from S3 when the local copy is gone: within a run and for the next run", async () => {
+  stage.llm.addScenario("lambda-lost-workspace", {
+    turns: [
+      { toolCalls: [{ name: "write", arguments: { path: "note.txt", content: "kept in s3\n" } }] },
+      { toolCalls: [{ name: "read", arguments: { path: "note.txt" } }] },
+      { text: "First read: {{lastToolResult}}" },
+      { toolCalls: [{ name: "read", arguments: { path: "note.txt" } }] },
+    ],
+    after: { text: "Second read: {{lastToolResult}}" },
+  });
+  // The read's model call waits, so the local copy can go between the write's snapshot and the read.
+  stage.llm.addFaults([
+    { kind: "slow", match: { scenario: "lambda-lost-workspace", turn: 1 }, times: 1, latencyMs: 3_000 },
+  ]);
+  const invocation = handler({}, fakeContext(Date.now() + INVOCATION_MS));
+  const ref = stage.newSession();
+  await stage.runs.deliver(
+    ref,
+    { text: "[scenario:lambda-lost-workspace] go", mode: "auto" },
+    stage.settings(),
+  );
+  await eventually(async () =>
+    stage.llm.journal().some((entry) => entry.scenario === "lambda-lost-workspace" && entry.turn === 1)
+      ? true
+      : undefined,
+  );
+  forgetLocalWorkspace(ref);
+  expect((await stage.result(ref)).status).toBe("completed");
+  const lastText = async () => {
+    const last = messagesOf(await stage.entries(ref)).at(-1);
+    return last?.role === "assistant" && last.content[0]?.type === "text" ? last.content[0].text : "";
+  };
+  expect(await lastText()).toBe("First read: kept in s3");
+
+  // The next run claims the workspace afresh, on an environment that never held it.
+  forgetLocalWorkspace(ref);
+  await stage.runs.deliver(ref, { text: "read it again", mode: "auto" }, stage.settings());
+  expect((await stage.result(ref)).status).toBe("completed");
+  expect(await lastText()).toBe("Second read: kept in s3");
+  await invocation;
+});
+
+test("a workspace made from a directory source comes back on an environment that never held it, before any batch changed a file", async () => {
+  const source = mkdtempSync(join(testTmpDir(), "lambda-source-"));
+  writeFileSync(join(source, "source.txt"), "from the source folder\n");
+  stage.llm.addScenario("lambda-source", {
+    turns: [
+      { toolCalls: [{ name: "read", arguments: { path: "source.txt" } }] },
+      { toolCalls: [{ name: "read", arguments: { path: "source.txt" } }] },
+    ],
+    after: { text: "Read: {{lastToolResult}}" },
+  });
+  stage.llm.addFaults([
+    { kind: "slow", match: { scenario: "lambda-source", turn: 1 }, times: 1, latencyMs: 3_000 },
+  ]);
+  const invocation = handler({}, fakeContext(Date.now() + INVOCATION_MS));
+  const ref = stage.newSession();
+  await stage.runs.deliver(
+    ref,
+    { text: "[scenario:lambda-source] go", mode: "auto" },
+    stage.settings({ workspace: { type: "directory", path: source } }),
+  );
+  await eventually(async () =>
+    stage.llm.journal().some((entry) => entry.scenario === "lambda-source" && entry.turn === 1)
+      ? true
+      : undefined,
+  );
+  forgetLocalWorkspace(ref);
+  expect((await stage.result(ref)).status).toBe("completed");
+  const last = messagesOf(await stage.entries(ref)).at(-1);
+  expect(last?.role === "assistant" && last.content[0]).toEqual({
+    type: "text",
+    text: "Read: from the source folder",
+  });
+  await invocation;
 });

@@ -3,7 +3,7 @@
  * records the workspace in S3; a worker that never held it restores it when it takes over, and
  * going back in the conversation (branch) goes back in the files.
  */
-import { mkdtempSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { workspaceFor } from "../../../src/tools/workspace";
 import { testTmpDir } from "../../support/integration-env";
@@ -69,4 +69,39 @@ test("branching back to an entry before an edit brings the file back as it was",
   if (!writeResult) throw new Error("no stored result of the write");
   await stage().runs.branch(ref, { entryId: writeResult.id, summarize: false, model: "local-chat" });
   expect(readFileSync(file, "utf8")).toBe("first version\n");
+}, 120_000);
+
+test("an idle workspace is evicted from the worker's disk and restored from S3: for the next tool call of the run, and for the next run", async () => {
+  stage().llm.addScenario("ws-evict", {
+    turns: [
+      { toolCalls: [{ name: "write", arguments: { path: "a.txt", content: "kept in s3\n" } }] },
+      { toolCalls: [{ name: "read", arguments: { path: "a.txt" } }] },
+      { text: "Read: {{lastToolResult}}" },
+      { toolCalls: [{ name: "read", arguments: { path: "a.txt" } }] },
+    ],
+    after: { text: "Read again: {{lastToolResult}}" },
+  });
+  // The read's model call takes long enough for the written workspace to sit idle and go.
+  stage().llm.addFaults([
+    { kind: "slow", match: { scenario: "ws-evict", turn: 1 }, times: 1, latencyMs: 6_000 },
+  ]);
+  await stage().startWorker({ KEEL_WORKSPACE_IDLE_EVICT_SECONDS: "1" });
+  const ref = stage().newSession();
+  const dir = workspaceFor(stage().workspaceRoot, ref.tenantId, ref.sessionId).dir;
+  const evicted = () => eventually(async () => (existsSync(dir) ? undefined : true), 20_000, "eviction");
+  const lastText = async () => {
+    const last = messagesOf(await stage().entries(ref)).at(-1);
+    return last?.role === "assistant" && last.content[0]?.type === "text" ? last.content[0].text : "";
+  };
+
+  await stage().runs.deliver(ref, { text: "[scenario:ws-evict] go", mode: "auto" }, stage().settings());
+  await eventually(async () => (existsSync(join(dir, "a.txt")) ? true : undefined));
+  await evicted();
+  expect((await stage().result(ref)).status).toBe("completed");
+  expect(await lastText()).toBe("Read: kept in s3");
+
+  await evicted();
+  await stage().runs.deliver(ref, { text: "read it again", mode: "auto" }, stage().settings());
+  expect((await stage().result(ref)).status).toBe("completed");
+  expect(await lastText()).toBe("Read again: kept in s3");
 }, 120_000);

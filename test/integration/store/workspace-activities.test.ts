@@ -10,7 +10,7 @@ import * as path from "node:path";
 import type { S3Client } from "@aws-sdk/client-s3";
 import { MockActivityEnvironment } from "@temporalio/testing";
 import { type WorkspaceDeps, workspaceActivities } from "../../../src/activities/workspace-activities";
-import { evictIdleWorkspaces } from "../../../src/activities/workspace-eviction";
+import { evictIdleWorkspaces, usingWorkspace } from "../../../src/activities/workspace-eviction";
 import { SessionStore } from "../../../src/store/session-store";
 import { WorkspaceSnapshots } from "../../../src/store/workspace-snapshots";
 import { DEFAULT_SANDBOX_POLICY } from "../../../src/tools/sandbox";
@@ -149,6 +149,15 @@ test("idle eviction removes only idle, fully snapshotted workspaces of this work
       now,
     });
   expect(await evict(Date.now())).toEqual([]); // used just now
+  // A call in progress (a command running longer than the idle period) keeps its workspace.
+  let finish = () => {};
+  const call = usingWorkspace(
+    workspaceFor(one.deps.workspaceRoot, ref.tenantId, ref.sessionId),
+    () => new Promise<void>((done) => (finish = done)),
+  );
+  expect(await evict(Date.now() + 120_000)).toEqual([]);
+  finish();
+  await call;
   expect(await evict(Date.now() + 120_000)).toEqual([one.dirOf(ref)]);
   await expect(fs.stat(one.dirOf(ref))).rejects.toThrow();
   expect(await fs.readFile(path.join(one.dirOf(unsaved), "draft.txt"), "utf8")).toBe(

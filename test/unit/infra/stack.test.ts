@@ -40,7 +40,10 @@ describe("session bucket", () => {
               Prefix: "keel/tenants/",
               Transitions: [{ StorageClass: "INTELLIGENT_TIERING", TransitionInDays: 30 }],
             }),
-            Match.objectLike({ NoncurrentVersionExpiration: { NoncurrentDays: 30 } }),
+            Match.objectLike({
+              NoncurrentVersionExpiration: { NoncurrentDays: 30 },
+              ExpiredObjectDeleteMarker: true,
+            }),
           ]),
         },
       });
@@ -139,6 +142,8 @@ describe("API", () => {
       s3Statements.find((statement) => actionsOf(statement).includes(action))!;
     expect(text(byAction("s3:GetObject").Resource)).toContain("/keel/*");
     expect(text(byAction("s3:DeleteObject").Resource)).toContain("/keel/idempotency/*");
+    // Session deletion (DELETE /v1/sessions/{id}) removes the session folder, snapshots included.
+    expect(text(byAction("s3:DeleteObject").Resource)).toContain("/keel/tenants/*");
     expect(byAction("s3:ListBucket").Condition).toEqual({ StringLike: { "s3:prefix": ["keel/*"] } });
     const secretReads = statements.filter((statement) =>
       actionsOf(statement).includes("secretsmanager:GetSecretValue"),
