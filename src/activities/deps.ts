@@ -21,4 +21,6 @@ export interface ActivityDeps {
   snapshotMaxBytes: number;
   /** Isolation and limits of the processes tools start (checked at worker start). */
   sandbox: SandboxConfig;
+  /** Publish live events (deltas, tool output so far) to the run's stream; default on. */
+  liveEvents?: boolean;
 }

@@ -2,6 +2,7 @@
  * The tool activity: runs one tool call in the session's workspace and writes its result at the
  * slot the workflow assigned. A stored result is returned as is; an `unsafe` tool (bash) that an
  * earlier attempt may have started is not run again — the model is told the outcome is unknown.
+ * While it runs, the tool's output so far goes to the run's stream as `tool_execution_update`.
  */
 import { CancelledFailure, Context } from "@temporalio/activity";
 import { UNKNOWN_OUTCOME_TEXT } from "../core/markers";
@@ -9,16 +10,26 @@ import type { ToolCallBlock, ToolResultMessage } from "../core/messages";
 import { createMessageEntry } from "../core/session-entries";
 import type { SessionEntry } from "../core/session-types";
 import { runToolCall, toolNamed, toToolResultMessage, workspaceFor } from "../tools";
+import type { ToolUpdate } from "../tools/types";
 import type { ActivityDeps } from "./deps";
 import { failpoint } from "./failpoints";
 import { whileHeartbeating } from "./heartbeat";
+import { liveEventSink } from "./live-events";
 import { entryConflict, storeWriteFailures } from "./store-failures";
 import type { ExecuteToolInput, ExecuteToolResult } from "./types";
 import { touchWorkspace } from "./workspace-eviction";
 
 const PREVIEW_CHARS = 300;
+/** Output a `tool_execution_update` carries at most (the tail): its consumers show a live tail. */
+const PARTIAL_CHARS = 4_000;
 
-export function executeToolActivity({ store, markers, workspaceRoot, sandbox }: ActivityDeps) {
+export function executeToolActivity({
+  store,
+  markers,
+  workspaceRoot,
+  sandbox,
+  liveEvents = true,
+}: ActivityDeps) {
   return async function executeTool(input: ExecuteToolInput): Promise<ExecuteToolResult> {
     const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
     const ctx = Context.current();
@@ -56,14 +67,24 @@ export function executeToolActivity({ store, markers, workspaceRoot, sandbox }: 
 
     const workspace = workspaceFor(workspaceRoot, input.tenantId, input.sessionId);
     await touchWorkspace(workspace);
+    const live = liveEventSink(liveEvents);
     const output = await whileHeartbeating(ctx, "running", () =>
       runToolCall(toolCall, {
         workspace,
         sandbox: { ...sandbox, network: input.network ?? "none" },
         signal: ctx.cancellationSignal,
-        onUpdate: () => ctx.heartbeat({ phase: "update" }),
+        onUpdate: (update) => {
+          ctx.heartbeat({ phase: "update" });
+          live.publish({
+            type: "tool_execution_update",
+            toolCallId: call.id,
+            toolName: call.name,
+            attempt: ctx.info.attempt,
+            partial: tailOf(update),
+          });
+        },
       }),
-    );
+    ).finally(() => live.close());
     const entry = await write(toToolResultMessage(toolCall, output, Date.now()));
     failpoint("executeTool.afterWrite");
     if (ctx.cancellationSignal.aborted)
@@ -85,6 +106,12 @@ async function toolCallOf(store: ActivityDeps["store"], input: ExecuteToolInput)
     );
   }
   return call;
+}
+
+/** The update's text, its last `PARTIAL_CHARS` characters when longer (the run's history carries it). */
+function tailOf(update: ToolUpdate): string {
+  const text = update.content.flatMap((block) => (block.type === "text" ? [block.text] : [])).join("\n");
+  return text.length > PARTIAL_CHARS ? text.slice(-PARTIAL_CHARS) : text;
 }
 
 function resultOf(entry: SessionEntry, expectedId: string): ToolResultMessage {

@@ -2,20 +2,27 @@
  * The LLM turn activity: one model call producing the assistant entry at the slot the workflow
  * assigned. If that entry is already stored (an earlier attempt wrote it and then died), the model
  * is not called again: the stored answer is returned.
+ *
+ * While the model streams, its deltas go to the run's stream as `message_update` live events
+ * (coalesced; never stored: only the final message is). A retried attempt first publishes a
+ * `reset`, so clients replace what an earlier attempt showed instead of appending to it.
  */
 
 import { ApplicationFailure, CancelledFailure, Context } from "@temporalio/activity";
+import type { AssistantMessageDelta } from "../core/events";
 import { FailureType } from "../core/failure-types";
 import { INTERRUPTED_MARKER } from "../core/markers";
 import { type AssistantMessage, toolCallsOf } from "../core/messages";
 import { createMessageEntry } from "../core/session-entries";
 import type { SessionEntry } from "../core/session-types";
 import { withUniqueToolCallIds } from "../providers/tool-call-ids";
+import type { ModelInfo } from "../providers/types";
 import { toolNamed, toolSpecs } from "../tools";
 import { entriesBefore, modelMessages, pathOf } from "./conversation";
 import type { ActivityDeps } from "./deps";
 import { failpoint } from "./failpoints";
 import { whileHeartbeating } from "./heartbeat";
+import { type LiveEventSink, liveEventSink } from "./live-events";
 import { llmFailure } from "./llm-retry";
 import { entryConflict, storeWriteFailures } from "./store-failures";
 import type { LlmTurnInput, LlmTurnResult, ToolCallSummary } from "./types";
@@ -23,10 +30,9 @@ import type { LlmTurnInput, LlmTurnResult, ToolCallSummary } from "./types";
 const PREVIEW_CHARS = 500;
 const ARGUMENTS_PREVIEW_CHARS = 300;
 
-export function llmTurnActivity({ store, provider, catalog }: ActivityDeps) {
+export function llmTurnActivity({ store, provider, catalog, liveEvents = true }: ActivityDeps) {
   return async function llmTurn(input: LlmTurnInput): Promise<LlmTurnResult> {
     const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
-    const ctx = Context.current();
     const model = catalog.find(input.model);
     if (!model)
       throw ApplicationFailure.nonRetryable(
@@ -36,8 +42,35 @@ export function llmTurnActivity({ store, provider, catalog }: ActivityDeps) {
 
     for (const write of input.writesFirst)
       await storeWriteFailures(() => store.putEntry(ref, write.seq, write.entry));
+    const live = liveEventSink(liveEvents);
+    try {
+      return await callModel(input, model, live);
+    } finally {
+      await live.close();
+    }
+  };
+
+  /** The call itself, streaming its deltas to `live` (see the module comment). */
+  async function callModel(
+    input: LlmTurnInput,
+    model: ModelInfo,
+    live: LiveEventSink,
+  ): Promise<LlmTurnResult> {
+    const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
+    const ctx = Context.current();
+    const { attempt } = ctx.info;
+    const update = (assistantMessageEvent: AssistantMessageDelta) =>
+      live.publish({ type: "message_update", entryId: input.slot.id, attempt, assistantMessageEvent });
+    // An earlier attempt may have streamed part of this message: clients drop it.
+    if (attempt > 1) update({ type: "reset" });
+
     const stored = await store.getEntry(ref, input.slot.seq);
-    if (stored) return summarize(assistantOf(stored, input.slot.id), true, model.contextWindow);
+    if (stored) {
+      const message = assistantOf(stored, input.slot.id);
+      // A client that saw the earlier attempt's deltas just reset: it gets the stored message.
+      if (attempt > 1) for (const delta of deltasOf(message)) update(delta);
+      return summarize(message, true, model.contextWindow);
+    }
 
     const entries = await entriesBefore(store, ref, input.slot.seq);
     const path = pathOf(entries, input.slot.parentId);
@@ -56,6 +89,7 @@ export function llmTurnActivity({ store, provider, catalog }: ActivityDeps) {
           signal: ctx.cancellationSignal,
           onProgress: (progress) =>
             ctx.heartbeat({ textChars: progress.textChars, toolCalls: progress.toolCalls }),
+          onDelta: update,
         },
       ),
     );
@@ -88,7 +122,19 @@ export function llmTurnActivity({ store, provider, catalog }: ActivityDeps) {
     if (error?.kind === "non_retryable")
       return { ...summary, errorKind: "non_retryable", errorMessage: error.message };
     return summary;
-  };
+  }
+}
+
+/** A stored message as the deltas that build it, one per content block. */
+function deltasOf(message: AssistantMessage): AssistantMessageDelta[] {
+  return message.content.flatMap((block, contentIndex): AssistantMessageDelta[] => {
+    if (block.type === "text" && block.text) return [{ type: "text_delta", contentIndex, delta: block.text }];
+    if (block.type === "thinking" && block.thinking)
+      return [{ type: "thinking_delta", contentIndex, delta: block.thinking }];
+    if (block.type === "toolCall")
+      return [{ type: "toolcall_delta", contentIndex, delta: JSON.stringify(block.arguments) }];
+    return [];
+  });
 }
 
 function assistantOf(entry: SessionEntry, expectedId: string): AssistantMessage {

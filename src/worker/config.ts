@@ -54,6 +54,8 @@ const WorkerEnvSchema = z.object({
   KEEL_ANTHROPIC_PROMPT_CACHING: booleanFlag.optional(),
   /** "off" runs tool processes unsandboxed (hosts without user namespaces); logged at every start. */
   KEEL_SANDBOX: z.enum(["on", "off"]).default("on"),
+  /** "off" stops publishing live events (deltas, tool output so far) to run streams. */
+  KEEL_LIVE_EVENTS: z.enum(["on", "off"]).default("on"),
   /** Comma-separated worker variables passed to tool commands (secret-looking names are refused). */
   KEEL_SANDBOX_PASS_ENV: z.string().default(""),
   KEEL_SANDBOX_MEMORY_MB: z.coerce
@@ -101,6 +103,8 @@ export interface WorkerConfig {
   snapshotMaxBytes: number;
   /** 0 = never evict. */
   workspaceIdleEvictMs: number;
+  /** Publish live events to run streams (KEEL_LIVE_EVENTS, default on). */
+  liveEvents?: boolean;
 }
 
 /** Throws one readable error listing every invalid variable (values of secrets are never shown). */
@@ -125,6 +129,7 @@ export function workerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Worke
     },
     taskQueue: values.KEEL_TASK_QUEUE,
     workspaceRoot: values.KEEL_WORKSPACE_ROOT ?? join(process.cwd(), ".keel/workspaces"),
+    liveEvents: values.KEEL_LIVE_EVENTS === "on",
     workflowBundlePath: values.KEEL_WORKFLOW_BUNDLE,
     maxConcurrentActivities: values.KEEL_MAX_CONCURRENT_ACTIVITIES,
     shutdownGraceMs: values.KEEL_SHUTDOWN_GRACE_SECONDS * 1000,

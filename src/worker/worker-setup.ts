@@ -32,6 +32,7 @@ export function workerActivities(config: WorkerConfig, s3: S3Client, toolTaskQue
     sandbox: config.sandbox,
     snapshots: new WorkspaceSnapshots(s3, config.s3),
     snapshotMaxBytes: config.snapshotMaxBytes,
+    liveEvents: config.liveEvents ?? true,
   });
 }
 
