@@ -1,12 +1,15 @@
 /**
- * Shared subscriptions to run streams: one long-poll subscription per run per process, however
- * many clients follow that run. The feed keeps the last items it received; each client reads
- * from its own position and waits on the feed, not on the workflow, so 50 clients cost the run
- * what one does.
+ * Shared reads of run streams: one reader per run per process, however many clients follow that
+ * run. The feed keeps the last items it received; each client reads from its own position and
+ * waits on the feed, not on the workflow, so 50 clients cost the run what one does. The reader
+ * asks the run's `stream` query (every 100 ms while items come, slowing to 500 ms when quiet):
+ * the workflow stream's own long-poll update records every answer in the run's history, which
+ * measured 2–3.5× the history of a run without streaming (bench/results/run-history.md).
  */
-import type { Client } from "@temporalio/client";
-import { WorkflowStreamClient } from "@temporalio/workflow-streams/client";
+import { setTimeout as sleep } from "node:timers/promises";
+import type { Client, WorkflowHandle } from "@temporalio/client";
 import type { AgentEvent, LiveEvent } from "../core/events";
+import { streamQuery } from "../workflows/definitions";
 
 /** Items a feed keeps for clients that fall behind or join late. */
 export const FEED_ITEMS_KEPT = 2_000;
@@ -41,17 +44,16 @@ export class RunFeed {
   private ended?: FeedEnd;
   private readonly waiters = new Set<() => void>();
 
-  /**
-   * @param subscribe opens a subscription from a stream offset.
-   * @param isOpen says whether the run is still open: a subscription also ends when a poll's RPC
-   *   times out (a run quiet for a while), and the feed then subscribes again.
-   */
-  constructor(
-    subscribe: (fromOffset: number) => AsyncIterable<{ offset: number; data: RunStreamEvent }>,
-    isOpen: () => Promise<boolean>,
-    onEnd: () => void,
-  ) {
-    void this.pump(subscribe, isOpen).then(onEnd);
+  private lastRead = Date.now();
+
+  /** @param stream the run's stream items, in order; ends when the run has closed. */
+  constructor(stream: AsyncIterable<{ offset: number; data: RunStreamEvent }>, onEnd: () => void) {
+    void this.pump(stream).then(onEnd);
+  }
+
+  /** Milliseconds since a reader last read (0 while one waits). */
+  idleFor(): number {
+    return this.waiters.size > 0 ? 0 : Date.now() - this.lastRead;
   }
 
   /**
@@ -59,6 +61,7 @@ export class RunFeed {
    * `waitMs` for one when there are none yet; an empty read means nothing arrived in time.
    */
   async read(from: number, waitMs: number, signal?: AbortSignal): Promise<FeedRead> {
+    this.lastRead = Date.now();
     if (!this.hasAfter(from) && !this.ended && !signal?.aborted) {
       await new Promise<void>((resolve) => {
         const done = () => {
@@ -86,20 +89,13 @@ export class RunFeed {
     return this.nextN > from;
   }
 
-  private async pump(
-    subscribe: (fromOffset: number) => AsyncIterable<{ offset: number; data: RunStreamEvent }>,
-    isOpen: () => Promise<boolean>,
-  ): Promise<void> {
-    let from = 0;
+  private async pump(stream: AsyncIterable<{ offset: number; data: RunStreamEvent }>): Promise<void> {
     try {
-      do {
-        for await (const item of subscribe(from)) {
-          this.items.push({ n: this.nextN++, offset: item.offset, event: item.data });
-          if (this.items.length > FEED_ITEMS_KEPT) this.items.splice(0, this.items.length - FEED_ITEMS_KEPT);
-          from = item.offset + 1;
-          this.wake();
-        }
-      } while (await isOpen());
+      for await (const item of stream) {
+        this.items.push({ n: this.nextN++, offset: item.offset, event: item.data });
+        if (this.items.length > FEED_ITEMS_KEPT) this.items.splice(0, this.items.length - FEED_ITEMS_KEPT);
+        this.wake();
+      }
       this.ended = { kind: "closed" };
     } catch (error) {
       this.ended = { kind: "failed", error };
@@ -112,6 +108,48 @@ export class RunFeed {
   }
 }
 
+/** How often a feed asks its run for new items, at most and (after quiet polls) at least. */
+export const FEED_POLL_MS = { min: 100, max: 500 } as const;
+/** A feed nobody read for this long stops (a later client starts another). */
+export const FEED_ABANDONED_MS = 60_000;
+/** Quiet polls between two checks that the run is still open (it may close without agent_end). */
+const POLLS_PER_OPEN_CHECK = 20;
+
+/**
+ * Reads a run's stream page by page with the run's `stream` query: queries are not recorded in
+ * the run's history (a stream poll update is, with every item it returns).
+ */
+async function* queriedStream(
+  handle: WorkflowHandle,
+  isAbandoned: () => boolean,
+): AsyncGenerator<{ offset: number; data: RunStreamEvent }> {
+  let from = 0;
+  let wait: number = FEED_POLL_MS.min;
+  let quiet = 0;
+  for (;;) {
+    const page = await handle.query(streamQuery, from);
+    for (const item of page.items) yield { offset: item.offset, data: item.data as RunStreamEvent };
+    from = page.nextOffset;
+    if (page.items.some((item) => (item.data as RunStreamEvent).type === "agent_end")) return;
+    if (page.more) continue;
+    if (page.items.length > 0) {
+      wait = FEED_POLL_MS.min;
+      quiet = 0;
+    } else {
+      wait = Math.min(FEED_POLL_MS.max, wait * 1.5);
+      quiet += 1;
+      if (isAbandoned()) return;
+      if (quiet % POLLS_PER_OPEN_CHECK === 0 && (await handle.describe()).status.name !== "RUNNING") {
+        // Closed without agent_end (failed, terminated): whatever it published last is read once more.
+        const last = await handle.query(streamQuery, from);
+        for (const item of last.items) yield { offset: item.offset, data: item.data as RunStreamEvent };
+        return;
+      }
+    }
+    await sleep(wait);
+  }
+}
+
 /** The process's feeds by workflow id; a feed goes `FEED_LINGER_MS` after its run closes. */
 export class RunFeeds {
   private readonly feeds = new Map<string, RunFeed>();
@@ -119,17 +157,15 @@ export class RunFeeds {
   constructor(private readonly client: Client) {}
 
   /**
-   * The feed of the run under `workflowId`, subscribing from the stream's oldest kept item.
+   * The feed of the run under `workflowId`, from the stream's oldest kept item.
    * `runOpen`: the caller saw the latest run open; a stopped feed then belongs to an earlier run.
    */
   feed(workflowId: string, runOpen: boolean): RunFeed {
     let feed = this.feeds.get(workflowId);
     if (!feed || (feed.stopped && runOpen)) {
-      const stream = WorkflowStreamClient.create(this.client, workflowId);
       const handle = this.client.workflow.getHandle(workflowId);
-      const created = new RunFeed(
-        (from) => stream.subscribe<RunStreamEvent>([], from, { resultType: true }),
-        async () => (await handle.describe()).status.name === "RUNNING",
+      const created: RunFeed = new RunFeed(
+        queriedStream(handle, () => created.idleFor() > FEED_ABANDONED_MS),
         () => {
           setTimeout(() => {
             if (this.feeds.get(workflowId) === created) this.feeds.delete(workflowId);

@@ -4,7 +4,8 @@
  * long-poll it with the stream's update. The log lives in workflow memory only: it is truncated
  * to a bounded tail as it grows, and only a short tail crosses a continue-as-new.
  */
-import { ApplicationFailure, condition, setHandler } from "@temporalio/workflow";
+import type { Payload } from "@temporalio/common";
+import { ApplicationFailure, condition, defaultPayloadConverter, setHandler } from "@temporalio/workflow";
 import {
   type PollInput,
   type PollResult,
@@ -15,12 +16,15 @@ import {
   workflowStreamPublishSignal,
 } from "@temporalio/workflow-streams/workflow";
 import { type AgentEvent, RUN_STREAM_TOPIC } from "../../core/events";
+import { type StreamPage, streamQuery } from "../definitions";
 import type { RunRecord } from "./state";
 
 /** Stream items kept in memory; a subscriber further behind restarts at the oldest kept. */
 export const STREAM_ITEMS_KEPT = 2_000;
 /** Items a continue-as-new carries: the tail a subscriber polling right then still needs. */
 export const STREAM_ITEMS_CARRIED = 50;
+/** Items one `stream` query answers at most (the reader asks again for the rest). */
+export const STREAM_PAGE_ITEMS = 500;
 /** Longest a closing run waits for its subscribers to fetch the last items. */
 export const DRAIN_TIMEOUT = "3 seconds";
 
@@ -30,7 +34,7 @@ export const DRAIN_TIMEOUT = "3 seconds";
  */
 interface StreamInternals {
   draining: boolean;
-  log: unknown[];
+  log: Array<{ topic: string; payload: Payload }>;
   baseOffset: number;
   onPublish(input: PublishInput): void;
   onPoll(input: PollInput): Promise<PollResult>;
@@ -81,6 +85,21 @@ export function openRunStream(run: RunRecord, prior: WorkflowStreamState | undef
       },
     },
   );
+  // Readers that must not grow the history (the API) query the log: a query is not recorded,
+  // while every poll update is (with the items it returns).
+  setHandler(streamQuery, (fromOffset: number): StreamPage => {
+    const start = Math.max(0, fromOffset - internals.baseOffset);
+    const page = internals.log.slice(start, start + STREAM_PAGE_ITEMS);
+    return {
+      items: page.map((item, index) => ({
+        offset: internals.baseOffset + start + index,
+        topic: item.topic,
+        data: defaultPayloadConverter.fromPayload(item.payload),
+      })),
+      nextOffset: internals.baseOffset + start + page.length,
+      more: start + page.length < internals.log.length,
+    };
+  });
   let polled = false;
   let polledUpTo = 0;
   /** Drops the oldest items beyond `keep`; offsets stay as they were. */

@@ -108,11 +108,21 @@ test("fifty clients of one run read one shared subscription: the same events, no
   }
 });
 
-test("a finished run's stream replays its numbered events and ends", async () => {
-  api.stage.llm.addScenario("sse-done", { turns: [{ text: "short" }] });
+test("a finished run's stream replays its events, deltas included, and ends", async () => {
+  api.stage.llm.addScenario("sse-done", { turns: [{ text: "a short answer" }] });
   const sessionId = await start("sse-done");
   await api.stage.result(refOf(sessionId));
   const events = await readSse(await open(sessionId), () => false);
   expect(events.at(-1)?.event).toBe("agent_end");
-  expect(events.map((event) => Number(event.id))).toEqual(events.map((_, index) => index + 1));
+  const seqs = events.flatMap((event) => (/^\d+$/.test(event.id!) ? [Number(event.id)] : []));
+  expect(seqs).toEqual(seqs.map((_, index) => index + 1));
+  const assistant = await storedAssistant(sessionId);
+  expect(rebuiltText(parsed(events), assistant.id)).toBe("a short answer");
+  const numbered = await readSse(
+    await api.app.request(`/v1/sessions/${sessionId}/events?deltas=false`, {
+      headers: { authorization: `Bearer ${api.keys.a}`, accept: "text/event-stream" },
+    }),
+    () => false,
+  );
+  expect(numbered.map((event) => event.id)).toEqual(seqs.map(String));
 });
