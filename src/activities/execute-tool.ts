@@ -14,7 +14,7 @@ import type { ToolUpdate } from "../tools/types";
 import type { ActivityDeps } from "./deps";
 import { failpoint } from "./failpoints";
 import { whileHeartbeating } from "./heartbeat";
-import { liveEventSink } from "./live-events";
+import { DEFAULT_LIVE_EVENT_OPTIONS, liveEventSink } from "./live-events";
 import { entryConflict, storeWriteFailures } from "./store-failures";
 import type { ExecuteToolInput, ExecuteToolResult } from "./types";
 import { touchWorkspace } from "./workspace-eviction";
@@ -28,7 +28,7 @@ export function executeToolActivity({
   markers,
   workspaceRoot,
   sandbox,
-  liveEvents = true,
+  liveEvents = DEFAULT_LIVE_EVENT_OPTIONS,
 }: ActivityDeps) {
   return async function executeTool(input: ExecuteToolInput): Promise<ExecuteToolResult> {
     const ref = { tenantId: input.tenantId, sessionId: input.sessionId };

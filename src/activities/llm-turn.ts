@@ -22,7 +22,7 @@ import { entriesBefore, modelMessages, pathOf } from "./conversation";
 import type { ActivityDeps } from "./deps";
 import { failpoint } from "./failpoints";
 import { whileHeartbeating } from "./heartbeat";
-import { type LiveEventSink, liveEventSink } from "./live-events";
+import { DEFAULT_LIVE_EVENT_OPTIONS, type LiveEventSink, liveEventSink } from "./live-events";
 import { llmFailure } from "./llm-retry";
 import { entryConflict, storeWriteFailures } from "./store-failures";
 import type { LlmTurnInput, LlmTurnResult, ToolCallSummary } from "./types";
@@ -30,7 +30,12 @@ import type { LlmTurnInput, LlmTurnResult, ToolCallSummary } from "./types";
 const PREVIEW_CHARS = 500;
 const ARGUMENTS_PREVIEW_CHARS = 300;
 
-export function llmTurnActivity({ store, provider, catalog, liveEvents = true }: ActivityDeps) {
+export function llmTurnActivity({
+  store,
+  provider,
+  catalog,
+  liveEvents = DEFAULT_LIVE_EVENT_OPTIONS,
+}: ActivityDeps) {
   return async function llmTurn(input: LlmTurnInput): Promise<LlmTurnResult> {
     const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
     const model = catalog.find(input.model);
