@@ -13,6 +13,7 @@ import type { AssistantMessageDelta } from "../core/events";
 import { FailureType } from "../core/failure-types";
 import { INTERRUPTED_MARKER } from "../core/markers";
 import { type AssistantMessage, toolCallsOf } from "../core/messages";
+import { backoffMs, LLM_RETRY } from "../core/retry-policy";
 import { createMessageEntry } from "../core/session-entries";
 import type { SessionEntry } from "../core/session-types";
 import { withUniqueToolCallIds } from "../providers/tool-call-ids";
@@ -23,7 +24,7 @@ import type { ActivityDeps } from "./deps";
 import { failpoint } from "./failpoints";
 import { whileHeartbeating } from "./heartbeat";
 import { DEFAULT_LIVE_EVENT_OPTIONS, type LiveEventSink, liveEventSink } from "./live-events";
-import { llmFailure } from "./llm-retry";
+import { llmFailure, nextRetryDelayMs } from "./llm-retry";
 import { entryConflict, storeWriteFailures } from "./store-failures";
 import type { LlmTurnInput, LlmTurnResult, ToolCallSummary } from "./types";
 
@@ -109,8 +110,18 @@ export function llmTurnActivity({
       );
       throw new CancelledFailure("the model call was cancelled; its partial answer is stored");
     }
-    if (error?.kind === "retryable")
-      throw llmFailure(`${model.id}: ${error.message}`, error, ctx.info.attempt);
+    if (error?.kind === "retryable") {
+      if (attempt < LLM_RETRY.maximumAttempts)
+        live.publish({
+          type: "retry",
+          entryId: input.slot.id,
+          attempt,
+          maxAttempts: LLM_RETRY.maximumAttempts,
+          delayMs: nextRetryDelayMs(attempt, error.retryAfterMs) ?? backoffMs(attempt),
+          error: `${error.status !== undefined ? `HTTP ${error.status}` : "network"}: ${error.message}`,
+        });
+      throw llmFailure(`${model.id}: ${error.message}`, error, attempt);
+    }
     if (error?.kind === "context_overflow") {
       return {
         ...summarize(message, false, model.contextWindow),

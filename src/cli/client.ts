@@ -212,7 +212,7 @@ export interface StreamedEvent {
   event: AgentEvent | LiveEvent;
 }
 
-const LIVE_EVENT_TYPES = new Set<string>(["message_update", "tool_execution_update"]);
+const LIVE_EVENT_TYPES = new Set<string>(["message_update", "tool_execution_update", "retry"]);
 
 function runEventOf(message: EventSourceMessage): StreamedEvent | undefined {
   let data: unknown;

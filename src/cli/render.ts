@@ -110,8 +110,6 @@ export function formatEvent(
       return `  ⚙ ${event.toolName}${formatArgs(event.args)}`;
     case "tool_execution_end":
       return `  ${event.isError ? "✗" : "✓"} ${event.toolName} ${event.state}`;
-    case "retry":
-      return `  ↻ retry ${event.attempt}/${event.maxAttempts} in ${event.delayMs} ms: ${oneLine(event.error)}`;
     case "approval_requested":
       return `  ? ${event.toolName} waits for approval (tool call ${event.toolCallId})${formatArgs(event.args)}`;
     case "approval_resolved":
@@ -235,6 +233,15 @@ export class EventPrinter {
   live(event: LiveEvent): void {
     if (this.json) {
       this.output.write(`${JSON.stringify(event)}\n`);
+      return;
+    }
+    if (event.type === "retry") {
+      this.spinner.stop();
+      this.closeLive();
+      this.output.write(
+        `  ↻ model call failed (attempt ${event.attempt}/${event.maxAttempts}), retrying in ${event.delayMs} ms: ${oneLine(event.error)}\n`,
+      );
+      this.spinner.start("waiting to retry");
       return;
     }
     if (event.type === "tool_execution_update") {

@@ -36,7 +36,6 @@ export type AgentEventBody =
     }
   | { type: "compaction_start"; reason: "threshold" | "overflow"; tokensBefore: number }
   | { type: "compaction_end"; entryId?: string; tokensBefore: number; error?: string }
-  | { type: "retry"; attempt: number; maxAttempts: number; delayMs: number; error: string }
   | { type: "approval_requested"; toolCallId: string; toolName: string; args: Record<string, unknown> }
   | {
       type: "approval_resolved";
@@ -74,6 +73,21 @@ export type LiveEvent =
       entryId: string;
       attempt: number;
       assistantMessageEvent: AssistantMessageDelta;
+    }
+  | {
+      /**
+       * The model call for `entryId` failed with a retryable error (rate limit, overload, server
+       * error, network) and is tried again after `delayMs` (at least; the server may add its
+       * own wait). Failures the activity cannot see (its worker died, a timeout) show as the
+       * next attempt's `reset` only.
+       */
+      type: "retry";
+      entryId: string;
+      attempt: number;
+      maxAttempts: number;
+      delayMs: number;
+      /** The error's class and message, e.g. `HTTP 429: rate limited`. */
+      error: string;
     }
   | {
       type: "tool_execution_update";

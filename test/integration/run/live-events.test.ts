@@ -156,3 +156,24 @@ test("a worker killed mid-stream: the retry publishes a reset, then the whole te
   expect(rebuiltText(updates, assistant.id)).toBe(textOf(assistant.message));
   expect(textOf(assistant.message)).toBe(LONG_ANSWER);
 });
+
+test("a rate-limited call publishes a retry event with its wait, then the retry's reset and text", async () => {
+  stage.llm.addScenario("live-retry", { turns: [{ text: "after the limit" }] });
+  stage.llm.addFaults([
+    { kind: "rate_limit", match: { scenario: "live-retry" }, times: 1, retryAfterSeconds: 3 },
+  ]);
+  await stage.startWorker();
+  const ref = stage.newSession();
+  await stage.runs.deliver(ref, { text: "[scenario:live-retry] go", mode: "auto" }, stage.settings());
+  const events = (await collectRunStream(stage.client, runWorkflowId(ref))).map((item) => item.event);
+  expect((await stage.result(ref)).status).toBe("completed");
+  const retry = events.findIndex((event) => event.type === "retry");
+  expect(events[retry]).toMatchObject({ attempt: 1, maxAttempts: 8, delayMs: 3_000 });
+  expect(events[retry]).toMatchObject({ error: expect.stringContaining("HTTP 429") });
+  const reset = events.findIndex(
+    (event) => event.type === "message_update" && event.assistantMessageEvent.type === "reset",
+  );
+  expect(reset).toBeGreaterThan(retry);
+  const assistant = messagesOf(await expectIntactSession(stage, ref)).filter((m) => m.role === "assistant");
+  expect(assistant).toHaveLength(1);
+});
