@@ -5,6 +5,8 @@
  */
 import type { AgentEvent, LiveEvent } from "../../../src/core/events";
 import type { AssistantMessage } from "../../../src/core/messages";
+import { STREAM_ITEMS_CARRIED } from "../../../src/workflows/run/stream";
+import { type RunInput, runWorkflowId } from "../../../src/workflows/types";
 import { rebuiltText, textOf } from "../../support/run-stream";
 import { readSse, type SseEvent } from "../../support/sse";
 import { type ApiStage, createApiStage } from "./api-stage";
@@ -125,4 +127,52 @@ test("a finished run's stream replays its events, deltas included, and ends", as
     () => false,
   );
   expect(numbered.map((event) => event.id)).toEqual(seqs.map(String));
+});
+
+test("across continue-as-new the stream goes on: numbers and offsets continue, each answer rebuilds", async () => {
+  api.stage.llm.addScenario("sse-can", {
+    turns: [],
+    after: ({ turn }) =>
+      turn < 3
+        ? { text: `listing number ${turn}`, toolCalls: [{ name: "ls", arguments: {} }] }
+        : { text: "all listed" },
+  });
+  api.stage.llm.addFaults([{ kind: "slow", match: { scenario: "sse-can" }, rate: 1, tokensPerSecond: 40 }]);
+  const sessionId = api.sessionId();
+  const ref = refOf(sessionId);
+  const settings = api.stage.settings({ limits: { ...api.stage.settings().limits, turnsPerExecution: 1 } });
+  await api.stage.runs.deliver(ref, { text: "[scenario:sse-can] go", mode: "auto" }, settings);
+  const all = await readSse(await open(sessionId), () => false);
+  expect(all.at(-1)?.event).toBe("agent_end");
+  const seqs = all.flatMap((event) => (/^\d+$/.test(event.id!) ? [Number(event.id)] : []));
+  expect(seqs).toEqual(seqs.map((_, index) => index + 1));
+  const offsets = all.flatMap((event) => (event.id!.includes(":") ? [Number(event.id!.split(":")[1])] : []));
+  expect(new Set(offsets).size).toBe(offsets.length);
+  expect(offsets).toEqual([...offsets].sort((a, b) => a - b));
+
+  const events = parsed(all);
+  const entries = await api.stage.entries(ref);
+  const assistants = entries.flatMap((entry) =>
+    entry.type === "message" && entry.message.role === "assistant"
+      ? [{ id: entry.id, message: entry.message }]
+      : [],
+  );
+  expect(assistants.map((entry) => textOf(entry.message))).toEqual([
+    "listing number 0",
+    "listing number 1",
+    "listing number 2",
+    "all listed",
+  ]);
+  for (const assistant of assistants)
+    expect(rebuiltText(events, assistant.id)).toBe(textOf(assistant.message));
+
+  // It did continue as new, and carried a short tail of the stream, not all of it.
+  const handle = api.stage.client.workflow.getHandle(runWorkflowId(ref));
+  const started = (await handle.fetchHistory()).events?.[0]?.workflowExecutionStartedEventAttributes;
+  expect(started?.continuedExecutionRunId).toBeTruthy();
+  const input = await api.stage.client.options.loadedDataConverter.payloadConverter.fromPayload<RunInput>(
+    started!.input!.payloads![0]!,
+  );
+  expect(input.carried?.stream?.log.length).toBeGreaterThan(0);
+  expect(input.carried?.stream?.log.length).toBeLessThanOrEqual(STREAM_ITEMS_CARRIED);
 });
