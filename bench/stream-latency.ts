@@ -189,7 +189,7 @@ Token → SSE client latency of live deltas, and what following a run costs, wit
 SSE clients of one API process. The local LLM server writes a ${WORDS}-word answer (\`w0 w1 …\`)
 at ${TOKENS_PER_SECOND} words a second through the OpenAI Chat Completions wire; latency is from
 the moment it wrote a word to the moment a client read the delta holding it. The path: worker
-(provider SDK stream → coalescing, 100 ms / 256 characters → signal to the run's workflow
+(provider SDK stream → coalescing, one batch per 100 ms → signal to the run's workflow
 stream) → API feed (one per run per process; the run's \`stream\` query every 100 ms while items
 come, slowing to 500 ms when quiet) → SSE over HTTP → client.
 

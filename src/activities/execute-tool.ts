@@ -21,7 +21,9 @@ import { touchWorkspace } from "./workspace-eviction";
 
 const PREVIEW_CHARS = 300;
 /** Output a `tool_execution_update` carries at most (the tail): its consumers show a live tail. */
-const PARTIAL_CHARS = 4_000;
+const PARTIAL_CHARS = 2_000;
+/** Least time between two published updates of one tool (each carries the output so far). */
+const UPDATE_INTERVAL_MS = 1_000;
 
 export function executeToolActivity({
   store,
@@ -68,6 +70,7 @@ export function executeToolActivity({
     const workspace = workspaceFor(workspaceRoot, input.tenantId, input.sessionId);
     await touchWorkspace(workspace);
     const live = liveEventSink(liveEvents);
+    let lastUpdate = 0;
     const output = await whileHeartbeating(ctx, "running", () =>
       runToolCall(toolCall, {
         workspace,
@@ -75,6 +78,8 @@ export function executeToolActivity({
         signal: ctx.cancellationSignal,
         onUpdate: (update) => {
           ctx.heartbeat({ phase: "update" });
+          if (Date.now() - lastUpdate < UPDATE_INTERVAL_MS) return;
+          lastUpdate = Date.now();
           live.publish({
             type: "tool_execution_update",
             toolCallId: call.id,

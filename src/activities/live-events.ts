@@ -1,9 +1,12 @@
 /**
  * Live events from inside an activity (deltas of the message being built, a tool's output so
  * far), published to the run's stream by signal. Deltas are coalesced: consecutive deltas of one
- * content block merge, and a batch goes out at most every `intervalMs` or once `maxChars`
- * characters wait. Publishing is best effort: a failure is logged and dropped, never thrown,
- * because a lost delta costs a client nothing the final message does not bring.
+ * content block merge, and a batch (one signal in the run's history) goes out at most every
+ * `intervalMs`. An attempt publishes at most `maxChars` characters: past that a message gets a
+ * `cut` and nothing more (its text comes with `message_end`), so a huge answer or a chatty
+ * command cannot fill the run's history. Publishing is best effort: a failure is logged and
+ * dropped, never thrown, because a lost delta costs a client nothing the final message does not
+ * bring.
  */
 import { Context } from "@temporalio/activity";
 import { WorkflowStreamClient } from "@temporalio/workflow-streams/client";
@@ -15,11 +18,11 @@ export interface LiveEventOptions {
    * (about 0.9 KB with the workflow task it wakes): a shorter wait is livelier and costs more.
    */
   intervalMs: number;
-  /** Characters waiting that send the batch at once. */
+  /** Characters (deltas, tool output) one activity attempt publishes at most. */
   maxChars: number;
 }
 
-export const DEFAULT_LIVE_EVENT_OPTIONS: LiveEventOptions = { intervalMs: 100, maxChars: 256 };
+export const DEFAULT_LIVE_EVENT_OPTIONS: LiveEventOptions = { intervalMs: 100, maxChars: 32_000 };
 /** Longest the activity waits for its last batch when it ends (a slow server must not hold it). */
 const CLOSE_TIMEOUT_MS = 5_000;
 
@@ -35,9 +38,10 @@ const NO_SINK: LiveEventSink = { publish() {}, close: async () => {} };
 
 /**
  * Appends `event` to `waiting`, merging it into the last waiting event when both are deltas of
- * the same kind to the same content block of the same message. Returns the characters added.
+ * the same kind to the same content block of the same message; a tool's update replaces its
+ * waiting one.
  */
-export function coalesce(waiting: LiveEvent[], event: LiveEvent): number {
+export function coalesce(waiting: LiveEvent[], event: LiveEvent): void {
   const last = waiting[waiting.length - 1];
   if (
     event.type === "message_update" &&
@@ -47,9 +51,9 @@ export function coalesce(waiting: LiveEvent[], event: LiveEvent): number {
   ) {
     const a = last.assistantMessageEvent;
     const b = event.assistantMessageEvent;
-    if (a.type !== "reset" && b.type === a.type && b.contentIndex === a.contentIndex) {
+    if (a.type !== "reset" && a.type !== "cut" && b.type === a.type && b.contentIndex === a.contentIndex) {
       last.assistantMessageEvent = { ...a, delta: a.delta + b.delta };
-      return b.delta.length;
+      return;
     }
   }
   if (
@@ -59,14 +63,16 @@ export function coalesce(waiting: LiveEvent[], event: LiveEvent): number {
   ) {
     // Each update carries the whole output so far: the newer one replaces the waiting one.
     waiting[waiting.length - 1] = event;
-    return 0;
+    return;
   }
   waiting.push(event);
-  return event.type === "message_update" && event.assistantMessageEvent.type !== "reset"
-    ? event.assistantMessageEvent.delta.length
-    : event.type === "tool_execution_update"
-      ? event.partial.length
-      : 0;
+}
+
+function charsOf(event: LiveEvent): number {
+  if (event.type === "tool_execution_update") return event.partial.length;
+  if (event.type !== "message_update") return 0;
+  const delta = event.assistantMessageEvent;
+  return delta.type === "reset" || delta.type === "cut" ? 0 : delta.delta.length;
 }
 
 /**
@@ -90,7 +96,9 @@ export function liveEventSink(options: LiveEventOptions | false): LiveEventSink 
   }
   const topic = client.topic<LiveEvent>(RUN_STREAM_TOPIC.live);
   let waiting: LiveEvent[] = [];
-  let waitingChars = 0;
+  let published = 0;
+  let spent = false;
+  const cut = new Set<string>();
   let timer: NodeJS.Timeout | undefined;
   let failed = false;
 
@@ -99,7 +107,6 @@ export function liveEventSink(options: LiveEventOptions | false): LiveEventSink 
     timer = undefined;
     const batch = waiting;
     waiting = [];
-    waitingChars = 0;
     try {
       for (const event of batch) topic.publish(event);
       void client.flush().catch(dropped);
@@ -115,9 +122,18 @@ export function liveEventSink(options: LiveEventOptions | false): LiveEventSink 
 
   return {
     publish(event) {
-      waitingChars += coalesce(waiting, event);
-      if (waitingChars >= options.maxChars) send();
-      else timer ??= setTimeout(send, options.intervalMs);
+      const chars = charsOf(event);
+      if (chars > 0 && (spent || published + chars > options.maxChars)) {
+        // Once spent, always spent: a later short delta must not leave a hole in the text.
+        spent = true;
+        if (event.type !== "message_update" || cut.has(event.entryId)) return;
+        cut.add(event.entryId);
+        event = { ...event, assistantMessageEvent: { type: "cut" } };
+      }
+      // Counted as offered: a replaced tool update counts too (conservative, and simple).
+      published += chars;
+      coalesce(waiting, event);
+      timer ??= setTimeout(send, options.intervalMs);
     },
     async close() {
       send();
@@ -136,9 +152,4 @@ export function liveEventSink(options: LiveEventOptions | false): LiveEventSink 
       }
     },
   };
-}
-
-/** The current activity's attempt (1 for the first), which live events carry. */
-export function currentAttempt(): number {
-  return Context.current().info.attempt;
 }

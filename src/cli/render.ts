@@ -266,6 +266,14 @@ export class EventPrinter {
       );
       return;
     }
+    if (delta.type === "cut") {
+      // The rest comes with message_end, which then shows the message's preview.
+      this.spinner.stop();
+      this.closeLive();
+      this.streamed.delete(event.entryId);
+      this.output.write("  … (too long to stream; the whole message follows)\n");
+      return;
+    }
     // Tool-call arguments are shown when the tool starts.
     if (delta.type === "toolcall_delta") return;
     this.spinner.stop();

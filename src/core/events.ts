@@ -54,11 +54,14 @@ export type AgentEventType = AgentEventBody["type"];
  * One step of the assistant message being built (pi's `assistantMessageEvent` deltas): text,
  * thinking or tool-call-argument characters appended to the content block at `contentIndex`.
  * `reset` voids everything an earlier attempt of the same call streamed: a client drops what
- * it shows for the message and starts again, so a retried call is never shown twice.
+ * it shows for the message and starts again, so a retried call is never shown twice. `cut`
+ * ends the deltas of a message early (see below).
  */
 export type AssistantMessageDelta =
   | { type: "text_delta" | "thinking_delta" | "toolcall_delta"; contentIndex: number; delta: string }
-  | { type: "reset" };
+  | { type: "reset" }
+  /** No more deltas for this message (the attempt's live budget is spent): its text comes with `message_end`. */
+  | { type: "cut" };
 
 /**
  * Live events: progress inside one activity, published while it runs. They are not numbered,

@@ -3,6 +3,7 @@
  * activity runs, in order, and rebuild exactly what is stored; a worker killed mid-stream leads to
  * a reset and the retried text; deltas never reach the session store.
  */
+import { DEFAULT_LIVE_EVENT_OPTIONS } from "../../../src/activities/live-events";
 import type { AssistantMessage } from "../../../src/core/messages";
 import { runWorkflowId } from "../../../src/workflows/types";
 import {
@@ -176,4 +177,26 @@ test("a rate-limited call publishes a retry event with its wait, then the retry'
   expect(reset).toBeGreaterThan(retry);
   const assistant = messagesOf(await expectIntactSession(stage, ref)).filter((m) => m.role === "assistant");
   expect(assistant).toHaveLength(1);
+});
+
+test("an answer longer than the live budget streams a prefix, then a cut; the whole answer is stored", async () => {
+  const long = Array.from({ length: 8_000 }, (_, i) => `word${i}`).join(" ");
+  stage.llm.addScenario("live-cut", { turns: [{ text: long }] });
+  await stage.startWorker();
+  const ref = stage.newSession();
+  await stage.runs.deliver(ref, { text: "[scenario:live-cut] go", mode: "auto" }, stage.settings());
+  const events = (await collectRunStream(stage.client, runWorkflowId(ref))).map((item) => item.event);
+  const entries = await expectIntactSession(stage, ref);
+  const assistant = entries.find(
+    (entry) => entry.type === "message" && entry.message.role === "assistant",
+  ) as { id: string; message: AssistantMessage };
+  expect(textOf(assistant.message)).toBe(long);
+  const streamed = rebuiltText(events, assistant.id);
+  expect(long.startsWith(streamed)).toBe(true);
+  expect(streamed.length).toBeGreaterThan(10_000);
+  expect(streamed.length).toBeLessThanOrEqual(DEFAULT_LIVE_EVENT_OPTIONS.maxChars);
+  const cuts = events.filter(
+    (event) => event.type === "message_update" && event.assistantMessageEvent.type === "cut",
+  );
+  expect(cuts).toHaveLength(1);
 });

@@ -10,8 +10,8 @@ const text = (delta: string, contentIndex = 0, entryId = "e1", attempt = 1): Liv
 
 test("consecutive deltas of one block merge; another block, message or attempt starts a new event", () => {
   const waiting: LiveEvent[] = [];
-  expect(coalesce(waiting, text("Hel"))).toBe(3);
-  expect(coalesce(waiting, text("lo"))).toBe(2);
+  coalesce(waiting, text("Hel"));
+  coalesce(waiting, text("lo"));
   coalesce(waiting, text("x", 1));
   coalesce(waiting, text("y", 1, "e2"));
   coalesce(waiting, text("z", 1, "e2", 2));
