@@ -302,7 +302,7 @@ ${table(
 Short runs of ${STREAM_TURNS} turns (same scenario: a sentence and one \`ls\` call per turn), history
 bytes per turn. *Off*: live events off (\`KEEL_LIVE_EVENTS=off\`) and nobody reading the run's
 stream. *On*: the model's deltas and tool output published, coalesced (a batch at most every
-*interval*, \`KEEL_LIVE_EVENTS_INTERVAL_MS\`, default 100), and one API feed
+*interval*, \`KEEL_LIVE_EVENTS_INTERVAL_MS\`, default 250), and one API feed
 reading the run's stream for the whole run with the run's \`stream\` query (what one API process
 following the run does; its other clients share it). Budget: on ≤ ${STREAM_BUDGET}× off.
 

@@ -6,11 +6,12 @@
  * workers in process, the API as a Node HTTP server, clients over HTTP with `fetch`.
  *
  * Run: npx tsx bench/stream-latency.ts   (BENCH_WORDS=120, BENCH_TOKENS_PER_SECOND=30,
- * BENCH_CLIENTS=1,50). Writes bench/results/stream-latency.md and .json.
+ * BENCH_CLIENTS=1,50, BENCH_INTERVALS_MS=100,250). Writes bench/results/stream-latency.md and .json.
  */
 import { createHash } from "node:crypto";
 import { Client } from "@temporalio/client";
 import { createParser } from "eventsource-parser";
+import { DEFAULT_LIVE_EVENT_OPTIONS } from "../src/activities/live-events";
 import { createApp } from "../src/api/app";
 import { JsonObjects } from "../src/api/json-objects";
 import { RunClient } from "../src/api/run-client";
@@ -38,10 +39,13 @@ import { startBenchStack } from "./support/stack";
 const WORDS = intFromEnv("BENCH_WORDS", 120);
 const TOKENS_PER_SECOND = intFromEnv("BENCH_TOKENS_PER_SECOND", 30);
 const CLIENT_COUNTS = intListFromEnv("BENCH_CLIENTS", [1, 50]);
+/** Coalescing intervals compared (KEEL_LIVE_EVENTS_INTERVAL_MS). */
+const INTERVALS_MS = intListFromEnv("BENCH_INTERVALS_MS", [100, 250]);
 const API_KEY = "bench-stream-key";
 const TENANT = "bench";
 
 interface Sample {
+  intervalMs: number;
   clients: number;
   p50: number;
   p95: number;
@@ -107,8 +111,8 @@ async function main(): Promise<void> {
       ],
     },
   });
-  const keel = await startInProcessWorkers(stack, "bench-stream-latency");
-  const runs = new RunClient(apiClient, keel.taskQueue);
+  let keel: Awaited<ReturnType<typeof startInProcessWorkers>> | undefined;
+  let runs = new RunClient(apiClient, "unused");
   const app = createApp({
     config: {
       apiKeys: { [createHash("sha256").update(API_KEY).digest("hex")]: TENANT },
@@ -128,57 +132,72 @@ async function main(): Promise<void> {
   const samples: Sample[] = [];
   try {
     const text = Array.from({ length: WORDS }, (_, index) => `w${index}`).join(" ");
-    for (const clients of CLIENT_COUNTS) {
-      const scenario = `latency-${clients}`;
-      stack.llm.addScenario(scenario, { turns: [{ text }] });
-      stack.llm.addFaults([
-        { kind: "slow", match: { scenario }, times: 1, latencyMs: 1_000, tokensPerSecond: TOKENS_PER_SECOND },
-      ]);
-      const sessionId = `latency-${clients}-${Date.now()}`;
-      const ref = { tenantId: TENANT, sessionId };
-      const started = Date.now();
-      await runs.deliver(ref, { text: `[scenario:${scenario}] go`, mode: "auto" }, benchSettings(1));
-      const queriesBefore = queries;
-      const arrived: Map<number, number>[] = [];
-      await Promise.all(
-        Array.from({ length: clients }, async () => {
-          const response = await fetch(`${base}/v1/sessions/${sessionId}/events`, {
-            headers: { authorization: `Bearer ${API_KEY}`, accept: "text/event-stream" },
-          });
-          await readClient(response, arrived);
-        }),
-      );
-      const runSeconds = (Date.now() - started) / 1000;
-      const apiQueries = queries - queriesBefore;
-      const call = stack.llm.journal().find((entry) => entry.scenario === scenario);
-      const sentAt = call?.deltaSentAt ?? [];
-      if (sentAt.length !== WORDS)
-        throw new Error(`expected ${WORDS} deltas sent, the server sent ${sentAt.length}`);
-      const latencies = arrived
-        .flatMap((client) => [...client.entries()].map(([index, at]) => at - sentAt[index]!))
-        .sort((a, b) => a - b);
-      const events = await fetchEvents(stack.client, runWorkflowId(ref));
-      const workflowTasks = countEventsOfType(events, "WORKFLOW_TASK_COMPLETED");
-      const sample: Sample = {
-        clients,
-        p50: percentile(latencies, 50),
-        p95: percentile(latencies, 95),
-        max: latencies.at(-1) ?? Number.NaN,
-        runSeconds,
-        workflowTasks,
-        workflowTasksPerSecond: workflowTasks / runSeconds,
-        apiQueries,
-        apiQueriesPerSecond: apiQueries / runSeconds,
-        wordsPerClient: latencies.length / clients,
-      };
-      console.log(
-        `${clients} clients: p50 ${sample.p50} ms, p95 ${sample.p95} ms, ${fixed(sample.workflowTasksPerSecond)} workflow tasks/s, ${fixed(sample.apiQueriesPerSecond)} queries/s`,
-      );
-      samples.push(sample);
+    for (const intervalMs of INTERVALS_MS) {
+      keel = await startInProcessWorkers(stack, `bench-stream-latency-${intervalMs}`, stack.s3.settings, {
+        liveEvents: { ...DEFAULT_LIVE_EVENT_OPTIONS, intervalMs },
+      });
+      runs = new RunClient(apiClient, keel.taskQueue);
+      for (const clients of CLIENT_COUNTS) {
+        const scenario = `latency-${intervalMs}-${clients}`;
+        stack.llm.addScenario(scenario, { turns: [{ text }] });
+        stack.llm.addFaults([
+          {
+            kind: "slow",
+            match: { scenario },
+            times: 1,
+            latencyMs: 1_000,
+            tokensPerSecond: TOKENS_PER_SECOND,
+          },
+        ]);
+        const sessionId = `latency-${intervalMs}-${clients}-${Date.now()}`;
+        const ref = { tenantId: TENANT, sessionId };
+        const started = Date.now();
+        await runs.deliver(ref, { text: `[scenario:${scenario}] go`, mode: "auto" }, benchSettings(1));
+        const queriesBefore = queries;
+        const arrived: Map<number, number>[] = [];
+        await Promise.all(
+          Array.from({ length: clients }, async () => {
+            const response = await fetch(`${base}/v1/sessions/${sessionId}/events`, {
+              headers: { authorization: `Bearer ${API_KEY}`, accept: "text/event-stream" },
+            });
+            await readClient(response, arrived);
+          }),
+        );
+        const runSeconds = (Date.now() - started) / 1000;
+        const apiQueries = queries - queriesBefore;
+        const call = stack.llm.journal().find((entry) => entry.scenario === scenario);
+        const sentAt = call?.deltaSentAt ?? [];
+        if (sentAt.length !== WORDS)
+          throw new Error(`expected ${WORDS} deltas sent, the server sent ${sentAt.length}`);
+        const latencies = arrived
+          .flatMap((client) => [...client.entries()].map(([index, at]) => at - sentAt[index]!))
+          .sort((a, b) => a - b);
+        const events = await fetchEvents(stack.client, runWorkflowId(ref));
+        const workflowTasks = countEventsOfType(events, "WORKFLOW_TASK_COMPLETED");
+        const sample: Sample = {
+          intervalMs,
+          clients,
+          p50: percentile(latencies, 50),
+          p95: percentile(latencies, 95),
+          max: latencies.at(-1) ?? Number.NaN,
+          runSeconds,
+          workflowTasks,
+          workflowTasksPerSecond: workflowTasks / runSeconds,
+          apiQueries,
+          apiQueriesPerSecond: apiQueries / runSeconds,
+          wordsPerClient: latencies.length / clients,
+        };
+        console.log(
+          `${intervalMs} ms, ${clients} clients: p50 ${sample.p50} ms, p95 ${sample.p95} ms, ${fixed(sample.workflowTasksPerSecond)} workflow tasks/s, ${fixed(sample.apiQueriesPerSecond)} queries/s`,
+        );
+        samples.push(sample);
+      }
+      await keel.stop();
+      keel = undefined;
     }
   } finally {
     server.close();
-    await keel.stop();
+    await keel?.stop();
     s3.destroy();
     await stack.close();
   }
@@ -189,16 +208,17 @@ Token → SSE client latency of live deltas, and what following a run costs, wit
 SSE clients of one API process. The local LLM server writes a ${WORDS}-word answer (\`w0 w1 …\`)
 at ${TOKENS_PER_SECOND} words a second through the OpenAI Chat Completions wire; latency is from
 the moment it wrote a word to the moment a client read the delta holding it. The path: worker
-(provider SDK stream → coalescing, one batch per 100 ms → signal to the run's workflow
+(provider SDK stream → coalescing, one batch per \`KEEL_LIVE_EVENTS_INTERVAL_MS\` (default 250 ms) → signal to the run's workflow
 stream) → API feed (one per run per process; the run's \`stream\` query every 100 ms while items
 come, slowing to 500 ms when quiet) → SSE over HTTP → client.
 
 ${machineLine(machine)}
-Generated by \`npx tsx bench/stream-latency.ts\` (BENCH_WORDS=${WORDS}, BENCH_TOKENS_PER_SECOND=${TOKENS_PER_SECOND}, BENCH_CLIENTS=${CLIENT_COUNTS.join(",")}).
+Generated by \`npx tsx bench/stream-latency.ts\` (BENCH_WORDS=${WORDS}, BENCH_TOKENS_PER_SECOND=${TOKENS_PER_SECOND}, BENCH_CLIENTS=${CLIENT_COUNTS.join(",")}, BENCH_INTERVALS_MS=${INTERVALS_MS.join(",")}).
 Everything runs on this machine: Temporal dev server, S3 server, workers and API in one process.
 
 ${table(
   [
+    "interval",
     "SSE clients",
     "latency p50",
     "latency p95",
@@ -208,6 +228,7 @@ ${table(
     "API queries/s",
   ],
   samples.map((sample) => [
+    `${sample.intervalMs} ms`,
     sample.clients,
     `${sample.p50} ms`,
     `${sample.p95} ms`,
@@ -223,12 +244,17 @@ ${table(
   \`stream\` query, and the state query of each client's connect) — each is a query task for a
   worker. The feed is shared, so 50 clients cost about what 1 does; before, each client polled
   the run's \`events\` query every 300 ms (≈ 3.3 queries/s per client, 167/s for 50).
-- The latency is coalescing (up to 100 ms) + the signal + the feed's poll interval (up to 100 ms
+- The latency is coalescing (up to the interval) + the signal + the feed's poll interval (up to 100 ms
   while the answer streams) + delivery; its floor is set by the two intervals.
 `;
   const path = writeResults("stream-latency", markdown, {
     machine,
-    parameters: { words: WORDS, tokensPerSecond: TOKENS_PER_SECOND, clients: CLIENT_COUNTS },
+    parameters: {
+      words: WORDS,
+      tokensPerSecond: TOKENS_PER_SECOND,
+      clients: CLIENT_COUNTS,
+      intervalsMs: INTERVALS_MS,
+    },
     samples,
   });
   console.log(markdown);

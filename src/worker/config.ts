@@ -112,7 +112,7 @@ export interface WorkerConfig {
   snapshotMaxBytes: number;
   /** 0 = never evict. */
   workspaceIdleEvictMs: number;
-  /** How live events go to run streams, or false (KEEL_LIVE_EVENTS, KEEL_LIVE_EVENTS_INTERVAL_MS; default on, 100 ms). */
+  /** How live events go to run streams, or false (KEEL_LIVE_EVENTS, KEEL_LIVE_EVENTS_INTERVAL_MS; default on, 250 ms). */
   liveEvents?: LiveEventOptions | false;
 }
 
