@@ -19,8 +19,11 @@ import { type AgentEvent, RUN_STREAM_TOPIC } from "../../core/events";
 import { type StreamPage, streamQuery } from "../definitions";
 import type { RunRecord } from "./state";
 
-/** Stream items kept in memory; a subscriber further behind restarts at the oldest kept. */
-export const STREAM_ITEMS_KEPT = 2_000;
+/**
+ * Stream items kept in memory (every cached run holds its log on the worker, like its 1,000
+ * buffered events); a reader further behind restarts at the oldest kept.
+ */
+export const STREAM_ITEMS_KEPT = 1_000;
 /** Items a continue-as-new carries: the tail a subscriber polling right then still needs. */
 export const STREAM_ITEMS_CARRIED = 50;
 /** Items one `stream` query answers at most (the reader asks again for the rest). */
