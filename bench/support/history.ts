@@ -45,6 +45,12 @@ export function bytesAfterTurns(events: HistoryEvent[], modelActivity: string, t
   return encodedBytes(events);
 }
 
+/** Events of `type` (an EventType name without its prefix, e.g. "WORKFLOW_EXECUTION_SIGNALED"). */
+export function countEventsOfType(events: HistoryEvent[], type: string): number {
+  const wanted = EventType[`EVENT_TYPE_${type}` as keyof typeof EventType];
+  return events.filter((event) => event.eventType === wanted).length;
+}
+
 export function countScheduled(events: HistoryEvent[], activity: string): number {
   return events.filter((event) => scheduledType(event) === activity).length;
 }

@@ -5,6 +5,7 @@
  */
 import { mkdtempSync } from "node:fs";
 import { join } from "node:path";
+import type { LiveEventOptions } from "../../src/activities/live-events";
 import type { S3Settings } from "../../src/store/s3-config";
 import { s3SettingsToEnv } from "../../src/store/s3-config";
 import { DEFAULT_SNAPSHOT_MAX_BYTES } from "../../src/store/workspace-snapshots";
@@ -45,11 +46,12 @@ export async function startInProcessWorkers(
   stack: BenchStack,
   taskQueue: string,
   s3: S3Settings = stack.s3.settings,
+  options: { liveEvents?: LiveEventOptions | false } = {},
 ): Promise<InProcessKeelWorkers> {
   // The provider reads its endpoint and key from the environment when the workers are built.
   process.env.OPENAI_BASE_URL = stack.llm.openaiBaseURL;
   process.env.OPENAI_API_KEY = LOCAL_API_KEY;
-  const workers = await createKeelWorkers(workerConfig(stack, taskQueue, s3));
+  const workers = await createKeelWorkers({ ...workerConfig(stack, taskQueue, s3), ...options });
   const running = workers.run();
   return {
     taskQueue,

@@ -44,6 +44,8 @@ export function benchSettings(toolTurns: number): RunSettings {
       ...DEFAULT_RUN_SETTINGS.limits,
       maxTurns: toolTurns + LIMIT_HEADROOM,
       maxToolCalls: toolTurns + LIMIT_HEADROOM,
+      // One execution: the history benchmark measures one run's growth.
+      turnsPerExecution: toolTurns + LIMIT_HEADROOM,
     },
   };
 }
@@ -55,12 +57,16 @@ export interface KeelRun {
   wallMs: number;
 }
 
-/** Starts one run of `toolTurns` ls turns plus the answer and waits for its result. */
+/**
+ * Starts one run of `toolTurns` ls turns plus the answer and waits for its result; `onStarted`
+ * is called once the run has started (to attach subscribers).
+ */
 export async function runLsLoop(
   stack: BenchStack,
   runs: RunClient,
   toolTurns: number,
   tenantId = "bench",
+  onStarted?: (ref: { tenantId: string; sessionId: string }) => void,
 ): Promise<KeelRun> {
   const scenario = lsLoopScenario(stack.llm, toolTurns);
   const ref = { tenantId, sessionId: `s-${randomUUID().slice(0, 12)}` };
@@ -70,6 +76,7 @@ export async function runLsLoop(
     { text: `[scenario:${scenario}] list the workspace`, mode: "auto" },
     benchSettings(toolTurns),
   );
+  onStarted?.(ref);
   const result = (await stack.client.workflow.getHandle(runWorkflowId(ref)).result()) as RunResult;
   const wallMs = performance.now() - started;
   if (result.status !== "completed") throw new Error(`run ended ${result.status}: ${result.reason}`);

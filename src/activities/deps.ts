@@ -5,6 +5,7 @@ import type { SessionStore } from "../store/session-store";
 import type { ToolCallMarkers } from "../store/tool-call-markers";
 import type { WorkspaceSnapshots } from "../store/workspace-snapshots";
 import type { SandboxConfig } from "../tools/sandbox";
+import type { LiveEventOptions } from "./live-events";
 
 export interface ActivityDeps {
   store: SessionStore;
@@ -21,4 +22,6 @@ export interface ActivityDeps {
   snapshotMaxBytes: number;
   /** Isolation and limits of the processes tools start (checked at worker start). */
   sandbox: SandboxConfig;
+  /** How live events (deltas, tool output so far) go to the run's stream, or false for not at all; default on. */
+  liveEvents?: LiveEventOptions | false;
 }

@@ -9,6 +9,8 @@
  * workspace moved to another worker, or an operator reset), and then running a read-only tool
  * once more is harmless — the conditional write finds the stored result and it is returned.
  * Retries, and tools that change things, look first.
+ *
+ * While it runs, the tool's output so far goes to the run's stream as `tool_execution_update`.
  */
 import { CancelledFailure, Context } from "@temporalio/activity";
 import { UNKNOWN_OUTCOME_TEXT } from "../core/markers";
@@ -23,15 +25,21 @@ import {
   toToolResultMessage,
   workspaceFor,
 } from "../tools";
+import type { ToolUpdate } from "../tools/types";
 import type { ActivityDeps } from "./deps";
 import { failpoint } from "./failpoints";
 import { whileHeartbeating } from "./heartbeat";
+import { DEFAULT_LIVE_EVENT_OPTIONS, liveEventSink } from "./live-events";
 import { entryConflict, storeWriteFailures } from "./store-failures";
 import type { ExecuteToolInput, ExecuteToolResult } from "./types";
 import { restoreMissingWorkspace } from "./workspace-activities";
 import { usingWorkspace } from "./workspace-eviction";
 
 const PREVIEW_CHARS = 300;
+/** Output a `tool_execution_update` carries at most (the tail): its consumers show a live tail. */
+const PARTIAL_CHARS = 2_000;
+/** Least time between two published updates of one tool (each carries the output so far). */
+const UPDATE_INTERVAL_MS = 1_000;
 
 export function executeToolActivity({
   store,
@@ -40,6 +48,7 @@ export function executeToolActivity({
   workspaceRoot,
   workerTaskQueue,
   sandbox,
+  liveEvents = DEFAULT_LIVE_EVENT_OPTIONS,
 }: ActivityDeps) {
   return async function executeTool(input: ExecuteToolInput): Promise<ExecuteToolResult> {
     const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
@@ -92,14 +101,27 @@ export function executeToolActivity({
       if (restored !== undefined || (await prepareWorkspace(workspace)).created) {
         await acquireWorkspaceLock(workspace, workerTaskQueue);
       }
+      const live = liveEventSink(liveEvents);
+      let lastUpdate = 0;
       return whileHeartbeating(ctx, "running", (heartbeat) =>
         runToolCall(toolCall, {
           workspace,
           sandbox: { ...sandbox, network: input.network ?? "none" },
           signal: ctx.cancellationSignal,
-          onUpdate: () => heartbeat({ phase: "update" }),
+          onUpdate: (update) => {
+            heartbeat({ phase: "update" });
+            if (Date.now() - lastUpdate < UPDATE_INTERVAL_MS) return;
+            lastUpdate = Date.now();
+            live.publish({
+              type: "tool_execution_update",
+              toolCallId: call.id,
+              toolName: call.name,
+              attempt: ctx.info.attempt,
+              partial: tailOf(update),
+            });
+          },
         }),
-      );
+      ).finally(() => live.close());
     });
     const { entry, written } = await write(toToolResultMessage(toolCall, output, Date.now()));
     failpoint("executeTool.afterWrite");
@@ -122,6 +144,12 @@ async function toolCallOf(store: ActivityDeps["store"], input: ExecuteToolInput)
     );
   }
   return call;
+}
+
+/** The update's text, its last `PARTIAL_CHARS` characters when longer (the run's history carries it). */
+function tailOf(update: ToolUpdate): string {
+  const text = update.content.flatMap((block) => (block.type === "text" ? [block.text] : [])).join("\n");
+  return text.length > PARTIAL_CHARS ? text.slice(-PARTIAL_CHARS) : text;
 }
 
 function resultOf(entry: SessionEntry, expectedId: string): ToolResultMessage {

@@ -8,31 +8,43 @@
  * after a context overflow had nothing written). Should an entry be there all the same (an
  * operator reset the workflow or the activity), the conditional write still finds it and the
  * stored entry wins, as below; only the model call is spent.
+ *
+ * While the model streams, its deltas go to the run's stream as `message_update` live events
+ * (coalesced; never stored: only the final message is). A retried attempt first publishes a
+ * `reset`, so clients replace what an earlier attempt showed instead of appending to it.
  */
 
 import { ApplicationFailure, CancelledFailure, Context } from "@temporalio/activity";
+import type { AssistantMessageDelta } from "../core/events";
 import { FailureType } from "../core/failure-types";
 import { INTERRUPTED_MARKER } from "../core/markers";
 import { type AssistantMessage, toolCallsOf } from "../core/messages";
+import { backoffMs, LLM_RETRY } from "../core/retry-policy";
 import { createMessageEntry } from "../core/session-entries";
 import type { SessionEntry } from "../core/session-types";
 import { withUniqueToolCallIds } from "../providers/tool-call-ids";
+import type { ModelInfo } from "../providers/types";
 import { toolNamed, toolSpecs } from "../tools";
 import { entriesBefore, modelMessages, pathOf } from "./conversation";
 import type { ActivityDeps } from "./deps";
 import { failpoint } from "./failpoints";
 import { whileHeartbeating } from "./heartbeat";
-import { llmFailure } from "./llm-retry";
+import { DEFAULT_LIVE_EVENT_OPTIONS, type LiveEventSink, liveEventSink } from "./live-events";
+import { llmFailure, nextRetryDelayMs } from "./llm-retry";
 import { entryConflict, storeWriteFailures } from "./store-failures";
 import type { LlmTurnInput, LlmTurnResult, ToolCallSummary } from "./types";
 
 const PREVIEW_CHARS = 500;
 const ARGUMENTS_PREVIEW_CHARS = 300;
 
-export function llmTurnActivity({ store, provider, catalog }: ActivityDeps) {
+export function llmTurnActivity({
+  store,
+  provider,
+  catalog,
+  liveEvents = DEFAULT_LIVE_EVENT_OPTIONS,
+}: ActivityDeps) {
   return async function llmTurn(input: LlmTurnInput): Promise<LlmTurnResult> {
     const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
-    const ctx = Context.current();
     const model = catalog.find(input.model);
     if (!model)
       throw ApplicationFailure.nonRetryable(
@@ -42,13 +54,40 @@ export function llmTurnActivity({ store, provider, catalog }: ActivityDeps) {
 
     for (const write of input.writesFirst)
       await storeWriteFailures(() => store.putEntry(ref, write.seq, write.entry));
+    const live = liveEventSink(liveEvents);
+    try {
+      return await callModel(input, model, live);
+    } finally {
+      await live.close();
+    }
+  };
+
+  /** The call itself, streaming its deltas to `live` (see the module comment). */
+  async function callModel(
+    input: LlmTurnInput,
+    model: ModelInfo,
+    live: LiveEventSink,
+  ): Promise<LlmTurnResult> {
+    const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
+    const ctx = Context.current();
+    const { attempt } = ctx.info;
+    const update = (assistantMessageEvent: AssistantMessageDelta) =>
+      live.publish({ type: "message_update", entryId: input.slot.id, attempt, assistantMessageEvent });
+    // An earlier attempt may have streamed part of this message: clients drop it.
+    if (attempt > 1) update({ type: "reset" });
+
     const adoptStored = async () => {
       const stored = await store.getEntry(ref, input.slot.seq);
       return stored && summarize(assistantOf(stored, input.slot.id), true, model.contextWindow);
     };
-    if (ctx.info.attempt > 1) {
-      const stored = await adoptStored();
-      if (stored) return stored;
+    if (attempt > 1) {
+      const stored = await store.getEntry(ref, input.slot.seq);
+      if (stored) {
+        const message = assistantOf(stored, input.slot.id);
+        // A client that saw the earlier attempt's deltas just reset: it gets the stored message.
+        for (const delta of deltasOf(message)) update(delta);
+        return summarize(message, true, model.contextWindow);
+      }
     }
 
     const entries = await entriesBefore(store, ref, input.slot.seq);
@@ -68,6 +107,7 @@ export function llmTurnActivity({ store, provider, catalog }: ActivityDeps) {
           signal: ctx.cancellationSignal,
           onProgress: (progress) =>
             heartbeat({ textChars: progress.textChars, toolCalls: progress.toolCalls }),
+          onDelta: update,
         },
       ),
     );
@@ -82,8 +122,18 @@ export function llmTurnActivity({ store, provider, catalog }: ActivityDeps) {
       );
       throw new CancelledFailure("the model call was cancelled; its partial answer is stored");
     }
-    if (error?.kind === "retryable")
-      throw llmFailure(`${model.id}: ${error.message}`, error, ctx.info.attempt);
+    if (error?.kind === "retryable") {
+      if (attempt < LLM_RETRY.maximumAttempts)
+        live.publish({
+          type: "retry",
+          entryId: input.slot.id,
+          attempt,
+          maxAttempts: LLM_RETRY.maximumAttempts,
+          delayMs: nextRetryDelayMs(attempt, error.retryAfterMs) ?? backoffMs(attempt),
+          error: `${error.status !== undefined ? `HTTP ${error.status}` : "network"}: ${error.message}`,
+        });
+      throw llmFailure(`${model.id}: ${error.message}`, error, attempt);
+    }
     if (error?.kind === "context_overflow") {
       // Nothing is written on this path, so the workflow would take the slot back: make sure
       // nothing is stored there (one request, only when the context overflowed).
@@ -106,7 +156,19 @@ export function llmTurnActivity({ store, provider, catalog }: ActivityDeps) {
     if (error?.kind === "non_retryable")
       return { ...summary, errorKind: "non_retryable", errorMessage: error.message };
     return summary;
-  };
+  }
+}
+
+/** A stored message as the deltas that build it, one per content block. */
+function deltasOf(message: AssistantMessage): AssistantMessageDelta[] {
+  return message.content.flatMap((block, contentIndex): AssistantMessageDelta[] => {
+    if (block.type === "text" && block.text) return [{ type: "text_delta", contentIndex, delta: block.text }];
+    if (block.type === "thinking" && block.thinking)
+      return [{ type: "thinking_delta", contentIndex, delta: block.thinking }];
+    if (block.type === "toolCall")
+      return [{ type: "toolcall_delta", contentIndex, delta: JSON.stringify(block.arguments) }];
+    return [];
+  });
 }
 
 function assistantOf(entry: SessionEntry, expectedId: string): AssistantMessage {

@@ -2,6 +2,7 @@
  * The client side of runs: delivering messages (starting a run when none is live), abort,
  * approvals, state and events. Used by the HTTP API, the CLI and tests.
  */
+
 import { setTimeout as sleep } from "node:timers/promises";
 import {
   type Client,
@@ -47,6 +48,7 @@ import {
   runWorkflowId,
   type SessionRef,
 } from "../workflows/types";
+import { type RunFeed, RunFeeds } from "./run-feed";
 
 /** A delivery refused by the run (busy, queue full, ended, invalid): `type` says which. */
 export class DeliveryRefusedError extends Error {
@@ -188,6 +190,8 @@ const NO_RUN = "";
 const ENDED_RUN_RETRIES = 5;
 
 export class RunClient {
+  private feeds?: RunFeeds;
+
   constructor(
     private readonly client: Client,
     private readonly taskQueue: string,
@@ -364,6 +368,12 @@ export class RunClient {
     const run =
       runId !== undefined ? await this.runOf(ref, await this.pinned(ref, runId).describe()) : undefined;
     return { ...(run ? { run } : {}), ...(maintenance ? { maintenance } : {}) };
+  }
+
+  /** The process's shared feed of the session's run stream (see run-feed.ts). */
+  feed(ref: SessionRef, runOpen: boolean): RunFeed {
+    this.feeds ??= new RunFeeds(this.client);
+    return this.feeds.feed(runWorkflowId(ref), runOpen);
   }
 
   /** Events of the session's newest agent run after `afterSeq` (none when it never had a run). */

@@ -104,6 +104,14 @@ export const EventsQuerySchema = z.object({
     ...queryInteger(0, MAX_QUERY_INTEGER),
     description: "Last seq seen",
   }),
+  deltas: z
+    .enum(["true", "false"])
+    .optional()
+    .openapi({
+      param: { name: "deltas", in: "query" },
+      description:
+        "Event stream only: `false` leaves out live events (message_update, tool_execution_update); default true",
+    }),
 });
 
 export const ExportQuerySchema = z.object({

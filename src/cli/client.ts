@@ -12,7 +12,7 @@ import { createParser, type EventSourceMessage } from "eventsource-parser";
 import { type ClientResponse, hc } from "hono/client";
 import type { SuccessStatusCode } from "hono/utils/http-status";
 import type { ApiApp } from "../api/app";
-import type { AgentEvent } from "../core/events";
+import type { AgentEvent, LiveEvent } from "../core/events";
 
 /** Where the CLI's exit code comes from: see `exitCodeOf`. */
 export const EXIT = { ok: 0, failed: 1, usage: 2, refused: 3 } as const;
@@ -109,11 +109,22 @@ export class ApiClient {
   }
 
   /** Events of the session's latest run after `after`, as a stream that ends with the run. */
-  async *events(sessionId: string, after: number, signal?: AbortSignal): AsyncGenerator<AgentEvent> {
+  /**
+   * The latest run's event stream after the SSE id `lastEventId` (a seq, or `seq:offset` for a
+   * live event); `deltas: false` asks for numbered events only.
+   */
+  async *events(
+    sessionId: string,
+    lastEventId: string,
+    options: { deltas?: boolean; signal?: AbortSignal } = {},
+  ): AsyncGenerator<StreamedEvent> {
     const response = await this.response(
       this.api.v1.sessions[":sessionId"].events.$get(
-        { param: { sessionId }, query: {} },
-        { headers: { accept: "text/event-stream", "last-event-id": String(after) }, init: { signal } },
+        { param: { sessionId }, query: options.deltas === false ? { deltas: "false" } : {} },
+        {
+          headers: { accept: "text/event-stream", "last-event-id": lastEventId },
+          init: { signal: options.signal },
+        },
       ),
     );
     if (!response.body) return;
@@ -173,9 +184,9 @@ async function problemOf(response: Response): Promise<ApiError> {
  * The run events in a Server-Sent Events body, as the stream delivers them. Framing follows the
  * SSE specification (`eventsource-parser`): LF, CR and CRLF line ends, multi-line data, comments
  * and `retry:` fields. An `error` event (the server's stream failed) throws `ApiError`; events
- * whose data is not a numbered run event are skipped.
+ * whose data is neither a numbered run event nor a live event are skipped.
  */
-export async function* readEventStream(body: AsyncIterable<Uint8Array>): AsyncGenerator<AgentEvent> {
+export async function* readEventStream(body: AsyncIterable<Uint8Array>): AsyncGenerator<StreamedEvent> {
   const ready: EventSourceMessage[] = [];
   const parser = createParser({ onEvent: (message) => ready.push(message) });
   const decoder = new TextDecoder();
@@ -202,7 +213,15 @@ export async function* readEventStream(body: AsyncIterable<Uint8Array>): AsyncGe
   yield* eventsOf(feed(undefined));
 }
 
-function runEventOf(message: EventSourceMessage): AgentEvent | undefined {
+/** An event as the stream sent it, with its SSE id (what `Last-Event-ID` resumes after). */
+export interface StreamedEvent {
+  id?: string;
+  event: AgentEvent | LiveEvent;
+}
+
+const LIVE_EVENT_TYPES = new Set<string>(["message_update", "tool_execution_update", "retry"]);
+
+function runEventOf(message: EventSourceMessage): StreamedEvent | undefined {
   let data: unknown;
   try {
     data = JSON.parse(message.data);
@@ -217,6 +236,9 @@ function runEventOf(message: EventSourceMessage): AgentEvent | undefined {
       `event stream failed: ${typeof detail === "string" ? detail : message.data}`,
     );
   }
-  const seq = (data as { seq?: unknown } | undefined)?.seq;
-  return typeof seq === "number" ? (data as AgentEvent) : undefined;
+  const fields = data as { seq?: unknown; type?: unknown } | undefined;
+  const numbered = typeof fields?.seq === "number";
+  if (!numbered && !(typeof fields?.type === "string" && LIVE_EVENT_TYPES.has(fields.type))) return undefined;
+  const event = data as AgentEvent | LiveEvent;
+  return message.id !== undefined ? { id: message.id, event } : { event };
 }

@@ -48,6 +48,8 @@ const DEV_TASK_QUEUE = "keel";
 
 /** Each reply of the local LLM server waits this long, so the demo can be steered mid-run. */
 const DEMO_LLM_LATENCY_MS = 700;
+/** The local LLM server writes its replies at about this pace, so the demo's answer visibly streams. */
+const DEMO_LLM_TOKENS_PER_SECOND = 30;
 
 /** Models used with a real provider key, first match wins. */
 const REAL_PROVIDER_MODELS = [
@@ -209,6 +211,7 @@ export async function runDev(argv: string[], out: Output = stdoutOutput): Promis
       llm = await step(out, "local LLM server (no provider key set)", () =>
         startLocalLlmServer({
           latencyMs: DEMO_LLM_LATENCY_MS,
+          tokensPerSecond: DEMO_LLM_TOKENS_PER_SECOND,
           // A prompt without a [scenario:x] tag gets a small piece of visible work.
           scenarios: { [DEFAULT_SCENARIO]: quickstartScenario },
         }),

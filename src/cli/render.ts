@@ -3,7 +3,7 @@
  * tokens and cost), and a spinner while a person waits on a terminal. Pure formatting except for
  * `EventPrinter` and `Spinner`, which write.
  */
-import type { AgentEvent } from "../core/events";
+import type { AgentEvent, LiveEvent } from "../core/events";
 import type { AgentMessage, Usage } from "../core/messages";
 
 const PREVIEW_CHARS = 160;
@@ -74,8 +74,15 @@ function approvalOutcome(decision: ApprovalDecision): string {
   }
 }
 
-/** The line(s) shown for an event, or undefined for events a person does not need to see. */
-export function formatEvent(event: AgentEvent, totals: { cost: number; tokens: number }): string | undefined {
+/**
+ * The line(s) shown for an event, or undefined for events a person does not need to see.
+ * `streamed`: the assistant message's text was already shown live; only its usage line is left.
+ */
+export function formatEvent(
+  event: AgentEvent,
+  totals: { cost: number; tokens: number },
+  streamed = false,
+): string | undefined {
   switch (event.type) {
     case "agent_start":
       return `▶ run ${event.runId} started`;
@@ -92,9 +99,10 @@ export function formatEvent(event: AgentEvent, totals: { cost: number; tokens: n
       totals.tokens += message.usage.totalTokens;
       const lines: string[] = [];
       const thinking = message.content.find((block) => block.type === "thinking");
-      if (thinking?.type === "thinking" && thinking.thinking) lines.push(`  ∴ ${oneLine(thinking.thinking)}`);
+      if (!streamed && thinking?.type === "thinking" && thinking.thinking)
+        lines.push(`  ∴ ${oneLine(thinking.thinking)}`);
       const text = textOf(message);
-      if (text) lines.push(`  ● ${oneLine(text, 400)}`);
+      if (!streamed && text) lines.push(`  ● ${oneLine(text, 400)}`);
       lines.push(`    ${formatUsage(message.usage)} (run total ${formatUsd(totals.cost)})`);
       return lines.join("\n");
     }
@@ -102,8 +110,6 @@ export function formatEvent(event: AgentEvent, totals: { cost: number; tokens: n
       return `  ⚙ ${event.toolName}${formatArgs(event.args)}`;
     case "tool_execution_end":
       return `  ${event.isError ? "✗" : "✓"} ${event.toolName} ${event.state}`;
-    case "retry":
-      return `  ↻ retry ${event.attempt}/${event.maxAttempts} in ${event.delayMs} ms: ${oneLine(event.error)}`;
     case "approval_requested":
       return `  ? ${event.toolName} waits for approval (tool call ${event.toolCallId})${formatArgs(event.args)}`;
     case "approval_resolved":
@@ -167,10 +173,36 @@ export class Spinner {
   }
 }
 
-/** Prints events as they arrive: human lines (with a spinner between them) or JSON lines. */
+/** What the printer is in the middle of writing live: a block of a message, or a tool's output. */
+type OpenLive =
+  | { kind: "text" | "thinking"; entryId: string; contentIndex: number }
+  | { kind: "tool"; toolCallId: string };
+
+/** Characters of a tool's previous output looked for in the next one (which may have lost its head). */
+const OVERLAP_CHARS = 200;
+
+/** The part of `next` (a tool's output so far) not printed yet, given what `before` held. */
+export function unseenOutput(before: string, next: string): string {
+  if (next.startsWith(before)) return next.slice(before.length);
+  // The update holds the output's tail only: continue after the end of what was shown.
+  const tail = before.slice(-OVERLAP_CHARS);
+  const at = tail ? next.lastIndexOf(tail) : -1;
+  return at >= 0 ? next.slice(at + tail.length) : `…${next}`;
+}
+
+/**
+ * Prints events as they arrive: human lines (with a spinner between them) or JSON lines. Live
+ * events write the model's text as it comes (thinking dimmed) and a tool's output as it grows.
+ */
 export class EventPrinter {
   private readonly totals = { cost: 0, tokens: 0 };
   private readonly spinner: Spinner;
+  private open?: OpenLive;
+  private atLineStart = true;
+  /** Assistant entries whose text was shown live. */
+  private readonly streamed = new Set<string>();
+  /** A running tool's output shown so far, by tool call id. */
+  private readonly toolOutput = new Map<string, string>();
 
   constructor(
     private readonly output: Output,
@@ -189,20 +221,108 @@ export class EventPrinter {
       return;
     }
     this.spinner.stop();
-    const line = formatEvent(event, this.totals);
+    this.closeLive();
+    const streamed = event.type === "message_end" && this.streamed.delete(event.entryId);
+    if (event.type === "tool_execution_end") this.toolOutput.delete(event.toolCallId);
+    const line = formatEvent(event, this.totals, streamed);
     if (line !== undefined) this.output.write(`${line}\n`);
     if (event.type !== "agent_end") this.spinner.start(waitingLabel(event));
+  }
+
+  /** Writes a live event: text as it comes, or one JSON line. */
+  live(event: LiveEvent): void {
+    if (this.json) {
+      this.output.write(`${JSON.stringify(event)}\n`);
+      return;
+    }
+    if (event.type === "retry") {
+      this.spinner.stop();
+      this.closeLive();
+      this.output.write(
+        `  ↻ model call failed (attempt ${event.attempt}/${event.maxAttempts}), retrying in ${event.delayMs} ms: ${oneLine(event.error)}\n`,
+      );
+      this.spinner.start("waiting to retry");
+      return;
+    }
+    if (event.type === "tool_execution_update") {
+      const fresh = unseenOutput(this.toolOutput.get(event.toolCallId) ?? "", event.partial);
+      this.toolOutput.set(event.toolCallId, event.partial);
+      if (!fresh) return;
+      this.spinner.stop();
+      if (this.open?.kind !== "tool" || this.open.toolCallId !== event.toolCallId) {
+        this.closeLive();
+        this.open = { kind: "tool", toolCallId: event.toolCallId };
+      }
+      this.writeLive(fresh, "    │ ");
+      return;
+    }
+    const delta = event.assistantMessageEvent;
+    if (delta.type === "reset") {
+      this.spinner.stop();
+      this.closeLive();
+      this.streamed.delete(event.entryId);
+      this.output.write(
+        `  ↻ the model call is retried (attempt ${event.attempt}); its answer starts again\n`,
+      );
+      return;
+    }
+    if (delta.type === "cut") {
+      // The rest comes with message_end, which then shows the message's preview.
+      this.spinner.stop();
+      this.closeLive();
+      this.streamed.delete(event.entryId);
+      this.output.write("  … (too long to stream; the whole message follows)\n");
+      return;
+    }
+    // Tool-call arguments are shown when the tool starts.
+    if (delta.type === "toolcall_delta") return;
+    this.spinner.stop();
+    const kind = delta.type === "text_delta" ? "text" : "thinking";
+    const open = this.open;
+    if (open?.kind !== kind || open.entryId !== event.entryId || open.contentIndex !== delta.contentIndex) {
+      this.closeLive();
+      this.open = { kind, entryId: event.entryId, contentIndex: delta.contentIndex };
+      this.output.write(kind === "text" ? "  ● " : this.dim("  ∴ "));
+      this.atLineStart = false;
+    }
+    this.streamed.add(event.entryId);
+    this.writeLive(delta.delta, "    ", kind === "thinking");
+  }
+
+  /** Writes `text`, starting each new line with `indent`. */
+  private writeLive(text: string, indent: string, dim = false): void {
+    let out = "";
+    for (const char of text) {
+      if (this.atLineStart) out += indent;
+      out += char;
+      this.atLineStart = char === "\n";
+    }
+    this.output.write(dim ? this.dim(out) : out);
+  }
+
+  /** Ends what is being written live with a line break. */
+  private closeLive(): void {
+    if (!this.open) return;
+    if (!this.atLineStart) this.output.write("\n");
+    this.atLineStart = true;
+    this.open = undefined;
+  }
+
+  private dim(text: string): string {
+    return this.output.isTTY ? `\x1b[2m${text}\x1b[22m` : text;
   }
 
   /** A line of commentary between events (human output only; the spinner resumes after it). */
   note(text: string): void {
     if (this.json) return;
     this.spinner.stop();
+    this.closeLive();
     this.output.write(`${text}\n`);
     this.spinner.start("working");
   }
 
   done(): void {
     this.spinner.stop();
+    this.closeLive();
   }
 }

@@ -27,7 +27,6 @@ export type AgentEventBody =
   | { type: "message_start"; entryId: string; role: AgentMessage["role"] }
   | { type: "message_end"; entryId: string; role: AgentMessage["role"]; message?: AgentMessage }
   | { type: "tool_execution_start"; toolCallId: string; toolName: string; args?: Record<string, unknown> }
-  | { type: "tool_execution_update"; toolCallId: string; toolName: string; partial: string }
   | {
       type: "tool_execution_end";
       toolCallId: string;
@@ -37,7 +36,6 @@ export type AgentEventBody =
     }
   | { type: "compaction_start"; reason: "threshold" | "overflow"; tokensBefore: number }
   | { type: "compaction_end"; entryId?: string; tokensBefore: number; error?: string }
-  | { type: "retry"; attempt: number; maxAttempts: number; delayMs: number; error: string }
   | { type: "approval_requested"; toolCallId: string; toolName: string; args: Record<string, unknown> }
   | {
       type: "approval_resolved";
@@ -51,6 +49,63 @@ export type AgentEventBody =
     };
 
 export type AgentEventType = AgentEventBody["type"];
+
+/**
+ * One step of the assistant message being built (pi's `assistantMessageEvent` deltas): text,
+ * thinking or tool-call-argument characters appended to the content block at `contentIndex`.
+ * `reset` voids everything an earlier attempt of the same call streamed: a client drops what
+ * it shows for the message and starts again, so a retried call is never shown twice. `cut`
+ * ends the deltas of a message early (see below).
+ */
+export type AssistantMessageDelta =
+  | { type: "text_delta" | "thinking_delta" | "toolcall_delta"; contentIndex: number; delta: string }
+  | { type: "reset" }
+  /** No more deltas for this message (the attempt's live budget is spent): its text comes with `message_end`. */
+  | { type: "cut" };
+
+/**
+ * Live events: progress inside one activity, published while it runs. They are not numbered,
+ * not kept in the event buffer and never stored in the session (the final message is); a client
+ * that misses them still gets the `message_end` / `tool_execution_end` that follows.
+ * `attempt` is the activity attempt that produced them.
+ */
+export type LiveEvent =
+  | {
+      type: "message_update";
+      /** The assistant entry being built (the id `message_start` / `message_end` carry). */
+      entryId: string;
+      attempt: number;
+      assistantMessageEvent: AssistantMessageDelta;
+    }
+  | {
+      /**
+       * The model call for `entryId` failed with a retryable error (rate limit, overload, server
+       * error, network) and is tried again after `delayMs` (at least; the server may add its
+       * own wait). Failures the activity cannot see (its worker died, a timeout) show as the
+       * next attempt's `reset` only.
+       */
+      type: "retry";
+      entryId: string;
+      attempt: number;
+      maxAttempts: number;
+      delayMs: number;
+      /** The error's class and message, e.g. `HTTP 429: rate limited`. */
+      error: string;
+    }
+  | {
+      type: "tool_execution_update";
+      toolCallId: string;
+      toolName: string;
+      attempt: number;
+      /** The tool's output so far (its tail when long); each update replaces the previous one. */
+      partial: string;
+    };
+
+/**
+ * Topics of a run's stream (Temporal workflow streams): numbered run events, published by the
+ * workflow as it emits them, and live events, published by activities.
+ */
+export const RUN_STREAM_TOPIC = { events: "events", live: "live" } as const;
 /** A numbered event; `seq` starts at 1 and increases by one per event of a run. */
 export type AgentEvent = AgentEventBody & { seq: number };
 

@@ -16,7 +16,14 @@ import { CHARS_PER_TOKEN, estimateContextTokens, estimateTokens } from "../core/
 import { classifyError } from "./errors";
 import { parseTextToolCalls } from "./fallback-tool-calls";
 import { computeCost } from "./models";
-import type { CompleteOptions, ModelInfo, ProgressInfo, ProviderError, ProviderResult } from "./types";
+import type {
+  CompleteOptions,
+  ContentDelta,
+  ModelInfo,
+  ProgressInfo,
+  ProviderError,
+  ProviderResult,
+} from "./types";
 
 /** A completed response whose stop reason means "no answer" (refusal, content filter). */
 const REFUSAL_MESSAGE = "The provider declined to answer (refusal or content filter)";
@@ -88,6 +95,7 @@ export class OutputBuilder {
     this.progress.textChars += delta.length;
     this.progress.partialText += delta;
     this.report();
+    this.delta("text_delta", block, delta);
   }
 
   /** Appends to the thinking block streamed under `key`, creating it on first use. */
@@ -101,6 +109,7 @@ export class OutputBuilder {
     block.thinking += delta;
     this.progress.thinkingChars += delta.length;
     if (delta) this.report();
+    this.delta("thinking_delta", block, delta);
     return block;
   }
 
@@ -134,6 +143,7 @@ export class OutputBuilder {
     if (!open) return;
     open.json += delta;
     open.block.arguments = parseArguments(open.json);
+    this.delta("toolcall_delta", open.block, delta);
   }
 
   /** A complete block from a non-streaming response. */
@@ -182,6 +192,11 @@ export class OutputBuilder {
 
   private report(): void {
     this.options.onProgress?.({ ...this.progress });
+  }
+
+  private delta(type: ContentDelta["type"], block: AssistantMessage["content"][number], delta: string): void {
+    if (!delta || !this.options.onDelta) return;
+    this.options.onDelta({ type, contentIndex: this.message.content.indexOf(block), delta });
   }
 
   /** Result of a call whose response completed. */

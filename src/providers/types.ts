@@ -53,6 +53,15 @@ export interface CompleteOptions {
   thinkingLevel?: ThinkingLevel;
   signal?: AbortSignal;
   onProgress?: (progress: ProgressInfo) => void;
+  /** Every non-empty delta as it arrives, with the index of the content block it extends. */
+  onDelta?: (delta: ContentDelta) => void;
+}
+
+/** Characters appended to one content block of the message being built. */
+export interface ContentDelta {
+  type: "text_delta" | "thinking_delta" | "toolcall_delta";
+  contentIndex: number;
+  delta: string;
 }
 
 export type ProviderErrorKind = "retryable" | "non_retryable" | "context_overflow" | "aborted";

@@ -1,6 +1,8 @@
 /** Worker configuration from the environment, validated once at start. */
+
 import { join } from "node:path";
 import { z } from "zod";
+import { DEFAULT_LIVE_EVENT_OPTIONS, type LiveEventOptions } from "../activities/live-events";
 import type { ProviderConfig } from "../providers/registry";
 import { type S3Settings, s3SettingsFromEnv } from "../store/s3-config";
 import { DEFAULT_SNAPSHOT_MAX_BYTES } from "../store/workspace-snapshots";
@@ -57,6 +59,15 @@ const WorkerEnvSchema = z.object({
   KEEL_ANTHROPIC_PROMPT_CACHING: booleanFlag.optional(),
   /** "off" runs tool processes unsandboxed (hosts without user namespaces); logged at every start. */
   KEEL_SANDBOX: z.enum(["on", "off"]).default("on"),
+  /** "off" stops publishing live events (deltas, tool output so far) to run streams. */
+  KEEL_LIVE_EVENTS: z.enum(["on", "off"]).default("on"),
+  /** Longest a live delta waits to be sent with others (each batch is one signal in the run's history). */
+  KEEL_LIVE_EVENTS_INTERVAL_MS: z.coerce
+    .number()
+    .int()
+    .min(10)
+    .max(10_000)
+    .default(DEFAULT_LIVE_EVENT_OPTIONS.intervalMs),
   /** Comma-separated worker variables passed to tool commands (secret-looking names are refused). */
   KEEL_SANDBOX_PASS_ENV: z.string().default(""),
   KEEL_SANDBOX_MEMORY_MB: z.coerce
@@ -107,6 +118,8 @@ export interface WorkerConfig {
   snapshotMaxBytes: number;
   /** 0 = never evict. */
   workspaceIdleEvictMs: number;
+  /** How live events go to run streams, or false (KEEL_LIVE_EVENTS, KEEL_LIVE_EVENTS_INTERVAL_MS; default on, 250 ms). */
+  liveEvents?: LiveEventOptions | false;
 }
 
 /** Throws one readable error listing every invalid variable (values of secrets are never shown). */
@@ -131,6 +144,10 @@ export function workerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Worke
     },
     taskQueue: values.KEEL_TASK_QUEUE,
     workspaceRoot: values.KEEL_WORKSPACE_ROOT ?? join(process.cwd(), ".keel/workspaces"),
+    liveEvents: values.KEEL_LIVE_EVENTS === "on" && {
+      ...DEFAULT_LIVE_EVENT_OPTIONS,
+      intervalMs: values.KEEL_LIVE_EVENTS_INTERVAL_MS,
+    },
     workflowBundlePath: values.KEEL_WORKFLOW_BUNDLE,
     maxConcurrentActivities: values.KEEL_MAX_CONCURRENT_ACTIVITIES,
     shutdownGraceMs: values.KEEL_SHUTDOWN_GRACE_SECONDS * 1000,

@@ -2,8 +2,10 @@
  * Worker setup shared by the long-running and the Lambda worker: the activities, the worker
  * options and the tool sandbox check.
  */
+
 import type { S3Client } from "@aws-sdk/client-s3";
 import { createActivities } from "../activities";
+import { DEFAULT_LIVE_EVENT_OPTIONS } from "../activities/live-events";
 import type { KeelActivities } from "../activities/types";
 import { loadCatalog } from "../providers/models";
 import { createProvider } from "../providers/registry";
@@ -32,6 +34,7 @@ export function workerActivities(config: WorkerConfig, s3: S3Client, toolTaskQue
     sandbox: config.sandbox,
     snapshots: new WorkspaceSnapshots(s3, config.s3),
     snapshotMaxBytes: config.snapshotMaxBytes,
+    liveEvents: config.liveEvents ?? DEFAULT_LIVE_EVENT_OPTIONS,
   });
 }
 

@@ -44,6 +44,7 @@ import {
   recordModelUsage,
   releaseSlot,
 } from "./run/state";
+import { openRunStream } from "./run/stream";
 import { runTools } from "./run/tool-calls";
 import { carry } from "./run/views";
 import { ModelAttribute, RunStatusAttribute, SessionAttribute, TenantAttribute } from "./search-attributes";
@@ -51,10 +52,13 @@ import { type RunError, type RunInput, type RunResult, sessionCwd } from "./type
 
 export async function agentRun(input: RunInput): Promise<RunResult> {
   const run = createRunRecord(input, { now: Date.now, random: Math.random });
+  const stream = openRunStream(run, input.carried?.stream);
+  run.publish = stream.publish;
   const ctx: RunContext = {
     run,
     hooks: hooksNamed(input.settings.hooks ?? []),
     llm: llmActivities(input.settings.timeouts),
+    stream,
   };
   upsertSearchAttributes([
     { key: TenantAttribute, value: input.tenantId },
@@ -97,8 +101,12 @@ async function runTurns(ctx: RunContext, input: RunInput): Promise<RunResult> {
     if (start.kind === "finish") return finish(ctx, "completed", start.reason);
     if (start.kind === "continue_as_new") {
       pushPending(run, start.inputs, true);
+      ctx.stream.detach();
       await condition(allHandlersFinished);
-      return continueAsNew<typeof agentRun>({ ...input, carried: carry(run) });
+      return continueAsNew<typeof agentRun>({
+        ...input,
+        carried: { ...carry(run), stream: ctx.stream.carried() },
+      });
     }
 
     run.turn += 1;

@@ -25,4 +25,14 @@ export const stateQuery = defineQuery<RunState>("state");
 /** Buffered events with a sequence number greater than the argument (oldest first). */
 export const eventsQuery = defineQuery<AgentEvent[], [number]>("events");
 
+/** Items of the run's stream from an offset (from the oldest kept when that one is gone). */
+export interface StreamPage {
+  items: Array<{ offset: number; topic: string; data: unknown }>;
+  /** Ask from here next time. */
+  nextOffset: number;
+  /** More items are ready now (the page was full). */
+  more: boolean;
+}
+export const streamQuery = defineQuery<StreamPage, [number]>("stream");
+
 export { AbortRefusal, DeliveryRefusal } from "../core/failure-types";

@@ -2,6 +2,7 @@
  * The run workflow's contract with its callers: input, settings, deliveries, state and result.
  * Plain data only (it travels through Temporal payloads and is carried across continue-as-new).
  */
+import type { WorkflowStreamState } from "@temporalio/workflow-streams/workflow";
 import { type CompactionSettings, DEFAULT_COMPACTION_SETTINGS } from "../core/compaction-settings";
 import type { Usage } from "../core/messages";
 import type { LiveRunDeliveryMode, QueueMode } from "../core/queues";
@@ -135,6 +136,8 @@ export interface CarriedState {
   emptyResponses: number;
   /** Answers to the latest deliveries by update id: a retried delivery is answered, not applied twice. */
   recentDeliveries?: RecentDelivery[];
+  /** The run stream's last few items and its offsets (absent from runs that had no stream). */
+  stream?: WorkflowStreamState;
 }
 
 /** A delivery the run applied, by its Temporal update id (ids the client chose, e.g. from an Idempotency-Key). */

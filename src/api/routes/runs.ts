@@ -1,10 +1,9 @@
 /** Run routes: messages, abort, approvals and the event stream. */
 import { createRoute } from "@hono/zod-openapi";
 import { streamSSE } from "hono/streaming";
-import type { AgentEvent } from "../../core/events";
-import type { SessionRef } from "../../workflows/types";
 import { DEFAULT_RUN_SETTINGS } from "../../workflows/types";
 import type { RouteContext } from "../app";
+import { resumePointOf, streamRunEvents } from "../event-stream";
 import { abortUpdateId, deliveryUpdateId, IDEMPOTENCY_HEADER } from "../idempotency";
 import { ProblemError } from "../problems";
 import { createRouter } from "../router";
@@ -32,11 +31,6 @@ import {
   requireStoredSession,
   runEnd,
 } from "./common";
-
-/** How often an event stream asks the run for new events. */
-export const EVENT_POLL_INTERVAL_MS = 300;
-/** An SSE comment this often keeps idle connections (and proxies) open. */
-export const SSE_KEEPALIVE_MS = 15_000;
 
 /** The message route for a deployment: its body schema names the catalog's models. */
 const postMessageRoute = (options: MessageBodyOptions) =>
@@ -90,7 +84,7 @@ const getEvents = createRoute({
   method: "get",
   path: "/v1/sessions/{sessionId}/events",
   summary:
-    "Events of the latest run after a sequence number: a JSON page, or Server-Sent Events with Accept: text/event-stream (id = seq; Last-Event-ID resumes; the stream ends with the run)",
+    "Events of the latest run after a sequence number: a JSON page, or Server-Sent Events with Accept: text/event-stream (numbered events have id = seq, live deltas id = seq:offset; Last-Event-ID resumes; `deltas=false` leaves out the deltas; the stream ends with the run)",
   request: { params: SessionParamsSchema, query: EventsQuerySchema },
   responses: {
     200: {
@@ -103,51 +97,6 @@ const getEvents = createRoute({
     ...problemResponses(),
   },
 });
-
-function lastEventIdOf(header: string | undefined): number | undefined {
-  return header !== undefined && /^\d{1,15}$/.test(header.trim()) ? Number(header.trim()) : undefined;
-}
-
-/**
- * Streams the run's events as SSE from `after` until the run ends (or `maxSeconds` pass), polling
- * the run's events query. A run started after the one a client was following restarts numbering
- * at 1; the stream notices (the run's last seq is below the client's) and starts from 0.
- */
-async function streamEvents(
-  stream: Parameters<Parameters<typeof streamSSE>[1]>[0],
-  runs: RunClient,
-  ref: SessionRef,
-  startAfter: number,
-  maxSeconds: number,
-): Promise<void> {
-  let after = startAfter;
-  let closed = false;
-  stream.onAbort(() => {
-    closed = true;
-  });
-  const deadline = maxSeconds > 0 ? Date.now() + maxSeconds * 1000 : Number.POSITIVE_INFINITY;
-  let lastWrite = Date.now();
-  while (!closed && Date.now() < deadline) {
-    const events: AgentEvent[] = await runs.events(ref, after);
-    for (const event of events) {
-      await stream.writeSSE({ id: String(event.seq), event: event.type, data: JSON.stringify(event) });
-      after = event.seq;
-      lastWrite = Date.now();
-      if (event.type === "agent_end") return;
-    }
-    if (events.length === 0) {
-      // A workflow that failed or was terminated never sends agent_end: its closed status ends the stream.
-      const state = liveState(await runs.latestRun(ref));
-      if (!state) return;
-      if (state.lastEventSeq < after) after = 0;
-      if (Date.now() - lastWrite >= SSE_KEEPALIVE_MS) {
-        await stream.write(": keep-alive\n\n");
-        lastWrite = Date.now();
-      }
-    }
-    await stream.sleep(EVENT_POLL_INTERVAL_MS);
-  }
-}
 
 export function runRoutes(deps: RouteContext) {
   const postMessage = postMessageRoute({
@@ -250,10 +199,25 @@ export function runRoutes(deps: RouteContext) {
       const runs = await deps.runs();
       const wantsStream = (c.req.header("accept") ?? "").includes("text/event-stream");
       if (wantsStream) {
-        const after = lastEventIdOf(c.req.header("last-event-id")) ?? query.after ?? 0;
+        const resume = resumePointOf(c.req.header("last-event-id")) ?? { seq: query.after ?? 0 };
+        // A run started after the one the client followed numbers its events from 1 again.
+        const live = liveState(run);
+        const from = live && live.lastEventSeq < resume.seq ? { seq: 0 } : resume;
         return streamSSE(
           c,
-          (stream) => streamEvents(stream, runs, ref, after, deps.config.sseMaxSeconds),
+          (stream) =>
+            streamRunEvents(stream, runs, ref, from, {
+              deltas: query.deltas !== "false",
+              maxSeconds: deps.config.sseMaxSeconds,
+              runOpen: live !== undefined,
+              onFallback: (error) =>
+                deps.log({
+                  level: "warn",
+                  msg: "run stream unreadable; polling the run's events instead",
+                  path: c.req.path,
+                  error: String(error),
+                }),
+            }),
           async (error, stream) => {
             deps.onFailure?.(error);
             deps.log({ level: "warn", msg: "event stream failed", path: c.req.path, error: String(error) });

@@ -5,13 +5,17 @@ import { EventPrinter } from "../render";
 import { EventDetails, followRun, readEventsPage } from "./follow";
 
 export const eventsCommand: Command = {
-  usage: "keel events <session> [--follow] [--after N] [--json]",
+  usage: "keel events <session> [--follow [--no-stream]] [--after N] [--json]",
   summary: "the latest run's events after seq N; --follow streams them until the run ends",
-  help: "With --json every event is one JSON object per line (JSON Lines), with or without --follow.",
+  help: "With --json every event is one JSON object per line (JSON Lines), with or without --follow. --follow shows the answer as it is written and bash output as it comes; --no-stream shows whole messages only.",
   async run(argv, context) {
     const parsed = parseCommand(
       argv,
-      { follow: { type: "boolean", short: "f", default: false }, after: { type: "string" } },
+      {
+        follow: { type: "boolean", short: "f", default: false },
+        "no-stream": { type: "boolean", default: false },
+        after: { type: "string" },
+      },
       { min: 1, max: 1, names: "<session>" },
       context,
     );
@@ -20,7 +24,10 @@ export const eventsCommand: Command = {
     const printer = new EventPrinter(context.out, parsed.json);
     const details = parsed.json ? undefined : new EventDetails(parsed.client, sessionId);
     if (parsed.values.follow) {
-      const status = await followRun(parsed.client, sessionId, after, printer, { details });
+      const status = await followRun(parsed.client, sessionId, after, printer, {
+        details,
+        deltas: !parsed.values["no-stream"],
+      });
       return status === undefined || status === "completed" ? EXIT.ok : EXIT.failed;
     }
     const page = await readEventsPage(parsed.client, sessionId, after);

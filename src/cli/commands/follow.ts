@@ -78,28 +78,36 @@ export class EventDetails {
  * Prints the events after `after` until the run ends; resolves with the run's end status ("failed"
  * also for a workflow that failed or was terminated without `agent_end`), or undefined when the
  * session has no run (or it ended before any `agent_end` could be seen).
- * A stream cut short (a proxy timeout, `KEEL_API_SSE_MAX_SECONDS`) is resumed from the last seq.
- * With `details`, messages and tool arguments are filled in before printing.
+ * A stream cut short (a proxy timeout, `KEEL_API_SSE_MAX_SECONDS`) is resumed from the last id
+ * seen. Live events (deltas, tool output so far) are printed as they come unless `deltas` is
+ * false. With `details`, messages and tool arguments are filled in before printing.
  */
 export async function followRun(
   client: ApiClient,
   sessionId: string,
   after: number,
   printer: EventPrinter,
-  options: { details?: EventDetails; onEvent?: (event: AgentEvent) => void } = {},
+  options: { details?: EventDetails; onEvent?: (event: AgentEvent) => void; deltas?: boolean } = {},
 ): Promise<AgentEndStatus | undefined> {
   let lastSeq = after;
+  let lastId = String(after);
   const take = async (raw: AgentEvent): Promise<AgentEndStatus | undefined> => {
     const event = options.details ? await options.details.complete(raw) : raw;
     printer.print(event);
     lastSeq = event.seq;
+    lastId = String(event.seq);
     options.onEvent?.(event);
     return event.type === "agent_end" ? event.status : undefined;
   };
   printer.waiting();
   try {
     for (;;) {
-      for await (const event of client.events(sessionId, lastSeq)) {
+      for await (const { id, event } of client.events(sessionId, lastId, { deltas: options.deltas })) {
+        if (!("seq" in event)) {
+          printer.live(event);
+          if (id !== undefined) lastId = id;
+          continue;
+        }
         const status = await take(event);
         if (status) return status;
       }

@@ -39,6 +39,7 @@ const POLICY_ACTIONS: readonly PolicyAction[] = ["allow", "ask", "deny"];
 
 const MESSAGE_OPTIONS = {
   follow: { type: "boolean", short: "f", default: false },
+  "no-stream": { type: "boolean", default: false },
   model: { type: "string", short: "m" },
   system: { type: "string" },
   tools: { type: "string" },
@@ -189,12 +190,13 @@ async function deliver(
   if (!parsed.values.follow) return EXIT.ok;
   const status = await followRun(parsed.client, sessionId, 0, new EventPrinter(context.out, parsed.json), {
     details: parsed.json ? undefined : new EventDetails(parsed.client, sessionId),
+    deltas: !parsed.values["no-stream"],
   });
   return status === "completed" ? EXIT.ok : EXIT.failed;
 }
 
 const COMMON_FLAGS =
-  "[--follow] [--model M] [--system TEXT] [--tools a,b] [--allow|--ask|--deny TOOL[:REGEX]]... [--default-policy allow|ask|deny] [--approval-timeout 10m] [--hooks a,b] [--max-turns N] [--max-tool-calls N] [--max-cost USD] [--workspace-dir DIR | --workspace-git URL [--workspace-ref REF]]";
+  "[--follow [--no-stream]] [--model M] [--system TEXT] [--tools a,b] [--allow|--ask|--deny TOOL[:REGEX]]... [--default-policy allow|ask|deny] [--approval-timeout 10m] [--hooks a,b] [--max-turns N] [--max-tool-calls N] [--max-cost USD] [--workspace-dir DIR | --workspace-git URL [--workspace-ref REF]]";
 
 /** Explains the run options (shown by `keel run --help` and friends). */
 export const RUN_OPTIONS_HELP = `Run options (they apply when the message starts a run):
@@ -211,7 +213,10 @@ export const RUN_OPTIONS_HELP = `Run options (they apply when the message starts
                            limits of the run (the run ends when one is reached)
   --workspace-dir DIR | --workspace-git URL [--workspace-ref REF]
                            what the run's workspace starts from
-  --follow, -f             show the run live until it ends (exit 1 if it fails or is aborted)`;
+  --follow, -f             show the run live until it ends (exit 1 if it fails or is aborted): the
+                           answer as it is written (thinking dimmed), bash output as it comes
+  --no-stream              with --follow: whole messages only, no live text
+  --json                   one JSON object per line: every event, live deltas included`;
 
 export const runCommand: Command = {
   usage: `keel run "<prompt>" [--session ID] ${COMMON_FLAGS}`,

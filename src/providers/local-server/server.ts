@@ -363,6 +363,10 @@ export class LocalLlmServer {
       }
       if (event.isDelta && delayPerDelta > 0) await sleep(delayPerDelta);
       res.write(formatSse(event));
+      if (event.isDelta) {
+        entry.deltaSentAt ??= [];
+        entry.deltaSentAt.push(Date.now());
+      }
     }
     res.end();
     entry.outcome = "completed";

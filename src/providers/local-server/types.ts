@@ -151,4 +151,6 @@ export interface JournalEntry {
   outcome: "completed" | "error" | "cut" | "client_closed" | "pending";
   /** The raw request body, when the server was started with `journalBodies`. */
   body?: unknown;
+  /** Epoch ms at which each streamed delta was written (latency measurements), in order. */
+  deltaSentAt?: number[];
 }

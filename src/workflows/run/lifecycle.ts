@@ -5,8 +5,11 @@
  * answered, the model's last turn recorded, the `agent_end` event emitted.
  */
 import {
+  allHandlersFinished,
   CancellationScope,
+  condition,
   log,
+  patched,
   setCurrentDetails,
   upsertSearchAttributes,
   workflowInfo,
@@ -20,8 +23,11 @@ import type { RunResult, RunStatus } from "../types";
 import { type llmActivities, replies, storage } from "./activity-options";
 import { syntheticToolResult, unansweredAssistant } from "./entries";
 import { type BatchCall, emit, moveCall, openCalls, type RunRecord, takeAllQueued } from "./state";
+import type { RunStream } from "./stream";
 
 const PREVIEW_CHARS = 200;
+/** Runs that wait (with a timer) for stream subscribers before closing. */
+const STREAM_DRAIN_PATCH = "run-stream-drain";
 
 /** The run's state plus what only the workflow can hold: activity proxies and the cancel scope. */
 export interface RunContext {
@@ -36,6 +42,8 @@ export interface RunContext {
   workspaceQueue?: Promise<string>;
   /** A tool that may change files ran since the last snapshot (refused or blocked calls did not). */
   ranMutatingTool?: boolean;
+  /** The run's stream of events and deltas. */
+  stream: RunStream;
 }
 
 export function publishDetails({ run }: RunContext): void {
@@ -137,6 +145,12 @@ export async function finish(
       log.warn("posting the run's answer to chat failed", { error: String(error) });
     }
   }
+  // Subscribers get the last items (`agent_end`) before the execution closes: an update still
+  // running when it closes fails, and its items would be lost. No handler of the run's own
+  // awaits, so waiting for handlers adds no wait (and no command) to older histories.
+  if (patched(STREAM_DRAIN_PATCH)) await ctx.stream.drain();
+  ctx.stream.detach();
+  await condition(allHandlersFinished);
   return {
     status: final,
     reason,

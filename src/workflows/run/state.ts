@@ -4,7 +4,13 @@
  * the same in a replay and in a unit test.
  */
 import type { EntrySlot, ToolCallSummary } from "../../activities/types";
-import { type AgentEventBody, appendEvent, createEventBuffer, type EventBuffer } from "../../core/events";
+import {
+  type AgentEvent,
+  type AgentEventBody,
+  appendEvent,
+  createEventBuffer,
+  type EventBuffer,
+} from "../../core/events";
 import { makeEntryId } from "../../core/ids";
 import type { Usage } from "../../core/messages";
 import { clearQueue, createQueue, drain, type MessageQueue, type QueueMode } from "../../core/queues";
@@ -93,6 +99,8 @@ export interface RunRecord {
   updatesSeen: number;
   /** The latest deliveries' answers by update id, oldest first (bounded, carried across continue-as-new). */
   recentDeliveries: RecentDelivery[];
+  /** Where emitted events go besides the buffer (the run's stream); unset in pure tests. */
+  publish?: (event: AgentEvent) => void;
 }
 
 /** Deliveries remembered by update id: enough for any client retrying within minutes. */
@@ -140,8 +148,10 @@ export function createRunRecord(input: RunInput, clock: RunClock): RunRecord {
   };
 }
 
-export function emit(run: RunRecord, event: AgentEventBody): void {
-  run.events = appendEvent(run.events, event).buffer;
+export function emit(run: RunRecord, body: AgentEventBody): void {
+  const { buffer, event } = appendEvent(run.events, body);
+  run.events = buffer;
+  run.publish?.(event);
 }
 
 /** Messages waiting in any queue. */

@@ -1,5 +1,6 @@
 /** Runs through the API: delivery modes, refusals, abort, approvals, state and the event stream. */
 import { eventually, messagesOf, slowEchoScenario } from "../../support/run-harness";
+import { readSse } from "../../support/sse";
 import { type ApiStage, createApiStage, expectProblem } from "./api-stage";
 
 let api: ApiStage;
@@ -305,56 +306,19 @@ test("approval flow: waiting_approval status, pending call listed, approve runs 
   expect((await userAndAssistantTexts(sessionId)).at(-1)).toContain("edited");
 });
 
-interface SseEvent {
-  id?: string;
-  event?: string;
-  data?: string;
-}
-
-function parseSse(text: string): SseEvent[] {
-  return text
-    .split("\n\n")
-    .filter((block) => block.trim() && !block.startsWith(":"))
-    .map((block) => {
-      const event: SseEvent = {};
-      for (const line of block.split("\n")) {
-        const [field, ...rest] = line.split(": ");
-        if (field === "id" || field === "event" || field === "data") event[field] = rest.join(": ");
-      }
-      return event;
-    });
-}
-
-/** Reads an SSE response until `enough` says stop (then cancels) or the stream ends. */
-async function readSse(response: Response, enough: (events: SseEvent[]) => boolean): Promise<SseEvent[]> {
-  const reader = response.body!.getReader();
-  const decoder = new TextDecoder();
-  let text = "";
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) return parseSse(text);
-    text += decoder.decode(value, { stream: true });
-    const complete = text.slice(0, text.lastIndexOf("\n\n") + 2);
-    if (enough(parseSse(complete))) {
-      await reader.cancel();
-      return parseSse(complete);
-    }
-  }
-}
-
-test("events: SSE with id = seq, resumed by Last-Event-ID without loss or repeats, ends with the run; JSON page", async () => {
+test("events: SSE (deltas=false) with id = seq, resumed by Last-Event-ID without loss or repeats, ends with the run; JSON page", async () => {
   slowEchoScenario(api.stage, "api-sse", 700);
   const sessionId = api.sessionId();
   await send(sessionId, { text: "[scenario:api-sse] one" });
   await send(sessionId, { text: "two", delivery: "followUp" });
   const headers = { authorization: `Bearer ${api.keys.a}`, accept: "text/event-stream" };
-  const first = await api.app.request(`/v1/sessions/${sessionId}/events`, { headers });
+  const first = await api.app.request(`/v1/sessions/${sessionId}/events?deltas=false`, { headers });
   expect(first.headers.get("content-type")).toContain("text/event-stream");
   const early = await readSse(first, (events) => events.length >= 3);
   const lastSeen = early.at(-1)!.id!;
 
   const rest = await readSse(
-    await api.app.request(`/v1/sessions/${sessionId}/events`, {
+    await api.app.request(`/v1/sessions/${sessionId}/events?deltas=false`, {
       headers: { ...headers, "last-event-id": lastSeen },
     }),
     () => false,
@@ -369,7 +333,9 @@ test("events: SSE with id = seq, resumed by Last-Event-ID without loss or repeat
 
   // ?after= works the same; an ended run's stream ends right away after its last event.
   const tail = await readSse(
-    await api.app.request(`/v1/sessions/${sessionId}/events?after=${seqs.length - 1}`, { headers }),
+    await api.app.request(`/v1/sessions/${sessionId}/events?deltas=false&after=${seqs.length - 1}`, {
+      headers,
+    }),
     () => false,
   );
   expect(tail.map((event) => event.event)).toEqual(["agent_end"]);

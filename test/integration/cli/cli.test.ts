@@ -84,7 +84,7 @@ test("run --follow shows turns, messages, tokens and cost live and exits 0", asy
   expect(JSON.parse(next.stdout)).toMatchObject({ sessionId, delivery: "started" });
 });
 
-test("--json: the delivery, then every event as one JSON line ending with agent_end", async () => {
+test("--json: the delivery, then every event (live deltas too) as one JSON line ending with agent_end", async () => {
   const result = await keel(["run", "machine output", "--follow", "--json"]);
   expect(result.code).toBe(0);
   const lines = result.stdout
@@ -92,9 +92,19 @@ test("--json: the delivery, then every event as one JSON line ending with agent_
     .split("\n")
     .map((line) => JSON.parse(line));
   expect(lines[0]).toMatchObject({ type: "delivered", delivery: "started", sessionId: expect.any(String) });
-  const events = lines.slice(1);
+  const events = lines.slice(1).filter((event) => event.seq !== undefined);
   expect(events.map((event) => event.seq)).toEqual(events.map((_, index) => index + 1));
   expect(events.at(-1)).toMatchObject({ type: "agent_end", status: "completed" });
+  const deltas = lines
+    .slice(1)
+    .filter((event) => event.type === "message_update")
+    .map((event) => event.assistantMessageEvent.delta)
+    .join("");
+  expect(deltas).toBe("You said: machine output");
+  const whole = await keel(["run", "whole messages", "--follow", "--json", "--no-stream"]);
+  expect(whole.code).toBe(0);
+  expect(whole.stdout).not.toContain("message_update");
+  expect(whole.stdout).toContain("agent_end");
 
   const sessionId = lines[0].sessionId as string;
   const shown = await keel(["show", sessionId, "--json"]);

@@ -18,6 +18,7 @@ import { toolPaths } from "../../../src/cli/devstack/tools";
 import { type RunSettings, runWorkflowId } from "../../../src/workflows/types";
 import { temporalAddress, workflowBundlePath } from "../../support/integration-env";
 import { createRunStage, eventually, type RunStage } from "../../support/run-harness";
+import { collectRunStream } from "../../support/run-stream";
 
 const historiesDir = resolve(__dirname, "../../fixtures/histories");
 const recording = process.env.KEEL_RECORD_HISTORIES === "1";
@@ -134,6 +135,20 @@ const representativeRuns: Array<{
       await stage.runs.deliver(ref, { text: "later", mode: "followUp" }, stage.settings());
       const aborted = await stage.runs.abort(ref, { reason: "recorded abort update" });
       if (aborted.kind !== "answered") throw new Error(`the run did not answer the abort: ${aborted.kind}`);
+    },
+  },
+  {
+    // Recorded after runs got a stream (patch run-stream-drain): the model's deltas arrive as
+    // publish signals, a subscriber long-polls the stream, and the run waits for it to catch up.
+    name: "streamed-answer-with-subscriber",
+    drive: async (stage, ref) => {
+      stage.llm.addScenario("replay-stream", { turns: [{ text: "one two three four five six seven" }] });
+      stage.llm.addFaults([
+        { kind: "slow", match: { scenario: "replay-stream" }, times: 1, tokensPerSecond: 10 },
+      ]);
+      await stage.runs.deliver(ref, { text: "[scenario:replay-stream] go", mode: "auto" }, stage.settings());
+      const items = await collectRunStream(stage.client, runWorkflowId(ref));
+      if (!items.some((item) => item.event.type === "message_update")) throw new Error("no deltas streamed");
     },
   },
   {

@@ -2,8 +2,8 @@
  * The CLI's reading of a run's Server-Sent Events: framing per the SSE specification whatever
  * the line ends and however the bytes are split into chunks.
  */
-import { ApiError, readEventStream } from "../../../src/cli/client";
-import type { AgentEvent } from "../../../src/core/events";
+import { ApiError, readEventStream, type StreamedEvent } from "../../../src/cli/client";
+import type { AgentEvent, LiveEvent } from "../../../src/core/events";
 
 const encoder = new TextEncoder();
 
@@ -11,10 +11,14 @@ async function* chunks(parts: string[]): AsyncGenerator<Uint8Array> {
   for (const part of parts) yield encoder.encode(part);
 }
 
-async function read(parts: string[]): Promise<AgentEvent[]> {
-  const events: AgentEvent[] = [];
+async function readWithIds(parts: string[]): Promise<StreamedEvent[]> {
+  const events: StreamedEvent[] = [];
   for await (const event of readEventStream(chunks(parts))) events.push(event);
   return events;
+}
+
+async function read(parts: string[]): Promise<(AgentEvent | LiveEvent)[]> {
+  return (await readWithIds(parts)).map(({ event }) => event);
 }
 
 /** Every way of cutting `text` in two. */
@@ -54,9 +58,27 @@ test("an error event from the server ends the stream with an ApiError", async ()
   const body = `data: ${JSON.stringify(start)}\r\n\r\nevent: error\r\ndata: {"message":"event stream failed"}\r\n\r\n`;
   const seen: AgentEvent[] = [];
   const reading = (async () => {
-    for await (const event of readEventStream(chunks([body]))) seen.push(event);
+    for await (const { event } of readEventStream(chunks([body]))) seen.push(event as AgentEvent);
   })();
   await expect(reading).rejects.toThrow(ApiError);
   await expect(reading).rejects.toThrow("event stream failed: event stream failed");
   expect(seen).toEqual([start]);
+});
+
+test("live events come with their seq:offset ids; unknown data is skipped", async () => {
+  const delta: LiveEvent = {
+    type: "message_update",
+    entryId: "e1",
+    attempt: 1,
+    assistantMessageEvent: { type: "text_delta", contentIndex: 0, delta: "Hi" },
+  };
+  const body = [
+    `id: 2\ndata: ${JSON.stringify(turn)}\n\n`,
+    `id: 2:7\nevent: message_update\ndata: ${JSON.stringify(delta)}\n\n`,
+    `id: 2:8\ndata: {"type":"something_else"}\n\n`,
+  ].join("");
+  expect(await readWithIds([body])).toEqual([
+    { id: "2", event: turn },
+    { id: "2:7", event: delta },
+  ]);
 });

@@ -1,0 +1,72 @@
+/** The CLI's live output: text as it arrives, a retry's reset, bash output as it grows. */
+
+import { EventPrinter, unseenOutput } from "../../../src/cli/render";
+import type { LiveEvent } from "../../../src/core/events";
+import type { AssistantMessage } from "../../../src/core/messages";
+
+function printer() {
+  let text = "";
+  const out = new EventPrinter({ write: (chunk) => (text += chunk), isTTY: false }, false);
+  return { out, text: () => text };
+}
+
+const delta = (delta: string, attempt = 1, contentIndex = 0): LiveEvent => ({
+  type: "message_update",
+  entryId: "a1",
+  attempt,
+  assistantMessageEvent: { type: "text_delta", contentIndex, delta },
+});
+
+const message: AssistantMessage = {
+  role: "assistant",
+  content: [{ type: "text", text: "Hello\nworld" }],
+  api: "openai-completions",
+  provider: "local",
+  model: "m",
+  usage: {
+    input: 1,
+    output: 2,
+    cacheRead: 0,
+    cacheWrite: 0,
+    totalTokens: 3,
+    cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+  },
+  stopReason: "stop",
+  timestamp: 0,
+};
+
+test("streamed text is written as it comes and not repeated when the message ends", () => {
+  const { out, text } = printer();
+  out.live(delta("Hel"));
+  out.live(delta("lo\nwor"));
+  out.live(delta("ld"));
+  out.print({ type: "message_end", role: "assistant", entryId: "a1", message, seq: 5 });
+  expect(text()).toBe("  ● Hello\n    world\n    1 in / 2 out tokens · $0.0000 (run total $0.0000)\n");
+});
+
+test("a reset says the call is retried, and the retried text follows", () => {
+  const { out, text } = printer();
+  out.live(delta("Hel"));
+  out.live({ type: "message_update", entryId: "a1", attempt: 2, assistantMessageEvent: { type: "reset" } });
+  out.live(delta("Hello", 2));
+  expect(text()).toBe(
+    "  ● Hel\n  ↻ the model call is retried (attempt 2); its answer starts again\n  ● Hello",
+  );
+});
+
+test("bash output: only what is new is written, also when the update lost its head", () => {
+  expect(unseenOutput("a\nb\n", "a\nb\nc\n")).toBe("c\n");
+  expect(unseenOutput(`${"x".repeat(300)}END`, `${"x".repeat(250)}ENDmore`)).toBe("more");
+  expect(unseenOutput("abc", "zzz")).toBe("…zzz");
+  const { out, text } = printer();
+  const update = (partial: string): LiveEvent => ({
+    type: "tool_execution_update",
+    toolCallId: "c1",
+    toolName: "bash",
+    attempt: 1,
+    partial,
+  });
+  out.live(update("line1\n"));
+  out.live(update("line1\nline2\n"));
+  expect(text()).toBe("    │ line1\n    │ line2\n");
+});
