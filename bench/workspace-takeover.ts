@@ -11,7 +11,7 @@
  * Run: npx tsx bench/workspace-takeover.ts   (BENCH_REPS=2 per variant)
  * Writes bench/results/workspace-takeover.md and .json.
  */
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -32,62 +32,31 @@ import {
   writeResults,
 } from "./support/report";
 import { type BenchStack, bundleWorkflows, projectRoot, startBenchStack } from "./support/stack";
+import { spawnWorkerProcess, type WorkerProcess } from "./support/worker-process";
 
 const REPS = intFromEnv("BENCH_REPS", 2);
 const TARGET_MS = 15_000;
 const TENANT = "bench";
 const SCENARIO = "takeover";
 
-interface Worker {
-  child: ChildProcess;
+interface Worker extends WorkerProcess {
   root: string;
-  kill(): Promise<void>;
-  stop(): Promise<void>;
 }
 
 /** A worker process (`src/worker/main.ts`) with its own workspace root, running `bundle`. */
 async function startWorker(stack: BenchStack, taskQueue: string, bundle: string): Promise<Worker> {
   const root = mkdtempSync(join(stack.dir, "workspaces-"));
-  const child = spawn(process.execPath, ["--import", "tsx", join(projectRoot, "src/worker/main.ts")], {
-    cwd: projectRoot,
-    stdio: ["ignore", "pipe", "pipe"],
-    env: {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      KEEL_TEMPORAL_ADDRESS: stack.temporal.address,
-      KEEL_TEMPORAL_NAMESPACE: stack.temporal.namespace,
-      KEEL_TASK_QUEUE: taskQueue,
-      KEEL_WORKFLOW_BUNDLE: bundle,
-      KEEL_WORKSPACE_ROOT: root,
-      ...s3SettingsToEnv(stack.s3.settings),
-      OPENAI_API_KEY: "local-key",
-      OPENAI_BASE_URL: stack.llm.openaiBaseURL,
-    },
+  const worker = await spawnWorkerProcess("src/worker/main.ts", {
+    KEEL_TEMPORAL_ADDRESS: stack.temporal.address,
+    KEEL_TEMPORAL_NAMESPACE: stack.temporal.namespace,
+    KEEL_TASK_QUEUE: taskQueue,
+    KEEL_WORKFLOW_BUNDLE: bundle,
+    KEEL_WORKSPACE_ROOT: root,
+    ...s3SettingsToEnv(stack.s3.settings),
+    OPENAI_API_KEY: "local-key",
+    OPENAI_BASE_URL: stack.llm.openaiBaseURL,
   });
-  let output = "";
-  const collect = (chunk: Buffer) => {
-    output += chunk.toString();
-  };
-  child.stdout?.on("data", collect);
-  child.stderr?.on("data", collect);
-  const exited = new Promise<void>((done) => child.once("exit", () => done()));
-  const deadline = Date.now() + 120_000;
-  while (!output.includes('"worker started"')) {
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`worker did not start:\n${output}`);
-    await sleep(100);
-  }
-  return {
-    child,
-    root,
-    async kill() {
-      child.kill("SIGKILL");
-      await exited;
-    },
-    async stop() {
-      if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
-      await exited;
-    },
-  };
+  return { ...worker, root };
 }
 
 /** The baseline's workflow bundle: `src/workflows` of `ref`, from a copy of that commit's src/. */

@@ -10,6 +10,8 @@ export const WORKER_STARTED = '"worker started"';
 export interface WorkerProcess {
   child: ChildProcess;
   pid: number;
+  /** SIGKILL: the worker dies without a word, as a crashed host would. */
+  kill(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -53,6 +55,10 @@ export async function spawnWorkerProcess(
   return {
     child,
     pid: child.pid,
+    async kill() {
+      child.kill("SIGKILL");
+      await exited;
+    },
     async stop() {
       if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
       await exited;

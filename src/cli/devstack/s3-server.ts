@@ -138,8 +138,7 @@ export async function startS3DevServer(options: S3DevServerOptions): Promise<S3D
   };
   try {
     await waitForPort(s3Port, 60_000, process.isAlive);
-    await ensureBucket(settings, 30_000);
-    await waitForObjectRoundTrip(settings, 30_000);
+    await waitUntilServing(settings, 60_000);
   } catch (error) {
     await process.stop();
     throw new Error(`S3 server did not start (${(error as Error).message}); see ${process.logFile}`);
@@ -147,46 +146,28 @@ export async function startS3DevServer(options: S3DevServerOptions): Promise<S3D
   return { settings, process, ports };
 }
 
-/** Creates the bucket, retrying while the server finishes starting its components. */
-async function ensureBucket(settings: S3Settings, timeoutMs: number): Promise<void> {
-  const client = createS3Client(settings);
-  const deadline = Date.now() + timeoutMs;
-  try {
-    for (;;) {
-      try {
-        await client.send(new HeadBucketCommand({ Bucket: settings.bucket }));
-        return;
-      } catch {
-        try {
-          await client.send(new CreateBucketCommand({ Bucket: settings.bucket }));
-          return;
-        } catch (error) {
-          if (Date.now() > deadline) throw error;
-          await sleep(250);
-        }
-      }
-    }
-  } finally {
-    client.destroy();
-  }
-}
-
 /**
- * Waits until an object can be written and read back. The bucket answers as soon as the filer
- * is up, but objects live on the volume server, which registers with the master a moment later:
- * until then (most visible on a restart over existing data) reads fail with `InternalError`.
+ * Waits until the server has created the bucket and can write an object and read it back,
+ * retrying every 250 ms for up to `timeoutMs` (then the last error is thrown). The bucket answers
+ * as soon as the filer is up, but objects live on the volume server, which registers with the
+ * master a moment later: until then (most visible on a restart over existing data) reads fail
+ * with `InternalError`.
  */
-async function waitForObjectRoundTrip(settings: S3Settings, timeoutMs: number): Promise<void> {
+async function waitUntilServing(settings: S3Settings, timeoutMs: number): Promise<void> {
   const client = createS3Client(settings);
+  const Bucket = settings.bucket;
   const Key = ".keel-ready-probe";
   const deadline = Date.now() + timeoutMs;
   try {
     for (;;) {
       try {
-        await client.send(new PutObjectCommand({ Bucket: settings.bucket, Key, Body: "ready" }));
-        const read = await client.send(new GetObjectCommand({ Bucket: settings.bucket, Key }));
+        await client
+          .send(new HeadBucketCommand({ Bucket }))
+          .catch(() => client.send(new CreateBucketCommand({ Bucket })));
+        await client.send(new PutObjectCommand({ Bucket, Key, Body: "ready" }));
+        const read = await client.send(new GetObjectCommand({ Bucket, Key }));
         await read.Body?.transformToString();
-        await client.send(new DeleteObjectCommand({ Bucket: settings.bucket, Key }));
+        await client.send(new DeleteObjectCommand({ Bucket, Key }));
         return;
       } catch (error) {
         if (Date.now() > deadline) throw error;
