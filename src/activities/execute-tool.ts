@@ -45,6 +45,7 @@ export function executeToolActivity({
   store,
   markers,
   snapshots,
+  snapshotMaxBytes,
   workspaceRoot,
   workerTaskQueue,
   sandbox,
@@ -103,7 +104,7 @@ export function executeToolActivity({
       }
       const live = liveEventSink(liveEvents);
       let lastUpdate = 0;
-      return whileHeartbeating(ctx, "running", (heartbeat) =>
+      const result = await whileHeartbeating(ctx, "running", (heartbeat) =>
         runToolCall(toolCall, {
           workspace,
           sandbox: { ...sandbox, network: input.network ?? "none" },
@@ -122,7 +123,34 @@ export function executeToolActivity({
           },
         }),
       ).finally(() => live.close());
+      // Before the result is stored: a stored result always has a snapshot at least as new, so a
+      // worker that takes the workspace over after a crash restores this call's changes.
+      if (toolNamed(call.name)?.replay !== "safe") await snapshotBeforeResult(workspace.dir);
+      return result;
     });
+    /**
+     * Records the workspace after this call at its result entry. A failure (too large, S3 down
+     * after retries) is logged and the result is stored anyway: the files are on this worker, and
+     * the workflow's snapshot after the batch tries again.
+     */
+    async function snapshotBeforeResult(dir: string): Promise<void> {
+      try {
+        await whileHeartbeating(ctx, "snapshotting", () =>
+          snapshots.snapshot(ref, dir, {
+            afterEntryId: input.slot.id,
+            afterSeq: input.slot.seq,
+            maxBytes: snapshotMaxBytes,
+          }),
+        );
+      } catch (error) {
+        ctx.log.warn("the workspace snapshot before the tool result failed; the result is stored", {
+          sessionId: ref.sessionId,
+          toolCallId: call.id,
+          error: error instanceof Error ? error.message : String(error),
+        });
+      }
+    }
+
     const { entry, written } = await write(toToolResultMessage(toolCall, output, Date.now()));
     failpoint("executeTool.afterWrite");
     if (ctx.cancellationSignal.aborted)

@@ -1,12 +1,27 @@
 /**
  * Crash points for durability tests: `KEEL_FAILPOINTS=llmTurn.afterWrite,...` makes this worker
  * process kill itself (SIGKILL, no cleanup) when it reaches a named point, to prove that a retry
- * on another worker neither loses nor repeats work. Unset in every real deployment.
+ * on another worker neither loses nor repeats work. `name@N` kills on the Nth time the point is
+ * reached (e.g. after the second of two parallel tool calls). Unset in every real deployment.
  */
 export type FailpointName = "llmTurn.afterWrite" | "executeTool.afterWrite" | "claimWorkspace.start";
 
-const enabled = new Set((process.env.KEEL_FAILPOINTS ?? "").split(",").filter(Boolean));
+/** How many times each enabled point is passed before it kills (1: the first time). */
+const killAt = new Map(
+  (process.env.KEEL_FAILPOINTS ?? "")
+    .split(",")
+    .filter(Boolean)
+    .map((spec): [string, number] => {
+      const [name = "", count] = spec.split("@");
+      return [name, count ? Number(count) : 1];
+    }),
+);
+const reached = new Map<string, number>();
 
 export function failpoint(name: FailpointName): void {
-  if (enabled.has(name)) process.kill(process.pid, "SIGKILL");
+  const at = killAt.get(name);
+  if (at === undefined) return;
+  const times = (reached.get(name) ?? 0) + 1;
+  reached.set(name, times);
+  if (times >= at) process.kill(process.pid, "SIGKILL");
 }

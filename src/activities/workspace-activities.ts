@@ -11,7 +11,8 @@ import { ApplicationFailure, Context } from "@temporalio/activity";
 import { FailureType } from "../core/failure-types";
 import type { SessionRef } from "../store/session-keys";
 import type { SessionStore } from "../store/session-store";
-import { snapshotForAncestry } from "../store/workspace-lookup";
+import { snapshotAncestry, snapshotForAncestry } from "../store/workspace-lookup";
+import type { AncestryStep } from "../store/workspace-snapshots";
 import { WorkspaceTooLargeError } from "../store/workspace-tree";
 import {
   acquireWorkspaceLock,
@@ -34,29 +35,26 @@ import type {
 import { usingWorkspace } from "./workspace-eviction";
 
 /**
- * `entryId`, its parent, … up to the root, from the session's stored entries. An entry not (yet)
- * readable is refused with UnknownEntry, or with `lenient` stands alone (only its own snapshot
- * can apply: a claim must not fail over an entry written moments ago).
+ * The snapshot lookup steps of `entryId` (see `snapshotAncestry`), from the session's stored
+ * entries. An entry not (yet) readable is refused with UnknownEntry, or with `lenient` stands
+ * alone (only its own snapshot can apply: a claim must not fail over an entry written moments
+ * ago). `withBatchResults` as in `snapshotAncestry`.
  */
 async function ancestryOf(
   store: SessionStore,
   ref: SessionRef,
   entryId: string,
-  lenient = false,
-): Promise<string[]> {
+  { lenient = false, withBatchResults = false }: { lenient?: boolean; withBatchResults?: boolean } = {},
+): Promise<AncestryStep[]> {
   const { entries } = await store.readEntries(ref, { untilGap: true });
-  const parents = new Map(entries.map(({ entry }) => [entry.id, entry.parentId]));
-  if (!parents.has(entryId)) {
-    if (lenient) return [entryId];
-    throw ApplicationFailure.nonRetryable(
-      `entry ${entryId} is not in this session`,
-      FailureType.unknownEntry,
-    );
-  }
-  const chain: string[] = [];
-  for (let id: string | null | undefined = entryId; id && !chain.includes(id); id = parents.get(id))
-    chain.push(id);
-  return chain;
+  const steps = snapshotAncestry(
+    entries.map(({ entry }) => entry),
+    entryId,
+    { withBatchResults },
+  );
+  if (steps) return steps;
+  if (lenient) return [entryId];
+  throw ApplicationFailure.nonRetryable(`entry ${entryId} is not in this session`, FailureType.unknownEntry);
 }
 
 const exists = (dir: string): Promise<boolean> =>
@@ -71,7 +69,8 @@ const restoresInFlight = new Map<string, Promise<string | undefined>>();
 /**
  * Brings back the workspace of `ref` when it is not on this worker's disk (another Lambda
  * execution environment, a replaced worker, idle eviction), from the snapshot that applies to
- * `leafId`: its nearest snapshotted ancestor, in this session or the sessions it was forked from.
+ * `leafId`: its nearest snapshotted ancestor, in this session or the sessions it was forked from,
+ * counting the stored results of the leaf's batch (a takeover in the middle of a batch).
  * Returns the entry whose snapshot was restored; undefined when the workspace is present or no
  * snapshot applies (the caller prepares it as new). Parallel callers for one workspace share a
  * single restore, so none replaces a directory another call is already working in.
@@ -92,7 +91,7 @@ export async function restoreMissingWorkspace(
       store,
       snapshots,
       ref,
-      await ancestryOf(store, ref, leafId, true),
+      await ancestryOf(store, ref, leafId, { lenient: true, withBatchResults: true }),
     );
     if (!found) return undefined;
     await whileHeartbeating(Context.current(), "restoring", () =>

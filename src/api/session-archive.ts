@@ -8,12 +8,11 @@
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { indexSession, pathToRoot } from "../core/session-tree";
 import type { SessionRef } from "../store/session-keys";
 import type { SessionStore } from "../store/session-store";
 import { ArchiveError, type TarEntry } from "../store/tar";
 import { packSessionArchive, readSessionArchive, writeWorkspaceEntries } from "../store/workspace-archive";
-import { snapshotForAncestry } from "../store/workspace-lookup";
+import { snapshotAncestry, snapshotForAncestry } from "../store/workspace-lookup";
 import type { WorkspaceSnapshots } from "../store/workspace-snapshots";
 import { ProblemError } from "./problems";
 
@@ -43,11 +42,12 @@ export async function exportSessionArchive(
   const { entries } = await store.readEntries(ref);
   const leaf = entries.at(-1)?.entry;
   const ancestry = leaf
-    ? pathToRoot(indexSession(entries.map((stored) => stored.entry)).byId, leaf.id)
-        .map((entry) => entry.id)
-        .reverse()
-    : [];
-  const found = ancestry.length > 0 ? await snapshotForAncestry(store, snapshots, ref, ancestry) : undefined;
+    ? snapshotAncestry(
+        entries.map((stored) => stored.entry),
+        leaf.id,
+      )
+    : undefined;
+  const found = ancestry ? await snapshotForAncestry(store, snapshots, ref, ancestry) : undefined;
   return withTempDir(async (dir) => {
     const workspace = join(dir, "workspace");
     if (found) await snapshots.restore(found.from, found.record, workspace);

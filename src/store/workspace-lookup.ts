@@ -2,17 +2,67 @@
  * Which workspace snapshot applies to an entry, across forks: used by the workspace activities
  * (claim, restore, tool calls on a worker without the workspace) and by the export with workspace.
  */
-import type { SessionHeader } from "../core/session-types";
+import type { SessionEntry, SessionHeader } from "../core/session-types";
 import type { SessionRef } from "./session-keys";
 import type { SessionStore } from "./session-store";
-import type { SnapshotRecord, WorkspaceSnapshots } from "./workspace-snapshots";
+import type { AncestryStep, SnapshotRecord, WorkspaceSnapshots } from "./workspace-snapshots";
+
+const isToolResult = (entry: SessionEntry): boolean =>
+  entry.type === "message" && entry.message.role === "toolResult";
+
+/**
+ * The lookup steps from `leafId` up to the root of `entries`: runs of consecutive tool results
+ * become one group. With `withBatchResults`, the stored tool results below the leaf (the rest of
+ * the leaf's batch, when the leaf is its assistant entry or one of its results) join the leaf's
+ * group: a result is stored only after its call's snapshot, so a worker taking the workspace over
+ * in the middle of a batch restores the changes of every call whose result is stored (the calls
+ * then adopt those results instead of running again). Undefined when `leafId` is not in `entries`.
+ */
+export function snapshotAncestry(
+  entries: readonly SessionEntry[],
+  leafId: string,
+  { withBatchResults = false }: { withBatchResults?: boolean } = {},
+): AncestryStep[] | undefined {
+  const byId = new Map(entries.map((entry) => [entry.id, entry]));
+  const leaf = byId.get(leafId);
+  if (!leaf) return undefined;
+  const steps: AncestryStep[] = [];
+  let group: string[] = [];
+  if (withBatchResults) {
+    const children = new Map<string, SessionEntry[]>();
+    for (const entry of entries) {
+      if (entry.parentId === null) continue;
+      children.set(entry.parentId, [...(children.get(entry.parentId) ?? []), entry]);
+    }
+    const below = (children.get(leafId) ?? []).filter(isToolResult);
+    for (let index = 0; index < below.length; index++) {
+      const entry = below[index] as SessionEntry;
+      if (group.includes(entry.id)) continue;
+      group.push(entry.id);
+      below.push(...(children.get(entry.id) ?? []).filter(isToolResult));
+    }
+  }
+  const seen = new Set<string>();
+  for (let entry: SessionEntry | undefined = leaf; entry && !seen.has(entry.id); ) {
+    seen.add(entry.id);
+    if (isToolResult(entry)) group.push(entry.id);
+    else {
+      if (group.length > 0) steps.push(group);
+      group = [];
+      steps.push(entry.id);
+    }
+    entry = entry.parentId === null ? undefined : byId.get(entry.parentId);
+  }
+  if (group.length > 0) steps.push(group);
+  return steps;
+}
 
 /** How many fork generations a snapshot lookup climbs (a guard against a header cycle). */
 const MAX_FORK_DEPTH = 64;
 
 /**
  * The snapshot that applies to the entry whose ancestry is given, and the session it belongs to:
- * the nearest snapshotted ancestor in `ref`'s own snapshots, else in the session it was forked
+ * the nearest snapshotted ancestor (the newest one of a group, see `AncestryStep`) in `ref`'s own snapshots, else in the session it was forked
  * from (header `parentSession`), and so on up the forks. A fork keeps its parent's entry ids, so
  * until it records its own snapshots (and for entries before its fork point) its ancestors'
  * snapshots apply — also when an intermediate fork never ran. A fork ancestor that cannot be read
@@ -22,7 +72,7 @@ export async function snapshotForAncestry(
   store: SessionStore,
   snapshots: WorkspaceSnapshots,
   ref: SessionRef,
-  ancestry: readonly string[],
+  ancestry: readonly AncestryStep[],
 ): Promise<{ from: SessionRef; record: SnapshotRecord } | undefined> {
   const visited = new Set<string>();
   for (let from: SessionRef | undefined = ref; from && visited.size < MAX_FORK_DEPTH; ) {

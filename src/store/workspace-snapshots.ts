@@ -52,6 +52,14 @@ export const SnapshotRecordSchema = z.object({
 /** The record of one snapshot: which entry it follows and the root tree of the state. */
 export type SnapshotRecord = z.infer<typeof SnapshotRecordSchema>;
 
+/**
+ * One step of an entry's ancestry in a snapshot lookup: an entry id, or the tool results of one
+ * assistant entry. Each call of a batch snapshots at its own result (parallel calls in any
+ * order), and the workspace only accumulates the batch's changes, so among a group the newest
+ * snapshot is the most complete state, not the nearest.
+ */
+export type AncestryStep = string | readonly string[];
+
 export interface SnapshotOptions {
   afterEntryId: string;
   afterSeq: number;
@@ -75,6 +83,19 @@ export interface RestoreResult {
   downloadedObjects: number;
 }
 
+/** Snapshots in progress per workspace directory on this worker: one at a time (see `snapshot`). */
+const snapshotsInProgress = new Map<string, Promise<unknown>>();
+let lastCreatedMs = 0;
+
+/**
+ * Now as a `createdAt`, later than every earlier one of this process: the snapshots of one batch
+ * are all taken on the workspace's worker, and the newest of them must be told apart.
+ */
+function monotonicCreatedAt(): string {
+  lastCreatedMs = Math.max(Date.now(), lastCreatedMs + 1);
+  return new Date(lastCreatedMs).toISOString();
+}
+
 const isNotFound = (error: unknown): boolean =>
   s3HttpStatus(error) === 404 || (error as { name?: string })?.name === "NoSuchKey";
 
@@ -94,9 +115,22 @@ export class WorkspaceSnapshots {
 
   /**
    * Records the state of `dir` as the workspace after `afterEntryId`. Idempotent: a second call
-   * for the same entry returns the stored record without uploading.
+   * for the same entry returns the stored record without uploading. Snapshots of one directory
+   * run one after the other (parallel tool calls each snapshot at their result): the local index
+   * is not written by two at once, and a later `createdAt` means a later scan.
    */
-  async snapshot(ref: SessionRef, dir: string, options: SnapshotOptions): Promise<SnapshotResult> {
+  snapshot(ref: SessionRef, dir: string, options: SnapshotOptions): Promise<SnapshotResult> {
+    const previous = snapshotsInProgress.get(dir) ?? Promise.resolve();
+    const current = previous.catch(() => undefined).then(() => this.snapshotNow(ref, dir, options));
+    snapshotsInProgress.set(dir, current);
+    const forget = () => {
+      if (snapshotsInProgress.get(dir) === current) snapshotsInProgress.delete(dir);
+    };
+    current.then(forget, forget);
+    return current;
+  }
+
+  private async snapshotNow(ref: SessionRef, dir: string, options: SnapshotOptions): Promise<SnapshotResult> {
     const recordKey = workspaceSnapshotKey(this.prefix, ref, options.afterEntryId);
     const existing = await this.getRecordAt(recordKey);
     if (existing)
@@ -135,7 +169,7 @@ export class WorkspaceSnapshots {
       root: scan.root,
       files: scan.files.length,
       bytes: scan.totalBytes,
-      createdAt: new Date().toISOString(),
+      createdAt: monotonicCreatedAt(),
     };
     const body = JSON.stringify(record);
     const written = await this.conditional.createIfAbsent(recordKey, body, "application/json");
@@ -191,13 +225,26 @@ export class WorkspaceSnapshots {
   }
 
   /**
-   * The snapshot that applies to an entry: the first of `ancestry` (the entry, its parent, … up to
-   * the root) that has one. Undefined when none does.
+   * The snapshot that applies to an entry: that of the first step of `ancestry` (the entry, its
+   * parent, … up to the root) that has one; for a group of entries (the tool results of one
+   * batch), the newest snapshot among them (latest `createdAt`; on a tie, the first listed).
+   * Undefined when none does.
    */
-  async findForEntry(ref: SessionRef, ancestry: readonly string[]): Promise<SnapshotRecord | undefined> {
+  async findForEntry(
+    ref: SessionRef,
+    ancestry: readonly AncestryStep[],
+  ): Promise<SnapshotRecord | undefined> {
     const ids = await this.snapshottedEntryIds(ref);
-    const nearest = ancestry.find((id) => ids.has(id));
-    return nearest ? this.getRecord(ref, nearest) : undefined;
+    for (const step of ancestry) {
+      const candidates = (typeof step === "string" ? [step] : step).filter((id) => ids.has(id));
+      if (candidates.length === 0) continue;
+      const records = await Promise.all(candidates.map((id) => this.getRecord(ref, id)));
+      let newest: SnapshotRecord | undefined;
+      for (const record of records)
+        if (record && (!newest || record.createdAt > newest.createdAt)) newest = record;
+      return newest;
+    }
+    return undefined;
   }
 
   /**

@@ -105,3 +105,65 @@ test("an idle workspace is evicted from the worker's disk and restored from S3: 
   expect((await stage().result(ref)).status).toBe("completed");
   expect(await lastText()).toBe("Read again: kept in s3");
 }, 120_000);
+
+/**
+ * Runs `scenario` on a worker that kills itself when it reaches `executeTool.afterWrite` as
+ * `failpoint` says (right after a tool result is stored, before the workflow's snapshot after the
+ * batch), then lets a worker with its own, empty workspace root finish the run. Returns the
+ * session, the last answer's text and the second worker's workspace directory.
+ */
+async function crashAfterResult(scenario: string, failpoint: string) {
+  const first = await stage().startWorker({ KEEL_FAILPOINTS: failpoint });
+  const ref = stage().newSession();
+  await stage().runs.deliver(ref, { text: `[scenario:${scenario}] go`, mode: "auto" }, stage().settings());
+  await eventually(async () =>
+    first.child.exitCode !== null || first.child.signalCode !== null ? true : undefined,
+  );
+  const otherRoot = mkdtempSync(join(testTmpDir(), "other-workspaces-"));
+  await stage().startWorker({ KEEL_WORKSPACE_ROOT: otherRoot });
+  expect((await stage().result(ref)).status).toBe("completed");
+  const messages = messagesOf(await expectIntactSession(stage(), ref));
+  const answer = messages.at(-1);
+  return {
+    messages,
+    answer: answer?.role === "assistant" ? JSON.stringify(answer.content) : "",
+    dir: workspaceFor(otherRoot, ref.tenantId, ref.sessionId).dir,
+  };
+}
+
+test("the worker dies right after a write's result is stored: the next worker has the written file", async () => {
+  stage().llm.addScenario("ws-crash-after-write", {
+    turns: [
+      { toolCalls: [{ name: "write", arguments: { path: "a.txt", content: "written before the crash\n" } }] },
+      { toolCalls: [{ name: "read", arguments: { path: "a.txt" } }] },
+    ],
+    after: { text: "The file says: {{lastToolResult}}" },
+  });
+  const { messages, answer, dir } = await crashAfterResult("ws-crash-after-write", "executeTool.afterWrite");
+  // The write ran once (its stored result was adopted), then the read on the second worker.
+  expect(messages.filter((message) => message.role === "toolResult").map((m) => m.toolName)).toEqual([
+    "write",
+    "read",
+  ]);
+  expect(answer).toContain("written before the crash");
+  expect(readFileSync(join(dir, "a.txt"), "utf8")).toBe("written before the crash\n");
+}, 150_000);
+
+test("the worker dies after both results of a parallel batch of writes are stored: both files are restored", async () => {
+  stage().llm.addScenario("ws-crash-parallel", {
+    turns: [
+      {
+        toolCalls: [
+          { name: "write", arguments: { path: "one.txt", content: "one\n" } },
+          { name: "write", arguments: { path: "two.txt", content: "two\n" } },
+        ],
+      },
+      { toolCalls: [{ name: "bash", arguments: { command: "cat one.txt two.txt" } }] },
+    ],
+    after: { text: "Files: {{lastToolResult}}" },
+  });
+  const { answer, dir } = await crashAfterResult("ws-crash-parallel", "executeTool.afterWrite@2");
+  expect(answer).toContain("one\\ntwo");
+  expect(readFileSync(join(dir, "one.txt"), "utf8")).toBe("one\n");
+  expect(readFileSync(join(dir, "two.txt"), "utf8")).toBe("two\n");
+}, 150_000);
