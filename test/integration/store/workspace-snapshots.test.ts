@@ -138,6 +138,31 @@ describe("workspace snapshots", () => {
     expect(await snapshots.findForEntry(ref, ["e1", "e0"])).toBeUndefined();
   });
 
+  test("in a group of entries (one batch's tool results) the newest snapshot applies, not the nearest", async () => {
+    const ref = newRef();
+    const dir = await makeWorkspace();
+    const { snapshots } = open();
+    // The later call of a parallel batch finished first: its result's snapshot is the older one.
+    await snapshots.snapshot(ref, dir, { afterEntryId: "r2", afterSeq: 4 });
+    await fs.writeFile(path.join(dir, "README.md"), "# both calls\n");
+    const newest = await snapshots.snapshot(ref, dir, { afterEntryId: "r1", afterSeq: 3 });
+    expect((await snapshots.findForEntry(ref, [["r2", "r1"], "a1"]))?.root).toBe(newest.record.root);
+    expect((await snapshots.findForEntry(ref, ["r2", "r1", "a1"]))?.afterEntryId).toBe("r2");
+    expect(await snapshots.findForEntry(ref, [["x2", "x1"], "a1"])).toBeUndefined();
+  });
+
+  test("parallel snapshots of one workspace run one after the other, in call order", async () => {
+    const ref = newRef();
+    const dir = await makeWorkspace();
+    const { snapshots } = open();
+    const results = await Promise.all(
+      ["p1", "p2", "p3"].map((id, seq) => snapshots.snapshot(ref, dir, { afterEntryId: id, afterSeq: seq })),
+    );
+    const created = results.map((result) => result.record.createdAt);
+    expect([...created].sort()).toEqual(created);
+    expect(new Set(created).size).toBe(3);
+  });
+
   test("restoring replaces the target's contents and leaves an index that makes the next snapshot cheap", async () => {
     const ref = newRef();
     const dir = await makeWorkspace();
