@@ -143,6 +143,8 @@ export function workspaceActivities({
               afterEntryId: input.afterEntryId,
               afterSeq: input.afterSeq,
               maxBytes: snapshotMaxBytes,
+              // A tool call may have recorded this entry before a parallel call changed files.
+              replaceStale: true,
             }),
           );
           const { record } = result;

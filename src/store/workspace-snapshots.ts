@@ -64,6 +64,13 @@ export interface SnapshotOptions {
   afterEntryId: string;
   afterSeq: number;
   maxBytes?: number;
+  /**
+   * When the entry already has a record of another state, record the directory's state in its
+   * place (a newer `createdAt`) instead of adopting it. For the snapshot after a batch: a call of
+   * the batch recorded its own result's state before a parallel call (whose own snapshot failed)
+   * changed files. A retry finds the state it recorded and adopts it.
+   */
+  replaceStale?: boolean;
 }
 
 export interface SnapshotResult {
@@ -132,12 +139,24 @@ export class WorkspaceSnapshots {
 
   private async snapshotNow(ref: SessionRef, dir: string, options: SnapshotOptions): Promise<SnapshotResult> {
     const recordKey = workspaceSnapshotKey(this.prefix, ref, options.afterEntryId);
-    const existing = await this.getRecordAt(recordKey);
-    if (existing)
-      return { record: existing, adopted: true, uploadedObjects: 0, uploadedBytes: 0, hashedFiles: 0 };
+    const existing = await this.getStoredRecord(recordKey);
+    if (existing && !(options.replaceStale && existing.etag)) {
+      return { record: existing.record, adopted: true, uploadedObjects: 0, uploadedBytes: 0, hashedFiles: 0 };
+    }
 
     const index = await readLocalIndex(dir);
     const scan = await scanWorkspace(dir, index, options.maxBytes ?? DEFAULT_SNAPSHOT_MAX_BYTES);
+    if (existing?.record.root === scan.root) {
+      index.lastRoot = scan.root;
+      await writeLocalIndex(dir, index);
+      return {
+        record: existing.record,
+        adopted: true,
+        uploadedObjects: 0,
+        uploadedBytes: 0,
+        hashedFiles: scan.hashedFiles,
+      };
+    }
     const stored = new Set(index.stored);
     let uploadedObjects = 0;
     let uploadedBytes = 0;
@@ -172,7 +191,9 @@ export class WorkspaceSnapshots {
       createdAt: monotonicCreatedAt(),
     };
     const body = JSON.stringify(record);
-    const written = await this.conditional.createIfAbsent(recordKey, body, "application/json");
+    const written = existing?.etag
+      ? await this.conditional.replaceIfMatch(recordKey, body, "application/json", existing.etag)
+      : await this.conditional.createIfAbsent(recordKey, body, "application/json");
     if (written) {
       uploadedObjects += 1;
       uploadedBytes += Buffer.byteLength(body);
@@ -335,14 +356,26 @@ export class WorkspaceSnapshots {
   }
 
   private async getObject(key: string): Promise<Buffer> {
+    return (await this.getObjectAndEtag(key)).body;
+  }
+
+  private async getObjectAndEtag(key: string): Promise<{ body: Buffer; etag: string | undefined }> {
     const response = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
-    return Buffer.from((await response.Body?.transformToByteArray()) ?? new Uint8Array());
+    const body = Buffer.from((await response.Body?.transformToByteArray()) ?? new Uint8Array());
+    return { body, etag: response.ETag };
   }
 
   private async getRecordAt(key: string): Promise<SnapshotRecord | undefined> {
+    return (await this.getStoredRecord(key))?.record;
+  }
+
+  /** The record at `key` and its ETag (for a conditional replace); undefined when absent. */
+  private async getStoredRecord(
+    key: string,
+  ): Promise<{ record: SnapshotRecord; etag: string | undefined } | undefined> {
     try {
-      const text = (await this.getObject(key)).toString("utf8");
-      return SnapshotRecordSchema.parse(JSON.parse(text));
+      const { body, etag } = await this.getObjectAndEtag(key);
+      return { record: SnapshotRecordSchema.parse(JSON.parse(body.toString("utf8"))), etag };
     } catch (error) {
       if (isNotFound(error)) return undefined;
       throw error;

@@ -151,6 +151,33 @@ describe("workspace snapshots", () => {
     expect(await snapshots.findForEntry(ref, [["x2", "x1"], "a1"])).toBeUndefined();
   });
 
+  test("with replaceStale, an entry's record of another state is replaced; a retry adopts the new one", async () => {
+    const ref = newRef();
+    const dir = await makeWorkspace();
+    const { snapshots } = open();
+    const early = await snapshots.snapshot(ref, dir, { afterEntryId: "r2", afterSeq: 4 });
+    await fs.writeFile(path.join(dir, "README.md"), "# changed by a parallel call\n");
+    // Without it the stale record is adopted (a retried snapshot of the same state).
+    const adopted = await snapshots.snapshot(ref, dir, { afterEntryId: "r2", afterSeq: 4 });
+    expect(adopted).toMatchObject({ adopted: true, record: { root: early.record.root } });
+
+    const replaced = await snapshots.snapshot(ref, dir, {
+      afterEntryId: "r2",
+      afterSeq: 4,
+      replaceStale: true,
+    });
+    expect(replaced.adopted).toBe(false);
+    expect(replaced.record.root).not.toBe(early.record.root);
+    expect(replaced.record.createdAt > early.record.createdAt).toBe(true);
+    expect(await snapshots.getRecord(ref, "r2")).toEqual(replaced.record);
+
+    const retry = await snapshots.snapshot(ref, dir, { afterEntryId: "r2", afterSeq: 4, replaceStale: true });
+    expect(retry).toMatchObject({ adopted: true, uploadedObjects: 0, record: replaced.record });
+    const target = path.join(await tempDir("replaced"), "ws");
+    await open().snapshots.restore(ref, replaced.record, target);
+    expect(await fs.readFile(path.join(target, "README.md"), "utf8")).toBe("# changed by a parallel call\n");
+  });
+
   test("parallel snapshots of one workspace run one after the other, in call order", async () => {
     const ref = newRef();
     const dir = await makeWorkspace();
