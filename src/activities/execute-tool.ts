@@ -11,12 +11,15 @@
  * Retries, and tools that change things, look first.
  *
  * While it runs, the tool's output so far goes to the run's stream as `tool_execution_update`.
+ * After a tool that may change files, the workspace is snapshotted at the result's entry before
+ * the result is stored, so a worker dying right after storing it loses no file change.
  */
 import { CancelledFailure, Context } from "@temporalio/activity";
 import { UNKNOWN_OUTCOME_TEXT } from "../core/markers";
 import type { ToolCallBlock, ToolResultMessage } from "../core/messages";
 import { createMessageEntry } from "../core/session-entries";
 import type { SessionEntry } from "../core/session-types";
+import type { SessionRef } from "../store/session-keys";
 import {
   acquireWorkspaceLock,
   prepareWorkspace,
@@ -125,38 +128,44 @@ export function executeToolActivity({
       ).finally(() => live.close());
       // Before the result is stored: a stored result always has a snapshot at least as new, so a
       // worker that takes the workspace over after a crash restores this call's changes.
-      if (toolNamed(call.name)?.replay !== "safe") await snapshotBeforeResult(workspace.dir);
+      if (toolNamed(call.name)?.replay !== "safe") {
+        await snapshotBeforeResult({ snapshots, snapshotMaxBytes }, ref, workspace.dir, input.slot, call.id);
+      }
       return result;
     });
-    /**
-     * Records the workspace after this call at its result entry. A failure (too large, S3 down
-     * after retries) is logged and the result is stored anyway: the files are on this worker, and
-     * the workflow's snapshot after the batch tries again.
-     */
-    async function snapshotBeforeResult(dir: string): Promise<void> {
-      try {
-        await whileHeartbeating(ctx, "snapshotting", () =>
-          snapshots.snapshot(ref, dir, {
-            afterEntryId: input.slot.id,
-            afterSeq: input.slot.seq,
-            maxBytes: snapshotMaxBytes,
-          }),
-        );
-      } catch (error) {
-        ctx.log.warn("the workspace snapshot before the tool result failed; the result is stored", {
-          sessionId: ref.sessionId,
-          toolCallId: call.id,
-          error: error instanceof Error ? error.message : String(error),
-        });
-      }
-    }
-
     const { entry, written } = await write(toToolResultMessage(toolCall, output, Date.now()));
     failpoint("executeTool.afterWrite");
     if (ctx.cancellationSignal.aborted)
       throw new CancelledFailure("the tool was cancelled; its output is stored");
     return summarize(resultOf(entry, input.slot.id), written ? "executed" : "adopted");
   };
+}
+
+/**
+ * Records the workspace in `dir` as the state after the result entry `slot` of call `toolCallId`,
+ * before that result is stored (docs/store.md, "Tied to entries"). A failure (too large, S3 errors
+ * after retries) is logged and never thrown: the result must be stored whatever happens, the files
+ * are on this worker, and the workflow's snapshot after the batch tries again.
+ */
+async function snapshotBeforeResult(
+  { snapshots, snapshotMaxBytes }: Pick<ActivityDeps, "snapshots" | "snapshotMaxBytes">,
+  ref: SessionRef,
+  dir: string,
+  slot: ExecuteToolInput["slot"],
+  toolCallId: string,
+): Promise<void> {
+  const ctx = Context.current();
+  try {
+    await whileHeartbeating(ctx, "snapshotting", () =>
+      snapshots.snapshot(ref, dir, { afterEntryId: slot.id, afterSeq: slot.seq, maxBytes: snapshotMaxBytes }),
+    );
+  } catch (error) {
+    ctx.log.warn("the workspace snapshot before the tool result failed; the result is stored", {
+      sessionId: ref.sessionId,
+      toolCallId,
+      error: error instanceof Error ? error.message : String(error),
+    });
+  }
 }
 
 async function toolCallOf(store: ActivityDeps["store"], input: ExecuteToolInput): Promise<ToolCallBlock> {
