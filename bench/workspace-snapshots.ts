@@ -4,7 +4,9 @@
  * requests (counted by a proxy in front of the S3 server), time; then the time to restore the
  * whole workspace into another root. Baseline in the same run: the first snapshot (everything
  * uploaded). Repeated with a tenth of the files to show that the per-turn cost does not grow with
- * the workspace. Writes bench/results/workspace-snapshots.md / .json.
+ * the workspace. Also per turn: the workflow's snapshot after the batch, which now finds the entry
+ * already recorded by the tool call (`replaceStale`: one scan, nothing uploaded) — the extra cost
+ * of snapshotting before each result. Writes bench/results/workspace-snapshots.md / .json.
  *
  * Run: BENCH_FILES=10000 BENCH_TURNS=20 npx tsx bench/workspace-snapshots.ts
  */
@@ -49,6 +51,8 @@ interface SizeResult {
   workspaceBytes: number;
   first: TurnResult;
   turns: TurnResult[];
+  /** The snapshot after the batch at the entry the turn's call just recorded. */
+  batchEnds: TurnResult[];
   restoreMs: number;
   restoreRequests: number;
 }
@@ -117,10 +121,14 @@ async function main(): Promise<void> {
         s3.settings,
         base,
       );
-      const snap = async (turn: number): Promise<TurnResult> => {
+      const snap = async (turn: number, replaceStale = false): Promise<TurnResult> => {
         proxy.reset();
         const started = performance.now();
-        const result = await snapshots.snapshot(ref, dir, { afterEntryId: `e${turn}`, afterSeq: turn });
+        const result = await snapshots.snapshot(ref, dir, {
+          afterEntryId: `e${turn}`,
+          afterSeq: turn,
+          replaceStale,
+        });
         return {
           bytes: result.uploadedBytes,
           requests: requestCount(proxy.counts()),
@@ -130,11 +138,15 @@ async function main(): Promise<void> {
       };
       const first = await snap(0);
       const turns: TurnResult[] = [];
+      const batchEnds: TurnResult[] = [];
       for (let turn = 1; turn <= TURNS; turn++) {
         const index = (turn * 7919) % files;
         const file = join(folderOf(dir, index, files), `file-${index}.txt`);
         await fs.writeFile(file, contents(index + turn * 1_000_003, FILE_BYTES));
         turns.push(await snap(turn));
+        const batchEnd = await snap(turn, true);
+        if (batchEnd.bytes !== 0) throw new Error("the snapshot after the batch uploaded again");
+        batchEnds.push(batchEnd);
       }
       const record = await snapshots.getRecord(ref, `e${TURNS}`);
       if (!record) throw new Error("the last snapshot is missing");
@@ -148,6 +160,7 @@ async function main(): Promise<void> {
         workspaceBytes,
         first,
         turns,
+        batchEnds,
         restoreMs,
         restoreRequests: requestCount(proxy.counts()),
       });
@@ -175,6 +188,8 @@ async function main(): Promise<void> {
       `${fixed(median(result.turns.map((turn) => turn.ms)))} ms`,
       median(result.turns.map((turn) => turn.hashedFiles)),
       ratio(bytes / result.first.bytes),
+      median(result.batchEnds.map((turn) => turn.requests)),
+      `${fixed(median(result.batchEnds.map((turn) => turn.ms)))} ms`,
       `${fixed(result.restoreMs / 1000, 2)} s`,
       result.restoreRequests,
     ];
@@ -201,6 +216,8 @@ async function main(): Promise<void> {
         "time / turn",
         "files hashed / turn",
         "turn ÷ baseline",
+        "batch-end requests",
+        "batch-end time",
         "restore all",
         "restore requests",
       ],
@@ -210,6 +227,7 @@ async function main(): Promise<void> {
     `- Bytes per turn, ${large?.files} files ÷ ${small?.files} files: ${ratio(perTurn(large) / Math.max(1, perTurn(small)))} (the overhead is the edited file's folder tree, constant here, and the root tree, which lists one entry per folder: 10× the folders makes it 10× larger).`,
     `- Goal: within ${TARGET_FILE_MULTIPLE}× the edited file plus a fixed overhead; the blob itself is uploaded once (1×), the rest is the overhead column.`,
     "- Time per turn is dominated by one lstat per file (the local index skips reading unchanged files: see files hashed / turn).",
+    "- Batch-end: the workflow's snapshot after a batch whose tool call already recorded the entry before storing its result (finds the record, scans, same root: nothing uploaded). It is the extra cost per batch of snapshotting before each result; a batch of k calls that change files also takes k per-call snapshots instead of one (each uploads only what changed since the previous).",
     "",
     `Reproduce: \`BENCH_FILES=${FILES} BENCH_TURNS=${TURNS} npx tsx bench/workspace-snapshots.ts\``,
   ].join("\n");
