@@ -12,11 +12,15 @@ const isToolResult = (entry: SessionEntry): boolean =>
 
 /**
  * The lookup steps from `leafId` up to the root of `entries`: runs of consecutive tool results
- * become one group. With `withBatchResults`, the stored tool results below the leaf (the rest of
- * the leaf's batch, when the leaf is its assistant entry or one of its results) join the leaf's
- * group: a result is stored only after its call's snapshot, so a worker taking the workspace over
- * in the middle of a batch restores the changes of every call whose result is stored (the calls
- * then adopt those results instead of running again). Undefined when `leafId` is not in `entries`.
+ * become one group. Undefined when `leafId` is not in `entries`.
+ *
+ * With `withBatchResults`, when everything stored below the leaf is tool results (a batch in
+ * progress: the leaf is its assistant entry or one of its results), those results join the
+ * leaf's group: a result is stored only after its call's snapshot, so a worker taking the
+ * workspace over in the middle of a batch restores the changes of every call whose result is
+ * stored (the calls then adopt those results instead of running again). Anything else below the
+ * leaf (a later turn, the entry a branch to it writes) means the leaf is not a batch in progress,
+ * and only its own ancestry counts.
  */
 export function snapshotAncestry(
   entries: readonly SessionEntry[],
@@ -27,21 +31,7 @@ export function snapshotAncestry(
   const leaf = byId.get(leafId);
   if (!leaf) return undefined;
   const steps: AncestryStep[] = [];
-  let group: string[] = [];
-  if (withBatchResults) {
-    const children = new Map<string, SessionEntry[]>();
-    for (const entry of entries) {
-      if (entry.parentId === null) continue;
-      children.set(entry.parentId, [...(children.get(entry.parentId) ?? []), entry]);
-    }
-    const below = (children.get(leafId) ?? []).filter(isToolResult);
-    for (let index = 0; index < below.length; index++) {
-      const entry = below[index] as SessionEntry;
-      if (group.includes(entry.id)) continue;
-      group.push(entry.id);
-      below.push(...(children.get(entry.id) ?? []).filter(isToolResult));
-    }
-  }
+  let group = withBatchResults ? batchResultsBelow(entries, leafId) : [];
   const seen = new Set<string>();
   for (let entry: SessionEntry | undefined = leaf; entry && !seen.has(entry.id); ) {
     seen.add(entry.id);
@@ -57,13 +47,28 @@ export function snapshotAncestry(
   return steps;
 }
 
+/** Ids of the entries below `leafId` when all are tool results; empty otherwise. */
+function batchResultsBelow(entries: readonly SessionEntry[], leafId: string): string[] {
+  const below = new Set([leafId]);
+  const results: string[] = [];
+  // Entries are in seq order and a parent is stored before its children.
+  for (const entry of entries) {
+    if (entry.parentId === null || !below.has(entry.parentId) || below.has(entry.id)) continue;
+    if (!isToolResult(entry)) return [];
+    below.add(entry.id);
+    results.push(entry.id);
+  }
+  return results;
+}
+
 /** How many fork generations a snapshot lookup climbs (a guard against a header cycle). */
 const MAX_FORK_DEPTH = 64;
 
 /**
  * The snapshot that applies to the entry whose ancestry is given, and the session it belongs to:
- * the nearest snapshotted ancestor (the newest one of a group, see `AncestryStep`) in `ref`'s own snapshots, else in the session it was forked
- * from (header `parentSession`), and so on up the forks. A fork keeps its parent's entry ids, so
+ * the nearest snapshotted ancestor (of a group, the newest: see `AncestryStep`) in `ref`'s own
+ * snapshots, else in the session it was forked from (header `parentSession`), and so on up the
+ * forks. A fork keeps its parent's entry ids, so
  * until it records its own snapshots (and for entries before its fork point) its ancestors'
  * snapshots apply — also when an intermediate fork never ran. A fork ancestor that cannot be read
  * (deleted) ends the climb.

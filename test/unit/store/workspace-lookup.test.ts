@@ -28,17 +28,36 @@ describe("snapshotAncestry", () => {
     expect(snapshotAncestry(entries, "missing")).toBeUndefined();
   });
 
-  test("with the batch's results: an assistant entry or a result counts the stored results below it", () => {
-    expect(snapshotAncestry(entries, "a1", { withBatchResults: true })).toEqual([["r1", "r2"], "a1", "u1"]);
-    expect(snapshotAncestry(entries, "r1", { withBatchResults: true })).toEqual([["r2", "r1"], "a1", "u1"]);
-    // Below a user message there are no results of its batch: only its own ancestry.
-    expect(snapshotAncestry(entries, "u2", { withBatchResults: true })).toEqual([
+  test("with the batch's results: a batch in progress counts the results stored below its assistant entry", () => {
+    // The batch of a2 in progress: r3 is stored, nothing else below a2.
+    expect(snapshotAncestry(entries, "a2", { withBatchResults: true })).toEqual([
+      ["r3"],
+      "a2",
       "u2",
       ["r2", "r1"],
       "a1",
       "u1",
     ]);
+    // A call of a1's batch whose leaf is r1 (the result before its own slot).
+    const inProgress = entries.slice(0, 4);
+    expect(snapshotAncestry(inProgress, "a1", { withBatchResults: true })).toEqual([
+      ["r1", "r2"],
+      "a1",
+      "u1",
+    ]);
+    expect(snapshotAncestry(inProgress, "r1", { withBatchResults: true })).toEqual([
+      ["r2", "r1"],
+      "a1",
+      "u1",
+    ]);
     // Without it, the assistant entry stands for the state before its batch.
-    expect(snapshotAncestry(entries, "a1")).toEqual(["a1", "u1"]);
+    expect(snapshotAncestry(inProgress, "a1")).toEqual(["a1", "u1"]);
+  });
+
+  test("with the batch's results: anything but results below the leaf (a later turn, a branch to it) leaves them out", () => {
+    expect(snapshotAncestry(entries, "a1", { withBatchResults: true })).toEqual(["a1", "u1"]);
+    expect(snapshotAncestry(entries, "r1", { withBatchResults: true })).toEqual([["r1"], "a1", "u1"]);
+    const branched = [...entries.slice(0, 4), entry("b1", "a1", user("branch summary"))];
+    expect(snapshotAncestry(branched, "a1", { withBatchResults: true })).toEqual(["a1", "u1"]);
   });
 });
