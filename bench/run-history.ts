@@ -27,6 +27,7 @@ import {
   countScheduled,
   encodedBytes,
   fetchEvents,
+  fetchExecutionChain,
 } from "./support/history";
 import { startInProcessWorkers } from "./support/keel-workers";
 import type { NaiveMessage, NaiveToolCall, naiveRun } from "./support/naive-workflow";
@@ -61,6 +62,8 @@ interface StreamingSample {
   /** Coalescing interval, or 0 for live events off. */
   intervalMs: number;
   tokensPerSecond: number;
+  /** Executions of the run (more than one when it continued as new). */
+  executions: number;
   bytesPerTurn: number;
   signalsPerTurn: number;
   updatesPerTurn: number;
@@ -103,11 +106,14 @@ async function streamingSample(
       if (live) reading = drainFeed(runs.feed(ref, true));
     });
     const streamItems = (await reading) ?? 0;
-    const events = await fetchEvents(stack.client, runWorkflowId(run.ref));
+    // A long streamed run continues as new when its history grows: all its executions count.
+    const chain = await fetchExecutionChain(stack.client, runWorkflowId(run.ref));
+    const events = chain.flat();
     return {
       intervalMs,
       tokensPerSecond,
-      bytesPerTurn: encodedBytes(events) / STREAM_TURNS,
+      executions: chain.length,
+      bytesPerTurn: chain.reduce((sum, execution) => sum + encodedBytes(execution), 0) / STREAM_TURNS,
       signalsPerTurn: countEventsOfType(events, "WORKFLOW_EXECUTION_SIGNALED") / STREAM_TURNS,
       updatesPerTurn: countEventsOfType(events, "WORKFLOW_EXECUTION_UPDATE_ACCEPTED") / STREAM_TURNS,
       streamItems,
@@ -299,8 +305,8 @@ ${table(
 
 ## Live streaming on vs off
 
-Short runs of ${STREAM_TURNS} turns (same scenario: a sentence and one \`ls\` call per turn), history
-bytes per turn. *Off*: live events off (\`KEEL_LIVE_EVENTS=off\`) and nobody reading the run's
+Runs of ${STREAM_TURNS} turns (same scenario: a sentence and one \`ls\` call per turn), history
+bytes per turn over all of the run's executions (a run whose history grows continues as new). *Off*: live events off (\`KEEL_LIVE_EVENTS=off\`) and nobody reading the run's
 stream. *On*: the model's deltas and tool output published, coalesced (a batch at most every
 *interval*, \`KEEL_LIVE_EVENTS_INTERVAL_MS\`, default 250), and one API feed
 reading the run's stream for the whole run with the run's \`stream\` query (what one API process
@@ -313,6 +319,7 @@ ${table(
     "off B/turn",
     "on B/turn",
     "on / off",
+    "executions (off / on)",
     "publish signals/turn",
     "updates/turn",
     "stream items read",
@@ -323,6 +330,7 @@ ${table(
     fixed(row.off.bytesPerTurn, 0),
     fixed(row.on.bytesPerTurn, 0),
     `${ratio(row.ratio)} (${row.ratio <= STREAM_BUDGET ? "within" : "OVER"} ${STREAM_BUDGET}×)`,
+    `${row.off.executions} / ${row.on.executions}`,
     fixed(row.on.signalsPerTurn, 1),
     fixed(row.on.updatesPerTurn, 2),
     row.on.streamItems,

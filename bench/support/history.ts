@@ -17,6 +17,22 @@ export async function fetchEvents(
   return history.events ?? [];
 }
 
+/**
+ * The histories of every execution of `workflowId`, oldest first: the latest run, then each run it
+ * continued from (its start event names the previous run), so a run that continued as new is
+ * measured whole.
+ */
+export async function fetchExecutionChain(client: Client, workflowId: string): Promise<HistoryEvent[][]> {
+  const chain: HistoryEvent[][] = [];
+  for (let runId: string | undefined; ; ) {
+    const events = await fetchEvents(client, workflowId, runId);
+    chain.unshift(events);
+    const previous = events[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId ?? undefined;
+    if (!previous) return chain;
+    runId = previous;
+  }
+}
+
 /** Encoded protobuf size of a history made of `events`. */
 export function encodedBytes(events: HistoryEvent[]): number {
   return temporal.api.history.v1.History.encode({ events }).finish().length;
