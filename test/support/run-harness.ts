@@ -42,6 +42,8 @@ export interface WorkerProcess {
   kill(): Promise<void>;
   /** SIGTERM: graceful shutdown. */
   stop(): Promise<void>;
+  /** Resolves once the process has ended on its own (a failpoint crash) or by a signal. */
+  exited(): Promise<void>;
 }
 
 export interface RunStage {
@@ -131,6 +133,7 @@ export async function createRunStage(): Promise<RunStage> {
         if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
         await exited;
       },
+      exited: () => exited,
     };
     workers.push(worker);
     return worker;

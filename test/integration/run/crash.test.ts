@@ -60,9 +60,7 @@ test("killed right after the answer was stored: the retry adopts it without call
     { text: "[scenario:crash-after-write] list files", mode: "auto" },
     stage.settings(),
   );
-  await eventually(async () =>
-    first.child.exitCode !== null || first.child.signalCode !== null ? true : undefined,
-  );
+  await first.exited();
   const second = await stage.startWorker();
   expect((await stage.result(ref)).status).toBe("completed");
   const entries = await expectIntactSession(stage, ref);
@@ -120,9 +118,7 @@ test("killed right after a tool result was stored: the result is adopted, the to
     { text: "[scenario:crash-after-tool] count", mode: "auto" },
     stage.settings(),
   );
-  await eventually(async () =>
-    first.child.exitCode !== null || first.child.signalCode !== null ? true : undefined,
-  );
+  await first.exited();
   const second = await stage.startWorker();
   expect((await stage.result(ref)).status).toBe("completed");
   const messages = messagesOf(await expectIntactSession(stage, ref));

@@ -246,9 +246,7 @@ test("a worker killed while it claims the workspace costs seconds, not minutes",
   const ref = stage().newSession();
   const started = Date.now();
   await stage().runs.deliver(ref, { text: "[scenario:claim-kill] list", mode: "auto" }, stage().settings());
-  await eventually(async () =>
-    first.child.exitCode !== null || first.child.signalCode !== null ? true : undefined,
-  );
+  await first.exited();
   await stage().startWorker();
   expect((await stage().result(ref)).status).toBe("completed");
   // The claim heartbeats (10 s timeout); without it the run waited out a 5-minute timeout.

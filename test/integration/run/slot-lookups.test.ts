@@ -10,13 +10,7 @@ import type { SessionRef } from "../../../src/core/session-ref";
 import { entryKey } from "../../../src/store/session-keys";
 import { runWorkflowId } from "../../../src/workflows/types";
 import { s3Settings, testTmpDir } from "../../support/integration-env";
-import {
-  createRunStage,
-  eventually,
-  expectIntactSession,
-  messagesOf,
-  type RunStage,
-} from "../../support/run-harness";
+import { createRunStage, expectIntactSession, messagesOf, type RunStage } from "../../support/run-harness";
 import { type S3RequestLog, startS3RequestLog } from "../../support/s3-request-log";
 
 jest.setTimeout(150_000);
@@ -89,9 +83,7 @@ test("a read-only tool's result stored by a worker that then died: scheduled aga
     { text: "[scenario:slot-lookups-crash] list", mode: "auto" },
     stage.settings(),
   );
-  await eventually(async () =>
-    first.child.exitCode !== null || first.child.signalCode !== null ? true : undefined,
-  );
+  await first.exited();
   const stored = messagesOf(await stage.entries(ref)).find((message) => message.role === "toolResult");
   expect(stored).toBeDefined();
 

@@ -116,9 +116,7 @@ async function crashAfterResult(scenario: string, failpoint: string) {
   const first = await stage().startWorker({ KEEL_FAILPOINTS: failpoint });
   const ref = stage().newSession();
   await stage().runs.deliver(ref, { text: `[scenario:${scenario}] go`, mode: "auto" }, stage().settings());
-  await eventually(async () =>
-    first.child.exitCode !== null || first.child.signalCode !== null ? true : undefined,
-  );
+  await first.exited();
   const otherRoot = mkdtempSync(join(testTmpDir(), "other-workspaces-"));
   await stage().startWorker({ KEEL_WORKSPACE_ROOT: otherRoot });
   expect((await stage().result(ref)).status).toBe("completed");
