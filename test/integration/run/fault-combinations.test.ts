@@ -53,8 +53,9 @@ test("abort while the tool's worker is dead: the run ends aborted and every call
   );
   await eventually(async () => (readFileSafe(log).includes("started") ? true : undefined));
   await first.kill();
-  // The abort is recorded while no worker runs the activity; the next worker handles it.
-  await stage().runs.signalAbort(ref, "stop now");
+  // The abort goes the way the API sends it: no worker answers the update, so it is recorded as
+  // the signal while no worker runs the activity; the next worker handles it.
+  expect(await stage().runs.abort(ref, { reason: "stop now" })).toMatchObject({ kind: "signalled" });
   await stage().startWorker();
   const result = await stage().result(ref);
   expect(result).toMatchObject({ status: "aborted", reason: "stop now" });
