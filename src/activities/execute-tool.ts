@@ -15,6 +15,7 @@
  * the result is stored, so a worker dying right after storing it loses no file change.
  */
 import { CancelledFailure, Context } from "@temporalio/activity";
+import type { LiveEvent } from "../core/events";
 import { UNKNOWN_OUTCOME_TEXT } from "../core/markers";
 import type { ToolCallBlock, ToolResultMessage } from "../core/messages";
 import { createMessageEntry } from "../core/session-entries";
@@ -32,7 +33,7 @@ import type { ToolUpdate } from "../tools/types";
 import type { ActivityDeps } from "./deps";
 import { failpoint } from "./failpoints";
 import { whileHeartbeating } from "./heartbeat";
-import { DEFAULT_LIVE_EVENT_OPTIONS, liveEventSink } from "./live-events";
+import { DEFAULT_LIVE_EVENT_OPTIONS, liveEventSink, withLiveTail } from "./live-events";
 import { entryConflict, storeWriteFailures } from "./store-failures";
 import type { ExecuteToolInput, ExecuteToolResult } from "./types";
 import { restoreMissingWorkspace } from "./workspace-activities";
@@ -96,6 +97,7 @@ export function executeToolActivity({
     // environment takes tool tasks of the shared queue; idle eviction may have removed it): the
     // call then works on the state of its assistant entry, never on an empty directory.
     const leafId = input.slot.parentId;
+    let liveTail: LiveEvent[] = [];
     const output = await usingWorkspace(workspace, async () => {
       const restored = leafId
         ? await restoreMissingWorkspace({ store, snapshots }, ref, workspace, leafId)
@@ -125,7 +127,11 @@ export function executeToolActivity({
             });
           },
         }),
-      ).finally(() => live.close());
+      ).catch(async (error: unknown) => {
+        await live.close();
+        throw error;
+      });
+      liveTail = await live.settle();
       // Before the result is stored: a stored result always has a snapshot at least as new, so a
       // worker that takes the workspace over after a crash restores this call's changes.
       if (toolNamed(call.name)?.replay !== "safe") {
@@ -137,7 +143,10 @@ export function executeToolActivity({
     failpoint("executeTool.afterWrite");
     if (ctx.cancellationSignal.aborted)
       throw new CancelledFailure("the tool was cancelled; its output is stored");
-    return summarize(resultOf(entry, input.slot.id), written ? "executed" : "adopted");
+    return withLiveTail(
+      summarize(resultOf(entry, input.slot.id), written ? "executed" : "adopted"),
+      liveTail,
+    );
   };
 }
 

@@ -35,11 +35,18 @@ const CLOSE_TIMEOUT_MS = 5_000;
 export interface LiveEventSink {
   /** Queues an event; deltas of the same content block merge with the one waiting. */
   publish(event: LiveEvent): void;
-  /** Sends what waits and stops; never throws. */
+  /**
+   * For an attempt that ends with a result: stops, waits until the batches already sent are
+   * delivered, and returns what still waits. The activity returns those events with its result and
+   * the run publishes them before the message's end, so the last batch of every call costs no
+   * signal and no workflow task of its own. Never throws.
+   */
+  settle(): Promise<LiveEvent[]>;
+  /** For an attempt that ends without a result (failed, cancelled): sends what waits and stops; never throws. */
   close(): Promise<void>;
 }
 
-const NO_SINK: LiveEventSink = { publish() {}, close: async () => {} };
+const NO_SINK: LiveEventSink = { publish() {}, settle: async () => [], close: async () => {} };
 
 /**
  * Appends `event` to `waiting`, merging it into the last waiting event when both are deltas of
@@ -140,21 +147,39 @@ export function liveEventSink(options: LiveEventOptions | false): LiveEventSink 
       coalesce(waiting, event);
       timer ??= setTimeout(send, options.intervalMs);
     },
+    async settle() {
+      if (timer) clearTimeout(timer);
+      timer = undefined;
+      const tail = waiting;
+      waiting = [];
+      await stop();
+      return tail;
+    },
     async close() {
       send();
-      let timeout: NodeJS.Timeout | undefined;
-      try {
-        await Promise.race([
-          client[Symbol.asyncDispose](),
-          new Promise((resolve) => {
-            timeout = setTimeout(resolve, CLOSE_TIMEOUT_MS);
-          }),
-        ]);
-      } catch (error) {
-        dropped(error);
-      } finally {
-        clearTimeout(timeout);
-      }
+      await stop();
     },
   };
+
+  /** Waits (at most `CLOSE_TIMEOUT_MS`) until what was sent is delivered; never throws. */
+  async function stop(): Promise<void> {
+    let timeout: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        client[Symbol.asyncDispose](),
+        new Promise((resolve) => {
+          timeout = setTimeout(resolve, CLOSE_TIMEOUT_MS);
+        }),
+      ]);
+    } catch (error) {
+      dropped(error);
+    } finally {
+      clearTimeout(timeout);
+    }
+  }
+}
+
+/** `result` with the events its attempt had not sent (none: the result as it is). */
+export function withLiveTail<T extends { live?: LiveEvent[] }>(result: T, tail: LiveEvent[]): T {
+  return tail.length > 0 ? { ...result, live: tail } : result;
 }

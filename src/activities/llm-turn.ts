@@ -29,7 +29,7 @@ import { entriesBefore, modelMessages, pathOf } from "./conversation";
 import type { ActivityDeps } from "./deps";
 import { failpoint } from "./failpoints";
 import { whileHeartbeating } from "./heartbeat";
-import { DEFAULT_LIVE_EVENT_OPTIONS, type LiveEventSink, liveEventSink } from "./live-events";
+import { DEFAULT_LIVE_EVENT_OPTIONS, type LiveEventSink, liveEventSink, withLiveTail } from "./live-events";
 import { llmFailure, nextRetryDelayMs } from "./llm-retry";
 import { entryConflict, storeWriteFailures } from "./store-failures";
 import type { LlmTurnInput, LlmTurnResult, ToolCallSummary } from "./types";
@@ -55,11 +55,14 @@ export function llmTurnActivity({
     for (const write of input.writesFirst)
       await storeWriteFailures(() => store.putEntry(ref, write.seq, write.entry));
     const live = liveEventSink(liveEvents);
+    let result: LlmTurnResult;
     try {
-      return await callModel(input, model, live);
-    } finally {
+      result = await callModel(input, model, live);
+    } catch (error) {
       await live.close();
+      throw error;
     }
+    return withLiveTail(result, await live.settle());
   };
 
   /** The call itself, streaming its deltas to `live` (see the module comment). */

@@ -3,6 +3,7 @@
  * settings — never the conversation, which activities read from the session store — and results
  * are short summaries, so workflow history stays a few KB per turn however long the session.
  */
+import type { LiveEvent } from "../core/events";
 import type { Usage } from "../core/messages";
 import type { ChatReplyTarget, SessionCursor } from "../core/run-types";
 import type { SessionRef } from "../core/session-ref";
@@ -136,6 +137,8 @@ export interface LlmTurnResult {
   toolCalls: ToolCallSummary[];
   errorKind?: LlmErrorKind;
   errorMessage?: string;
+  /** Live events the attempt had not sent when it ended; the run publishes them (see `LiveEventSink.settle`). */
+  live?: LiveEvent[];
 }
 
 export interface ExecuteToolInput extends SessionRef {
@@ -155,6 +158,8 @@ export interface ExecuteToolResult {
   /** "executed" ran now; "adopted" found its result stored; "unknown_outcome" refused to re-run. */
   outcome: "executed" | "adopted" | "unknown_outcome";
   preview: string;
+  /** Live events the attempt had not sent when it ended; the run publishes them (see `LiveEventSink.settle`). */
+  live?: LiveEvent[];
 }
 
 export interface CompactInput extends SessionRef {

@@ -15,7 +15,7 @@ import {
   workflowStreamPollUpdate,
   workflowStreamPublishSignal,
 } from "@temporalio/workflow-streams/workflow";
-import { type AgentEvent, RUN_STREAM_TOPIC } from "../../core/events";
+import { type AgentEvent, type LiveEvent, RUN_STREAM_TOPIC } from "../../core/events";
 import { type StreamPage, streamQuery } from "../definitions";
 import type { RunRecord } from "./state";
 
@@ -47,6 +47,11 @@ export interface RunStream {
   /** Appends a numbered run event to the stream. */
   publish(event: AgentEvent): void;
   /**
+   * Appends live events an activity returned with its result (those it had not sent by signal),
+   * as if it had published them: readers see them before the run's next event.
+   */
+  publishLive(events: readonly LiveEvent[] | undefined): void;
+  /**
    * Before the execution closes: when a subscriber polled during this execution, waits (at most
    * `DRAIN_TIMEOUT`) until one comes back for items past the last, so it has everything. A
    * poll still waiting when the execution closes fails, and one arriving after finds no run.
@@ -66,6 +71,7 @@ export interface RunStream {
 export function openRunStream(run: RunRecord, prior: WorkflowStreamState | undefined): RunStream {
   const stream = new WorkflowStream(prior);
   const events = stream.topic<AgentEvent>(RUN_STREAM_TOPIC.events);
+  const live = stream.topic<LiveEvent>(RUN_STREAM_TOPIC.live);
   // The library offers no hook to count its messages: its handlers are wrapped with the same
   // names (a later setHandler replaces an earlier one).
   const internals = stream as unknown as StreamInternals;
@@ -113,6 +119,11 @@ export function openRunStream(run: RunRecord, prior: WorkflowStreamState | undef
   return {
     publish(event) {
       events.publish(event);
+      keepLast(STREAM_ITEMS_KEPT);
+    },
+    publishLive(tail) {
+      if (!tail?.length) return;
+      for (const event of tail) live.publish(event);
       keepLast(STREAM_ITEMS_KEPT);
     },
     async drain() {

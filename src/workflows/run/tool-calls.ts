@@ -150,6 +150,7 @@ async function executeCall(
           },
         ],
       );
+      ctx.stream.publishLive(result.live);
       if (MUTATING_TOOLS.has(call.summary.name)) ctx.ranMutatingTool = true;
       endCall(ctx, call, result.isError ? "failed" : "completed", result.isError);
       return;

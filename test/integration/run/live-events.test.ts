@@ -87,6 +87,28 @@ test("deltas arrive before the message ends, in order, and rebuild the stored me
   expect(JSON.stringify(entries)).not.toContain("message_update");
 });
 
+test("an answer that fits one batch costs no signal: its deltas ride on the activity's result", async () => {
+  stage.llm.addScenario("live-quick", { turns: [{ text: "a short and quick answer" }] });
+  await stage.startWorker();
+  const ref = stage.newSession();
+  await stage.runs.deliver(ref, { text: "[scenario:live-quick] hi", mode: "auto" }, stage.settings());
+  const items = await collectRunStream(stage.client, runWorkflowId(ref));
+  expect((await stage.result(ref)).status).toBe("completed");
+  const assistant = messagesOf(await expectIntactSession(stage, ref)).find(
+    (message): message is AssistantMessage => message.role === "assistant",
+  );
+  if (!assistant) throw new Error("no assistant message stored");
+  const events = items.map((item) => item.event);
+  const end = events.find((event) => event.type === "message_end" && event.role === "assistant");
+  if (end?.type !== "message_end") throw new Error("no message_end on the stream");
+  // Published by the run from the result, before the message's end, and whole.
+  expect(rebuiltText(events, end.entryId)).toBe("a short and quick answer");
+  expect(items.findIndex((item) => item.event.type === "message_update")).toBeLessThan(events.indexOf(end));
+  const history = await stage.client.workflow.getHandle(runWorkflowId(ref)).fetchHistory();
+  const signals = (history.events ?? []).filter((event) => event.workflowExecutionSignaledEventAttributes);
+  expect(signals).toHaveLength(0);
+});
+
 test("bash publishes its output while it runs, and the stored result holds all of it", async () => {
   stage.llm.addScenario("live-bash", {
     turns: [
