@@ -2,7 +2,8 @@
  * Shared reads of run streams: one reader per run per process, however many clients follow that
  * run. The feed keeps the last items it received; each client reads from its own position and
  * waits on the feed, not on the workflow, so 50 clients cost the run what one does. The reader
- * asks the run's `stream` query (every 100 ms while items come, slowing to 500 ms when quiet):
+ * asks the run's `stream` query (every 100 ms while items come and for a second after, then
+ * slowing to 500 ms):
  * the workflow stream's own long-poll update records every answer in the run's history, which
  * measured 2–3.5× the history of a run without streaming (bench/results/run-history.md).
  */
@@ -110,6 +111,12 @@ export class RunFeed {
 
 /** How often a feed asks its run for new items, at most and (after quiet polls) at least. */
 export const FEED_POLL_MS = { min: 100, max: 500 } as const;
+/**
+ * How long after its last item a feed keeps polling at the fastest pace: batches of deltas come
+ * every few hundred ms while an answer streams, and a poll that slowed between two of them would
+ * read the next one late (measured: bench/results/stream-latency.md).
+ */
+export const FEED_ACTIVE_MS = 1_000;
 /** A feed nobody read for this long stops (a later client starts another). */
 export const FEED_ABANDONED_MS = 60_000;
 /** Quiet polls between two checks that the run is still open (it may close without agent_end). */
@@ -126,6 +133,7 @@ async function* queriedStream(
   let from = 0;
   let wait: number = FEED_POLL_MS.min;
   let quiet = 0;
+  let lastItemAt = Date.now();
   for (;;) {
     const page = await handle.query(streamQuery, from);
     for (const item of page.items) yield { offset: item.offset, data: item.data as RunStreamEvent };
@@ -135,8 +143,9 @@ async function* queriedStream(
     if (page.items.length > 0) {
       wait = FEED_POLL_MS.min;
       quiet = 0;
+      lastItemAt = Date.now();
     } else {
-      wait = Math.min(FEED_POLL_MS.max, wait * 1.5);
+      if (Date.now() - lastItemAt >= FEED_ACTIVE_MS) wait = Math.min(FEED_POLL_MS.max, wait * 1.5);
       quiet += 1;
       if (isAbandoned()) return;
       if (quiet % POLLS_PER_OPEN_CHECK === 0 && (await handle.describe()).status.name !== "RUNNING") {
