@@ -9,11 +9,9 @@
  */
 import {
   ActivityFailure,
-  ApplicationFailure,
   allHandlersFinished,
   condition,
   continueAsNew,
-  TimeoutFailure,
   upsertSearchAttributes,
   workflowInfo,
 } from "@temporalio/workflow";
@@ -22,7 +20,8 @@ import { EMPTY_RESPONSE_NUDGE, INTERRUPTED_TOOL_RESULT_TEXT } from "../core/mark
 import { hooksNamed } from "./hooks";
 import { llmActivities, storage } from "./run/activity-options";
 import { compactionDue, decideAfterModel, decideAfterTurn, decideTurnStart } from "./run/decide";
-import { unansweredAssistant, userMessageWrites } from "./run/entries";
+import { userMessageWrites } from "./run/entries";
+import { describeFailure, runErrorOf } from "./run/failures";
 import { registerHandlers } from "./run/handlers";
 import {
   abortRun,
@@ -34,7 +33,7 @@ import {
   setStatus,
   writeEntries,
 } from "./run/lifecycle";
-import { callModel, compactNow } from "./run/model-calls";
+import { callModel, closeInterruptedCall, compactNow } from "./run/model-calls";
 import {
   createRunRecord,
   emit,
@@ -48,7 +47,7 @@ import { openRunStream } from "./run/stream";
 import { runTools } from "./run/tool-calls";
 import { carry } from "./run/views";
 import { ModelAttribute, RunStatusAttribute, SessionAttribute, TenantAttribute } from "./search-attributes";
-import { type RunError, type RunInput, type RunResult, sessionCwd } from "./types";
+import { type RunInput, type RunResult, sessionCwd } from "./types";
 
 export async function agentRun(input: RunInput): Promise<RunResult> {
   const run = createRunRecord(input, { now: Date.now, random: Math.random });
@@ -80,7 +79,7 @@ export async function agentRun(input: RunInput): Promise<RunResult> {
     // failed, with its session closed. Anything else is a bug in this code: Temporal retries the
     // workflow task, so a fixed worker can carry on.
     if (!(error instanceof ActivityFailure)) throw error;
-    run.error = failureOf(error);
+    run.error = runErrorOf(error);
     return failRun(ctx, describeFailure(error));
   }
 }
@@ -109,9 +108,12 @@ async function runTurns(ctx: RunContext, input: RunInput): Promise<RunResult> {
       });
     }
 
-    run.turn += 1;
+    // A retry after compacting for an overflow continues the same turn.
+    if (!run.overflowRetried) {
+      run.turn += 1;
+      emit(run, { type: "turn_start", turn: run.turn });
+    }
     run.failedToolCalls = 0;
-    emit(run, { type: "turn_start", turn: run.turn });
     publishDetails(ctx);
     const writesFirst = userMessageWrites(run, start.inputs);
     if (compactionDue(run)) {
@@ -130,14 +132,7 @@ async function runTurns(ctx: RunContext, input: RunInput): Promise<RunResult> {
       // mean the same here. Anything else is a failure of the call itself.
       if (!why) throw error;
       run.cancelling = undefined;
-      // The user messages and the partial answer are stored if the activity got that far; these
-      // writes fill whatever it did not (a stored entry is kept as it is).
-      await writeEntries(ctx, [
-        ...writesFirst,
-        unansweredAssistant(slot, run.next.model, { stopReason: "aborted" }, run.clock.now()),
-      ]);
-      ctx.modelCall = undefined;
-      emit(run, { type: "message_end", role: "assistant", entryId: slot.id });
+      await closeInterruptedCall(ctx, slot, writesFirst);
       if (why.kind === "abort") return abortRun(ctx);
       run.needsModel = false;
       continue;
@@ -156,7 +151,6 @@ async function runTurns(ctx: RunContext, input: RunInput): Promise<RunResult> {
       run.overflowRetried = true;
       await compactNow(ctx, "overflow");
       run.needsModel = true;
-      run.turn -= 1;
       continue;
     }
     run.overflowRetried = false;
@@ -199,21 +193,4 @@ async function runTurns(ctx: RunContext, input: RunInput): Promise<RunResult> {
     if (next.kind === "finish") return finish(ctx, "completed", next.reason);
     run.next = next.next;
   }
-}
-
-/** The failure's type (the cause's failure type, or its timeout) and message, for the API. */
-function failureOf(error: ActivityFailure): RunError {
-  const cause = error.cause;
-  if (cause instanceof TimeoutFailure) return { type: `${cause.timeoutType}Timeout`, message: cause.message };
-  if (cause instanceof ApplicationFailure)
-    return { type: cause.type ?? "ApplicationFailure", message: cause.message };
-  return { type: cause?.name ?? "ActivityFailure", message: cause?.message ?? error.message };
-}
-
-/** One line for the session and the API: the failure's type and message, and its cause's. */
-function describeFailure(error: ActivityFailure): string {
-  const cause = error.cause;
-  const type = cause && "type" in cause && typeof cause.type === "string" ? cause.type : cause?.name;
-  const timeout = cause && "timeoutType" in cause ? ` (${String(cause.timeoutType)} timeout)` : "";
-  return `${error.activityType ?? "activity"} failed: ${type ?? "error"}${timeout}: ${cause?.message ?? error.message}`;
 }

@@ -4,18 +4,19 @@
  */
 import { CancellationScope } from "@temporalio/workflow";
 import type { EntrySlot, EntryWrite, LlmTurnResult } from "../../activities/types";
-import { cancellable, type RunContext } from "./lifecycle";
+import { unansweredAssistant } from "./entries";
+import { cancellable, type RunContext, writeEntries } from "./lifecycle";
 import { emit, newSlot, releaseSlot } from "./state";
 
 /** The turn's model call, cancellable by abort and interrupt; it writes the turn's user messages first. */
-export function callModel(
+export async function callModel(
   ctx: RunContext,
   slot: EntrySlot,
   writesFirst: EntryWrite[],
 ): Promise<LlmTurnResult> {
   const { run } = ctx;
   emit(run, { type: "message_start", role: "assistant", entryId: slot.id });
-  return cancellable(ctx, () =>
+  const result = await cancellable(ctx, () =>
     ctx.llm.llmTurn.executeWithOptions({ summary: `llm ${run.next.model} turn ${run.turn}` }, [
       {
         ...run.ref,
@@ -29,6 +30,27 @@ export function callModel(
       },
     ]),
   );
+  ctx.stream.publishLive(result.live);
+  return result;
+}
+
+/**
+ * Closes the turn's model call that was interrupted or aborted: the user messages and the partial
+ * answer are stored if the activity got that far; these writes fill whatever it did not (a stored
+ * entry is kept as it is).
+ */
+export async function closeInterruptedCall(
+  ctx: RunContext,
+  slot: EntrySlot,
+  writesFirst: EntryWrite[],
+): Promise<void> {
+  const { run } = ctx;
+  await writeEntries(ctx, [
+    ...writesFirst,
+    unansweredAssistant(slot, run.next.model, { stopReason: "aborted" }, run.clock.now()),
+  ]);
+  ctx.modelCall = undefined;
+  emit(run, { type: "message_end", role: "assistant", entryId: slot.id });
 }
 
 /** Compacts the context now; a compaction that found nothing to cut hands its slot back. */
