@@ -63,7 +63,7 @@ const METADATA_KEYS = [
 ] as const;
 
 /**
- * Import a session file of the other format. `random` assigns entry ids; `fallbackTime` (ISO)
+ * Import a tunacode session JSON file into a pi session tree. `random` assigns entry ids; `fallbackTime` (ISO)
  * stands in for a missing `created_at`. Never throws; unreadable messages become `problems`.
  */
 export function importWireSession(
@@ -111,7 +111,7 @@ export function importWireSession(
 }
 
 /**
- * Export the path to `leafId` (default: the last entry) in the other format. Metadata comes from
+ * Export the path to `leafId` (default: the last entry) as tunacode session JSON. Metadata comes from
  * the import entry when there is one; `messages` are the path's messages converted for the LLM
  * (compactions are not applied: the export carries the full path).
  */
