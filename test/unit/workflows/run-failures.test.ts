@@ -20,7 +20,7 @@ test("a timeout is named by its kind", () => {
 
 test("any other cause is named by its class; no cause falls back to the activity failure", () => {
   expect(runErrorOf(failed(new RangeError("too far")))).toEqual({ type: "RangeError", message: "too far" });
-  const bare = new ActivityFailure("Activity task failed", undefined, "7", RetryState.UNSPECIFIED, "w");
+  const bare = new ActivityFailure("Activity task failed", "executeTool", "7", RetryState.TIMEOUT, "w");
   expect(runErrorOf(bare)).toEqual({ type: "ActivityFailure", message: "Activity task failed" });
-  expect(describeFailure(bare)).toBe("activity failed: error: Activity task failed");
+  expect(describeFailure(bare)).toBe("executeTool failed: error: Activity task failed");
 });
