@@ -50,7 +50,7 @@ import {
   sumCounts,
   totalOf,
 } from "./support/temporal-actions";
-import type { WorkerProcess } from "./support/worker-process";
+import { WORKER_MODE, type WorkerProcess } from "./support/worker-process";
 
 const QUICK = process.env.BENCH_QUICK === "1";
 const N_LIST = intListFromEnv("BENCH_N", QUICK ? [1, 10] : [1, 50, 100, 200]);
@@ -317,7 +317,7 @@ N runs started at once, for N = ${N_LIST.join(", ")}, each ${REPEATS} times, Kee
 same shape alternating (Keel first on even repeats, bare first on odd ones), on the same Temporal dev
 server and S3 server, from one benchmark process. A Keel run: ${TOOL_TURNS} turns calling \`ls\`, then the answer
 (${MODEL_CALLS} model calls, the local LLM server answering after ${LATENCY_MS} ms), delivered by update-with-start
-(\`RunClient.deliver\`) to one Keel worker process (\`src/worker/main.ts\` under tsx, max ${MAX_CONCURRENT_ACTIVITIES} concurrent
+(\`RunClient.deliver\`) to one Keel worker process (\`src/worker/main.ts\` ${WORKER_MODE === "compiled" ? "compiled with esbuild as the worker image does, run by node" : "under tsx"}, max ${MAX_CONCURRENT_ACTIVITIES} concurrent
 activities). A bare run (\`bench/support/bare-workflow.ts\`, \`bareTurns(${TOOL_TURNS}, true)\`): the same ${perRunCounts.bare.activities.toFixed(0)}
 activities in the same order, its "llm" activity sleeping ${LATENCY_MS} ms, the others returning at once, started
 with \`client.workflow.execute\` on its own worker process (same activity slots, SDK defaults otherwise).
@@ -367,8 +367,8 @@ Targets at N = ${largest.n}: Keel ÷ bare fraction of ideal ≥ ${TARGETS.fracti
 CPU per run Keel ÷ bare ≤ ${TARGETS.cpu}×: ${ratio(largest.keelCpuPerRun / largest.bareCpuPerRun)} (${met(largest.keelCpuPerRun / largest.bareCpuPerRun <= TARGETS.cpu)});
 worker peak RSS Keel ÷ bare ≤ ${TARGETS.rss}×: ${ratio(largest.keelRssPeak / largest.bareRssPeak)} (${met(largest.keelRssPeak / largest.bareRssPeak <= TARGETS.rss)}).
 The worker's peak RSS is sampled every ${RSS_SAMPLE_MS} ms during the batch; a worker keeps the memory it grew to
-in earlier batches, so it is the high-water mark up to that batch. Keel's worker loads the TypeScript
-sources through tsx; the bare worker loads only the Temporal SDK.
+in earlier batches, so it is the high-water mark up to that batch. Both workers run ${WORKER_MODE === "compiled" ? "compiled (esbuild, one file, packages from node_modules)" : "through tsx"}; the bare
+worker loads only the Temporal SDK, Keel's also the S3, OpenAI and Anthropic SDKs.
 
 ## CPU seconds per run, by process (medians)
 

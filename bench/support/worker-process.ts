@@ -1,7 +1,47 @@
-/** A worker as its own node process (tsx as a loader), so its CPU and memory can be read apart. */
-import { type ChildProcess, spawn } from "node:child_process";
-import { join } from "node:path";
+/**
+ * A worker as its own node process, so its CPU and memory can be read apart. By default the
+ * script is compiled first, as the worker image compiles it (esbuild, one file, packages left in
+ * node_modules: see the Dockerfile), and run by plain node: what a deployment runs, without a
+ * TypeScript loader's memory and start-up in the figures. `BENCH_WORKER=tsx` runs the sources
+ * through tsx instead.
+ */
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { mkdirSync } from "node:fs";
+import { basename, join } from "node:path";
 import { projectRoot } from "./stack";
+
+/** How worker processes run: `compiled` (default, as deployed) or `tsx` (the sources as they are). */
+export const WORKER_MODE: "compiled" | "tsx" = process.env.BENCH_WORKER === "tsx" ? "tsx" : "compiled";
+/** Inside the project, so node finds the packages the compiled file leaves out. */
+const BUILD_DIR = join(projectRoot, ".keel", "bench-build");
+const compiled = new Map<string, string>();
+
+/** The node arguments that run `script`: compiled once per process, or through tsx. */
+function nodeArgs(script: string): string[] {
+  if (WORKER_MODE === "tsx") return ["--import", "tsx", join(projectRoot, script)];
+  let file = compiled.get(script);
+  if (!file) {
+    mkdirSync(BUILD_DIR, { recursive: true });
+    file = join(BUILD_DIR, `${basename(script, ".ts")}.js`);
+    // The worker image's build line (Dockerfile), source map aside.
+    execFileSync(
+      join(projectRoot, "node_modules", ".bin", "esbuild"),
+      [
+        script,
+        "--bundle",
+        "--platform=node",
+        "--target=node20",
+        "--format=cjs",
+        "--packages=external",
+        "--log-level=error",
+        `--outfile=${file}`,
+      ],
+      { cwd: projectRoot, stdio: "inherit" },
+    );
+    compiled.set(script, file);
+  }
+  return [file];
+}
 
 const WORKER_START_TIMEOUT_MS = 120_000;
 /** What a worker process prints (in a JSON log line) once it polls. */
@@ -23,7 +63,7 @@ export async function spawnWorkerProcess(
   script: string,
   env: Record<string, string>,
 ): Promise<WorkerProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", join(projectRoot, script)], {
+  const child = spawn(process.execPath, nodeArgs(script), {
     cwd: projectRoot,
     stdio: ["ignore", "pipe", "pipe"],
     env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
