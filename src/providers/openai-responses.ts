@@ -12,11 +12,11 @@ import type {
   ResponseUsage,
 } from "openai/resources/responses/responses";
 import type { LlmContext } from "../core/messages";
-import { createOpenAiClient } from "./openai-client";
-import { OutputBuilder, type TokenCounts } from "./output";
+import { OpenAiSdkProvider } from "./openai-client";
+import type { OutputBuilder, TokenCounts } from "./output";
 import { joinResponsesId, toResponsesToolIds } from "./tool-call-ids";
 import { isSameModel, prepareMessages, textOf } from "./transform";
-import type { CompleteOptions, ModelInfo, Provider, ProviderConnection, ProviderResult } from "./types";
+import type { CompleteOptions, ModelInfo, ProviderResult } from "./types";
 
 const EMPTY_TOOL_RESULT = "(no output)";
 
@@ -206,38 +206,26 @@ function applyEvent(out: OutputBuilder, event: ResponseStreamEvent): boolean {
   }
 }
 
-export class OpenAiResponsesProvider implements Provider {
-  private readonly client: OpenAI;
-  private readonly stream: boolean;
-
-  constructor(connection: ProviderConnection) {
-    this.client = createOpenAiClient(connection);
-    this.stream = connection.stream ?? true;
-  }
-
-  async complete(
+export class OpenAiResponsesProvider extends OpenAiSdkProvider {
+  protected async request(
+    out: OutputBuilder,
     model: ModelInfo,
     context: LlmContext,
-    options: CompleteOptions = {},
+    options: CompleteOptions,
   ): Promise<ProviderResult> {
-    const out = new OutputBuilder(model, options);
-    try {
-      const params = buildParams(model, context, options);
-      const requestOptions = { signal: options.signal };
-      if (!this.stream) {
-        const response = await this.client.responses.create({ ...params, stream: false }, requestOptions);
-        for (const item of response.output) applyItem(out, item);
-        applyResponse(out, response);
-        return out.finish(context);
-      }
-      const events = await this.client.responses.create({ ...params, stream: true }, requestOptions);
-      let completed = false;
-      for await (const event of events) completed = applyEvent(out, event) || completed;
-      if (options.signal?.aborted) return out.fail(new Error("aborted"));
-      if (!completed) return out.fail(new Error("Responses stream ended before response.completed"));
+    const params = buildParams(model, context, options);
+    const requestOptions = { signal: options.signal };
+    if (!this.stream) {
+      const response = await this.client.responses.create({ ...params, stream: false }, requestOptions);
+      for (const item of response.output) applyItem(out, item);
+      applyResponse(out, response);
       return out.finish(context);
-    } catch (error) {
-      return out.fail(error);
     }
+    const events = await this.client.responses.create({ ...params, stream: true }, requestOptions);
+    let completed = false;
+    for await (const event of events) completed = applyEvent(out, event) || completed;
+    if (options.signal?.aborted) return out.fail(new Error("aborted"));
+    if (!completed) return out.fail(new Error("Responses stream ended before response.completed"));
+    return out.finish(context);
   }
 }
