@@ -85,33 +85,52 @@ function ordered(lines: string[], reversed: boolean): string[] {
 
 /** Keeps the first whole lines of `content` that fit both limits. */
 export function truncateHead(content: string, limits: TruncationLimits = {}): Truncation {
-  const maxLines = limits.maxLines ?? MAX_OUTPUT_LINES;
-  const maxBytes = limits.maxBytes ?? MAX_OUTPUT_BYTES;
-  const lines = content.split("\n");
-  const totalBytes = byteLength(content);
+  const { maxLines, maxBytes, lines, totalBytes } = measure(content, limits);
   if (lines.length <= maxLines && totalBytes <= maxBytes)
     return untruncated(content, lines.length, totalBytes);
 
   const { kept, keptBytes, hitBytes } = takeWholeLines(lines, maxLines, maxBytes, false);
+  return cut(kept, keptBytes, hitBytes, lines.length, totalBytes, {
+    lastLinePartial: false,
+    firstLineExceedsLimit: kept.length === 0,
+  });
+}
+
+/** The limits (defaults filled in) and the measure of `content`. */
+function measure(content: string, limits: TruncationLimits) {
+  const lines = content.split("\n");
+  return {
+    maxLines: limits.maxLines ?? MAX_OUTPUT_LINES,
+    maxBytes: limits.maxBytes ?? MAX_OUTPUT_BYTES,
+    lines,
+    totalBytes: byteLength(content),
+  };
+}
+
+/** The truncation that kept `kept` of `totalLines` lines. */
+function cut(
+  kept: string[],
+  keptBytes: number,
+  hitBytes: boolean,
+  totalLines: number,
+  totalBytes: number,
+  partial: Pick<Truncation, "lastLinePartial" | "firstLineExceedsLimit">,
+): Truncation {
   return {
     content: kept.join("\n"),
     truncated: true,
     truncatedBy: hitBytes ? "bytes" : "lines",
-    totalLines: lines.length,
+    totalLines,
     totalBytes,
     outputLines: kept.length,
     outputBytes: keptBytes,
-    lastLinePartial: false,
-    firstLineExceedsLimit: kept.length === 0,
+    ...partial,
   };
 }
 
 /** Keeps the last whole lines of `content` that fit both limits (or the end of an over-long last line). */
 export function truncateTail(content: string, limits: TruncationLimits = {}): Truncation {
-  const maxLines = limits.maxLines ?? MAX_OUTPUT_LINES;
-  const maxBytes = limits.maxBytes ?? MAX_OUTPUT_BYTES;
-  const lines = content.split("\n");
-  const totalBytes = byteLength(content);
+  const { maxLines, maxBytes, lines, totalBytes } = measure(content, limits);
   if (lines.length <= maxLines && totalBytes <= maxBytes)
     return untruncated(content, lines.length, totalBytes);
 
@@ -124,17 +143,10 @@ export function truncateTail(content: string, limits: TruncationLimits = {}): Tr
     keptBytes = byteLength(end);
     hitBytes = true;
   }
-  return {
-    content: kept.join("\n"),
-    truncated: true,
-    truncatedBy: hitBytes ? "bytes" : "lines",
-    totalLines: lines.length,
-    totalBytes,
-    outputLines: kept.length,
-    outputBytes: keptBytes,
+  return cut(kept, keptBytes, hitBytes, lines.length, totalBytes, {
     lastLinePartial,
     firstLineExceedsLimit: false,
-  };
+  });
 }
 
 /** The last `maxBytes` bytes of `text`, starting on a UTF-8 character boundary. */
