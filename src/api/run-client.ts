@@ -43,6 +43,7 @@ import {
   DEFAULT_ABORT_REASON,
   type DeliverRequest,
   type DeliverResult,
+  type RunResult,
   type RunSettings,
   type RunState,
   runWorkflowId,
@@ -140,10 +141,12 @@ export interface RunFailure {
 /** The session's latest run: its id, its own state (when it can be read) and how it failed, if it did. */
 export interface LatestRun {
   runId: string;
-  /** The run's state query; absent for a failed execution whose state could not be read. */
+  /** The run's state query; absent for a closed execution whose state could not be read. */
   state?: RunState;
   /** Set when Temporal reports the execution closed by failure, termination, timeout or cancel. */
   failure?: RunFailure;
+  /** A completed execution whose state could not be read: its result, from its history. */
+  result?: RunResult;
 }
 
 /** The maintenance workflows that run under a session's run id, by workflow type. */
@@ -441,10 +444,17 @@ export class RunClient {
     const closedBy = CLOSED_BY_FAILURE[description.status.name];
     // Pinned to the described run: a new run may start meanwhile, and its result is not this one's.
     const run = this.pinned(ref, description.runId);
-    const queried = run.query(stateQuery).catch((error: unknown) => {
-      // A closed execution answers queries only through a worker replaying it; its failure is
-      // what matters then, so a state that cannot be read is left out.
+    let result: RunResult | undefined;
+    const queried = run.query(stateQuery).catch(async (error: unknown) => {
+      // A closed execution answers queries only through a worker replaying it (no worker may be
+      // running, or its history may not replay); its failure is what matters then, so a state
+      // that cannot be read is left out.
       if (closedBy !== undefined) return undefined;
+      // A completed one has its result in its history: no worker needed.
+      if (description.status.name === "COMPLETED") {
+        result = await run.result();
+        return undefined;
+      }
       // An open run that cannot answer now (no worker yet, a query timing out) is not an error of
       // the request: the caller is told to retry (503), never that the run ended.
       throw new RunNotAnsweringError(description.runId, { cause: error });
@@ -454,6 +464,7 @@ export class RunClient {
       runId: description.runId,
       ...(state !== undefined ? { state } : {}),
       ...(failure !== undefined ? { failure } : {}),
+      ...(result !== undefined ? { result } : {}),
     };
   }
 

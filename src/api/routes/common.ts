@@ -64,6 +64,7 @@ export function runEnd(
   run: LatestRun | undefined,
 ): { status: string; error?: { type: string; message: string } } | undefined {
   if (run?.failure) return { status: run.failure.status, error: run.failure.error };
+  if (run?.result && !run.state) return { status: run.result.status };
   const status = run?.state?.status;
   if (status === undefined || !TERMINAL_RUN_STATUSES.has(status)) return undefined;
   return run?.state?.error ? { status, error: run.state.error } : { status };

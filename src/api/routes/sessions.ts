@@ -66,10 +66,10 @@ export function sessionStatus(run: LatestRun | undefined): z.infer<typeof Sessio
 type RunView = NonNullable<z.infer<typeof SessionViewSchema>["run"]>;
 
 /** A run as the API shows it: a workflow closed by failure reports that, whatever its state said. */
-function runView({ runId, state, failure }: LatestRun): RunView {
+function runView({ runId, state, failure, result }: LatestRun): RunView {
   const view: RunView = {
     runId,
-    status: failure?.status ?? state?.status ?? "starting",
+    status: failure?.status ?? state?.status ?? result?.status ?? "starting",
     // A closed workflow runs no tool any more, whatever it was waiting for.
     pendingToolCalls: failure ? [] : (state?.pendingToolCalls ?? []),
   };
@@ -80,6 +80,11 @@ function runView({ runId, state, failure }: LatestRun): RunView {
     view.usage = state.usage;
     view.cost = state.usage.cost.total;
     if (state.endReason !== undefined) view.endReason = state.endReason;
+  } else if (result) {
+    view.turn = result.turns;
+    view.usage = result.usage;
+    view.cost = result.usage.cost.total;
+    view.endReason = result.reason;
   }
   return view;
 }

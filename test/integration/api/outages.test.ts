@@ -51,4 +51,24 @@ describe("no worker", () => {
     expectProblem(await api.call("POST", `/v1/sessions/${api.sessionId()}/abort`), 404, "session-not-found");
     await api.stage.stopWorkers();
   }, 90_000);
+
+  test("a completed run is read from its result when no worker can answer its state query", async () => {
+    await api.stage.startWorker();
+    const sessionId = api.sessionId();
+    const started = await api.call("POST", `/v1/sessions/${sessionId}/messages`, { json: { text: "hello" } });
+    expect(started.status).toBe(202);
+    expect((await api.stage.result(refOf(sessionId))).status).toBe("completed");
+    await api.stage.stopWorkers();
+
+    // A closed execution answers queries only through a worker replaying it: with none, the
+    // session is still read, its run from the result in its history.
+    const session = await api.call("GET", `/v1/sessions/${sessionId}`);
+    expect(session.status).toBe(200);
+    expect(session.body).toMatchObject({
+      status: "idle",
+      run: { status: "completed", turn: 1, endReason: "the agent finished", pendingToolCalls: [] },
+    });
+    const exported = await api.call("GET", `/v1/sessions/${sessionId}/export`);
+    expect(exported.status).toBe(200);
+  }, 120_000);
 });
