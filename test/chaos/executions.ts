@@ -1,9 +1,12 @@
 /**
  * What Temporal itself says about a session's runs: each execution of its workflow id with its
- * status and, for a failed one, the failure and its cause. The report shows it next to what the
- * API said (a run the API reports as running may have failed long ago).
+ * status, for a failed one the failure and its cause, and whether its history replays on the
+ * workflow code that wrote it. The report shows it next to what the API said (a run the API
+ * reports as running may have failed long ago). A history that does not replay is a run that any
+ * worker without it in its cache can no longer carry on, nor answer a query about.
  */
 import { Client, Connection, WorkflowFailedError } from "@temporalio/client";
+import { DefaultLogger, Runtime, Worker } from "@temporalio/worker";
 import { runWorkflowId } from "../../src/workflows/types";
 
 export interface ExecutionSummary {
@@ -13,6 +16,8 @@ export interface ExecutionSummary {
   closeTime?: string;
   /** Failure message chain of a failed execution ("message: cause"). */
   failure?: string;
+  /** Why its history does not replay on the run's workflow bundle (a nondeterminism error). */
+  replayError?: string;
 }
 
 function failureChain(error: unknown): string {
@@ -30,7 +35,13 @@ export async function describeExecutions(
   namespace: string,
   tenantId: string,
   sessionIds: readonly string[],
+  workflowBundlePath: string,
 ): Promise<Map<string, ExecutionSummary[]>> {
+  // The replayer logs every worker state change; only its errors matter here. (Installing fails
+  // when this process already has a runtime: its logger is kept then.)
+  try {
+    Runtime.install({ logger: new DefaultLogger("ERROR") });
+  } catch {}
   const connection = await Connection.connect({ address });
   try {
     const client = new Client({ connection, namespace });
@@ -45,9 +56,19 @@ export async function describeExecutions(
           startTime: info.startTime.toISOString(),
           ...(info.closeTime ? { closeTime: info.closeTime.toISOString() } : {}),
         };
+        const handle = client.workflow.getHandle(workflowId, info.runId, { followRuns: false });
+        try {
+          await Worker.runReplayHistory(
+            { workflowBundle: { codePath: workflowBundlePath } },
+            await handle.fetchHistory(),
+            `${workflowId}/${info.runId}`,
+          );
+        } catch (error) {
+          summary.replayError = failureChain(error);
+        }
         if (info.status.name === "FAILED") {
           try {
-            await client.workflow.getHandle(workflowId, info.runId, { followRuns: false }).result();
+            await handle.result();
           } catch (error) {
             summary.failure = failureChain(error instanceof WorkflowFailedError ? error.cause : error);
           }

@@ -37,6 +37,8 @@ export type WorkerRole = "primary" | "secondary";
 
 export interface ChaosStack {
   dir: string;
+  /** The workflow bundle every worker of the stack runs (histories are replayed on it). */
+  workflowBundlePath: string;
   llm: LocalLlmServer;
   store: SessionStore;
   apiUrl: string;
@@ -135,6 +137,7 @@ export async function startChaosStack(): Promise<ChaosStack> {
 
   return {
     dir,
+    workflowBundlePath: bundlePath,
     llm,
     store,
     apiUrl: `http://127.0.0.1:${apiPort}`,

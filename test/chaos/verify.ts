@@ -115,6 +115,7 @@ export async function verifySessions(
     temporal.namespace,
     CHAOS_TENANT,
     records.map((record) => record.plan.sessionId),
+    stack.workflowBundlePath,
   );
   for (const record of records) {
     const sessionId = record.plan.sessionId;
@@ -125,6 +126,14 @@ export async function verifySessions(
       (runId) => sessionExecutions.find((execution) => execution.runId === runId)?.status,
     );
     violations.push(...runViolations);
+    for (const execution of sessionExecutions) {
+      if (execution.replayError === undefined) continue;
+      violations.push({
+        sessionId,
+        kind: "history_not_replayable",
+        detail: `run ${execution.runId} (${execution.status}): ${execution.replayError}`,
+      });
+    }
     let stored: Awaited<ReturnType<ChaosStack["store"]["readEntries"]>>;
     try {
       stored = await stack.store.readEntries({ tenantId: CHAOS_TENANT, sessionId });
