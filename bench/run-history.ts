@@ -337,14 +337,17 @@ ${table(
   ]),
 )}
 
-The cost of streaming is per batch of deltas, not per token: each batch is one signal, plus the
-workflow task it wakes (about 0.9 KB together). Reading adds nothing: the API's feed uses a query,
-which is not recorded (the stream library's long-poll update records every answer: measured
-2.2× at full speed and 3.5× at 20 words/s with one subscriber, before the feed moved to the
-query). The one update per run is the prompt's delivery. So the ratio depends on how long a turn
-streams: at full speed a turn's deltas fit one batch; at 20 words/s a turn of this scenario
-streams for about half a second, two to four batches. A real model streaming for 10 s adds about
-10 s ÷ interval batches to that turn: the interval is the knob between liveliness and history.
+The cost of streaming is per batch of deltas, not per token: each batch sent while the activity
+runs is one signal, plus the workflow task it wakes (about 0.9 KB together). The last batch of
+every call costs neither: what the activity has not sent when it ends comes back with its result
+and the run publishes it, so it costs only its own bytes in the result. Reading adds nothing: the
+API's feed uses a query, which is not recorded (the stream library's long-poll update records
+every answer: measured 2.2× at full speed and 3.5× at 20 words/s with one subscriber, before the
+feed moved to the query). The one update per run is the prompt's delivery. So the ratio depends
+on how long a turn streams: at full speed a turn's deltas fit one batch, which rides on the
+result (no signal); at 20 words/s a turn of this scenario streams for about half a second, one to
+three batches of which the last rides on the result. A real model streaming for 10 s adds about
+10 s ÷ interval signals to that turn: the interval is the knob between liveliness and history.
 
 Why Keel stays flat: activity inputs carry the session id, the entry slot and settings; results
 carry a stop reason, usage and tool-call summaries. The conversation itself is read from S3 by

@@ -23,8 +23,8 @@ export interface LiveEventOptions {
 }
 
 /**
- * 250 ms: bench/results/run-history.md measured a turn streamed at 20 words/s at 1.5× the history
- * of a turn without streaming with 250 ms, 1.9× with 100 ms; the latency cost is in
+ * 250 ms: bench/results/run-history.md measured a turn streamed at 20 words/s at 1.39× the
+ * history of a turn without streaming with 250 ms, 1.71× with 100 ms; the latency cost is in
  * bench/results/stream-latency.md.
  */
 export const DEFAULT_LIVE_EVENT_OPTIONS: LiveEventOptions = { intervalMs: 250, maxChars: 32_000 };
