@@ -2,7 +2,14 @@ import { ActivityFailure, ApplicationFailure, RetryState, TimeoutFailure } from 
 import { describeFailure, runErrorOf } from "../../../src/workflows/run/failures";
 
 const failed = (cause: Error) =>
-  new ActivityFailure("Activity task failed", "llmTurn", "7", RetryState.MAXIMUM_ATTEMPTS_REACHED, "w", cause);
+  new ActivityFailure(
+    "Activity task failed",
+    "llmTurn",
+    "7",
+    RetryState.MAXIMUM_ATTEMPTS_REACHED,
+    "w",
+    cause,
+  );
 
 test("an application failure is named by its failure type, with its message", () => {
   const error = failed(ApplicationFailure.nonRetryable("model nope is unknown", "UnknownModel"));
