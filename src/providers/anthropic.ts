@@ -13,17 +13,11 @@ import type {
   ToolResultBlockParam,
 } from "@anthropic-ai/sdk/resources/messages";
 import type { LlmContext, StopReason, ToolResultMessage, UserMessage } from "../core/messages";
-import { OutputBuilder, type TokenCounts } from "./output";
+import type { OutputBuilder, TokenCounts } from "./output";
+import { SdkProvider } from "./sdk-provider";
 import { toAnthropicToolId } from "./tool-call-ids";
 import { isSameModel, prepareMessages } from "./transform";
-import type {
-  AnthropicConnection,
-  CompleteOptions,
-  ModelInfo,
-  Provider,
-  ProviderResult,
-  ThinkingLevel,
-} from "./types";
+import type { AnthropicConnection, CompleteOptions, ModelInfo, ProviderResult, ThinkingLevel } from "./types";
 
 /** Thinking budget per level, in tokens (Anthropic's minimum budget is 1024). */
 const THINKING_BUDGET: Record<Exclude<ThinkingLevel, "off">, number> = {
@@ -255,12 +249,12 @@ function applyStreamEvent(out: OutputBuilder, event: RawMessageStreamEvent, usag
   }
 }
 
-export class AnthropicProvider implements Provider {
+export class AnthropicProvider extends SdkProvider {
   private readonly client: Anthropic;
   private readonly cache: boolean;
-  private readonly stream: boolean;
 
   constructor(connection: AnthropicConnection) {
+    super(connection);
     this.client = new Anthropic({
       apiKey: connection.apiKey,
       baseURL: connection.baseURL ?? null,
@@ -269,38 +263,33 @@ export class AnthropicProvider implements Provider {
       ...(connection.timeoutMs !== undefined ? { timeout: connection.timeoutMs } : {}),
     });
     this.cache = connection.promptCaching ?? true;
-    this.stream = connection.stream ?? true;
   }
 
-  async complete(
+  protected async request(
+    out: OutputBuilder,
     model: ModelInfo,
     context: LlmContext,
-    options: CompleteOptions = {},
+    options: CompleteOptions,
   ): Promise<ProviderResult> {
-    const out = new OutputBuilder(model, options);
-    try {
-      const params = buildParams(model, context, options, this.cache);
-      const requestOptions = { signal: options.signal };
-      if (!this.stream) {
-        const response = await this.client.messages.create({ ...params, stream: false }, requestOptions);
-        out.message.responseId = response.id;
-        for (const block of response.content) pushWholeBlock(out, block);
-        out.setUsage(usageOf(response.usage));
-        out.setStopReason(mapStopReason(response.stop_reason));
-        return out.finish(context);
-      }
-      const events = await this.client.messages.create({ ...params, stream: true }, requestOptions);
-      const usage: TokenCounts = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
-      let stopped = false;
-      for await (const event of events) {
-        applyStreamEvent(out, event, usage);
-        if (event.type === "message_stop") stopped = true;
-      }
-      if (options.signal?.aborted) return out.fail(new Error("aborted"));
-      if (!stopped) return out.fail(new Error("Anthropic stream ended before message_stop"));
+    const params = buildParams(model, context, options, this.cache);
+    const requestOptions = { signal: options.signal };
+    if (!this.stream) {
+      const response = await this.client.messages.create({ ...params, stream: false }, requestOptions);
+      out.message.responseId = response.id;
+      for (const block of response.content) pushWholeBlock(out, block);
+      out.setUsage(usageOf(response.usage));
+      out.setStopReason(mapStopReason(response.stop_reason));
       return out.finish(context);
-    } catch (error) {
-      return out.fail(error);
     }
+    const events = await this.client.messages.create({ ...params, stream: true }, requestOptions);
+    const usage: TokenCounts = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
+    let stopped = false;
+    for await (const event of events) {
+      applyStreamEvent(out, event, usage);
+      if (event.type === "message_stop") stopped = true;
+    }
+    if (options.signal?.aborted) return out.fail(new Error("aborted"));
+    if (!stopped) return out.fail(new Error("Anthropic stream ended before message_stop"));
+    return out.finish(context);
   }
 }

@@ -44,9 +44,9 @@ const WATCH_INTERVAL_MS = 1_000;
 const START_RETRY_MS = 2_000;
 const WORKER_START_BOUND_MS = 5 * 60_000;
 
-/** Starts playing `faults` (in time order) now. */
-export function playFaults(stack: ChaosStack, faults: readonly FaultEvent[]): FaultPlayer {
-  const tally: FaultTally = {
+/** A tally of no fault at all. */
+export function emptyFaultTally(): FaultTally {
+  return {
     kills: { primary: 0, secondary: 0 },
     secondaryStarts: 0,
     secondaryStops: 0,
@@ -58,6 +58,11 @@ export function playFaults(stack: ChaosStack, faults: readonly FaultEvent[]): Fa
     errors: [],
     log: [],
   };
+}
+
+/** Starts playing `faults` (in time order) now. */
+export function playFaults(stack: ChaosStack, faults: readonly FaultEvent[]): FaultPlayer {
+  const tally = emptyFaultTally();
   const started = Date.now();
   let lastFaultAt = started;
   let stopping = false;

@@ -1,23 +1,10 @@
 /** The chaos verdict: a known, documented defect is reported but left out of the verdict. */
-import type { FaultTally } from "../../chaos/faults";
+import { emptyFaultTally } from "../../chaos/faults";
 import { loadFigures } from "../../chaos/load";
 import { CHAOS_PRESETS } from "../../chaos/options";
 import { makeChaosPlan } from "../../chaos/plan";
 import { KNOWN_DEFECTS, renderMarkdown, summarize } from "../../chaos/report";
 import type { Verdict } from "../../chaos/verify";
-
-const faults: FaultTally = {
-  kills: { primary: 0, secondary: 0 },
-  secondaryStarts: 0,
-  secondaryStops: 0,
-  temporalRestarts: 0,
-  s3Outages: 0,
-  unplannedWorkerExits: 0,
-  apiExits: [],
-  skipped: 0,
-  errors: [],
-  log: [],
-};
 
 function summaryWith(kinds: string[]) {
   const options = CHAOS_PRESETS.short;
@@ -34,7 +21,7 @@ function summaryWith(kinds: string[]) {
     options,
     plan: makeChaosPlan(options),
     records: [],
-    faults,
+    faults: emptyFaultTally(),
     verdict,
     modelCalls: 0,
     load: loadFigures([]),
