@@ -13,7 +13,7 @@ import {
   PutObjectCommand,
 } from "@aws-sdk/client-s3";
 import { createS3Client, type S3Settings } from "../../store/s3-config";
-import { freePorts, waitForPort } from "./ports";
+import { freePorts, startOnFreePorts, waitForPort } from "./ports";
 import { type ServiceProcess, startServiceProcess } from "./service-process";
 import { toolPaths } from "./tools";
 
@@ -77,7 +77,12 @@ async function s3DevServerPorts(options: S3DevServerOptions): Promise<S3DevServe
   };
 }
 
-export async function startS3DevServer(options: S3DevServerOptions): Promise<S3DevServer> {
+export function startS3DevServer(options: S3DevServerOptions): Promise<S3DevServer> {
+  const fixed = options.ports !== undefined || options.port !== undefined;
+  return startOnFreePorts(fixed, () => startS3DevServerOnce(options));
+}
+
+async function startS3DevServerOnce(options: S3DevServerOptions): Promise<S3DevServer> {
   const ports = await s3DevServerPorts(options);
   const {
     s3: s3Port,

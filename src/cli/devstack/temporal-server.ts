@@ -1,7 +1,7 @@
 /** The Temporal CLI dev server (`temporal server start-dev`), with its web UI, on loopback ports. */
 import { join } from "node:path";
 import { keelSearchAttributes } from "../../workflows/search-attributes";
-import { freePorts, waitForPort } from "./ports";
+import { freePorts, startOnFreePorts, waitForPort } from "./ports";
 import { type ServiceProcess, startServiceProcess } from "./service-process";
 import { toolPaths } from "./tools";
 
@@ -27,7 +27,12 @@ export interface TemporalDevServerOptions {
   namespace?: string;
 }
 
-export async function startTemporalDevServer(options: TemporalDevServerOptions): Promise<TemporalDevServer> {
+export function startTemporalDevServer(options: TemporalDevServerOptions): Promise<TemporalDevServer> {
+  const fixed = options.port !== undefined || options.uiPort !== undefined;
+  return startOnFreePorts(fixed, () => startTemporalDevServerOnce(options));
+}
+
+async function startTemporalDevServerOnce(options: TemporalDevServerOptions): Promise<TemporalDevServer> {
   const [freeGrpc, freeUi, metricsPort] = await freePorts(3);
   const port = options.port ?? freeGrpc!;
   const uiPort = options.uiPort ?? freeUi!;
