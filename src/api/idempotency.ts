@@ -78,22 +78,12 @@ export function idempotencyRecordKey(
 }
 
 /**
- * Temporal update id of an update sent under `idempotencyKey`: the same for every retry, so
- * Temporal (which runs an update id once per workflow run) answers a retry with the first
- * update's result instead of applying it again.
+ * Id of a message delivered under `idempotencyKey`: the same for every retry, so the run (which
+ * takes a delivery id once: Temporal runs an update id once per workflow run, and the run answers
+ * a repeated signal's id from memory) answers a retry with the first delivery's answer.
  */
-function keyedUpdateId(operation: "deliver" | "abort", tenantId: string, idempotencyKey: string): string {
-  return `keel-${operation}-${sha256Hex(`${tenantId}\n${idempotencyKey}`)}`;
-}
-
-/** Update id of a message delivered under `idempotencyKey` (see `keyedUpdateId`). */
-export function deliveryUpdateId(tenantId: string, idempotencyKey: string): string {
-  return keyedUpdateId("deliver", tenantId, idempotencyKey);
-}
-
-/** Update id of an abort sent under `idempotencyKey` (see `keyedUpdateId`). */
-export function abortUpdateId(tenantId: string, idempotencyKey: string): string {
-  return keyedUpdateId("abort", tenantId, idempotencyKey);
+export function deliveryId(tenantId: string, idempotencyKey: string): string {
+  return `keel-deliver-${sha256Hex(`${tenantId}\n${idempotencyKey}`)}`;
 }
 
 function validateKey(idempotencyKey: string): void {

@@ -3,6 +3,7 @@
  * approvals, state and events. Used by the HTTP API, the CLI and tests.
  */
 
+import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import {
   type Client,
@@ -12,19 +13,19 @@ import {
   WorkflowFailedError,
   WorkflowNotFoundError,
   WorkflowUpdateFailedError,
-  WorkflowUpdateRPCTimeoutOrCancelledError,
   WorkflowUpdateStage,
 } from "@temporalio/client";
 import { ActivityFailure, ApplicationFailure } from "@temporalio/common";
 import type { AgentEvent } from "../core/events";
 import type { agentRun } from "../workflows/agent-run";
 import {
-  AbortRefusal,
   abortSignal,
-  abortUpdate,
+  abortStateQuery,
   approveSignal,
   DeliveryRefusal,
+  deliverSignal,
   deliverUpdate,
+  deliveryQuery,
   eventsQuery,
   stateQuery,
 } from "../workflows/definitions";
@@ -62,17 +63,6 @@ export class DeliveryRefusedError extends Error {
   }
 }
 
-/** An abort the run refused as invalid (its reason); `type` is `AbortRefusal.invalid`. */
-export class AbortRefusedError extends Error {
-  constructor(
-    readonly type: string,
-    message: string,
-  ) {
-    super(message);
-    this.name = "AbortRefusedError";
-  }
-}
-
 /** The session has a live run (or another maintenance task); retry when it is idle. */
 export class SessionBusyError extends Error {
   constructor(readonly ref: SessionRef) {
@@ -81,18 +71,23 @@ export class SessionBusyError extends Error {
   }
 }
 
-export interface Delivered extends DeliverResult {
-  workflowId: string;
-  runId: string;
-}
+/**
+ * How a delivery went: the run's answer, or `pending` when the message reached a live run whose
+ * workers did not answer within DELIVERY_ANSWER_WAIT_MS (recorded by the server; the run takes it
+ * when a worker picks it up).
+ */
+export type Delivered = { workflowId: string; runId: string } & (DeliverResult | { delivery: "pending" });
 
 export interface DeliverOptions {
   /**
-   * Temporal update id of the delivery. Temporal runs an update id at most once per workflow run,
-   * so a retry with the same id gets the first delivery's result instead of delivering again
-   * (the API derives it from tenant + `Idempotency-Key`). Default: a random id.
+   * Id of the delivery: the update id when the message starts a run, the `deliverMessage` signal's
+   * delivery id when it reaches a live run. A run takes an id once, so a retry with the same id gets
+   * the first delivery's answer instead of delivering again (the API derives it from tenant +
+   * `Idempotency-Key`). Default: a random id.
    */
-  updateId?: string;
+  deliveryId?: string;
+  /** How long to wait for a live run's answer before answering `pending`. */
+  answerWaitMs?: number;
 }
 
 /**
@@ -113,21 +108,17 @@ export type AbortOutcome =
   | { kind: "no-run" };
 
 export interface AbortOptions {
-  /**
-   * Temporal update id of the abort: a retry with the same id gets the first abort's answer (the
-   * API derives it from tenant + `Idempotency-Key`). Default: a random id.
-   */
-  updateId?: string;
-  /** How long to wait for the run's answer before falling back to the signal. */
+  /** How long to wait for the run's answer before answering `signalled`. */
   answerWaitMs?: number;
 }
 
 /**
- * How long an abort waits for the run's answer. A polling worker answers in well under a second;
- * with every worker down the wait ends here and the abort is recorded as a signal instead, so the
- * caller is answered within seconds either way.
+ * How long an abort or a delivery to a live run waits for the run's answer. A polling worker
+ * answers in well under a second; with every worker down the wait ends here and the caller is
+ * told the message was recorded but not answered, so it is answered within seconds either way.
  */
 export const ABORT_ANSWER_WAIT_MS = 2_000;
+export const DELIVERY_ANSWER_WAIT_MS = 2_000;
 
 /** How a workflow execution closed other than by returning: Temporal's own status, in API words. */
 export type ClosedByFailure = "failed" | "terminated" | "timed_out" | "canceled";
@@ -201,8 +192,10 @@ export class RunClient {
   ) {}
 
   /**
-   * Delivers `request` to the session's live run, or starts a run with it (update-with-start):
-   * one run at most is live per session. Throws DeliveryRefusedError when the run refuses.
+   * Starts a run with `request` (update-with-start), or, when the session's run is live, delivers it
+   * to that run by signal and reads the run's answer by query: one run at most is live per session.
+   * Throws DeliveryRefusedError when the run refuses. Never sends an update to a live run: one that
+   * reaches it while its worker is dead can leave a history the SDK cannot replay.
    */
   async deliver(
     ref: SessionRef,
@@ -210,39 +203,116 @@ export class RunClient {
     settings: RunSettings,
     options: DeliverOptions = {},
   ): Promise<Delivered> {
-    const workflowId = runWorkflowId(ref);
-    for (let attempt = 0; ; attempt++) {
-      const startWorkflowOperation = new WithStartWorkflowOperation<typeof agentRun>(RUN_WORKFLOW_TYPE, {
-        workflowId,
-        taskQueue: this.taskQueue,
-        args: [{ ...ref, settings }],
-        workflowIdConflictPolicy: "USE_EXISTING",
-        staticSummary: summaryLine(request.text),
-      });
-      try {
-        const update = await this.client.workflow.startUpdateWithStart(deliverUpdate, {
-          args: [request],
-          startWorkflowOperation,
-          // The handler answers synchronously: the acceptance response already carries the outcome.
-          waitForStage: WorkflowUpdateStage.ACCEPTED,
-          ...(options.updateId !== undefined ? { updateId: options.updateId } : {}),
-        });
-        const result = await update.result();
-        // The run that took the update, as the server named it: no describe() round trip.
-        const runId = update.workflowRunId;
-        if (runId === undefined) throw new Error("update-with-start answered without the run's id");
-        return { ...result, workflowId, runId };
-      } catch (error) {
-        const refusal = refusalOf(error);
-        const retry = refusal?.type === DeliveryRefusal.ended || metMissingHandler(error);
-        if (retry && attempt < ENDED_RUN_RETRIES) {
-          await sleep(200 * (attempt + 1));
-          continue;
-        }
-        if (refusal) throw new DeliveryRefusedError(refusal.type ?? DeliveryRefusal.invalid, refusal.message);
-        throw error;
-      }
+    const deliveryId = options.deliveryId ?? `keel-delivery-${randomUUID()}`;
+    if (options.deliveryId !== undefined) {
+      const earlier = await this.deliveredToClosedRun(ref, deliveryId);
+      if (earlier) return earlier;
     }
+    for (let attempt = 0; ; attempt++) {
+      const answer =
+        (await this.startWith(ref, request, settings, deliveryId)) ??
+        (await this.deliverLive(ref, request, deliveryId, options.answerWaitMs ?? DELIVERY_ANSWER_WAIT_MS));
+      if (answer.kind === "delivered") return answer.delivered;
+      // The run is ending (or a maintenance task holds the session): it is then started anew.
+      if (answer.kind === "retry" && attempt < ENDED_RUN_RETRIES) {
+        await sleep(200 * (attempt + 1));
+        continue;
+      }
+      throw answer.refusal;
+    }
+  }
+
+  /**
+   * The answer a closed run gave to this delivery id, read from its result (no worker needed): a
+   * retry whose idempotency record was lost after the run closed is answered, not delivered again.
+   * A start's update id Temporal answers itself; a message a live run took by signal only the run
+   * remembers. A guard, not a gate: when Temporal cannot describe the session now, the delivery
+   * goes on (it fails there too if Temporal is down; if not, only a retry whose record was lost
+   * after its run closed could deliver twice).
+   */
+  private async deliveredToClosedRun(ref: SessionRef, deliveryId: string): Promise<Delivered | undefined> {
+    try {
+      const latest = await this.describeLatest(ref);
+      if (latest?.type !== RUN_WORKFLOW_TYPE || latest.status.name !== "COMPLETED") return undefined;
+      const result: RunResult = await this.pinned(ref, latest.runId).result();
+      const earlier = result.deliveries?.find((delivery) => delivery.updateId === deliveryId)?.result;
+      return earlier && { ...earlier, workflowId: runWorkflowId(ref), runId: latest.runId };
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * Starts the session's run with the delivery (update-with-start, which fails when an execution
+   * holds the workflow id). Undefined when one does: the delivery then goes to it.
+   */
+  private async startWith(
+    ref: SessionRef,
+    request: DeliverRequest,
+    settings: RunSettings,
+    deliveryId: string,
+  ): Promise<DeliveryAttempt | undefined> {
+    const workflowId = runWorkflowId(ref);
+    const startWorkflowOperation = new WithStartWorkflowOperation<typeof agentRun>(RUN_WORKFLOW_TYPE, {
+      workflowId,
+      taskQueue: this.taskQueue,
+      args: [{ ...ref, settings }],
+      workflowIdConflictPolicy: "FAIL",
+      staticSummary: summaryLine(request.text),
+    });
+    try {
+      const update = await this.client.workflow.startUpdateWithStart(deliverUpdate, {
+        args: [request],
+        startWorkflowOperation,
+        // The handler answers synchronously: the acceptance response already carries the outcome.
+        waitForStage: WorkflowUpdateStage.ACCEPTED,
+        updateId: deliveryId,
+      });
+      const result = await update.result();
+      // The run that took the update, as the server named it: no describe() round trip.
+      const runId = update.workflowRunId;
+      if (runId === undefined) throw new Error("update-with-start answered without the run's id");
+      return { kind: "delivered", delivered: { ...result, workflowId, runId } };
+    } catch (error) {
+      if (error instanceof WorkflowExecutionAlreadyStartedError) return undefined;
+      const refusal = refusalOf(error);
+      if (refusal) return refusalAttempt(refusal.type ?? DeliveryRefusal.invalid, refusal.message);
+      throw error;
+    }
+  }
+
+  /**
+   * Delivers to the session's live run by the `deliverMessage` signal and reads its answer with the
+   * `delivery` query (a query sent while the signal's workflow task is pending is answered after
+   * it). `pending` when no worker answers within `waitMs`.
+   */
+  private async deliverLive(
+    ref: SessionRef,
+    request: DeliverRequest,
+    deliveryId: string,
+    waitMs: number,
+  ): Promise<DeliveryAttempt> {
+    const live = await this.liveRun(ref);
+    if (live.kind !== "live") return busyAttempt(live.kind);
+    const { handle, runId } = live;
+    const sent = await this.sendLive(handle, (pinned) =>
+      pinned.signal(deliverSignal, { deliveryId, text: request.text, mode: request.mode }),
+    );
+    if (sent !== "sent") return busyAttempt("not-live");
+    const workflowId = runWorkflowId(ref);
+    const deadline = Date.now() + waitMs;
+    while (Date.now() < deadline) {
+      const answer = await this.client
+        .withDeadline(deadline, () => handle.query(deliveryQuery, deliveryId))
+        // No worker answered in time (all down, redeploying), or its code predates the query.
+        .catch(() => undefined);
+      if (answer === undefined) break;
+      if (answer?.result) return { kind: "delivered", delivered: { ...answer.result, workflowId, runId } };
+      if (answer?.refusal) return refusalAttempt(answer.refusal.type, answer.refusal.message);
+      // Not seen yet: the query overtook the signal's workflow task.
+      await sleep(50);
+    }
+    return { kind: "delivered", delivered: { delivery: "pending", workflowId, runId } };
   }
 
   /** Compacts an idle session now (an LLM summary); SessionBusyError while a run is live. */
@@ -287,43 +357,35 @@ export class RunClient {
   }
 
   /**
-   * Asks the live run to stop and to say which queued messages it will not read (the `abortRun`
-   * update). The run is found through Temporal's own description; when no worker answers within
-   * `answerWaitMs` (all down, redeploying) or the worker's code predates the update, the abort is
-   * sent as the signal instead, which the server records: the run stops when a worker picks it up,
-   * and its result and `agent_end` event name the unprocessed messages. Throws AbortRefusedError
-   * when the run refuses the request as invalid.
+   * Asks the live run to stop (the abort signal, recorded by the server even with every worker
+   * down) and reads which queued messages it will not read (the `abortState` query). When no
+   * worker answers within `answerWaitMs` the outcome is `signalled`: the run stops when a worker
+   * picks it up, and its result and `agent_end` event name the unprocessed messages.
    */
   async abort(ref: SessionRef, request: AbortRequest, options: AbortOptions = {}): Promise<AbortOutcome> {
     const live = await this.liveRun(ref);
     if (live.kind !== "live") return live;
     const { handle, runId } = live;
-    const deadline = Date.now() + (options.answerWaitMs ?? ABORT_ANSWER_WAIT_MS);
-    try {
-      const result = await this.client.withDeadline(deadline, () =>
-        handle.executeUpdate(abortUpdate, {
-          args: [request],
-          ...(options.updateId !== undefined ? { updateId: options.updateId } : {}),
-        }),
-      );
-      return { kind: "answered", runId, ...result };
-    } catch (error) {
-      if (error instanceof WorkflowNotFoundError) return { kind: "not-live" };
-      const cause = error instanceof WorkflowUpdateFailedError ? error.cause : undefined;
-      if (cause instanceof ApplicationFailure && cause.type === AbortRefusal.ended)
-        return { kind: "not-live" };
-      if (cause instanceof ApplicationFailure && cause.type === AbortRefusal.invalid) {
-        throw new AbortRefusedError(cause.type, cause.message);
-      }
-      // Not answered in time, or a worker without the update: the signal needs neither.
-      if (!(error instanceof WorkflowUpdateRPCTimeoutOrCancelledError) && !metMissingHandler(error)) {
-        throw error;
-      }
-    }
     const signalled = await this.sendLive(handle, (pinned) =>
       pinned.signal(abortSignal, request.reason ?? DEFAULT_ABORT_REASON),
     );
-    return signalled === "sent" ? { kind: "signalled", runId } : { kind: "not-live" };
+    if (signalled !== "sent") return { kind: "not-live" };
+    const deadline = Date.now() + (options.answerWaitMs ?? ABORT_ANSWER_WAIT_MS);
+    while (Date.now() < deadline) {
+      const state = await this.client
+        .withDeadline(deadline, () => handle.query(abortStateQuery))
+        // No worker answered in time (all down, redeploying), or its code predates the query.
+        .catch(() => undefined);
+      if (state === undefined) break;
+      if (state.kind === "aborting") {
+        return { kind: "answered", runId, reason: state.reason, unprocessed: state.unprocessed };
+      }
+      // It ended on its own before the abort arrived.
+      if (state.kind === "ended") return { kind: "not-live" };
+      // Not seen yet: the query overtook the signal's workflow task.
+      await sleep(50);
+    }
+    return { kind: "signalled", runId };
   }
 
   /**
@@ -535,6 +597,29 @@ async function failureOf(
   return { status, error: { type: status, message: `the workflow closed as ${status}` } };
 }
 
+/** One try at a delivery: delivered, refused for good, or refused until the session is free. */
+type DeliveryAttempt =
+  | { kind: "delivered"; delivered: Delivered }
+  | { kind: "refused"; refusal: DeliveryRefusedError }
+  | { kind: "retry"; refusal: DeliveryRefusedError };
+
+function refusalAttempt(type: string, message: string): DeliveryAttempt {
+  const refusal = new DeliveryRefusedError(type, message);
+  return type === DeliveryRefusal.ended ? { kind: "retry", refusal } : { kind: "refused", refusal };
+}
+
+/**
+ * The workflow id is held by no live run: the run closed a moment ago (start anew) or a
+ * maintenance task (branch, compact, label) holds it (wait for it).
+ */
+function busyAttempt(kind: "not-live" | "no-run"): DeliveryAttempt {
+  const message =
+    kind === "no-run"
+      ? "the session's run could not be started; send again"
+      : "the session is busy (its run is ending, or a branch, compaction or label is running); send again";
+  return { kind: "retry", refusal: new DeliveryRefusedError(DeliveryRefusal.busy, message) };
+}
+
 function refusalOf(error: unknown): ApplicationFailure | undefined {
   const cause = error instanceof WorkflowUpdateFailedError ? error.cause : undefined;
   if (
@@ -544,16 +629,6 @@ function refusalOf(error: unknown): ApplicationFailure | undefined {
     return cause;
   }
   return undefined;
-}
-
-/**
- * The update was rejected because the workflow has no handler for it: a branch or compact task
- * holding the session's workflow id (the update waits for it to finish and is then rejected;
- * sending again starts a run), or a worker whose code predates the update.
- */
-function metMissingHandler(error: unknown): boolean {
-  const cause = error instanceof WorkflowUpdateFailedError ? error.cause : undefined;
-  return cause instanceof ApplicationFailure && cause.message.startsWith("No registered handler for update");
 }
 
 function summaryLine(text: string): string {

@@ -277,8 +277,13 @@ export const DeliveredSchema = z
     sessionId: z.string(),
     runId: z.string(),
     workflowId: z.string(),
-    delivery: z.enum(["started", "steered", "queued", "interrupted"]),
-    queueLength: z.number().int(),
+    delivery: z.enum(["started", "steered", "queued", "interrupted", "pending"]).openapi({
+      description:
+        "How the run took the message; `pending`: the session's run is live but no worker answered within 2 s (all down or redeploying). The message is recorded; the run takes it when a worker picks it up, or refuses it if by then it has ended or its queue is full.",
+    }),
+    queueLength: z.number().int().optional().openapi({
+      description: "Messages waiting in the queue the message went to, itself included; absent when pending.",
+    }),
   })
   .openapi("Delivered");
 

@@ -4,20 +4,39 @@ import type { AgentEvent } from "../core/events";
 import type {
   AbortRequest,
   AbortResult,
+  AbortState,
   ApprovalDecision,
   DeliverRequest,
   DeliverResult,
+  DeliveryAnswer,
+  DeliverySignal,
   RunState,
 } from "./types";
 
-/** Delivers a user message; answers how it was delivered, or fails with a typed refusal. */
+/**
+ * Delivers a user message to a live run. The run records how it took it (or why it refused it)
+ * under the signal's `deliveryId`, read back with `deliveryQuery`; a repeated id is not applied
+ * twice. Clients deliver to a live run this way, never by update: an update that reaches a run
+ * while its worker is dead can leave a history the SDK cannot replay (docs/architecture.md).
+ */
+export const deliverSignal = defineSignal<[DeliverySignal]>("deliverMessage");
+/** How the run took the delivery with this id; null while it has not seen it. */
+export const deliveryQuery = defineQuery<DeliveryAnswer | null, [string]>("delivery");
+/**
+ * Delivers a user message; answers how it was delivered, or fails with a typed refusal. Clients
+ * send it only with the run's start (update-with-start); the handler stays for other senders and
+ * for histories that carry it.
+ */
 export const deliverUpdate = defineUpdate<DeliverResult, [DeliverRequest]>("deliver");
 /** Cancels in-flight work, closes every open tool call and ends the run as aborted. */
 export const abortSignal = defineSignal<[string]>("abort");
+/** Whether the run is stopping, with the reason and the messages it will not read. */
+export const abortStateQuery = defineQuery<AbortState>("abortState");
 /**
  * The abort as an update: does what `abortSignal` does, refuses an invalid reason or an ended run
  * with a typed failure (`AbortRefusal`), and answers with the messages the run will not read.
- * The signal stays for senders that need no answer (chat integrations, older clients).
+ * Clients send the signal and read `abortStateQuery` instead (see `deliverSignal`); the handler
+ * stays for other senders and for histories that carry it.
  */
 export const abortUpdate = defineUpdate<AbortResult, [AbortRequest]>("abortRun");
 export const approveSignal = defineSignal<[ApprovalDecision]>("approve");

@@ -140,11 +140,26 @@ export interface CarriedState {
   stream?: WorkflowStreamState;
 }
 
-/** A delivery the run applied, by its Temporal update id (ids the client chose, e.g. from an Idempotency-Key). */
-export interface RecentDelivery {
+/**
+ * A delivery the run answered, by its id: the `deliver` update's id or the `deliverMessage`
+ * signal's `deliveryId` (ids the client chose, e.g. from an Idempotency-Key). A delivery sent by
+ * signal is answered through the `delivery` query, so its refusal is kept too.
+ */
+export type RecentDelivery = {
+  /** The delivery's id (named for the update that first carried it; signals use the same ids). */
   updateId: string;
-  result: DeliverResult;
+} & DeliveryAnswer;
+
+/** Why a run refused a delivery: `type` is one of `DeliveryRefusal`. */
+export interface DeliveryRefusalAnswer {
+  type: string;
+  message: string;
 }
+
+/** The `delivery` query's answer: how the run took the delivery with that id, or why it did not. */
+export type DeliveryAnswer =
+  | { result: DeliverResult; refusal?: undefined }
+  | { refusal: DeliveryRefusalAnswer; result?: undefined };
 
 export interface RunInput extends SessionRef {
   settings: RunSettings;
@@ -154,6 +169,14 @@ export interface RunInput extends SessionRef {
 export interface DeliverRequest {
   text: string;
   mode: DeliveryMode;
+}
+
+/**
+ * The `deliverMessage` signal's argument: a message for a live run, with the id its answer is
+ * read back by (the `delivery` query). A repeated id is answered, not applied twice.
+ */
+export interface DeliverySignal extends DeliverRequest {
+  deliveryId: string;
 }
 
 export interface DeliverResult {
@@ -178,6 +201,12 @@ export const DEFAULT_ABORT_REASON = "aborted by user";
 export interface AbortRequest {
   reason?: string;
 }
+
+/**
+ * The `abortState` query's answer: the run is stopping (with the first abort's reason and what it
+ * will never read), ended without an abort, or has not seen an abort.
+ */
+export type AbortState = ({ kind: "aborting" } & AbortResult) | { kind: "ended" } | { kind: "running" };
 
 /** The `abortRun` update's answer: the reason the run ends with, and what it will never read. */
 export interface AbortResult {
@@ -231,6 +260,11 @@ export interface RunResult {
   nextSeq: number;
   /** Messages the run accepted (queued) but ended without reading: they were not delivered. */
   unprocessed?: QueuedMessage[];
+  /**
+   * The latest deliveries the run took, by id, with their answers: a retry of one after the run
+   * closed (its idempotency record lost) is answered from here instead of starting a new run.
+   */
+  deliveries?: RecentDelivery[];
 }
 
 export interface ApprovalDecision {

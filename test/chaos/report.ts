@@ -56,8 +56,7 @@ export function summarize(input: {
   const abortedPlans = records.filter((record) => record.plan.abortAfterMs !== undefined);
   const { log, ...tally } = faults;
   const failures: string[] = [];
-  const counted = verdict.violations.filter((violation) => !KNOWN_DEFECTS.has(violation.kind));
-  if (counted.length > 0) failures.push(`${counted.length} violations`);
+  if (verdict.violations.length > 0) failures.push(`${verdict.violations.length} violations`);
   if (runs.stuck > 0) failures.push(`${runs.stuck} stuck runs`);
   if (verdict.repeatedCalls.length > 0) failures.push(`${verdict.repeatedCalls.length} repeated model calls`);
   if (faults.apiExits.length > 0) failures.push(`the API server crashed ${faults.apiExits.length} times`);
@@ -129,20 +128,6 @@ function sessionTable(summary: ChaosSummary): string {
   );
 }
 
-/**
- * Violations of a known defect that is not fixed yet: listed and counted in the report, left out
- * of the verdict so the gate still catches everything else. Each names where it is described.
- * `history_not_replayable`: a steering message or abort sent while the run's worker is dead can
- * leave a history the Temporal SDK cannot replay (docs/architecture.md, "A history the SDK writes
- * and cannot replay"); a run it stops still counts, as a stuck run.
- */
-export const KNOWN_DEFECTS: ReadonlyMap<string, string> = new Map([
-  [
-    "history_not_replayable",
-    'docs/architecture.md, "A history the SDK writes and cannot replay" (not fixed yet)',
-  ],
-]);
-
 function countsByKind(summary: ChaosSummary): Array<[string, number]> {
   const counts = new Map<string, number>();
   for (const violation of summary.verdict.violations)
@@ -184,7 +169,7 @@ export function renderMarkdown(summary: ChaosSummary): string {
     "",
     `Reproduce: \`npm run chaos -- ${reproduceFlags(options)}\``,
     "",
-    `**${summary.failures.length === 0 ? "PASS" : `FAIL: ${summary.failures.join(", ")}`}** — wall time ${summary.wallSeconds} s.${knownDefectsNote(summary)}`,
+    `**${summary.failures.length === 0 ? "PASS" : `FAIL: ${summary.failures.join(", ")}`}** — wall time ${summary.wallSeconds} s.`,
     "",
     "## Faults",
     "",
@@ -247,20 +232,7 @@ export function renderMarkdown(summary: ChaosSummary): string {
     "",
   ];
   if (verdict.violations.length > 0) {
-    lines.push(
-      "## Violations",
-      "",
-      table(
-        ["kind", "count", "in the verdict"],
-        countsByKind(summary).map(([kind, count]) => [
-          kind,
-          count,
-          KNOWN_DEFECTS.has(kind) ? `no: known defect, ${KNOWN_DEFECTS.get(kind)}` : "yes",
-        ]),
-        [":---", "---:", ":---"],
-      ),
-      "",
-    );
+    lines.push("## Violations", "", table(["kind", "count"], countsByKind(summary), [":---", "---:"]), "");
     lines.push(
       table(
         ["session", "kind", "what is wrong"],
@@ -304,11 +276,4 @@ export function renderMarkdown(summary: ChaosSummary): string {
 export function writeChaosResults(summary: ChaosSummary): string {
   const name = summary.options.form === "short" ? "chaos-short" : "chaos";
   return writeResults(name, renderMarkdown(summary), summary);
-}
-
-/** " Known defects seen (not in the verdict): …" when the run saw any, else nothing. */
-function knownDefectsNote(summary: ChaosSummary): string {
-  const known = countsByKind(summary).filter(([kind]) => KNOWN_DEFECTS.has(kind));
-  if (known.length === 0) return "";
-  return ` Known defects seen (not in the verdict): ${known.map(([kind, count]) => `${count} ${kind}`).join(", ")}.`;
 }

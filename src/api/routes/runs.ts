@@ -4,10 +4,9 @@ import { streamSSE } from "hono/streaming";
 import { DEFAULT_RUN_SETTINGS } from "../../workflows/types";
 import type { RouteContext } from "../app";
 import { resumePointOf, streamRunEvents } from "../event-stream";
-import { abortUpdateId, deliveryUpdateId, IDEMPOTENCY_HEADER } from "../idempotency";
+import { deliveryId, IDEMPOTENCY_HEADER } from "../idempotency";
 import { ProblemError } from "../problems";
 import { createRouter } from "../router";
-import { AbortRefusedError, type RunClient } from "../run-client";
 import { runSettingsFrom } from "../run-settings";
 import {
   AbortBodySchema,
@@ -114,7 +113,7 @@ export function runRoutes(deps: RouteContext) {
         refOf(c, sessionId),
         { text: body.text, mode: body.delivery },
         settings,
-        idempotencyKey !== undefined ? { updateId: deliveryUpdateId(c.get("tenantId"), idempotencyKey) } : {},
+        idempotencyKey !== undefined ? { deliveryId: deliveryId(c.get("tenantId"), idempotencyKey) } : {},
       );
       return c.json(
         {
@@ -122,7 +121,7 @@ export function runRoutes(deps: RouteContext) {
           runId: delivered.runId,
           workflowId: delivered.workflowId,
           delivery: delivered.delivery,
-          queueLength: delivered.queueLength,
+          ...("queueLength" in delivered ? { queueLength: delivered.queueLength } : {}),
         },
         202,
       );
@@ -132,22 +131,11 @@ export function runRoutes(deps: RouteContext) {
       const { reason } = c.req.valid("json");
       const ref = refOf(c, sessionId);
       const runs = await deps.runs();
-      const idempotencyKey = c.req.header(IDEMPOTENCY_HEADER);
-      // Temporal's description, then the abort update; no state query. A run whose workers are all
-      // down does not answer the update in time: the abort is then recorded as a signal (it stops
-      // when a worker picks it up) and the answer says it was not answered.
-      let outcome: Awaited<ReturnType<RunClient["abort"]>>;
-      try {
-        outcome = await runs.abort(
-          ref,
-          { reason: reason ?? "aborted through the API" },
-          idempotencyKey !== undefined ? { updateId: abortUpdateId(c.get("tenantId"), idempotencyKey) } : {},
-        );
-      } catch (error) {
-        // The schema checks what the run checks; this answers a run that is stricter still.
-        if (error instanceof AbortRefusedError) throw new ProblemError("invalid-request", error.message);
-        throw error;
-      }
+      // Temporal's description, the abort signal, then the run's answer. A run whose workers are
+      // all down does not answer in time: the abort is recorded all the same (it stops when a
+      // worker picks it up) and the answer says it was not answered. The abort needs no id: a run
+      // takes the first abort's reason, and a repeated abort gets the same answer.
+      const outcome = await runs.abort(ref, { reason: reason ?? "aborted through the API" });
       switch (outcome.kind) {
         case "answered":
           return c.json(

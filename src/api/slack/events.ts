@@ -23,7 +23,7 @@ import {
   releaseSlackEvent,
   type SlackThread,
   saveSlackThread,
-  slackDeliveryUpdateId,
+  slackDeliveryId,
   slackSessionId,
 } from "./threads";
 
@@ -137,7 +137,7 @@ async function handleThreadMessage(
       },
     };
     await runs.deliver(ref, { text: message.text, mode: "auto" }, settings, {
-      updateId: slackDeliveryUpdateId(slack.tenantId, message.eventId),
+      deliveryId: slackDeliveryId(slack.tenantId, message.eventId),
     });
   } catch (error) {
     if (!(error instanceof DeliveryRefusedError)) throw error;

@@ -62,12 +62,12 @@ export async function claimSlackEvent(
 }
 
 /**
- * Temporal update id of the message a Slack event delivers: the same for every retry of the event
- * (Slack retries with the same `event_id`), so Temporal answers a retry with the first delivery's
+ * Delivery id of the message a Slack event delivers: the same for every retry of the event
+ * (Slack retries with the same `event_id`), so the run answers a retry with the first delivery's
  * result even when the event's claim was released (the first answer was lost after Temporal took
  * the message) or lost.
  */
-export function slackDeliveryUpdateId(tenantId: string, eventId: string): string {
+export function slackDeliveryId(tenantId: string, eventId: string): string {
   return `keel-slack-${sha256Hex(`${tenantId}\n${eventId}`)}`;
 }
 

@@ -1,6 +1,6 @@
 /**
- * The run's message handlers: deliver and abortRun (updates), abort and approve (signals), state
- * and events (queries). Whoever sends them — the API, a chat integration, the Temporal CLI — the
+ * The run's message handlers: deliverMessage, abort and approve (signals), deliver and abortRun
+ * (updates), state, events, delivery and abortState (queries). Whoever sends them — the API, a chat integration, the Temporal CLI — the
  * payload is checked here; the updates refuse bad input with a typed failure, the signals ignore
  * what they cannot use and log why.
  */
@@ -9,9 +9,12 @@ import { DeliveryRefusal } from "../../core/failure-types";
 import { enqueue } from "../../core/queues";
 import {
   abortSignal,
+  abortStateQuery,
   abortUpdate,
   approveSignal,
+  deliverSignal,
   deliverUpdate,
+  deliveryQuery,
   eventsQuery,
   stateQuery,
 } from "../definitions";
@@ -22,11 +25,20 @@ import {
   DEFAULT_ABORT_REASON,
   type DeliverRequest,
   type DeliverResult,
+  type DeliveryAnswer,
+  type DeliverySignal,
 } from "../types";
 import { validateAbort, validateDelivery } from "./decide";
 import type { RunContext } from "./lifecycle";
 import { callState, queuedMessages } from "./state";
-import { deliveredBefore, eventsSince, rememberDelivery, snapshot } from "./views";
+import {
+  abortState,
+  deliveredBefore,
+  deliveryAnswer,
+  eventsSince,
+  rememberDelivery,
+  snapshot,
+} from "./views";
 
 /** An approval as sent: `args` (the API's name) or `arguments` carry edited arguments. */
 function parseApproval(input: unknown): ApprovalDecision | undefined {
@@ -48,30 +60,29 @@ function parseApproval(input: unknown): ApprovalDecision | undefined {
 
 export function registerHandlers(ctx: RunContext): void {
   const { run } = ctx;
+  setHandler(deliverSignal, (input: unknown) => {
+    run.signalsSeen += 1;
+    const deliveryId = (input as Partial<DeliverySignal> | null)?.deliveryId;
+    if (typeof deliveryId !== "string" || deliveryId === "") {
+      log.warn("deliverMessage: ignored a message without a deliveryId to answer it by");
+      return;
+    }
+    if (deliveredBefore(run, deliveryId)) return;
+    rememberDelivery(run, deliveryId, applyDelivery(ctx, input));
+  });
+
   setHandler(
     deliverUpdate,
     (request: DeliverRequest): DeliverResult => {
       run.updatesSeen += 1;
       // Temporal answers a repeated update id itself within one execution; this covers the
-      // execution a continue-as-new started (the client retried with the same id).
+      // execution a continue-as-new started (the client retried with the same id) and an id a
+      // signal delivered first.
       const updateId = currentUpdateInfo()?.id;
-      const earlier = deliveredBefore(run, updateId);
-      if (earlier) return earlier;
-      const checked = validateDelivery(run, request);
-      // The validator refused these already; the state cannot change between the two.
-      if (!checked.ok) throw ApplicationFailure.nonRetryable(checked.message, checked.type);
-      const { target } = checked;
-      const queued = enqueue(run.queues[target.queue], { text: checked.text, acceptedAt: run.clock.now() });
-      if (!queued.ok) throw ApplicationFailure.nonRetryable("the queue is full", DeliveryRefusal.queueFull);
-      run.queues[target.queue] = queued.queue;
-      if (target.outcome === "started") run.begun = true;
-      if (target.outcome === "interrupted" && ctx.inFlight && !run.cancelling) {
-        run.cancelling = { kind: "interrupt" };
-        ctx.inFlight.cancel();
-      }
-      const result: DeliverResult = { delivery: target.outcome, queueLength: queued.queue.items.length };
-      rememberDelivery(run, updateId, result);
-      return result;
+      const answer = deliveredBefore(run, updateId) ?? applyDelivery(ctx, request);
+      if (answer.refusal) throw ApplicationFailure.nonRetryable(answer.refusal.message, answer.refusal.type);
+      rememberDelivery(run, updateId, { result: answer.result });
+      return answer.result;
     },
     {
       validator: (request: DeliverRequest) => {
@@ -125,7 +136,29 @@ export function registerHandlers(ctx: RunContext): void {
   });
 
   setHandler(stateQuery, () => snapshot(run));
+  setHandler(deliveryQuery, (deliveryId: string) => deliveryAnswer(run, deliveryId));
+  setHandler(abortStateQuery, () => abortState(run));
   setHandler(eventsQuery, (afterSeq: number) => eventsSince(run, afterSeq));
+}
+
+/**
+ * Queues a delivery where `validateDelivery` says (starting or interrupting the run as it says),
+ * or says why not. Never throws: a refusal is an answer.
+ */
+function applyDelivery(ctx: RunContext, request: unknown): DeliveryAnswer {
+  const { run } = ctx;
+  const checked = validateDelivery(run, request);
+  if (!checked.ok) return { refusal: { type: checked.type, message: checked.message } };
+  const { target } = checked;
+  const queued = enqueue(run.queues[target.queue], { text: checked.text, acceptedAt: run.clock.now() });
+  if (!queued.ok) return { refusal: { type: DeliveryRefusal.queueFull, message: "the queue is full" } };
+  run.queues[target.queue] = queued.queue;
+  if (target.outcome === "started") run.begun = true;
+  if (target.outcome === "interrupted" && ctx.inFlight && !run.cancelling) {
+    run.cancelling = { kind: "interrupt" };
+    ctx.inFlight.cancel();
+  }
+  return { result: { delivery: target.outcome, queueLength: queued.queue.items.length } };
 }
 
 /** Starts aborting the run (once: a later abort keeps the first reason) and cancels in-flight work. */

@@ -159,6 +159,7 @@ export async function finish(
     leafId: run.cursor?.leafId ?? null,
     nextSeq: run.cursor?.nextSeq ?? 0,
     ...(unprocessed.length > 0 ? { unprocessed } : {}),
+    deliveries: run.recentDeliveries.filter((delivery) => delivery.result !== undefined),
   };
 }
 

@@ -1,10 +1,10 @@
 /**
  * What the run shows and hands on: the `state` and `events` queries' answers, the state carried
- * into a continue-as-new, and the deliveries remembered by update id. Pure, like `state.ts`.
+ * into a continue-as-new, and the deliveries remembered by id. Pure, like `state.ts`.
  */
 import { eventsAfter } from "../../core/events";
-import type { CarriedState, DeliverResult, RunState } from "../types";
-import { callState, openCalls, RECENT_DELIVERIES_KEPT, type RunRecord } from "./state";
+import type { AbortState, CarriedState, DeliveryAnswer, RecentDelivery, RunState } from "../types";
+import { callState, openCalls, queuedMessages, RECENT_DELIVERIES_KEPT, type RunRecord } from "./state";
 
 /** What a continuation of this run (continue-as-new) starts from: small by construction. */
 export function carry(run: RunRecord): CarriedState {
@@ -27,16 +27,38 @@ export function carry(run: RunRecord): CarriedState {
   };
 }
 
-/** The answer already given to the delivery with this update id, if the run remembers it. */
-export function deliveredBefore(run: RunRecord, updateId: string | undefined) {
-  return updateId === undefined
+/** The answer already given to the delivery with this id (update id or signal delivery id), if remembered. */
+export function deliveredBefore(run: RunRecord, deliveryId: string | undefined): RecentDelivery | undefined {
+  return deliveryId === undefined
     ? undefined
-    : run.recentDeliveries.find((delivery) => delivery.updateId === updateId)?.result;
+    : run.recentDeliveries.find((delivery) => delivery.updateId === deliveryId);
 }
 
-export function rememberDelivery(run: RunRecord, updateId: string | undefined, result: DeliverResult): void {
-  if (updateId === undefined) return;
-  run.recentDeliveries = [...run.recentDeliveries, { updateId, result }].slice(-RECENT_DELIVERIES_KEPT);
+export function rememberDelivery(
+  run: RunRecord,
+  deliveryId: string | undefined,
+  answer: DeliveryAnswer,
+): void {
+  if (deliveryId === undefined) return;
+  run.recentDeliveries = [...run.recentDeliveries, { updateId: deliveryId, ...answer }].slice(
+    -RECENT_DELIVERIES_KEPT,
+  );
+}
+
+/** The `delivery` query's answer: null while the run has not seen (or no longer remembers) the id. */
+export function deliveryAnswer(run: RunRecord, deliveryId: string): DeliveryAnswer | null {
+  const earlier = deliveredBefore(run, deliveryId);
+  if (earlier?.result) return { result: earlier.result };
+  if (earlier?.refusal) return { refusal: earlier.refusal };
+  return null;
+}
+
+/** The `abortState` query's answer (an abort's reason wins over the end it caused). */
+export function abortState(run: RunRecord): AbortState {
+  if (run.abortReason !== undefined) {
+    return { kind: "aborting", reason: run.abortReason, unprocessed: queuedMessages(run) };
+  }
+  return run.ended ? { kind: "ended" } : { kind: "running" };
 }
 
 /** The `state` query's answer. */

@@ -67,6 +67,13 @@ async function userTexts(sessionId: string): Promise<string[]> {
   );
 }
 
+/** Posts a message and expects 202; the answer's body. */
+async function call200(request: { json: object; headers?: Record<string, string> }, sessionId: string) {
+  const answer = await api.call("POST", messagePath(sessionId), request);
+  expect(answer.status).toBe(202);
+  return answer.body;
+}
+
 async function s3FaultProxy(): Promise<{ proxy: S3FaultProxy; settings: ReturnType<typeof s3Settings> }> {
   const settings = s3Settings();
   const proxy = await startS3FaultProxy(settings.endpoint!, 0);
@@ -137,6 +144,28 @@ describe("Idempotency-Key: a message is delivered at most once", () => {
     const description = await api.stage.client.workflow.getHandle(runWorkflowId(refOf(sessionId))).describe();
     expect(description.status.name).toBe("COMPLETED");
     expect(await userTexts(sessionId)).toEqual(["[scenario:idem-lost] once"]);
+  });
+
+  test("a message a live run took by signal: a retry after the run closed and its record was lost gets the first answer", async () => {
+    slowEchoScenario(api.stage, "idem-live", 2_000);
+    const sessionId = api.sessionId();
+    const started = await api.call("POST", messagePath(sessionId), {
+      json: { text: "[scenario:idem-live] go" },
+    });
+    expect(started.body.delivery).toBe("started");
+    const request = {
+      json: { text: "and this", delivery: "followUp" },
+      headers: { "idempotency-key": "live-signal" },
+    };
+    const first = await call200(request, sessionId);
+    expect(first).toMatchObject({ delivery: "queued", queueLength: 1, runId: started.body.runId });
+    expect((await api.stage.result(refOf(sessionId))).status).toBe("completed");
+    await api.objects.remove(
+      idempotencyRecordKey(api.objects.prefix, api.tenants.a, "live-signal", "POST", messagePath(sessionId)),
+    );
+    // The run has closed: the retry would start a new run, but the run's result names the delivery.
+    expect(await call200(request, sessionId)).toEqual(first);
+    expect(await userTexts(sessionId)).toEqual(["[scenario:idem-live] go", "and this"]);
   });
 
   test("S3 down after the delivery: a retry during the outage and one a lease (seconds) later both get the first answer, delivered once", async () => {

@@ -220,21 +220,17 @@ test("an abort retried with the same Idempotency-Key gets the first answer; the 
   );
 });
 
-test("the live run answers a repeated abort update id with its first answer; a closed run is not live", async () => {
-  const sessionId = await hungRunWithFollowUps("api-abort-update-id", ["queued one"]);
+test("a repeated abort gets the first abort's answer while the run is open; a closed run is not live", async () => {
+  const sessionId = await hungRunWithFollowUps("api-abort-repeated", ["queued one"]);
   const ref = refOf(sessionId);
-  const first = await api.stage.runs.abort(ref, { reason: "once" }, { updateId: `abort-once-${sessionId}` });
+  const first = await api.stage.runs.abort(ref, { reason: "once" });
   expect(first).toMatchObject({ kind: "answered", reason: "once", unprocessed: [{ text: "queued one" }] });
   // The cancelled model call takes a moment to wind down: the run is still open here.
-  const again = await api.stage.runs.abort(ref, { reason: "twice" }, { updateId: `abort-once-${sessionId}` });
+  const again = await api.stage.runs.abort(ref, { reason: "twice" });
   expect(again).toEqual(first);
   expect((await api.stage.result(ref)).reason).toBe("once");
   // Once the run has closed there is nothing to abort (the API's idempotency record answers a retry then).
-  expect(
-    await api.stage.runs.abort(ref, { reason: "thrice" }, { updateId: `abort-once-${sessionId}` }),
-  ).toEqual({
-    kind: "not-live",
-  });
+  expect(await api.stage.runs.abort(ref, { reason: "thrice" })).toEqual({ kind: "not-live" });
 });
 
 test("abort of a run that finished is 409 no-active-run; an invalid reason is 400 and the run goes on", async () => {
@@ -255,11 +251,6 @@ test("abort of a run that finished is 409 no-active-run; an invalid reason is 40
       "invalid-request",
     );
   }
-  // The run itself refuses a blank reason (for senders of the update other than the API).
-  await expect(api.stage.runs.abort(refOf(live), { reason: " \t" })).rejects.toMatchObject({
-    name: "AbortRefusedError",
-    type: "InvalidAbort",
-  });
   // The refused aborts changed nothing: the run is still working, its follow-up still queued.
   expect(await api.stage.runs.state(refOf(live))).toMatchObject({
     status: "running",

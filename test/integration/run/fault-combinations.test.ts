@@ -263,7 +263,7 @@ test("a worker killed while it claims the workspace costs seconds, not minutes",
   expect(claims).toHaveLength(1);
 }, 150_000);
 
-test("a delivery retried with the same update id after a continue-as-new is answered, not applied again", async () => {
+test("a delivery retried with the same delivery id after a continue-as-new is answered, not applied again", async () => {
   await stage().startWorker();
   stage().llm.addScenario("retry-after-can", {
     turns: [
@@ -277,7 +277,7 @@ test("a delivery retried with the same update id after a continue-as-new is answ
   const settings = stage().settings({ limits: { ...stage().settings().limits, turnsPerExecution: 1 } });
   await stage().runs.deliver(ref, { text: "[scenario:retry-after-can] go", mode: "auto" }, settings);
   const first = await stage().runs.deliver(ref, { text: "steer once", mode: "steer" }, settings, {
-    updateId: "client-key-1",
+    deliveryId: "client-key-1",
   });
   const handle = stage().client.workflow.getHandle(`keel-run/${ref.tenantId}/${ref.sessionId}`);
   // Wait until the run has continued as new at least once after the steer.
@@ -286,7 +286,7 @@ test("a delivery retried with the same update id after a continue-as-new is answ
     return description.runId !== first.runId ? true : undefined;
   });
   const retried = await stage().runs.deliver(ref, { text: "steer once", mode: "steer" }, settings, {
-    updateId: "client-key-1",
+    deliveryId: "client-key-1",
   });
   expect(retried.delivery).toBe(first.delivery);
   expect((await stage().result(ref)).status).toBe("completed");

@@ -152,6 +152,25 @@ const representativeRuns: Array<{
     },
   },
   {
+    // Recorded after messages to a live run became signals: a follow-up and a steering message
+    // (deliverMessage, answered by the delivery query), then the abort signal answered by the
+    // abortState query, while a model call is in flight.
+    name: "signal-deliveries-and-abort",
+    drive: async (stage, ref) => {
+      stage.llm.addScenario("replay-signals", { turns: [], after: { text: "never" } });
+      stage.llm.addFaults([{ kind: "hang", match: { scenario: "replay-signals" } }]);
+      await stage.runs.deliver(ref, { text: "[scenario:replay-signals] go", mode: "auto" }, stage.settings());
+      await eventually(async () =>
+        stage.llm.journal().some((entry) => entry.scenario === "replay-signals") ? true : undefined,
+      );
+      const queued = await stage.runs.deliver(ref, { text: "later", mode: "followUp" }, stage.settings());
+      if (queued.delivery !== "queued") throw new Error(`the follow-up was ${queued.delivery}`);
+      await stage.runs.deliver(ref, { text: "steer", mode: "steer" }, stage.settings());
+      const aborted = await stage.runs.abort(ref, { reason: "recorded abort signal" });
+      if (aborted.kind !== "answered") throw new Error(`the run did not answer the abort: ${aborted.kind}`);
+    },
+  },
+  {
     // A model call that fails for good: the run closes the session and ends as failed.
     name: "failed-model-call",
     drive: async (stage, ref) => {

@@ -1,14 +1,14 @@
 /**
- * An update that reaches a run while its worker is dead, answered in one workflow task together
- * with a new event by a worker that holds the run in its cache only because it answered a state
- * query (the sequence the chaos long form found; docs/architecture.md, "A history the SDK writes
- * and cannot replay"). The run completes and its session stays whole; whether its history replays
- * depends on the order the SDK wrote (timing decides whether the sequence happens at all).
+ * A steering message that reaches a run while its worker is dead, taken in one workflow task
+ * together with a new event by a worker that holds the run in its cache only because it answered
+ * a state query (the sequence the chaos long form found; docs/architecture.md, "Messages to a live
+ * run are signals"). Sent as an update, the SDK could record the task's command before the
+ * update's acceptance and then fail to replay its own history; sent as a signal, as the client
+ * does now, the history replays and the run completes.
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { temporal } from "@temporalio/proto";
 import { Worker } from "@temporalio/worker";
 import { workspaceFor } from "../../../src/tools/workspace";
 import { stateQuery } from "../../../src/workflows/definitions";
@@ -17,26 +17,7 @@ import { workflowBundlePath } from "../../support/integration-env";
 import { eventually, expectIntactSession, messagesOf, runStageForSuite } from "../../support/run-harness";
 
 const stage = runStageForSuite({ workersPerTest: true });
-/**
- * Whether a workflow task's commands were recorded before the update it accepted: the order the
- * SDK's core writes when the update comes in a later activation than the task's new events. A
- * task's commands and acceptances are written together, right after its completion event.
- */
-function commandBeforeAcceptance(events: temporal.api.history.v1.IHistoryEvent[]): boolean {
-  let completedAt: number | undefined;
-  let tasks = 0;
-  for (const [index, event] of events.entries()) {
-    // The first task's acceptance is the run's start (update-with-start): it replays in any order.
-    if (event.workflowTaskCompletedEventAttributes) completedAt = ++tasks > 1 ? index : undefined;
-    else if (event.workflowExecutionUpdateAcceptedEventAttributes && completedAt !== undefined) {
-      if (index > completedAt + 1) return true;
-      completedAt = undefined;
-    }
-  }
-  return false;
-}
-
-test("a steering message while the worker is dead: the run answers it, or the SDK's known misordering is recorded", async () => {
+test("a steering message while the worker is dead: recorded as pending, taken by the next worker, the history replays", async () => {
   stage().llm.addScenario("steer-dead-worker", {
     turns: [
       { toolCalls: [{ name: "bash", arguments: { command: "echo started > started.txt; sleep 30" } }] },
@@ -63,36 +44,37 @@ test("a steering message while the worker is dead: the run answers it, or the SD
     }
   })();
   await first.kill();
-  // The update waits on the dead worker's sticky queue; the bash call times out and is answered
-  // by the next worker (unknown outcome), which has meanwhile cached the run answering a query.
-  const steered = stage().runs.deliver(ref, { text: "change of plan", mode: "steer" }, stage().settings());
-  await sleep(2_000);
+  // The signal is recorded; no worker answers the delivery query within its wait.
+  const steered = await stage().runs.deliver(
+    ref,
+    { text: "change of plan", mode: "steer" },
+    stage().settings(),
+  );
+  expect(steered.delivery).toBe("pending");
+  // The bash call times out and is answered by the next worker (unknown outcome), which has
+  // meanwhile cached the run answering a query.
   await stage().startWorker({ KEEL_SANDBOX: "off" });
-  await steered;
-  querying = false;
-  await queries;
   const ended = await Promise.race([
     stage()
       .result(ref)
       .then((result) => result.status),
     sleep(60_000).then(() => "not ended within 60 s"),
   ]);
-  const history = await handle.fetchHistory();
-  const replay = Worker.runReplayHistory(
-    { workflowBundle: { codePath: workflowBundlePath() } },
-    history,
-    "steer",
-  );
-
-  if (commandBeforeAcceptance(history.events ?? [])) {
-    // The known defect of the Temporal SDK's core (1.22.0): with the command recorded before the
-    // update's acceptance, a replay delivers the update first and fails, and the run stops at its
-    // next cache miss. When this branch is never taken any more, the SDK no longer writes it.
-    await expect(replay).rejects.toThrow(/Nondeterminism error/);
-    return;
-  }
-  await replay;
+  querying = false;
+  await queries;
   expect(ended).toBe("completed");
+  const history = await handle.fetchHistory();
+  const events = history.events ?? [];
+  // Only the start carried an update; the steering message is a signal.
+  expect(events.filter((event) => event.workflowExecutionUpdateAcceptedEventAttributes)).toHaveLength(1);
+  expect(
+    events.filter((event) => event.workflowExecutionSignaledEventAttributes?.signalName === "deliverMessage"),
+  ).toHaveLength(1);
+  await Worker.runReplayHistory({ workflowBundle: { codePath: workflowBundlePath() } }, history, "steer");
   const messages = messagesOf(await expectIntactSession(stage(), ref));
-  expect(messages.filter((message) => message.role === "user")).toHaveLength(2);
+  const userTexts = messages
+    .filter((message) => message.role === "user")
+    .map((message) => JSON.stringify(message.content));
+  expect(userTexts).toHaveLength(2);
+  expect(userTexts[1]).toContain("change of plan");
 }, 180_000);
