@@ -151,6 +151,8 @@ function deliveryLine(
   const where = `(workflow ${answer.workflowId}, run ${answer.runId})`;
   if (answer.delivery === "started" && asked !== "auto")
     return `session ${answer.sessionId}: no run was live, so this message started a new run ${where}`;
+  if (answer.delivery === "pending")
+    return `session ${answer.sessionId}: recorded for the live run, which takes it when a worker picks it up (none answered yet) ${where}`;
   return `session ${answer.sessionId}: ${answer.delivery} ${where}`;
 }
 

@@ -22,12 +22,20 @@ import {
   newSlot,
   openCalls,
   queuedMessages,
+  RECENT_DELIVERIES_KEPT,
   type RunRecord,
   releaseSlot,
   startBatch,
   takeAllQueued,
 } from "../../../src/workflows/run/state";
-import { carry, snapshot } from "../../../src/workflows/run/views";
+import {
+  abortState,
+  carry,
+  deliveredBefore,
+  deliveryAnswer,
+  rememberDelivery,
+  snapshot,
+} from "../../../src/workflows/run/views";
 import { DEFAULT_RUN_SETTINGS, type RunSettings } from "../../../src/workflows/types";
 
 function record(settings: Partial<RunSettings> = {}): RunRecord {
@@ -338,5 +346,40 @@ describe("run state", () => {
     expect(carry(run)).toMatchObject({ steering: [message("s")], followUp: [message("f")] });
     expect(takeAllQueued(run)).toEqual([message("s"), message("f")]);
     expect(run.queues.steering.items).toEqual([]);
+  });
+});
+
+describe("answers read by query: deliveries by id and the abort state", () => {
+  test("a delivery is answered by its id (a result or a refusal); an unknown id is null; the carried state keeps them", () => {
+    const run = record();
+    expect(deliveryAnswer(run, "d1")).toBeNull();
+    rememberDelivery(run, "d1", { result: { delivery: "steered", queueLength: 1 } });
+    rememberDelivery(run, "d2", { refusal: { type: DeliveryRefusal.queueFull, message: "full" } });
+    expect(deliveryAnswer(run, "d1")).toEqual({ result: { delivery: "steered", queueLength: 1 } });
+    expect(deliveryAnswer(run, "d2")).toEqual({
+      refusal: { type: DeliveryRefusal.queueFull, message: "full" },
+    });
+    expect(deliveredBefore(run, undefined)).toBeUndefined();
+    expect(carry(run).recentDeliveries?.map((delivery) => delivery.updateId)).toEqual(["d1", "d2"]);
+  });
+
+  test("the run remembers its last RECENT_DELIVERIES_KEPT deliveries", () => {
+    const run = record();
+    for (let index = 0; index <= RECENT_DELIVERIES_KEPT; index++) {
+      rememberDelivery(run, `d${index}`, { result: { delivery: "queued", queueLength: 1 } });
+    }
+    expect(deliveryAnswer(run, "d0")).toBeNull();
+    expect(deliveryAnswer(run, `d${RECENT_DELIVERIES_KEPT}`)).not.toBeNull();
+  });
+
+  test("the abort state: running, then aborting with the first reason and the queued messages; ended without an abort", () => {
+    const run = record();
+    expect(abortState(run)).toEqual({ kind: "running" });
+    run.queues.followUp.items.push(message("later"));
+    run.abortReason = "stop";
+    expect(abortState(run)).toEqual({ kind: "aborting", reason: "stop", unprocessed: [message("later")] });
+    const finished = record();
+    finished.ended = true;
+    expect(abortState(finished)).toEqual({ kind: "ended" });
   });
 });
