@@ -164,6 +164,19 @@ export type DeliveryAnswer =
 export interface RunInput extends SessionRef {
   settings: RunSettings;
   carried?: CarriedState;
+  /** Set when the previous run of the session ended with messages that arrived after its end. */
+  handedOver?: HandOver;
+}
+
+/**
+ * Messages a run took by signal after its end (its sender may have been answered `pending` and is
+ * not told of a refusal), with the answers it gave: they start the next run, which continues the
+ * session's workflow (continue-as-new) with the ended run's settings, and answers a retried
+ * delivery id as the ended run did.
+ */
+export interface HandOver {
+  messages: QueuedMessage[];
+  deliveries: RecentDelivery[];
 }
 
 export interface DeliverRequest {

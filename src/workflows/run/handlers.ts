@@ -68,7 +68,16 @@ export function registerHandlers(ctx: RunContext): void {
       return;
     }
     if (deliveredBefore(run, deliveryId)) return;
-    rememberDelivery(run, deliveryId, applyDelivery(ctx, input));
+    const answer = applyDelivery(ctx, input);
+    if (answer.refusal?.type === DeliveryRefusal.ended) {
+      // Its sender may have been answered `pending` and would never learn of a refusal: the next
+      // run starts with it (an update's sender is answered, and sends again).
+      const { text } = input as DeliverySignal;
+      run.late.push({ text, acceptedAt: run.clock.now() });
+      rememberDelivery(run, deliveryId, { result: { delivery: "started", queueLength: run.late.length } });
+      return;
+    }
+    rememberDelivery(run, deliveryId, answer);
   });
 
   setHandler(

@@ -8,6 +8,7 @@ import {
   allHandlersFinished,
   CancellationScope,
   condition,
+  continueAsNew,
   log,
   patched,
   setCurrentDetails,
@@ -19,7 +20,7 @@ import { ABORTED_TOOL_RESULT_TEXT, UNFINISHED_TOOL_RESULT_TEXT } from "../../cor
 import type { ToolCallState } from "../../core/tool-registry";
 import type { RunHooks } from "../hooks";
 import { RunStatusAttribute } from "../search-attributes";
-import type { RunResult, RunStatus } from "../types";
+import type { RunInput, RunResult, RunStatus } from "../types";
 import { type llmActivities, replies, storage } from "./activity-options";
 import { syntheticToolResult, unansweredAssistant } from "./entries";
 import { type BatchCall, emit, moveCall, openCalls, type RunRecord, takeAllQueued } from "./state";
@@ -151,6 +152,15 @@ export async function finish(
   if (patched(STREAM_DRAIN_PATCH)) await ctx.stream.drain();
   ctx.stream.detach();
   await condition(allHandlersFinished);
+  if (run.late.length > 0) {
+    // Messages that arrived after the end start the next run; the branch is new with signals, so
+    // no earlier history takes it.
+    return continueAsNew<(input: RunInput) => Promise<RunResult>>({
+      ...run.ref,
+      settings: run.settings,
+      handedOver: { messages: run.late, deliveries: run.recentDeliveries },
+    });
+  }
   return {
     status: final,
     reason,

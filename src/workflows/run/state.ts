@@ -99,6 +99,8 @@ export interface RunRecord {
   updatesSeen: number;
   /** The latest deliveries' answers by update id, oldest first (bounded, carried across continue-as-new). */
   recentDeliveries: RecentDelivery[];
+  /** Messages delivered by signal after the run's end: the next run starts with them (`HandOver`). */
+  late: QueuedMessage[];
   /** Where emitted events go besides the buffer (the run's stream); unset in pure tests. */
   publish?: (event: AgentEvent) => void;
 }
@@ -107,7 +109,7 @@ export interface RunRecord {
 export const RECENT_DELIVERIES_KEPT = 100;
 
 export function createRunRecord(input: RunInput, clock: RunClock): RunRecord {
-  const { settings, carried } = input;
+  const { settings, carried, handedOver } = input;
   const queue = (mode: QueueMode, items: QueuedMessage[] = []) => ({
     ...createQueue<QueuedMessage>(mode, settings.queueLimit),
     items: [...items],
@@ -117,7 +119,7 @@ export function createRunRecord(input: RunInput, clock: RunClock): RunRecord {
     settings,
     clock,
     status: carried ? "running" : "starting",
-    begun: carried !== undefined,
+    begun: carried !== undefined || (handedOver?.messages.length ?? 0) > 0,
     cursor: carried?.cursor,
     turn: carried?.turn ?? 0,
     turnAtStart: carried?.turn ?? 0,
@@ -130,7 +132,7 @@ export function createRunRecord(input: RunInput, clock: RunClock): RunRecord {
     contextWindow: carried?.contextWindow ?? 0,
     overflowRetried: false,
     queues: {
-      pending: queue("all", carried?.pending),
+      pending: queue("all", carried?.pending ?? handedOver?.messages),
       steering: queue(settings.steeringMode, carried?.steering),
       followUp: queue(settings.followUpMode, carried?.followUp),
     },
@@ -144,7 +146,8 @@ export function createRunRecord(input: RunInput, clock: RunClock): RunRecord {
     ended: false,
     signalsSeen: 0,
     updatesSeen: 0,
-    recentDeliveries: [...(carried?.recentDeliveries ?? [])],
+    recentDeliveries: [...(carried?.recentDeliveries ?? handedOver?.deliveries ?? [])],
+    late: [],
   };
 }
 

@@ -1,0 +1,51 @@
+/**
+ * A message that reaches a run after its end was decided (here: aborted while its worker was dead)
+ * is answered `pending` by the client, so nobody would hear of a refusal: the run hands it to the
+ * next run of the session (continue-as-new), which reads and answers it.
+ */
+import { runWorkflowId } from "../../../src/workflows/types";
+import { eventually, expectIntactSession, messagesOf, runStageForSuite } from "../../support/run-harness";
+
+const stage = runStageForSuite({ workersPerTest: true });
+
+test("a message sent while an aborted run waits for a worker starts the next run, stored once", async () => {
+  stage().llm.addScenario("late-delivery", { turns: [], after: { text: "You said: {{lastUser}}" } });
+  stage().llm.addFaults([{ kind: "hang", match: { scenario: "late-delivery" } }]);
+  const first = await stage().startWorker();
+  const ref = stage().newSession();
+  await stage().runs.deliver(ref, { text: "[scenario:late-delivery] go", mode: "auto" }, stage().settings());
+  await eventually(async () =>
+    stage()
+      .llm.journal()
+      .some((entry) => entry.scenario === "late-delivery")
+      ? true
+      : undefined,
+  );
+  await first.kill();
+  // No worker: the abort and the message are recorded, neither answered.
+  expect(await stage().runs.abort(ref, { reason: "stop" })).toMatchObject({ kind: "signalled" });
+  const message = { text: "after the abort", mode: "auto" } as const;
+  const late = await stage().runs.deliver(ref, message, stage().settings(), { deliveryId: "late-1" });
+  expect(late.delivery).toBe("pending");
+
+  await stage().startWorker();
+  const handle = stage().client.workflow.getHandle(runWorkflowId(ref), late.runId, { followRuns: false });
+  // The aborted run hands the message over instead of refusing it.
+  await eventually(async () =>
+    (await handle.describe()).status.name === "CONTINUED_AS_NEW" ? true : undefined,
+  );
+  expect(await stage().result(ref)).toMatchObject({ status: "completed" });
+  const messages = messagesOf(await expectIntactSession(stage(), ref));
+  const userTexts = messages
+    .filter((message) => message.role === "user")
+    .map((message) => JSON.stringify(message.content));
+  expect(userTexts.filter((text) => text.includes("after the abort"))).toHaveLength(1);
+  const last = messages.at(-1);
+  expect(last?.role === "assistant" && last.content).toEqual([
+    { type: "text", text: "You said: after the abort" },
+  ]);
+  // A retry of the same delivery id (its idempotency record lost) is answered, not delivered again.
+  const retried = await stage().runs.deliver(ref, message, stage().settings(), { deliveryId: "late-1" });
+  expect(retried.delivery).toBe("started");
+  expect(messagesOf(await stage().entries(ref))).toHaveLength(messages.length);
+}, 180_000);
