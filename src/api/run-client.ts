@@ -180,7 +180,10 @@ export const FOLLOWS_RUN_MEMO = "keelFollowsRun";
 /** The memo's value when the session had no agent run before the task. */
 const NO_RUN = "";
 
-/** A message racing a run's last moments may meet it ended; it is then delivered to a new run. */
+/**
+ * A message may find the session's workflow id held by a run that is just closing, or by a
+ * maintenance task: it is tried again (with growing pauses) this many times before `RunBusy`.
+ */
 const ENDED_RUN_RETRIES = 5;
 
 export class RunClient {
