@@ -73,7 +73,7 @@ export class SessionBusyError extends Error {
 
 /**
  * How a delivery went: the run's answer, or `pending` when the message reached a live run whose
- * workers did not answer within DELIVERY_ANSWER_WAIT_MS (recorded by the server; the run takes it
+ * workers did not answer within ANSWER_WAIT_MS (recorded by the server; the run takes it
  * when a worker picks it up).
  */
 export type Delivered = { workflowId: string; runId: string } & (DeliverResult | { delivery: "pending" });
@@ -117,8 +117,7 @@ export interface AbortOptions {
  * answers in well under a second; with every worker down the wait ends here and the caller is
  * told the message was recorded but not answered, so it is answered within seconds either way.
  */
-export const ABORT_ANSWER_WAIT_MS = 2_000;
-export const DELIVERY_ANSWER_WAIT_MS = 2_000;
+export const ANSWER_WAIT_MS = 2_000;
 
 /** How a workflow execution closed other than by returning: Temporal's own status, in API words. */
 export type ClosedByFailure = "failed" | "terminated" | "timed_out" | "canceled";
@@ -214,7 +213,7 @@ export class RunClient {
     for (let attempt = 0; ; attempt++) {
       const answer =
         (await this.startWith(ref, request, settings, deliveryId)) ??
-        (await this.deliverLive(ref, request, deliveryId, options.answerWaitMs ?? DELIVERY_ANSWER_WAIT_MS));
+        (await this.deliverLive(ref, request, deliveryId, options.answerWaitMs ?? ANSWER_WAIT_MS));
       if (answer.kind === "delivered") return answer.delivered;
       // The run is ending (or a maintenance task holds the session): it is then started anew.
       if (answer.kind === "retry" && attempt < ENDED_RUN_RETRIES) {
@@ -303,19 +302,26 @@ export class RunClient {
     );
     if (sent !== "sent") return busyAttempt("not-live");
     const workflowId = runWorkflowId(ref);
+    const answer = await this.askUntilSeen(waitMs, () => handle.query(deliveryQuery, deliveryId));
+    if (answer?.result) return { kind: "delivered", delivered: { ...answer.result, workflowId, runId } };
+    if (answer?.refusal) return refusalAttempt(answer.refusal.type, answer.refusal.message);
+    return { kind: "delivered", delivered: { delivery: "pending", workflowId, runId } };
+  }
+
+  /**
+   * Asks the run a query about something just signalled until it has seen it (`ask` answers null
+   * while it has not: the query overtook the signal's workflow task). Undefined when no worker
+   * answers within `waitMs` (all down, redeploying) or its code predates the query.
+   */
+  private async askUntilSeen<T>(waitMs: number, ask: () => Promise<T | null>): Promise<T | undefined> {
     const deadline = Date.now() + waitMs;
     while (Date.now() < deadline) {
-      const answer = await this.client
-        .withDeadline(deadline, () => handle.query(deliveryQuery, deliveryId))
-        // No worker answered in time (all down, redeploying), or its code predates the query.
-        .catch(() => undefined);
-      if (answer === undefined) break;
-      if (answer?.result) return { kind: "delivered", delivered: { ...answer.result, workflowId, runId } };
-      if (answer?.refusal) return refusalAttempt(answer.refusal.type, answer.refusal.message);
-      // Not seen yet: the query overtook the signal's workflow task.
+      const answer = await this.client.withDeadline(deadline, ask).catch(() => undefined);
+      if (answer === undefined) return undefined;
+      if (answer !== null) return answer;
       await sleep(50);
     }
-    return { kind: "delivered", delivered: { delivery: "pending", workflowId, runId } };
+    return undefined;
   }
 
   /** Compacts an idle session now (an LLM summary); SessionBusyError while a run is live. */
@@ -373,21 +379,15 @@ export class RunClient {
       pinned.signal(abortSignal, request.reason ?? DEFAULT_ABORT_REASON),
     );
     if (signalled !== "sent") return { kind: "not-live" };
-    const deadline = Date.now() + (options.answerWaitMs ?? ABORT_ANSWER_WAIT_MS);
-    while (Date.now() < deadline) {
-      const state = await this.client
-        .withDeadline(deadline, () => handle.query(abortStateQuery))
-        // No worker answered in time (all down, redeploying), or its code predates the query.
-        .catch(() => undefined);
-      if (state === undefined) break;
-      if (state.kind === "aborting") {
-        return { kind: "answered", runId, reason: state.reason, unprocessed: state.unprocessed };
-      }
-      // It ended on its own before the abort arrived.
-      if (state.kind === "ended") return { kind: "not-live" };
-      // Not seen yet: the query overtook the signal's workflow task.
-      await sleep(50);
+    const state = await this.askUntilSeen(options.answerWaitMs ?? ANSWER_WAIT_MS, async () => {
+      const current = await handle.query(abortStateQuery);
+      return current.kind === "running" ? null : current;
+    });
+    if (state?.kind === "aborting") {
+      return { kind: "answered", runId, reason: state.reason, unprocessed: state.unprocessed };
     }
+    // It ended on its own before the abort arrived.
+    if (state?.kind === "ended") return { kind: "not-live" };
     return { kind: "signalled", runId };
   }
 

@@ -88,9 +88,10 @@ export function registerHandlers(ctx: RunContext): void {
       // execution a continue-as-new started (the client retried with the same id) and an id a
       // signal delivered first.
       const updateId = currentUpdateInfo()?.id;
-      const answer = deliveredBefore(run, updateId) ?? applyDelivery(ctx, request);
+      const earlier = deliveredBefore(run, updateId);
+      const answer = earlier ?? applyDelivery(ctx, request);
       if (answer.refusal) throw ApplicationFailure.nonRetryable(answer.refusal.message, answer.refusal.type);
-      rememberDelivery(run, updateId, { result: answer.result });
+      if (!earlier) rememberDelivery(run, updateId, { result: answer.result });
       return answer.result;
     },
     {
