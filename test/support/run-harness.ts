@@ -219,6 +219,20 @@ export async function eventually<T>(
 }
 
 /** A scenario answering every request with "You said: <last user message>", each reply slowed by `latencyMs`. */
+/**
+ * Resolves once the local LLM server has been called for `scenario` (for its turn `turn`, when
+ * given): the run has reached that model call.
+ */
+export async function modelCalled(stage: RunStage, scenario: string, turn?: number): Promise<void> {
+  await eventually(async () =>
+    stage.llm
+      .journal()
+      .some((entry) => entry.scenario === scenario && (turn === undefined || entry.turn === turn))
+      ? true
+      : undefined,
+  );
+}
+
 export function slowEchoScenario(stage: RunStage, name: string, latencyMs: number): void {
   stage.llm.addScenario(name, { turns: [], after: { text: "You said: {{lastUser}}" } });
   stage.llm.addFaults([{ kind: "slow", match: { scenario: name }, rate: 1, latencyMs }]);

@@ -25,7 +25,7 @@ import { createS3Client } from "../../../src/store/s3-config";
 import { SessionStore } from "../../../src/store/session-store";
 import { runWorkflowId } from "../../../src/workflows/types";
 import { s3Client, s3Settings, temporalNamespace } from "../../support/integration-env";
-import { eventually, expectIntactSession, messagesOf, slowEchoScenario } from "../../support/run-harness";
+import { expectIntactSession, messagesOf, modelCalled, slowEchoScenario } from "../../support/run-harness";
 import { type S3FaultProxy, startS3FaultProxy } from "../../support/s3-fault-proxy";
 import { runKeel } from "../cli/keel-process";
 import { type ApiStage, createApiStage, expectProblem } from "./api-stage";
@@ -166,6 +166,7 @@ describe("Idempotency-Key: a message is delivered at most once", () => {
     // The run has closed: the retry would start a new run, but the run's result names the delivery.
     expect(await call200(request, sessionId)).toEqual(first);
     expect(await userTexts(sessionId)).toEqual(["[scenario:idem-live] go", "and this"]);
+    await expectIntactSession(api.stage, refOf(sessionId));
   });
 
   test("S3 down after the delivery: a retry during the outage and one a lease (seconds) later both get the first answer, delivered once", async () => {
@@ -384,9 +385,7 @@ describe("a run whose workflow failed says so", () => {
       json: { text: "[scenario:ended-terminated] think" },
     });
     expect(started.status).toBe(202);
-    await eventually(async () =>
-      api.stage.llm.journal().some((entry) => entry.scenario === "ended-terminated") ? true : undefined,
-    );
+    await modelCalled(api.stage, "ended-terminated");
     await api.stage.client.workflow
       .getHandle(runWorkflowId(refOf(sessionId)))
       .terminate("operator stopped it");

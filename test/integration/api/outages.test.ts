@@ -3,7 +3,7 @@
  * worker answers its update within seconds, the signal; never from a query that needs a worker. (Idempotency records under S3 faults are in
  * faults.test.ts; a Temporal restart under concurrent requests in temporal-restart.test.ts.)
  */
-import { eventually } from "../../support/run-harness";
+import { modelCalled } from "../../support/run-harness";
 import { type ApiStage, createApiStage, expectProblem } from "./api-stage";
 
 let api: ApiStage;
@@ -28,9 +28,7 @@ describe("no worker", () => {
       json: { text: "[scenario:outage-hung] think" },
     });
     expect(started.status).toBe(202);
-    await eventually(async () =>
-      api.stage.llm.journal().some((entry) => entry.scenario === "outage-hung") ? true : undefined,
-    );
+    await modelCalled(api.stage, "outage-hung");
     await worker.kill();
 
     const began = Date.now();

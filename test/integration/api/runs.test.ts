@@ -1,5 +1,5 @@
 /** Runs through the API: delivery modes, refusals, abort, approvals, state and the event stream. */
-import { eventually, messagesOf, slowEchoScenario } from "../../support/run-harness";
+import { eventually, messagesOf, modelCalled, slowEchoScenario } from "../../support/run-harness";
 import { readSse } from "../../support/sse";
 import { type ApiStage, createApiStage, expectProblem } from "./api-stage";
 
@@ -37,9 +37,7 @@ async function userAndAssistantTexts(sessionId: string): Promise<string[]> {
 }
 
 async function waitForModelCall(scenario: string): Promise<void> {
-  await eventually(async () =>
-    api.stage.llm.journal().some((entry) => entry.scenario === scenario) ? true : undefined,
-  );
+  await modelCalled(api.stage, scenario);
 }
 
 test("a message to an idle session starts a run: 202, then the session reads idle with the answer stored", async () => {

@@ -5,7 +5,7 @@
 import { ListObjectsV2Command } from "@aws-sdk/client-s3";
 import { sessionPrefix } from "../../../src/store/session-keys";
 import { s3Client, s3Settings } from "../../support/integration-env";
-import { eventually, slowEchoScenario } from "../../support/run-harness";
+import { modelCalled, slowEchoScenario } from "../../support/run-harness";
 import { type ApiStage, createApiStage, expectProblem } from "./api-stage";
 
 let api: ApiStage;
@@ -87,9 +87,7 @@ test("a session with a live run is not deleted (409), and nothing of it is remov
   await api.call("POST", `/v1/sessions/${sessionId}/messages`, {
     json: { text: "[scenario:ws-delete-slow] wait" },
   });
-  await eventually(async () =>
-    api.stage.llm.journal().some((entry) => entry.scenario === "ws-delete-slow") ? true : undefined,
-  );
+  await modelCalled(api.stage, "ws-delete-slow");
   const before = await storedKeys(sessionId);
   expectProblem(await api.call("DELETE", `/v1/sessions/${sessionId}`), 409, "run-busy");
   expect(await storedKeys(sessionId)).toEqual(before);

@@ -8,7 +8,7 @@ import { readSlackThread, slackSessionId } from "../../../src/api/slack/threads"
 import { postSlackReply } from "../../../src/integrations/slack/reply";
 import { keelDataConverter } from "../../../src/store/payload-storage";
 import { s3Client, s3Settings, temporalNamespace } from "../../support/integration-env";
-import { eventually, messagesOf, slowEchoScenario } from "../../support/run-harness";
+import { eventually, messagesOf, modelCalled, slowEchoScenario } from "../../support/run-harness";
 import { type ApiStage, createApiStage, expectProblem } from "./api-stage";
 
 const SIGNING_SECRET = "test-signing-secret";
@@ -267,9 +267,7 @@ test("a message in a thread without a session is ignored; the stop word aborts t
     eventCallback({ type: "app_mention", text: `<@${BOT_USER}> [scenario:slack-hung] think`, ts: threadTs }),
   );
   const ref = threadRef(threadTs);
-  await eventually(async () =>
-    api.stage.llm.journal().some((entry) => entry.scenario === "slack-hung") ? true : undefined,
-  );
+  await modelCalled(api.stage, "slack-hung");
   expect(
     (await postEvent(eventCallback({ type: "message", text: " STOP ", thread_ts: threadTs }))).status,
   ).toBe(200);

@@ -17,7 +17,7 @@ import {
   uniqueName,
   workflowBundlePath,
 } from "../../support/integration-env";
-import { createRunStage, eventually, messagesOf, type RunStage } from "../../support/run-harness";
+import { createRunStage, messagesOf, modelCalled, type RunStage } from "../../support/run-harness";
 
 jest.setTimeout(120_000);
 
@@ -160,11 +160,7 @@ test("the workspace comes back from S3 when the local copy is gone: within a run
     { text: "[scenario:lambda-lost-workspace] go", mode: "auto" },
     stage.settings(),
   );
-  await eventually(async () =>
-    stage.llm.journal().some((entry) => entry.scenario === "lambda-lost-workspace" && entry.turn === 1)
-      ? true
-      : undefined,
-  );
+  await modelCalled(stage, "lambda-lost-workspace", 1);
   forgetLocalWorkspace(ref);
   expect((await stage.result(ref)).status).toBe("completed");
   const lastText = async () => {
@@ -201,11 +197,7 @@ test("a workspace made from a directory source comes back on an environment that
     { text: "[scenario:lambda-source] go", mode: "auto" },
     stage.settings({ workspace: { type: "directory", path: source } }),
   );
-  await eventually(async () =>
-    stage.llm.journal().some((entry) => entry.scenario === "lambda-source" && entry.turn === 1)
-      ? true
-      : undefined,
-  );
+  await modelCalled(stage, "lambda-source", 1);
   forgetLocalWorkspace(ref);
   expect((await stage.result(ref)).status).toBe("completed");
   const last = messagesOf(await stage.entries(ref)).at(-1);

@@ -2,7 +2,7 @@ import { execFileSync } from "node:child_process";
 import { ABORTED_TOOL_RESULT_TEXT, INTERRUPTED_MARKER } from "../../../src/core/markers";
 import { convertToLlm } from "../../../src/core/messages";
 import { checkInvariants } from "../../../src/core/sanitize";
-import { eventually, messagesOf, runStageForSuite } from "../../support/run-harness";
+import { eventually, messagesOf, modelCalled, runStageForSuite } from "../../support/run-harness";
 
 const stage = runStageForSuite();
 
@@ -33,13 +33,7 @@ test("abort during a hung model call ends the run within seconds and leaves a us
   stage().llm.addFaults([{ kind: "hang", match: { scenario: "hung" } }]);
   const ref = stage().newSession();
   await stage().runs.deliver(ref, { text: "[scenario:hung] think hard", mode: "auto" }, stage().settings());
-  await eventually(async () =>
-    stage()
-      .llm.journal()
-      .some((entry) => entry.scenario === "hung")
-      ? true
-      : undefined,
-  );
+  await modelCalled(stage(), "hung");
   const abortedAt = Date.now();
   expect(await stage().runs.signalAbort(ref, "user pressed stop")).toBe("sent");
   const result = await stage().result(ref);

@@ -3,7 +3,13 @@ import { DeliveryRefusedError } from "../../../src/api/run-client";
 import { INTERRUPTED_MARKER } from "../../../src/core/markers";
 import { convertToLlm } from "../../../src/core/messages";
 import { checkInvariants } from "../../../src/core/sanitize";
-import { eventually, messagesOf, runStageForSuite, slowEchoScenario } from "../../support/run-harness";
+import {
+  eventually,
+  messagesOf,
+  modelCalled,
+  runStageForSuite,
+  slowEchoScenario,
+} from "../../support/run-harness";
 
 const stage = runStageForSuite();
 
@@ -91,13 +97,7 @@ test("interrupt cancels the model call, keeps a marked partial answer and contin
     { text: "[scenario:slow-interrupt] long task", mode: "auto" },
     stage().settings(),
   );
-  await eventually(async () =>
-    stage()
-      .llm.journal()
-      .some((entry) => entry.scenario === "slow-interrupt")
-      ? true
-      : undefined,
-  );
+  await modelCalled(stage(), "slow-interrupt");
   const interrupted = await stage().runs.deliver(
     ref,
     { text: "change of plan", mode: "interrupt" },
@@ -140,13 +140,7 @@ test("a full steering queue refuses with QueueFull instead of dropping", async (
   const settings = stage().settings({ queueLimit: 2 });
   await stage().runs.deliver(ref, { text: "[scenario:slow-queue] start", mode: "auto" }, settings);
   // Once the model is working, nothing is drained from the queue until its answer is in.
-  await eventually(async () =>
-    stage()
-      .llm.journal()
-      .some((entry) => entry.scenario === "slow-queue")
-      ? true
-      : undefined,
-  );
+  await modelCalled(stage(), "slow-queue");
   await stage().runs.deliver(ref, { text: "one", mode: "steer" }, settings);
   await stage().runs.deliver(ref, { text: "two", mode: "steer" }, settings);
   await expect(stage().runs.deliver(ref, { text: "three", mode: "steer" }, settings)).rejects.toMatchObject({

@@ -11,7 +11,13 @@ import type { AgentMessage } from "../../../src/core/messages";
 import { createMessageEntry, createSessionHeader } from "../../../src/core/session-entries";
 import { workspaceFor } from "../../../src/tools/workspace";
 import { sessionCwd } from "../../../src/workflows/types";
-import { eventually, expectIntactSession, messagesOf, runStageForSuite } from "../../support/run-harness";
+import {
+  eventually,
+  expectIntactSession,
+  messagesOf,
+  modelCalled,
+  runStageForSuite,
+} from "../../support/run-harness";
 
 const stage = runStageForSuite({ workersPerTest: true });
 
@@ -74,13 +80,7 @@ test("abort while the model call's worker is dead: the run ends aborted with the
   const first = await stage().startWorker();
   const ref = stage().newSession();
   await stage().runs.deliver(ref, { text: "[scenario:abort-dead-llm] hi", mode: "auto" }, stage().settings());
-  await eventually(async () =>
-    stage()
-      .llm.journal()
-      .some((entry) => entry.scenario === "abort-dead-llm")
-      ? true
-      : undefined,
-  );
+  await modelCalled(stage(), "abort-dead-llm");
   await first.kill();
   await stage().runs.signalAbort(ref, "changed my mind");
   await stage().startWorker();
@@ -213,13 +213,7 @@ test("an abort hands back the messages the run had queued and never read", async
   const ref = stage().newSession();
   await stage().runs.deliver(ref, { text: "[scenario:abort-queued] one", mode: "auto" }, stage().settings());
   // The first turn has taken its input and waits for the model: later messages are queued.
-  await eventually(async () =>
-    stage()
-      .llm.journal()
-      .some((entry) => entry.scenario === "abort-queued")
-      ? true
-      : undefined,
-  );
+  await modelCalled(stage(), "abort-queued");
   await stage().runs.deliver(ref, { text: "steer me", mode: "steer" }, stage().settings());
   await stage().runs.deliver(ref, { text: "then this", mode: "followUp" }, stage().settings());
   await stage().runs.signalAbort(ref, "enough");

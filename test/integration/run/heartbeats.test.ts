@@ -4,7 +4,7 @@
  * one still heartbeats (so it stays alive and can be cancelled).
  */
 import { runWorkflowId } from "../../../src/workflows/types";
-import { eventually, runStageForSuite } from "../../support/run-harness";
+import { modelCalled, runStageForSuite } from "../../support/run-harness";
 
 jest.setTimeout(120_000);
 
@@ -22,13 +22,7 @@ async function heartbeatWhileStreaming(scenario: string, heartbeatMs: number, st
     { text: `[scenario:${scenario}] talk`, mode: "auto" },
     stage().settings({ timeouts: { heartbeatMs, toolScheduleToStartMs: 5_000 } }),
   );
-  await eventually(async () =>
-    stage()
-      .llm.journal()
-      .some((entry) => entry.scenario === scenario)
-      ? true
-      : undefined,
-  );
+  await modelCalled(stage(), scenario);
   await new Promise((done) => setTimeout(done, streamedMs));
   const description = await stage().client.workflow.getHandle(runWorkflowId(ref)).describe();
   const pending = description.raw.pendingActivities?.find(

@@ -4,7 +4,13 @@
  * next run of the session (continue-as-new), which reads and answers it.
  */
 import { runWorkflowId } from "../../../src/workflows/types";
-import { eventually, expectIntactSession, messagesOf, runStageForSuite } from "../../support/run-harness";
+import {
+  eventually,
+  expectIntactSession,
+  messagesOf,
+  modelCalled,
+  runStageForSuite,
+} from "../../support/run-harness";
 
 const stage = runStageForSuite({ workersPerTest: true });
 
@@ -14,13 +20,7 @@ test("a message sent while an aborted run waits for a worker starts the next run
   const first = await stage().startWorker();
   const ref = stage().newSession();
   await stage().runs.deliver(ref, { text: "[scenario:late-delivery] go", mode: "auto" }, stage().settings());
-  await eventually(async () =>
-    stage()
-      .llm.journal()
-      .some((entry) => entry.scenario === "late-delivery")
-      ? true
-      : undefined,
-  );
+  await modelCalled(stage(), "late-delivery");
   await first.kill();
   // No worker: the abort and the message are recorded, neither answered.
   expect(await stage().runs.abort(ref, { reason: "stop" })).toMatchObject({ kind: "signalled" });
@@ -44,8 +44,15 @@ test("a message sent while an aborted run waits for a worker starts the next run
   expect(last?.role === "assistant" && last.content).toEqual([
     { type: "text", text: "You said: after the abort" },
   ]);
-  // A retry of the same delivery id (its idempotency record lost) is answered, not delivered again.
+  // A retry of the same delivery id (its idempotency record lost) is answered from the next run's
+  // result: no run is started, the closed one is still the latest.
+  const session = stage().client.workflow.getHandle(runWorkflowId(ref));
+  const next = await session.describe();
   const retried = await stage().runs.deliver(ref, message, stage().settings(), { deliveryId: "late-1" });
-  expect(retried.delivery).toBe("started");
-  expect(messagesOf(await stage().entries(ref))).toHaveLength(messages.length);
+  expect(retried).toMatchObject({ delivery: "started", runId: next.runId });
+  const after = await session.describe();
+  expect({ runId: after.runId, status: after.status.name }).toEqual({
+    runId: next.runId,
+    status: "COMPLETED",
+  });
 }, 180_000);

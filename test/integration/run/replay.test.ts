@@ -17,7 +17,7 @@ import { Worker } from "@temporalio/worker";
 import { toolPaths } from "../../../src/cli/devstack/tools";
 import { type RunSettings, runWorkflowId } from "../../../src/workflows/types";
 import { temporalAddress, workflowBundlePath } from "../../support/integration-env";
-import { createRunStage, eventually, type RunStage } from "../../support/run-harness";
+import { createRunStage, eventually, modelCalled, type RunStage } from "../../support/run-harness";
 import { collectRunStream } from "../../support/run-stream";
 
 const historiesDir = resolve(__dirname, "../../fixtures/histories");
@@ -129,9 +129,7 @@ const representativeRuns: Array<{
         { text: "[scenario:replay-abort-update] go", mode: "auto" },
         stage.settings(),
       );
-      await eventually(async () =>
-        stage.llm.journal().some((entry) => entry.scenario === "replay-abort-update") ? true : undefined,
-      );
+      await modelCalled(stage, "replay-abort-update");
       await stage.runs.deliver(ref, { text: "later", mode: "followUp" }, stage.settings());
       const aborted = await stage.runs.abort(ref, { reason: "recorded abort update" });
       if (aborted.kind !== "answered") throw new Error(`the run did not answer the abort: ${aborted.kind}`);
@@ -160,9 +158,7 @@ const representativeRuns: Array<{
       stage.llm.addScenario("replay-signals", { turns: [], after: { text: "never" } });
       stage.llm.addFaults([{ kind: "hang", match: { scenario: "replay-signals" } }]);
       await stage.runs.deliver(ref, { text: "[scenario:replay-signals] go", mode: "auto" }, stage.settings());
-      await eventually(async () =>
-        stage.llm.journal().some((entry) => entry.scenario === "replay-signals") ? true : undefined,
-      );
+      await modelCalled(stage, "replay-signals");
       const queued = await stage.runs.deliver(ref, { text: "later", mode: "followUp" }, stage.settings());
       if (queued.delivery !== "queued") throw new Error(`the follow-up was ${queued.delivery}`);
       await stage.runs.deliver(ref, { text: "steer", mode: "steer" }, stage.settings());

@@ -7,7 +7,13 @@ import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { workspaceFor } from "../../../src/tools/workspace";
 import { testTmpDir } from "../../support/integration-env";
-import { eventually, expectIntactSession, messagesOf, runStageForSuite } from "../../support/run-harness";
+import {
+  eventually,
+  expectIntactSession,
+  messagesOf,
+  modelCalled,
+  runStageForSuite,
+} from "../../support/run-harness";
 
 const stage = runStageForSuite({ workersPerTest: true });
 
@@ -32,13 +38,7 @@ test("the worker holding the workspace dies for good: another worker restores it
   const first = await stage().startWorker();
   const ref = stage().newSession();
   await stage().runs.deliver(ref, { text: "[scenario:ws-takeover] go", mode: "auto" }, stage().settings());
-  await eventually(async () =>
-    stage()
-      .llm.journal()
-      .some((entry) => entry.scenario === "ws-takeover" && entry.turn === 2)
-      ? true
-      : undefined,
-  );
+  await modelCalled(stage(), "ws-takeover", 2);
   await first.kill();
   // A second worker with its own, empty workspace root: nothing of the first worker's disk.
   const otherRoot = mkdtempSync(join(testTmpDir(), "other-workspaces-"));
