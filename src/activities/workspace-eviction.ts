@@ -24,14 +24,14 @@ const inUse = new Map<string, number>();
 
 /**
  * Runs `work` with the workspace marked in use: eviction skips it however long `work` takes (a
- * command may run longer than the idle period), and its last use is set before and after.
+ * command may run longer than the idle period).
  * The mark is set synchronously, before the first await, so an eviction that has not yet moved
- * the directory away sees it (see `evictIdleWorkspaces`).
+ * the directory away sees it (see `evictIdleWorkspaces`); the last use is set when `work` ends
+ * (while it runs, the mark keeps the workspace).
  */
 export async function usingWorkspace<T>(workspace: Workspace, work: () => Promise<T>): Promise<T> {
   inUse.set(workspace.dir, (inUse.get(workspace.dir) ?? 0) + 1);
   try {
-    await touchWorkspace(workspace);
     return await work();
   } finally {
     const count = (inUse.get(workspace.dir) ?? 1) - 1;

@@ -73,10 +73,21 @@ export function defineTool<P extends ToolParameters>(definition: ToolDefinition<
   return definition;
 }
 
-/** The provider-facing description of a tool: its zod schema as a JSON Schema object. */
+/** Specs already built: converting a zod schema to JSON Schema costs about a millisecond a tool. */
+const specs = new WeakMap<ToolDefinition, ToolSpec>();
+
+/**
+ * The provider-facing description of a tool: its zod schema as a JSON Schema object. Built once
+ * per definition and shared: callers must not modify it.
+ */
 export function toolSpec(tool: ToolDefinition): ToolSpec {
-  const { $schema: _dialect, ...parameters } = z.toJSONSchema(tool.parameters, { io: "input" });
-  return { name: tool.name, description: tool.description, parameters };
+  let spec = specs.get(tool);
+  if (!spec) {
+    const { $schema: _dialect, ...parameters } = z.toJSONSchema(tool.parameters, { io: "input" });
+    spec = { name: tool.name, description: tool.description, parameters };
+    specs.set(tool, spec);
+  }
+  return spec;
 }
 
 export function textOutput(text: string, details?: unknown): ToolOutput {
