@@ -29,6 +29,7 @@ import {
   eventsQuery,
   stateQuery,
 } from "../workflows/definitions";
+import { runAttributes } from "../workflows/search-attributes";
 import type {
   BranchSessionInput,
   BranchSessionResult,
@@ -44,6 +45,7 @@ import {
   DEFAULT_ABORT_REASON,
   type DeliverRequest,
   type DeliverResult,
+  RUN_VERSION,
   type RunResult,
   type RunSettings,
   type RunState,
@@ -258,7 +260,9 @@ export class RunClient {
     const startWorkflowOperation = new WithStartWorkflowOperation<typeof agentRun>(RUN_WORKFLOW_TYPE, {
       workflowId,
       taskQueue: this.taskQueue,
-      args: [{ ...ref, settings }],
+      args: [{ ...ref, settings, runVersion: RUN_VERSION }],
+      // Set with the start, the run does not upsert them again (an upsert is a billed Action).
+      typedSearchAttributes: runAttributes({ ...ref, settings }, "starting"),
       workflowIdConflictPolicy: "FAIL",
       staticSummary: summaryLine(request.text),
     });

@@ -12,7 +12,6 @@ import {
   allHandlersFinished,
   condition,
   continueAsNew,
-  upsertSearchAttributes,
   workflowInfo,
 } from "@temporalio/workflow";
 import type { LlmTurnResult } from "../activities/types";
@@ -30,6 +29,7 @@ import {
   finish,
   publishDetails,
   type RunContext,
+  setRunAttributes,
   setStatus,
   writeEntries,
 } from "./run/lifecycle";
@@ -46,7 +46,7 @@ import {
 import { openRunStream } from "./run/stream";
 import { runTools } from "./run/tool-calls";
 import { carry } from "./run/views";
-import { ModelAttribute, RunStatusAttribute, SessionAttribute, TenantAttribute } from "./search-attributes";
+import { runAttributes } from "./search-attributes";
 import { type RunInput, type RunResult, sessionCwd } from "./types";
 
 export async function agentRun(input: RunInput): Promise<RunResult> {
@@ -58,13 +58,9 @@ export async function agentRun(input: RunInput): Promise<RunResult> {
     hooks: hooksNamed(input.settings.hooks ?? []),
     llm: llmActivities(input.settings.timeouts),
     stream,
+    runVersion: input.runVersion ?? 0,
   };
-  upsertSearchAttributes([
-    { key: TenantAttribute, value: input.tenantId },
-    { key: SessionAttribute, value: input.sessionId },
-    { key: ModelAttribute, value: input.settings.model },
-    { key: RunStatusAttribute, value: run.status },
-  ]);
+  setRunAttributes(ctx, runAttributes(input, run.status));
   registerHandlers(ctx);
 
   await condition(() => queuedCount(run) > 0 || run.needsModel || run.abortReason !== undefined);

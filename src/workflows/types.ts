@@ -166,7 +166,25 @@ export interface RunInput extends SessionRef {
   carried?: CarriedState;
   /** Set when the previous run of the session ended with messages that arrived after its end. */
   handedOver?: HandOver;
+  /**
+   * What its starter knows the run's code to be, at least (`RUN_VERSION`); absent in runs started
+   * before it existed. See `RUN_VERSION`.
+   */
+  runVersion?: number;
 }
+
+/**
+ * The run version starters set (`RunInput.runVersion`). A run of version 1 or later:
+ * - was started with its search attributes set (tenant, session, model, status `starting`), and
+ *   upserts only those that change;
+ * - takes the code branches added by the patches older than version 1 (`run-stream-drain`,
+ *   `claim-workspace-once`, `workspace-snapshots`) without calling `patched()`, which records a
+ *   marker and upserts `TemporalChangeVersion`: two commands, events and billed Actions a run.
+ * Runs without it (started before it existed, or continued from one) do both as their histories
+ * recorded. A starter may set it only once every worker runs code that knows it: deploy workers
+ * before the API (docs/deploy.md). Patches added after version 1 use `patched()` as usual.
+ */
+export const RUN_VERSION = 1;
 
 /**
  * Messages a run took by signal after its end (its sender may have been answered `pending` and is

@@ -19,7 +19,7 @@ import type { AppendEntriesResult, EntrySlot, EntryWrite } from "../../activitie
 import { ABORTED_TOOL_RESULT_TEXT, UNFINISHED_TOOL_RESULT_TEXT } from "../../core/markers";
 import type { ToolCallState } from "../../core/tool-registry";
 import type { RunHooks } from "../hooks";
-import { RunStatusAttribute } from "../search-attributes";
+import { type RunAttributePair, RunStatusAttribute } from "../search-attributes";
 import type { RunInput, RunResult, RunStatus } from "../types";
 import { type llmActivities, replies, storage } from "./activity-options";
 import { syntheticToolResult, unansweredAssistant } from "./entries";
@@ -45,6 +45,16 @@ export interface RunContext {
   ranMutatingTool?: boolean;
   /** The run's stream of events and deltas. */
   stream: RunStream;
+  /** `RunInput.runVersion`, 0 when absent. */
+  runVersion: number;
+}
+
+/**
+ * Whether the run takes the branch added by `patchId`, one of the patches older than run
+ * version 1 (see `RUN_VERSION`): always for runs of that version, by `patched()` for the others.
+ */
+export function takesPatch(ctx: Pick<RunContext, "runVersion">, patchId: string): boolean {
+  return ctx.runVersion >= 1 || patched(patchId);
 }
 
 export function publishDetails({ run }: RunContext): void {
@@ -58,8 +68,19 @@ export function publishDetails({ run }: RunContext): void {
 
 export function setStatus(ctx: RunContext, status: RunStatus): void {
   ctx.run.status = status;
-  upsertSearchAttributes([{ key: RunStatusAttribute, value: status }]);
+  setRunAttributes(ctx, [{ key: RunStatusAttribute, value: status }]);
   publishDetails(ctx);
+}
+
+/**
+ * Sets the run's search attributes. Each upsert is a command, a history event and a billed
+ * Action, so a run of version 1 or later (started with its attributes set) sends only the values
+ * that differ from the run's; an older run sends every pair, as its recorded history expects.
+ */
+export function setRunAttributes(ctx: Pick<RunContext, "runVersion">, pairs: RunAttributePair[]): void {
+  const current = workflowInfo().typedSearchAttributes;
+  const changed = ctx.runVersion >= 1 ? pairs.filter((pair) => current.get(pair.key) !== pair.value) : pairs;
+  if (changed.length > 0) upsertSearchAttributes(changed);
 }
 
 /**
@@ -149,7 +170,7 @@ export async function finish(
   // Subscribers get the last items (`agent_end`) before the execution closes: an update still
   // running when it closes fails, and its items would be lost. No handler of the run's own
   // awaits, so waiting for handlers adds no wait (and no command) to older histories.
-  if (patched(STREAM_DRAIN_PATCH)) await ctx.stream.drain();
+  if (takesPatch(ctx, STREAM_DRAIN_PATCH)) await ctx.stream.drain();
   ctx.stream.detach();
   await condition(allHandlersFinished);
   if (run.late.length > 0) {
@@ -159,6 +180,7 @@ export async function finish(
       ...run.ref,
       settings: run.settings,
       handedOver: { messages: run.late, deliveries: run.recentDeliveries },
+      ...(ctx.runVersion > 0 ? { runVersion: ctx.runVersion } : {}),
     });
   }
   return {

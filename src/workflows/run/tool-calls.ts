@@ -3,13 +3,21 @@
  * session's workspace (moved when that worker is gone). Every call ends with exactly one stored
  * result, refusals included (an error result the model can read).
  */
-import { ActivityFailure, condition, log, patched, TimeoutFailure } from "@temporalio/workflow";
+import { ActivityFailure, condition, log, TimeoutFailure } from "@temporalio/workflow";
 import type { ToolCallSummary } from "../../activities/types";
 import { blockReason, MUTATING_TOOLS } from "../hooks";
 import { decidePolicy } from "../policy";
 import { claim, snapshotActivities, toolActivities } from "./activity-options";
 import { syntheticToolResult } from "./entries";
-import { cancellable, endCall, publishDetails, type RunContext, setStatus, writeEntries } from "./lifecycle";
+import {
+  cancellable,
+  endCall,
+  publishDetails,
+  type RunContext,
+  setStatus,
+  takesPatch,
+  writeEntries,
+} from "./lifecycle";
 import { type BatchCall, emit, moveCall, startBatch } from "./state";
 
 /** Times a tool call follows its workspace to a new worker before the run fails. */
@@ -42,7 +50,7 @@ export async function runTools(
  */
 async function snapshotAfter(ctx: RunContext, batch: BatchCall[]): Promise<void> {
   const last = batch.at(-1);
-  if (!last || !ctx.ranMutatingTool || !patched("workspace-snapshots")) return;
+  if (!last || !ctx.ranMutatingTool || !takesPatch(ctx, "workspace-snapshots")) return;
   ctx.ranMutatingTool = false;
   try {
     // The claim is inside: a workspace that cannot be claimed now is not worth failing the run.
@@ -184,7 +192,7 @@ async function workspaceTaskQueue(ctx: RunContext): Promise<string> {
         }
         return result.taskQueue;
       });
-  if (patched("claim-workspace-once")) {
+  if (takesPatch(ctx, "claim-workspace-once")) {
     ctx.workspaceQueue ??= claimWorkspace();
     try {
       return await ctx.workspaceQueue;

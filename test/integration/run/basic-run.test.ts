@@ -3,6 +3,12 @@ import { temporal } from "@temporalio/proto";
 import { convertToLlm } from "../../../src/core/messages";
 import { checkInvariants } from "../../../src/core/sanitize";
 import { PAYLOADS_FOLDER } from "../../../src/store/payload-storage";
+import {
+  ModelAttribute,
+  RunStatusAttribute,
+  SessionAttribute,
+  TenantAttribute,
+} from "../../../src/workflows/search-attributes";
 import { runWorkflowId } from "../../../src/workflows/types";
 import { s3Client, s3Settings } from "../../support/integration-env";
 import { messagesOf, runStageForSuite } from "../../support/run-harness";
@@ -112,4 +118,26 @@ test("a payload over the threshold travels through S3, not through workflow hist
     }),
   );
   expect(stored.KeyCount).toBeGreaterThan(0);
+});
+
+test("a run is started with its search attributes, upserts only its status changes and records no patch marker", async () => {
+  const ref = stage().newSession();
+  await stage().runs.deliver(ref, { text: "hello attributes", mode: "auto" }, stage().settings());
+  expect((await stage().result(ref)).status).toBe("completed");
+  const handle = stage().client.workflow.getHandle(runWorkflowId(ref));
+  const attributes = (await handle.describe()).typedSearchAttributes;
+  expect(attributes.get(TenantAttribute)).toBe(ref.tenantId);
+  expect(attributes.get(SessionAttribute)).toBe(ref.sessionId);
+  expect(attributes.get(ModelAttribute)).toBe(stage().settings().model);
+  expect(attributes.get(RunStatusAttribute)).toBe("completed");
+  const events = (await handle.fetchHistory()).events ?? [];
+  const started = events[0]?.workflowExecutionStartedEventAttributes?.searchAttributes?.indexedFields ?? {};
+  expect(Object.keys(started).sort()).toEqual(["KeelModel", "KeelSession", "KeelStatus", "KeelTenant"]);
+  const upserted = events.flatMap((event) =>
+    Object.keys(event.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields ?? {}),
+  );
+  // starting → running → completed: the tenant, session and model came with the start, and a
+  // run of this version takes its code's branches without patch markers (RUN_VERSION).
+  expect(upserted).toEqual(["KeelStatus", "KeelStatus"]);
+  expect(events.filter((event) => event.markerRecordedEventAttributes)).toEqual([]);
 });

@@ -119,6 +119,29 @@ const representativeRuns: Array<{
     },
   },
   {
+    // Run version 1: attributes set at start, the claim, snapshot and drain branches without
+    // patch markers (RUN_VERSION).
+    name: "run-version-1-write-and-ls",
+    drive: async (stage, ref) => {
+      stage.llm.addScenario("replay-version-1", {
+        turns: [
+          {
+            toolCalls: [
+              { name: "write", arguments: { path: "a.txt", content: "a" } },
+              { name: "ls", arguments: {} },
+            ],
+          },
+        ],
+        after: { text: "listed" },
+      });
+      await stage.runs.deliver(
+        ref,
+        { text: "[scenario:replay-version-1] go", mode: "auto" },
+        stage.settings(),
+      );
+    },
+  },
+  {
     // The abortRun update (answering with the queued messages) while a model call is in flight.
     name: "abort-update-with-queued",
     drive: async (stage, ref) => {
