@@ -14,7 +14,10 @@ export interface SentCommand {
   bodyBytes?: number;
 }
 
-/** Records every command sent through `client` from now on. */
+/**
+ * Records every command sent through `client` from now on. Call it before the client's first
+ * request: the client caches each command type's middleware chain at its first use.
+ */
 export function recordCommands(client: S3Client): SentCommand[] {
   const sent: SentCommand[] = [];
   client.middlewareStack.add(
