@@ -1,11 +1,10 @@
 /** Session writes the workflow needs directly: opening a session and appending entries it built. */
 import { randomBytes } from "node:crypto";
-import type { SessionCursor } from "../core/run-types";
 import { createSessionHeader } from "../core/session-entries";
 import { planSessionRepair } from "../core/session-repair";
 import type { ActivityDeps } from "./deps";
 import { storeWriteFailures } from "./store-failures";
-import type { AppendEntriesInput, AppendEntriesResult, OpenSessionInput } from "./types";
+import type { AppendEntriesInput, AppendEntriesResult, OpenSessionInput, OpenSessionResult } from "./types";
 
 export function sessionActivities({ store }: ActivityDeps) {
   return {
@@ -14,14 +13,14 @@ export function sessionActivities({ store }: ActivityDeps) {
      * calls without results, an unanswered user message: see core/session-repair), and says where
      * its next entry goes.
      */
-    async openSession(input: OpenSessionInput): Promise<SessionCursor> {
+    async openSession(input: OpenSessionInput): Promise<OpenSessionResult> {
       const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
       const { created } = await store.createSession(
         ref,
         createSessionHeader(input.sessionId, new Date().toISOString(), input.cwd),
       );
       // A session created just now has no entries: nothing to read or repair.
-      if (created) return { nextSeq: 0, leafId: null };
+      if (created) return { nextSeq: 0, leafId: null, created: true };
       const { entries } = await store.readEntries(ref);
       const repairs = planSessionRepair(entries, {
         makeId: () => randomBytes(8).toString("hex"),

@@ -32,6 +32,11 @@ export interface OpenSessionInput extends SessionRef {
   cwd: string;
 }
 
+export interface OpenSessionResult extends SessionCursor {
+  /** This call created the session: it has no entries and no workspace snapshots. */
+  created?: boolean;
+}
+
 export interface AppendEntriesInput extends SessionRef {
   writes: EntryWrite[];
 }
@@ -54,6 +59,12 @@ export interface ClaimWorkspaceInput extends SessionRef {
    * for this entry or its nearest snapshotted ancestor, that state is restored instead of `source`.
    */
   leafId?: string;
+  /**
+   * The run's first claim of a session its own `openSession` created: no snapshot can exist, so
+   * the first attempt does not look for one (two S3 listings). A retried attempt looks: an earlier
+   * attempt may have recorded the source's files.
+   */
+  newSession?: boolean;
 }
 
 export interface ClaimWorkspaceResult {
@@ -201,7 +212,7 @@ export interface PostChatReplyInput extends SessionRef {
 }
 
 export interface KeelActivities {
-  openSession(input: OpenSessionInput): Promise<SessionCursor>;
+  openSession(input: OpenSessionInput): Promise<OpenSessionResult>;
   appendEntries(input: AppendEntriesInput): Promise<AppendEntriesResult>;
   claimWorkspace(input: ClaimWorkspaceInput): Promise<ClaimWorkspaceResult>;
   snapshotWorkspace(input: SnapshotWorkspaceInput): Promise<SnapshotWorkspaceResult>;

@@ -206,9 +206,11 @@ export function workspaceActivities({
       if (error instanceof WorkspaceBusyError && error.holder) return { taskQueue: error.holder.ownerId };
       throw error;
     }
-    const restoredFrom = input.leafId
-      ? await restoreMissingWorkspace({ store, snapshots }, ref, workspace, input.leafId)
-      : undefined;
+    const mayHaveSnapshot = !input.newSession || Context.current().info.attempt > 1;
+    const restoredFrom =
+      input.leafId && mayHaveSnapshot
+        ? await restoreMissingWorkspace({ store, snapshots }, ref, workspace, input.leafId)
+        : undefined;
     if (restoredFrom !== undefined) {
       return { taskQueue: workerTaskQueue, sandbox: sandbox.isolation, restoredFrom };
     }

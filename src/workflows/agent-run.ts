@@ -66,7 +66,11 @@ export async function agentRun(input: RunInput): Promise<RunResult> {
   await condition(() => queuedCount(run) > 0 || run.needsModel || run.abortReason !== undefined);
   try {
     if (run.abortReason !== undefined && !run.cursor) return await finish(ctx, "aborted", run.abortReason);
-    run.cursor ??= await storage.openSession({ ...run.ref, cwd: sessionCwd(run.ref) });
+    if (!run.cursor) {
+      const { created, ...cursor } = await storage.openSession({ ...run.ref, cwd: sessionCwd(run.ref) });
+      run.cursor = cursor;
+      ctx.unclaimedNewSession = created === true;
+    }
     if (!input.carried) emit(run, { type: "agent_start", runId: workflowInfo().runId });
     setStatus(ctx, "running");
     return await runTurns(ctx, input);

@@ -10,6 +10,8 @@ export interface S3Request {
   method: string;
   /** Decoded path (path-style: `/<bucket>/<key>`), without the query. */
   path: string;
+  /** The `prefix` of a LIST request (decoded), absent for other requests. */
+  listPrefix?: string;
 }
 
 export interface S3RequestLog {
@@ -23,7 +25,12 @@ export async function startS3RequestLog(target: string): Promise<S3RequestLog> {
   const requests: S3Request[] = [];
   const server = createServer((incoming, outgoing) => {
     const url = new URL(incoming.url ?? "/", "http://proxy");
-    requests.push({ method: incoming.method ?? "GET", path: decodeURIComponent(url.pathname) });
+    const listPrefix = url.searchParams.get("prefix") ?? undefined;
+    requests.push({
+      method: incoming.method ?? "GET",
+      path: decodeURIComponent(url.pathname),
+      ...(listPrefix !== undefined ? { listPrefix } : {}),
+    });
     forwardHttp(upstream, incoming, outgoing);
   });
   await new Promise<void>((ready) => server.listen(0, "127.0.0.1", ready));

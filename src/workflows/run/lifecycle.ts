@@ -41,6 +41,8 @@ export interface RunContext {
   modelCall?: { slot: EntrySlot; writesFirst: EntryWrite[] };
   /** Task queue of the worker holding the workspace, once claimed (claimed once per run). */
   workspaceQueue?: Promise<string>;
+  /** This run's openSession created the session, and no workspace claim was made since. */
+  unclaimedNewSession?: boolean;
   /** A tool that may change files ran since the last snapshot (refused or blocked calls did not). */
   ranMutatingTool?: boolean;
   /** The run's stream of events and deltas. */

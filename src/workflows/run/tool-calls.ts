@@ -182,9 +182,18 @@ async function workspaceTaskQueue(ctx: RunContext): Promise<string> {
   // The newest stored entry before the batch (the assistant message): a worker without the
   // workspace restores the snapshot of it or of its nearest snapshotted ancestor.
   const leafId = run.batch[0]?.slot.parentId ?? run.cursor?.leafId ?? undefined;
-  const claimWorkspace = () =>
-    claim
-      .claimWorkspace({ ...run.ref, source: run.settings.workspace, ...(leafId ? { leafId } : {}) })
+  const claimWorkspace = () => {
+    // A session this run created has no snapshot to look for, until its first claim (which may
+    // record the source's files) has been tried.
+    const newSession = ctx.unclaimedNewSession === true;
+    ctx.unclaimedNewSession = false;
+    return claim
+      .claimWorkspace({
+        ...run.ref,
+        source: run.settings.workspace,
+        ...(leafId ? { leafId } : {}),
+        ...(newSession ? { newSession } : {}),
+      })
       .then((result) => {
         if (result.sandbox === "off" && !run.unsandboxed) {
           run.unsandboxed = true;
@@ -192,6 +201,7 @@ async function workspaceTaskQueue(ctx: RunContext): Promise<string> {
         }
         return result.taskQueue;
       });
+  };
   if (takesPatch(ctx, "claim-workspace-once")) {
     ctx.workspaceQueue ??= claimWorkspace();
     try {

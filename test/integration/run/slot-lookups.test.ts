@@ -71,6 +71,23 @@ test("first attempts write the assistant and read-only tool slots without lookin
   expect(requestsFor(ref, 4)[0]).toBe("GET"); // write
 });
 
+test("a run of a session it creates lists nothing: entries come from the worker's cache, and the first claim looks for no snapshot", async () => {
+  stage.llm.addScenario("no-listings", {
+    turns: [{ toolCalls: [{ name: "ls", arguments: { path: "." } }] }],
+    after: { text: "done" },
+  });
+  await stage.startWorker({ KEEL_S3_ENDPOINT: log.endpoint });
+  const ref = stage.newSession();
+  await stage.runs.deliver(ref, { text: "[scenario:no-listings] go", mode: "auto" }, stage.settings());
+  expect((await stage.result(ref)).status).toBe("completed");
+  const sessionRequests = log.requests().filter((request) => request.path.includes(ref.sessionId));
+  const sessionListings = log.requests().filter((request) => request.listPrefix?.includes(ref.sessionId));
+  // Header, user message, assistant, tool result, assistant: one PUT each, nothing else.
+  expect(sessionRequests.map((request) => request.method)).toEqual(["PUT", "PUT", "PUT", "PUT", "PUT"]);
+  expect(sessionListings).toEqual([]);
+  await expectIntactSession(stage, ref);
+});
+
 test("a read-only tool's result stored by a worker that then died: scheduled again on another worker, the stored result is kept", async () => {
   stage.llm.addScenario("slot-lookups-crash", {
     turns: [{ toolCalls: [{ name: "ls", arguments: { path: "." } }] }],
