@@ -16,9 +16,16 @@ export const WORKER_MODE: "compiled" | "tsx" = process.env.BENCH_WORKER === "tsx
 const BUILD_DIR = join(projectRoot, ".keel", "bench-build");
 const compiled = new Map<string, string>();
 
+/**
+ * `BENCH_PROFILE_DIR=<dir>`: every worker process writes a V8 CPU profile there when it stops
+ * (`--cpu-prof`; open it in Chrome's DevTools or read it with `bench/profile-summary.ts`).
+ */
+const PROFILE_DIR = process.env.BENCH_PROFILE_DIR;
+const profileArgs = PROFILE_DIR ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`] : [];
+
 /** The node arguments that run `script`: compiled once per process, or through tsx. */
 function nodeArgs(script: string): string[] {
-  if (WORKER_MODE === "tsx") return ["--import", "tsx", join(projectRoot, script)];
+  if (WORKER_MODE === "tsx") return [...profileArgs, "--import", "tsx", join(projectRoot, script)];
   let file = compiled.get(script);
   if (!file) {
     mkdirSync(BUILD_DIR, { recursive: true });
@@ -40,7 +47,7 @@ function nodeArgs(script: string): string[] {
     );
     compiled.set(script, file);
   }
-  return [file];
+  return [...profileArgs, file];
 }
 
 const WORKER_START_TIMEOUT_MS = 120_000;
