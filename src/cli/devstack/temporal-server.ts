@@ -27,6 +27,18 @@ export interface TemporalDevServerOptions {
   namespace?: string;
 }
 
+/**
+ * The dev server runs a single history shard, and each shard's transfer and visibility queues
+ * are read at most 20 times a second by default (`history.*ProcessorMaxPollRPS`). A cluster
+ * spreads that limit over hundreds of shards; on one shard it holds every task that is not
+ * dispatched eagerly (an activity on another task queue, a workflow task after an activity)
+ * for about 40 ms, which no deployment sees. The local stack lifts the limit.
+ */
+const DEV_SERVER_DYNAMIC_CONFIG = [
+  "history.transferProcessorMaxPollRPS=1000",
+  "history.visibilityProcessorMaxPollRPS=1000",
+];
+
 export function startTemporalDevServer(options: TemporalDevServerOptions): Promise<TemporalDevServer> {
   const fixed = options.port !== undefined || options.uiPort !== undefined;
   return startOnFreePorts(fixed, () => startTemporalDevServerOnce(options));
@@ -54,6 +66,7 @@ async function startTemporalDevServerOnce(options: TemporalDevServerOptions): Pr
     "warn",
     "--log-format",
     "json",
+    ...DEV_SERVER_DYNAMIC_CONFIG.flatMap((setting) => ["--dynamic-config-value", setting]),
     ...keelSearchAttributes.flatMap((key) => ["--search-attribute", `${key.name}=Keyword`]),
     ...(options.persist ? ["--db-filename", join(options.dataDir, "temporal.sqlite")] : []),
   ];
