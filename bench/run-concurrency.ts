@@ -369,6 +369,7 @@ worker peak RSS Keel ÷ bare ≤ ${TARGETS.rss}×: ${ratio(largest.keelRssPeak /
 The worker's peak RSS is sampled every ${RSS_SAMPLE_MS} ms during the batch; a worker keeps the memory it grew to
 in earlier batches, so it is the high-water mark up to that batch. Both workers run ${WORKER_MODE === "compiled" ? "compiled (esbuild, one file, packages from node_modules)" : "through tsx"}; the bare
 worker loads only the Temporal SDK, Keel's also the S3 and OpenAI SDKs (the Anthropic SDK loads at a worker's first Anthropic call).
+Both workflow bundles are built as the deployed one is (\`infra/bundling/deployed-bundle.ts\`: a small source map).
 
 ## CPU seconds per run, by process (medians)
 

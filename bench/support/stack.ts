@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { Client, Connection } from "@temporalio/client";
 import { bundleWorkflowCode, DefaultLogger, Runtime } from "@temporalio/worker";
+import { deployedBundleConfig } from "../../infra/bundling/deployed-bundle";
 import { type S3DevServer, startS3DevServer } from "../../src/cli/devstack/s3-server";
 import { startTemporalDevServer, type TemporalDevServer } from "../../src/cli/devstack/temporal-server";
 import {
@@ -56,6 +57,8 @@ export async function bundleWorkflows(workflowsPath: string, dir: string, name: 
   const bundle = await bundleWorkflowCode({
     workflowsPath: resolve(projectRoot, workflowsPath),
     logger: quietBundlerLogger,
+    // As deployed (small source map): what a worker of a deployment loads and keeps.
+    webpackConfigHook: deployedBundleConfig,
   });
   const path = join(dir, `${name}.js`);
   writeFileSync(path, bundle.code);

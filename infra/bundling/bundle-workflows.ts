@@ -5,6 +5,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { bundleWorkflowCode } from "@temporalio/worker";
+import { deployedBundleConfig } from "./deployed-bundle";
 
 const WORKFLOWS_ENTRY = resolve(__dirname, "../../src/workflows/index.ts");
 
@@ -14,12 +15,7 @@ async function main(output: string | undefined): Promise<void> {
   const { code } = await bundleWorkflowCode({
     workflowsPath: WORKFLOWS_ENTRY,
     logger: { trace: quiet, debug: quiet, info: quiet, log: quiet, warn: console.warn, error: console.error },
-    // The worker refuses a bundle without an inline source map ("Can't extract inlined source
-    // map"), so the deployed bundle carries the smallest one: line mappings only, no sources
-    // (about 90 KB instead of the 1.3 MB full map, which doubled the code every worker loads).
-    // Workflow stack traces still name the source files and lines. Local stacks and tests keep
-    // the full map.
-    webpackConfigHook: (config) => ({ ...config, devtool: "inline-nosources-cheap-module-source-map" }),
+    webpackConfigHook: deployedBundleConfig,
   });
   mkdirSync(dirname(resolve(output)), { recursive: true });
   writeFileSync(output, code);
