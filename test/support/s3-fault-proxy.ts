@@ -14,6 +14,10 @@ export interface S3FaultProxy {
   /** Requests forwarded so far. */
   forwarded(): number;
   setFailureRate(rate: number): void;
+  /** Stops listening (connections are refused, as with an S3 server that is down). */
+  goDown(): Promise<void>;
+  /** Listens again on the same port. */
+  comeBack(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -51,10 +55,15 @@ export async function startS3FaultProxy(
     setFailureRate: (next) => {
       rate = next;
     },
-    close: () =>
-      new Promise<void>((done) => {
-        server.closeAllConnections();
-        server.close(() => done());
-      }),
+    goDown: () => stop(server),
+    comeBack: () => new Promise<void>((done) => server.listen(port, "127.0.0.1", done)),
+    close: () => (server.listening ? stop(server) : Promise.resolve()),
   };
+}
+
+function stop(server: Server): Promise<void> {
+  return new Promise<void>((done) => {
+    server.closeAllConnections();
+    server.close(() => done());
+  });
 }

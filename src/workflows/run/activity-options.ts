@@ -95,10 +95,15 @@ export function toolActivities(taskQueue: string, timeouts: RunTimeouts) {
     startToCloseTimeout: "15 minutes",
     heartbeatTimeout: heartbeatTimeoutOf(timeouts),
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+    // A tool's own errors become error results, so a failed attempt is the infrastructure's: a
+    // killed worker (heartbeat timeout) or S3 out of reach. Retry for as long as session writes
+    // are: an S3 outage of a minute must not end the run. Retries never run a tool twice where
+    // that is unsafe (a `bash` whose start is recorded answers "outcome unknown").
     retry: {
       initialInterval: "1 second",
       backoffCoefficient: 2,
-      maximumAttempts: 5,
+      maximumInterval: "10 seconds",
+      maximumAttempts: 30,
       nonRetryableErrorTypes: [FailureType.entryConflict],
     },
   });

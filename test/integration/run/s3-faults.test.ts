@@ -2,7 +2,13 @@
 import { convertToLlm } from "../../../src/core/messages";
 import { checkInvariants } from "../../../src/core/sanitize";
 import { s3Settings } from "../../support/integration-env";
-import { createRunStage, messagesOf, type RunStage } from "../../support/run-harness";
+import {
+  createRunStage,
+  eventually,
+  expectIntactSession,
+  messagesOf,
+  type RunStage,
+} from "../../support/run-harness";
 import { type S3FaultProxy, startS3FaultProxy } from "../../support/s3-fault-proxy";
 
 let stage: RunStage;
@@ -54,3 +60,27 @@ test("a quarter of S3 requests failing: the run completes and the session is who
   // only if its answer could not be stored at all; crash.test.ts covers answers that were stored.
   expect(proxy.faults()).toBeGreaterThan(3);
 });
+
+test("S3 unreachable for 25 s while a tool call runs: the call is retried until S3 is back, and the run completes", async () => {
+  proxy.setFailureRate(0);
+  stage.llm.addScenario("s3-outage-tool", {
+    turns: [{ toolCalls: [{ name: "bash", arguments: { command: "sleep 1; echo done" } }] }],
+    after: { text: "finished" },
+  });
+  const ref = stage.newSession();
+  await stage.runs.deliver(ref, { text: "[scenario:s3-outage-tool] go", mode: "auto" }, stage.settings());
+  await eventually(async () =>
+    (await stage.runs.state(ref))?.pendingToolCalls.some((call) => call.state === "running")
+      ? true
+      : undefined,
+  );
+  // The worker's S3 endpoint refuses connections: the result cannot be stored, each attempt fails
+  // at once, and the outage outlasts the 15 s of backoff a tool call was once retried for.
+  await proxy.goDown();
+  await new Promise((resume) => setTimeout(resume, 25_000));
+  await proxy.comeBack();
+
+  expect((await stage.result(ref)).status).toBe("completed");
+  const messages = messagesOf(await expectIntactSession(stage, ref));
+  expect(messages.map((message) => message.role)).toEqual(["user", "assistant", "toolResult", "assistant"]);
+}, 150_000);
