@@ -168,11 +168,13 @@ export async function startChaosStack(): Promise<ChaosStack> {
     },
     async restartTemporal() {
       await temporal.process.stop();
+      // Clients need the same gRPC port; the UI port is picked again: while the server was down,
+      // another process may have been given the old one (a restart once died on "address
+      // already in use" for it).
       temporal = await startTemporalDevServer({
         dataDir: temporalDir,
         persist: true,
         port: temporal.ports.grpc,
-        uiPort: temporal.ports.ui,
         namespace: temporal.namespace,
       });
     },

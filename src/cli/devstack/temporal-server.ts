@@ -13,7 +13,10 @@ export interface TemporalDevServer {
   /** Prometheus `/metrics` endpoint (the server's `action` counter among others). */
   metricsUrl: string;
   process: ServiceProcess;
-  /** gRPC and UI ports: passed back with the same data folder (and `persist`), it restarts on its database. */
+  /**
+   * gRPC and UI ports. With the same data folder (and `persist`) and the gRPC port passed back,
+   * it restarts on its database at the same address; the UI port may be picked again.
+   */
   ports: { grpc: number; ui: number };
 }
 
@@ -40,7 +43,9 @@ const DEV_SERVER_DYNAMIC_CONFIG = [
 ];
 
 export function startTemporalDevServer(options: TemporalDevServerOptions): Promise<TemporalDevServer> {
-  const fixed = options.port !== undefined || options.uiPort !== undefined;
+  // With the gRPC port given and the UI port free, a collision on the UI or metrics port is
+  // retried on new ones (the gRPC port stays what the caller's clients use).
+  const fixed = options.port !== undefined && options.uiPort !== undefined;
   return startOnFreePorts(fixed, () => startTemporalDevServerOnce(options));
 }
 

@@ -92,7 +92,6 @@ test("concurrent requests while Temporal stops and restarts: answered, the proce
     dataDir,
     persist: true,
     port: temporal.ports.grpc,
-    uiPort: temporal.ports.ui,
   });
   const more = await Promise.all(Array.from({ length: 10 }, () => readMissingSession()));
   expect(more.every((status) => status === 404 || status === 503)).toBe(true);

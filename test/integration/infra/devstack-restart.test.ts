@@ -58,7 +58,6 @@ test("the Temporal dev server restarted on its database and port still has its r
     dataDir: dir,
     persist: true,
     port: first.ports.grpc,
-    uiPort: first.ports.ui,
   });
   try {
     expect(second.address).toBe(first.address);
