@@ -20,7 +20,9 @@ import {
   DEFAULT_RUN_SETTINGS,
   type RunResult,
   type RunSettings,
+  type RunState,
   runWorkflowId,
+  type SessionRef,
 } from "../../src/workflows/types";
 import {
   s3Client,
@@ -218,7 +220,6 @@ export async function eventually<T>(
   }
 }
 
-/** A scenario answering every request with "You said: <last user message>", each reply slowed by `latencyMs`. */
 /**
  * Resolves once the local LLM server has been called for `scenario` (for its turn `turn`, when
  * given): the run has reached that model call.
@@ -233,6 +234,19 @@ export async function modelCalled(stage: RunStage, scenario: string, turn?: numb
   );
 }
 
+/** Resolves with the run's state once one of its tool calls is running. */
+export async function toolCallRunning(stage: RunStage, ref: SessionRef): Promise<RunState> {
+  return eventually(
+    async () => {
+      const state = await stage.runs.state(ref);
+      return state?.pendingToolCalls.some((call) => call.state === "running") ? state : undefined;
+    },
+    30_000,
+    "a running tool call",
+  );
+}
+
+/** A scenario answering every request with "You said: <last user message>", each reply slowed by `latencyMs`. */
 export function slowEchoScenario(stage: RunStage, name: string, latencyMs: number): void {
   stage.llm.addScenario(name, { turns: [], after: { text: "You said: {{lastUser}}" } });
   stage.llm.addFaults([{ kind: "slow", match: { scenario: name }, rate: 1, latencyMs }]);

@@ -9,6 +9,7 @@ import {
   modelCalled,
   runStageForSuite,
   slowEchoScenario,
+  toolCallRunning,
 } from "../../support/run-harness";
 
 const stage = runStageForSuite();
@@ -43,14 +44,7 @@ test("steering during a tool batch: the batch finishes and the steering text ope
     { text: "[scenario:steer-batch] run both", mode: "auto" },
     stage().settings(),
   );
-  await eventually(
-    async () => {
-      const state = await stage().runs.state(ref);
-      return state?.pendingToolCalls.some((call) => call.state === "running") ? state : undefined;
-    },
-    30_000,
-    "the tool batch to run",
-  );
+  await toolCallRunning(stage(), ref);
   const steered = await stage().runs.deliver(
     ref,
     { text: "use TypeScript", mode: "steer" },

@@ -17,7 +17,13 @@ import { Worker } from "@temporalio/worker";
 import { toolPaths } from "../../../src/cli/devstack/tools";
 import { type RunSettings, runWorkflowId } from "../../../src/workflows/types";
 import { temporalAddress, workflowBundlePath } from "../../support/integration-env";
-import { createRunStage, eventually, modelCalled, type RunStage } from "../../support/run-harness";
+import {
+  createRunStage,
+  eventually,
+  modelCalled,
+  type RunStage,
+  toolCallRunning,
+} from "../../support/run-harness";
 import { collectRunStream } from "../../support/run-stream";
 
 const historiesDir = resolve(__dirname, "../../fixtures/histories");
@@ -49,11 +55,7 @@ const representativeRuns: Array<{
         after: { text: "You said: {{lastUser}}" },
       });
       await stage.runs.deliver(ref, { text: "[scenario:replay-tools] go", mode: "auto" }, stage.settings());
-      await eventually(async () =>
-        (await stage.runs.state(ref))?.pendingToolCalls.some((call) => call.state === "running")
-          ? true
-          : undefined,
-      );
+      await toolCallRunning(stage, ref);
       await stage.runs.deliver(ref, { text: "steer now", mode: "steer" }, stage.settings());
     },
   },

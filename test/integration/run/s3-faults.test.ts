@@ -4,10 +4,10 @@ import { checkInvariants } from "../../../src/core/sanitize";
 import { s3Settings } from "../../support/integration-env";
 import {
   createRunStage,
-  eventually,
   expectIntactSession,
   messagesOf,
   type RunStage,
+  toolCallRunning,
 } from "../../support/run-harness";
 import { type S3FaultProxy, startS3FaultProxy } from "../../support/s3-fault-proxy";
 
@@ -69,11 +69,7 @@ test("S3 unreachable for 25 s while a tool call runs: the call is retried until 
   });
   const ref = stage.newSession();
   await stage.runs.deliver(ref, { text: "[scenario:s3-outage-tool] go", mode: "auto" }, stage.settings());
-  await eventually(async () =>
-    (await stage.runs.state(ref))?.pendingToolCalls.some((call) => call.state === "running")
-      ? true
-      : undefined,
-  );
+  await toolCallRunning(stage, ref);
   // The worker's S3 endpoint refuses connections: the result cannot be stored, each attempt fails
   // at once, and the outage outlasts the 15 s of backoff a tool call was once retried for.
   await proxy.goDown();
