@@ -102,8 +102,10 @@ async function runTurns(ctx: RunContext, input: RunInput): Promise<RunResult> {
       pushPending(run, start.inputs, true);
       ctx.stream.detach();
       await condition(allHandlersFinished);
+      // What was handed over is in the carried state now (queues, deliveries): not sent again.
+      const { handedOver: _handedOver, ...next } = input;
       return continueAsNew<typeof agentRun>({
-        ...input,
+        ...next,
         carried: { ...carry(run), stream: ctx.stream.carried() },
       });
     }
