@@ -4,7 +4,11 @@
  * on another worker neither loses nor repeats work. `name@N` kills on the Nth time the point is
  * reached (e.g. after the second of two parallel tool calls). Unset in every real deployment.
  */
-export type FailpointName = "llmTurn.afterWrite" | "executeTool.afterWrite" | "claimWorkspace.start";
+export type FailpointName =
+  | "llmTurn.afterWrite"
+  | "executeTool.afterWrite"
+  | "claimWorkspace.start"
+  | "claimWorkspace.afterSource";
 
 /** How many times each enabled point is passed before it kills (1: the first time). */
 const killAt = new Map(

@@ -217,6 +217,7 @@ export function workspaceActivities({
     const { created } = await prepareWorkspace(workspace, input.source);
     if (created && input.leafId && input.source && input.source.type !== "empty") {
       await recordSource(ref, workspace, input.leafId);
+      failpoint("claimWorkspace.afterSource");
     }
     return { taskQueue: workerTaskQueue, sandbox: sandbox.isolation };
   }

@@ -3,7 +3,7 @@
  * records the workspace in S3; a worker that never held it restores it when it takes over, and
  * going back in the conversation (branch) goes back in the files.
  */
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { workspaceFor } from "../../../src/tools/workspace";
 import { testTmpDir } from "../../support/integration-env";
@@ -165,3 +165,30 @@ test("the worker dies after both results of a parallel batch of writes are store
   expect(readFileSync(join(dir, "one.txt"), "utf8")).toBe("one\n");
   expect(readFileSync(join(dir, "two.txt"), "utf8")).toBe("two\n");
 }, 150_000);
+
+test("a worker killed after recording a new session's directory source: the claim's retry on another worker restores those files", async () => {
+  const source = mkdtempSync(join(testTmpDir(), "source-"));
+  writeFileSync(join(source, "seed.txt"), "from the source\n");
+  stage().llm.addScenario("source-claim", {
+    turns: [{ toolCalls: [{ name: "read", arguments: { path: "seed.txt" } }] }],
+    after: { text: "Read: {{lastToolResult}}" },
+  });
+  const first = await stage().startWorker({ KEEL_FAILPOINTS: "claimWorkspace.afterSource" });
+  const ref = stage().newSession();
+  await stage().runs.deliver(
+    ref,
+    { text: "[scenario:source-claim] read it", mode: "auto" },
+    stage().settings({ workspace: { type: "directory", path: source } }),
+  );
+  await first.exited();
+  // The source is gone; only the snapshot the first attempt recorded holds its files. A retried
+  // claim of a new session looks for it (a first attempt would not).
+  rmSync(source, { recursive: true, force: true });
+  await stage().startWorker({ KEEL_WORKSPACE_ROOT: mkdtempSync(join(testTmpDir(), "other-workspaces-")) });
+  expect((await stage().result(ref)).status).toBe("completed");
+  const messages = messagesOf(await expectIntactSession(stage(), ref));
+  expect(messages.at(-1)).toMatchObject({
+    role: "assistant",
+    content: [{ type: "text", text: "Read: from the source" }],
+  });
+});
