@@ -9,6 +9,7 @@ import {
   type Client,
   QueryNotRegisteredError,
   WithStartWorkflowOperation,
+  WorkflowContinuedAsNewError,
   WorkflowExecutionAlreadyStartedError,
   WorkflowFailedError,
   WorkflowNotFoundError,
@@ -120,6 +121,14 @@ export interface AbortOptions {
  * told the message was recorded but not answered, so it is answered within seconds either way.
  */
 export const ANSWER_WAIT_MS = 2_000;
+
+/**
+ * How long a delivery answered `started` by a run that had already decided to end waits for that
+ * run to continue as new, to name the run that reads the message. The ending run only drains its
+ * subscribers (at most 3 s) and posts its chat reply first; past the wait, the answer names the
+ * ending run, which the session's next run continues.
+ */
+export const HANDOVER_WAIT_MS = 2_000;
 
 /** How a workflow execution closed other than by returning: Temporal's own status, in API words. */
 export type ClosedByFailure = "failed" | "terminated" | "timed_out" | "canceled";
@@ -307,9 +316,27 @@ export class RunClient {
     if (sent !== "sent") return busyAttempt("not-live");
     const workflowId = runWorkflowId(ref);
     const answer = await this.askUntilSeen(waitMs, () => handle.query(deliveryQuery, deliveryId));
-    if (answer?.result) return { kind: "delivered", delivered: { ...answer.result, workflowId, runId } };
+    if (answer?.result) {
+      // A live run answers `started` only when it had already decided to end: it hands the message
+      // to the session's next execution (continue-as-new), the run that reads it.
+      const reader = answer.result.delivery === "started" ? await this.continuedAs(ref, runId) : undefined;
+      return { kind: "delivered", delivered: { ...answer.result, workflowId, runId: reader ?? runId } };
+    }
     if (answer?.refusal) return refusalAttempt(answer.refusal.type, answer.refusal.message);
     return { kind: "delivered", delivered: { delivery: "pending", workflowId, runId } };
+  }
+
+  /**
+   * The id of the execution `runId` continues as, once it has (within HANDOVER_WAIT_MS);
+   * undefined when it has not by then or closed otherwise. Never throws.
+   */
+  private async continuedAs(ref: SessionRef, runId: string): Promise<string | undefined> {
+    try {
+      await this.client.withDeadline(Date.now() + HANDOVER_WAIT_MS, () => this.pinned(ref, runId).result());
+    } catch (error) {
+      if (error instanceof WorkflowContinuedAsNewError) return error.newExecutionRunId;
+    }
+    return undefined;
   }
 
   /**

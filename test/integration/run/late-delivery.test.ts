@@ -1,8 +1,10 @@
 /**
  * A message that reaches a run after its end was decided (here: aborted while its worker was dead)
  * is answered `pending` by the client, so nobody would hear of a refusal: the run hands it to the
- * next run of the session (continue-as-new), which reads and answers it.
+ * next run of the session (continue-as-new), which reads and answers it. Answered by the ending
+ * run itself, the delivery names that next run.
  */
+import { deliverSignal } from "../../../src/workflows/definitions";
 import { runWorkflowId } from "../../../src/workflows/types";
 import {
   eventually,
@@ -55,4 +57,48 @@ test("a message sent while an aborted run waits for a worker starts the next run
     runId: next.runId,
     status: "COMPLETED",
   });
+}, 180_000);
+
+test("a message the ending run answers names the next run, the one that reads it", async () => {
+  stage().llm.addScenario("late-answered", { turns: [], after: { text: "You said: {{lastUser}}" } });
+  stage().llm.addFaults([{ kind: "hang", match: { scenario: "late-answered" } }]);
+  const first = await stage().startWorker();
+  const ref = stage().newSession();
+  const started = await stage().runs.deliver(
+    ref,
+    { text: "[scenario:late-answered] go", mode: "auto" },
+    stage().settings(),
+  );
+  await modelCalled(stage(), "late-answered");
+  await first.kill();
+  expect(await stage().runs.abort(ref, { reason: "stop" })).toMatchObject({ kind: "signalled" });
+  // Sent while no worker runs; the client waits for the answer, which a new worker gives: the
+  // aborted run takes both signals in one task, so it has decided to end when it reads the message.
+  const answer = stage().runs.deliver(ref, { text: "after the abort", mode: "auto" }, stage().settings(), {
+    deliveryId: "late-answered-1",
+    answerWaitMs: 60_000,
+  });
+  const aborted = stage().client.workflow.getHandle(runWorkflowId(ref), started.runId, { followRuns: false });
+  await eventually(async () => {
+    const { events } = await aborted.fetchHistory();
+    const signalled = events?.some(
+      (event) => event.workflowExecutionSignaledEventAttributes?.signalName === deliverSignal.name,
+    );
+    return signalled ? true : undefined;
+  });
+  await stage().startWorker();
+
+  const delivered = await answer;
+  expect(delivered.delivery).toBe("started");
+  expect((await aborted.describe()).status.name).toBe("CONTINUED_AS_NEW");
+  expect(delivered.runId).not.toBe(started.runId);
+  const reader = stage().client.workflow.getHandle(runWorkflowId(ref), delivered.runId, {
+    followRuns: false,
+  });
+  expect(await reader.result()).toMatchObject({ status: "completed" });
+  const messages = messagesOf(await expectIntactSession(stage(), ref));
+  const userTexts = messages
+    .filter((message) => message.role === "user")
+    .map((m) => JSON.stringify(m.content));
+  expect(userTexts.filter((text) => text.includes("after the abort"))).toHaveLength(1);
 }, 180_000);
