@@ -9,7 +9,7 @@ import { convertToLlm, type Message } from "../../src/core/messages";
 import { checkInvariants } from "../../src/core/sanitize";
 import type { SessionEntry } from "../../src/core/session-types";
 import type { JournalEntry } from "../../src/providers/local-server/types";
-import type { SentMessage, SessionRecord } from "./sessions";
+import type { RunOutcome, SentMessage, SessionRecord } from "./sessions";
 
 export interface Violation {
   sessionId: string;
@@ -167,7 +167,8 @@ export function repeatedModelCalls(
  * fail: a failure is the faults showing through), a run that never started, an abort the API
  * gave no final answer to, and an aborted session whose follow-up did not complete (the session
  * is not usable). `temporalSays` (the
- * session's executions as Temporal reports them) is added to the detail of a stuck run.
+ * session's executions as Temporal reports them) is added to the detail of a stuck run. A run that
+ * continued as new is judged by how its continuation ended.
  */
 export function checkRuns(
   record: SessionRecord,
@@ -177,8 +178,9 @@ export function checkRuns(
 ): Violation[] {
   const sessionId = record.plan.sessionId;
   const violations: Violation[] = [];
-  record.runs.forEach((run, index) => {
+  record.runs.forEach((recorded, index) => {
     const which = `run ${index + 1}`;
+    const run = followContinuations(recorded, closedAs);
     if (run.kind === "stuck") {
       violations.push({
         sessionId,
@@ -186,6 +188,7 @@ export function checkRuns(
         detail: `${which} not over after ${Math.round(run.ms / 1000)} s, ${Math.round(run.sinceLastFaultMs / 1000)} s after the last fault (API said: ${run.lastStatus})${temporalSays ? `; Temporal: ${temporalSays}` : ""}`,
       });
     } else if (run.kind === "superseded") {
+      // Not continued as new: it ended on its own before the later run started.
       const status = closedAs(run.runId);
       if (status !== "COMPLETED")
         violations.push({
@@ -208,7 +211,8 @@ export function checkRuns(
   if (record.abort && !record.abort.answered) {
     violations.push({ sessionId, kind: "abort_not_answered", detail: record.abort.detail });
   }
-  const followUp = record.runs.at(-1);
+  const last = record.runs.at(-1);
+  const followUp = last && followContinuations(last, closedAs);
   if (
     record.plan.abortAfterMs !== undefined &&
     !(followUp?.kind === "ended" && followUp.status === "completed")
@@ -220,4 +224,19 @@ export function checkRuns(
     });
   }
   return violations;
+}
+
+/**
+ * The outcome of the run `run` continued into, when Temporal says it continued as new (a run that
+ * ends with a message handed over answers with its own id; the message runs in the next
+ * execution): the same run, under the next execution's id.
+ */
+export function followContinuations(
+  run: RunOutcome,
+  closedAs: (runId: string) => string | undefined,
+): RunOutcome {
+  let current = run;
+  while (current.kind === "superseded" && closedAs(current.runId) === "CONTINUED_AS_NEW")
+    current = current.next;
+  return current;
 }

@@ -5,7 +5,7 @@ import type { FaultTally } from "./faults";
 import type { LoadFigures } from "./load";
 import type { ChaosOptions } from "./options";
 import type { ChaosPlan } from "./plan";
-import type { SessionRecord } from "./sessions";
+import type { RunOutcome, SessionRecord } from "./sessions";
 import type { SessionRow, Verdict } from "./verify";
 
 export interface ChaosSummary {
@@ -47,11 +47,15 @@ export function summarize(input: {
 }): ChaosSummary {
   const { records, faults, verdict } = input;
   const runs = { completed: 0, aborted: 0, failed: 0, stuck: 0, notStarted: 0, superseded: 0 };
-  for (const run of records.flatMap((record) => record.runs)) {
+  // A run followed into a later one counts once as followed and the later one by how it ended.
+  const followed = records.flatMap((record) => record.runs);
+  for (let run = followed.pop(); run; run = followed.pop()) {
     if (run.kind === "stuck") runs.stuck += 1;
     else if (run.kind === "not_started") runs.notStarted += 1;
-    else if (run.kind === "superseded") runs.superseded += 1;
-    else runs[run.status] += 1;
+    else if (run.kind === "superseded") {
+      runs.superseded += 1;
+      followed.push(run.next);
+    } else runs[run.status] += 1;
   }
   const abortedPlans = records.filter((record) => record.plan.abortAfterMs !== undefined);
   const { log, ...tally } = faults;
@@ -101,16 +105,16 @@ function planCell(row: SessionRow): string {
 }
 
 function runsCell(row: SessionRow): string {
-  return row.record.runs
-    .map((run) => {
-      if (run.kind === "ended") return `${run.status} in ${Math.round(run.ms / 1000)} s`;
-      if (run.kind === "superseded")
-        return `over within ${Math.round(run.ms / 1000)} s, followed by ${run.byRunId} before the API showed its end`;
-      if (run.kind === "stuck")
-        return `stuck ${Math.round(run.ms / 1000)} s, ${Math.round(run.sinceLastFaultMs / 1000)} s after the last fault (API said: ${run.lastStatus})`;
-      return `not started (${run.error})`;
-    })
-    .join(" → ");
+  return row.record.runs.map(runCell).join(" → ");
+}
+
+function runCell(run: RunOutcome): string {
+  if (run.kind === "ended") return `${run.status} in ${Math.round(run.ms / 1000)} s`;
+  if (run.kind === "superseded")
+    return `over within ${Math.round(run.ms / 1000)} s, followed by ${run.byRunId} before the API showed its end, which then ${runCell(run.next)}`;
+  if (run.kind === "stuck")
+    return `stuck ${Math.round(run.ms / 1000)} s, ${Math.round(run.sinceLastFaultMs / 1000)} s after the last fault (API said: ${run.lastStatus})`;
+  return `not started (${run.error})`;
 }
 
 function sessionTable(summary: ChaosSummary): string {

@@ -42,11 +42,14 @@ export type RunOutcome =
     }
   | { kind: "not_started"; error: string }
   /**
-   * A later run of the session became its latest before the API showed this one's end (a steering
-   * message started it while the API was down or between two polls). A session runs one run at a
-   * time, so this one is over; how it ended is Temporal's to say (the checks ask it).
+   * A later run of the session became its latest before the API showed this one's end: a steering
+   * message started it while the API was down or between two polls, or this run continued as new
+   * into it (a run that ends with a message handed over, as the API documents, answers with its own
+   * id and the message runs in the next execution). How this one ended is Temporal's to say (the
+   * checks ask it); `next` is how the later run ended, followed to its end as this one's
+   * continuation would be.
    */
-  | { kind: "superseded"; runId: string; byRunId: string; ms: number };
+  | { kind: "superseded"; runId: string; byRunId: string; ms: number; next: RunOutcome };
 
 export interface SessionRecord {
   plan: SessionPlan;
@@ -101,8 +104,11 @@ async function waitForRun(
         }
       } else if (answer.status === 200 && run?.runId !== undefined && run.runId !== runId) {
         // The API shows the session's current execution (Temporal's describe by workflow id), and
-        // ours was created before this poll: another run id is a later run.
-        return { kind: "superseded", runId, byRunId: String(run.runId), ms: Date.now() - started };
+        // ours was created before this poll: another run id is a later run, followed to its end.
+        const byRunId = String(run.runId);
+        const ms = Date.now() - started;
+        const next = await waitForRun(api, sessionId, byRunId, boundMs, faults);
+        return { kind: "superseded", runId, byRunId, ms, next };
       } else {
         lastStatus = `HTTP ${answer.status}${run ? ` (latest run ${run.runId}: ${run.status})` : ""}`;
       }

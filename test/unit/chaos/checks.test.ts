@@ -11,7 +11,7 @@ import {
   type StoredSession,
 } from "../../chaos/checks";
 import type { SessionPlan } from "../../chaos/plan";
-import type { SessionRecord } from "../../chaos/sessions";
+import type { RunOutcome, SessionRecord } from "../../chaos/sessions";
 import { assistant, toolCall, toolResult, user } from "../core/helpers";
 
 /** Stores `messages` at seqs 0..n-1, each the child of the one before, leaving out `skip`. */
@@ -196,9 +196,9 @@ describe("checkRuns", () => {
   });
 
   it("takes Temporal's word for a run a later run followed before the API showed its end", () => {
+    const completed = { kind: "ended", status: "completed", reason: "the agent finished", ms: 1 } as const;
     const followed = record([
-      { kind: "superseded", runId: "run-1", byRunId: "run-2", ms: 5_000 },
-      { kind: "ended", status: "completed", reason: "the agent finished", ms: 1 },
+      { kind: "superseded", runId: "run-1", byRunId: "run-2", ms: 5_000, next: completed },
     ]);
     const temporal = (statuses: Record<string, string>) => (runId: string) => statuses[runId];
     expect(checkRuns(followed, "", temporal({ "run-1": "COMPLETED", "run-2": "COMPLETED" }))).toEqual([]);
@@ -206,5 +206,41 @@ describe("checkRuns", () => {
       "run_failed",
     ]);
     expect(kinds(checkRuns(followed))).toEqual(["run_failed"]);
+  });
+
+  it("judges a run that continued as new by how its continuation ended, also as an abort's follow-up", () => {
+    const temporal = (statuses: Record<string, string>) => (runId: string) => statuses[runId];
+    const continued = (next: RunOutcome): RunOutcome => ({
+      kind: "superseded",
+      runId: "run-2",
+      byRunId: "run-3",
+      ms: 60,
+      next,
+    });
+    const aborted = { kind: "ended", status: "aborted", reason: "chaos", ms: 1 } as const;
+    const completed = { kind: "ended", status: "completed", reason: "", ms: 1 } as const;
+    const stuck = { kind: "stuck", lastStatus: "running", ms: 180_000, sinceLastFaultMs: 180_000 } as const;
+    const handedOver = temporal({ "run-2": "CONTINUED_AS_NEW", "run-3": "COMPLETED" });
+    expect(checkRuns(record([aborted, continued(completed)], 500), "", handedOver)).toEqual([]);
+    expect(kinds(checkRuns(record([aborted, continued(stuck)], 500), "", handedOver))).toEqual([
+      "stuck_run",
+      "unusable_after_abort",
+    ]);
+    // A continuation of a continuation is followed to its end.
+    const twice = continued({
+      kind: "superseded",
+      runId: "run-3",
+      byRunId: "run-4",
+      ms: 60,
+      next: completed,
+    });
+    expect(
+      checkRuns(record([twice]), "", temporal({ "run-2": "CONTINUED_AS_NEW", "run-3": "CONTINUED_AS_NEW" })),
+    ).toEqual([]);
+    // Without Temporal's word that it continued, a run that vanished is a failure.
+    expect(kinds(checkRuns(record([aborted, continued(completed)], 500)))).toEqual([
+      "run_failed",
+      "unusable_after_abort",
+    ]);
   });
 });
