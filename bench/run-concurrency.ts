@@ -3,8 +3,11 @@
  * process, interleaved. At each N (default 1, 50, 100, 200) N runs start at once; each run is
  * 2 `ls` turns and the answer (3 model calls, the model answering after 500 ms). The bare
  * workflow has the same activities (open, llm, claim, tool, llm, tool, llm), its "llm" activity
- * waiting the same 500 ms. Every (N, workflow) batch is repeated (default 3), Keel first on even
- * repeats and bare first on odd ones; medians are reported.
+ * waiting the same 500 ms. A third workflow, "shaped bare", is the bare one using Temporal as a
+ * Keel run does (update-with-start, search attributes, status upserts, tool activities on another
+ * queue): it splits Keel's cost into its use of Temporal and its own work. Every (N, workflow)
+ * batch is repeated (default 3), in the order Keel, shaped, bare on even repeats and the reverse
+ * on odd ones; medians are reported.
  *
  * Per batch: fraction of ideal (ideal = model calls × latency ÷ wall time), CPU seconds per run
  * of each process (worker, Temporal dev server, S3 server, this process: client + LLM server,
@@ -22,7 +25,10 @@
  * Writes bench/results/run-concurrency.md and .json (BENCH_QUICK: run-concurrency-quick.*).
  */
 import { randomUUID } from "node:crypto";
+import { WithStartWorkflowOperation, WorkflowUpdateStage } from "@temporalio/client";
+import { runAttributes } from "../src/workflows/search-attributes";
 import { runWorkflowId } from "../src/workflows/types";
+import { shapedPromptUpdate, type shapedTurns } from "./support/bare-workflow";
 import { startBareWorkerProcess } from "./support/bench-worker";
 import { costSection } from "./support/cost";
 import { startCountingProxy } from "./support/counting-proxy";
@@ -40,7 +46,7 @@ import {
   table,
   writeResults,
 } from "./support/report";
-import { median, runClient, runLsLoop } from "./support/runs";
+import { benchSettings, median, runClient, runLsLoop } from "./support/runs";
 import { type BenchStack, bundleWorkflows, startBenchStack } from "./support/stack";
 import {
   type ActionCounts,
@@ -68,9 +74,9 @@ const MONTHLY_TURNS = 1_000_000;
 const MB = 1024 * 1024;
 const TARGETS = { fraction: 0.8, cpu: 1.5, rss: 1.5, s3PerTurn: 2.5 };
 
-type Kind = "keel" | "bare";
-const KINDS: Kind[] = ["keel", "bare"];
-const LABEL: Record<Kind, string> = { keel: "Keel", bare: "bare" };
+type Kind = "keel" | "shaped" | "bare";
+const KINDS: Kind[] = ["keel", "shaped", "bare"];
+const LABEL: Record<Kind, string> = { keel: "Keel", shaped: "shaped bare", bare: "bare" };
 const PROCESS_NAMES = ["worker", "Temporal dev server", "S3 server", "client + LLM server"] as const;
 
 interface Batch extends CpuWindow {
@@ -92,29 +98,56 @@ interface Batch extends CpuWindow {
   historyActions: ActionCounts;
 }
 
-interface Workers {
-  keel: WorkerProcess;
-  bare: WorkerProcess;
-}
+type Workers = Record<Kind, WorkerProcess>;
+type Starters = Record<Kind, () => Promise<{ workflowId: string; wallMs: number }>>;
 
-interface Starters {
-  keel: () => Promise<{ workflowId: string; wallMs: number }>;
-  bare: () => Promise<{ workflowId: string; wallMs: number }>;
-}
+const QUEUES: Record<Kind, string> = {
+  keel: "bench-concurrency-keel",
+  shaped: "bench-concurrency-shaped",
+  bare: "bench-concurrency-bare",
+};
+/** The shaped workflow's tool activities run on their own queue, as a Keel run's do. */
+const SHAPED_TOOL_QUEUE = `${QUEUES.shaped}/tools`;
 
-function starters(stack: BenchStack, keelQueue: string, bareQueue: string): Starters {
-  const runs = runClient(stack, keelQueue);
+function starters(stack: BenchStack): Starters {
+  const runs = runClient(stack, QUEUES.keel);
   return {
     async keel() {
       const run = await runLsLoop(stack, runs, TOOL_TURNS);
       return { workflowId: runWorkflowId(run.ref), wallMs: run.wallMs };
+    },
+    async shaped() {
+      // Started as RunClient starts a Keel run: update-with-start, accepted synchronously, with
+      // the run's search attributes and a summary.
+      const sessionId = `shaped-${randomUUID().slice(0, 12)}`;
+      const workflowId = `bench/${sessionId}`;
+      const started = performance.now();
+      const startWorkflowOperation = new WithStartWorkflowOperation<typeof shapedTurns>("shapedTurns", {
+        workflowId,
+        taskQueue: QUEUES.shaped,
+        args: [TOOL_TURNS, SHAPED_TOOL_QUEUE],
+        typedSearchAttributes: runAttributes(
+          { tenantId: "bench", sessionId, settings: benchSettings(TOOL_TURNS) },
+          "starting",
+        ),
+        workflowIdConflictPolicy: "FAIL",
+        staticSummary: "list the workspace",
+      });
+      const update = await stack.client.workflow.startUpdateWithStart(shapedPromptUpdate, {
+        args: ["list the workspace"],
+        startWorkflowOperation,
+        waitForStage: WorkflowUpdateStage.ACCEPTED,
+      });
+      await update.result();
+      await stack.client.workflow.getHandle(workflowId).result();
+      return { workflowId, wallMs: performance.now() - started };
     },
     async bare() {
       const workflowId = `bare-${randomUUID().slice(0, 12)}`;
       const started = performance.now();
       await stack.client.workflow.execute("bareTurns", {
         workflowId,
-        taskQueue: bareQueue,
+        taskQueue: QUEUES.bare,
         args: [TOOL_TURNS, true],
       });
       return { workflowId, wallMs: performance.now() - started };
@@ -192,23 +225,30 @@ async function main(): Promise<void> {
   try {
     const benchBundle = await bundleWorkflows("bench/support/workflows.ts", stack.dir, "bench-workflows");
     const workers: Workers = {
-      keel: await startWorkerProcess(stack, "bench-concurrency-keel"),
+      keel: await startWorkerProcess(stack, QUEUES.keel),
+      shaped: await startBareWorkerProcess(
+        stack,
+        QUEUES.shaped,
+        benchBundle,
+        LATENCY_MS,
+        MAX_CONCURRENT_ACTIVITIES,
+        SHAPED_TOOL_QUEUE,
+      ),
       bare: await startBareWorkerProcess(
         stack,
-        "bench-concurrency-bare",
+        QUEUES.bare,
         benchBundle,
         LATENCY_MS,
         MAX_CONCURRENT_ACTIVITIES,
       ),
     };
     try {
-      const start = starters(stack, "bench-concurrency-keel", "bench-concurrency-bare");
+      const start = starters(stack);
       // Warm-up: one run of each (JIT, workflow bundles loaded, connections open).
-      await start.keel();
-      await start.bare();
+      for (const kind of KINDS) await start[kind]();
       for (let repeat = 0; repeat < REPEATS; repeat++) {
         for (const n of N_LIST) {
-          const order: Kind[] = repeat % 2 === 0 ? ["keel", "bare"] : ["bare", "keel"];
+          const order: Kind[] = repeat % 2 === 0 ? [...KINDS] : [...KINDS].reverse();
           for (const kind of order) {
             const batch = await measureBatch(stack, kind, n, repeat, workers[kind], start[kind]);
             batches.push(batch);
@@ -221,8 +261,7 @@ async function main(): Promise<void> {
         }
       }
     } finally {
-      await workers.keel.stop();
-      await workers.bare.stop();
+      for (const kind of KINDS) await workers[kind].stop();
     }
     s3Requests = await countS3Requests(stack, COUNTED_RUNS);
   } finally {
@@ -232,18 +271,23 @@ async function main(): Promise<void> {
   const of = (kind: Kind, n: number) => batches.filter((batch) => batch.kind === kind && batch.n === n);
   const summary = N_LIST.map((n) => {
     const keel = of("keel", n);
+    const shaped = of("shaped", n);
     const bare = of("bare", n);
+    const all = [...keel, ...shaped, ...bare];
     const row = {
       n,
       keelFraction: medianOf(keel, (batch) => batch.fraction),
+      shapedFraction: medianOf(shaped, (batch) => batch.fraction),
       bareFraction: medianOf(bare, (batch) => batch.fraction),
       keelCpuPerRun: medianOf(keel, cpuPerRun),
+      shapedCpuPerRun: medianOf(shaped, cpuPerRun),
       bareCpuPerRun: medianOf(bare, cpuPerRun),
       keelRssPeak: medianOf(keel, (batch) => batch.workerRssPeakBytes),
+      shapedRssPeak: medianOf(shaped, (batch) => batch.workerRssPeakBytes),
       bareRssPeak: medianOf(bare, (batch) => batch.workerRssPeakBytes),
-      busyShare: medianOf([...keel, ...bare], (batch) => batch.machineBusyShare),
-      maxOthersShare: Math.max(...[...keel, ...bare].map((batch) => batch.othersShare)),
-      noisy: [...keel, ...bare].filter((batch) => batch.noisy).length,
+      busyShare: medianOf(all, (batch) => batch.machineBusyShare),
+      maxOthersShare: Math.max(...all.map((batch) => batch.othersShare)),
+      noisy: all.filter((batch) => batch.noisy).length,
       cpuPerProcess: Object.fromEntries(
         KINDS.map((kind) => [
           kind,
@@ -293,6 +337,7 @@ async function main(): Promise<void> {
   const cost = costSection(
     [
       { label: "Keel", actionsPerTurn: actionsPerTurn("keel"), s3PerTurn },
+      { label: "shaped bare", actionsPerTurn: actionsPerTurn("shaped"), s3PerTurn: {} },
       { label: "bare", actionsPerTurn: actionsPerTurn("bare"), s3PerTurn: {} },
     ],
     MONTHLY_TURNS,
@@ -313,14 +358,22 @@ async function main(): Promise<void> {
 
   const markdown = `# Run concurrency benchmark: Keel against a bare workflow
 
-N runs started at once, for N = ${N_LIST.join(", ")}, each ${REPEATS} times, Keel and a bare workflow of the
-same shape alternating (Keel first on even repeats, bare first on odd ones), on the same Temporal dev
+N runs started at once, for N = ${N_LIST.join(", ")}, each ${REPEATS} times, Keel, a "shaped bare" and a bare workflow of the
+same shape in turn (Keel, shaped, bare on even repeats, the reverse on odd ones), on the same Temporal dev
 server and S3 server, from one benchmark process. A Keel run: ${TOOL_TURNS} turns calling \`ls\`, then the answer
 (${MODEL_CALLS} model calls, the local LLM server answering after ${LATENCY_MS} ms), delivered by update-with-start
 (\`RunClient.deliver\`) to one Keel worker process (\`src/worker/main.ts\` ${WORKER_MODE === "compiled" ? "compiled with esbuild as the worker image does, run by node" : "under tsx"}, max ${MAX_CONCURRENT_ACTIVITIES} concurrent
 activities). A bare run (\`bench/support/bare-workflow.ts\`, \`bareTurns(${TOOL_TURNS}, true)\`): the same ${perRunCounts.bare.activities.toFixed(0)}
 activities in the same order, its "llm" activity sleeping ${LATENCY_MS} ms, the others returning at once, started
 with \`client.workflow.execute\` on its own worker process (same activity slots, SDK defaults otherwise).
+A shaped bare run (\`shapedTurns\` in the same file) does the same no work but uses Temporal as a Keel
+run does: started by update-with-start (accepted synchronously) with Keel's four search attributes
+and a summary, two status upserts (running, completed), a summary on every activity, and its tool
+activities on a second task queue served by a second, activity-only worker in its process (a Keel
+run's tool calls go to the queue of the worker holding the workspace, so Temporal cannot hand them
+to the worker eagerly with the workflow task that scheduled them). What shaped costs over bare is
+the price of those Temporal features; what Keel costs over shaped is Keel's own work (S3, the model
+call over HTTP, the workspace, its workflow code).
 Ideal: every run in parallel, so a batch takes ${MODEL_CALLS} × ${LATENCY_MS} ms = ${IDEAL_MS} ms; fraction of ideal =
 ideal ÷ measured batch time. Figures are medians over the repeats.
 
@@ -371,6 +424,38 @@ in earlier batches, so it is the high-water mark up to that batch. Both workers 
 worker loads only the Temporal SDK, Keel's also the S3 and OpenAI SDKs (the Anthropic SDK loads at a worker's first Anthropic call).
 Both workflow bundles are built as the deployed one is (\`infra/bundling/deployed-bundle.ts\`: a small source map).
 
+## Keel's use of Temporal against its own work
+
+${table(
+  [
+    "N",
+    "fraction of ideal: shaped bare",
+    "shaped ÷ bare",
+    "Keel ÷ shaped",
+    "CPU s per run: shaped bare",
+    "shaped ÷ bare",
+    "Keel ÷ shaped",
+    "worker peak RSS: shaped bare",
+    "shaped ÷ bare",
+    "Keel ÷ shaped",
+  ],
+  summary.map((row) => [
+    row.n,
+    fixed(row.shapedFraction, 2),
+    fixed(row.shapedFraction / row.bareFraction, 2),
+    fixed(row.keelFraction / row.shapedFraction, 2),
+    fixed(row.shapedCpuPerRun, 3),
+    ratio(row.shapedCpuPerRun / row.bareCpuPerRun),
+    ratio(row.keelCpuPerRun / row.shapedCpuPerRun),
+    `${fixed(row.shapedRssPeak / MB)} MB`,
+    ratio(row.shapedRssPeak / row.bareRssPeak),
+    ratio(row.keelRssPeak / row.shapedRssPeak),
+  ]),
+)}
+
+Of Keel's extra CPU per run over bare at N = ${largest.n}, ${fixed((100 * (largest.shapedCpuPerRun - largest.bareCpuPerRun)) / (largest.keelCpuPerRun - largest.bareCpuPerRun), 0)}% is the shaped workflow's: Temporal
+features a run uses, paid by the dev server and the worker's SDK whatever the activities do.
+
 ## CPU seconds per run, by process (medians)
 
 ${table(
@@ -387,48 +472,32 @@ is a sleep in its worker.
 
 ## Per run: Temporal work and S3 requests
 
-From ${perRunCounts.keel.sampledRuns} Keel and ${perRunCounts.bare.sampledRuns} bare histories (up to ${HISTORY_SAMPLE} per batch) and the dev server's \`action\` counter (every run):
+From ${perRunCounts.keel.sampledRuns} Keel, ${perRunCounts.shaped.sampledRuns} shaped and ${perRunCounts.bare.sampledRuns} bare histories (up to ${HISTORY_SAMPLE} per batch) and the dev server's \`action\` counter (every run):
 
 ${table(
-  ["per run", "Keel", "bare", "Keel ÷ bare"],
-  [
+  ["per run", "Keel", "shaped bare", "bare", "Keel ÷ bare"],
+  (
     [
-      "workflow tasks",
-      fixed(perRunCounts.keel.workflowTasks, 2),
-      fixed(perRunCounts.bare.workflowTasks, 2),
-      ratio(perRunCounts.keel.workflowTasks / perRunCounts.bare.workflowTasks),
-    ],
-    [
-      "activities",
-      fixed(perRunCounts.keel.activities, 2),
-      fixed(perRunCounts.bare.activities, 2),
-      ratio(perRunCounts.keel.activities / perRunCounts.bare.activities),
-    ],
-    [
-      "history events",
-      fixed(perRunCounts.keel.events, 2),
-      fixed(perRunCounts.bare.events, 2),
-      ratio(perRunCounts.keel.events / perRunCounts.bare.events),
-    ],
-    [
-      "billable Actions, from the histories",
-      fixed(totalOf(perRunCounts.keel.historyActions), 2),
-      fixed(totalOf(perRunCounts.bare.historyActions), 2),
-      ratio(totalOf(perRunCounts.keel.historyActions) / totalOf(perRunCounts.bare.historyActions)),
-    ],
-    [
-      "Actions, dev server's `action` counter",
-      fixed(totalOf(perRunCounts.keel.serverActions), 2),
-      fixed(totalOf(perRunCounts.bare.serverActions), 2),
-      ratio(totalOf(perRunCounts.keel.serverActions) / totalOf(perRunCounts.bare.serverActions)),
-    ],
-    ["S3 requests", fixed(totalOf(s3PerRun), 2), "0", ""],
-  ],
-  ["---", "---:", "---:", "---:"],
+      ["workflow tasks", (kind) => perRunCounts[kind].workflowTasks],
+      ["activities", (kind) => perRunCounts[kind].activities],
+      ["history events", (kind) => perRunCounts[kind].events],
+      ["billable Actions, from the histories", (kind) => totalOf(perRunCounts[kind].historyActions)],
+      ["Actions, dev server's `action` counter", (kind) => totalOf(perRunCounts[kind].serverActions)],
+    ] as [string, (kind: Kind) => number][]
+  )
+    .map(([label, count]) => [
+      label,
+      fixed(count("keel"), 2),
+      fixed(count("shaped"), 2),
+      fixed(count("bare"), 2),
+      ratio(count("keel") / count("bare")),
+    ])
+    .concat([["S3 requests", fixed(totalOf(s3PerRun), 2), "0", "0", ""]]),
+  ["---", "---:", "---:", "---:", "---:"],
 )}
 
-- Actions from the histories, by category — Keel: ${historyActionTypes("keel")}; bare: ${historyActionTypes("bare")}.
-- The dev server's counter, by type — Keel: ${actionTypes("keel")}; bare: ${actionTypes("bare")}.
+- Actions from the histories, by category — Keel: ${historyActionTypes("keel")}; shaped bare: ${historyActionTypes("shaped")}; bare: ${historyActionTypes("bare")}.
+- The dev server's counter, by type — Keel: ${actionTypes("keel")}; shaped bare: ${actionTypes("shaped")}; bare: ${actionTypes("bare")}.
   It also sees what histories do not hold (activity heartbeats, queries). It counts in this run's
   namespace everything between the batch's first start and last result, so the benchmark's own
   client calls are in it (no queries are made during a batch).

@@ -33,7 +33,8 @@ export async function startBenchWorker(
 
 /**
  * Starts the bare workflow's worker as its own process (`bare-worker-main.ts`) on `taskQueue`,
- * its "llm" activity waiting `latencyMs`, with as many activity slots as a Keel worker.
+ * its "llm" activity waiting `latencyMs`, with as many activity slots as a Keel worker; with
+ * `toolTaskQueue`, it also serves the tool activity on that queue (for `shapedTurns`).
  */
 export function startBareWorkerProcess(
   stack: BenchStack,
@@ -41,6 +42,7 @@ export function startBareWorkerProcess(
   bundlePath: string,
   latencyMs: number,
   maxConcurrentActivities: number,
+  toolTaskQueue?: string,
 ): Promise<WorkerProcess> {
   return spawnWorkerProcess("bench/support/bare-worker-main.ts", {
     BENCH_TEMPORAL_ADDRESS: stack.temporal.address,
@@ -49,5 +51,6 @@ export function startBareWorkerProcess(
     BENCH_WORKFLOW_BUNDLE: bundlePath,
     BENCH_LATENCY_MS: String(latencyMs),
     BENCH_MAX_CONCURRENT_ACTIVITIES: String(maxConcurrentActivities),
+    ...(toolTaskQueue ? { BENCH_TOOL_TASK_QUEUE: toolTaskQueue } : {}),
   });
 }

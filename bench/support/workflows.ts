@@ -1,3 +1,3 @@
 /** The benchmarks' own workflow bundle (bundled apart from Keel's production workflows). */
-export { bareTurns } from "./bare-workflow";
+export { bareTurns, shapedTurns } from "./bare-workflow";
 export { naiveRun } from "./naive-workflow";
