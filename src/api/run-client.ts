@@ -249,7 +249,9 @@ export class RunClient {
       if (latest?.type !== RUN_WORKFLOW_TYPE || latest.status.name !== "COMPLETED") return undefined;
       const result: RunResult = await this.pinned(ref, latest.runId).result();
       const earlier = result.deliveries?.find((delivery) => delivery.updateId === deliveryId)?.result;
-      return earlier && { ...earlier, workflowId: runWorkflowId(ref), runId: latest.runId };
+      if (!earlier) return undefined;
+      const { handedOver: _handedOver, ...answer } = earlier;
+      return { ...answer, workflowId: runWorkflowId(ref), runId: latest.runId };
     } catch {
       return undefined;
     }
@@ -317,10 +319,10 @@ export class RunClient {
     const workflowId = runWorkflowId(ref);
     const answer = await this.askUntilSeen(waitMs, () => handle.query(deliveryQuery, deliveryId));
     if (answer?.result) {
-      // A live run answers `started` only when it had already decided to end: it hands the message
-      // to the session's next execution (continue-as-new), the run that reads it.
-      const reader = answer.result.delivery === "started" ? await this.continuedAs(ref, runId) : undefined;
-      return { kind: "delivered", delivered: { ...answer.result, workflowId, runId: reader ?? runId } };
+      const { handedOver, ...result } = answer.result;
+      // The run that reads a handed-over message is the session's next execution.
+      const reader = handedOver ? await this.continuedAs(ref, runId) : undefined;
+      return { kind: "delivered", delivered: { ...result, workflowId, runId: reader ?? runId } };
     }
     if (answer?.refusal) return refusalAttempt(answer.refusal.type, answer.refusal.message);
     return { kind: "delivered", delivered: { delivery: "pending", workflowId, runId } };

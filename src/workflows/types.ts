@@ -214,6 +214,11 @@ export interface DeliverResult {
   delivery: DeliveryOutcome;
   /** Messages waiting in the queue the message went to, itself included. */
   queueLength: number;
+  /**
+   * The run had already decided to end: it hands the message to the session's next execution
+   * (continue-as-new), the run that reads it.
+   */
+  handedOver?: true;
 }
 
 /** Longest abort reason a caller may give (the API's schema and the run's validator agree). */

@@ -74,7 +74,9 @@ export function registerHandlers(ctx: RunContext): void {
       // run starts with it (an update's sender is answered, and sends again).
       const { text } = input as DeliverySignal;
       run.late.push({ text, acceptedAt: run.clock.now() });
-      rememberDelivery(run, deliveryId, { result: { delivery: "started", queueLength: run.late.length } });
+      rememberDelivery(run, deliveryId, {
+        result: { delivery: "started", queueLength: run.late.length, handedOver: true },
+      });
       return;
     }
     rememberDelivery(run, deliveryId, answer);
