@@ -6,7 +6,7 @@
  */
 import { ApplicationFailure } from "@temporalio/activity";
 import { FailureType } from "../core/failure-types";
-import { backoffMs } from "../core/retry-policy";
+import { backoffMs, LLM_RETRY } from "../core/retry-policy";
 import type { ProviderError } from "../providers/types";
 
 /**
@@ -19,11 +19,16 @@ export function nextRetryDelayMs(attempt: number, retryAfterMs: number | undefin
 
 /**
  * The activity failure for a provider error: `RetryableLlmError` (retried by the policy, waiting
- * at least the server's `retry-after`) or `NonRetryableLlmError`.
+ * at least the server's `retry-after`; from attempt `LLM_RETRY.maximumAttempts` on, not retried)
+ * or `NonRetryableLlmError`. The policy allows more attempts than that for the ones lost workers
+ * end (`LLM_RETRY.maximumAttemptsWithLostWorkers`): this is where provider errors stop.
  */
 export function llmFailure(message: string, error: ProviderError, attempt: number): ApplicationFailure {
   if (error.kind !== "retryable") {
     return ApplicationFailure.create({ message, type: FailureType.nonRetryableLlm, nonRetryable: true });
+  }
+  if (attempt >= LLM_RETRY.maximumAttempts) {
+    return ApplicationFailure.create({ message, type: FailureType.retryableLlm, nonRetryable: true });
   }
   return ApplicationFailure.create({
     message,

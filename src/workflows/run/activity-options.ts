@@ -76,7 +76,7 @@ export function llmActivities(timeouts: RunTimeouts) {
       initialInterval: LLM_RETRY.initialIntervalMs,
       backoffCoefficient: LLM_RETRY.backoffCoefficient,
       maximumInterval: LLM_RETRY.maximumIntervalMs,
-      maximumAttempts: LLM_RETRY.maximumAttempts,
+      maximumAttempts: LLM_RETRY.maximumAttemptsWithLostWorkers,
       nonRetryableErrorTypes: [
         FailureType.nonRetryableLlm,
         FailureType.unknownModel,

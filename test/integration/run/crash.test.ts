@@ -5,8 +5,11 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { temporal } from "@temporalio/proto";
 import { UNKNOWN_OUTCOME_TEXT } from "../../../src/core/markers";
+import { LLM_RETRY } from "../../../src/core/retry-policy";
 import { workspaceFor } from "../../../src/tools/workspace";
+import { runWorkflowId } from "../../../src/workflows/types";
 import {
   createRunStage,
   eventually,
@@ -45,6 +48,19 @@ test("killed during a model call: the new worker makes the call again and the ru
   expect(messagesOf(entries).map((message) => message.role)).toEqual(["user", "assistant"]);
   // The first call never produced a stored answer, so the second is the one that counts.
   expect(callsFor("crash-llm", 0)).toHaveLength(2);
+  // The lost worker's attempt ended by heartbeat timeout and counts as an attempt: the policy
+  // leaves room for many such losses beyond the attempts a provider error gets.
+  const events = (await stage.client.workflow.getHandle(runWorkflowId(ref)).fetchHistory()).events ?? [];
+  const scheduled = events.find(
+    (event) => event.activityTaskScheduledEventAttributes?.activityType?.name === "llmTurn",
+  );
+  expect(scheduled?.activityTaskScheduledEventAttributes?.retryPolicy?.maximumAttempts).toBe(
+    LLM_RETRY.maximumAttemptsWithLostWorkers,
+  );
+  const started = events.find((event) => event.activityTaskStartedEventAttributes?.attempt === 2);
+  expect(started?.activityTaskStartedEventAttributes?.lastFailure?.timeoutFailureInfo?.timeoutType).toBe(
+    temporal.api.enums.v1.TimeoutType.TIMEOUT_TYPE_HEARTBEAT,
+  );
   await second.stop();
 });
 
