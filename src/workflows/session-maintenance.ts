@@ -6,17 +6,20 @@ import { patched, proxyActivities } from "@temporalio/workflow";
 import type { EntrySlot, KeelActivities } from "../activities/types";
 import { FailureType } from "../core/failure-types";
 import { makeEntryId } from "../core/ids";
+import { LLM_RETRY } from "../core/retry-policy";
 import { createLabelEntry } from "../core/session-entries";
 import { claim, snapshotActivities } from "./run/activity-options";
 import { DEFAULT_RUN_SETTINGS, type SessionRef, sessionCwd } from "./types";
 
+/** Model calls (summaries) and session writes, retried as a run's model calls are. */
 const activities = proxyActivities<KeelActivities>({
   startToCloseTimeout: "10 minutes",
   heartbeatTimeout: "30 seconds",
   retry: {
-    initialInterval: "2 seconds",
-    backoffCoefficient: 2,
-    maximumAttempts: 8,
+    initialInterval: LLM_RETRY.initialIntervalMs,
+    backoffCoefficient: LLM_RETRY.backoffCoefficient,
+    maximumInterval: LLM_RETRY.maximumIntervalMs,
+    maximumAttempts: LLM_RETRY.maximumAttemptsWithLostWorkers,
     nonRetryableErrorTypes: [
       FailureType.nonRetryableLlm,
       FailureType.unknownModel,
