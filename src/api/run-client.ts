@@ -122,14 +122,6 @@ export interface AbortOptions {
  */
 export const ANSWER_WAIT_MS = 2_000;
 
-/**
- * How long a delivery answered `started` by a run that had already decided to end waits for that
- * run to continue as new, to name the run that reads the message. The ending run only drains its
- * subscribers (at most 3 s) and posts its chat reply first; past the wait, the answer names the
- * ending run, which the session's next run continues.
- */
-export const HANDOVER_WAIT_MS = 2_000;
-
 /** How a workflow execution closed other than by returning: Temporal's own status, in API words. */
 export type ClosedByFailure = "failed" | "terminated" | "timed_out" | "canceled";
 
@@ -301,7 +293,9 @@ export class RunClient {
   /**
    * Delivers to the session's live run by the `deliverMessage` signal and reads its answer with the
    * `delivery` query (a query sent while the signal's workflow task is pending is answered after
-   * it). `pending` when no worker answers within `waitMs`.
+   * it). `pending` when no worker answers within `waitMs`. A message the run hands over (it had
+   * decided to end) is answered with the next execution's id when that has started within the
+   * same `waitMs`, else with the ending run's.
    */
   private async deliverLive(
     ref: SessionRef,
@@ -317,11 +311,12 @@ export class RunClient {
     );
     if (sent !== "sent") return busyAttempt("not-live");
     const workflowId = runWorkflowId(ref);
-    const answer = await this.askUntilSeen(waitMs, () => handle.query(deliveryQuery, deliveryId));
+    const deadline = Date.now() + waitMs;
+    const answer = await this.askUntilSeen(deadline, () => handle.query(deliveryQuery, deliveryId));
     if (answer?.result) {
       const { handedOver, ...result } = answer.result;
       // The run that reads a handed-over message is the session's next execution.
-      const reader = handedOver ? await this.continuedAs(ref, runId) : undefined;
+      const reader = handedOver ? await this.continuedAs(ref, runId, deadline) : undefined;
       return { kind: "delivered", delivered: { ...result, workflowId, runId: reader ?? runId } };
     }
     if (answer?.refusal) return refusalAttempt(answer.refusal.type, answer.refusal.message);
@@ -329,12 +324,12 @@ export class RunClient {
   }
 
   /**
-   * The id of the execution `runId` continues as, once it has (within HANDOVER_WAIT_MS);
-   * undefined when it has not by then or closed otherwise. Never throws.
+   * The id of the execution `runId` continues as, once it has (by `deadline`); undefined when it
+   * has not by then or closed otherwise. Never throws.
    */
-  private async continuedAs(ref: SessionRef, runId: string): Promise<string | undefined> {
+  private async continuedAs(ref: SessionRef, runId: string, deadline: number): Promise<string | undefined> {
     try {
-      await this.client.withDeadline(Date.now() + HANDOVER_WAIT_MS, () => this.pinned(ref, runId).result());
+      await this.client.withDeadline(deadline, () => this.pinned(ref, runId).result());
     } catch (error) {
       if (error instanceof WorkflowContinuedAsNewError) return error.newExecutionRunId;
     }
@@ -344,10 +339,9 @@ export class RunClient {
   /**
    * Asks the run a query about something just signalled until it has seen it (`ask` answers null
    * while it has not: the query overtook the signal's workflow task). Undefined when no worker
-   * answers within `waitMs` (all down, redeploying) or its code predates the query.
+   * answers by `deadline` (all down, redeploying) or its code predates the query.
    */
-  private async askUntilSeen<T>(waitMs: number, ask: () => Promise<T | null>): Promise<T | undefined> {
-    const deadline = Date.now() + waitMs;
+  private async askUntilSeen<T>(deadline: number, ask: () => Promise<T | null>): Promise<T | undefined> {
     while (Date.now() < deadline) {
       const answer = await this.client.withDeadline(deadline, ask).catch(() => undefined);
       if (answer === undefined) return undefined;
@@ -412,7 +406,7 @@ export class RunClient {
       pinned.signal(abortSignal, request.reason ?? DEFAULT_ABORT_REASON),
     );
     if (signalled !== "sent") return { kind: "not-live" };
-    const state = await this.askUntilSeen(options.answerWaitMs ?? ANSWER_WAIT_MS, async () => {
+    const state = await this.askUntilSeen(Date.now() + (options.answerWaitMs ?? ANSWER_WAIT_MS), async () => {
       const current = await handle.query(abortStateQuery);
       return current.kind === "running" ? null : current;
     });
