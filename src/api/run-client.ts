@@ -52,6 +52,7 @@ import {
   type RunState,
   runWorkflowId,
   type SessionRef,
+  startedStatus,
 } from "../workflows/types";
 import { type RunFeed, RunFeeds } from "./run-feed";
 
@@ -265,7 +266,7 @@ export class RunClient {
       taskQueue: this.taskQueue,
       args: [{ ...ref, settings, runVersion: RUN_VERSION }],
       // Set with the start, the run does not upsert them again (an upsert is a billed Action).
-      typedSearchAttributes: runAttributes({ ...ref, settings }, "starting"),
+      typedSearchAttributes: runAttributes({ ...ref, settings }, startedStatus(RUN_VERSION)),
       workflowIdConflictPolicy: "FAIL",
       staticSummary: summaryLine(request.text),
     });

@@ -47,7 +47,7 @@ import { openRunStream } from "./run/stream";
 import { runTools } from "./run/tool-calls";
 import { carry } from "./run/views";
 import { runAttributes } from "./search-attributes";
-import { type RunInput, type RunResult, sessionCwd } from "./types";
+import { type RunInput, type RunResult, sessionCwd, startedStatus } from "./types";
 
 export async function agentRun(input: RunInput): Promise<RunResult> {
   const run = createRunRecord(input, { now: Date.now, random: Math.random });
@@ -60,7 +60,10 @@ export async function agentRun(input: RunInput): Promise<RunResult> {
     stream,
     runVersion: input.runVersion ?? 0,
   };
-  setRunAttributes(ctx, runAttributes(input, run.status));
+  setRunAttributes(
+    ctx,
+    runAttributes(input, run.status === "starting" ? startedStatus(ctx.runVersion) : run.status),
+  );
   registerHandlers(ctx);
 
   await condition(() => queuedCount(run) > 0 || run.needsModel || run.abortReason !== undefined);

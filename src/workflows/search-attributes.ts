@@ -20,8 +20,9 @@ export interface RunAttributePair {
 }
 
 /**
- * A run's search attributes. Its starter sets them (status `starting`) and the run sets them
- * again at its start: the same pairs, so a run started with them upserts nothing then.
+ * A run's search attributes. Its starter sets them (status `startedStatus(RUN_VERSION)`) and the
+ * run sets them again at its start: the same pairs, so a run started with them upserts nothing
+ * then.
  */
 export function runAttributes(
   input: Pick<RunInput, "tenantId" | "sessionId" | "settings">,

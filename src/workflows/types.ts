@@ -175,8 +175,9 @@ export interface RunInput extends SessionRef {
 
 /**
  * The run version starters set (`RunInput.runVersion`). A run of version 1 or later:
- * - was started with its search attributes set (tenant, session, model, status `starting`), and
- *   upserts only those that change;
+ * - was started with its search attributes set (tenant, session, model, status `starting`; from
+ *   version 2 on status `running`, so its status is upserted once, when it ends), and upserts only
+ *   those that change;
  * - takes the code branches added by the patches older than version 1 (`run-stream-drain`,
  *   `claim-workspace-once`, `workspace-snapshots`) without calling `patched()`, which records a
  *   marker and upserts `TemporalChangeVersion`: two commands, events and billed Actions a run.
@@ -184,7 +185,16 @@ export interface RunInput extends SessionRef {
  * recorded. A starter may set it only once every worker runs code that knows it: deploy workers
  * before the API (docs/deploy.md). Patches added after version 1 use `patched()` as usual.
  */
-export const RUN_VERSION = 1;
+export const RUN_VERSION = 2;
+
+/**
+ * The status a run of version `runVersion` is started with (and listed under until it ends): a run
+ * of version 2 or later is `running` from its start, one upsert fewer than `starting` then
+ * `running`. Its own state still says `starting` until its first turn.
+ */
+export function startedStatus(runVersion: number): RunStatus {
+  return runVersion >= 2 ? "running" : "starting";
+}
 
 /**
  * Messages a run took by signal after its end (its sender may have been answered `pending` and is

@@ -1,4 +1,5 @@
 import { ListObjectsV2Command } from "@aws-sdk/client-s3";
+import { defaultPayloadConverter } from "@temporalio/common";
 import { temporal } from "@temporalio/proto";
 import { convertToLlm } from "../../../src/core/messages";
 import { checkInvariants } from "../../../src/core/sanitize";
@@ -133,11 +134,12 @@ test("a run is started with its search attributes, upserts only its status chang
   const events = (await handle.fetchHistory()).events ?? [];
   const started = events[0]?.workflowExecutionStartedEventAttributes?.searchAttributes?.indexedFields ?? {};
   expect(Object.keys(started).sort()).toEqual(["KeelModel", "KeelSession", "KeelStatus", "KeelTenant"]);
+  expect(defaultPayloadConverter.fromPayload(started.KeelStatus!)).toBe("running");
   const upserted = events.flatMap((event) =>
     Object.keys(event.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields ?? {}),
   );
-  // starting → running → completed: the tenant, session and model came with the start, and a
-  // run of this version takes its code's branches without patch markers (RUN_VERSION).
-  expect(upserted).toEqual(["KeelStatus", "KeelStatus"]);
+  // running (with the start) → completed: the tenant, session and model came with the start too,
+  // and a run of this version takes its code's branches without patch markers (RUN_VERSION).
+  expect(upserted).toEqual(["KeelStatus"]);
   expect(events.filter((event) => event.markerRecordedEventAttributes)).toEqual([]);
 });

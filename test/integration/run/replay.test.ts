@@ -144,6 +144,28 @@ const representativeRuns: Array<{
     },
   },
   {
+    // Run version 2: started with status `running`, so the status is upserted once, at the end.
+    name: "run-version-2-write-and-ls",
+    drive: async (stage, ref) => {
+      stage.llm.addScenario("replay-version-2", {
+        turns: [
+          {
+            toolCalls: [
+              { name: "write", arguments: { path: "a.txt", content: "a" } },
+              { name: "ls", arguments: {} },
+            ],
+          },
+        ],
+        after: { text: "listed" },
+      });
+      await stage.runs.deliver(
+        ref,
+        { text: "[scenario:replay-version-2] go", mode: "auto" },
+        stage.settings(),
+      );
+    },
+  },
+  {
     // The abortRun update (answering with the queued messages) while a model call is in flight.
     name: "abort-update-with-queued",
     drive: async (stage, ref) => {
