@@ -4,7 +4,7 @@
  * 2 `ls` turns and the answer (3 model calls, the model answering after 500 ms). The bare
  * workflow has the same activities (open, llm, claim, tool, llm, tool, llm), its "llm" activity
  * waiting the same 500 ms. A third workflow, "shaped bare", is the bare one using Temporal as a
- * Keel run does (update-with-start, search attributes, status upserts, tool activities on another
+ * Keel run does (update-with-start, search attributes, a status upsert, tool activities on another
  * queue): it splits Keel's cost into its use of Temporal and its own work. Every (N, workflow)
  * batch is repeated (default 3), in the order Keel, shaped, bare on even repeats and the reverse
  * on odd ones; medians are reported.
@@ -27,7 +27,7 @@
 import { randomUUID } from "node:crypto";
 import { WithStartWorkflowOperation, WorkflowUpdateStage } from "@temporalio/client";
 import { runAttributes } from "../src/workflows/search-attributes";
-import { runWorkflowId } from "../src/workflows/types";
+import { RUN_VERSION, runWorkflowId, startedStatus } from "../src/workflows/types";
 import { shapedPromptUpdate, type shapedTurns } from "./support/bare-workflow";
 import { startBareWorkerProcess } from "./support/bench-worker";
 import { costSection } from "./support/cost";
@@ -128,7 +128,7 @@ function starters(stack: BenchStack): Starters {
         args: [TOOL_TURNS, SHAPED_TOOL_QUEUE],
         typedSearchAttributes: runAttributes(
           { tenantId: "bench", sessionId, settings: benchSettings(TOOL_TURNS) },
-          "starting",
+          startedStatus(RUN_VERSION),
         ),
         workflowIdConflictPolicy: "FAIL",
         staticSummary: "list the workspace",
@@ -368,7 +368,7 @@ activities in the same order, its "llm" activity sleeping ${LATENCY_MS} ms, the 
 with \`client.workflow.execute\` on its own worker process (same activity slots, SDK defaults otherwise).
 A shaped bare run (\`shapedTurns\` in the same file) does the same no work but uses Temporal as a Keel
 run does: started by update-with-start (accepted synchronously) with Keel's four search attributes
-and a summary, two status upserts (running, completed), a summary on every activity, and its tool
+and a summary, a status upsert when it ends, a summary on every activity, and its tool
 activities on a second task queue served by a second, activity-only worker in its process (a Keel
 run's tool calls go to the queue of the worker holding the workspace, so Temporal cannot hand them
 to the worker eagerly with the workflow task that scheduled them). What shaped costs over bare is

@@ -5,8 +5,8 @@
  * first tool call), so its activity count equals a Keel run's (openSession, claimWorkspace).
  *
  * `shapedTurns` is the same workflow using Temporal the way a Keel run does, still doing no work:
- * started by update-with-start with search attributes and a summary, two status upserts, activity
- * summaries, and its tool activities on another task queue (a Keel run's go to the queue of the
+ * started by update-with-start with search attributes and a summary, a status upsert when it ends,
+ * activity summaries, and its tool activities on another task queue (a Keel run's go to the queue of the
  * worker holding the workspace, so Temporal cannot hand them over eagerly). What it costs over
  * `bareTurns` is the price of those features; what Keel costs over it is Keel's own work.
  */
@@ -52,7 +52,6 @@ export async function shapedTurns(toolTurns: number, toolTaskQueue: string): Pro
   const shared = proxyActivities<BareActivities>(ACTIVITY_OPTIONS);
   const tools = proxyActivities<BareActivities>({ ...ACTIVITY_OPTIONS, taskQueue: toolTaskQueue });
   await shared.bareOpen.executeWithOptions({ summary: "open" }, []);
-  upsertSearchAttributes([{ key: RunStatusAttribute, value: "running" }]);
   for (let turn = 1; turn <= toolTurns; turn++) {
     await shared.bareLlm.executeWithOptions({ summary: `llm turn ${turn}` }, [turn]);
     if (turn === 1) await shared.bareClaim.executeWithOptions({ summary: "claim" }, []);
