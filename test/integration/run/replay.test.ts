@@ -29,6 +29,24 @@ import { collectRunStream } from "../../support/run-stream";
 const historiesDir = resolve(__dirname, "../../fixtures/histories");
 const recording = process.env.KEEL_RECORD_HISTORIES === "1";
 
+/** A run that writes a file and lists the workspace in one turn, then answers (`scenario` names it). */
+function writeAndLs(scenario: string) {
+  return async (stage: RunStage, ref: { tenantId: string; sessionId: string }) => {
+    stage.llm.addScenario(scenario, {
+      turns: [
+        {
+          toolCalls: [
+            { name: "write", arguments: { path: "a.txt", content: "a" } },
+            { name: "ls", arguments: {} },
+          ],
+        },
+      ],
+      after: { text: "listed" },
+    });
+    await stage.runs.deliver(ref, { text: `[scenario:${scenario}] go`, mode: "auto" }, stage.settings());
+  };
+}
+
 /** The runs whose histories are kept: each exercises a different path through the workflow. */
 const representativeRuns: Array<{
   name: string;
@@ -124,46 +142,12 @@ const representativeRuns: Array<{
     // Run version 1: attributes set at start, the claim, snapshot and drain branches without
     // patch markers (RUN_VERSION).
     name: "run-version-1-write-and-ls",
-    drive: async (stage, ref) => {
-      stage.llm.addScenario("replay-version-1", {
-        turns: [
-          {
-            toolCalls: [
-              { name: "write", arguments: { path: "a.txt", content: "a" } },
-              { name: "ls", arguments: {} },
-            ],
-          },
-        ],
-        after: { text: "listed" },
-      });
-      await stage.runs.deliver(
-        ref,
-        { text: "[scenario:replay-version-1] go", mode: "auto" },
-        stage.settings(),
-      );
-    },
+    drive: writeAndLs("replay-version-1"),
   },
   {
     // Run version 2: started with status `running`, so the status is upserted once, at the end.
     name: "run-version-2-write-and-ls",
-    drive: async (stage, ref) => {
-      stage.llm.addScenario("replay-version-2", {
-        turns: [
-          {
-            toolCalls: [
-              { name: "write", arguments: { path: "a.txt", content: "a" } },
-              { name: "ls", arguments: {} },
-            ],
-          },
-        ],
-        after: { text: "listed" },
-      });
-      await stage.runs.deliver(
-        ref,
-        { text: "[scenario:replay-version-2] go", mode: "auto" },
-        stage.settings(),
-      );
-    },
+    drive: writeAndLs("replay-version-2"),
   },
   {
     // The abortRun update (answering with the queued messages) while a model call is in flight.
