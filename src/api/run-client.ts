@@ -242,9 +242,7 @@ export class RunClient {
       if (latest?.type !== RUN_WORKFLOW_TYPE || latest.status.name !== "COMPLETED") return undefined;
       const result: RunResult = await this.pinned(ref, latest.runId).result();
       const earlier = result.deliveries?.find((delivery) => delivery.updateId === deliveryId)?.result;
-      if (!earlier) return undefined;
-      const { handedOver: _handedOver, ...answer } = earlier;
-      return { ...answer, workflowId: runWorkflowId(ref), runId: latest.runId };
+      return earlier && { ...earlier, workflowId: runWorkflowId(ref), runId: latest.runId };
     } catch {
       return undefined;
     }
@@ -315,10 +313,9 @@ export class RunClient {
     const deadline = Date.now() + waitMs;
     const answer = await this.askUntilSeen(deadline, () => handle.query(deliveryQuery, deliveryId));
     if (answer?.result) {
-      const { handedOver, ...result } = answer.result;
       // The run that reads a handed-over message is the session's next execution.
-      const reader = handedOver ? await this.continuedAs(ref, runId, deadline) : undefined;
-      return { kind: "delivered", delivered: { ...result, workflowId, runId: reader ?? runId } };
+      const reader = answer.result.handedOver ? await this.continuedAs(ref, runId, deadline) : undefined;
+      return { kind: "delivered", delivered: { ...answer.result, workflowId, runId: reader ?? runId } };
     }
     if (answer?.refusal) return refusalAttempt(answer.refusal.type, answer.refusal.message);
     return { kind: "delivered", delivered: { delivery: "pending", workflowId, runId } };
