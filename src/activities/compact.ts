@@ -14,7 +14,7 @@ import type { ModelInfo, Provider } from "../providers/types";
 import { entriesBefore, pathOf } from "./conversation";
 import type { ActivityDeps } from "./deps";
 import { whileHeartbeating } from "./heartbeat";
-import { llmFailure } from "./llm-retry";
+import { providerErrorFailure, tallyBefore } from "./llm-retry";
 import { storeWriteFailures } from "./store-failures";
 import type { CompactInput, CompactResult } from "./types";
 
@@ -65,17 +65,24 @@ export async function summarizeWith(
   request: SummaryRequest,
 ): Promise<string> {
   const ctx = Context.current();
+  const carried = tallyBefore(ctx);
   // A summary can take a while before its first token: heartbeat while waiting.
-  const { message, error } = await whileHeartbeating(ctx, "summarizing", (heartbeat) =>
-    provider.complete(
-      model,
-      {
-        systemPrompt: request.systemPrompt,
-        messages: [{ role: "user", content: request.prompt, timestamp: Date.now() }],
-      },
-      { maxTokens: request.maxTokens, signal: ctx.cancellationSignal, onProgress: () => heartbeat() },
-    ),
+  const { message, error } = await whileHeartbeating(
+    ctx,
+    "summarizing",
+    (heartbeat) =>
+      provider.complete(
+        model,
+        {
+          systemPrompt: request.systemPrompt,
+          messages: [{ role: "user", content: request.prompt, timestamp: Date.now() }],
+        },
+        { maxTokens: request.maxTokens, signal: ctx.cancellationSignal, onProgress: () => heartbeat() },
+      ),
+    { ...carried },
   );
-  if (error) throw llmFailure(`summary by ${model.id} failed: ${error.message}`, error, ctx.info.attempt);
+  if (error)
+    throw providerErrorFailure(ctx, carried, `summary by ${model.id} failed: ${error.message}`, error)
+      .failure;
   return message.content.flatMap((block) => (block.type === "text" ? [block.text] : [])).join("\n");
 }

@@ -14,7 +14,7 @@ function heartbeatIntervalMs(ctx: Context): number {
 }
 
 /** Reports progress: a heartbeat with `details`, if the activity is past its quiet start. */
-export type ProgressHeartbeat = (details?: unknown) => void;
+export type ProgressHeartbeat = (details?: Record<string, unknown>) => void;
 
 /**
  * Runs `work` while heartbeating on a timer, so an activity waiting on something silent stays
@@ -26,18 +26,23 @@ export type ProgressHeartbeat = (details?: unknown) => void;
  * than the interval needs no heartbeat; longer work heartbeats from the timer by then, which also
  * gives cancellation its first chance to arrive (no later than the first throttled progress
  * heartbeat used to).
+ *
+ * `carried` goes into every heartbeat's details: Temporal hands the last heartbeat's details to
+ * the activity's next attempt, so what an attempt must pass on (see `llm-retry.ts`) cannot be
+ * overwritten by a progress report.
  */
 export async function whileHeartbeating<T>(
   ctx: Context,
   phase: string,
   work: (progress: ProgressHeartbeat) => Promise<T>,
+  carried: Record<string, unknown> = {},
 ): Promise<T> {
   const intervalMs = heartbeatIntervalMs(ctx);
   const quietUntil = Date.now() + intervalMs;
-  const timer = setInterval(() => ctx.heartbeat({ phase }), intervalMs);
+  const timer = setInterval(() => ctx.heartbeat({ ...carried, phase }), intervalMs);
   try {
     return await work((details) => {
-      if (Date.now() >= quietUntil) ctx.heartbeat(details);
+      if (Date.now() >= quietUntil) ctx.heartbeat({ ...carried, ...details });
     });
   } finally {
     clearInterval(timer);

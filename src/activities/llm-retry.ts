@@ -1,10 +1,17 @@
 /**
- * Backoff of model calls (llmTurn, compaction, branch summaries). A server's `retry-after`
+ * Retries of model calls (llmTurn, compaction, branch summaries). A server's `retry-after`
  * raises the delay before the next attempt but never shortens it below the backoff: a
  * persistent 429 with `retry-after: 1` must not burn every attempt in seconds.
  * The policy itself is core's `LLM_RETRY`, which the run workflow gives to Temporal.
+ *
+ * A call gives up after `LLM_RETRY.maximumAttempts` provider errors, counted across its attempts;
+ * attempts a lost worker ended do not count (Temporal's own bound,
+ * `maximumAttemptsWithLostWorkers`, covers those). The count travels from one attempt to the
+ * next in the activity's heartbeat details: Temporal hands an attempt's last heartbeat details to
+ * the next attempt, also when it failed, and an attempt records its provider error there before
+ * it fails.
  */
-import { ApplicationFailure } from "@temporalio/activity";
+import { ApplicationFailure, type Context } from "@temporalio/activity";
 import { FailureType } from "../core/failure-types";
 import { backoffMs, LLM_RETRY } from "../core/retry-policy";
 import type { ProviderError } from "../providers/types";
@@ -17,17 +24,39 @@ export function nextRetryDelayMs(attempt: number, retryAfterMs: number | undefin
   return retryAfterMs === undefined ? undefined : Math.max(retryAfterMs, backoffMs(attempt));
 }
 
+/** What a model-call attempt passes on to the next in its heartbeat details. */
+export interface ModelCallTally {
+  /** Provider errors that ended earlier attempts of this call. */
+  providerErrors: number;
+}
+
+/**
+ * The tally earlier attempts left: zero on a first attempt, after attempts that only lost their
+ * worker, or when the details hold no tally (an attempt run by an older worker).
+ */
+export function tallyBefore(ctx: Context): ModelCallTally {
+  const details: unknown = ctx.info.heartbeatDetails;
+  const count =
+    typeof details === "object" && details !== null ? Reflect.get(details, "providerErrors") : undefined;
+  return { providerErrors: Number.isSafeInteger(count) && count >= 0 ? count : 0 };
+}
+
 /**
  * The activity failure for a provider error: `RetryableLlmError` (retried by the policy, waiting
- * at least the server's `retry-after`; from attempt `LLM_RETRY.maximumAttempts` on, not retried)
- * or `NonRetryableLlmError`. The policy allows more attempts than that for the ones lost workers
- * end (`LLM_RETRY.maximumAttemptsWithLostWorkers`): this is where provider errors stop.
+ * at least the server's `retry-after`; not retried once the call has had
+ * `LLM_RETRY.maximumAttempts` provider errors, this one included) or `NonRetryableLlmError`.
+ * `attempt` (Temporal's) sets the backoff; `providerErrors` (this one included) where the call stops.
  */
-export function llmFailure(message: string, error: ProviderError, attempt: number): ApplicationFailure {
+export function llmFailure(
+  message: string,
+  error: ProviderError,
+  attempt: number,
+  providerErrors: number,
+): ApplicationFailure {
   if (error.kind !== "retryable") {
     return ApplicationFailure.create({ message, type: FailureType.nonRetryableLlm, nonRetryable: true });
   }
-  if (attempt >= LLM_RETRY.maximumAttempts) {
+  if (providerErrors >= LLM_RETRY.maximumAttempts) {
     return ApplicationFailure.create({ message, type: FailureType.retryableLlm, nonRetryable: true });
   }
   return ApplicationFailure.create({
@@ -35,4 +64,22 @@ export function llmFailure(message: string, error: ProviderError, attempt: numbe
     type: FailureType.retryableLlm,
     nextRetryDelay: nextRetryDelayMs(attempt, error.retryAfterMs),
   });
+}
+
+/**
+ * Ends the current attempt of a model call on a provider error: returns the failure to throw and,
+ * when the call will be retried, records the error in the heartbeat details for the next attempt.
+ * Temporal keeps the details the attempt sends last, so the record goes after every other
+ * heartbeat of the attempt.
+ */
+export function providerErrorFailure(
+  ctx: Context,
+  carried: ModelCallTally,
+  message: string,
+  error: ProviderError,
+): { failure: ApplicationFailure; tally: ModelCallTally } {
+  const tally = { providerErrors: carried.providerErrors + 1 };
+  const failure = llmFailure(message, error, ctx.info.attempt, tally.providerErrors);
+  if (!failure.nonRetryable) ctx.heartbeat(tally);
+  return { failure, tally };
 }

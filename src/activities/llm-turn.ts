@@ -30,7 +30,7 @@ import type { ActivityDeps } from "./deps";
 import { failpoint } from "./failpoints";
 import { whileHeartbeating } from "./heartbeat";
 import { DEFAULT_LIVE_EVENT_OPTIONS, type LiveEventSink, liveEventSink, withLiveTail } from "./live-events";
-import { llmFailure, nextRetryDelayMs } from "./llm-retry";
+import { nextRetryDelayMs, providerErrorFailure, tallyBefore } from "./llm-retry";
 import { entryConflict, storeWriteFailures } from "./store-failures";
 import type { LlmTurnInput, LlmTurnResult, ToolCallSummary } from "./types";
 
@@ -101,18 +101,23 @@ export function llmTurnActivity({
       return tool ? [tool] : [];
     });
 
-    const outcome = await whileHeartbeating(ctx, "waiting", (heartbeat) =>
-      provider.complete(
-        model,
-        { systemPrompt: input.systemPrompt, messages, tools: toolSpecs(tools) },
-        {
-          thinkingLevel: input.thinkingLevel,
-          signal: ctx.cancellationSignal,
-          onProgress: (progress) =>
-            heartbeat({ textChars: progress.textChars, toolCalls: progress.toolCalls }),
-          onDelta: update,
-        },
-      ),
+    const carried = tallyBefore(ctx);
+    const outcome = await whileHeartbeating(
+      ctx,
+      "waiting",
+      (heartbeat) =>
+        provider.complete(
+          model,
+          { systemPrompt: input.systemPrompt, messages, tools: toolSpecs(tools) },
+          {
+            thinkingLevel: input.thinkingLevel,
+            signal: ctx.cancellationSignal,
+            onProgress: (progress) =>
+              heartbeat({ textChars: progress.textChars, toolCalls: progress.toolCalls }),
+            onDelta: update,
+          },
+        ),
+      { ...carried },
     );
     const error = outcome.error;
     // Ids must stay unique keys in the conversation (results are paired with calls by id);
@@ -126,16 +131,18 @@ export function llmTurnActivity({
       throw new CancelledFailure("the model call was cancelled; its partial answer is stored");
     }
     if (error?.kind === "retryable") {
-      if (attempt < LLM_RETRY.maximumAttempts)
+      const { failure, tally } = providerErrorFailure(ctx, carried, `${model.id}: ${error.message}`, error);
+      if (!failure.nonRetryable)
         live.publish({
           type: "retry",
           entryId: input.slot.id,
           attempt,
+          providerErrors: tally.providerErrors,
           maxAttempts: LLM_RETRY.maximumAttempts,
           delayMs: nextRetryDelayMs(attempt, error.retryAfterMs) ?? backoffMs(attempt),
           error: `${error.status !== undefined ? `HTTP ${error.status}` : "network"}: ${error.message}`,
         });
-      throw llmFailure(`${model.id}: ${error.message}`, error, attempt);
+      throw failure;
     }
     if (error?.kind === "context_overflow") {
       // Nothing is written on this path, so the workflow would take the slot back: make sure

@@ -239,7 +239,7 @@ export class EventPrinter {
       this.spinner.stop();
       this.closeLive();
       this.output.write(
-        `  ↻ model call failed (attempt ${event.attempt}/${event.maxAttempts}), retrying in ${event.delayMs} ms: ${oneLine(event.error)}\n`,
+        `  ↻ model call failed (provider error ${event.providerErrors}/${event.maxAttempts}), retrying in ${event.delayMs} ms: ${oneLine(event.error)}\n`,
       );
       this.spinner.start("waiting to retry");
       return;

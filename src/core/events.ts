@@ -86,7 +86,14 @@ export type LiveEvent =
        */
       type: "retry";
       entryId: string;
+      /** Temporal's attempt that failed (the `attempt` of its deltas). */
       attempt: number;
+      /**
+       * Provider errors this call has had, this one included. Attempts a lost worker ended do not
+       * count, so this may be lower than `attempt`.
+       */
+      providerErrors: number;
+      /** The call gives up when its provider errors reach this number. */
       maxAttempts: number;
       delayMs: number;
       /** The error's class and message, e.g. `HTTP 429: rate limited`. */

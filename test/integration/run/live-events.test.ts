@@ -191,12 +191,39 @@ test("a rate-limited call publishes a retry event with its wait, then the retry'
   const events = (await collectRunStream(stage.client, runWorkflowId(ref))).map((item) => item.event);
   expect((await stage.result(ref)).status).toBe("completed");
   const retry = events.findIndex((event) => event.type === "retry");
-  expect(events[retry]).toMatchObject({ attempt: 1, maxAttempts: 8, delayMs: 3_000 });
+  expect(events[retry]).toMatchObject({ attempt: 1, providerErrors: 1, maxAttempts: 8, delayMs: 3_000 });
   expect(events[retry]).toMatchObject({ error: expect.stringContaining("HTTP 429") });
   const reset = events.findIndex(
     (event) => event.type === "message_update" && event.assistantMessageEvent.type === "reset",
   );
   expect(reset).toBeGreaterThan(retry);
+  const assistant = messagesOf(await expectIntactSession(stage, ref)).filter((m) => m.role === "assistant");
+  expect(assistant).toHaveLength(1);
+});
+
+test("a worker lost during a model call does not count as a provider error: the tally goes on from the failed attempts", async () => {
+  stage.llm.addScenario("lost-then-limited", { turns: [{ text: "after the loss and the limits" }] });
+  stage.llm.addFaults([
+    // Attempt 1 waits on an answer that never comes, and its worker is killed meanwhile.
+    { kind: "hang", match: { scenario: "lost-then-limited" }, times: 1 },
+    { kind: "rate_limit", match: { scenario: "lost-then-limited" }, times: 2 },
+  ]);
+  const first = await stage.startWorker();
+  const ref = stage.newSession();
+  await stage.runs.deliver(ref, { text: "[scenario:lost-then-limited] go", mode: "auto" }, stage.settings());
+  const calls = () => stage.llm.journal().filter((entry) => entry.scenario === "lost-then-limited");
+  await eventually(async () => (calls().length === 1 ? true : undefined));
+  await first.kill();
+  await stage.startWorker();
+  const events = (await collectRunStream(stage.client, runWorkflowId(ref))).map((item) => item.event);
+  expect((await stage.result(ref)).status).toBe("completed");
+  expect(calls()).toHaveLength(4);
+  const retries = events.filter((event) => event.type === "retry");
+  // Attempt 1 was lost (no event); attempts 2 and 3 were the call's first and second provider errors.
+  expect(retries).toEqual([
+    expect.objectContaining({ attempt: 2, providerErrors: 1, maxAttempts: 8 }),
+    expect.objectContaining({ attempt: 3, providerErrors: 2, maxAttempts: 8 }),
+  ]);
   const assistant = messagesOf(await expectIntactSession(stage, ref)).filter((m) => m.role === "assistant");
   expect(assistant).toHaveLength(1);
 });
