@@ -2,8 +2,11 @@
  * A message that reaches a run after its end was decided (here: aborted while its worker was dead)
  * is answered `pending` by the client, so nobody would hear of a refusal: the run hands it to the
  * next run of the session (continue-as-new), which reads and answers it. Answered by the ending
- * run itself, the delivery names that next run.
+ * run itself, the delivery names that next run, or the ending run when the hand-over outlasts
+ * the answer wait.
  */
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
 import { deliverSignal } from "../../../src/workflows/definitions";
 import { runWorkflowId } from "../../../src/workflows/types";
 import {
@@ -102,3 +105,90 @@ test("a message the ending run answers names the next run, the one that reads it
     .map((m) => JSON.stringify(m.content));
   expect(userTexts.filter((text) => text.includes("after the abort"))).toHaveLength(1);
 }, 180_000);
+
+/**
+ * A stand-in for Slack's Web API that holds its answer to the first chat.postMessage until
+ * `release()`, so a run can be caught between its end and its continue-as-new.
+ */
+async function heldSlack() {
+  let posted!: () => void;
+  const posting = new Promise<void>((resolve) => {
+    posted = resolve;
+  });
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const texts: string[] = [];
+  const answer = (response: ServerResponse) => {
+    response.setHeader("content-type", "application/json");
+    response.end(JSON.stringify({ ok: true, ts: "1700000000.000300" }));
+  };
+  const server = createServer((request: IncomingMessage, response: ServerResponse) => {
+    let raw = "";
+    request.on("data", (chunk: Buffer) => {
+      raw += chunk.toString();
+    });
+    request.on("end", () => {
+      texts.push(new URLSearchParams(raw).get("text") ?? raw);
+      if (texts.length > 1) return answer(response);
+      posted();
+      void released.then(() => answer(response));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/`;
+  return { url, posting, release, texts, close: () => server.close() };
+}
+
+test("a message handed over while the ending run posts its chat reply names the ending run; the next run reads it", async () => {
+  stage().llm.addScenario("handover-held", { turns: [], after: { text: "You said: {{lastUser}}" } });
+  const slack = await heldSlack();
+  try {
+    await stage().startWorker({ KEEL_SLACK_API_URL: slack.url, KEEL_SLACK_BOT_TOKEN: "xoxb-test" });
+    const ref = stage().newSession();
+    const settings = stage().settings({ chatReply: { kind: "slack", channel: "C0001", threadTs: "1.2" } });
+    const started = await stage().runs.deliver(
+      ref,
+      { text: "[scenario:handover-held] first", mode: "auto" },
+      settings,
+    );
+    // The run has ended (its answer is being posted) and has not continued as new yet.
+    await slack.posting;
+    const sentAt = Date.now();
+    const delivered = await stage().runs.deliver(ref, { text: "while it posts", mode: "auto" }, settings, {
+      deliveryId: "handover-held-1",
+      answerWaitMs: 1_500,
+    });
+    // The hand-over wait is part of the answer wait, not added to it (a generous bound: it only
+    // has to tell a wait kept within the 1.5 s from one that ran on).
+    expect(Date.now() - sentAt).toBeLessThan(5_000);
+    // The wait ran out before the hand-over: the answer names the ending run, marked handed over.
+    expect(delivered).toMatchObject({ delivery: "started", runId: started.runId, handedOver: true });
+    const ending = stage().client.workflow.getHandle(runWorkflowId(ref), started.runId, {
+      followRuns: false,
+    });
+    expect((await ending.describe()).status.name).toBe("RUNNING");
+
+    slack.release();
+    // Following that id leads to the run that reads the message.
+    await eventually(async () =>
+      (await ending.describe()).status.name === "CONTINUED_AS_NEW" ? true : undefined,
+    );
+    expect(await stage().result(ref)).toMatchObject({ status: "completed" });
+    const messages = messagesOf(await expectIntactSession(stage(), ref));
+    const userTexts = messages
+      .filter((message) => message.role === "user")
+      .map((message) => JSON.stringify(message.content));
+    expect(userTexts.filter((text) => text.includes("while it posts"))).toHaveLength(1);
+    const last = messages.at(-1);
+    expect(last?.role === "assistant" && last.content).toEqual([
+      { type: "text", text: "You said: while it posts" },
+    ]);
+    // Each run posted its own answer once.
+    await eventually(async () => (slack.texts.length === 2 ? true : undefined));
+    expect(slack.texts).toEqual(["You said: first", "You said: while it posts"]);
+  } finally {
+    slack.close();
+  }
+}, 120_000);
