@@ -7,6 +7,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { SessionRef } from "../../../src/core/session-ref";
 import { deliverSignal } from "../../../src/workflows/definitions";
 import { runWorkflowId } from "../../../src/workflows/types";
 import {
@@ -18,6 +19,16 @@ import {
 } from "../../support/run-harness";
 
 const stage = runStageForSuite({ workersPerTest: true });
+
+/** The session's stored messages (checked intact), after checking that one user message holds `text`. */
+async function storedReadingOnce(ref: SessionRef, text: string) {
+  const messages = messagesOf(await expectIntactSession(stage(), ref));
+  const holding = messages.filter(
+    (message) => message.role === "user" && JSON.stringify(message.content).includes(text),
+  );
+  expect(holding).toHaveLength(1);
+  return messages;
+}
 
 test("a message sent while an aborted run waits for a worker starts the next run, stored once", async () => {
   stage().llm.addScenario("late-delivery", { turns: [], after: { text: "You said: {{lastUser}}" } });
@@ -40,11 +51,7 @@ test("a message sent while an aborted run waits for a worker starts the next run
     (await handle.describe()).status.name === "CONTINUED_AS_NEW" ? true : undefined,
   );
   expect(await stage().result(ref)).toMatchObject({ status: "completed" });
-  const messages = messagesOf(await expectIntactSession(stage(), ref));
-  const userTexts = messages
-    .filter((message) => message.role === "user")
-    .map((message) => JSON.stringify(message.content));
-  expect(userTexts.filter((text) => text.includes("after the abort"))).toHaveLength(1);
+  const messages = await storedReadingOnce(ref, "after the abort");
   const last = messages.at(-1);
   expect(last?.role === "assistant" && last.content).toEqual([
     { type: "text", text: "You said: after the abort" },
@@ -99,11 +106,7 @@ test("a message the ending run answers names the next run, the one that reads it
     followRuns: false,
   });
   expect(await reader.result()).toMatchObject({ status: "completed" });
-  const messages = messagesOf(await expectIntactSession(stage(), ref));
-  const userTexts = messages
-    .filter((message) => message.role === "user")
-    .map((m) => JSON.stringify(m.content));
-  expect(userTexts.filter((text) => text.includes("after the abort"))).toHaveLength(1);
+  await storedReadingOnce(ref, "after the abort");
 }, 180_000);
 
 /**
@@ -176,11 +179,7 @@ test("a message handed over while the ending run posts its chat reply names the 
       (await ending.describe()).status.name === "CONTINUED_AS_NEW" ? true : undefined,
     );
     expect(await stage().result(ref)).toMatchObject({ status: "completed" });
-    const messages = messagesOf(await expectIntactSession(stage(), ref));
-    const userTexts = messages
-      .filter((message) => message.role === "user")
-      .map((message) => JSON.stringify(message.content));
-    expect(userTexts.filter((text) => text.includes("while it posts"))).toHaveLength(1);
+    const messages = await storedReadingOnce(ref, "while it posts");
     const last = messages.at(-1);
     expect(last?.role === "assistant" && last.content).toEqual([
       { type: "text", text: "You said: while it posts" },
