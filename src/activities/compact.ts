@@ -79,7 +79,7 @@ export async function summarizeWith(
         },
         { maxTokens: request.maxTokens, signal: ctx.cancellationSignal, onProgress: () => heartbeat() },
       ),
-    { ...carried },
+    carried,
   );
   if (error)
     throw providerErrorFailure(ctx, carried, `summary by ${model.id} failed: ${error.message}`, error)

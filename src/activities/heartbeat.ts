@@ -35,7 +35,7 @@ export async function whileHeartbeating<T>(
   ctx: Context,
   phase: string,
   work: (progress: ProgressHeartbeat) => Promise<T>,
-  carried: Record<string, unknown> = {},
+  carried: object = {},
 ): Promise<T> {
   const intervalMs = heartbeatIntervalMs(ctx);
   const quietUntil = Date.now() + intervalMs;

@@ -38,7 +38,9 @@ export function tallyBefore(ctx: Context): ModelCallTally {
   const details: unknown = ctx.info.heartbeatDetails;
   const count =
     typeof details === "object" && details !== null ? Reflect.get(details, "providerErrors") : undefined;
-  return { providerErrors: Number.isSafeInteger(count) && count >= 0 ? count : 0 };
+  return {
+    providerErrors: typeof count === "number" && Number.isSafeInteger(count) && count >= 0 ? count : 0,
+  };
 }
 
 /**

@@ -117,7 +117,7 @@ export function llmTurnActivity({
             onDelta: update,
           },
         ),
-      { ...carried },
+      carried,
     );
     const error = outcome.error;
     // Ids must stay unique keys in the conversation (results are paired with calls by id);
