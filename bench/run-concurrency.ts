@@ -5,9 +5,11 @@
  * workflow has the same activities (open, llm, claim, tool, llm, tool, llm), its "llm" activity
  * waiting the same 500 ms. A third workflow, "shaped bare", is the bare one using Temporal as a
  * Keel run does (update-with-start, search attributes, a status upsert, tool activities on another
- * queue): it splits Keel's cost into its use of Temporal and its own work. Every (N, workflow)
- * batch is repeated (default 3), in the order Keel, shaped, bare on even repeats and the reverse
- * on odd ones; medians are reported.
+ * queue): it splits Keel's cost into its use of Temporal and its own work. A fourth, "bare + I/O",
+ * is the bare one whose activities do a turn's unavoidable I/O (the model call through the OpenAI
+ * SDK to the same LLM server, one S3 write per activity): Keel over it is Keel's own work. Every
+ * (N, workflow) batch is repeated (default 3), in the order Keel, shaped, bare + I/O, bare on even
+ * repeats and the reverse on odd ones; medians are reported.
  *
  * Per batch: fraction of ideal (ideal = model calls × latency ÷ wall time), CPU seconds per run
  * of each process (worker, Temporal dev server, S3 server, this process: client + LLM server,
@@ -25,9 +27,11 @@
  * Writes bench/results/run-concurrency.md and .json (BENCH_QUICK: run-concurrency-quick.*).
  */
 import { randomUUID } from "node:crypto";
+import { join } from "node:path";
 import { WithStartWorkflowOperation, WorkflowUpdateStage } from "@temporalio/client";
 import { runAttributes } from "../src/workflows/search-attributes";
 import { RUN_VERSION, runWorkflowId, startedStatus } from "../src/workflows/types";
+import { registerBareIoScenario } from "./support/bare-io-activities";
 import { shapedPromptUpdate, type shapedTurns } from "./support/bare-workflow";
 import { startBareWorkerProcess } from "./support/bench-worker";
 import { costSection } from "./support/cost";
@@ -74,9 +78,14 @@ const MONTHLY_TURNS = 1_000_000;
 const MB = 1024 * 1024;
 const TARGETS = { fraction: 0.8, cpu: 1.5, rss: 1.5, s3PerTurn: 2.5 };
 
-type Kind = "keel" | "shaped" | "bare";
-const KINDS: Kind[] = ["keel", "shaped", "bare"];
-const LABEL: Record<Kind, string> = { keel: "Keel", shaped: "shaped bare", bare: "bare" };
+type Kind = "keel" | "shaped" | "bareIo" | "bare";
+const KINDS: Kind[] = ["keel", "shaped", "bareIo", "bare"];
+const LABEL: Record<Kind, string> = {
+  keel: "Keel",
+  shaped: "shaped bare",
+  bareIo: "bare + I/O",
+  bare: "bare",
+};
 const PROCESS_NAMES = ["worker", "Temporal dev server", "S3 server", "client + LLM server"] as const;
 
 interface Batch extends CpuWindow {
@@ -104,6 +113,7 @@ type Starters = Record<Kind, () => Promise<{ workflowId: string; wallMs: number 
 const QUEUES: Record<Kind, string> = {
   keel: "bench-concurrency-keel",
   shaped: "bench-concurrency-shaped",
+  bareIo: "bench-concurrency-bare-io",
   bare: "bench-concurrency-bare",
 };
 /** The shaped workflow's tool activities run on their own queue, as a Keel run's do. */
@@ -142,17 +152,17 @@ function starters(stack: BenchStack): Starters {
       await stack.client.workflow.getHandle(workflowId).result();
       return { workflowId, wallMs: performance.now() - started };
     },
-    async bare() {
-      const workflowId = `bare-${randomUUID().slice(0, 12)}`;
-      const started = performance.now();
-      await stack.client.workflow.execute("bareTurns", {
-        workflowId,
-        taskQueue: QUEUES.bare,
-        args: [TOOL_TURNS, true],
-      });
-      return { workflowId, wallMs: performance.now() - started };
-    },
+    bareIo: () => startBare(stack, QUEUES.bareIo),
+    bare: () => startBare(stack, QUEUES.bare),
   };
+}
+
+/** Runs one bare workflow (no-op or I/O activities, by its queue's worker) to its end. */
+async function startBare(stack: BenchStack, taskQueue: string) {
+  const workflowId = `bare-${randomUUID().slice(0, 12)}`;
+  const started = performance.now();
+  await stack.client.workflow.execute("bareTurns", { workflowId, taskQueue, args: [TOOL_TURNS, true] });
+  return { workflowId, wallMs: performance.now() - started };
 }
 
 async function measureBatch(
@@ -224,6 +234,7 @@ async function main(): Promise<void> {
   let s3Requests: Record<string, number> = {};
   try {
     const benchBundle = await bundleWorkflows("bench/support/workflows.ts", stack.dir, "bench-workflows");
+    registerBareIoScenario(stack.llm);
     const workers: Workers = {
       keel: await startWorkerProcess(stack, QUEUES.keel),
       shaped: await startBareWorkerProcess(
@@ -232,7 +243,21 @@ async function main(): Promise<void> {
         benchBundle,
         LATENCY_MS,
         MAX_CONCURRENT_ACTIVITIES,
-        SHAPED_TOOL_QUEUE,
+        { toolTaskQueue: SHAPED_TOOL_QUEUE },
+      ),
+      bareIo: await startBareWorkerProcess(
+        stack,
+        QUEUES.bareIo,
+        benchBundle,
+        LATENCY_MS,
+        MAX_CONCURRENT_ACTIVITIES,
+        {
+          io: {
+            s3: stack.s3.settings,
+            openaiBaseURL: stack.llm.openaiBaseURL,
+            folder: join(stack.dir, "bare-io-workspace"),
+          },
+        },
       ),
       bare: await startBareWorkerProcess(
         stack,
@@ -272,18 +297,22 @@ async function main(): Promise<void> {
   const summary = N_LIST.map((n) => {
     const keel = of("keel", n);
     const shaped = of("shaped", n);
+    const bareIo = of("bareIo", n);
     const bare = of("bare", n);
-    const all = [...keel, ...shaped, ...bare];
+    const all = [...keel, ...shaped, ...bareIo, ...bare];
     const row = {
       n,
       keelFraction: medianOf(keel, (batch) => batch.fraction),
       shapedFraction: medianOf(shaped, (batch) => batch.fraction),
+      bareIoFraction: medianOf(bareIo, (batch) => batch.fraction),
       bareFraction: medianOf(bare, (batch) => batch.fraction),
       keelCpuPerRun: medianOf(keel, cpuPerRun),
       shapedCpuPerRun: medianOf(shaped, cpuPerRun),
+      bareIoCpuPerRun: medianOf(bareIo, cpuPerRun),
       bareCpuPerRun: medianOf(bare, cpuPerRun),
       keelRssPeak: medianOf(keel, (batch) => batch.workerRssPeakBytes),
       shapedRssPeak: medianOf(shaped, (batch) => batch.workerRssPeakBytes),
+      bareIoRssPeak: medianOf(bareIo, (batch) => batch.workerRssPeakBytes),
       bareRssPeak: medianOf(bare, (batch) => batch.workerRssPeakBytes),
       busyShare: medianOf(all, (batch) => batch.machineBusyShare),
       maxOthersShare: Math.max(...all.map((batch) => batch.othersShare)),
@@ -334,10 +363,14 @@ async function main(): Promise<void> {
   const s3PerTurn = perRun(s3Requests, COUNTED_RUNS * MODEL_CALLS);
   const s3TotalPerTurn = totalOf(s3PerTurn);
   const actionsPerTurn = (kind: Kind) => totalOf(perRunCounts[kind].serverActions) / MODEL_CALLS;
+  // bare + I/O writes one object per model call and per tool call.
+  const bareIoS3PerRun = MODEL_CALLS + TOOL_TURNS;
+  const bareIoS3PerTurn = { "PUT object": bareIoS3PerRun / MODEL_CALLS };
   const cost = costSection(
     [
       { label: "Keel", actionsPerTurn: actionsPerTurn("keel"), s3PerTurn },
       { label: "shaped bare", actionsPerTurn: actionsPerTurn("shaped"), s3PerTurn: {} },
+      { label: "bare + I/O", actionsPerTurn: actionsPerTurn("bareIo"), s3PerTurn: bareIoS3PerTurn },
       { label: "bare", actionsPerTurn: actionsPerTurn("bare"), s3PerTurn: {} },
     ],
     MONTHLY_TURNS,
@@ -358,8 +391,8 @@ async function main(): Promise<void> {
 
   const markdown = `# Run concurrency benchmark: Keel against a bare workflow
 
-N runs started at once, for N = ${N_LIST.join(", ")}, each ${REPEATS} times, Keel, a "shaped bare" and a bare workflow of the
-same shape in turn (Keel, shaped, bare on even repeats, the reverse on odd ones), on the same Temporal dev
+N runs started at once, for N = ${N_LIST.join(", ")}, each ${REPEATS} times, Keel, a "shaped bare", a "bare + I/O" and a bare workflow of the
+same shape in turn (Keel, shaped, bare + I/O, bare on even repeats, the reverse on odd ones), on the same Temporal dev
 server and S3 server, from one benchmark process. A Keel run: ${TOOL_TURNS} turns calling \`ls\`, then the answer
 (${MODEL_CALLS} model calls, the local LLM server answering after ${LATENCY_MS} ms), delivered by update-with-start
 (\`RunClient.deliver\`) to one Keel worker process (\`src/worker/main.ts\` ${WORKER_MODE === "compiled" ? "compiled with esbuild as the worker image does, run by node" : "under tsx"}, max ${MAX_CONCURRENT_ACTIVITIES} concurrent
@@ -374,6 +407,11 @@ run's tool calls go to the queue of the worker holding the workspace, so Tempora
 to the worker eagerly with the workflow task that scheduled them). What shaped costs over bare is
 the price of those Temporal features; what Keel costs over shaped is Keel's own work (S3, the model
 call over HTTP, the workspace, its workflow code).
+A bare + I/O run is the bare run on a worker process whose activities do the I/O a durable agent
+turn cannot avoid (\`bench/support/bare-io-activities.ts\`): each "llm" activity streams a call to
+the same local LLM server (answering after ${LATENCY_MS} ms) through the OpenAI SDK and stores the
+answer as one S3 object, each "tool" activity lists a folder and stores the listing (conditional
+creates, as session entries are). What Keel costs over it is Keel's own work beyond that I/O.
 Ideal: every run in parallel, so a batch takes ${MODEL_CALLS} × ${LATENCY_MS} ms = ${IDEAL_MS} ms; fraction of ideal =
 ideal ÷ measured batch time. Figures are medians over the repeats.
 
@@ -421,7 +459,7 @@ CPU per run Keel ÷ bare ≤ ${TARGETS.cpu}×: ${ratio(largest.keelCpuPerRun / l
 worker peak RSS Keel ÷ bare ≤ ${TARGETS.rss}×: ${ratio(largest.keelRssPeak / largest.bareRssPeak)} (${met(largest.keelRssPeak / largest.bareRssPeak <= TARGETS.rss)}).
 The worker's peak RSS is sampled every ${RSS_SAMPLE_MS} ms during the batch; a worker keeps the memory it grew to
 in earlier batches, so it is the high-water mark up to that batch. Both workers run ${WORKER_MODE === "compiled" ? "compiled (esbuild, one file, packages from node_modules)" : "through tsx"}; the bare
-worker loads only the Temporal SDK, Keel's also the S3 and OpenAI SDKs (the Anthropic SDK loads at a worker's first Anthropic call).
+worker loads only the Temporal SDK (the bare + I/O one also the S3 and OpenAI SDKs), Keel's also the S3 and OpenAI SDKs (the Anthropic SDK loads at a worker's first Anthropic call).
 Both workflow bundles are built as the deployed one is (\`infra/bundling/deployed-bundle.ts\`: a small source map).
 
 ## Keel's use of Temporal against its own work
@@ -456,6 +494,40 @@ ${table(
 Of Keel's extra CPU per run over bare at N = ${largest.n}, ${fixed((100 * (largest.shapedCpuPerRun - largest.bareCpuPerRun)) / (largest.keelCpuPerRun - largest.bareCpuPerRun), 0)}% is the shaped workflow's: Temporal
 features a run uses, paid by the dev server and the worker's SDK whatever the activities do.
 
+## Keel against the same I/O
+
+${table(
+  [
+    "N",
+    "fraction of ideal: bare + I/O",
+    "Keel ÷ bare + I/O",
+    "bare + I/O ÷ bare",
+    "CPU s per run: bare + I/O",
+    "Keel ÷ bare + I/O",
+    "bare + I/O ÷ bare",
+    "worker peak RSS: bare + I/O",
+    "Keel ÷ bare + I/O",
+    "bare + I/O ÷ bare",
+  ],
+  summary.map((row) => [
+    row.n,
+    fixed(row.bareIoFraction, 2),
+    fixed(row.keelFraction / row.bareIoFraction, 2),
+    fixed(row.bareIoFraction / row.bareFraction, 2),
+    fixed(row.bareIoCpuPerRun, 3),
+    ratio(row.keelCpuPerRun / row.bareIoCpuPerRun),
+    ratio(row.bareIoCpuPerRun / row.bareCpuPerRun),
+    `${fixed(row.bareIoRssPeak / MB)} MB`,
+    ratio(row.keelRssPeak / row.bareIoRssPeak),
+    ratio(row.bareIoRssPeak / row.bareRssPeak),
+  ]),
+)}
+
+What bare + I/O costs over bare is the I/O any durable agent turn does (a model call over HTTP
+through the OpenAI SDK, one S3 write per activity) and the SDKs that do it; what Keel costs over
+bare + I/O is the rest of Keel's work (its session format and entry cache, the workspace and its
+lock, live events, its workflow code) and the Temporal features of the shaped workflow.
+
 ## CPU seconds per run, by process (medians)
 
 ${table(
@@ -467,15 +539,15 @@ ${table(
 )}
 
 "client + LLM server" is this benchmark process: the Temporal client starting runs and waiting for
-results, and (Keel only) the local LLM server answering the model calls; the bare workflow's model
-is a sleep in its worker.
+results, and (Keel and bare + I/O) the local LLM server answering the model calls; the bare and
+shaped workflows' model is a sleep in their worker.
 
 ## Per run: Temporal work and S3 requests
 
-From ${perRunCounts.keel.sampledRuns} Keel, ${perRunCounts.shaped.sampledRuns} shaped and ${perRunCounts.bare.sampledRuns} bare histories (up to ${HISTORY_SAMPLE} per batch) and the dev server's \`action\` counter (every run):
+From ${perRunCounts.keel.sampledRuns} Keel, ${perRunCounts.shaped.sampledRuns} shaped, ${perRunCounts.bareIo.sampledRuns} bare + I/O and ${perRunCounts.bare.sampledRuns} bare histories (up to ${HISTORY_SAMPLE} per batch) and the dev server's \`action\` counter (every run):
 
 ${table(
-  ["per run", "Keel", "shaped bare", "bare", "Keel ÷ bare"],
+  ["per run", "Keel", "shaped bare", "bare + I/O", "bare", "Keel ÷ bare"],
   (
     [
       ["workflow tasks", (kind) => perRunCounts[kind].workflowTasks],
@@ -489,15 +561,16 @@ ${table(
       label,
       fixed(count("keel"), 2),
       fixed(count("shaped"), 2),
+      fixed(count("bareIo"), 2),
       fixed(count("bare"), 2),
       ratio(count("keel") / count("bare")),
     ])
-    .concat([["S3 requests", fixed(totalOf(s3PerRun), 2), "0", "0", ""]]),
-  ["---", "---:", "---:", "---:", "---:"],
+    .concat([["S3 requests", fixed(totalOf(s3PerRun), 2), "0", `${bareIoS3PerRun} (one per call)`, "0", ""]]),
+  ["---", "---:", "---:", "---:", "---:", "---:"],
 )}
 
-- Actions from the histories, by category — Keel: ${historyActionTypes("keel")}; shaped bare: ${historyActionTypes("shaped")}; bare: ${historyActionTypes("bare")}.
-- The dev server's counter, by type — Keel: ${actionTypes("keel")}; shaped bare: ${actionTypes("shaped")}; bare: ${actionTypes("bare")}.
+- Actions from the histories, by category — Keel: ${historyActionTypes("keel")}; shaped bare: ${historyActionTypes("shaped")}; bare + I/O: ${historyActionTypes("bareIo")}; bare: ${historyActionTypes("bare")}.
+- The dev server's counter, by type — Keel: ${actionTypes("keel")}; shaped bare: ${actionTypes("shaped")}; bare + I/O: ${actionTypes("bareIo")}; bare: ${actionTypes("bare")}.
   It also sees what histories do not hold (activity heartbeats, queries). It counts in this run's
   namespace everything between the batch's first start and last result, so the benchmark's own
   client calls are in it (no queries are made during a batch).

@@ -12,26 +12,39 @@ import { join } from "node:path";
 import { PutObjectCommand } from "@aws-sdk/client-s3";
 import { Context } from "@temporalio/activity";
 import OpenAI from "openai";
-import { createS3Client } from "../../src/store/s3-config";
+import type { LocalLlmServer } from "../../src/providers/local-server";
+import { createS3Client, type S3Settings } from "../../src/store/s3-config";
 import { bareActivities } from "./bare-activities";
 import type { BareActivities } from "./bare-workflow";
-import type { BenchStack } from "./stack";
 
 const SCENARIO = "bare-io";
 
-export function bareIoActivities(stack: BenchStack, folder: string): BareActivities {
-  stack.llm.addScenario(SCENARIO, { turns: [], after: { text: "listed" } });
+/** Where the activities do their I/O. */
+export interface BareIo {
+  s3: S3Settings;
+  /** The local LLM server's OpenAI base URL (`…/v1`). */
+  openaiBaseURL: string;
+  /** The folder the "tool" activity lists (created with one file). */
+  folder: string;
+}
+
+/** Teaches the local LLM server the scenario the "llm" activity plays (a short text answer). */
+export function registerBareIoScenario(llm: LocalLlmServer): void {
+  llm.addScenario(SCENARIO, { turns: [], after: { text: "listed" } });
+}
+
+export function bareIoActivities({ s3: settings, openaiBaseURL, folder }: BareIo): BareActivities {
   mkdirSync(folder, { recursive: true });
   writeFileSync(join(folder, "README.md"), "bench\n");
-  const s3 = createS3Client(stack.s3.settings);
-  const openai = new OpenAI({ apiKey: "local-key", baseURL: stack.llm.openaiBaseURL, maxRetries: 0 });
-  /** One object per activity and turn, under a key no other attempt or run shares. */
+  const s3 = createS3Client(settings);
+  const openai = new OpenAI({ apiKey: "local-key", baseURL: openaiBaseURL, maxRetries: 0 });
+  /** One object per activity and turn, under a key no other run shares. */
   const store = async (kind: string, turn: number, body: unknown) => {
     const { workflowExecution, activityId } = Context.current().info;
     await s3.send(
       new PutObjectCommand({
-        Bucket: stack.s3.settings.bucket,
-        Key: `bare-io/${workflowExecution?.workflowId ?? activityId}/${kind}-${turn}.json`,
+        Bucket: settings.bucket,
+        Key: `${settings.prefix}bare-io/${workflowExecution?.workflowId ?? activityId}/${kind}-${turn}.json`,
         Body: JSON.stringify(body),
         ContentType: "application/json",
         IfNoneMatch: "*",

@@ -36,6 +36,8 @@ export interface MachineCpu {
   total: number;
   /** Time spent idle or waiting for I/O. */
   idle: number;
+  /** Time the hypervisor gave to other machines while this one wanted to run (counted as busy). */
+  steal: number;
 }
 
 export function machineCpu(): MachineCpu {
@@ -43,7 +45,11 @@ export function machineCpu(): MachineCpu {
   // cpu user nice system idle iowait irq softirq steal guest guest_nice; guest time is already in user.
   const ticks = line.trim().split(/\s+/).slice(1, 9).map(Number);
   const total = ticks.reduce((sum, value) => sum + value, 0);
-  return { total: total / CLOCK_TICKS_PER_SECOND, idle: (ticks[3]! + ticks[4]!) / CLOCK_TICKS_PER_SECOND };
+  return {
+    total: total / CLOCK_TICKS_PER_SECOND,
+    idle: (ticks[3]! + ticks[4]!) / CLOCK_TICKS_PER_SECOND,
+    steal: ticks[7]! / CLOCK_TICKS_PER_SECOND,
+  };
 }
 
 /** Busy CPU seconds of the whole machine between two readings (every process, ours and others'). */
@@ -82,8 +88,10 @@ export interface CpuWindow {
   cpuSeconds: number[];
   /** Busy share of the whole machine (all CPUs) during the work. */
   machineBusyShare: number;
-  /** Busy share of the machine used by processes other than the measured ones. */
+  /** Busy share of the machine used by processes other than the measured ones, steal included. */
   othersShare: number;
+  /** The part of `othersShare` the hypervisor took for other machines (steal). */
+  stealShare: number;
 }
 
 /** Runs `work` and reads the CPU the processes `pids` and the whole machine used meanwhile. */
@@ -105,6 +113,7 @@ export async function measureCpu<T>(
       machineBusyShare: busyShare(machineBefore, machineAfter),
       othersShare:
         machineTotal > 0 ? Math.max(0, busySeconds(machineBefore, machineAfter) - ours) / machineTotal : 0,
+      stealShare: machineTotal > 0 ? (machineAfter.steal - machineBefore.steal) / machineTotal : 0,
     },
   };
 }
