@@ -18,7 +18,13 @@ import type { LlmTurnResult } from "../activities/types";
 import { EMPTY_RESPONSE_NUDGE, INTERRUPTED_TOOL_RESULT_TEXT } from "../core/markers";
 import { hooksNamed } from "./hooks";
 import { llmActivities, storage } from "./run/activity-options";
-import { compactionDue, decideAfterModel, decideAfterTurn, decideTurnStart } from "./run/decide";
+import {
+  compactionDue,
+  decideAfterModel,
+  decideAfterTurn,
+  decideTurnStart,
+  takeTurnInputs,
+} from "./run/decide";
 import { userMessageWrites } from "./run/entries";
 import { describeFailure, runErrorOf } from "./run/failures";
 import { registerHandlers } from "./run/handlers";
@@ -102,7 +108,6 @@ async function runTurns(ctx: RunContext, input: RunInput): Promise<RunResult> {
     }
     if (start.kind === "finish") return finish(ctx, "completed", start.reason);
     if (start.kind === "continue_as_new") {
-      pushPending(run, start.inputs, true);
       ctx.stream.detach();
       await condition(allHandlersFinished);
       // What was handed over is in the carried state now (queues, deliveries): not sent again.
@@ -120,7 +125,7 @@ async function runTurns(ctx: RunContext, input: RunInput): Promise<RunResult> {
     }
     run.failedToolCalls = 0;
     publishDetails(ctx);
-    const writesFirst = userMessageWrites(run, start.inputs);
+    const writesFirst = userMessageWrites(run, takeTurnInputs(run, start.source));
     if (compactionDue(run)) {
       await writeEntries(ctx, writesFirst.splice(0));
       await compactNow(ctx, "threshold");
@@ -165,7 +170,7 @@ async function runTurns(ctx: RunContext, input: RunInput): Promise<RunResult> {
     }
     if (after.kind === "nudge") {
       run.emptyResponses += 1;
-      pushPending(run, [{ text: EMPTY_RESPONSE_NUDGE, acceptedAt: run.clock.now() }]);
+      pushPending(run, [{ text: EMPTY_RESPONSE_NUDGE, acceptedAt: run.clock.now(), fromRun: true }]);
       emit(run, { type: "turn_end", turn: run.turn, stopReason: result.stopReason });
       continue;
     }

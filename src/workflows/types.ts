@@ -113,6 +113,8 @@ export interface QueuedMessage {
   text: string;
   /** Epoch ms at which the run accepted it. */
   acceptedAt: number;
+  /** The run's own message (the nudge after an empty answer): never handed back as unread. */
+  fromRun?: true;
 }
 
 /** What a run carries into its continuation (continue-as-new): small by construction. */

@@ -36,22 +36,32 @@ export type TurnStart =
   /** Nothing to do: once in-flight handlers settle, the run ends unless a message arrived. */
   | { kind: "idle" }
   | { kind: "finish"; reason: string }
-  /** The history is long enough: hand over to a fresh execution, these inputs first. */
-  | { kind: "continue_as_new"; inputs: QueuedMessage[] }
-  /** Start a turn with these user messages (none when tool results are waiting for the model). */
-  | { kind: "turn"; inputs: QueuedMessage[] };
+  /** The history is long enough: hand over to a fresh execution, which reads the queues as they are. */
+  | { kind: "continue_as_new" }
+  /** Start a turn; `takeTurnInputs(run, source)` takes its user messages. */
+  | { kind: "turn"; source: TurnSource };
 
 /**
- * Takes the messages that open the next turn (pending, then steering; follow-ups only when the
- * agent would otherwise stop) and decides what to do with them. Drains the queues it reads.
+ * Where a turn's user messages come from: pending and steering (none when only tool results wait
+ * for the model), or the follow-ups, read only when the agent would otherwise stop.
+ */
+export type TurnSource = "queued" | "followUp";
+
+/**
+ * Decides what happens at a turn boundary without taking anything: a run that finishes or
+ * continues as new leaves every queued message where it is, so `finish` hands back all of them
+ * and the next execution reads them. Only a `turn` takes its inputs (`takeTurnInputs`).
  */
 export function decideTurnStart(run: RunRecord, continueAsNewSuggested: boolean): TurnStart {
   if (run.abortReason !== undefined) return { kind: "abort" };
-  let inputs = [...take(run, "pending"), ...take(run, "steering")];
-  if (inputs.length === 0 && !run.needsModel) {
-    inputs = take(run, "followUp");
-    if (inputs.length === 0) return { kind: "idle" };
-  }
+  const { pending, steering, followUp } = run.queues;
+  const source: TurnSource | undefined =
+    pending.items.length > 0 || steering.items.length > 0 || run.needsModel
+      ? "queued"
+      : followUp.items.length > 0
+        ? "followUp"
+        : undefined;
+  if (source === undefined) return { kind: "idle" };
   const { limits } = run.settings;
   if (run.turn >= limits.maxTurns)
     return { kind: "finish", reason: `turn limit reached (${limits.maxTurns})` };
@@ -61,9 +71,14 @@ export function decideTurnStart(run: RunRecord, continueAsNewSuggested: boolean)
     run.signalsSeen > MAX_SIGNALS_PER_EXECUTION ||
     run.updatesSeen > MAX_UPDATES_PER_EXECUTION
   ) {
-    return { kind: "continue_as_new", inputs };
+    return { kind: "continue_as_new" };
   }
-  return { kind: "turn", inputs };
+  return { kind: "turn", source };
+}
+
+/** Takes the messages that open a turn `decideTurnStart` decided on (pending, then steering). */
+export function takeTurnInputs(run: RunRecord, source: TurnSource): QueuedMessage[] {
+  return source === "followUp" ? take(run, "followUp") : [...take(run, "pending"), ...take(run, "steering")];
 }
 
 /** The context is near the window: compact before the next model call. */

@@ -179,18 +179,16 @@ export function pushPending(run: RunRecord, messages: QueuedMessage[], atHead = 
 
 const QUEUE_ORDER = ["pending", "steering", "followUp"] as const;
 
-/** Every queued message, in the order `takeAllQueued` hands them back; the queues are left as they are. */
+/** Every queued message a caller sent, in the order `takeAllQueued` hands them back; the queues are left as they are. */
 export function queuedMessages(run: RunRecord): QueuedMessage[] {
-  return QUEUE_ORDER.flatMap((name) => run.queues[name].items);
+  return QUEUE_ORDER.flatMap((name) => run.queues[name].items).filter((message) => !message.fromRun);
 }
 
-/** Every queued message, removed from its queue (the run ends without having read them). */
+/** Empties every queue (the run ends without having read them); hands back what callers sent. */
 export function takeAllQueued(run: RunRecord): QueuedMessage[] {
-  return QUEUE_ORDER.flatMap((name) => {
-    const { removed, queue } = clearQueue(run.queues[name]);
-    run.queues[name] = queue;
-    return removed;
-  });
+  const unread = queuedMessages(run);
+  for (const name of QUEUE_ORDER) run.queues[name] = clearQueue(run.queues[name]).queue;
+  return unread;
 }
 
 /** The next entry slot: sequence number, a fresh id (≥ 64 bits) and the leaf as parent. */

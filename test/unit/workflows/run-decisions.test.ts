@@ -13,6 +13,7 @@ import {
   decideAfterTurn,
   decideTurnStart,
   MAX_SIGNALS_PER_EXECUTION,
+  takeTurnInputs,
   validateAbort,
   validateDelivery,
 } from "../../../src/workflows/run/decide";
@@ -70,12 +71,18 @@ const call = (id: string, name = "bash"): ToolCallSummary => ({
   label: "",
 });
 
+/** What `decideTurnStart` decides and, for a turn, the inputs the workflow then takes. */
+function turnStart(run: RunRecord, continueAsNewSuggested = false) {
+  const start = decideTurnStart(run, continueAsNewSuggested);
+  return start.kind === "turn" ? { kind: "turn", inputs: takeTurnInputs(run, start.source) } : start;
+}
+
 describe("decideTurnStart", () => {
   test("an abort wins over everything queued", () => {
     const run = record();
     run.queues.pending.items.push(message("hi"));
     run.abortReason = "stop";
-    expect(decideTurnStart(run, false)).toEqual({ kind: "abort" });
+    expect(turnStart(run)).toEqual({ kind: "abort" });
   });
 
   test("pending and steering open the turn together; follow-ups wait while there is other work", () => {
@@ -84,20 +91,17 @@ describe("decideTurnStart", () => {
     run.queues.steering.items.push(message("steer 1"), message("steer 2"));
     run.queues.followUp.items.push(message("later"));
     // Steering is one-at-a-time by default: one steer per turn.
-    expect(decideTurnStart(run, false)).toEqual({
-      kind: "turn",
-      inputs: [message("prompt"), message("steer 1")],
-    });
-    expect(decideTurnStart(run, false)).toEqual({ kind: "turn", inputs: [message("steer 2")] });
-    expect(decideTurnStart(run, false)).toEqual({ kind: "turn", inputs: [message("later")] });
-    expect(decideTurnStart(run, false)).toEqual({ kind: "idle" });
+    expect(turnStart(run)).toEqual({ kind: "turn", inputs: [message("prompt"), message("steer 1")] });
+    expect(turnStart(run)).toEqual({ kind: "turn", inputs: [message("steer 2")] });
+    expect(turnStart(run)).toEqual({ kind: "turn", inputs: [message("later")] });
+    expect(turnStart(run)).toEqual({ kind: "idle" });
   });
 
   test("tool results waiting for the model open a turn without input, follow-ups untouched", () => {
     const run = record();
     run.needsModel = true;
     run.queues.followUp.items.push(message("later"));
-    expect(decideTurnStart(run, false)).toEqual({ kind: "turn", inputs: [] });
+    expect(turnStart(run)).toEqual({ kind: "turn", inputs: [] });
     expect(run.queues.followUp.items).toHaveLength(1);
   });
 
@@ -105,13 +109,41 @@ describe("decideTurnStart", () => {
     const run = record({ limits: { ...DEFAULT_RUN_SETTINGS.limits, maxTurns: 3 } });
     run.turn = 3;
     run.needsModel = true;
-    expect(decideTurnStart(run, false)).toEqual({ kind: "finish", reason: "turn limit reached (3)" });
+    expect(turnStart(run)).toEqual({ kind: "finish", reason: "turn limit reached (3)" });
+  });
+
+  test.each([
+    ["pending", "steering"],
+    ["followUp", "followUp"],
+  ] as const)(
+    "at the turn limit, messages queued in %s are left for the run's end to hand back",
+    (first, second) => {
+      const run = record({ limits: { ...DEFAULT_RUN_SETTINGS.limits, maxTurns: 2 } });
+      run.turn = 2;
+      run.queues[first].items.push(message("one"));
+      run.queues[second].items.push(message("two"));
+      expect(decideTurnStart(run, false)).toEqual({ kind: "finish", reason: "turn limit reached (2)" });
+      expect(takeAllQueued(run)).toEqual([message("one"), message("two")]);
+    },
+  );
+
+  test("deciding takes nothing: only a turn's inputs leave the queues", () => {
+    const run = record();
+    run.queues.pending.items.push(message("prompt"));
+    run.queues.followUp.items.push(message("later"));
+    const before = structuredClone(run.queues);
+    expect(decideTurnStart(run, false)).toEqual({ kind: "turn", source: "queued" });
+    expect(run.queues).toEqual(before);
   });
 
   test("continue-as-new when Temporal suggests it, per execution turn count, or near the signal cap", () => {
     const suggested = record();
     suggested.queues.pending.items.push(message("x"));
-    expect(decideTurnStart(suggested, true)).toEqual({ kind: "continue_as_new", inputs: [message("x")] });
+    suggested.queues.steering.items.push(message("s1"), message("s2"));
+    expect(decideTurnStart(suggested, true)).toEqual({ kind: "continue_as_new" });
+    // The next execution reads them from the queues they were sent to, steering one at a time.
+    expect(carry(suggested).pending).toEqual([message("x")]);
+    expect(carry(suggested).steering).toEqual([message("s1"), message("s2")]);
 
     const long = record({ limits: { ...DEFAULT_RUN_SETTINGS.limits, turnsPerExecution: 2 } });
     long.turn = 2;
@@ -122,6 +154,14 @@ describe("decideTurnStart", () => {
     signals.needsModel = true;
     signals.signalsSeen = MAX_SIGNALS_PER_EXECUTION + 1;
     expect(decideTurnStart(signals, false).kind).toBe("continue_as_new");
+  });
+
+  test("the run's own nudge is never handed back as an unread message", () => {
+    const run = record();
+    run.queues.pending.items.push({ ...message("nudge"), fromRun: true }, message("user"));
+    expect(queuedMessages(run)).toEqual([message("user")]);
+    expect(takeAllQueued(run)).toEqual([message("user")]);
+    expect(run.queues.pending.items).toEqual([]);
   });
 });
 
