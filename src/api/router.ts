@@ -24,9 +24,11 @@ export function createRouter(): ApiRouter {
           message: issue.message,
         }));
         // The first problems in `detail` too: clients that show only the detail still say what is wrong.
-        const named = errors
+        // A union reports one problem once per branch: each is named once.
+        const named = [
+          ...new Set(errors.map(({ path, message }) => (path ? `${path}: ${message}` : message))),
+        ]
           .slice(0, DETAILED_ISSUES)
-          .map(({ path, message }) => (path ? `${path}: ${message}` : message))
           .join("; ");
         throw new ProblemError("invalid-request", `The request does not match the schema (${named}).`, {
           errors,

@@ -229,7 +229,7 @@ export function messageBodySchema(options: MessageBodyOptions) {
   const [firstModel, ...otherModels] = options.modelIds;
   // A model named in one line (`openai-compatible:<model>@<base URL>`, see providers/model-spec).
   const unknownModel = (input: unknown) =>
-    `Unknown model ${JSON.stringify(input)}: not in the model catalog and not a one-line model (openai-compatible:<model>@<base URL>)`;
+    `Unknown model ${JSON.stringify(input)}: not in the model catalog (${options.modelIds.join(", ") || "empty"}) and not a one-line model (openai-compatible:<model>@<base URL>)`;
   const oneLine = z
     .string()
     .max(512)

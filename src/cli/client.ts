@@ -30,10 +30,32 @@ export class ApiError extends Error {
     readonly slug: string,
     message: string,
     readonly body?: unknown,
+    /** The request's path (`/v1/sessions/abc/events`), for hints that name what was asked for. */
+    readonly path?: string,
   ) {
     super(message);
     this.name = "ApiError";
   }
+}
+
+/**
+ * What to do about an error, for people (one line, or undefined when the message says it all):
+ * a missing key names KEEL_API_KEY, an unknown session names its id and `keel sessions`, an API
+ * that cannot be reached names the local stack.
+ */
+export function hintFor(error: ApiError): string | undefined {
+  if (error.status === 0) {
+    return "Is the API running? `npm run dev` starts the local stack; set KEEL_API_URL or pass --url for another.";
+  }
+  if (error.status === 401) {
+    return "Set KEEL_API_KEY or pass --key <API key> (the local stack's key is keel-dev-key).";
+  }
+  if (error.slug === "session-not-found") {
+    const id = /^\/v1\/sessions\/([^/?]+)/.exec(error.path ?? "")?.[1];
+    const named = id === undefined ? "That session" : `Session ${JSON.stringify(decodeURIComponent(id))}`;
+    return `${named} does not exist for this API key; \`keel sessions\` lists yours.`;
+  }
+  return undefined;
 }
 
 /** A command line that cannot be run (exit code 2). */
@@ -162,12 +184,12 @@ export class ApiClient {
         await sleep(retryAfter * 1000);
         continue;
       }
-      throw await problemOf(response);
+      throw await problemOf(response, new URL(response.url || this.baseUrl).pathname);
     }
   }
 }
 
-async function problemOf(response: Response): Promise<ApiError> {
+async function problemOf(response: Response, path: string): Promise<ApiError> {
   const text = await response.text();
   let problem: { type?: string; title?: string; detail?: string } | undefined;
   try {
@@ -177,7 +199,7 @@ async function problemOf(response: Response): Promise<ApiError> {
   }
   const slug = problem?.type?.split("/").pop() ?? `http-${response.status}`;
   const message = [problem?.title ?? `HTTP ${response.status}`, problem?.detail].filter(Boolean).join(": ");
-  return new ApiError(response.status, slug, message, problem ?? text);
+  return new ApiError(response.status, slug, message, problem ?? text, path);
 }
 
 /**

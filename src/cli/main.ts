@@ -4,7 +4,7 @@
  * plus `keel dev`, the local stack. Exit codes: 0 ok, 1 run failed or aborted / server error,
  * 2 usage error, 3 not found or refused.
  */
-import { ApiError, EXIT, type ExitCode, exitCodeOf, UsageError } from "./client";
+import { ApiError, EXIT, type ExitCode, exitCodeOf, hintFor, UsageError } from "./client";
 import type { Command, CommandContext } from "./command";
 import { abortCommand, approveCommand } from "./commands/control";
 import { deleteCommand } from "./commands/delete";
@@ -98,6 +98,8 @@ function report(error: unknown, json: boolean): void {
   }
   const message = error instanceof Error ? error.message : String(error);
   process.stderr.write(`keel: ${message}\n`);
+  const hint = error instanceof ApiError ? hintFor(error) : undefined;
+  if (hint) process.stderr.write(`${hint}\n`);
   if (error instanceof UsageError && !message.includes("Usage:"))
     process.stderr.write("Run `keel --help` for usage.\n");
 }

@@ -82,6 +82,7 @@ export function formatEvent(
   event: AgentEvent,
   totals: { cost: number; tokens: number },
   streamed = false,
+  sessionId?: string,
 ): string | undefined {
   switch (event.type) {
     case "agent_start":
@@ -110,8 +111,12 @@ export function formatEvent(
       return `  ⚙ ${event.toolName}${formatArgs(event.args)}`;
     case "tool_execution_end":
       return `  ${event.isError ? "✗" : "✓"} ${event.toolName} ${event.state}`;
-    case "approval_requested":
-      return `  ? ${event.toolName} waits for approval (tool call ${event.toolCallId})${formatArgs(event.args)}`;
+    case "approval_requested": {
+      const line = `  ? ${event.toolName} waits for approval (tool call ${event.toolCallId})${formatArgs(event.args)}`;
+      if (sessionId === undefined) return line;
+      const approve = `keel approve ${sessionId} ${event.toolCallId}`;
+      return `${line}\n    approve: ${approve}    reject: ${approve} --reject`;
+    }
     case "approval_resolved":
       return `  ! tool call ${event.toolCallId} ${approvalOutcome(event.decision)}`;
     case "compaction_start":
@@ -207,6 +212,8 @@ export class EventPrinter {
   constructor(
     private readonly output: Output,
     private readonly json: boolean,
+    /** The session followed: approval lines then print the commands that answer them. */
+    private readonly sessionId?: string,
   ) {
     this.spinner = new Spinner(output);
   }
@@ -224,7 +231,7 @@ export class EventPrinter {
     this.closeLive();
     const streamed = event.type === "message_end" && this.streamed.delete(event.entryId);
     if (event.type === "tool_execution_end") this.toolOutput.delete(event.toolCallId);
-    const line = formatEvent(event, this.totals, streamed);
+    const line = formatEvent(event, this.totals, streamed, this.sessionId);
     if (line !== undefined) this.output.write(`${line}\n`);
     if (event.type !== "agent_end") this.spinner.start(waitingLabel(event));
   }

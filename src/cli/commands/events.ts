@@ -21,12 +21,13 @@ export const eventsCommand: Command = {
     );
     const [sessionId] = parsed.positionals as [string];
     const after = integerOption(parsed.values.after as string | undefined, "after") ?? 0;
-    const printer = new EventPrinter(context.out, parsed.json);
+    const printer = new EventPrinter(context.out, parsed.json, sessionId);
     const details = parsed.json ? undefined : new EventDetails(parsed.client, sessionId);
     if (parsed.values.follow) {
       const status = await followRun(parsed.client, sessionId, after, printer, {
         details,
         deltas: !parsed.values["no-stream"],
+        err: context.err,
       });
       return status === undefined || status === "completed" ? EXIT.ok : EXIT.failed;
     }

@@ -87,7 +87,13 @@ export async function followRun(
   sessionId: string,
   after: number,
   printer: EventPrinter,
-  options: { details?: EventDetails; onEvent?: (event: AgentEvent) => void; deltas?: boolean } = {},
+  options: {
+    details?: EventDetails;
+    onEvent?: (event: AgentEvent) => void;
+    deltas?: boolean;
+    /** Where Ctrl-C's note goes (how to reattach); without it Ctrl-C is left to the caller. */
+    err?: (text: string) => void;
+  } = {},
 ): Promise<AgentEndStatus | undefined> {
   let lastSeq = after;
   let lastId = String(after);
@@ -99,6 +105,14 @@ export async function followRun(
     options.onEvent?.(event);
     return event.type === "agent_end" ? event.status : undefined;
   };
+  const { err } = options;
+  // Ctrl-C stops following, not the run: say so, and how to get back to it.
+  const onInterrupt = () => {
+    printer.done();
+    err?.(followInterruptedNote(sessionId));
+    process.exit(130);
+  };
+  if (err) process.once("SIGINT", onInterrupt);
   printer.waiting();
   try {
     for (;;) {
@@ -121,8 +135,14 @@ export async function followRun(
       await sleep(RECONNECT_DELAY_MS);
     }
   } finally {
+    process.off("SIGINT", onInterrupt);
     printer.done();
   }
+}
+
+/** What Ctrl-C during `--follow` prints: the run goes on, and the commands that reach it. */
+export function followInterruptedNote(sessionId: string): string {
+  return `\nStopped following; the run goes on. Follow it again: keel events ${sessionId} --follow · stop it: keel abort ${sessionId}\n`;
 }
 
 /** One JSON page of the latest run's events after `after`. */

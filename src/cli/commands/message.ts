@@ -190,10 +190,17 @@ async function deliver(
   if (!parsed.json) context.out.write(`${deliveryLine(delivered, delivery)}\n`);
   else context.out.write(`${JSON.stringify({ type: "delivered", ...delivered })}\n`);
   if (!parsed.values.follow) return EXIT.ok;
-  const status = await followRun(parsed.client, sessionId, 0, new EventPrinter(context.out, parsed.json), {
-    details: parsed.json ? undefined : new EventDetails(parsed.client, sessionId),
-    deltas: !parsed.values["no-stream"],
-  });
+  const status = await followRun(
+    parsed.client,
+    sessionId,
+    0,
+    new EventPrinter(context.out, parsed.json, sessionId),
+    {
+      details: parsed.json ? undefined : new EventDetails(parsed.client, sessionId),
+      deltas: !parsed.values["no-stream"],
+      err: context.err,
+    },
+  );
   return status === "completed" ? EXIT.ok : EXIT.failed;
 }
 

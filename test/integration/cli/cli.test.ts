@@ -4,7 +4,7 @@
  * output, sessions, export/import, abort, approvals, and the exit codes scripts rely on.
  */
 
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import type { Server } from "node:http";
@@ -22,7 +22,7 @@ import {
   uniqueName,
 } from "../../support/integration-env";
 import { createRunStage, eventually, type RunStage, slowEchoScenario } from "../../support/run-harness";
-import { runKeel } from "./keel-process";
+import { projectRoot, runKeel } from "./keel-process";
 
 const KEY = `cli-key-${uniqueName("k")}`;
 const OTHER_KEY = `cli-other-${uniqueName("k")}`;
@@ -202,6 +202,44 @@ test("abort stops a live run and prints the queued messages it never read; follo
   expect(refused.stderr).toMatch(/already ended/);
 });
 
+test("Ctrl-C while following says the run goes on and how to get back to it", async () => {
+  slowEchoScenario(stage, "cli-ctrl-c", 20_000);
+  const sessionId = uniqueName("cli");
+  const follower = spawn(
+    process.execPath,
+    [
+      join(projectRoot, "bin/keel.js"),
+      "run",
+      "[scenario:cli-ctrl-c] slow",
+      "--session",
+      sessionId,
+      "--follow",
+    ],
+    {
+      cwd: projectRoot,
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
+  let stdout = "";
+  let stderr = "";
+  follower.stdout.on("data", (chunk: Buffer) => {
+    stdout += chunk;
+  });
+  follower.stderr.on("data", (chunk: Buffer) => {
+    stderr += chunk;
+  });
+  const exited = new Promise<number | null>((resolve) => follower.once("close", resolve));
+  await eventually(async () => stdout.includes("turn 1") || undefined);
+  follower.kill("SIGINT");
+  expect(await exited).toBe(130);
+  expect(stderr).toContain(
+    `Stopped following; the run goes on. Follow it again: keel events ${sessionId} --follow`,
+  );
+  // The run did go on: abort it so that the test leaves nothing running.
+  expect((await keel(["abort", sessionId])).code).toBe(0);
+});
+
 test("approve reaches the API: a tool call that is not waiting is refused (exit 3)", async () => {
   const sessionId = uniqueName("cli");
   expect((await keel(["run", "nothing to approve", "--session", sessionId, "--follow"])).code).toBe(0);
@@ -217,10 +255,21 @@ test("exit codes: 2 for usage errors, 3 for not found or refused, 1 when the API
     [["run", "x", "--bogus"], {}, 2, /Unknown option '--bogus'/],
     [["sessions", "--limit", "zero"], {}, 2, /--limit must be an integer/],
     [["approve", "s", "c", "--args", "[1]"], {}, 2, /--args must be a JSON object/],
-    [["run", "x", "--model", "no-such-model"], {}, 2, /Unknown model "no-such-model"/],
-    [["show", uniqueName("missing")], {}, 3, /session/i],
-    [["sessions"], { KEEL_API_KEY: "wrong" }, 3, /unauthorized|API key/i],
-    [["sessions"], { KEEL_API_URL: "http://127.0.0.1:9" }, 1, /cannot reach the API/],
+    // Once, with the catalog's ids.
+    [
+      ["run", "x", "--model", "no-such-model"],
+      {},
+      2,
+      /^keel: [^\n]*Unknown model "no-such-model": not in the model catalog \([^)]+\)(?![\s\S]*Unknown model)/,
+    ],
+    [
+      ["show", "no-such-session"],
+      {},
+      3,
+      /Session "no-such-session" does not exist for this API key; `keel sessions` lists yours/,
+    ],
+    [["sessions"], { KEEL_API_KEY: "wrong" }, 3, /Set KEEL_API_KEY or pass --key/],
+    [["sessions"], { KEEL_API_URL: "http://127.0.0.1:9" }, 1, /cannot reach the API[\s\S]*npm run dev/],
   ];
   for (const [args, extraEnv, code, message] of cases) {
     const result = await keel(args, extraEnv);
@@ -286,6 +335,10 @@ test("--ask bash waits for a decision; a rejection shows as rejected; --deny ref
     return view.run?.pendingToolCalls.find((call: { state: string }) => call.state === "awaiting_approval");
   });
   expect(pending).toMatchObject({ name: "bash" });
+  const waiting = await keel(["events", sessionId]);
+  expect(waiting.stdout).toContain(
+    `approve: keel approve ${sessionId} ${pending.toolCallId}    reject: keel approve ${sessionId} ${pending.toolCallId} --reject`,
+  );
   const rejected = await keel(["approve", sessionId, pending.toolCallId, "--reject", "--reason", "not now"]);
   expect(rejected).toMatchObject({ code: 0, stdout: `rejected tool call ${pending.toolCallId}\n` });
   const followed = await keel(["events", sessionId, "--follow"]);
