@@ -27,7 +27,7 @@ import { createRouter } from "./router";
 import { runRoutes } from "./routes/runs";
 import { sessionRoutes } from "./routes/sessions";
 import { transferRoutes } from "./routes/transfer";
-import { DeliveryRefusedError, type RunClient } from "./run-client";
+import { DeliveryRefusedError, type RunClient, RunNotAnsweringError } from "./run-client";
 import { registerSlackRoutes } from "./slack/events";
 import { type UnavailableDependency, unavailableDependency } from "./unavailable";
 
@@ -125,6 +125,15 @@ function errorResponse(error: unknown, c: Context, deps: RouteContext): Response
   deps.onFailure?.(error);
   const method = c.req.method;
   const path = c.req.path;
+  if (error instanceof RunNotAnsweringError) {
+    deps.log({ level: "warn", msg: "run not answering", method, path, error: error.message });
+    return problemResponse(
+      "run-not-answering",
+      `The run cannot be read now: ${error.why}. Temporal keeps the run; it goes on when a worker takes it.`,
+      {},
+      { "retry-after": String(RETRY_AFTER_SECONDS) },
+    );
+  }
   const unavailable = unavailableDependency(error);
   if (unavailable) {
     const { slug, msg } = UNAVAILABLE[unavailable];

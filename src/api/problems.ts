@@ -42,6 +42,7 @@ export const PROBLEMS = {
   "not-implemented": { status: 501, title: "Not implemented" },
   "temporal-unavailable": { status: 503, title: "The workflow service is unavailable" },
   "storage-unavailable": { status: 503, title: "The session store is unavailable" },
+  "run-not-answering": { status: 503, title: "The session's run does not answer" },
 } as const satisfies Record<string, { status: ContentfulStatusCode; title: string }>;
 
 export type ProblemSlug = keyof typeof PROBLEMS;

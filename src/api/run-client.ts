@@ -17,6 +17,7 @@ import {
   WorkflowUpdateStage,
 } from "@temporalio/client";
 import { ActivityFailure, ApplicationFailure } from "@temporalio/common";
+import { temporal } from "@temporalio/proto";
 import type { AgentEvent } from "../core/events";
 import type { agentRun } from "../workflows/agent-run";
 import {
@@ -122,6 +123,8 @@ export interface AbortOptions {
  * told the message was recorded but not answered, so it is answered within seconds either way.
  */
 export const ANSWER_WAIT_MS = 2_000;
+/** How long a read of a run's state waits for its worker before the API says why it cannot. */
+export const STATE_QUERY_WAIT_MS = 5_000;
 
 /** How a workflow execution closed other than by returning: Temporal's own status, in API words. */
 export type ClosedByFailure = "failed" | "terminated" | "timed_out" | "canceled";
@@ -473,11 +476,17 @@ export class RunClient {
   async events(ref: SessionRef, afterSeq: number): Promise<AgentEvent[]> {
     const runId = await this.newestRunId(ref);
     if (runId === undefined) return [];
+    const run = this.pinned(ref, runId);
     try {
-      return await this.pinned(ref, runId).query(eventsQuery, afterSeq);
+      return await this.client.withDeadline(Date.now() + STATE_QUERY_WAIT_MS, () =>
+        run.query(eventsQuery, afterSeq),
+      );
     } catch (error) {
       if (error instanceof QueryNotRegisteredError) return [];
-      throw error;
+      const description = await run.describe();
+      // A closed run answers through any worker replaying it; an open one through its own.
+      if (description.status.name !== "RUNNING") throw error;
+      throw new RunNotAnsweringError(runId, { cause: error }, await this.whyNoAnswer(description.taskQueue));
     }
   }
 
@@ -535,20 +544,27 @@ export class RunClient {
     // Pinned to the described run: a new run may start meanwhile, and its result is not this one's.
     const run = this.pinned(ref, description.runId);
     let result: RunResult | undefined;
-    const queried = run.query(stateQuery).catch(async (error: unknown) => {
-      // A closed execution answers queries only through a worker replaying it (no worker may be
-      // running, or its history may not replay); its failure is what matters then, so a state
-      // that cannot be read is left out.
-      if (closedBy !== undefined) return undefined;
-      // A completed one has its result in its history: no worker needed.
-      if (description.status.name === "COMPLETED") {
-        result = await run.result();
-        return undefined;
-      }
-      // An open run that cannot answer now (no worker yet, a query timing out) is not an error of
-      // the request: the caller is told to retry (503), never that the run ended.
-      throw new RunNotAnsweringError(description.runId, { cause: error });
-    });
+    // Bounded: with no worker, Temporal holds a query until the call's own deadline (minutes).
+    const queried = this.client
+      .withDeadline(Date.now() + STATE_QUERY_WAIT_MS, () => run.query(stateQuery))
+      .catch(async (error: unknown) => {
+        // A closed execution answers queries only through a worker replaying it (no worker may be
+        // running, or its history may not replay); its failure is what matters then, so a state
+        // that cannot be read is left out.
+        if (closedBy !== undefined) return undefined;
+        // A completed one has its result in its history: no worker needed.
+        if (description.status.name === "COMPLETED") {
+          result = await run.result();
+          return undefined;
+        }
+        // An open run that cannot answer now (no worker yet, a query timing out) is not an error of
+        // the request: the caller is told why and to retry (503), never that the run ended.
+        throw new RunNotAnsweringError(
+          description.runId,
+          { cause: error },
+          await this.whyNoAnswer(description.taskQueue),
+        );
+      });
     const [state, failure] = await Promise.all([queried, closedBy ? failureOf(run, closedBy) : undefined]);
     return {
       runId: description.runId,
@@ -556,6 +572,29 @@ export class RunClient {
       ...(failure !== undefined ? { failure } : {}),
       ...(result !== undefined ? { result } : {}),
     };
+  }
+
+  /**
+   * Why a run's query went unanswered, from the pollers Temporal saw on its task queue: none at
+   * all (every worker is down), or some (the run's own worker is gone or slow). Never throws.
+   */
+  private async whyNoAnswer(taskQueue: string): Promise<string> {
+    try {
+      const { pollers } = await this.client.withDeadline(Date.now() + STATE_QUERY_WAIT_MS, () =>
+        this.client.workflowService.describeTaskQueue({
+          namespace: this.client.options.namespace,
+          taskQueue: { name: taskQueue },
+          taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+        }),
+      );
+      if (!pollers || pollers.length === 0) {
+        return `no worker is polling the run's task queue "${taskQueue}": start one (\`keel dev\` restarts a worker that died)`;
+      }
+      // Temporal lists a poller for a minute after its last poll: a worker killed moments ago is among them.
+      return `its worker did not answer within ${STATE_QUERY_WAIT_MS / 1000} s (${pollers.length} worker(s) polled the run's task queue "${taskQueue}" in the last minute; one that died still shows for a minute, a live one takes the run over shortly)`;
+    } catch {
+      return `its worker did not answer within ${STATE_QUERY_WAIT_MS / 1000} s`;
+    }
   }
 
   /**
@@ -666,8 +705,13 @@ function summaryLine(text: string): string {
 
 /** An open run did not answer its state query (no worker polling yet, or the query timed out). */
 export class RunNotAnsweringError extends Error {
-  constructor(runId: string, options: { cause: unknown }) {
-    super(`run ${runId} is not answering right now`, options);
+  constructor(
+    runId: string,
+    options: { cause: unknown },
+    /** Why, as far as Temporal can tell (no worker polling the run's task queue, or a slow one). */
+    readonly why = "its worker did not answer",
+  ) {
+    super(`run ${runId} is not answering right now: ${why}`, options);
     this.name = "RunNotAnsweringError";
   }
 }

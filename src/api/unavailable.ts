@@ -3,7 +3,6 @@
  * with 503 and `Retry-After` (a client should retry), never as an internal error.
  */
 import { s3HttpStatus } from "../store/conditional-objects";
-import { RunNotAnsweringError } from "./run-client";
 import { isConnectionFailure } from "./temporal";
 
 export type UnavailableDependency = "temporal" | "storage";
@@ -37,7 +36,7 @@ function isStorageFailure(error: unknown): boolean {
 
 /** The unreachable dependency `error` reports, or undefined for any other error. */
 export function unavailableDependency(error: unknown): UnavailableDependency | undefined {
-  if (isConnectionFailure(error) || error instanceof RunNotAnsweringError) return "temporal";
+  if (isConnectionFailure(error)) return "temporal";
   if (isStorageFailure(error)) return "storage";
   return undefined;
 }

@@ -18,7 +18,7 @@ import type { AgentEvent, LiveEvent } from "../core/events";
 export const EXIT = { ok: 0, failed: 1, usage: 2, refused: 3 } as const;
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 
-/** Attempts of a request answered `503 temporal-unavailable` (it carries `Retry-After`). */
+/** Attempts of a request answered `503 temporal-unavailable` or `storage-unavailable` (with `Retry-After`). */
 const MAX_ATTEMPTS = 4;
 const DEFAULT_RETRY_AFTER_SECONDS = 1;
 
@@ -179,7 +179,9 @@ export class ApiClient {
       }
       if (response.ok) return response;
       if (response.status === 503 && attempt < MAX_ATTEMPTS) {
-        await response.body?.cancel();
+        const problem = await problemOf(response, new URL(response.url || this.baseUrl).pathname);
+        // A run whose worker does not answer is explained at once, not retried in silence.
+        if (problem.slug === "run-not-answering") throw problem;
         const retryAfter = Number(response.headers.get("retry-after")) || DEFAULT_RETRY_AFTER_SECONDS;
         await sleep(retryAfter * 1000);
         continue;

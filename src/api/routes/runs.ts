@@ -7,6 +7,7 @@ import { resumePointOf, streamRunEvents } from "../event-stream";
 import { deliveryId, IDEMPOTENCY_HEADER } from "../idempotency";
 import { ProblemError } from "../problems";
 import { createRouter } from "../router";
+import { RunNotAnsweringError } from "../run-client";
 import { runSettingsFrom } from "../run-settings";
 import {
   AbortBodySchema,
@@ -211,7 +212,12 @@ export function runRoutes(deps: RouteContext) {
             deps.log({ level: "warn", msg: "event stream failed", path: c.req.path, error: String(error) });
             await stream.writeSSE({
               event: "error",
-              data: JSON.stringify({ message: "event stream failed" }),
+              data: JSON.stringify({
+                message:
+                  error instanceof RunNotAnsweringError
+                    ? `the run cannot be read now: ${error.why}`
+                    : "event stream failed",
+              }),
             });
           },
         ) as unknown as Response;

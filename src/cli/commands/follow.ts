@@ -2,11 +2,18 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { AgentEndStatus, AgentEvent } from "../../core/events";
 import type { AgentMessage } from "../../core/messages";
-import type { ApiClient } from "../client";
+import { type ApiClient, ApiError } from "../client";
 import type { EventPrinter } from "../render";
 
 /** How long to wait before reconnecting a stream that ended while the run was still live. */
 const RECONNECT_DELAY_MS = 300;
+/** How long to wait before asking again for a run that did not answer. */
+const WAIT_RETRY_MS = 2_000;
+
+/** Errors that say the run cannot be read now but may be soon: its stream failed, no worker answers, a 503. */
+function isWaitable(error: unknown): error is ApiError {
+  return error instanceof ApiError && (error.slug === "stream-error" || error.status === 503);
+}
 const ENTRIES_PAGE_LIMIT = 1_000;
 
 /** Run statuses of a workflow Temporal closed by failure: the run did not complete. */
@@ -114,25 +121,38 @@ export async function followRun(
   };
   if (err) process.once("SIGINT", onInterrupt);
   printer.waiting();
+  let toldWhy = false;
   try {
     for (;;) {
-      for await (const { id, event } of client.events(sessionId, lastId, { deltas: options.deltas })) {
-        if (!("seq" in event)) {
-          printer.live(event);
-          if (id !== undefined) lastId = id;
-          continue;
+      try {
+        for await (const { id, event } of client.events(sessionId, lastId, { deltas: options.deltas })) {
+          if (!("seq" in event)) {
+            printer.live(event);
+            if (id !== undefined) lastId = id;
+            continue;
+          }
+          const status = await take(event);
+          if (status) return status;
         }
-        const status = await take(event);
-        if (status) return status;
+        // The stream ended without agent_end: either the run is over or the stream was cut.
+        const page = await readEventsPage(client, sessionId, lastSeq);
+        for (const event of page.events) {
+          const status = await take(event);
+          if (status) return status;
+        }
+        if (page.runEnded) return page.run && CLOSED_BY_FAILURE.has(page.run.status) ? "failed" : undefined;
+        await sleep(RECONNECT_DELAY_MS);
+      } catch (error) {
+        // The run is durable: a worker that died or a stack that restarts is waited out, and said.
+        if (!isWaitable(error)) throw error;
+        if (!toldWhy) {
+          printer.done();
+          err?.(`Waiting for the run: ${error.message}\n`);
+          printer.waiting("waiting for a worker");
+          toldWhy = true;
+        }
+        await sleep(WAIT_RETRY_MS);
       }
-      // The stream ended without agent_end: either the run is over or the stream was cut.
-      const page = await readEventsPage(client, sessionId, lastSeq);
-      for (const event of page.events) {
-        const status = await take(event);
-        if (status) return status;
-      }
-      if (page.runEnded) return page.run && CLOSED_BY_FAILURE.has(page.run.status) ? "failed" : undefined;
-      await sleep(RECONNECT_DELAY_MS);
     }
   } finally {
     process.off("SIGINT", onInterrupt);

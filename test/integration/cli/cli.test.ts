@@ -5,15 +5,9 @@
  */
 
 import { execFileSync, spawn } from "node:child_process";
-import { createHash } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
-import type { Server } from "node:http";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { apiConfigFromEnv } from "../../../src/api/config";
-import { type ApiRuntime, createApiRuntime } from "../../../src/api/runtime";
-import { startApiServer } from "../../../src/api/server";
-import { s3SettingsToEnv } from "../../../src/store/s3-config";
 import {
   s3Settings,
   temporalAddress,
@@ -22,42 +16,24 @@ import {
   uniqueName,
 } from "../../support/integration-env";
 import { createRunStage, eventually, type RunStage, slowEchoScenario } from "../../support/run-harness";
-import { projectRoot, runKeel } from "./keel-process";
+import { type CliApi, projectRoot, runKeel, startCliApi } from "./keel-process";
 
 const KEY = `cli-key-${uniqueName("k")}`;
 const OTHER_KEY = `cli-other-${uniqueName("k")}`;
-const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
 
 let stage: RunStage;
-let runtime: ApiRuntime;
-let server: Server;
+let api: CliApi;
 let env: Record<string, string>;
 
 beforeAll(async () => {
   stage = await createRunStage();
   await stage.startWorker();
-  // The Node server exactly as `keel dev` and `src/api/server.ts` build it.
-  runtime = createApiRuntime(
-    apiConfigFromEnv({
-      KEEL_TEMPORAL_ADDRESS: temporalAddress(),
-      KEEL_TEMPORAL_NAMESPACE: temporalNamespace(),
-      KEEL_TASK_QUEUE: stage.taskQueue,
-      ...s3SettingsToEnv(s3Settings()),
-      KEEL_API_KEYS: JSON.stringify({
-        [sha256(KEY)]: stage.tenantId,
-        [sha256(OTHER_KEY)]: uniqueName("tenant"),
-      }),
-    }),
-  );
-  const started = await startApiServer(runtime.app, 0);
-  server = started.server as Server;
-  env = { KEEL_API_URL: `http://127.0.0.1:${started.port}`, KEEL_API_KEY: KEY };
+  api = await startCliApi(stage, { [KEY]: stage.tenantId, [OTHER_KEY]: uniqueName("tenant") });
+  env = { KEEL_API_URL: api.url, KEEL_API_KEY: KEY };
 });
 
 afterAll(async () => {
-  server?.closeAllConnections();
-  await new Promise((resolve) => server?.close(resolve));
-  await runtime?.close();
+  await api?.close();
   await stage?.close();
 });
 

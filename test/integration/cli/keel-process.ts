@@ -3,8 +3,16 @@
  * one-shot commands, and `keel dev` kept running while a test looks at it.
  */
 import { type ChildProcess, spawn } from "node:child_process";
+import { createHash } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
+import type { Server } from "node:http";
 import { resolve } from "node:path";
+import { apiConfigFromEnv } from "../../../src/api/config";
+import { createApiRuntime } from "../../../src/api/runtime";
+import { startApiServer } from "../../../src/api/server";
+import { s3SettingsToEnv } from "../../../src/store/s3-config";
+import { s3Settings, temporalAddress, temporalNamespace } from "../../support/integration-env";
+import type { RunStage } from "../../support/run-harness";
 
 export const projectRoot = resolve(__dirname, "../../..");
 const keelBin = resolve(projectRoot, "bin/keel.js");
@@ -124,4 +132,39 @@ export function processesMentioning(marker: string): number[] {
 export function printed(output: string, label: string): string | undefined {
   const line = output.split("\n").find((candidate) => candidate.trimStart().startsWith(label));
   return line?.trimStart().slice(label.length).trim();
+}
+
+export interface CliApi {
+  /** The API's base URL (KEEL_API_URL). */
+  url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * The Node API server exactly as `keel dev` and `src/api/server.ts` build it, over the stage's
+ * Temporal, S3 and task queue, answering `keys` (API key → tenant).
+ */
+export async function startCliApi(stage: RunStage, keys: Record<string, string>): Promise<CliApi> {
+  const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
+  const runtime = createApiRuntime(
+    apiConfigFromEnv({
+      KEEL_TEMPORAL_ADDRESS: temporalAddress(),
+      KEEL_TEMPORAL_NAMESPACE: temporalNamespace(),
+      KEEL_TASK_QUEUE: stage.taskQueue,
+      ...s3SettingsToEnv(s3Settings()),
+      KEEL_API_KEYS: JSON.stringify(
+        Object.fromEntries(Object.entries(keys).map(([key, tenant]) => [sha256(key), tenant])),
+      ),
+    }),
+  );
+  const started = await startApiServer(runtime.app, 0);
+  const server = started.server as Server;
+  return {
+    url: `http://127.0.0.1:${started.port}`,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+      await runtime.close();
+    },
+  };
 }

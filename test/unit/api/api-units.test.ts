@@ -224,8 +224,9 @@ test("allowed methods: pattern routes match by segment, literal routes win, midd
   expect(allowedMethods(routes, "/v1/sessions/")).toEqual([]);
 });
 
-test("an open run that does not answer its state query is a 503 (retry), never an ended run", () => {
-  const error = new RunNotAnsweringError("run-1", { cause: new Error("query timed out") });
-  expect(unavailableDependency(error)).toBe("temporal");
+test("an open run that does not answer says why; it is not Temporal being unreachable", () => {
+  const error = new RunNotAnsweringError("run-1", { cause: new Error("query timed out") }, "no worker is polling");
+  expect(error.message).toBe("run run-1 is not answering right now: no worker is polling");
+  expect(unavailableDependency(error)).toBeUndefined();
   expect(unavailableDependency(new Error("something else"))).toBeUndefined();
 });
