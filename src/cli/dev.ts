@@ -27,10 +27,9 @@ import { ApiClient, EXIT, type ExitCode, UsageError } from "./client";
 import { DEMO_TENANT, runDemo } from "./demo";
 import { freePort } from "./devstack/ports";
 import { startS3DevServer } from "./devstack/s3-server";
-import type { ServiceProcess } from "./devstack/service-process";
 import { startTemporalDevServer } from "./devstack/temporal-server";
 import { projectRoot } from "./devstack/tools";
-import { startWorkerProcess, WORKER_STOP_GRACE_MS } from "./devstack/worker-process";
+import { startSupervisedWorker, WORKER_STOP_GRACE_MS } from "./devstack/worker-process";
 import { writeWorkflowBundle } from "./devstack/workflow-bundle";
 import { type Output, stdoutOutput } from "./render";
 
@@ -241,17 +240,22 @@ export async function runDev(argv: string[], out: Output = stdoutOutput): Promis
       ...s3SettingsToEnv(stack.s3),
     };
     const workerLog = join(dataDir, "worker.log");
-    const worker: ServiceProcess = await step(out, "worker", () =>
-      startWorkerProcess({
-        logFile: workerLog,
-        env: {
-          ...serverEnv,
-          ...providerEnv,
-          KEEL_WORKFLOW_BUNDLE: bundlePath,
-          KEEL_WORKSPACE_ROOT: workspaceRoot,
-          KEEL_MODELS_FILE: env.KEEL_MODELS_FILE,
+    const worker = await step(out, "worker", () =>
+      startSupervisedWorker(
+        {
+          logFile: workerLog,
+          env: {
+            ...serverEnv,
+            ...providerEnv,
+            KEEL_WORKFLOW_BUNDLE: bundlePath,
+            KEEL_WORKSPACE_ROOT: workspaceRoot,
+            KEEL_MODELS_FILE: env.KEEL_MODELS_FILE,
+          },
         },
-      }),
+        (line) => {
+          if (!stopping) out.write(`keel dev: ${line}\n`);
+        },
+      ),
     );
     stops.push(() => worker.stop(WORKER_STOP_GRACE_MS));
 
@@ -286,7 +290,7 @@ export async function runDev(argv: string[], out: Output = stdoutOutput): Promis
         ...(stack.temporal.uiUrl ? [`  Temporal UI   ${stack.temporal.uiUrl}`] : []),
         `  S3            ${stack.s3.endpoint ?? "AWS S3"} (bucket ${stack.s3.bucket})`,
         `  LLM           ${llm ? `local LLM server ${llm.url} (model ${model})` : `model ${model}`}`,
-        `  worker        task queue ${serverEnv.KEEL_TASK_QUEUE}, workspaces in ${workspaceRoot}, log ${workerLog}`,
+        `  worker        pid ${worker.current().pid}, task queue ${serverEnv.KEEL_TASK_QUEUE}, workspaces in ${workspaceRoot}, log ${workerLog} (restarted when it dies)`,
         `  API           ${api.url} (tenant ${DEMO_TENANT})`,
         "",
         "Use the CLI from another terminal:",

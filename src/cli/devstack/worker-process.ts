@@ -67,3 +67,61 @@ export async function startWorkerProcess(options: WorkerOptions): Promise<Servic
     await sleep(POLL_INTERVAL_MS);
   }
 }
+
+/** A worker that is restarted when it dies; `current` is the process running now. */
+export interface SupervisedWorker {
+  current(): ServiceProcess;
+  stop(graceMs?: number): Promise<void>;
+}
+
+/** How often the supervisor looks at the worker, and how many deaths a minute it restarts. */
+const SUPERVISE_INTERVAL_MS = 1_000;
+const MAX_RESTARTS_PER_MINUTE = 5;
+
+/**
+ * Starts the worker and keeps it running: when it dies (killed, crashed), it is started again and
+ * `report` says so, since a run waits for a worker and a person should know why it paused. A
+ * worker that dies more than MAX_RESTARTS_PER_MINUTE times in a minute is left down (its log says
+ * why); `report` says that too.
+ */
+export async function startSupervisedWorker(
+  options: WorkerOptions,
+  report: (line: string) => void,
+): Promise<SupervisedWorker> {
+  let worker = await startWorkerProcess(options);
+  let stopped = false;
+  let busy = false;
+  const deaths: number[] = [];
+  const timer = setInterval(async () => {
+    if (stopped || busy || worker.isAlive()) return;
+    busy = true;
+    try {
+      const now = Date.now();
+      deaths.push(now);
+      while ((deaths[0] ?? now) < now - 60_000) deaths.shift();
+      if (deaths.length > MAX_RESTARTS_PER_MINUTE) {
+        report(
+          `worker (pid ${worker.pid}) died ${deaths.length} times in a minute; not restarting it. See ${options.logFile}`,
+        );
+        clearInterval(timer);
+        return;
+      }
+      report(`worker (pid ${worker.pid}) died; restarting it. Runs wait for it and go on where they were.`);
+      worker = await startWorkerProcess(options);
+      if (stopped) await worker.stop();
+      else report(`worker restarted (pid ${worker.pid})`);
+    } catch (error) {
+      report(`worker could not be restarted: ${error instanceof Error ? error.message : String(error)}`);
+    } finally {
+      busy = false;
+    }
+  }, SUPERVISE_INTERVAL_MS);
+  return {
+    current: () => worker,
+    stop: async (graceMs) => {
+      stopped = true;
+      clearInterval(timer);
+      await worker.stop(graceMs);
+    },
+  };
+}

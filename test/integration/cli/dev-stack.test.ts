@@ -1,6 +1,7 @@
 /**
  * `keel dev` end to end: the whole local stack as a subprocess with its own data folder, the demo
- * run (steered mid-run), what it prints, what it leaves in S3 and in the workspace, and a clean
+ * run (steered mid-run), what it prints, what it leaves in S3 and in the workspace, a worker
+ * killed and restarted, and a clean
  * stop on Ctrl-C with no process of the stack left behind.
  */
 
@@ -13,7 +14,7 @@ import { createS3Client } from "../../../src/store/s3-config";
 import { SessionStore } from "../../../src/store/session-store";
 import { testTmpDir } from "../../support/integration-env";
 import { messagesOf } from "../../support/run-harness";
-import { type KeelDev, printed, processesMentioning, startKeelDev } from "./keel-process";
+import { type KeelDev, printed, processesMentioning, runKeel, startKeelDev } from "./keel-process";
 
 /** Servers, a workflow bundle and a worker start from scratch on a shared 2-core machine. */
 const STACK_START_TIMEOUT_MS = 150_000;
@@ -111,6 +112,20 @@ test("keel dev brings the stack up, runs the steered demo, and stops without lef
   );
 
   // Ctrl-C stops everything: servers, worker and their reapers.
+  // A worker killed (`kill -9`) is restarted and said to be; a run started then completes.
+  const workerPid = Number(output.match(/worker\s+pid (\d+),/)?.[1]);
+  expect(workerPid).toBeGreaterThan(0);
+  process.kill(workerPid, "SIGKILL");
+  const restarted = await dev.waitFor("keel dev: worker restarted (pid", 120_000);
+  expect(restarted).toContain(`keel dev: worker (pid ${workerPid}) died; restarting it.`);
+  const apiUrl = output.match(/API\s+(http:\/\/127\.0\.0\.1:\d+)/)?.[1] as string;
+  const after = await runKeel(["run", "after the restart", "--follow"], {
+    KEEL_API_URL: apiUrl,
+    KEEL_API_KEY: "keel-dev-key",
+  });
+  expect(after.code).toBe(0);
+  expect(after.stdout).toContain("■ run completed");
+
   const stackProcesses = processesMentioning(dataDir);
   expect(stackProcesses.length).toBeGreaterThanOrEqual(3); // temporal, weed, worker (+ reapers)
   const code = await Promise.race([
