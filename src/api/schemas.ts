@@ -285,7 +285,7 @@ export function messageBodySchema(options: MessageBodyOptions) {
       delivery: DeliveryModeSchema.default("auto"),
       model: model.optional().openapi({
         description:
-          "Model id from the catalog, or a model named in one line: openai-compatible:<model>@<base URL> (also openai-responses:, anthropic-compatible:)",
+          "Model id from the catalog, or a model named in one line: openai-compatible:<model>@<base URL> (also openai-responses:, anthropic-compatible:); the base URL must be one the operator allows (its configured base URLs, the catalog's, KEEL_MODEL_URLS)",
       }),
       systemPrompt: z.string().max(MAX_SYSTEM_PROMPT_CHARS).optional(),
       tools: z.array(z.enum(builtinToolNames)).max(builtinToolNames.length).optional(),

@@ -1,4 +1,5 @@
 /** KEEL_MODEL_URLS: its form, its check at worker start, and which base URLs an entry admits. */
+import { apiConfigFromEnv } from "../../../src/api/config";
 import { ModelUrlPolicy, parseModelUrls } from "../../../src/providers/model-urls";
 import { workerConfigFromEnv } from "../../../src/worker/config";
 
@@ -26,6 +27,26 @@ describe("KEEL_MODEL_URLS", () => {
       workerConfigFromEnv({ ...base, KEEL_MODEL_URLS: "https://gw.example GW_KEY", GW_KEY: "k" }).providers
         ?.modelUrls,
     ).toEqual([{ url: "https://gw.example", keyVariable: "GW_KEY" }]);
+  });
+
+  it("is checked at API start, with KEEL_GIT_HOSTS", () => {
+    const base = { KEEL_S3_BUCKET: "keel" };
+    expect(() => apiConfigFromEnv({ ...base, KEEL_MODEL_URLS: "ftp://x" })).toThrow(
+      /Invalid API configuration: KEEL_MODEL_URLS/,
+    );
+    expect(() => apiConfigFromEnv({ ...base, KEEL_GIT_HOSTS: "ssh://x" })).toThrow(
+      /Invalid API configuration: KEEL_GIT_HOSTS/,
+    );
+    expect(
+      apiConfigFromEnv({
+        ...base,
+        KEEL_MODEL_URLS: "http://10.0.0.5:8000",
+        OPENAI_BASE_URL: "http://10.0.0.6/v1",
+      }).outbound,
+    ).toMatchObject({
+      modelUrls: [{ url: "http://10.0.0.5:8000" }],
+      providerBaseUrls: { openai: "http://10.0.0.6/v1" },
+    });
   });
 
   it("an entry admits base URLs at or under it, on the same origin only", () => {
