@@ -4,6 +4,7 @@ import type { Provider } from "../providers/types";
 import type { SessionStore } from "../store/session-store";
 import type { ToolCallMarkers } from "../store/tool-call-markers";
 import type { WorkspaceSnapshots } from "../store/workspace-snapshots";
+import type { GitHosts } from "../tools/git-source";
 import type { SandboxConfig } from "../tools/sandbox";
 import type { LiveEventOptions } from "./live-events";
 
@@ -22,6 +23,8 @@ export interface ActivityDeps {
   snapshotMaxBytes: number;
   /** Isolation and limits of the processes tools start (checked at worker start). */
   sandbox: SandboxConfig;
+  /** Hosts git workspace sources may name (KEEL_GIT_HOSTS); default DEFAULT_GIT_HOSTS. */
+  gitHosts?: GitHosts;
   /** How live events (deltas, tool output so far) go to the run's stream, or false for not at all; default on. */
   liveEvents?: LiveEventOptions | false;
 }

@@ -21,6 +21,7 @@ import {
   WorkspaceBusyError,
   workspaceFor,
 } from "../tools";
+import { GitSourceRefusedError } from "../tools/git-source";
 import type { ActivityDeps } from "./deps";
 import { failpoint } from "./failpoints";
 import { whileHeartbeating } from "./heartbeat";
@@ -110,7 +111,7 @@ export async function restoreMissingWorkspace(
 /** What the workspace activities use of the worker's dependencies. */
 export type WorkspaceDeps = Pick<
   ActivityDeps,
-  "store" | "snapshots" | "snapshotMaxBytes" | "workspaceRoot" | "workerTaskQueue" | "sandbox"
+  "store" | "snapshots" | "snapshotMaxBytes" | "workspaceRoot" | "workerTaskQueue" | "sandbox" | "gitHosts"
 >;
 
 export function workspaceActivities({
@@ -120,6 +121,7 @@ export function workspaceActivities({
   workspaceRoot,
   workerTaskQueue,
   sandbox,
+  gitHosts,
 }: WorkspaceDeps) {
   return {
     /** Heartbeats throughout: restoring a snapshot or copying the source may take a while. */
@@ -214,7 +216,13 @@ export function workspaceActivities({
     if (restoredFrom !== undefined) {
       return { taskQueue: workerTaskQueue, sandbox: sandbox.isolation, restoredFrom };
     }
-    const { created } = await prepareWorkspace(workspace, input.source);
+    const { created } = await prepareWorkspace(workspace, input.source, { gitHosts }).catch(
+      (error: unknown) => {
+        if (error instanceof GitSourceRefusedError)
+          throw ApplicationFailure.nonRetryable(error.message, FailureType.workspaceSourceRefused);
+        throw error;
+      },
+    );
     if (created && input.leafId && input.source && input.source.type !== "empty") {
       await recordSource(ref, workspace, input.leafId);
       failpoint("claimWorkspace.afterSource");

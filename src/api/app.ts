@@ -33,10 +33,12 @@ import { type UnavailableDependency, unavailableDependency } from "./unavailable
 
 export const API_VERSION = "0.1.0";
 
+/** `outbound` absent: the settings' defaults (no KEEL_MODEL_URLS, no base URLs, DEFAULT_GIT_HOSTS). */
 export type ApiConfigSubset = Pick<
   ApiConfig,
   "apiKeys" | "bodyLimitBytes" | "allowDirectoryWorkspaces" | "sseMaxSeconds" | "slack" | "defaultModel"
->;
+> &
+  Partial<Pick<ApiConfig, "outbound">>;
 
 export interface ApiDependencies {
   config: ApiConfigSubset;

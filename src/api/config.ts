@@ -1,8 +1,10 @@
 /** API configuration from the environment, validated once when the app is built. */
 import { readFileSync } from "node:fs";
 import { z } from "zod";
+import { configuredBaseUrls, type Family, type ModelUrlEntry, parseModelUrls } from "../providers/model-urls";
 import { type S3Settings, s3SettingsFromEnv } from "../store/s3-config";
 import { isValidId } from "../store/session-keys";
+import { type GitHosts, parseGitHosts } from "../tools/git-source";
 import { DEFAULT_RUN_SETTINGS } from "../workflows/types";
 
 /** Default request body limit: below API Gateway's and Lambda's 6 MB payload limit. */
@@ -42,7 +44,21 @@ const ApiEnvSchema = z.object({
   KEEL_SLACK_TENANT: z.string().refine(isValidId, "must be a valid tenant id").optional(),
   KEEL_SLACK_API_URL: z.url().optional(),
   KEEL_SLACK_STOP_WORD: z.string().min(1).default(DEFAULT_SLACK_STOP_WORD),
+  /** Extra base URLs one-line models may name (the worker's list: see providers/model-urls.ts). */
+  KEEL_MODEL_URLS: z.string().optional(),
+  /** Hosts git workspace sources may name (tools/git-source.ts); unset: DEFAULT_GIT_HOSTS. */
+  KEEL_GIT_HOSTS: z.string().optional(),
 });
+
+/** Where callers may point outbound requests: checked in message bodies, again on the worker. */
+export interface OutboundSettings {
+  /** KEEL_MODEL_URLS. */
+  modelUrls: ModelUrlEntry[];
+  /** OPENAI_BASE_URL / ANTHROPIC_BASE_URL, when set on the API (set them as on the worker for one-line models to name them). */
+  providerBaseUrls: Partial<Record<Family, string>>;
+  /** KEEL_GIT_HOSTS. */
+  gitHosts: GitHosts;
+}
 
 export interface SlackConfig {
   signingSecret: string;
@@ -67,6 +83,7 @@ export interface ApiConfig {
   sseMaxSeconds: number;
   /** Absent when no signing secret is configured: the Slack route then answers 404. */
   slack?: SlackConfig;
+  outbound: OutboundSettings;
 }
 
 function formatIssues(error: z.ZodError): string {
@@ -104,6 +121,16 @@ export function apiConfigFromEnv(env: NodeJS.ProcessEnv = process.env): ApiConfi
       : {}),
     ...(values.KEEL_API_KEYS ? parseApiKeys(values.KEEL_API_KEYS, "KEEL_API_KEYS") : {}),
   };
+  let outbound: OutboundSettings;
+  try {
+    outbound = {
+      modelUrls: parseModelUrls(values.KEEL_MODEL_URLS),
+      providerBaseUrls: configuredBaseUrls(env),
+      gitHosts: parseGitHosts(values.KEEL_GIT_HOSTS),
+    };
+  } catch (error) {
+    throw new Error(`Invalid API configuration: ${error instanceof Error ? error.message : String(error)}`);
+  }
   let slack: SlackConfig | undefined;
   if (values.KEEL_SLACK_SIGNING_SECRET) {
     if (!values.KEEL_SLACK_TENANT) {
@@ -134,5 +161,6 @@ export function apiConfigFromEnv(env: NodeJS.ProcessEnv = process.env): ApiConfi
     allowDirectoryWorkspaces: values.KEEL_API_ALLOW_DIRECTORY_WORKSPACES,
     sseMaxSeconds: values.KEEL_API_SSE_MAX_SECONDS,
     slack,
+    outbound,
   };
 }

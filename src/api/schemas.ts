@@ -5,7 +5,15 @@
 
 import { z } from "@hono/zod-openapi";
 import { MODEL_SPEC_KINDS, modelFromSpec } from "../providers/model-spec";
+import { ModelUrlPolicy } from "../providers/model-urls";
 import { ID_PATTERN } from "../store/session-keys";
+import {
+  GIT_HOSTS_SETTING,
+  type GitHosts,
+  gitUrlRefusal,
+  isLocalGitSource,
+  parseGitHosts,
+} from "../tools/git-source";
 import { builtinTools } from "../tools/index";
 import { HOOK_SETS } from "../workflows/hooks";
 import { ABORT_REASON_PATTERN, MAX_ABORT_REASON_CHARS } from "../workflows/types";
@@ -156,26 +164,45 @@ export const ToolPolicySchema = z
   })
   .openapi("ToolPolicy");
 
-/** Git URLs a remote caller may clone from; local paths and file:// read the worker's disk. */
-export const REMOTE_GIT_URL = /^(https?:\/\/|ssh:\/\/|git:\/\/|[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:)/;
-
 /** What a message body may ask for, as this deployment allows it (the document says the same). */
 export interface MessageBodyOptions {
   /** Model ids of the catalog; `model` must be one of them. */
   modelIds: readonly string[];
   /** `directory` sources and local git clones read the worker's disk: off unless configured. */
   allowDirectoryWorkspaces: boolean;
+  /** Where one-line models may send requests; default: their family's vendor API only. */
+  modelUrls?: ModelUrlPolicy;
+  /** Hosts git sources may name (KEEL_GIT_HOSTS); default DEFAULT_GIT_HOSTS. */
+  gitHosts?: GitHosts;
 }
 
-/** Workspace sources: `empty`, remote `git`, and with worker-disk access `directory` and local git paths. */
-export function workspaceSourceSchema(allowDirectoryWorkspaces: boolean) {
+/**
+ * Workspace sources: `empty`, `git` from an https URL on an allowed host, and with worker-disk
+ * access `directory` and local git paths (absolute, or file://).
+ */
+export function workspaceSourceSchema(
+  allowDirectoryWorkspaces: boolean,
+  gitHosts = parseGitHosts(undefined),
+) {
   // A leading '-' would read as an option to git: refused by pattern, so the document says so too.
-  const url = z.string().min(1).max(2_048).regex(/^[^-]/, "must not start with '-'");
+  const url = z
+    .string()
+    .min(1)
+    .max(2_048)
+    .regex(/^[^-]/, "must not start with '-'")
+    .superRefine((value, ctx) => {
+      if (allowDirectoryWorkspaces && isLocalGitSource(value)) return;
+      const refusal = gitUrlRefusal(value, gitHosts);
+      if (refusal) ctx.addIssue({ code: "custom", message: refusal });
+    })
+    .openapi({
+      description: `An https:// URL on a host the deployment allows (${GIT_HOSTS_SETTING})${
+        allowDirectoryWorkspaces ? ", or an absolute path / file:// URL on the worker machine" : ""
+      }`,
+    });
   const git = z.object({
     type: z.literal("git"),
-    url: allowDirectoryWorkspaces
-      ? url
-      : url.regex(REMOTE_GIT_URL, "a remote git URL (https://, ssh://, git://, user@host:path)"),
+    url,
     ref: z
       .string()
       .min(1)
@@ -238,24 +265,32 @@ export function messageBodySchema(options: MessageBodyOptions) {
       error: (issue) => unknownModel(issue.input),
     })
     .refine((spec) => modelFromSpec(spec) !== undefined, { error: (issue) => unknownModel(issue.input) });
-  const model =
+  const modelUrls = options.modelUrls ?? new ModelUrlPolicy({ allowlist: [], configured: {} });
+  const catalogIds = new Set(options.modelIds);
+  const choice =
     firstModel === undefined
       ? z.string().min(1).max(256)
       : z.union([z.enum([firstModel, ...otherModels]), oneLine], {
           error: (issue) => unknownModel(issue.input),
         });
+  // A one-line model's base URL must be one the operator allows (the worker checks it again).
+  const model = choice.superRefine((id, ctx) => {
+    const spec = catalogIds.has(id) ? undefined : modelFromSpec(id);
+    const route = spec ? modelUrls.route(spec) : undefined;
+    if (route?.kind === "refused") ctx.addIssue({ code: "custom", message: route.message });
+  });
   return z
     .object({
       text: z.string().min(1).max(MAX_MESSAGE_TEXT_CHARS),
       delivery: DeliveryModeSchema.default("auto"),
       model: model.optional().openapi({
         description:
-          "Model id from the catalog, or a model named in one line: openai-compatible:<model>@<base URL> (also openai-responses:, anthropic-compatible:)",
+          "Model id from the catalog, or a model named in one line: openai-compatible:<model>@<base URL> (also openai-responses:, anthropic-compatible:); the base URL must be one the operator allows (its configured base URLs, the catalog's, KEEL_MODEL_URLS)",
       }),
       systemPrompt: z.string().max(MAX_SYSTEM_PROMPT_CHARS).optional(),
       tools: z.array(z.enum(builtinToolNames)).max(builtinToolNames.length).optional(),
       policy: ToolPolicySchema.optional(),
-      workspace: workspaceSourceSchema(options.allowDirectoryWorkspaces).optional(),
+      workspace: workspaceSourceSchema(options.allowDirectoryWorkspaces, options.gitHosts).optional(),
       limits: RunLimitsSchema.optional(),
       network: NetworkPolicySchema.optional(),
       hooks: z

@@ -219,6 +219,12 @@ export async function runDev(argv: string[], out: Output = stdoutOutput): Promis
       stops.push(() => server.close());
     }
 
+    // Where one-line models and git sources may point, for the worker and the API alike: the
+    // local LLM server is listed as an operator would list a model server of their own.
+    const outboundEnv: Record<string, string | undefined> = {
+      KEEL_MODEL_URLS: llm ? [llm.url, env.KEEL_MODEL_URLS].filter(Boolean).join(",") : env.KEEL_MODEL_URLS,
+      KEEL_GIT_HOSTS: env.KEEL_GIT_HOSTS,
+    };
     const providerEnv: Record<string, string | undefined> = llm
       ? {
           OPENAI_API_KEY: "local",
@@ -232,6 +238,10 @@ export async function runDev(argv: string[], out: Output = stdoutOutput): Promis
           ANTHROPIC_API_KEY: env.ANTHROPIC_API_KEY,
           ANTHROPIC_BASE_URL: env.ANTHROPIC_BASE_URL,
         };
+    const providerUrls = {
+      OPENAI_BASE_URL: providerEnv.OPENAI_BASE_URL,
+      ANTHROPIC_BASE_URL: providerEnv.ANTHROPIC_BASE_URL,
+    };
     const workspaceRoot = env.KEEL_WORKSPACE_ROOT ?? join(dataDir, "workspaces");
     const serverEnv = {
       KEEL_TEMPORAL_ADDRESS: stack.temporal.address,
@@ -247,6 +257,7 @@ export async function runDev(argv: string[], out: Output = stdoutOutput): Promis
           env: {
             ...serverEnv,
             ...providerEnv,
+            ...outboundEnv,
             KEEL_WORKFLOW_BUNDLE: bundlePath,
             KEEL_WORKSPACE_ROOT: workspaceRoot,
             KEEL_MODELS_FILE: env.KEEL_MODELS_FILE,
@@ -263,6 +274,9 @@ export async function runDev(argv: string[], out: Output = stdoutOutput): Promis
     const api = await step(out, "HTTP API", async () => {
       const config = apiConfigFromEnv({
         ...serverEnv,
+        ...outboundEnv,
+        // The base URLs only (no keys): one-line models may name them, as on the worker.
+        ...providerUrls,
         KEEL_API_KEYS: JSON.stringify({ [sha256(DEV_API_KEY)]: DEMO_TENANT }),
         KEEL_API_ALLOW_DIRECTORY_WORKSPACES: "true",
         // `keel run` without --model uses the stack's model (local or the real provider's).

@@ -20,6 +20,8 @@ export const FailureType = {
   workspaceMissing: "WorkspaceMissing",
   /** The workspace exceeds the snapshot size limit. */
   workspaceTooLarge: "WorkspaceTooLarge",
+  /** The run's workspace source is not one this deployment may fetch (git-source.ts). */
+  workspaceSourceRefused: "WorkspaceSourceRefused",
 } as const;
 
 export type FailureTypeName = (typeof FailureType)[keyof typeof FailureType];

@@ -271,6 +271,7 @@ export class AnthropicProvider extends SdkProvider {
         apiKey: connection.apiKey,
         baseURL: connection.baseURL ?? null,
         defaultHeaders: connection.headers,
+        ...(connection.fetch ? { fetch: connection.fetch } : {}),
         maxRetries: 0,
         ...(connection.timeoutMs !== undefined ? { timeout: connection.timeoutMs } : {}),
       });

@@ -1,6 +1,7 @@
 /**
  * Maps anything an SDK call can throw to a {@link ProviderError} a retry policy can act on.
  */
+import { EGRESS_REFUSED } from "../net/egress-policy";
 import type { ProviderError } from "./types";
 
 /** Provider wordings of "the prompt does not fit the context window". */
@@ -63,6 +64,16 @@ function errorBodyType(body: unknown): string | undefined {
   return undefined;
 }
 
+/** The egress policy's refusal somewhere in `error`'s cause chain (the SDKs wrap fetch's error twice). */
+function egressRefusal(error: unknown): Error | undefined {
+  let current: unknown = error;
+  for (let depth = 0; depth < 5 && typeof current === "object" && current !== null; depth++) {
+    if ((current as { code?: unknown }).code === EGRESS_REFUSED && current instanceof Error) return current;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
 function describe(error: unknown): string {
   if (error instanceof Error) return error.message || error.name;
   return typeof error === "string" ? error : JSON.stringify(error);
@@ -76,6 +87,9 @@ function describe(error: unknown): string {
 export function classifyError(error: unknown, signal?: AbortSignal): ProviderError {
   const message = describe(error);
   if (signal?.aborted) return { kind: "aborted", message: "Request was aborted" };
+  // The same host is refused again on every attempt.
+  const refusal = egressRefusal(error);
+  if (refusal) return { kind: "non_retryable", message: refusal.message };
   const sdk = (typeof error === "object" && error !== null ? error : {}) as SdkErrorShape;
   const bodyType = errorBodyType(sdk.error) ?? sdk.type;
   const overflowText = `${message} ${sdk.code ?? ""}`;

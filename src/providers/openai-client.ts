@@ -7,6 +7,7 @@ export function createOpenAiClient(connection: ProviderConnection): OpenAI {
     apiKey: connection.apiKey,
     ...(connection.baseURL ? { baseURL: connection.baseURL } : {}),
     defaultHeaders: connection.headers,
+    ...(connection.fetch ? { fetch: connection.fetch } : {}),
     // Retries belong to the durable caller (Temporal activities), not to the SDK.
     maxRetries: 0,
     ...(connection.timeoutMs !== undefined ? { timeout: connection.timeoutMs } : {}),

@@ -1,11 +1,22 @@
 /**
  * Chooses the provider implementation for a model by its wire API and builds SDK clients from
  * configuration and the environment. Keys are passed to the SDKs only; they are never logged
- * or put into error messages.
+ * or put into error messages, and go only where `ModelUrlPolicy` sends them.
  */
 import type { LlmContext } from "../core/messages";
+import { guardedFetch } from "../net/guarded-fetch";
 import { AnthropicProvider } from "./anthropic";
 import { sdkBaseUrl } from "./model-spec";
+import {
+  configuredBaseUrls,
+  FAMILY_OF_API,
+  FAMILY_SETTINGS,
+  MODEL_URLS_SETTING,
+  type ModelUrlEntry,
+  ModelUrlPolicy,
+  parseModelUrls,
+} from "./model-urls";
+import { loadCatalog, type ModelCatalog } from "./models";
 import { OpenAiCompletionsProvider } from "./openai-completions";
 import { OpenAiResponsesProvider } from "./openai-responses";
 import { OutputBuilder } from "./output";
@@ -26,23 +37,14 @@ export interface ProviderConfig {
   anthropic?: Partial<AnthropicConnection>;
   /** Environment to read; defaults to `process.env`. */
   env?: NodeJS.ProcessEnv;
+  /** Extra base URLs one-line models may name (KEEL_MODEL_URLS); default: parsed from `env`. */
+  modelUrls?: readonly ModelUrlEntry[];
+  /** The operator's catalog, whose base URLs get the family's key; default: `loadCatalog({ env })`. */
+  catalog?: ModelCatalog;
 }
-
-type Family = "openai" | "anthropic";
 
 /** Sent as the key to servers that need none (the SDKs refuse to start without one). */
 const NO_KEY = "not-needed";
-
-const FAMILY_OF_API: Record<ModelApi, Family> = {
-  "openai-completions": "openai",
-  "openai-responses": "openai",
-  "anthropic-messages": "anthropic",
-};
-
-const ENV_NAMES: Record<Family, { key: string; baseURL: string }> = {
-  openai: { key: "OPENAI_API_KEY", baseURL: "OPENAI_BASE_URL" },
-  anthropic: { key: "ANTHROPIC_API_KEY", baseURL: "ANTHROPIC_BASE_URL" },
-};
 
 function instantiate(api: ModelApi, connection: AnthropicConnection): Provider {
   switch (api) {
@@ -58,23 +60,52 @@ function instantiate(api: ModelApi, connection: AnthropicConnection): Provider {
 /**
  * A provider that serves every model in the catalog: it dispatches on `model.api` and reuses
  * one SDK client per API and base URL. Base URLs are taken with or without `/v1` (see
- * `sdkBaseUrl`). The key is optional when a base URL is set (local servers); with neither, the
- * call comes back as a non-retryable error result.
+ * `sdkBaseUrl`). Where a request may go and which key it carries is `ModelUrlPolicy`'s decision
+ * (model-urls.ts); every connection obeys the egress policy (net/egress-policy.ts). The key is
+ * optional when a base URL is set (local servers); with neither, or for a base URL the policy
+ * refuses, the call comes back as a non-retryable error result without any request.
  */
 export function createProvider(config: ProviderConfig = {}): Provider {
   const env = config.env ?? process.env;
+  const catalog = config.catalog ?? loadCatalog({ env });
+  const configuredUrls = configuredBaseUrls(env);
+  for (const family of ["openai", "anthropic"] as const) {
+    const baseURL = config[family]?.baseURL;
+    if (baseURL) configuredUrls[family] = baseURL;
+  }
+  const policy = new ModelUrlPolicy({
+    allowlist: config.modelUrls ?? parseModelUrls(env[MODEL_URLS_SETTING]),
+    configured: configuredUrls,
+    catalog: () => catalog.list(),
+  });
+  const fetch = guardedFetch(policy.allowsHost);
   const instances = new Map<string, Provider>();
 
-  const connectionFor = (model: ModelInfo): AnthropicConnection | undefined => {
+  /** The connection for `model`, or why there is none. */
+  const connectionFor = (model: ModelInfo): AnthropicConnection | string => {
     const family = FAMILY_OF_API[model.api];
+    const names = FAMILY_SETTINGS[family];
+    const route = policy.route(model);
+    if (route.kind === "refused") return route.message;
     const configured = config[family] ?? {};
     // Empty environment variables count as unset.
-    const rawBaseURL = model.baseUrl || configured.baseURL || env[ENV_NAMES[family].baseURL];
+    const rawBaseURL = model.baseUrl || configured.baseURL || env[names.baseURL];
     const baseURL = rawBaseURL ? sdkBaseUrl(model.api, rawBaseURL) : undefined;
+    let apiKey: string | undefined;
+    if (route.kind === "operator") apiKey = configured.apiKey || env[names.key];
+    else if (route.keyVariable) {
+      apiKey = env[route.keyVariable];
+      if (!apiKey)
+        return `${MODEL_URLS_SETTING} names ${route.keyVariable} as the key of ${model.baseUrl}, but it is not set`;
+    }
     // A server of one's own often needs no key; the SDKs still insist on one.
-    const apiKey = configured.apiKey || env[ENV_NAMES[family].key] || (baseURL ? NO_KEY : undefined);
-    if (!apiKey) return undefined;
-    return { ...configured, apiKey, ...(baseURL ? { baseURL } : {}) };
+    apiKey ||= baseURL ? NO_KEY : undefined;
+    if (!apiKey)
+      return (
+        `No API key for ${model.id}: set ${names.key}, or give a base URL ` +
+        `(${names.baseURL} or the model's baseUrl) for a server that needs no key`
+      );
+    return { ...configured, apiKey, fetch, ...(baseURL ? { baseURL } : {}) };
   };
 
   return {
@@ -84,16 +115,10 @@ export function createProvider(config: ProviderConfig = {}): Provider {
       options: CompleteOptions = {},
     ): Promise<ProviderResult> {
       const connection = connectionFor(model);
-      if (!connection) {
-        const family = FAMILY_OF_API[model.api];
-        return new OutputBuilder(model, options).failWith({
-          kind: "non_retryable",
-          message:
-            `No API key for ${model.id}: set ${ENV_NAMES[family].key}, or give a base URL ` +
-            `(${ENV_NAMES[family].baseURL} or the model's baseUrl) for a server that needs no key`,
-        });
-      }
-      const cacheKey = `${model.api} ${connection.baseURL ?? ""}`;
+      if (typeof connection === "string")
+        return new OutputBuilder(model, options).failWith({ kind: "non_retryable", message: connection });
+      // The key is part of the client: the same URL may be reached with a listed entry's key.
+      const cacheKey = `${model.api} ${connection.baseURL ?? ""} ${connection.apiKey}`;
       let provider = instances.get(cacheKey);
       if (!provider) {
         provider = instantiate(model.api, connection);

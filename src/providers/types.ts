@@ -101,6 +101,8 @@ export interface ProviderConnection {
   timeoutMs?: number;
   /** Use the non-streaming endpoint form (for servers without SSE support). */
   stream?: boolean;
+  /** The `fetch` the SDK sends requests with (the registry's enforces the egress policy). */
+  fetch?: typeof fetch;
 }
 
 export interface AnthropicConnection extends ProviderConnection {

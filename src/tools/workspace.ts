@@ -12,12 +12,12 @@
  * the model reads it with `read`/`grep`, which only see the workspace. `.keel/` carries its own
  * `.gitignore` (`*`) so it never shows up in `git status`, grep or find.
  */
-import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import type { Stats } from "node:fs";
 import * as fs from "node:fs/promises";
 import { hostname } from "node:os";
 import * as path from "node:path";
+import { cloneGitSource, type GitHosts, parseGitHosts } from "./git-source";
 import { SANDBOX_WORKSPACE_PATH } from "./sandbox";
 import { ToolError } from "./types";
 
@@ -311,36 +311,16 @@ export type WorkspaceSource =
   | { type: "empty" }
   /** A copy of a directory on the worker's machine (symlinks copied as links, not followed). */
   | { type: "directory"; path: string }
-  /** `git clone` of a local path or a URL the worker can reach; `ref` is a branch or tag. */
+  /** `git clone` of a local path or an https URL on an allowed host (git-source.ts); `ref` is a branch or tag. */
   | { type: "git"; url: string; ref?: string };
 
-export const GIT_CLONE_TIMEOUT_MS = 5 * 60_000;
-
-function run(
-  describe: string,
-  command: string,
-  args: string[],
-  options: { signal?: AbortSignal; timeoutMs: number },
-): Promise<void> {
-  return new Promise((resolve, reject) => {
-    execFile(
-      command,
-      args,
-      {
-        signal: options.signal,
-        timeout: options.timeoutMs,
-        killSignal: "SIGKILL",
-        env: { ...process.env, GIT_TERMINAL_PROMPT: "0" },
-      },
-      (error, _stdout, stderr) => {
-        if (error) reject(new Error(`${describe} failed: ${String(stderr).trim() || error.message}`));
-        else resolve();
-      },
-    );
-  });
+export interface PopulateOptions {
+  signal?: AbortSignal;
+  /** Hosts git sources may name (KEEL_GIT_HOSTS); default DEFAULT_GIT_HOSTS. */
+  gitHosts?: GitHosts;
 }
 
-async function populate(target: string, source: WorkspaceSource, signal?: AbortSignal): Promise<void> {
+async function populate(target: string, source: WorkspaceSource, options: PopulateOptions): Promise<void> {
   switch (source.type) {
     case "empty":
       await fs.mkdir(target);
@@ -351,19 +331,12 @@ async function populate(target: string, source: WorkspaceSource, signal?: AbortS
       await fs.cp(source.path, target, { recursive: true, verbatimSymlinks: true, errorOnExist: true });
       return;
     }
-    case "git": {
-      if (source.url.startsWith("-") || source.ref?.startsWith("-")) {
-        throw new Error("Workspace source: git url and ref must not start with '-'");
-      }
-      const refArgs = source.ref ? ["--branch", source.ref] : [];
-      await run(
-        "git clone",
-        "git",
-        ["-c", "protocol.ext.allow=never", "clone", "--quiet", ...refArgs, "--", source.url, target],
-        { signal, timeoutMs: GIT_CLONE_TIMEOUT_MS },
-      );
+    case "git":
+      await cloneGitSource(source, target, {
+        hosts: options.gitHosts ?? parseGitHosts(undefined),
+        signal: options.signal,
+      });
       return;
-    }
   }
 }
 
@@ -375,7 +348,7 @@ async function populate(target: string, source: WorkspaceSource, signal?: AbortS
 export async function prepareWorkspace(
   workspace: Workspace,
   source: WorkspaceSource = { type: "empty" },
-  options: { signal?: AbortSignal } = {},
+  options: PopulateOptions = {},
 ): Promise<{ created: boolean }> {
   const exists = await fs.stat(workspace.dir).then(
     (stats) => stats.isDirectory(),
@@ -385,7 +358,7 @@ export async function prepareWorkspace(
   await fs.mkdir(path.dirname(workspace.dir), { recursive: true });
   const staging = `${workspace.dir}.staging-${randomBytes(6).toString("hex")}`;
   try {
-    await populate(staging, source, options.signal);
+    await populate(staging, source, options);
     await fs.rename(staging, workspace.dir);
     return { created: true };
   } catch (error) {

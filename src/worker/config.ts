@@ -3,10 +3,12 @@
 import { join } from "node:path";
 import { z } from "zod";
 import { DEFAULT_LIVE_EVENT_OPTIONS, type LiveEventOptions } from "../activities/live-events";
+import { MODEL_URLS_SETTING, type ModelUrlEntry, parseModelUrls } from "../providers/model-urls";
 import type { ProviderConfig } from "../providers/registry";
 import { type S3Settings, s3SettingsFromEnv } from "../store/s3-config";
 import { DEFAULT_SNAPSHOT_MAX_BYTES } from "../store/workspace-snapshots";
 import { assertPassableNames } from "../tools/environment";
+import { type GitHosts, parseGitHosts } from "../tools/git-source";
 import { DEFAULT_PROCESS_LIMITS, type SandboxConfig } from "../tools/sandbox";
 
 const MIB = 1024 ** 2;
@@ -97,6 +99,10 @@ const WorkerEnvSchema = z.object({
     .default(DEFAULT_WORKSPACE_IDLE_EVICT_SECONDS),
   /** Largest workspace (bytes of files) a snapshot records; a larger one fails the snapshot. */
   KEEL_SNAPSHOT_MAX_BYTES: z.coerce.number().int().positive().default(DEFAULT_SNAPSHOT_MAX_BYTES),
+  /** Extra base URLs one-line models may name, each optionally with its key's variable (model-urls.ts). */
+  KEEL_MODEL_URLS: z.string().optional(),
+  /** Hosts git workspace sources may name (git-source.ts); unset: DEFAULT_GIT_HOSTS. */
+  KEEL_GIT_HOSTS: z.string().optional(),
   KEEL_SANDBOX_MAX_SECONDS: z.coerce
     .number()
     .positive()
@@ -118,6 +124,8 @@ export interface WorkerConfig {
   snapshotMaxBytes: number;
   /** 0 = never evict. */
   workspaceIdleEvictMs: number;
+  /** Hosts git workspace sources may name (KEEL_GIT_HOSTS); default DEFAULT_GIT_HOSTS. */
+  gitHosts?: GitHosts;
   /** How live events go to run streams, or false (KEEL_LIVE_EVENTS, KEEL_LIVE_EVENTS_INTERVAL_MS; default on, 250 ms). */
   liveEvents?: LiveEventOptions | false;
 }
@@ -136,6 +144,7 @@ export function workerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Worke
     .map((name) => name.trim())
     .filter(Boolean);
   assertPassableNames(passEnv);
+  const { modelUrls, gitHosts } = outboundSettings(values, env);
   return {
     temporal: {
       address: values.KEEL_TEMPORAL_ADDRESS,
@@ -165,7 +174,9 @@ export function workerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Worke
         promptCaching: values.KEEL_ANTHROPIC_PROMPT_CACHING,
       }),
       env,
+      modelUrls,
     },
+    gitHosts,
     snapshotMaxBytes: values.KEEL_SNAPSHOT_MAX_BYTES,
     workspaceIdleEvictMs: values.KEEL_WORKSPACE_IDLE_EVICT_SECONDS * 1000,
     sandbox: {
@@ -180,6 +191,30 @@ export function workerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Worke
       },
     },
   };
+}
+
+/**
+ * KEEL_MODEL_URLS and KEEL_GIT_HOSTS, checked at start: a malformed entry, or a key variable named
+ * in KEEL_MODEL_URLS that is not set, stops the worker with the setting's name in the error.
+ */
+function outboundSettings(
+  values: { KEEL_MODEL_URLS?: string; KEEL_GIT_HOSTS?: string },
+  env: NodeJS.ProcessEnv,
+): { modelUrls: ModelUrlEntry[]; gitHosts: GitHosts } {
+  try {
+    const modelUrls = parseModelUrls(values.KEEL_MODEL_URLS);
+    const unset = modelUrls.filter((entry) => entry.keyVariable && !env[entry.keyVariable]);
+    if (unset.length > 0) {
+      throw new Error(
+        `${MODEL_URLS_SETTING}: ${unset.map((entry) => entry.keyVariable).join(", ")} named as a key but not set`,
+      );
+    }
+    return { modelUrls, gitHosts: parseGitHosts(values.KEEL_GIT_HOSTS) };
+  } catch (error) {
+    throw new Error(
+      `Invalid worker configuration: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  }
 }
 
 /** `record` without its undefined fields (unset options keep the providers' defaults). */

@@ -24,16 +24,19 @@ import { log } from "./log";
  */
 export function workerActivities(config: WorkerConfig, s3: S3Client, toolTaskQueue: string): KeelActivities {
   checkSandbox(config.sandbox);
+  const catalog = loadCatalog();
   return createActivities({
     store: new SessionStore(s3, config.s3, { cache: new EntryCache() }),
     markers: new ToolCallMarkers(s3, config.s3),
-    provider: createProvider(config.providers),
-    catalog: loadCatalog(),
+    // The catalog's base URLs are places the operator configured: they get the family's key.
+    provider: createProvider({ ...config.providers, catalog }),
+    catalog,
     workspaceRoot: config.workspaceRoot,
     workerTaskQueue: toolTaskQueue,
     sandbox: config.sandbox,
     snapshots: new WorkspaceSnapshots(s3, config.s3),
     snapshotMaxBytes: config.snapshotMaxBytes,
+    gitHosts: config.gitHosts,
     liveEvents: config.liveEvents ?? DEFAULT_LIVE_EVENT_OPTIONS,
   });
 }

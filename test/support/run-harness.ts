@@ -100,6 +100,8 @@ export async function createRunStage(): Promise<RunStage> {
         OPENAI_BASE_URL: llm.openaiBaseURL,
         ANTHROPIC_API_KEY: "local-key",
         ANTHROPIC_BASE_URL: llm.anthropicBaseURL,
+        // One-line models may name the local LLM server, as an operator lists a model server.
+        KEEL_MODEL_URLS: llm.url,
         ...extraEnv,
       },
     });

@@ -1,6 +1,7 @@
 /** Run routes: messages, abort, approvals and the event stream. */
 import { createRoute } from "@hono/zod-openapi";
 import { streamSSE } from "hono/streaming";
+import { ModelUrlPolicy } from "../../providers/model-urls";
 import { DEFAULT_RUN_SETTINGS } from "../../workflows/types";
 import type { RouteContext } from "../app";
 import { resumePointOf, streamRunEvents } from "../event-stream";
@@ -99,9 +100,16 @@ const getEvents = createRoute({
 });
 
 export function runRoutes(deps: RouteContext) {
+  const outbound = deps.config.outbound;
   const postMessage = postMessageRoute({
     modelIds: deps.catalog.list().map((model) => model.id),
     allowDirectoryWorkspaces: deps.config.allowDirectoryWorkspaces,
+    modelUrls: new ModelUrlPolicy({
+      allowlist: outbound?.modelUrls ?? [],
+      configured: outbound?.providerBaseUrls ?? {},
+      catalog: () => deps.catalog.list(),
+    }),
+    ...(outbound ? { gitHosts: outbound.gitHosts } : {}),
   });
   return createRouter()
     .openapi(postMessage, async (c) => {

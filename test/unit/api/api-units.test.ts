@@ -113,14 +113,14 @@ describe("run settings from a message body", () => {
       systemPrompt: "be brief",
       tools: ["read", "read", "ls"],
       policy: { rules: [{ tool: "bash", argumentsPattern: "rm ", action: "deny" }], default: "ask" },
-      workspace: { type: "git", url: "https://example.com/repo.git", ref: "main" },
+      workspace: { type: "git", url: "https://github.com/example/repo.git", ref: "main" },
     });
     expect(settings).toMatchObject({
       model: "local-chat",
       systemPrompt: "be brief",
       tools: ["read", "ls"],
       policy: { rules: [{ tool: "bash", argumentsPattern: "rm ", action: "deny" }], default: "ask" },
-      workspace: { type: "git", url: "https://example.com/repo.git", ref: "main" },
+      workspace: { type: "git", url: "https://github.com/example/repo.git", ref: "main" },
     });
     expect(settings.policy.approvalTimeoutMs).toBe(DEFAULT_RUN_SETTINGS.policy.approvalTimeoutMs);
   });
@@ -131,7 +131,7 @@ describe("run settings from a message body", () => {
       /directory|type/,
     );
     expect(() => settingsOf({ text: "x", workspace: { type: "git", url: "/srv/repo" } })).toThrow(
-      /remote git URL/,
+      /must be https:\/\/ URLs/,
     );
     expect(settingsOf({ text: "x", workspace: { type: "git", url: "/srv/repo" } }, true).workspace).toEqual({
       type: "git",

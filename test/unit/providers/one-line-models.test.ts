@@ -10,6 +10,7 @@ import { runSettingsFrom } from "../../../src/api/run-settings";
 import { messageBodySchema } from "../../../src/api/schemas";
 import { type LocalLlmServer, startLocalLlmServer } from "../../../src/providers/local-server";
 import { modelFromSpec, ONE_LINE_DEFAULTS, sdkBaseUrl } from "../../../src/providers/model-spec";
+import { ModelUrlPolicy, parseModelUrls } from "../../../src/providers/model-urls";
 import { loadCatalog } from "../../../src/providers/models";
 import { createProvider } from "../../../src/providers/registry";
 import type { ModelInfo } from "../../../src/providers/types";
@@ -95,11 +96,11 @@ describe("the catalog", () => {
   it("an entry without prices gives an unpriced cost, not a free one", async () => {
     const server = await startLocalLlmServer();
     try {
-      const provider = createProvider({ env: {} });
-      const { message } = await provider.complete(
-        { ...entry("local-chat"), baseUrl: server.url },
-        { messages: [{ role: "user", content: "hi", timestamp: 0 }] },
-      );
+      const model = { ...entry("local-chat"), baseUrl: server.url };
+      const provider = createProvider({ env: {}, catalog: loadCatalog({ env: {}, extra: [model] }) });
+      const { message } = await provider.complete(model, {
+        messages: [{ role: "user", content: "hi", timestamp: 0 }],
+      });
       expect(message.usage.input).toBeGreaterThan(0);
       expect(message.usage.cost).toEqual({
         input: 0,
@@ -130,9 +131,13 @@ describe("keys and base URLs", () => {
     ["anthropic-compatible", "", "anthropic-messages"],
   ])("%s with base URL …%s and no key", async (kind, suffix, api) => {
     const model = loadCatalog({ env: {} }).resolve(`${kind}:local-model@${server.url}${suffix}`);
-    const { message, error } = await createProvider({ env: {} }).complete(model, {
-      messages: [{ role: "user", content: "hello", timestamp: 0 }],
-    });
+    // The operator lists the server (without a key: it needs none).
+    const { message, error } = await createProvider({ env: { KEEL_MODEL_URLS: server.url } }).complete(
+      model,
+      {
+        messages: [{ role: "user", content: "hello", timestamp: 0 }],
+      },
+    );
     expect(error).toBeUndefined();
     expect(message).toMatchObject({
       api,
@@ -194,9 +199,10 @@ describe("the API's model check", () => {
       .list()
       .map((model) => model.id),
     allowDirectoryWorkspaces: false,
+    modelUrls: new ModelUrlPolicy({ allowlist: parseModelUrls("http://127.0.0.1:11434"), configured: {} }),
   });
 
-  it("accepts a one-line model", () => {
+  it("accepts a one-line model on a listed URL", () => {
     const spec = "openai-compatible:qwen3-coder@http://127.0.0.1:11434/v1";
     expect(runSettingsFrom(body.parse({ text: "x", model: spec })).model).toBe(spec);
   });

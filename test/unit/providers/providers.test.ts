@@ -4,7 +4,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { AssistantMessage, LlmContext, Message, ToolSpec } from "../../../src/core/messages";
 import { type LocalLlmServer, startLocalLlmServer } from "../../../src/providers/local-server";
-import { computeCost, resolveModel } from "../../../src/providers/models";
+import { computeCost, loadCatalog, resolveModel } from "../../../src/providers/models";
 import { createProvider } from "../../../src/providers/registry";
 import type { ModelApi, ModelInfo, Provider } from "../../../src/providers/types";
 
@@ -376,9 +376,13 @@ describe("model catalog", () => {
     expect(plain.message.content.map((block) => block.type)).toEqual(["text"]);
   });
 
-  test("a model's own baseUrl wins over the provider's", async () => {
+  test("a catalog model's own baseUrl wins over the provider's", async () => {
     const custom: ModelInfo = { ...resolveModel("local-chat"), id: "custom", baseUrl: server.openaiBaseURL };
-    const provider = createProvider({ openai: { apiKey: "k", baseURL: "http://127.0.0.1:1/v1" }, env: {} });
+    const provider = createProvider({
+      openai: { apiKey: "k", baseURL: "http://127.0.0.1:1/v1" },
+      env: {},
+      catalog: loadCatalog({ env: {}, extra: [custom] }),
+    });
     const result = await provider.complete(custom, context([user("via model url")]));
     expect(textOf(result.message)).toBe("You said: via model url");
   });
