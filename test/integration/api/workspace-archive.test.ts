@@ -5,12 +5,12 @@
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { gzipSync } from "node:zlib";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import type { TurnContext } from "../../../src/providers/local-server/types";
-import { writeTar } from "../../../src/store/tar";
 import { workspaceFor } from "../../../src/tools/workspace";
 import { testTmpDir } from "../../support/integration-env";
 import { messagesOf } from "../../support/run-harness";
+import { type FixtureEntry, gzipBomb, tarGzOf } from "../../support/tar-fixture";
 import { type ApiStage, createApiStage, expectProblem } from "./api-stage";
 
 let api: ApiStage;
@@ -89,7 +89,7 @@ test("export --with-workspace gives a .tar.gz a user can unpack, edit and import
   expect(readFileSync(join(workspace, "added.txt"), "utf8")).toBe("added by hand\n");
 }, 120_000);
 
-test("an archive with a path escape is refused with a clear error, and no session is created", async () => {
+test("crafted archives are refused with a clear error, and no session is created", async () => {
   const session = JSON.stringify({
     type: "session",
     version: 3,
@@ -98,24 +98,32 @@ test("an archive with a path escape is refused with a clear error, and no sessio
     cwd: "",
   });
   const before = (await api.call("GET", "/v1/sessions?limit=1000")).body.sessions.length;
-  const cases: Array<[Parameters<typeof writeTar>[0][number], RegExp]> = [
+  // Another tenant's session workspace, as laid out beside this tenant's under the workspace root.
+  const otherWorkspace = `${api.tenants.b}/${api.sessionId()}`;
+  const cases: Array<[FixtureEntry[], RegExp]> = [
+    [[{ path: "workspace/../../evil.txt", body: "x" }], /".." would leave/],
+    [[{ path: "/tmp/evil.txt", body: "x" }], /absolute paths are refused/],
+    [[{ path: "workspace/out", type: "SymbolicLink", linkpath: "../../.." }], /outside the workspace/],
+    [[{ path: "workspace/passwd", type: "SymbolicLink", linkpath: "/etc/passwd" }], /outside the workspace/],
     [
-      { type: "file", path: "workspace/../../evil.txt", mode: 0o644, body: Buffer.from("x") },
-      /".." would leave/,
+      [
+        { path: "workspace/d/", type: "Directory" },
+        { path: "workspace/d/l1", type: "SymbolicLink", linkpath: ".." },
+        { path: "workspace/.keel", type: "SymbolicLink", linkpath: `d/l1/../../${otherWorkspace}` },
+      ],
+      /"workspace\/.keel" is refused: .*outside the workspace/,
     ],
     [
-      { type: "file", path: "/tmp/evil.txt", mode: 0o644, body: Buffer.from("x") },
-      /absolute paths are refused/,
+      [
+        { path: "workspace/a", body: "a" },
+        { path: "workspace/b", type: "Link", linkpath: "workspace/a" },
+      ],
+      /is a hard link/,
     ],
-    [{ type: "symlink", path: "workspace/out", target: "../../.." }, /points outside the workspace/],
+    [[{ path: "workspace/p", type: "FIFO" }], /is a FIFO/],
   ];
-  for (const [entry, message] of cases) {
-    const archive = gzipSync(
-      writeTar([
-        { type: "file", path: "session.jsonl", mode: 0o644, body: Buffer.from(`${session}\n`) },
-        entry,
-      ]),
-    );
+  for (const [entries, message] of cases) {
+    const archive = tarGzOf([{ path: "session.jsonl", body: `${session}\n` }, ...entries]);
     const response = await api.call("POST", "/v1/sessions/import", {
       body: archive as unknown as string,
       headers: gzipHeaders,
@@ -124,4 +132,22 @@ test("an archive with a path escape is refused with a clear error, and no sessio
     expect(response.body.detail).toMatch(message);
   }
   expect((await api.call("GET", "/v1/sessions?limit=1000")).body.sessions.length).toBe(before);
+});
+
+test("a gzip bomb is refused as 413 while it streams in, the event loop never blocked", async () => {
+  // ~200 KB (under the stage's 256 KiB body limit) that would unpack to 200 MiB of zeros.
+  const bomb = gzipBomb(200 * 1024 ** 2);
+  const chunks: Uint8Array[] = [];
+  for await (const chunk of bomb.source) chunks.push(chunk);
+  const body = Buffer.concat(chunks);
+  const delay = monitorEventLoopDelay({ resolution: 1 });
+  delay.enable();
+  const response = await api.call("POST", "/v1/sessions/import", {
+    body: body as unknown as string,
+    headers: gzipHeaders,
+  });
+  delay.disable();
+  expectProblem(response, 413, "payload-too-large");
+  expect(response.body.detail).toMatch(/expands more than 100 times/);
+  expect(delay.max / 1e6).toBeLessThan(100);
 });
