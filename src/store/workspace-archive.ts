@@ -139,6 +139,9 @@ function confined(name: string): string {
   return segments.join("/");
 }
 
+/** Entry kinds unpacked as regular files (a contiguous file is one to every reader but a tape). */
+const FILE_TYPES = new Set(["File", "OldFile", "ContiguousFile"]);
+/** Names of the refused kinds most archives could hold, for the error message. */
 const REFUSED_KINDS: Record<string, string> = {
   Link: "hard link",
   CharacterDevice: "character device",
@@ -177,16 +180,13 @@ export async function unpackSessionArchive(
       if (entry.size > limits.maxEntryBytes) {
         throw new ArchiveError(`${what} is larger than ${limits.maxEntryBytes} bytes`, true);
       }
-      const kind = REFUSED_KINDS[entry.type];
-      if (
-        kind !== undefined ||
-        !["File", "OldFile", "ContiguousFile", "Directory", "SymbolicLink"].includes(entry.type)
-      ) {
+      const isFile = FILE_TYPES.has(entry.type);
+      if (!isFile && entry.type !== "Directory" && entry.type !== "SymbolicLink") {
+        const kind = REFUSED_KINDS[entry.type] ?? `${entry.type} entry`;
         throw new ArchiveError(
-          `${what} is a ${kind ?? `${entry.type} entry`}; only files, directories and symbolic links are accepted`,
+          `${what} is a ${kind}; only files, directories and symbolic links are accepted (the import is refused)`,
         );
       }
-      const isFile = entry.type !== "Directory" && entry.type !== "SymbolicLink";
       if (name === SESSION_FILE && isFile) {
         if (jsonl !== undefined) throw new ArchiveError(`${what} appears twice`);
         const chunks: Buffer[] = [];
@@ -207,8 +207,7 @@ export async function unpackSessionArchive(
       try {
         if (entry.type === "Directory") {
           const existing = await workspace.lstat(relative, { links: "refuse" });
-          if (existing && !existing.isDirectory())
-            throw Object.assign(new Error("exists"), { code: "EEXIST" });
+          if (existing && !existing.isDirectory()) throw new ArchiveError(`${what} appears twice`);
           await workspace.mkdirp(relative);
           folderModes.push([relative, ((entry.mode ?? 0o755) & PERMISSION_BITS) | 0o700]);
         } else if (entry.type === "SymbolicLink") {
