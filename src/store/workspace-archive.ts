@@ -6,66 +6,124 @@
  *   session.jsonl     the pi session file (version 3)
  *   workspace/…       the workspace's files, directories and symbolic links at the leaf
  *
- * Reading confines every path to the archive's own tree: absolute paths, `..` segments, entries
- * below a symbolic link, links whose target leaves `workspace/`, duplicates and other entry kinds
- * are refused with an `ArchiveError` naming the entry, before anything is written.
+ * Both ways are streams (archive-stream.ts). Unpacking writes through the workspace file layer
+ * (tools/workspace-fs.ts) with links refused on the way, so no entry is ever written through a
+ * link an earlier entry made; links are created as links and judged once everything is
+ * unpacked, by resolving each one inside the unpacked tree as the file tools would.
  */
+import { fchmod } from "node:fs";
 import * as fs from "node:fs/promises";
-import * as path from "node:path";
-import { gunzipSync, gzipSync } from "node:zlib";
-import { ArchiveError, readTar, type TarEntry, writeTar } from "./tar";
+import type { Readable } from "node:stream";
+import { promisify } from "node:util";
+import type { ReadEntry } from "tar";
+import {
+  errorCode,
+  lstatAt,
+  openDirAt,
+  openFileAt,
+  PERMISSION_BITS,
+  readDirAt,
+  WorkspaceFs,
+  WorkspacePathError,
+} from "../tools/workspace-fs";
+import {
+  ArchiveError,
+  type ArchiveLimits,
+  DEFAULT_ARCHIVE_LIMITS,
+  gunzipWithLimits,
+  gzipStream,
+  readTarStream,
+  TAR_END,
+  tarHeader,
+  tarPadding,
+} from "./archive-stream";
 import { IGNORED_PATHS } from "./workspace-tree";
+
+export { ArchiveError } from "./archive-stream";
 
 export const SESSION_FILE = "session.jsonl";
 export const WORKSPACE_FOLDER = "workspace";
-/** Default cap on an archive's unpacked size (a small gzip body can unpack to gigabytes). */
-export const DEFAULT_ARCHIVE_MAX_BYTES = 1024 ** 3;
+const READ_CHUNK_BYTES = 64 * 1024;
+const fchmodAsync = promisify(fchmod);
 
 /** gzip's magic bytes: how an import body is recognized as an archive. */
 export const isGzip = (body: Uint8Array): boolean => body[0] === 0x1f && body[1] === 0x8b;
 
-/** The archive of a session file and (optionally) a workspace directory, gzipped. */
-export async function packSessionArchive(jsonl: string, workspaceDir?: string): Promise<Buffer> {
-  const entries: TarEntry[] = [{ type: "file", path: SESSION_FILE, mode: 0o644, body: Buffer.from(jsonl) }];
-  if (workspaceDir !== undefined) {
-    entries.push({ type: "dir", path: WORKSPACE_FOLDER, mode: 0o755 });
-    entries.push(...(await collectTree(workspaceDir, WORKSPACE_FOLDER, "")));
-  }
-  return gzipSync(writeTar(entries));
+/**
+ * The archive of a session file and (optionally) a workspace directory, as a gzip stream. The
+ * directory is read through the file layer (links never followed, only regular files opened)
+ * while the stream is consumed; it must stay in place until the stream ends or is destroyed.
+ */
+export function packSessionArchive(jsonl: string, workspaceDir?: string): Readable {
+  return gzipStream(sessionTarBlocks(Buffer.from(jsonl), workspaceDir));
 }
 
-/** Files, folders and links under `dir`, sorted by name; `.keel/scratch`, sockets, FIFOs and devices left out. */
-async function collectTree(dir: string, archivePrefix: string, relative: string): Promise<TarEntry[]> {
-  const entries: TarEntry[] = [];
-  const names = (await fs.readdir(path.join(dir, relative))).sort();
-  for (const name of names) {
-    const childRelative = relative ? `${relative}/${name}` : name;
-    if (IGNORED_PATHS.includes(childRelative)) continue;
-    const absolute = path.join(dir, childRelative);
-    const archived = `${archivePrefix}/${childRelative}`;
-    const stats = await fs.lstat(absolute);
-    if (stats.isSymbolicLink()) {
-      entries.push({ type: "symlink", path: archived, target: await fs.readlink(absolute) });
-    } else if (stats.isDirectory()) {
-      entries.push({ type: "dir", path: archived, mode: stats.mode & 0o777 });
-      entries.push(...(await collectTree(dir, archivePrefix, childRelative)));
-    } else if (stats.isFile()) {
-      entries.push({
-        type: "file",
-        path: archived,
-        mode: stats.mode & 0o777,
-        body: await fs.readFile(absolute),
-      });
+async function* sessionTarBlocks(jsonl: Buffer, workspaceDir: string | undefined): AsyncGenerator<Buffer> {
+  yield tarHeader({ path: SESSION_FILE, type: "File", mode: 0o644, size: jsonl.length });
+  yield jsonl;
+  yield tarPadding(jsonl.length);
+  if (workspaceDir !== undefined) {
+    yield tarHeader({ path: `${WORKSPACE_FOLDER}/`, type: "Directory", mode: 0o755 });
+    const workspace = await WorkspaceFs.open(workspaceDir);
+    try {
+      yield* treeTarBlocks(workspace.rootFd, "");
+    } finally {
+      await workspace.close();
     }
   }
-  return entries;
+  yield TAR_END;
 }
 
-/** What an archive holds: the session file's text and the workspace entries (paths relative to it). */
-export interface SessionArchive {
+/** Files, folders and links under a held directory, sorted by name; `.keel/scratch`, sockets, FIFOs and devices left out. */
+async function* treeTarBlocks(dirFd: number, relative: string): AsyncGenerator<Buffer> {
+  for (const dirent of await readDirAt(dirFd)) {
+    const childRelative = relative ? `${relative}/${dirent.name}` : dirent.name;
+    if (IGNORED_PATHS.includes(childRelative)) continue;
+    const archived = `${WORKSPACE_FOLDER}/${childRelative}`;
+    const stats = await lstatAt(dirFd, dirent.name);
+    if (stats?.isSymbolicLink()) {
+      const target = await fs.readlink(`/proc/self/fd/${dirFd}/${dirent.name}`);
+      yield tarHeader({ path: archived, type: "SymbolicLink", mode: 0o777, linkpath: target });
+    } else if (stats?.isDirectory()) {
+      yield tarHeader({ path: `${archived}/`, type: "Directory", mode: stats.mode & PERMISSION_BITS });
+      const handle = await openDirAt(dirFd, dirent.name);
+      try {
+        yield* treeTarBlocks(handle.fd, childRelative);
+      } finally {
+        await handle.close();
+      }
+    } else if (stats?.isFile()) {
+      yield* fileTarBlocks(dirFd, dirent.name, archived);
+    }
+  }
+}
+
+/** One regular file: its header (size and mode from the opened descriptor) and its body, read in chunks. */
+async function* fileTarBlocks(dirFd: number, name: string, archived: string): AsyncGenerator<Buffer> {
+  const { handle, stats } = await openFileAt(dirFd, name);
+  try {
+    yield tarHeader({ path: archived, type: "File", mode: stats.mode & PERMISSION_BITS, size: stats.size });
+    let left = stats.size;
+    while (left > 0) {
+      const { bytesRead, buffer } = await handle.read(Buffer.alloc(Math.min(left, READ_CHUNK_BYTES)), 0);
+      // A file that shrank while it was read is padded to the size its header announced.
+      if (bytesRead === 0) {
+        yield Buffer.alloc(left);
+        break;
+      }
+      yield buffer.subarray(0, bytesRead);
+      left -= bytesRead;
+    }
+    yield tarPadding(stats.size);
+  } finally {
+    await handle.close();
+  }
+}
+
+/** What an unpacked archive held: the session file's text, and whether it had a `workspace/` folder. */
+export interface UnpackedArchive {
   jsonl: string;
-  /** Undefined when the archive has no `workspace/` folder. */
-  workspace: TarEntry[] | undefined;
+  workspace: boolean;
 }
 
 /** `name` as a confined relative path (`a/b`), or an ArchiveError saying why not. */
@@ -81,92 +139,155 @@ function confined(name: string): string {
   return segments.join("/");
 }
 
-/**
- * Reads a gzipped session archive and checks every entry (see the module comment). `maxBytes`
- * caps the unpacked size.
- */
-export function readSessionArchive(gzipped: Buffer, maxBytes = DEFAULT_ARCHIVE_MAX_BYTES): SessionArchive {
-  let archive: Buffer;
-  try {
-    archive = gunzipSync(gzipped, { maxOutputLength: maxBytes });
-  } catch (error) {
-    if ((error as { code?: string }).code === "ERR_BUFFER_TOO_LARGE")
-      throw new ArchiveError(`the archive unpacks to more than ${maxBytes} bytes`);
-    throw new ArchiveError(`the archive is not valid gzip: ${(error as Error).message}`);
-  }
-  let jsonl: string | undefined;
-  let workspace: TarEntry[] | undefined;
-  const seen = new Set<string>();
-  const links = new Set<string>();
-  const files = new Set<string>();
-  for (const entry of readTar(archive)) {
-    const name = confined(entry.path);
-    if (seen.has(name)) throw new ArchiveError(`archive entry ${JSON.stringify(name)} appears twice`);
-    seen.add(name);
-    const segments = name.split("/");
-    for (let i = 1; i < segments.length; i += 1) {
-      const ancestor = segments.slice(0, i).join("/");
-      if (links.has(ancestor)) {
-        throw new ArchiveError(`archive entry ${JSON.stringify(name)} lies below a symbolic link`);
-      }
-      if (files.has(ancestor)) {
-        throw new ArchiveError(`archive entry ${JSON.stringify(name)} lies below a file`);
-      }
-    }
-    if (name === SESSION_FILE && entry.type === "file") {
-      jsonl = entry.body.toString("utf8");
-      continue;
-    }
-    if (name === WORKSPACE_FOLDER && entry.type === "dir") {
-      workspace ??= [];
-      continue;
-    }
-    if (segments[0] !== WORKSPACE_FOLDER || segments.length < 2) {
-      throw new ArchiveError(
-        `archive entry ${JSON.stringify(name)}: expected ${SESSION_FILE} and ${WORKSPACE_FOLDER}/… only`,
-      );
-    }
-    const relative = segments.slice(1).join("/");
-    if (entry.type === "symlink") {
-      links.add(name);
-      checkLinkTarget(relative, entry.target);
-    }
-    if (entry.type === "file") files.add(name);
-    workspace ??= [];
-    workspace.push({ ...entry, path: relative });
-  }
-  if (jsonl === undefined) throw new ArchiveError(`the archive has no ${SESSION_FILE}`);
-  return { jsonl, workspace };
-}
-
-/** A link's target must be relative and stay inside the workspace (resolved from the link's folder). */
-function checkLinkTarget(relative: string, target: string): void {
-  const what = `symbolic link ${JSON.stringify(`${WORKSPACE_FOLDER}/${relative}`)} -> ${JSON.stringify(target)}`;
-  if (target === "" || target.includes("\0")) throw new ArchiveError(`${what}: empty or invalid target`);
-  if (target.startsWith("/")) throw new ArchiveError(`${what}: absolute targets are refused`);
-  const resolved = path.posix.normalize(path.posix.join(path.posix.dirname(relative), target));
-  if (resolved === ".." || resolved.startsWith("../")) {
-    throw new ArchiveError(`${what}: points outside the workspace`);
-  }
-}
+/** Entry kinds unpacked as regular files (a contiguous file is one to every reader but a tape). */
+const FILE_TYPES = new Set(["File", "OldFile", "ContiguousFile"]);
+/** Names of the refused kinds most archives could hold, for the error message. */
+const REFUSED_KINDS: Record<string, string> = {
+  Link: "hard link",
+  CharacterDevice: "character device",
+  BlockDevice: "block device",
+  FIFO: "FIFO",
+};
 
 /**
- * Writes checked workspace entries (from `readSessionArchive`) into `dir`, which must not exist
- * yet. Files keep their permission bits (owner read/write always added), folders get theirs last.
+ * Reads the gzipped session archive `body` as it arrives and unpacks its `workspace/` into
+ * `dir` (created here; it must not exist). Refused with an `ArchiveError` naming the entry:
+ * absolute paths, `..` segments, entries below a link or a file of the archive, duplicates,
+ * hard links, devices, FIFOs and every other kind, other top-level names, a missing
+ * `session.jsonl`, links whose resolution inside the unpacked tree leaves it (or loops), and
+ * anything over `limits` (`overLimit`). Modes keep their permission bits only. On a refusal
+ * `dir` may hold part of the archive: the caller removes it.
  */
-export async function writeWorkspaceEntries(entries: readonly TarEntry[], dir: string): Promise<void> {
+export async function unpackSessionArchive(
+  body: AsyncIterable<Uint8Array>,
+  dir: string,
+  limits: ArchiveLimits = DEFAULT_ARCHIVE_LIMITS,
+): Promise<UnpackedArchive> {
   await fs.mkdir(dir);
-  const folderModes: Array<[string, number]> = [];
-  for (const entry of entries) {
-    const target = path.join(dir, entry.path);
-    if (entry.type === "dir") {
-      await fs.mkdir(target, { recursive: true });
-      folderModes.push([target, entry.mode | 0o700]);
-      continue;
+  return WorkspaceFs.with(dir, async (workspace) => {
+    let jsonl: string | undefined;
+    let hasWorkspace = false;
+    let entries = 0;
+    const folderModes: Array<[string, number]> = [];
+
+    const unpackEntry = async (entry: ReadEntry): Promise<void> => {
+      entries += 1;
+      if (entries > limits.maxEntries) {
+        throw new ArchiveError(`the archive has more than ${limits.maxEntries} entries`, true);
+      }
+      const name = confined(entry.path);
+      const what = `archive entry ${JSON.stringify(name)}`;
+      if (entry.size > limits.maxEntryBytes) {
+        throw new ArchiveError(`${what} is larger than ${limits.maxEntryBytes} bytes`, true);
+      }
+      const isFile = FILE_TYPES.has(entry.type);
+      if (!isFile && entry.type !== "Directory" && entry.type !== "SymbolicLink") {
+        const kind = REFUSED_KINDS[entry.type] ?? `${entry.type} entry`;
+        throw new ArchiveError(
+          `${what} is a ${kind}; only files, directories and symbolic links are accepted (the import is refused)`,
+        );
+      }
+      if (name === SESSION_FILE && isFile) {
+        if (jsonl !== undefined) throw new ArchiveError(`${what} appears twice`);
+        const chunks: Buffer[] = [];
+        for await (const chunk of entry as AsyncIterable<Buffer>) chunks.push(chunk);
+        jsonl = Buffer.concat(chunks).toString("utf8");
+        return;
+      }
+      if (name === WORKSPACE_FOLDER && entry.type === "Directory") {
+        hasWorkspace = true;
+        return;
+      }
+      const segments = name.split("/");
+      if (segments[0] !== WORKSPACE_FOLDER || segments.length < 2) {
+        throw new ArchiveError(`${what}: expected ${SESSION_FILE} and ${WORKSPACE_FOLDER}/… only`);
+      }
+      hasWorkspace = true;
+      const relative = segments.slice(1).join("/");
+      try {
+        if (entry.type === "Directory") {
+          const existing = await workspace.lstat(relative, { links: "refuse" });
+          if (existing && !existing.isDirectory()) throw new ArchiveError(`${what} appears twice`);
+          await workspace.mkdirp(relative);
+          folderModes.push([relative, ((entry.mode ?? 0o755) & PERMISSION_BITS) | 0o700]);
+        } else if (entry.type === "SymbolicLink") {
+          await workspace.symlink(entry.linkpath ?? "", relative);
+        } else {
+          await writeEntryFile(workspace, relative, entry);
+        }
+      } catch (error) {
+        throw entryError(what, error);
+      }
+    };
+
+    await readTarStream(gunzipWithLimits(body, limits), unpackEntry);
+    if (jsonl === undefined) throw new ArchiveError(`the archive has no ${SESSION_FILE}`);
+    await checkLinks(workspace, workspace.rootFd, "");
+    // Deepest first, so a folder made read-only does not stop the change of one below it.
+    for (const [folder, mode] of folderModes.reverse()) {
+      await workspace.withDir(folder, { links: "refuse" }, (fd) => fchmodAsync(fd, mode));
     }
-    await fs.mkdir(path.dirname(target), { recursive: true });
-    if (entry.type === "symlink") await fs.symlink(entry.target, target);
-    else await fs.writeFile(target, entry.body, { mode: entry.mode | 0o600, flag: "wx" });
+    return { jsonl, workspace: hasWorkspace };
+  });
+}
+
+/** Writes a file entry's body to a new file (never an existing name), with its permission bits. */
+async function writeEntryFile(workspace: WorkspaceFs, relative: string, entry: ReadEntry): Promise<void> {
+  const { handle } = await workspace.openForWrite(relative, {
+    links: "refuse",
+    exclusive: true,
+    mode: 0o600,
+  });
+  try {
+    for await (const chunk of entry as AsyncIterable<Buffer>) await handle.write(chunk);
+    // After the write: creation modes pass through the umask, and owner read/write is always kept.
+    await handle.chmod(((entry.mode ?? 0o644) & PERMISSION_BITS) | 0o600);
+  } finally {
+    await handle.close();
   }
-  for (const [folder, mode] of folderModes.reverse()) await fs.chmod(folder, mode);
+}
+
+/** An unpacking error as an ArchiveError naming the entry; errors of other kinds pass through. */
+function entryError(what: string, error: unknown): unknown {
+  if (error instanceof ArchiveError) return error;
+  if (error instanceof WorkspacePathError) return new ArchiveError(`${what}: ${error.message}`);
+  switch (errorCode(error)) {
+    case "EEXIST":
+      return new ArchiveError(`${what} appears twice`);
+    case "ENOTDIR":
+      return new ArchiveError(`${what} lies below a file`);
+    default:
+      return error;
+  }
+}
+
+/**
+ * Resolves every symbolic link under the held directory `dirFd` inside the workspace, as the
+ * file tools do (`links: "inside"`): a link whose resolution leaves the workspace, is absolute
+ * outside `/workspace`, or loops is refused. A dangling link that stays inside is kept.
+ */
+async function checkLinks(workspace: WorkspaceFs, dirFd: number, relative: string): Promise<void> {
+  for (const dirent of await readDirAt(dirFd)) {
+    const childRelative = relative ? `${relative}/${dirent.name}` : dirent.name;
+    if (dirent.isSymbolicLink()) {
+      await workspace
+        .locate(childRelative, { links: "inside" }, async () => undefined)
+        .catch((error: unknown) => {
+          if (errorCode(error) === "ENOENT" || errorCode(error) === "ENOTDIR") return;
+          if (error instanceof WorkspacePathError) {
+            throw new ArchiveError(
+              `symbolic link ${JSON.stringify(`${WORKSPACE_FOLDER}/${childRelative}`)} is refused: ${error.message}`,
+            );
+          }
+          throw error;
+        });
+    } else if (dirent.isDirectory()) {
+      const handle = await openDirAt(dirFd, dirent.name);
+      try {
+        await checkLinks(workspace, handle.fd, childRelative);
+      } finally {
+        await handle.close();
+      }
+    }
+  }
 }

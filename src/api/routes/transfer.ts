@@ -1,6 +1,8 @@
 /** Session data routes: entries (paged), export, import, fork, labels; branch and compact. */
 import { randomBytes, randomUUID } from "node:crypto";
+import { Readable } from "node:stream";
 import { createRoute, z } from "@hono/zod-openapi";
+import type { HonoRequest } from "hono";
 import { makeUniqueEntryId } from "../../core/ids";
 import { parseSession } from "../../core/session-codec";
 import { createSessionHeader } from "../../core/session-entries";
@@ -28,7 +30,12 @@ import {
   LabelResultSchema,
   SessionParamsSchema,
 } from "../schemas";
-import { exportSessionArchive, importWorkspace, readImportArchive } from "../session-archive";
+import {
+  exportSessionArchive,
+  type ImportedArchive,
+  importWorkspace,
+  withImportedArchive,
+} from "../session-archive";
 import { idempotencyHeaderParam, problemResponses, refOf, requireSession } from "./common";
 
 /** Skipped lines reported back by an import, at most. */
@@ -240,6 +247,21 @@ function parseImport(text: string, contentTypeHeader: string, nowIso: string): P
   };
 }
 
+/**
+ * A request body as it arrives. A body already read by a middleware (the idempotency record
+ * hashes it; Hono keeps it) is handed over from that copy.
+ */
+async function* requestBody(request: HonoRequest): AsyncGenerator<Uint8Array> {
+  const { body, bodyUsed } = request.raw;
+  if (body === null) return;
+  if (bodyUsed) {
+    yield new Uint8Array(await request.arrayBuffer());
+    return;
+  }
+  // Node's web streams are async iterables (the DOM typings do not say so).
+  yield* body as unknown as AsyncIterable<Uint8Array>;
+}
+
 export function transferRoutes(deps: RouteContext) {
   const createSession = async (
     tenantId: string,
@@ -295,7 +317,8 @@ export function transferRoutes(deps: RouteContext) {
         await requireSession(deps, ref);
         if (c.req.valid("query").workspace === "true") {
           const { archive, snapshotEntryId } = await exportSessionArchive(deps.store, deps.snapshots, ref);
-          return c.body(new Uint8Array(archive), 200, {
+          // Sent as it is packed; a client that goes away destroys the stream (and its folder).
+          return c.body(Readable.toWeb(archive) as ReadableStream<Uint8Array>, 200, {
             "content-type": GZIP_CONTENT_TYPE,
             "content-disposition": `attachment; filename="${sessionId}.tar.gz"`,
             // Which entry's snapshot the files are (absent: no snapshot applies, the folder is empty).
@@ -314,33 +337,37 @@ export function transferRoutes(deps: RouteContext) {
       .openapi(importSession, async (c) => {
         const contentType = c.req.header("content-type") ?? "";
         const nowIso = new Date(deps.now()).toISOString();
-        const archive = ARCHIVE_MEDIA_TYPES.has(mediaTypeOf(contentType))
-          ? readImportArchive(Buffer.from(await c.req.arrayBuffer()))
-          : undefined;
-        const parsed = archive
-          ? parseImport(archive.jsonl, JSONL_CONTENT_TYPE, nowIso)
-          : parseImport(await c.req.text(), contentType, nowIso);
-        const leaf = parsed.entries.at(-1);
-        if (archive?.workspace && !leaf) {
-          throw new ProblemError(
-            "invalid-session-file",
-            "The archive has a workspace but its session has no entry to attach it to.",
+        const tenantId = c.get("tenantId");
+        /** Imports a parsed session; with an archive, records its workspace at the session's leaf. */
+        const importParsed = async (parsed: ParsedImport, archive?: ImportedArchive) => {
+          const leaf = parsed.entries.at(-1);
+          if (archive?.workspaceDir && !leaf) {
+            throw new ProblemError(
+              "invalid-session-file",
+              "The archive has a workspace but its session has no entry to attach it to.",
+            );
+          }
+          const created = await createSession(tenantId, parsed);
+          const workspace =
+            archive?.workspaceDir && leaf
+              ? await importWorkspace(
+                  deps.snapshots,
+                  { tenantId, sessionId: created.sessionId },
+                  archive.workspaceDir,
+                  { id: leaf.id, seq: parsed.entries.length - 1 },
+                )
+              : undefined;
+          const warnings = parsed.warnings.slice(0, MAX_IMPORT_WARNINGS);
+          return c.json(
+            { ...created, ...(workspace ? { workspace } : {}), ...(warnings.length > 0 ? { warnings } : {}) },
+            201,
           );
+        };
+        if (!ARCHIVE_MEDIA_TYPES.has(mediaTypeOf(contentType))) {
+          return importParsed(parseImport(await c.req.text(), contentType, nowIso));
         }
-        const created = await createSession(c.get("tenantId"), parsed);
-        const workspace =
-          archive?.workspace && leaf
-            ? await importWorkspace(
-                deps.snapshots,
-                { tenantId: c.get("tenantId"), sessionId: created.sessionId },
-                archive.workspace,
-                { id: leaf.id, seq: parsed.entries.length - 1 },
-              )
-            : undefined;
-        const warnings = parsed.warnings.slice(0, MAX_IMPORT_WARNINGS);
-        return c.json(
-          { ...created, ...(workspace ? { workspace } : {}), ...(warnings.length > 0 ? { warnings } : {}) },
-          201,
+        return withImportedArchive(requestBody(c.req), (archive) =>
+          importParsed(parseImport(archive.jsonl, JSONL_CONTENT_TYPE, nowIso), archive),
         );
       })
       .openapi(forkSession, async (c) => {

@@ -5,12 +5,12 @@
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { gzipSync } from "node:zlib";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import type { TurnContext } from "../../../src/providers/local-server/types";
-import { writeTar } from "../../../src/store/tar";
 import { workspaceFor } from "../../../src/tools/workspace";
 import { testTmpDir } from "../../support/integration-env";
 import { messagesOf } from "../../support/run-harness";
+import { type FixtureEntry, gzipBomb, tarGzOf } from "../../support/tar-fixture";
 import { type ApiStage, createApiStage, expectProblem } from "./api-stage";
 
 let api: ApiStage;
@@ -43,6 +43,25 @@ afterAll(async () => {
 
 const gzipHeaders = { "content-type": "application/gzip" };
 
+test("a gzip bomb is refused as 413 while it streams in, the event loop never blocked", async () => {
+  // ~200 KB (under the stage's 256 KiB body limit) that would unpack to 200 MiB of zeros.
+  const bomb = gzipBomb(200 * 1024 ** 2);
+  const chunks: Uint8Array[] = [];
+  for await (const chunk of bomb.source) chunks.push(chunk);
+  const body = Buffer.concat(chunks);
+  // First in this file: a run of another test still winding down (its worker, a GC) is not this import.
+  const delay = monitorEventLoopDelay({ resolution: 1 });
+  delay.enable();
+  const response = await api.call("POST", "/v1/sessions/import", {
+    body: body as unknown as string,
+    headers: gzipHeaders,
+  });
+  delay.disable();
+  expectProblem(response, 413, "payload-too-large");
+  expect(response.body.detail).toMatch(/expands more than 100 times/);
+  expect(delay.max / 1e6).toBeLessThan(100);
+});
+
 test("export --with-workspace gives a .tar.gz a user can unpack, edit and import; the next run sees its files", async () => {
   const sessionId = api.sessionId();
   await api.call("POST", `/v1/sessions/${sessionId}/messages`, {
@@ -67,11 +86,13 @@ test("export --with-workspace gives a .tar.gz a user can unpack, edit and import
   );
 
   // A user adds a file with standard tools and imports the archive again.
+  const importKey = api.sessionId();
   writeFileSync(join(dir, "workspace/added.txt"), "added by hand\n");
   execFileSync("tar", ["czf", "edited.tar.gz", "session.jsonl", "workspace"], { cwd: dir });
   const imported = await api.call("POST", "/v1/sessions/import", {
     body: readFileSync(join(dir, "edited.tar.gz")) as unknown as string,
-    headers: gzipHeaders,
+    // With a key the idempotency record reads the body first: the import unpacks Hono's copy.
+    headers: { ...gzipHeaders, "idempotency-key": `archive-${importKey}` },
   });
   expect(imported.status).toBe(201);
   expect(imported.body.workspace).toEqual({ files: 3, bytes: expect.any(Number) });
@@ -89,7 +110,7 @@ test("export --with-workspace gives a .tar.gz a user can unpack, edit and import
   expect(readFileSync(join(workspace, "added.txt"), "utf8")).toBe("added by hand\n");
 }, 120_000);
 
-test("an archive with a path escape is refused with a clear error, and no session is created", async () => {
+test("crafted archives are refused with a clear error, and no session is created", async () => {
   const session = JSON.stringify({
     type: "session",
     version: 3,
@@ -98,24 +119,32 @@ test("an archive with a path escape is refused with a clear error, and no sessio
     cwd: "",
   });
   const before = (await api.call("GET", "/v1/sessions?limit=1000")).body.sessions.length;
-  const cases: Array<[Parameters<typeof writeTar>[0][number], RegExp]> = [
+  // Another tenant's session workspace, as laid out beside this tenant's under the workspace root.
+  const otherWorkspace = `${api.tenants.b}/${api.sessionId()}`;
+  const cases: Array<[FixtureEntry[], RegExp]> = [
+    [[{ path: "workspace/../../evil.txt", body: "x" }], /".." would leave/],
+    [[{ path: "/tmp/evil.txt", body: "x" }], /absolute paths are refused/],
+    [[{ path: "workspace/out", type: "SymbolicLink", linkpath: "../../.." }], /outside the workspace/],
+    [[{ path: "workspace/passwd", type: "SymbolicLink", linkpath: "/etc/passwd" }], /outside the workspace/],
     [
-      { type: "file", path: "workspace/../../evil.txt", mode: 0o644, body: Buffer.from("x") },
-      /".." would leave/,
+      [
+        { path: "workspace/d/", type: "Directory" },
+        { path: "workspace/d/l1", type: "SymbolicLink", linkpath: ".." },
+        { path: "workspace/.keel", type: "SymbolicLink", linkpath: `d/l1/../../${otherWorkspace}` },
+      ],
+      /"workspace\/.keel" is refused: .*outside the workspace/,
     ],
     [
-      { type: "file", path: "/tmp/evil.txt", mode: 0o644, body: Buffer.from("x") },
-      /absolute paths are refused/,
+      [
+        { path: "workspace/a", body: "a" },
+        { path: "workspace/b", type: "Link", linkpath: "workspace/a" },
+      ],
+      /is a hard link/,
     ],
-    [{ type: "symlink", path: "workspace/out", target: "../../.." }, /points outside the workspace/],
+    [[{ path: "workspace/p", type: "FIFO" }], /is a FIFO/],
   ];
-  for (const [entry, message] of cases) {
-    const archive = gzipSync(
-      writeTar([
-        { type: "file", path: "session.jsonl", mode: 0o644, body: Buffer.from(`${session}\n`) },
-        entry,
-      ]),
-    );
+  for (const [entries, message] of cases) {
+    const archive = tarGzOf([{ path: "session.jsonl", body: `${session}\n` }, ...entries]);
     const response = await api.call("POST", "/v1/sessions/import", {
       body: archive as unknown as string,
       headers: gzipHeaders,

@@ -28,7 +28,7 @@ afterAll(async () => {
 
 jest.setTimeout(180_000);
 
-const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
 test("its worker killed: show says so within seconds, events --follow waits and then follows the run to its end", async () => {
   // A run whose model call takes long, and its only worker killed while it waits (`kill -9`).
@@ -47,7 +47,7 @@ test("its worker killed: show says so within seconds, events --follow waits and 
   const queue = `the run's task queue "${stage.taskQueue}"`;
   expect(shown.stderr).toMatch(
     new RegExp(
-      `no worker is polling ${escape(queue)}|did not answer within 5 s \\(1 worker\\(s\\) polled ${escape(queue)}`,
+      `no worker is polling ${escapeRegExp(queue)}|did not answer within 5 s \\(1 worker\\(s\\) polled ${escapeRegExp(queue)}`,
     ),
   );
   expect(shown.stderr).not.toContain("workflow service is unavailable");

@@ -225,7 +225,11 @@ test("allowed methods: pattern routes match by segment, literal routes win, midd
 });
 
 test("an open run that does not answer says why; it is not Temporal being unreachable", () => {
-  const error = new RunNotAnsweringError("run-1", { cause: new Error("query timed out") }, "no worker is polling");
+  const error = new RunNotAnsweringError(
+    "run-1",
+    { cause: new Error("query timed out") },
+    "no worker is polling",
+  );
   expect(error.message).toBe("run run-1 is not answering right now: no worker is polling");
   expect(unavailableDependency(error)).toBeUndefined();
   expect(unavailableDependency(new Error("something else"))).toBeUndefined();
