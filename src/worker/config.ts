@@ -76,6 +76,8 @@ const WorkerEnvSchema = z.object({
     .positive()
     .default(DEFAULT_PROCESS_LIMITS.memoryBytes / MIB),
   KEEL_SANDBOX_MAX_PROCESSES: z.coerce.number().int().positive().default(DEFAULT_PROCESS_LIMITS.processes),
+  /** CPU seconds of one tool call: RLIMIT_CPU per process, and all its processes together where cgroups allow. */
+  KEEL_SANDBOX_CPU_SECONDS: z.coerce.number().int().positive().default(DEFAULT_PROCESS_LIMITS.cpuSeconds),
   KEEL_SANDBOX_MAX_FILE_MB: z.coerce
     .number()
     .int()
@@ -174,6 +176,7 @@ export function workerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Worke
       limits: {
         memoryBytes: values.KEEL_SANDBOX_MEMORY_MB * MIB,
         processes: values.KEEL_SANDBOX_MAX_PROCESSES,
+        cpuSeconds: values.KEEL_SANDBOX_CPU_SECONDS,
         fileSizeBytes: values.KEEL_SANDBOX_MAX_FILE_MB * MIB,
         tmpBytes: values.KEEL_SANDBOX_TMP_MB * MIB,
         wallTimeMs: values.KEEL_SANDBOX_MAX_SECONDS * 1000,

@@ -20,6 +20,7 @@ describe("sandbox configuration", () => {
       KEEL_SANDBOX_PASS_ENV: "NODE_ENV, JAVA_HOME",
       KEEL_SANDBOX_MEMORY_MB: "256",
       KEEL_SANDBOX_MAX_PROCESSES: "32",
+      KEEL_SANDBOX_CPU_SECONDS: "45",
       KEEL_SANDBOX_MAX_FILE_MB: "5",
       KEEL_SANDBOX_TMP_MB: "7",
       KEEL_SANDBOX_MAX_SECONDS: "90",
@@ -30,6 +31,7 @@ describe("sandbox configuration", () => {
       limits: {
         memoryBytes: 256 * MIB,
         processes: 32,
+        cpuSeconds: 45,
         fileSizeBytes: 5 * MIB,
         tmpBytes: 7 * MIB,
         wallTimeMs: 90_000,

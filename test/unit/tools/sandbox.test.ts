@@ -36,6 +36,7 @@ const ALL_SECRETS = [OTHER_SECRET, OUTSIDE_SECRET, HTTP_SECRET, SOCKET_SECRET, .
 const LIMITS = {
   memoryBytes: 512 * 1024 ** 2,
   processes: 64,
+  cpuSeconds: 20,
   fileSizeBytes: 8 * 1024 ** 2,
   wallTimeMs: 60_000,
   tmpBytes: 16 * 1024 ** 2,
