@@ -45,14 +45,14 @@ export const BPF = {
 export type Step =
   | { label: string }
   | { load: number }
-  | { jump: "eq" | "ge" | "set"; k: number; then: string; else?: string }
+  | { jump: "eq" | "ge" | "set"; k: number; to: string; otherwise?: string }
   | { ret: number };
 
 const JUMP_CODES = { eq: BPF.JEQ_K, ge: BPF.JGE_K, set: BPF.JSET_K } as const;
 
 /**
  * Assembles steps into `struct sock_filter` records (8 bytes each, little-endian: u16 code, u8 jt,
- * u8 jf, u32 k). A jump's `else` defaults to the next instruction. Throws on an unknown or backward
+ * u8 jf, u32 k). A jump's `otherwise` defaults to the next instruction. Throws on an unknown or backward
  * label and on a jump farther than 255 instructions (classic BPF's limit).
  */
 export function assemble(steps: readonly Step[]): Buffer {
@@ -90,8 +90,8 @@ export function assemble(steps: readonly Step[]): Buffer {
     } else {
       code = JUMP_CODES[step.jump];
       k = step.k;
-      jt = offset(step.then);
-      jf = offset(step.else);
+      jt = offset(step.to);
+      jf = offset(step.otherwise);
     }
     out.writeUInt16LE(code, pc * 8);
     out.writeUInt8(jt, pc * 8 + 2);
@@ -252,10 +252,10 @@ function archSteps(arch: keyof typeof SYSCALLS): Step[] {
   const table = SYSCALLS[arch];
   const nr = (name: SyscallName): number | undefined => table[name];
   const steps: Step[] = [{ label: arch }, { load: DATA_NR }];
-  if (arch === "x86_64") steps.push({ jump: "ge", k: X32_SYSCALL_BIT, then: "kill" });
+  if (arch === "x86_64") steps.push({ jump: "ge", k: X32_SYSCALL_BIT, to: "kill" });
   for (const name of DENIED) {
     const number = nr(name);
-    if (number !== undefined) steps.push({ jump: "eq", k: number, then: "eperm" });
+    if (number !== undefined) steps.push({ jump: "eq", k: number, to: "eperm" });
   }
   const checked: Array<[SyscallName, string]> = [
     ["clone3", "enosys"],
@@ -265,7 +265,7 @@ function archSteps(arch: keyof typeof SYSCALLS): Step[] {
   ];
   for (const [name, target] of checked) {
     const number = nr(name);
-    if (number !== undefined) steps.push({ jump: "eq", k: number, then: target });
+    if (number !== undefined) steps.push({ jump: "eq", k: number, to: target });
   }
   steps.push({ ret: SECCOMP_RET_ALLOW });
   return steps;
@@ -273,20 +273,20 @@ function archSteps(arch: keyof typeof SYSCALLS): Step[] {
 
 /** The filter's steps: dispatch on the architecture, then the per-architecture and shared checks. */
 export function filterSteps(): Step[] {
-  const personality: Step[] = ALLOWED_PERSONALITIES.map((k) => ({ jump: "eq", k, then: "allow" }));
+  const personality: Step[] = ALLOWED_PERSONALITIES.map((k) => ({ jump: "eq", k, to: "allow" }));
   return [
     { load: DATA_ARCH },
-    { jump: "eq", k: AUDIT_ARCH_X86_64, then: "x86_64" },
-    { jump: "eq", k: AUDIT_ARCH_AARCH64, then: "aarch64" },
+    { jump: "eq", k: AUDIT_ARCH_X86_64, to: "x86_64" },
+    { jump: "eq", k: AUDIT_ARCH_AARCH64, to: "aarch64" },
     { ret: SECCOMP_RET_KILL_PROCESS },
     ...archSteps("x86_64"),
     ...archSteps("aarch64"),
     { label: "clone" },
     { load: dataArgLow(0) },
-    { jump: "set", k: CLONE_NEW_FLAGS, then: "eperm", else: "allow" },
+    { jump: "set", k: CLONE_NEW_FLAGS, to: "eperm", otherwise: "allow" },
     { label: "unshare" },
     { load: dataArgLow(0) },
-    { jump: "set", k: UNSHARE_NEW_FLAGS, then: "eperm", else: "allow" },
+    { jump: "set", k: UNSHARE_NEW_FLAGS, to: "eperm", otherwise: "allow" },
     { label: "personality" },
     { load: dataArgLow(0) },
     ...personality,

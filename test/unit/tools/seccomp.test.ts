@@ -22,7 +22,7 @@ function evaluate(program: Buffer, arch: number, nr: number, args: number[] = []
   const data = Buffer.alloc(64);
   data.writeInt32LE(nr | 0, 0);
   data.writeUInt32LE(arch, 4);
-  args.forEach((arg, i) => data.writeBigUInt64LE(BigInt(arg), 16 + 8 * i));
+  for (const [i, arg] of args.entries()) data.writeBigUInt64LE(BigInt(arg), 16 + 8 * i);
   let acc = 0;
   for (let pc = 0; pc * 8 < program.length; pc++) {
     const code = program.readUInt16LE(pc * 8);
@@ -58,7 +58,7 @@ describe("assemble", () => {
   test("encodes sock_filter records and resolves forward labels", () => {
     const bytes = assemble([
       { load: 4 },
-      { jump: "eq", k: 7, then: "yes" },
+      { jump: "eq", k: 7, to: "yes" },
       { ret: 1 },
       { label: "yes" },
       { ret: 2 },
@@ -69,12 +69,12 @@ describe("assemble", () => {
   });
 
   test("refuses unknown and backward labels and jumps beyond 255", () => {
-    expect(() => assemble([{ jump: "eq", k: 0, then: "nowhere" }, { ret: 0 }])).toThrow(/unknown label/);
-    expect(() => assemble([{ label: "back" }, { ret: 0 }, { jump: "eq", k: 0, then: "back" }])).toThrow(
+    expect(() => assemble([{ jump: "eq", k: 0, to: "nowhere" }, { ret: 0 }])).toThrow(/unknown label/);
+    expect(() => assemble([{ label: "back" }, { ret: 0 }, { jump: "eq", k: 0, to: "back" }])).toThrow(
       /out of range/,
     );
     const far = [
-      { jump: "eq" as const, k: 0, then: "end" },
+      { jump: "eq" as const, k: 0, to: "end" },
       ...Array.from({ length: 256 }, () => ({ ret: 0 })),
       { label: "end" },
       { ret: 1 },
