@@ -35,7 +35,13 @@ export const API_VERSION = "0.1.0";
 
 export type ApiConfigSubset = Pick<
   ApiConfig,
-  "apiKeys" | "bodyLimitBytes" | "allowDirectoryWorkspaces" | "sseMaxSeconds" | "slack" | "defaultModel"
+  | "apiKeys"
+  | "bodyLimitBytes"
+  | "allowDirectoryWorkspaces"
+  | "fullNetwork"
+  | "sseMaxSeconds"
+  | "slack"
+  | "defaultModel"
 >;
 
 export interface ApiDependencies {

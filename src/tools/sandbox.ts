@@ -34,6 +34,7 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import type { CallCgroup } from "./cgroup";
 import { commandEnvironment } from "./environment";
+import { FULL_NETWORK_REFUSAL, type FullNetworkAccess, fullNetworkAllowed } from "./network-access";
 import { seccompProgram } from "./seccomp";
 
 /** Where the workspace appears inside the sandbox, and the root of every path the model sees. */
@@ -85,17 +86,22 @@ export interface SandboxConfig {
   limits: ProcessLimits;
   /** Names of worker environment variables passed to commands (none by default). */
   passEnv: string[];
+  /** Who may use network "full" (KEEL_SANDBOX_NETWORK_FULL; default nobody). */
+  fullNetwork: FullNetworkAccess;
 }
 
 /** The sandbox of one tool call: the worker's configuration plus the run's network choice. */
 export interface SandboxPolicy extends SandboxConfig {
   network: NetworkPolicy;
+  /** The tenant the call runs for (checked against `fullNetwork`). */
+  tenantId?: string;
 }
 
 export const DEFAULT_SANDBOX_POLICY: SandboxPolicy = {
   isolation: "bwrap",
   limits: DEFAULT_PROCESS_LIMITS,
   passEnv: [],
+  fullNetwork: "off",
   network: "none",
 };
 
@@ -229,7 +235,8 @@ export function bwrapArguments(
 /**
  * How to run `bash -c script` for a tool call in `workspaceDir` (a real path). Under bwrap the
  * script sees the workspace at SANDBOX_WORKSPACE_PATH; with isolation off it runs in place.
- * Throws SandboxUnavailableError when the policy cannot be honoured (a network allowlist).
+ * Throws SandboxUnavailableError when the policy cannot be honoured (a network allowlist) or is
+ * not allowed here (network "full" for a tenant the worker's setting does not name).
  */
 export function bashCommandLine(
   workspaceDir: string,
@@ -237,6 +244,8 @@ export function bashCommandLine(
   script: string,
   cgroup?: CallCgroup,
 ): CommandLine {
+  if (policy.network === "full" && !fullNetworkAllowed(policy.fullNetwork, policy.tenantId))
+    throw new SandboxUnavailableError(`This run asks for ${FULL_NETWORK_REFUSAL} Nothing was run.`);
   const body = limitsPrelude(policy.limits) + script;
   const line: CommandLine =
     policy.isolation === "off"

@@ -7,6 +7,7 @@ import type { ProviderConfig } from "../providers/registry";
 import { type S3Settings, s3SettingsFromEnv } from "../store/s3-config";
 import { DEFAULT_SNAPSHOT_MAX_BYTES } from "../store/workspace-snapshots";
 import { assertPassableNames } from "../tools/environment";
+import { parseFullNetworkAccess } from "../tools/network-access";
 import { DEFAULT_PROCESS_LIMITS, type SandboxConfig } from "../tools/sandbox";
 
 const MIB = 1024 ** 2;
@@ -70,6 +71,8 @@ const WorkerEnvSchema = z.object({
     .default(DEFAULT_LIVE_EVENT_OPTIONS.intervalMs),
   /** Comma-separated worker variables passed to tool commands (secret-looking names are refused). */
   KEEL_SANDBOX_PASS_ENV: z.string().default(""),
+  /** Who may run tools with network "full": off (default), on, or comma-separated tenant ids. */
+  KEEL_SANDBOX_NETWORK_FULL: z.string().optional(),
   KEEL_SANDBOX_MEMORY_MB: z.coerce
     .number()
     .int()
@@ -138,6 +141,7 @@ export function workerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Worke
     .map((name) => name.trim())
     .filter(Boolean);
   assertPassableNames(passEnv);
+  const fullNetwork = parseFullNetworkAccess(values.KEEL_SANDBOX_NETWORK_FULL);
   return {
     temporal: {
       address: values.KEEL_TEMPORAL_ADDRESS,
@@ -173,6 +177,7 @@ export function workerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Worke
     sandbox: {
       isolation: values.KEEL_SANDBOX === "off" ? "off" : "bwrap",
       passEnv,
+      fullNetwork,
       limits: {
         memoryBytes: values.KEEL_SANDBOX_MEMORY_MB * MIB,
         processes: values.KEEL_SANDBOX_MAX_PROCESSES,

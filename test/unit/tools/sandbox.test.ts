@@ -230,12 +230,38 @@ describe("bash in the sandbox", () => {
   });
 
   it("with network full, the same loopback server is reachable (the refusal above is the sandbox's)", async () => {
-    const open = await makeSandbox({ ...POLICY, network: "full" });
+    const open = await makeSandbox({ ...POLICY, fullNetwork: "on", network: "full" });
     try {
       const out = await open.run("bash", { command: `curl -sS --max-time 5 http://127.0.0.1:${httpPort}/` });
       expect(textOf(out)).toBe(HTTP_SECRET);
     } finally {
       await removeSandbox(open);
+    }
+  });
+
+  it("refuses network full without running anything unless the worker enables it for the tenant", async () => {
+    const cases: Array<[SandboxPolicy["fullNetwork"], string | undefined, boolean]> = [
+      ["off", "tenant1", false],
+      [{ tenants: ["tenant2"] }, "tenant1", false],
+      [{ tenants: ["tenant1"] }, undefined, false],
+      [{ tenants: ["tenant1"] }, "tenant1", true],
+    ];
+    for (const [fullNetwork, tenantId, allowed] of cases) {
+      const full = await makeSandbox({ ...POLICY, fullNetwork, tenantId, network: "full" });
+      try {
+        const out = await full.run("bash", { command: "touch ran" });
+        expect({ fullNetwork, tenantId, isError: out.isError }).toEqual({
+          fullNetwork,
+          tenantId,
+          isError: !allowed,
+        });
+        if (!allowed) {
+          expect(textOf(out)).toContain("KEEL_SANDBOX_NETWORK_FULL");
+          await expect(fs.stat(path.join(full.workspace.dir, "ran"))).rejects.toThrow();
+        }
+      } finally {
+        await removeSandbox(full);
+      }
     }
   });
 
