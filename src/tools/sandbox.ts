@@ -5,14 +5,15 @@
  * Inside, the session's workspace is the only writable tree and appears at SANDBOX_WORKSPACE_PATH;
  * /usr and /etc are read-only (secret files of /etc masked); /tmp is a private, size-capped tmpfs;
  * /proc belongs to a new PID namespace (no worker process, no /proc/<pid>/environ of the worker);
- * the network namespace is empty unless the run asks for `network: "full"`; no capabilities, no
+ * the network namespace is empty unless the run asks for `network: "full"` and the worker allows it
+ * for the run's tenant (KEEL_SANDBOX_NETWORK_FULL, network-access.ts); no capabilities, no
  * further user namespaces; a seccomp filter (seccomp.ts) denies the kernel interfaces a command has
  * no use for. Per-call limits (memory, processes, CPU time, file size, core dumps) are rlimits set
  * before the command runs, and per-call cgroups where available; the caller enforces wall time and
  * output size.
  *
- * bwrap reads its arguments (mounts, environment, the command) and the seccomp program from file
- * descriptors, not from its argv: the sandbox's PID 1 is a copy of bwrap, and its /proc/1/cmdline
+ * bwrap reads its arguments (mounts, environment) and the seccomp program from file descriptors,
+ * not from its argv: the sandbox's PID 1 is a copy of bwrap, and its /proc/1/cmdline
  * is readable inside. So the command sees neither the host path of its workspace nor its
  * environment's values there, only `bwrap --args 3 -- bash -c <its own script>`.
  *
