@@ -112,7 +112,7 @@ export function executeToolActivity({
       const result = await whileHeartbeating(ctx, "running", (heartbeat) =>
         runToolCall(toolCall, {
           workspace,
-          sandbox: { ...sandbox, network: input.network ?? "none" },
+          sandbox: { ...sandbox, network: input.network ?? "none", tenantId: input.tenantId },
           signal: ctx.cancellationSignal,
           onUpdate: (update) => {
             heartbeat({ phase: "update" });

@@ -36,7 +36,13 @@ export const API_VERSION = "0.1.0";
 /** `outbound` absent: the settings' defaults (no KEEL_MODEL_URLS, no base URLs, DEFAULT_GIT_HOSTS). */
 export type ApiConfigSubset = Pick<
   ApiConfig,
-  "apiKeys" | "bodyLimitBytes" | "allowDirectoryWorkspaces" | "sseMaxSeconds" | "slack" | "defaultModel"
+  | "apiKeys"
+  | "bodyLimitBytes"
+  | "allowDirectoryWorkspaces"
+  | "fullNetwork"
+  | "sseMaxSeconds"
+  | "slack"
+  | "defaultModel"
 > &
   Partial<Pick<ApiConfig, "outbound">>;
 

@@ -5,6 +5,7 @@ import { configuredBaseUrls, type Family, type ModelUrlEntry, parseModelUrls } f
 import { type S3Settings, s3SettingsFromEnv } from "../store/s3-config";
 import { isValidId } from "../store/session-keys";
 import { type GitHosts, parseGitHosts } from "../tools/git-source";
+import { type FullNetworkAccess, parseFullNetworkAccess } from "../tools/network-access";
 import { DEFAULT_RUN_SETTINGS } from "../workflows/types";
 
 /** Default request body limit: below API Gateway's and Lambda's 6 MB payload limit. */
@@ -37,6 +38,8 @@ const ApiEnvSchema = z.object({
   KEEL_API_PORT: z.coerce.number().int().min(0).max(65_535).default(DEFAULT_API_PORT),
   /** Lets callers start a workspace from a directory on the worker machine (off by default). */
   KEEL_API_ALLOW_DIRECTORY_WORKSPACES: booleanFlag.default(false),
+  /** Who may ask for network "full" (the workers read the same setting): off, on, or tenant ids. */
+  KEEL_SANDBOX_NETWORK_FULL: z.string().optional(),
   /** Longest life of one event stream; 0 = until the run ends. Behind API Gateway keep it < 29. */
   KEEL_API_SSE_MAX_SECONDS: z.coerce.number().int().min(0).default(0),
   KEEL_SLACK_SIGNING_SECRET: z.string().min(1).optional(),
@@ -80,6 +83,8 @@ export interface ApiConfig {
   bodyLimitBytes: number;
   port: number;
   allowDirectoryWorkspaces: boolean;
+  /** Who may ask for network "full" (KEEL_SANDBOX_NETWORK_FULL); absent = nobody. */
+  fullNetwork?: FullNetworkAccess;
   sseMaxSeconds: number;
   /** Absent when no signing secret is configured: the Slack route then answers 404. */
   slack?: SlackConfig;
@@ -159,6 +164,7 @@ export function apiConfigFromEnv(env: NodeJS.ProcessEnv = process.env): ApiConfi
     bodyLimitBytes: values.KEEL_API_BODY_LIMIT_BYTES,
     port: values.KEEL_API_PORT,
     allowDirectoryWorkspaces: values.KEEL_API_ALLOW_DIRECTORY_WORKSPACES,
+    fullNetwork: parseFullNetworkAccess(values.KEEL_SANDBOX_NETWORK_FULL),
     sseMaxSeconds: values.KEEL_API_SSE_MAX_SECONDS,
     slack,
     outbound,

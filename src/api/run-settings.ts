@@ -24,7 +24,8 @@ export function runSettingsFrom(
     };
   }
   if (body.workspace !== undefined) settings.workspace = body.workspace;
-  // The schema admits only what this deployment can honour ("none" or "full").
+  // The schema admits "none" or "full"; the route has already refused "full" for a tenant the
+  // deployment does not enable it for (KEEL_SANDBOX_NETWORK_FULL).
   if (body.network !== undefined) settings.network = body.network;
   return settings;
 }

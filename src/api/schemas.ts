@@ -246,7 +246,7 @@ export const NetworkPolicySchema = z
   })
   .openapi("NetworkPolicy", {
     description:
-      'Network access of the processes tools start: "none" (default) or "full". Host allowlists are not offered: no egress proxy enforces them.',
+      'Network access of the processes tools start: "none" (default) or "full" (the worker\'s own network: only for tenants the operator enabled with KEEL_SANDBOX_NETWORK_FULL; others get 400). Host allowlists are not offered: no egress proxy enforces them.',
   });
 
 export const DeliveryModeSchema = z.enum(["auto", "steer", "followUp", "interrupt", "reject"]);

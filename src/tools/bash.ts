@@ -1,8 +1,9 @@
-import { spawn } from "node:child_process";
+import { type ChildProcessByStdio, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { createWriteStream, type WriteStream } from "node:fs";
 import * as fs from "node:fs/promises";
 import * as path from "node:path";
+import type { Readable, Writable } from "node:stream";
 import { finished } from "node:stream/promises";
 import { setTimeout as sleep } from "node:timers/promises";
 import { z } from "zod";
@@ -177,11 +178,19 @@ async function runCommand(
       ? `${timeout} seconds`
       : `${sandbox.limits.wallTimeMs / 1000} seconds (the wall-time limit of a command)`;
   const output = new OutputCollector(workspace);
+  const inputs = line.inputs ?? [];
+  // The input pipes make the stdio array variable-length, which spawn's typings cannot follow.
   const child = spawn(line.file, line.args, {
     cwd: line.cwd,
     detached: true,
     env: line.env,
-    stdio: ["ignore", "pipe", "pipe"],
+    stdio: ["ignore", "pipe", "pipe", ...inputs.map(() => "pipe" as const)],
+  }) as ChildProcessByStdio<null, Readable, Readable>;
+  inputs.forEach((data, i) => {
+    const input = child.stdio[3 + i] as Writable;
+    // A process that dies before reading its input closes the pipe: its exit is the result.
+    input.on("error", () => {});
+    input.end(data);
   });
 
   let stopping: Promise<void> | undefined;
@@ -196,6 +205,7 @@ async function runCommand(
     timedOut = true;
     stop();
   }, limitMs);
+  const stopCpuWatch = cgroup?.watchCpu(sandbox.limits.cpuSeconds, stop);
 
   let lastUpdate = 0;
   let writes = Promise.resolve();
@@ -223,6 +233,7 @@ async function runCommand(
   child.stdout.destroy();
   child.stderr.destroy();
   clearTimeout(timer);
+  stopCpuWatch?.();
   signal?.removeEventListener("abort", onAbort);
   if (stopping) await stopping;
   else if (child.pid !== undefined && (signal?.aborted || timedOut) && groupAlive(child.pid)) {

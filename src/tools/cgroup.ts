@@ -1,6 +1,7 @@
 /**
  * Per-call control groups: the total memory and the number of processes of one sandboxed command,
- * where the worker may create cgroups below its own (cgroup v1 `pids` and `memory` hierarchies).
+ * where the worker may create cgroups below its own (cgroup v1 `pids` and `memory` hierarchies),
+ * and the CPU time of all its processes together where the `cpuacct` hierarchy allows it too.
  *
  * Why not rlimits alone: RLIMIT_NPROC is not enforced for processes whose real user is root
  * outside the sandbox (the kernel exempts INIT_USER), which is what a root worker's sandbox is,
@@ -18,14 +19,18 @@ import { setTimeout as sleep } from "node:timers/promises";
 const CGROUP_V1_ROOT = "/sys/fs/cgroup";
 const CONTROLLERS = ["pids", "memory"] as const;
 type Controller = (typeof CONTROLLERS)[number];
+/** Used where available: per-call cgroups work without it (RLIMIT_CPU still bounds each process). */
+const CPU_CONTROLLER = "cpuacct";
+/** How often a call's CPU time is read against its limit. */
+const CPU_POLL_MS = 250;
 
 /** Where this process may create child cgroups, per controller. */
 export type CgroupSupport =
-  | { available: true; parents: Record<Controller, string> }
+  | { available: true; parents: Record<Controller, string> & { cpuacct?: string } }
   | { available: false; reason: string };
 
 /** This process's cgroup path in a v1 hierarchy, from /proc/self/cgroup (`N:controller:/path`). */
-function ownPath(controller: Controller): string | undefined {
+function ownPath(controller: string): string | undefined {
   const lines = readFileSync("/proc/self/cgroup", "utf8").split("\n");
   for (const line of lines) {
     const [, controllers, cgroupPath] = line.split(":");
@@ -39,16 +44,22 @@ let detected: CgroupSupport | undefined;
 /** Whether per-call cgroups can be made here (checked once by creating and removing one). */
 export function cgroupSupport(): CgroupSupport {
   if (detected) return detected;
-  const parents = {} as Record<Controller, string>;
+  const parents = {} as Record<Controller, string> & { cpuacct?: string };
+  const usableParent = (controller: string): string => {
+    const own = ownPath(controller);
+    if (own === undefined) throw new Error(`no cgroup v1 "${controller}" hierarchy`);
+    const parent = path.join(CGROUP_V1_ROOT, controller, own);
+    const probe = path.join(parent, `keel-probe-${process.pid}-${randomBytes(3).toString("hex")}`);
+    mkdirSync(probe);
+    rmdirSync(probe);
+    return parent;
+  };
   try {
-    for (const controller of CONTROLLERS) {
-      const own = ownPath(controller);
-      if (own === undefined) throw new Error(`no cgroup v1 "${controller}" hierarchy`);
-      const parent = path.join(CGROUP_V1_ROOT, controller, own);
-      const probe = path.join(parent, `keel-probe-${process.pid}-${randomBytes(3).toString("hex")}`);
-      mkdirSync(probe);
-      rmdirSync(probe);
-      parents[controller] = parent;
+    for (const controller of CONTROLLERS) parents[controller] = usableParent(controller);
+    try {
+      parents.cpuacct = usableParent(CPU_CONTROLLER);
+    } catch {
+      // No per-call CPU accounting here: RLIMIT_CPU alone bounds each process.
     }
     detected = { available: true, parents };
     removeOrphanCgroups(parents);
@@ -73,9 +84,10 @@ const processAlive = (pid: number): boolean => {
  * Removes call cgroups left by workers that died mid-call (their pid is gone); the kernel only
  * lets an empty cgroup be removed, so one still holding processes stays. Returns the removed paths.
  */
-export function removeOrphanCgroups(parents: Record<Controller, string>): string[] {
+export function removeOrphanCgroups(parents: Partial<Record<string, string>>): string[] {
   const removed: string[] = [];
   for (const parent of Object.values(parents)) {
+    if (parent === undefined) continue;
     for (const name of readdirSync(parent)) {
       const match = CALL_CGROUP.exec(name);
       if (!match || processAlive(Number(match[1]))) continue;
@@ -95,7 +107,13 @@ export interface CallCgroup {
   /** `cgroup.procs` files the starting process writes its pid to. */
   procsFiles: string[];
   /** Which limits were hit during the call. */
-  hits(): { processes: boolean; memory: boolean };
+  hits(): { processes: boolean; memory: boolean; cpu: boolean };
+  /**
+   * Calls `onExceeded` once when the call's processes together have used more than `seconds` of
+   * CPU time (read every CPU_POLL_MS, so a call may overshoot by that much per core); returns the
+   * function that stops watching. Without a cpuacct cgroup it watches nothing.
+   */
+  watchCpu(seconds: number, onExceeded: () => void): () => void;
   /** Removes the cgroups once their processes are gone (retries briefly). */
   remove(): Promise<void>;
 }
@@ -113,23 +131,35 @@ export function createCallCgroup(limits: { processes: number; memoryBytes: numbe
   const support = cgroupSupport();
   if (!support.available) return undefined;
   const name = `keel-call-${process.pid}-${randomBytes(6).toString("hex")}`;
-  const dirs = {
-    pids: path.join(support.parents.pids, name),
-    memory: path.join(support.parents.memory, name),
-  };
-  mkdirSync(dirs.pids);
-  mkdirSync(dirs.memory);
-  writeFileSync(path.join(dirs.pids, "pids.max"), String(limits.processes));
-  writeFileSync(path.join(dirs.memory, "memory.limit_in_bytes"), String(limits.memoryBytes));
+  const cpuDir = support.parents.cpuacct && path.join(support.parents.cpuacct, name);
+  const dirs = [path.join(support.parents.pids, name), path.join(support.parents.memory, name)];
+  const [pidsDir = "", memoryDir = ""] = dirs;
+  if (cpuDir) dirs.push(cpuDir);
+  for (const dir of dirs) mkdirSync(dir);
+  writeFileSync(path.join(pidsDir, "pids.max"), String(limits.processes));
+  writeFileSync(path.join(memoryDir, "memory.limit_in_bytes"), String(limits.memoryBytes));
+  let cpuExceeded = false;
   return {
-    procsFiles: [path.join(dirs.pids, "cgroup.procs"), path.join(dirs.memory, "cgroup.procs")],
+    procsFiles: dirs.map((dir) => path.join(dir, "cgroup.procs")),
     hits: () => ({
       // pids.events: "max N", N = forks refused at the limit.
-      processes: readNumber(path.join(dirs.pids, "pids.events")) > 0,
-      memory: readNumber(path.join(dirs.memory, "memory.failcnt")) > 0,
+      processes: readNumber(path.join(pidsDir, "pids.events")) > 0,
+      memory: readNumber(path.join(memoryDir, "memory.failcnt")) > 0,
+      cpu: cpuExceeded,
     }),
+    watchCpu(seconds, onExceeded) {
+      if (!cpuDir) return () => {};
+      const usage = path.join(cpuDir, "cpuacct.usage"); // nanoseconds
+      const timer = setInterval(() => {
+        if (readNumber(usage) <= seconds * 1e9) return;
+        cpuExceeded = true;
+        clearInterval(timer);
+        onExceeded();
+      }, CPU_POLL_MS);
+      return () => clearInterval(timer);
+    },
     async remove() {
-      for (const dir of Object.values(dirs)) {
+      for (const dir of dirs) {
         for (let attempt = 0; attempt < 50; attempt++) {
           try {
             await fs.rmdir(dir);

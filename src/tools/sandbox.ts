@@ -5,19 +5,38 @@
  * Inside, the session's workspace is the only writable tree and appears at SANDBOX_WORKSPACE_PATH;
  * /usr and /etc are read-only (secret files of /etc masked); /tmp is a private, size-capped tmpfs;
  * /proc belongs to a new PID namespace (no worker process, no /proc/<pid>/environ of the worker);
- * the network namespace is empty unless the run asks for `network: "full"`; no capabilities, no
- * further user namespaces. Per-call limits (memory, processes, file size, core dumps) are rlimits
- * set before the command runs; the caller enforces wall time and output size.
+ * the network namespace is empty unless the run asks for `network: "full"` and the worker allows it
+ * for the run's tenant (KEEL_SANDBOX_NETWORK_FULL, network-access.ts); no capabilities, no
+ * further user namespaces; a seccomp filter (seccomp.ts) denies the kernel interfaces a command has
+ * no use for. Per-call limits (memory, processes, CPU time, file size, core dumps) are rlimits set
+ * before the command runs, and per-call cgroups where available; the caller enforces wall time and
+ * output size.
+ *
+ * bwrap reads its arguments (mounts, environment) and the seccomp program from file descriptors,
+ * not from its argv: the sandbox's PID 1 is a copy of bwrap, and its /proc/1/cmdline
+ * is readable inside. So the command sees neither the host path of its workspace nor its
+ * environment's values there, only `bwrap --args 3 -- bash -c <its own script>`.
  *
  * `isolation: "off"` (KEEL_SANDBOX=off) runs commands directly on the worker, as before: only for
  * hosts that cannot create user namespaces (AWS Lambda, Fargate), and marked wherever it applies.
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, lstatSync, mkdtempSync, readlinkSync, rmSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  lstatSync,
+  mkdtempSync,
+  openSync,
+  readlinkSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import type { CallCgroup } from "./cgroup";
 import { commandEnvironment } from "./environment";
+import { FULL_NETWORK_REFUSAL, type FullNetworkAccess, fullNetworkAllowed } from "./network-access";
+import { seccompProgram } from "./seccomp";
 
 /** Where the workspace appears inside the sandbox, and the root of every path the model sees. */
 export const SANDBOX_WORKSPACE_PATH = "/workspace";
@@ -25,6 +44,9 @@ export const SANDBOX_WORKSPACE_PATH = "/workspace";
 const SANDBOX_TMP = "/tmp";
 /** Uid/gid of the command inside the sandbox (mapped to the worker's own user outside). */
 const SANDBOX_UID = 1000;
+/** bwrap's file descriptors for its NUL-separated arguments and its seccomp program. */
+const ARGS_FD = 3;
+const SECCOMP_FD = 4;
 
 /** A run's network access for the processes its tools start. */
 export type NetworkPolicy = "none" | "full" | { allow: string[] };
@@ -37,6 +59,11 @@ export interface ProcessLimits {
   memoryBytes: number;
   /** Processes and threads of the sandbox user (RLIMIT_NPROC; counted per sandbox). */
   processes: number;
+  /**
+   * CPU time of one call: RLIMIT_CPU of each process, and the sum over the call's processes
+   * where a per-call cpuacct cgroup is available.
+   */
+  cpuSeconds: number;
   /** Largest file a command may write (RLIMIT_FSIZE). */
   fileSizeBytes: number;
   /** Wall time of one call; a smaller `timeout` argument wins. */
@@ -48,6 +75,7 @@ export interface ProcessLimits {
 export const DEFAULT_PROCESS_LIMITS: ProcessLimits = {
   memoryBytes: 2 * 1024 ** 3,
   processes: 256,
+  cpuSeconds: 1800,
   fileSizeBytes: 1024 ** 3,
   wallTimeMs: 30 * 60_000,
   tmpBytes: 512 * 1024 ** 2,
@@ -59,17 +87,22 @@ export interface SandboxConfig {
   limits: ProcessLimits;
   /** Names of worker environment variables passed to commands (none by default). */
   passEnv: string[];
+  /** Who may use network "full" (KEEL_SANDBOX_NETWORK_FULL; default nobody). */
+  fullNetwork: FullNetworkAccess;
 }
 
 /** The sandbox of one tool call: the worker's configuration plus the run's network choice. */
 export interface SandboxPolicy extends SandboxConfig {
   network: NetworkPolicy;
+  /** The tenant the call runs for (checked against `fullNetwork`). */
+  tenantId?: string;
 }
 
 export const DEFAULT_SANDBOX_POLICY: SandboxPolicy = {
   isolation: "bwrap",
   limits: DEFAULT_PROCESS_LIMITS,
   passEnv: [],
+  fullNetwork: "off",
   network: "none",
 };
 
@@ -79,6 +112,8 @@ export interface CommandLine {
   args: string[];
   env: NodeJS.ProcessEnv;
   cwd: string;
+  /** Contents of file descriptors 3, 4, … of the started process: each a pipe, written and closed at start. */
+  inputs?: Buffer[];
 }
 
 /** A sandbox that cannot give what the call asks for: the call is refused, nothing runs. */
@@ -91,11 +126,16 @@ export class SandboxUnavailableError extends Error {
 
 /**
  * The shell prelude that applies the per-call limits. `ulimit` without -S/-H sets both soft and
- * hard limits, and the sandboxed user has no capability to raise a hard limit again.
+ * hard limits, and the sandboxed user has no capability to raise a hard limit again. CPU time has
+ * a hard limit one second above the soft one: the kernel sends SIGKILL at the hard limit before
+ * SIGXCPU at an equal soft one, and only SIGXCPU says which limit ended the process.
  */
 export function limitsPrelude(limits: ProcessLimits): string {
   const kib = (bytes: number) => Math.max(1, Math.floor(bytes / 1024));
-  return `ulimit -c 0 -v ${kib(limits.memoryBytes)} -u ${limits.processes} -f ${kib(limits.fileSizeBytes)} || exit 125\n`;
+  return (
+    `ulimit -c 0 -v ${kib(limits.memoryBytes)} -u ${limits.processes} -f ${kib(limits.fileSizeBytes)}` +
+    ` && ulimit -S -t ${limits.cpuSeconds} && ulimit -H -t ${limits.cpuSeconds + 1} || exit 125\n`
+  );
 }
 
 /** Files under /etc that hold secrets of the host; hidden inside the sandbox. */
@@ -139,7 +179,11 @@ function systemMounts(): string[] {
   return args;
 }
 
-/** bwrap arguments isolating a command in `workspaceDir` (a real path) under `policy`. */
+/**
+ * bwrap arguments isolating a command in `workspaceDir` (a real path) under `policy`, with the
+ * seccomp program expected on SECCOMP_FD. They hold host paths and environment values: bwrap must
+ * read them from a file descriptor (`--args`), never from its argv.
+ */
 export function bwrapArguments(
   workspaceDir: string,
   policy: SandboxPolicy,
@@ -179,6 +223,8 @@ export function bwrapArguments(
     SANDBOX_WORKSPACE_PATH,
     "--chdir",
     SANDBOX_WORKSPACE_PATH,
+    "--seccomp",
+    String(SECCOMP_FD),
     "--clearenv",
   ];
   for (const [name, value] of Object.entries(env)) {
@@ -190,7 +236,8 @@ export function bwrapArguments(
 /**
  * How to run `bash -c script` for a tool call in `workspaceDir` (a real path). Under bwrap the
  * script sees the workspace at SANDBOX_WORKSPACE_PATH; with isolation off it runs in place.
- * Throws SandboxUnavailableError when the policy cannot be honoured (a network allowlist).
+ * Throws SandboxUnavailableError when the policy cannot be honoured (a network allowlist) or is
+ * not allowed here (network "full" for a tenant the worker's setting does not name).
  */
 export function bashCommandLine(
   workspaceDir: string,
@@ -198,6 +245,8 @@ export function bashCommandLine(
   script: string,
   cgroup?: CallCgroup,
 ): CommandLine {
+  if (policy.network === "full" && !fullNetworkAllowed(policy.fullNetwork, policy.tenantId))
+    throw new SandboxUnavailableError(`This run asks for ${FULL_NETWORK_REFUSAL} Nothing was run.`);
   const body = limitsPrelude(policy.limits) + script;
   const line: CommandLine =
     policy.isolation === "off"
@@ -209,21 +258,29 @@ export function bashCommandLine(
         }
       : {
           file: requireBwrap(),
-          args: [
-            ...bwrapArguments(
-              workspaceDir,
-              policy,
-              commandEnvironment({ passEnv: policy.passEnv, sandboxed: true }),
+          // bwrap takes the command itself from its argv only; it holds nothing of the host.
+          args: ["--args", String(ARGS_FD), "--", "bash", "-c", body],
+          inputs: [
+            nulSeparated(
+              bwrapArguments(
+                workspaceDir,
+                policy,
+                commandEnvironment({ passEnv: policy.passEnv, sandboxed: true }),
+              ),
             ),
-            "--",
-            "bash",
-            "-c",
-            body,
+            seccompProgram(),
           ],
           env: {},
           cwd: "/",
         };
   return cgroup ? joiningCgroup(cgroup, line) : line;
+}
+
+/** Arguments as bwrap's `--args` reads them; a NUL inside one (an environment value) would split it. */
+function nulSeparated(args: readonly string[]): Buffer {
+  if (args.some((arg) => arg.includes("\0")))
+    throw new SandboxUnavailableError("A sandbox argument contains a NUL character; nothing was run.");
+  return Buffer.from(args.map((arg) => `${arg}\0`).join(""));
 }
 
 function requireBwrap(): string {
@@ -252,7 +309,19 @@ export function probeSandbox(): SandboxProbe {
   try {
     if (!findBwrap()) return { ok: false, reason: "bubblewrap (bwrap) is not installed" };
     const line = bashCommandLine(dir, DEFAULT_SANDBOX_POLICY, "true");
-    const result = spawnSync(line.file, line.args, { env: line.env, cwd: line.cwd, timeout: 15_000 });
+    // spawnSync cannot feed pipes: the inputs go through files.
+    const inputFds = (line.inputs ?? []).map((data, i) => {
+      const file = path.join(dir, `input-${i}`);
+      writeFileSync(file, data);
+      return openSync(file, "r");
+    });
+    const result = spawnSync(line.file, line.args, {
+      env: line.env,
+      cwd: line.cwd,
+      timeout: 15_000,
+      stdio: ["ignore", "pipe", "pipe", ...inputFds],
+    });
+    for (const fd of inputFds) closeSync(fd);
     if (result.error) return { ok: false, reason: result.error.message };
     if (result.status !== 0) {
       const stderr = result.stderr.toString().trim();
@@ -277,6 +346,8 @@ function findBwrap(): string | undefined {
 export interface LimitHits {
   processes: boolean;
   memory: boolean;
+  /** The call's processes together used more CPU time than allowed (and were ended). */
+  cpu: boolean;
 }
 
 /** A sentence about a command that failed on a sandbox limit, or undefined. */
@@ -284,7 +355,7 @@ export function limitNotice(
   output: string,
   exitCode: number | null,
   limits: ProcessLimits,
-  hits: LimitHits = { processes: false, memory: false },
+  hits: LimitHits = { processes: false, memory: false, cpu: false },
 ): string | undefined {
   const mib = (bytes: number) => `${Math.round(bytes / 1024 ** 2)} MB`;
   if (exitCode === 128 + 25 || /File size limit exceeded/.test(output))
@@ -296,5 +367,8 @@ export function limitNotice(
     /MemoryError|Cannot allocate memory|out of memory|bad_alloc|heap out of memory/i.test(output)
   )
     return `[sandbox limit: memory is limited to ${mib(limits.memoryBytes)}]`;
+  // SIGXCPU: RLIMIT_CPU of one process (bash reports "CPU time limit exceeded" for its children).
+  if (hits.cpu || exitCode === 128 + 24 || /CPU time limit exceeded/.test(output))
+    return `[sandbox limit: CPU time is limited to ${limits.cpuSeconds} seconds per call]`;
   return undefined;
 }

@@ -9,6 +9,7 @@ import { type S3Settings, s3SettingsFromEnv } from "../store/s3-config";
 import { DEFAULT_SNAPSHOT_MAX_BYTES } from "../store/workspace-snapshots";
 import { assertPassableNames } from "../tools/environment";
 import { type GitHosts, parseGitHosts } from "../tools/git-source";
+import { parseFullNetworkAccess } from "../tools/network-access";
 import { DEFAULT_PROCESS_LIMITS, type SandboxConfig } from "../tools/sandbox";
 
 const MIB = 1024 ** 2;
@@ -72,12 +73,16 @@ const WorkerEnvSchema = z.object({
     .default(DEFAULT_LIVE_EVENT_OPTIONS.intervalMs),
   /** Comma-separated worker variables passed to tool commands (secret-looking names are refused). */
   KEEL_SANDBOX_PASS_ENV: z.string().default(""),
+  /** Who may run tools with network "full": off (default), on, or comma-separated tenant ids. */
+  KEEL_SANDBOX_NETWORK_FULL: z.string().optional(),
   KEEL_SANDBOX_MEMORY_MB: z.coerce
     .number()
     .int()
     .positive()
     .default(DEFAULT_PROCESS_LIMITS.memoryBytes / MIB),
   KEEL_SANDBOX_MAX_PROCESSES: z.coerce.number().int().positive().default(DEFAULT_PROCESS_LIMITS.processes),
+  /** CPU seconds of one tool call: RLIMIT_CPU per process, and all its processes together where cgroups allow. */
+  KEEL_SANDBOX_CPU_SECONDS: z.coerce.number().int().positive().default(DEFAULT_PROCESS_LIMITS.cpuSeconds),
   KEEL_SANDBOX_MAX_FILE_MB: z.coerce
     .number()
     .int()
@@ -145,6 +150,7 @@ export function workerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Worke
     .filter(Boolean);
   assertPassableNames(passEnv);
   const { modelUrls, gitHosts } = outboundSettings(values, env);
+  const fullNetwork = parseFullNetworkAccess(values.KEEL_SANDBOX_NETWORK_FULL);
   return {
     temporal: {
       address: values.KEEL_TEMPORAL_ADDRESS,
@@ -182,9 +188,11 @@ export function workerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Worke
     sandbox: {
       isolation: values.KEEL_SANDBOX === "off" ? "off" : "bwrap",
       passEnv,
+      fullNetwork,
       limits: {
         memoryBytes: values.KEEL_SANDBOX_MEMORY_MB * MIB,
         processes: values.KEEL_SANDBOX_MAX_PROCESSES,
+        cpuSeconds: values.KEEL_SANDBOX_CPU_SECONDS,
         fileSizeBytes: values.KEEL_SANDBOX_MAX_FILE_MB * MIB,
         tmpBytes: values.KEEL_SANDBOX_TMP_MB * MIB,
         wallTimeMs: values.KEEL_SANDBOX_MAX_SECONDS * 1000,

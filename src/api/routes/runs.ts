@@ -2,6 +2,7 @@
 import { createRoute } from "@hono/zod-openapi";
 import { streamSSE } from "hono/streaming";
 import { ModelUrlPolicy } from "../../providers/model-urls";
+import { FULL_NETWORK_REFUSAL, fullNetworkAllowed } from "../../tools/network-access";
 import { DEFAULT_RUN_SETTINGS } from "../../workflows/types";
 import type { RouteContext } from "../app";
 import { resumePointOf, streamRunEvents } from "../event-stream";
@@ -115,6 +116,9 @@ export function runRoutes(deps: RouteContext) {
     .openapi(postMessage, async (c) => {
       const { sessionId } = c.req.valid("param");
       const body = c.req.valid("json");
+      // Per tenant, so not in the body's schema; the worker refuses such a call too.
+      if (body.network === "full" && !fullNetworkAllowed(deps.config.fullNetwork ?? "off", c.get("tenantId")))
+        throw new ProblemError("invalid-request", `This message asks for ${FULL_NETWORK_REFUSAL}`);
       const settings = runSettingsFrom(body, { ...DEFAULT_RUN_SETTINGS, model: deps.config.defaultModel });
       const runs = await deps.runs();
       const idempotencyKey = c.req.header(IDEMPOTENCY_HEADER);

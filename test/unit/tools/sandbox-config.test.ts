@@ -10,7 +10,7 @@ const configOf = (env: NodeJS.ProcessEnv = {}) => workerConfigFromEnv({ ...BASE,
 describe("sandbox configuration", () => {
   test("on by default, with the default limits and no pass-through", () => {
     const { sandbox } = configOf();
-    expect(sandbox).toMatchObject({ isolation: "bwrap", passEnv: [] });
+    expect(sandbox).toMatchObject({ isolation: "bwrap", passEnv: [], fullNetwork: "off" });
     expect(sandbox.limits.processes).toBeGreaterThan(0);
   });
 
@@ -20,6 +20,8 @@ describe("sandbox configuration", () => {
       KEEL_SANDBOX_PASS_ENV: "NODE_ENV, JAVA_HOME",
       KEEL_SANDBOX_MEMORY_MB: "256",
       KEEL_SANDBOX_MAX_PROCESSES: "32",
+      KEEL_SANDBOX_CPU_SECONDS: "45",
+      KEEL_SANDBOX_NETWORK_FULL: "tenant-a,tenant-b",
       KEEL_SANDBOX_MAX_FILE_MB: "5",
       KEEL_SANDBOX_TMP_MB: "7",
       KEEL_SANDBOX_MAX_SECONDS: "90",
@@ -27,9 +29,11 @@ describe("sandbox configuration", () => {
     expect(sandbox).toEqual({
       isolation: "off",
       passEnv: ["NODE_ENV", "JAVA_HOME"],
+      fullNetwork: { tenants: ["tenant-a", "tenant-b"] },
       limits: {
         memoryBytes: 256 * MIB,
         processes: 32,
+        cpuSeconds: 45,
         fileSizeBytes: 5 * MIB,
         tmpBytes: 7 * MIB,
         wallTimeMs: 90_000,
@@ -40,6 +44,7 @@ describe("sandbox configuration", () => {
   test("refuses secret-looking pass-through names and unknown modes", () => {
     expect(() => configOf({ KEEL_SANDBOX_PASS_ENV: "AWS_SECRET_ACCESS_KEY" })).toThrow(/looks like a secret/);
     expect(() => configOf({ KEEL_SANDBOX: "maybe" })).toThrow(/KEEL_SANDBOX/);
+    expect(() => configOf({ KEEL_SANDBOX_NETWORK_FULL: "true" })).toThrow(/KEEL_SANDBOX_NETWORK_FULL/);
   });
 });
 

@@ -36,6 +36,7 @@ const ALL_SECRETS = [OTHER_SECRET, OUTSIDE_SECRET, HTTP_SECRET, SOCKET_SECRET, .
 const LIMITS = {
   memoryBytes: 512 * 1024 ** 2,
   processes: 64,
+  cpuSeconds: 20,
   fileSizeBytes: 8 * 1024 ** 2,
   wallTimeMs: 60_000,
   tmpBytes: 16 * 1024 ** 2,
@@ -229,12 +230,38 @@ describe("bash in the sandbox", () => {
   });
 
   it("with network full, the same loopback server is reachable (the refusal above is the sandbox's)", async () => {
-    const open = await makeSandbox({ ...POLICY, network: "full" });
+    const open = await makeSandbox({ ...POLICY, fullNetwork: "on", network: "full" });
     try {
       const out = await open.run("bash", { command: `curl -sS --max-time 5 http://127.0.0.1:${httpPort}/` });
       expect(textOf(out)).toBe(HTTP_SECRET);
     } finally {
       await removeSandbox(open);
+    }
+  });
+
+  it("refuses network full without running anything unless the worker enables it for the tenant", async () => {
+    const cases: Array<[SandboxPolicy["fullNetwork"], string | undefined, boolean]> = [
+      ["off", "tenant1", false],
+      [{ tenants: ["tenant2"] }, "tenant1", false],
+      [{ tenants: ["tenant1"] }, undefined, false],
+      [{ tenants: ["tenant1"] }, "tenant1", true],
+    ];
+    for (const [fullNetwork, tenantId, allowed] of cases) {
+      const full = await makeSandbox({ ...POLICY, fullNetwork, tenantId, network: "full" });
+      try {
+        const out = await full.run("bash", { command: "touch ran" });
+        expect({ fullNetwork, tenantId, isError: out.isError }).toEqual({
+          fullNetwork,
+          tenantId,
+          isError: !allowed,
+        });
+        if (!allowed) {
+          expect(textOf(out)).toContain("KEEL_SANDBOX_NETWORK_FULL");
+          await expect(fs.stat(path.join(full.workspace.dir, "ran"))).rejects.toThrow();
+        }
+      } finally {
+        await removeSandbox(full);
+      }
     }
   });
 
@@ -379,5 +406,210 @@ describe("per-call cgroups", () => {
     for (const orphan of orphans) await fs.mkdir(orphan);
     // Other processes on the machine may leave orphans too: ours must be among those removed.
     expect(removeOrphanCgroups(support.parents)).toEqual(expect.arrayContaining(orphans));
+  });
+});
+
+/** Python that makes raw syscalls and prints `name: ok` or `name: <strerror>` for each. */
+const SYSCALL_PROBE = `python3 - <<'PY'
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+def call(name, nr, *args):
+    r = libc.syscall(nr, *[ctypes.c_long(a) for a in args])
+    print(name + ":", "ok" if r >= 0 else os.strerror(ctypes.get_errno()))
+s = lambda text: ctypes.cast(ctypes.c_char_p(text), ctypes.c_void_p).value
+call("ptrace", 101, 0, 0, 0, 0)                      # PTRACE_TRACEME
+call("process_vm_readv", 310, os.getpid(), 0, 0, 0, 0, 0)
+call("keyctl", 250, 0, -3, 1)                        # KEYCTL_GET_KEYRING_ID, session keyring
+call("add_key", 248, s(b"user"), s(b"k"), s(b"v"), 1, -2)
+call("unshare", 272, 0x10000000)                     # CLONE_NEWUSER
+call("unshare_net", 272, 0x40000000)                 # CLONE_NEWNET
+call("clone_newns", 56, 0x00020000 | 17, 0, 0, 0, 0) # CLONE_NEWNS | SIGCHLD
+call("setns", 308, os.open("/proc/self/ns/net", os.O_RDONLY), 0)
+call("personality", 135, 0x40000)                    # ADDR_NO_RANDOMIZE
+call("mount", 165, s(b"none"), s(b"/tmp"), s(b"tmpfs"), 0, 0)
+call("fsopen", 430, s(b"tmpfs"), 0)
+call("open_tree", 428, -100, s(b"/tmp"), 1)          # OPEN_TREE_CLONE
+call("userfaultfd", 323, 0)
+call("bpf", 321, 0, 0, 0)
+call("perf_event_open", 298, 0, 0, -1, -1, 0)
+call("init_module", 175, 0, 0, s(b""))
+call("reboot", 169, 0, 0, 0, 0)
+call("kexec_load", 246, 0, 0, 0, 0)
+call("swapon", 167, s(b"/tmp/x"), 0)
+call("acct", 163, 0)
+call("iopl", 172, 3)
+call("chroot", 161, s(b"/tmp"))
+call("open_by_handle_at", 304, -100, 0, 0)
+PY`;
+
+/** A 32-bit x86 syscall (int 0x80: getpid) made from a 64-bit process. */
+const INT80_GETPID = `python3 - <<'PY'
+import ctypes, mmap
+code = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+code.write(b"\\xb8\\x14\\x00\\x00\\x00\\xcd\\x80\\xc3")  # mov eax, 20; int 0x80; ret
+address = ctypes.addressof(ctypes.c_char.from_buffer(code))
+print("int80 getpid:", ctypes.CFUNCTYPE(ctypes.c_int)(address)())
+PY`;
+
+describe("seccomp filter", () => {
+  it("is installed, with no_new_privs", async () => {
+    const out = textOf(
+      await sandbox.run("bash", { command: "grep -E '^(Seccomp|NoNewPrivs):' /proc/self/status" }),
+    );
+    expect(out).toMatch(/^NoNewPrivs:\s+1$/m);
+    expect(out).toMatch(/^Seccomp:\s+2$/m);
+  });
+
+  it("denies namespaces, tracing, keyrings, mounts, modules and the rest with EPERM", async () => {
+    const out = await sandbox.run("bash", { command: SYSCALL_PROBE });
+    const lines = textOf(out).split("\n");
+    expect(lines.length).toBe(23);
+    for (const line of lines) expect(line).toMatch(/: Operation not permitted$/);
+  });
+
+  it("refuses the same through the usual tools", async () => {
+    const commands = [
+      "unshare -U true",
+      "unshare -n true",
+      "unshare -m true",
+      "strace -f true",
+      "mount -t tmpfs none /tmp",
+      "setarch -R true",
+      "gdb -batch -ex run --args /bin/true",
+    ];
+    for (const command of commands) {
+      const out = await sandbox.run("bash", { command });
+      expect({ command, isError: out.isError }).toEqual({ command, isError: true });
+      expect(textOf(out)).toMatch(
+        /Operation not permitted|must be superuser|not permitted|Permission denied/,
+      );
+    }
+  });
+
+  it("kills a process making 32-bit x86 syscalls", async () => {
+    const out = await sandbox.run("bash", { command: INT80_GETPID });
+    expect(out.isError).toBe(true);
+    expect(textOf(out)).not.toMatch(/int80 getpid: \d/);
+    expect((out.details as BashDetails).exitCode).toBe(128 + 31); // SIGSYS
+  });
+
+  it("leaves ordinary work alone: git, python threads, node, a C compiler, pipes, background jobs", async () => {
+    const command = [
+      "set -e",
+      "git init -q repo && cd repo && git -c user.email=a@b -c user.name=n commit -q --allow-empty -m one && git log --oneline | wc -l && cd ..",
+      `python3 -c 'import threading; t = threading.Thread(target=print, args=("thread",)); t.start(); t.join()'`,
+      // libuv's thread pool (fs) and V8's threads: clone with thread flags must pass.
+      `node -e 'require("fs").readFile("/etc/hostname", () => console.log("node"))'`,
+      `node -e 'const { Worker } = require("worker_threads"); new Worker("console.log(\\"worker\\")", { eval: true })'`,
+      `node -e 'console.log(require("child_process").execSync("echo child").toString().trim())'`,
+      "printf 'int main(){return 42;}' > m.c && cc m.c -o m && (./m || echo exit=$?)",
+      "ls / | grep -c usr",
+      "(sleep 0.2; echo background) & wait",
+      "seq 1 1000 | sort -n | tail -1",
+    ].join("\n");
+    // Node reserves more address space than LIMITS allow: this call gets the default memory limit.
+    const roomy = await makeSandbox({ ...POLICY, limits: { ...LIMITS, memoryBytes: 2 * 1024 ** 3 } });
+    const out = await roomy.run("bash", { command, timeout: 60 }).finally(() => removeSandbox(roomy));
+    expect(textOf(out).split("\n")).toEqual([
+      "1",
+      "thread",
+      "node",
+      "worker",
+      "child",
+      "exit=42",
+      "1",
+      "background",
+      "1000",
+    ]);
+    expect(out.isError).toBe(false);
+  }, 90_000);
+});
+
+describe("the command's view of the host", () => {
+  const PASSED_VALUE = "passed-value-not-in-argv-3f9a";
+
+  it("no environment value and no host path appears in any /proc/*/cmdline", async () => {
+    process.env.KEEL_TEST_PASSED_SETTING = PASSED_VALUE;
+    const passing = await makeSandbox({ ...POLICY, passEnv: ["KEEL_TEST_PASSED_SETTING"] });
+    try {
+      const out = await passing.run("bash", {
+        command:
+          "echo \"env=$KEEL_TEST_PASSED_SETTING\"; for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f; echo; done",
+      });
+      const text = textOf(out);
+      expect(text).toContain(`env=${PASSED_VALUE}`);
+      const cmdlines = text.split("\n").slice(1).join("\n");
+      expect(cmdlines).toContain("bwrap --args 3 -- bash -c");
+      expect(cmdlines).not.toContain(PASSED_VALUE);
+      expect(cmdlines).not.toContain(passing.base);
+      expect(cmdlines).not.toContain("tenant1");
+      expect(cmdlines).not.toContain("/tmp/");
+    } finally {
+      delete process.env.KEEL_TEST_PASSED_SETTING;
+      await removeSandbox(passing);
+    }
+  });
+
+  it("the workspace is mounted nosuid and nodev; mountinfo names its host path, which leads nowhere", async () => {
+    const out = textOf(
+      await sandbox.run("bash", {
+        command: "awk '$5 == \"/workspace\" { print $4; print $6 }' /proc/self/mountinfo",
+      }),
+    );
+    const [hostPath, options] = out.split("\n");
+    expect(options?.split(",")).toEqual(expect.arrayContaining(["nosuid", "nodev"]));
+    // What docs/tools.md states: the path is visible, and reaching it from inside finds nothing.
+    expect(hostPath).toBe(sandbox.workspace.dir);
+    const reach = await sandbox.run("bash", { command: `ls ${hostPath}` });
+    expect(reach.isError).toBe(true);
+  });
+
+  it("a setuid binary in the workspace gives no privilege", async () => {
+    const binary = path.join(sandbox.workspace.dir, "suid-id");
+    await fs.copyFile("/usr/bin/id", binary);
+    await fs.chown(binary, 1234, 1234);
+    await fs.chmod(binary, 0o6755);
+    const out = textOf(
+      await sandbox.run("bash", {
+        command:
+          "stat -c %A suid-id; ./suid-id -u; ./suid-id -g; cp /usr/bin/id own-id && chmod u+s own-id && ./own-id -u",
+      }),
+    );
+    expect(out.split("\n")).toEqual(["-rwsr-sr-x", "1000", "1000", "1000"]);
+  });
+
+  it("cannot create device nodes", async () => {
+    const out = await sandbox.run("bash", { command: "mknod null-copy c 1 3 && echo made" });
+    expect(out.isError).toBe(true);
+    expect(textOf(out)).toMatch(/Operation not permitted/);
+    await expect(fs.stat(path.join(sandbox.workspace.dir, "null-copy"))).rejects.toThrow();
+  });
+});
+
+describe("CPU limit", () => {
+  let cpu: Sandbox;
+  beforeAll(async () => {
+    cpu = await makeSandbox({ ...POLICY, limits: { ...LIMITS, cpuSeconds: 2 } });
+  });
+  afterAll(() => removeSandbox(cpu));
+
+  it("a busy loop ends with a clear error; the next call works", async () => {
+    const out = await cpu.run("bash", { command: "while :; do :; done", timeout: 30 });
+    expect(out.isError).toBe(true);
+    expect(textOf(out)).toContain("[sandbox limit: CPU time is limited to 2 seconds per call]");
+    expect((out.details as BashDetails).timedOut).toBeUndefined();
+    expect(textOf(await cpu.run("bash", { command: "echo ok" }))).toBe("ok");
+  });
+
+  it("counts every process of the call together (each below the per-process limit)", async () => {
+    const busy = `python3 -c 'import time
+while time.process_time() < 1.5: pass'`;
+    const out = await cpu.run("bash", {
+      command: `for i in 1 2 3 4; do ${busy} & done; wait; echo finished`,
+      timeout: 30,
+    });
+    expect(out.isError).toBe(true);
+    expect(textOf(out)).not.toContain("finished");
+    expect(textOf(out)).toContain("[sandbox limit: CPU time is limited to 2 seconds per call]");
   });
 });
