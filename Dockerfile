@@ -24,7 +24,7 @@ FROM node:22-bookworm-slim AS runtime
 # Tools the agent's bash tool commonly needs; git for repository workspaces; bubblewrap for the
 # tool sandbox (used where the host allows user namespaces: ECS on EC2, see docs/deploy.md).
 RUN apt-get update \
- && apt-get install -y --no-install-recommends git ca-certificates ripgrep procps bubblewrap \
+ && apt-get install -y --no-install-recommends git ca-certificates ripgrep procps bubblewrap socat \
  && rm -rf /var/lib/apt/lists/*
 ENV NODE_ENV=production \
     NODE_OPTIONS=--enable-source-maps \

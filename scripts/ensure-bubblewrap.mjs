@@ -1,4 +1,5 @@
-// Makes sure bubblewrap (`bwrap`), the tool sandbox, is installed: Debian's package through
+// Makes sure bubblewrap (`bwrap`), the tool sandbox, and socat (its bridge to the egress proxy of a
+// run's network allowlist) are installed: Debian's package through
 // apt-get when it is missing and this runs as root; otherwise says what to do. Idempotent and
 // quiet when bwrap is already on the PATH. Never fails the caller: a worker without bwrap refuses
 // to start by itself (unless KEEL_SANDBOX=off), with the same advice.
@@ -16,7 +17,7 @@ const ADVICE =
 
 /** Returns true when bwrap is available afterwards. */
 export function ensureBubblewrap() {
-  if (onPath("bwrap")) return true;
+  if (onPath("bwrap") && onPath("socat")) return true;
   if (process.platform !== "linux") {
     process.stderr.write(
       "keel: bubblewrap (the tool sandbox) is Linux-only; run workers with KEEL_SANDBOX=off here\n",
@@ -28,7 +29,9 @@ export function ensureBubblewrap() {
     process.stderr.write(`keel: bubblewrap (bwrap, the tool sandbox) is not installed; ${ADVICE}\n`);
     return false;
   }
-  process.stderr.write("keel: installing bubblewrap (the tool sandbox) with apt-get\n");
+  process.stderr.write(
+    "keel: installing bubblewrap and socat (the tool sandbox and its egress bridge) with apt-get\n",
+  );
   const aptGet = (...args) =>
     execFileSync("apt-get", args, {
       stdio: ["ignore", "ignore", "pipe"],
@@ -36,11 +39,11 @@ export function ensureBubblewrap() {
     });
   try {
     try {
-      aptGet("install", "-y", "--no-install-recommends", "bubblewrap");
+      aptGet("install", "-y", "--no-install-recommends", "bubblewrap", "socat");
     } catch {
       // Package lists may be missing or stale on a fresh machine.
       aptGet("update");
-      aptGet("install", "-y", "--no-install-recommends", "bubblewrap");
+      aptGet("install", "-y", "--no-install-recommends", "bubblewrap", "socat");
     }
   } catch (error) {
     const detail = String(error.stderr ?? error.message)

@@ -7,6 +7,7 @@ import { z } from "@hono/zod-openapi";
 import { MODEL_SPEC_KINDS, modelFromSpec } from "../providers/model-spec";
 import { ModelUrlPolicy } from "../providers/model-urls";
 import { ID_PATTERN } from "../store/session-keys";
+import { MAX_NETWORK_ALLOWLIST, parseAllowlist } from "../tools/egress-proxy";
 import {
   GIT_HOSTS_SETTING,
   type GitHosts,
@@ -236,17 +237,37 @@ export const RunLimitsSchema = z
   .openapi("RunLimits");
 
 /**
- * Network access of the processes tools start. Host allowlists (`{allow: [hosts]}`) need an egress
- * proxy this deployment does not have, so the document offers only what the server can honour.
+ * Network access of the processes tools start: none, the worker's own network (where the operator
+ * enabled it), or a list of host names reached through the call's egress proxy (tools/egress-proxy).
  */
 export const NetworkPolicySchema = z
-  .enum(["none", "full"], {
-    error: () =>
-      'network must be "none" or "full": a host allowlist needs an egress proxy, which this deployment does not have',
-  })
+  .union(
+    [
+      z.enum(["none", "full"]),
+      z
+        .object({
+          allow: z
+            .array(z.string().min(1).max(260))
+            .min(1)
+            .max(MAX_NETWORK_ALLOWLIST)
+            .superRefine((entries, context) => {
+              try {
+                parseAllowlist(entries);
+              } catch (error) {
+                context.addIssue({ code: "custom", message: (error as Error).message });
+              }
+            }),
+        })
+        .strict(),
+    ],
+    {
+      error: () =>
+        'network must be "none", "full" or {"allow": ["host.example.com", "*.example.org", "host:8443"]}',
+    },
+  )
   .openapi("NetworkPolicy", {
     description:
-      'Network access of the processes tools start: "none" (default) or "full" (the worker\'s own network: only for tenants the operator enabled with KEEL_SANDBOX_NETWORK_FULL; others get 400). Host allowlists are not offered: no egress proxy enforces them.',
+      'Network access of the processes tools start: "none" (default); "full" (the worker\'s own network: only for tenants the operator enabled with KEEL_SANDBOX_NETWORK_FULL; others get 400); or {"allow": [host names]}: HTTP(S) through an egress proxy to those names only (`*.example.com` for subdomains, `:port` for other ports than 80 and 443), never to an address that is loopback, private or link-local, whatever the name resolves to.',
   });
 
 export const DeliveryModeSchema = z.enum(["auto", "steer", "followUp", "interrupt", "reject"]);

@@ -8,12 +8,15 @@ import { finished } from "node:stream/promises";
 import { setTimeout as sleep } from "node:timers/promises";
 import { z } from "zod";
 import { type CallCgroup, createCallCgroup } from "./cgroup";
+import { type CallEgress, startCallEgress } from "./egress-proxy";
 import { groupAlive, terminateGroup } from "./process-group";
 import {
   bashCommandLine,
   type CommandLine,
+  findExecutable,
   limitNotice,
   SANDBOX_WORKSPACE_PATH,
+  type SandboxPolicy,
   SandboxUnavailableError,
 } from "./sandbox";
 import { MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES, notices, type Truncation, truncateTail } from "./truncate";
@@ -146,17 +149,46 @@ export const bashTool = defineTool({
   async execute({ command, timeout }, { workspace, sandbox, signal, onUpdate }): Promise<ToolOutput> {
     const workspaceDir = await fs.realpath(workspace.dir);
     const cgroup = createCallCgroup(sandbox.limits);
+    let egress: CallEgress | undefined;
     try {
-      const line = bashCommandLine(workspaceDir, sandbox, REAP_ON_TERM + command, cgroup);
-      return await runCommand(line, { workspace, sandbox, signal, onUpdate, timeout, cgroup });
+      egress = await egressFor(sandbox);
+      const line = bashCommandLine(workspaceDir, sandbox, REAP_ON_TERM + command, cgroup, egress?.dir);
+      const output = await runCommand(line, { workspace, sandbox, signal, onUpdate, timeout, cgroup });
+      return egress ? withRefusals(output, egress.refusals) : output;
     } catch (error) {
       if (error instanceof SandboxUnavailableError) throw new ToolError(error.message, { refused: true });
       throw error;
     } finally {
+      await egress?.close();
       await cgroup?.remove();
     }
   },
 });
+
+/** The call's egress proxy when its run allows a list of hosts (and the sandbox can bridge to it). */
+async function egressFor(sandbox: SandboxPolicy): Promise<CallEgress | undefined> {
+  if (typeof sandbox.network !== "object" || sandbox.isolation === "off") return undefined;
+  if (!findExecutable("socat")) {
+    throw new SandboxUnavailableError(
+      "This run asks for a network allowlist, but socat (the sandbox's bridge to the egress proxy) is not installed on this worker; nothing was run.",
+    );
+  }
+  try {
+    return await startCallEgress(sandbox.network.allow);
+  } catch (error) {
+    throw new SandboxUnavailableError(
+      `${error instanceof Error ? error.message : String(error)}; nothing was run.`,
+    );
+  }
+}
+
+/** The output with the hosts the egress proxy refused during the call named at its end. */
+function withRefusals(output: ToolOutput, refusals: CallEgress["refusals"]): ToolOutput {
+  if (refusals.length === 0) return output;
+  const lines = refusals.map(({ host, port, reason }) => `[network: ${host}:${port} refused: ${reason}]`);
+  const text = output.content.map((block) => (block.type === "text" ? block.text : "")).join("");
+  return { ...output, content: [{ type: "text", text: `${text}\n\n${lines.join("\n")}` }] };
+}
 
 interface RunOptions extends Pick<ToolContext, "workspace" | "sandbox" | "signal" | "onUpdate"> {
   /** The model's timeout argument, in seconds. */

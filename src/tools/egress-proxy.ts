@@ -11,8 +11,12 @@
  * One proxy serves one tool call: its allowlist is that call's, and it closes with the call.
  */
 import { lookup } from "node:dns/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import * as http from "node:http";
 import * as net from "node:net";
+import { tmpdir } from "node:os";
+import * as path from "node:path";
+import { isPublicAddress } from "../net/egress-policy";
 
 /** One allowlist entry: `example.com`, `*.example.com` (subdomains only), optionally `:port`. */
 export interface AllowedHost {
@@ -24,6 +28,8 @@ export interface AllowedHost {
 }
 
 const DEFAULT_PORTS = [80, 443] as const;
+/** Entries a run's allowlist may hold. */
+export const MAX_NETWORK_ALLOWLIST = 50;
 const HOST_LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
 
 /**
@@ -212,4 +218,42 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** The proxy socket's name in the folder bound into the sandbox. */
+export const EGRESS_SOCKET_NAME = "proxy.sock";
+
+/** The egress proxy of one tool call: the folder to bind into its sandbox, what it refused, and its end. */
+export interface CallEgress {
+  dir: string;
+  refusals: EgressProxy["refusals"];
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the egress proxy for one tool call whose run allows `allow` (already validated by the
+ * API; validated again here): a fresh folder with the proxy's socket, addresses judged by the
+ * operator's rules (public addresses only). Throws for an invalid allowlist.
+ */
+export async function startCallEgress(allow: readonly string[]): Promise<CallEgress> {
+  const allowlist = parseAllowlist(allow);
+  const dir = await mkdtemp(path.join(tmpdir(), "keel-egress-"));
+  try {
+    const proxy = await startEgressProxy({
+      socketPath: path.join(dir, EGRESS_SOCKET_NAME),
+      allowlist,
+      isAllowedAddress: isPublicAddress,
+    });
+    return {
+      dir,
+      refusals: proxy.refusals,
+      close: async () => {
+        await proxy.close();
+        await rm(dir, { recursive: true, force: true });
+      },
+    };
+  } catch (error) {
+    await rm(dir, { recursive: true, force: true });
+    throw error;
+  }
 }

@@ -34,6 +34,7 @@ import {
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import type { CallCgroup } from "./cgroup";
+import { EGRESS_SOCKET_NAME } from "./egress-proxy";
 import { commandEnvironment } from "./environment";
 import { FULL_NETWORK_REFUSAL, type FullNetworkAccess, fullNetworkAllowed } from "./network-access";
 import { seccompProgram } from "./seccomp";
@@ -188,12 +189,8 @@ export function bwrapArguments(
   workspaceDir: string,
   policy: SandboxPolicy,
   env: NodeJS.ProcessEnv,
+  egressDir?: string,
 ): string[] {
-  if (typeof policy.network === "object") {
-    throw new SandboxUnavailableError(
-      `This run asks for a network allowlist (${policy.network.allow.join(", ") || "no hosts"}), but this worker has no egress proxy to enforce one; nothing was run. Use network "none" or "full".`,
-    );
-  }
   const args = [
     "--unshare-all",
     "--unshare-user",
@@ -223,6 +220,8 @@ export function bwrapArguments(
     SANDBOX_WORKSPACE_PATH,
     "--chdir",
     SANDBOX_WORKSPACE_PATH,
+    // The egress proxy's socket: the only way out of an otherwise empty network namespace.
+    ...(egressDir ? ["--bind", egressDir, EGRESS_DIR_INSIDE] : []),
     "--seccomp",
     String(SECCOMP_FD),
     "--clearenv",
@@ -244,10 +243,18 @@ export function bashCommandLine(
   policy: SandboxPolicy,
   script: string,
   cgroup?: CallCgroup,
+  /** Host folder holding the call's egress proxy socket (`startCallEgress`), for a network allowlist. */
+  egressDir?: string,
 ): CommandLine {
   if (policy.network === "full" && !fullNetworkAllowed(policy.fullNetwork, policy.tenantId))
     throw new SandboxUnavailableError(`This run asks for ${FULL_NETWORK_REFUSAL} Nothing was run.`);
-  const body = limitsPrelude(policy.limits) + script;
+  const allowlist = typeof policy.network === "object";
+  if (allowlist && (policy.isolation === "off" || egressDir === undefined)) {
+    throw new SandboxUnavailableError(
+      "This run asks for a network allowlist, which only a sandboxed worker with its egress proxy can enforce; nothing was run.",
+    );
+  }
+  const body = limitsPrelude(policy.limits) + (allowlist ? EGRESS_BRIDGE : "") + script;
   const line: CommandLine =
     policy.isolation === "off"
       ? {
@@ -265,7 +272,11 @@ export function bashCommandLine(
               bwrapArguments(
                 workspaceDir,
                 policy,
-                commandEnvironment({ passEnv: policy.passEnv, sandboxed: true }),
+                {
+                  ...commandEnvironment({ passEnv: policy.passEnv, sandboxed: true }),
+                  ...(allowlist ? EGRESS_PROXY_ENV : {}),
+                },
+                egressDir,
               ),
             ),
             seccompProgram(),
@@ -275,6 +286,25 @@ export function bashCommandLine(
         };
   return cgroup ? joiningCgroup(cgroup, line) : line;
 }
+
+/** Where the egress proxy's socket folder appears inside the sandbox. */
+const EGRESS_DIR_INSIDE = "/run/keel-egress";
+/** The port of the in-sandbox bridge to the proxy (the sandbox's own loopback). */
+const EGRESS_BRIDGE_PORT = 3128;
+/** What tools read to find the proxy (curl, git, pip and npm honour these). */
+const EGRESS_PROXY_ENV = Object.fromEntries(
+  ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"].map((name) => [
+    name,
+    `http://127.0.0.1:${EGRESS_BRIDGE_PORT}`,
+  ]),
+);
+/**
+ * Starts the bridge from the sandbox's loopback to the proxy's socket (socat, in the background;
+ * it ends with the sandbox's PID namespace) and waits until it listens.
+ */
+const EGRESS_BRIDGE = `socat TCP-LISTEN:${EGRESS_BRIDGE_PORT},bind=127.0.0.1,fork,reuseaddr UNIX-CONNECT:${EGRESS_DIR_INSIDE}/${EGRESS_SOCKET_NAME} 2>/dev/null &
+for _ in $(seq 200); do (exec 3<>/dev/tcp/127.0.0.1/${EGRESS_BRIDGE_PORT}) 2>/dev/null && break; sleep 0.01; done
+`;
 
 /** Arguments as bwrap's `--args` reads them; a NUL inside one (an environment value) would split it. */
 function nulSeparated(args: readonly string[]): Buffer {
@@ -335,8 +365,13 @@ export function probeSandbox(): SandboxProbe {
 
 /** Absolute path of `bwrap` on the worker's PATH (looked up per call: spawn with an empty env would not). */
 function findBwrap(): string | undefined {
+  return findExecutable("bwrap");
+}
+
+/** `name` on the worker's PATH, if it is there. */
+export function findExecutable(name: string): string | undefined {
   for (const dir of (process.env.PATH ?? "").split(":")) {
-    const candidate = dir && path.join(dir, "bwrap");
+    const candidate = dir && path.join(dir, name);
     if (candidate && existsSync(candidate)) return candidate;
   }
   return undefined;
