@@ -8,6 +8,7 @@ import { execFileSync } from "node:child_process";
 import * as fs from "node:fs/promises";
 import * as path from "node:path";
 import type { ToolOutput } from "../../../src/tools/types";
+import { MAX_WALK_DEPTH } from "../../../src/tools/walk";
 import { type Swapper, startSwapping } from "../../support/name-swapper";
 import { makeSandbox, removeSandbox, type Sandbox, textOf } from "./helpers";
 
@@ -168,4 +169,29 @@ describe("names swapped between a real entry and a link to the host while the to
     await race("d", dirSwap, outside("nested"), "find", { pattern: "*", path: "d" }, ok);
     await race("d", dirSwap, outside(), "find", { pattern: "*" }, found);
   }, 60_000);
+});
+
+describe("links and trees that stay inside", () => {
+  test("a link a command made with an absolute /workspace target is followed inside", async () => {
+    const made = await sandbox.run("bash", {
+      command: "mkdir src && echo hi > src/a.txt && ln -s /workspace/src abs",
+    });
+    expect(made.isError).toBe(false);
+    expect(textOf(await sandbox.run("read", { path: "abs/a.txt" }))).toBe("hi");
+    expect(textOf(await sandbox.run("write", { path: "abs/b.txt", content: "new" }))).toContain("src/b.txt");
+    expect(textOf(await sandbox.run("find", { pattern: "*.txt", path: "abs" }))).toBe("a.txt\nb.txt");
+  });
+
+  test(`grep and find do not enter directories more than ${MAX_WALK_DEPTH} levels deep`, async () => {
+    const levels = (count: number) => Array.from({ length: count }, () => "d").join("/");
+    await fs.mkdir(inWorkspace(levels(MAX_WALK_DEPTH + 1)), { recursive: true });
+    await fs.writeFile(inWorkspace(levels(MAX_WALK_DEPTH), "reached.txt"), "x\n");
+    await fs.writeFile(inWorkspace(levels(MAX_WALK_DEPTH + 1), "too-deep.txt"), "x\n");
+    expect(textOf(await sandbox.run("find", { pattern: "*.txt" }))).toBe(
+      `${levels(MAX_WALK_DEPTH)}/reached.txt`,
+    );
+    expect(textOf(await sandbox.run("grep", { pattern: "x" }))).toBe(
+      `${levels(MAX_WALK_DEPTH)}/reached.txt:1: x`,
+    );
+  });
 });
