@@ -16,7 +16,7 @@ import {
 import { MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES, notices, type Truncation, truncateTail } from "./truncate";
 import type { ToolContext, ToolOutput } from "./types";
 import { defineTool, ToolError } from "./types";
-import { createScratchFile, type Workspace } from "./workspace";
+import { createScratchFile, SCRATCH_SUBDIR, type Workspace } from "./workspace";
 
 const BashParameters = z.object({
   command: z.string().min(1).describe("Bash command to execute"),
@@ -52,7 +52,9 @@ class OutputCollector {
   private newlines = 0;
   private lastByte: number | undefined;
   private spilled = false;
-  private file?: { relative: string; handle: FileHandle };
+  /** Workspace-relative path of the spill file while it is (being) kept; undefined once given up. */
+  private kept?: string;
+  private file?: FileHandle;
 
   constructor(private readonly workspace: Workspace) {}
 
@@ -74,10 +76,11 @@ class OutputCollector {
     this.spilled = true;
     const head = Buffer.concat(this.head);
     this.head = [];
-    this.file = await createScratchFile(
-      this.workspace,
-      `bash-${Date.now()}-${randomBytes(4).toString("hex")}.log`,
-    );
+    const name = `bash-${Date.now()}-${randomBytes(4).toString("hex")}.log`;
+    this.kept = `${SCRATCH_SUBDIR}/${name}`;
+    const created = await createScratchFile(this.workspace, name);
+    if (!created) this.kept = undefined;
+    this.file = created?.handle;
     await this.write(head);
   }
 
@@ -88,11 +91,12 @@ class OutputCollector {
     try {
       let written = 0;
       while (written < data.length) {
-        written += (await file.handle.write(data, written, data.length - written)).bytesWritten;
+        written += (await file.write(data, written, data.length - written)).bytesWritten;
       }
     } catch {
       this.file = undefined;
-      await file.handle.close().catch(() => undefined);
+      this.kept = undefined;
+      await file.close().catch(() => undefined);
     }
   }
 
@@ -111,11 +115,11 @@ class OutputCollector {
   }
 
   get fullOutputPath(): string | undefined {
-    return this.file?.relative;
+    return this.kept;
   }
 
   async close(): Promise<void> {
-    await this.file?.handle.close();
+    await this.file?.close();
   }
 }
 

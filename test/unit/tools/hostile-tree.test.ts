@@ -7,8 +7,10 @@
 import { execFileSync } from "node:child_process";
 import * as fs from "node:fs/promises";
 import * as path from "node:path";
+import { runToolCall } from "../../../src/tools";
 import type { ToolOutput } from "../../../src/tools/types";
 import { MAX_WALK_DEPTH } from "../../../src/tools/walk";
+import { workspaceFor } from "../../../src/tools/workspace";
 import { type Swapper, startSwapping } from "../../support/name-swapper";
 import { makeSandbox, removeSandbox, type Sandbox, textOf } from "./helpers";
 
@@ -193,5 +195,17 @@ describe("links and trees that stay inside", () => {
     expect(textOf(await sandbox.run("grep", { pattern: "x" }))).toBe(
       `${levels(MAX_WALK_DEPTH)}/reached.txt:1: x`,
     );
+  });
+
+  test("the workspace's host path, as configured or as its real path, names the workspace", async () => {
+    await fs.writeFile(inWorkspace("a.txt"), "hi\n");
+    const alias = path.join(sandbox.base, "alias");
+    await fs.symlink(path.join(sandbox.base, "root"), alias);
+    const ctx = { ...sandbox.ctx, workspace: workspaceFor(alias, "tenant1", "session1") };
+    const read = (p: string) => runToolCall({ name: "read", arguments: { path: p } }, ctx);
+    expect(textOf(await read(`${alias}/tenant1/session1/a.txt`))).toBe("hi");
+    expect(textOf(await read(`${sandbox.workspace.dir}/a.txt`))).toBe("hi");
+    const out = await read(`${sandbox.workspace.dir}/../../../outside/secret.txt`);
+    expect(textOf(out)).toContain("refused: it points outside the workspace");
   });
 });
