@@ -1,6 +1,6 @@
 import { type ChildProcessByStdio, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { createWriteStream, type WriteStream } from "node:fs";
+import type { FileHandle } from "node:fs/promises";
 import * as fs from "node:fs/promises";
 import * as path from "node:path";
 import type { Readable, Writable } from "node:stream";
@@ -22,7 +22,7 @@ import {
 import { MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES, notices, type Truncation, truncateTail } from "./truncate";
 import type { ToolContext, ToolOutput } from "./types";
 import { defineTool, ToolError } from "./types";
-import { ensureScratchDir, SCRATCH_SUBDIR, type Workspace } from "./workspace";
+import { createScratchFile, SCRATCH_SUBDIR, type Workspace } from "./workspace";
 
 const BashParameters = z.object({
   command: z.string().min(1).describe("Bash command to execute"),
@@ -47,8 +47,9 @@ const REAP_ON_TERM = "trap 'wait; exit 143' TERM\n";
 
 /**
  * Collects a command's combined output with bounded memory. Everything stays in memory until the
- * output exceeds the display limits; from then on it goes to a file in the workspace's scratch
- * area and only a rolling tail is kept.
+ * output exceeds the display limits; from then on only a rolling tail is kept, and the whole
+ * output goes to a new file in the workspace's scratch area (created and written through its own
+ * descriptor, see `createScratchFile`), unless that file cannot be made or written.
  */
 class OutputCollector {
   private head: Buffer[] = [];
@@ -56,7 +57,10 @@ class OutputCollector {
   private totalBytes = 0;
   private newlines = 0;
   private lastByte: number | undefined;
-  private file?: { relative: string; stream: WriteStream };
+  private spilled = false;
+  /** Workspace-relative path of the spill file while it is (being) kept; undefined once given up. */
+  private kept?: string;
+  private file?: FileHandle;
 
   constructor(private readonly workspace: Workspace) {}
 
@@ -66,8 +70,8 @@ class OutputCollector {
     this.lastByte = chunk[chunk.length - 1] ?? this.lastByte;
     const joined = Buffer.concat([this.tail, chunk]);
     this.tail = joined.subarray(Math.max(0, joined.length - ROLLING_TAIL_BYTES));
-    if (this.file) {
-      this.file.stream.write(chunk);
+    if (this.spilled) {
+      await this.write(chunk);
       return;
     }
     this.head.push(chunk);
@@ -75,12 +79,31 @@ class OutputCollector {
   }
 
   private async spill(): Promise<void> {
-    const scratch = await ensureScratchDir(this.workspace);
-    const name = `bash-${Date.now()}-${randomBytes(4).toString("hex")}.log`;
-    const stream = createWriteStream(path.join(scratch, name));
-    for (const chunk of this.head) stream.write(chunk);
+    this.spilled = true;
+    const head = Buffer.concat(this.head);
     this.head = [];
-    this.file = { relative: `${SCRATCH_SUBDIR}/${name}`, stream };
+    const name = `bash-${Date.now()}-${randomBytes(4).toString("hex")}.log`;
+    this.kept = `${SCRATCH_SUBDIR}/${name}`;
+    const created = await createScratchFile(this.workspace, name);
+    if (!created) this.kept = undefined;
+    this.file = created?.handle;
+    await this.write(head);
+  }
+
+  /** Appends to the spill file; a failed write (disk full, file limit) gives the file up. */
+  private async write(data: Buffer): Promise<void> {
+    const file = this.file;
+    if (!file) return;
+    try {
+      let written = 0;
+      while (written < data.length) {
+        written += (await file.write(data, written, data.length - written)).bytesWritten;
+      }
+    } catch {
+      this.file = undefined;
+      this.kept = undefined;
+      await file.close().catch(() => undefined);
+    }
   }
 
   get lineCount(): number {
@@ -90,21 +113,19 @@ class OutputCollector {
 
   /** The output so far (its tail once spilled), without a trailing newline. */
   text(): string {
-    const bytes = this.file ? this.tail : Buffer.concat(this.head);
+    const bytes = this.spilled ? this.tail : Buffer.concat(this.head);
     let start = 0;
     // A rolling tail may begin inside a multi-byte character.
-    while (this.file && start < bytes.length && ((bytes[start] ?? 0) & 0xc0) === 0x80) start++;
+    while (this.spilled && start < bytes.length && ((bytes[start] ?? 0) & 0xc0) === 0x80) start++;
     return bytes.subarray(start).toString("utf8").replace(/\n$/, "");
   }
 
   get fullOutputPath(): string | undefined {
-    return this.file?.relative;
+    return this.kept;
   }
 
   async close(): Promise<void> {
-    if (!this.file) return;
-    this.file.stream.end();
-    await finished(this.file.stream);
+    await this.file?.close();
   }
 }
 
@@ -119,12 +140,11 @@ function render(output: OutputCollector): Rendered {
   if (!truncation.truncated && !fullOutput) return { text: truncation.content };
   const total = output.lineCount;
   const first = total - truncation.outputLines + 1;
-  const where = fullOutput ?? "(not saved)";
   const notice = truncation.lastLinePartial
-    ? notices.bashPartialLine(truncation.outputBytes, total, where)
+    ? notices.bashPartialLine(truncation.outputBytes, total, fullOutput)
     : truncation.truncatedBy === "bytes"
-      ? notices.bashBytes(first, total, total, where)
-      : notices.bashLines(first, total, total, where);
+      ? notices.bashBytes(first, total, total, fullOutput)
+      : notices.bashLines(first, total, total, fullOutput);
   return { text: `${truncation.content}\n\n${notice}`, truncation: { ...truncation, totalLines: total } };
 }
 

@@ -1,13 +1,11 @@
-import * as fs from "node:fs/promises";
+import type { FileHandle } from "node:fs/promises";
 import { createPatch } from "diff";
 import { z } from "zod";
 import { countOccurrences, locate } from "./edit-match";
 import { looksBinary, MAX_EDIT_FILE_BYTES } from "./files";
-import { statOrExplain } from "./read";
+import { explain, layerPath, replaceContent, withWorkspaceFs } from "./tool-fs";
 import { formatSize } from "./truncate";
-import { defineTool, ToolError, textOutput } from "./types";
-import { resolveInside } from "./workspace";
-import { writeFileNoFollow } from "./write";
+import { defineTool, ToolError, type ToolOutput, textOutput } from "./types";
 
 const EditParameters = z.object({
   path: z
@@ -54,29 +52,64 @@ export const editTool = defineTool({
     "Edit a file by replacing exact text. The oldText must match exactly (including whitespace) and be unique in the file; if no exact match exists, a match ignoring trailing whitespace, smart quotes, Unicode dashes and special spaces is tried. Use this for precise, surgical edits. Line endings and a UTF-8 BOM are preserved.",
   parameters: EditParameters,
   replay: "idempotent-with-check",
-  async execute({ path, oldText, newText }, { workspace, signal }) {
-    const { real, relative } = await resolveInside(workspace, path);
-    const stats = await statOrExplain(real, path);
-    if (!stats.isFile()) throw new ToolError(`Cannot edit ${path}: not a regular file.`);
-    if (stats.size > MAX_EDIT_FILE_BYTES) {
-      throw new ToolError(
-        `Cannot edit ${path}: ${formatSize(stats.size)} exceeds ${formatSize(MAX_EDIT_FILE_BYTES)}.`,
-      );
-    }
-    const raw = await fs.readFile(real);
-    if (looksBinary(raw.subarray(0, 8192))) throw new ToolError(`Cannot edit ${path}: it is a binary file.`);
+  async execute(args, { workspace, signal }) {
+    return withWorkspaceFs(workspace, async (ws) => {
+      // Read and written through one descriptor: the file changed is the file that was read.
+      const { handle, stats, relative } = await ws
+        .openFile(await layerPath(ws, args.path), { links: "inside", writable: true })
+        .catch((error: unknown) =>
+          explain(error, args.path, {
+            ENOENT: `File not found: ${args.path}`,
+            ENOTDIR: `File not found: ${args.path}`,
+            EISDIR: `Cannot edit ${args.path}: not a regular file.`,
+          }),
+        );
+      try {
+        if (stats.size > MAX_EDIT_FILE_BYTES) {
+          throw new ToolError(
+            `Cannot edit ${args.path}: ${formatSize(stats.size)} exceeds ${formatSize(MAX_EDIT_FILE_BYTES)}.`,
+          );
+        }
+        return await editOpened(handle, relative, args, signal);
+      } finally {
+        await handle.close();
+      }
+    });
+  },
+});
 
-    const decoded = raw.toString("utf8");
-    const bom = decoded.startsWith(BOM) ? BOM : "";
-    const original = decoded.slice(bom.length);
-    const ending = lineEndingOf(original);
-    const content = toLF(original);
-    const oldLF = toLF(oldText);
-    const newLF = toLF(newText);
-    if (oldLF.length === 0) throw new ToolError("oldText must not be empty.");
-    if (oldLF === newLF) throw new ToolError("oldText and newText are identical; nothing to change.");
+/** Applies the edit to the regular file open (read-write) at `handle`, shown as `relative`. */
+async function editOpened(
+  handle: FileHandle,
+  relative: string,
+  { path, oldText, newText }: z.output<typeof EditParameters>,
+  signal: AbortSignal | undefined,
+): Promise<ToolOutput> {
+  const raw = await handle.readFile();
+  if (looksBinary(raw.subarray(0, 8192))) throw new ToolError(`Cannot edit ${path}: it is a binary file.`);
 
-    if (alreadyApplied(content, oldLF, newLF)) {
+  const decoded = raw.toString("utf8");
+  const bom = decoded.startsWith(BOM) ? BOM : "";
+  const original = decoded.slice(bom.length);
+  const ending = lineEndingOf(original);
+  const content = toLF(original);
+  const oldLF = toLF(oldText);
+  const newLF = toLF(newText);
+  if (oldLF.length === 0) throw new ToolError("oldText must not be empty.");
+  if (oldLF === newLF) throw new ToolError("oldText and newText are identical; nothing to change.");
+
+  if (alreadyApplied(content, oldLF, newLF)) {
+    return textOutput(
+      `The edit is already applied in ${relative} (newText is present, oldText is not); nothing changed.`,
+      {
+        alreadyApplied: true,
+      },
+    );
+  }
+  const match = locate(content, oldLF);
+  if (match.kind === "none") {
+    const tolerantNew = newLF.trim().length > 0 ? locate(content, newLF) : { kind: "none" as const };
+    if (tolerantNew.kind === "unique") {
       return textOutput(
         `The edit is already applied in ${relative} (newText is present, oldText is not); nothing changed.`,
         {
@@ -84,38 +117,26 @@ export const editTool = defineTool({
         },
       );
     }
-    const match = locate(content, oldLF);
-    if (match.kind === "none") {
-      const tolerantNew = newLF.trim().length > 0 ? locate(content, newLF) : { kind: "none" as const };
-      if (tolerantNew.kind === "unique") {
-        return textOutput(
-          `The edit is already applied in ${relative} (newText is present, oldText is not); nothing changed.`,
-          {
-            alreadyApplied: true,
-          },
-        );
-      }
-      throw new ToolError(
-        `Could not find the text to replace in ${relative}. oldText must match the file exactly, including whitespace and newlines; read the file again to copy it.`,
-      );
-    }
-    if (match.kind === "ambiguous") {
-      throw new ToolError(
-        `Found ${match.count} occurrences of oldText in ${relative} (lines ${match.lines.join(", ")}${match.count > match.lines.length ? ", …" : ""}). The text must be unique: include more surrounding lines to identify one occurrence.`,
-      );
-    }
+    throw new ToolError(
+      `Could not find the text to replace in ${relative}. oldText must match the file exactly, including whitespace and newlines; read the file again to copy it.`,
+    );
+  }
+  if (match.kind === "ambiguous") {
+    throw new ToolError(
+      `Found ${match.count} occurrences of oldText in ${relative} (lines ${match.lines.join(", ")}${match.count > match.lines.length ? ", …" : ""}). The text must be unique: include more surrounding lines to identify one occurrence.`,
+    );
+  }
 
-    const updated = content.slice(0, match.start) + newLF + content.slice(match.end);
-    if (signal?.aborted) throw new ToolError("Operation aborted");
-    const restored = ending === "\r\n" ? updated.replace(/\n/g, "\r\n") : updated;
-    await writeFileNoFollow(real, bom + restored);
+  const updated = content.slice(0, match.start) + newLF + content.slice(match.end);
+  if (signal?.aborted) throw new ToolError("Operation aborted");
+  const restored = ending === "\r\n" ? updated.replace(/\n/g, "\r\n") : updated;
+  await replaceContent(handle, Buffer.from(bom + restored, "utf8"));
 
-    const details: EditDetails = {
-      diff: createPatch(relative, content, updated, undefined, undefined, { context: 3 }),
-      firstChangedLine: content.slice(0, match.start).split("\n").length,
-      tolerant: match.tolerant,
-    };
-    const how = match.tolerant ? " (matched ignoring whitespace/quote/dash differences)" : "";
-    return textOutput(`Successfully replaced text in ${relative}${how}.`, details);
-  },
-});
+  const details: EditDetails = {
+    diff: createPatch(relative, content, updated, undefined, undefined, { context: 3 }),
+    firstChangedLine: content.slice(0, match.start).split("\n").length,
+    tolerant: match.tolerant,
+  };
+  const how = match.tolerant ? " (matched ignoring whitespace/quote/dash differences)" : "";
+  return textOutput(`Successfully replaced text in ${relative}${how}.`, details);
+}

@@ -1,10 +1,9 @@
-import * as fs from "node:fs/promises";
 import picomatch from "picomatch";
 import { z } from "zod";
+import { explain, layerPath, withWorkspaceFs } from "./tool-fs";
 import { DEFAULT_FIND_LIMIT, MAX_OUTPUT_BYTES, notices, truncateHead, withNotices } from "./truncate";
-import { defineTool, ToolError, textOutput } from "./types";
+import { defineTool, textOutput } from "./types";
 import { assertConfinedGlob, walk } from "./walk";
-import { resolveInside } from "./workspace";
 
 const FindParameters = z.object({
   pattern: z
@@ -38,22 +37,27 @@ export const findTool = defineTool({
   async execute({ pattern, path, limit = DEFAULT_FIND_LIMIT }, { workspace, signal }) {
     assertConfinedGlob(pattern, "pattern");
     const matches = matcherFor(pattern);
-    const root = await resolveInside(workspace, ".");
-    const target = await resolveInside(workspace, path ?? ".");
-    const stats = await fs.stat(target.real).catch(() => undefined);
-    if (!stats) throw new ToolError(`Path not found: ${path}`);
-    if (!stats.isDirectory()) throw new ToolError(`Not a directory: ${path}`);
-
     const results: string[] = [];
     let limitReached = false;
-    for await (const entry of walk(root.real, target.real, signal)) {
-      if (!matches(entry.relative)) continue;
-      if (results.length >= limit) {
-        limitReached = true;
-        break;
-      }
-      results.push(entry.isDirectory ? `${entry.relative}/` : entry.relative);
-    }
+    const shown = path ?? ".";
+    await withWorkspaceFs(workspace, async (ws) =>
+      walk(
+        ws,
+        await layerPath(ws, shown),
+        async (entry) => {
+          if (!matches(entry.relative)) return undefined;
+          if (results.length >= limit) {
+            limitReached = true;
+            return "stop";
+          }
+          results.push(entry.isDirectory ? `${entry.relative}/` : entry.relative);
+          return undefined;
+        },
+        signal,
+      ).catch((error: unknown) =>
+        explain(error, shown, { ENOENT: `Path not found: ${shown}`, ENOTDIR: `Not a directory: ${shown}` }),
+      ),
+    );
     if (results.length === 0) return textOutput("No files found matching pattern");
 
     const truncation = truncateHead(results.join("\n"), { maxLines: Number.MAX_SAFE_INTEGER });

@@ -1,7 +1,10 @@
-import * as fs from "node:fs/promises";
+import type { Stats } from "node:fs";
+import type { FileHandle } from "node:fs/promises";
+import * as posixPath from "node:path/posix";
 import picomatch from "picomatch";
 import { z } from "zod";
 import { looksBinary, MAX_EDIT_FILE_BYTES } from "./files";
+import { explain, layerPath, withWorkspaceFs } from "./tool-fs";
 import {
   DEFAULT_GREP_LIMIT,
   MAX_GREP_LINE_CHARS,
@@ -13,7 +16,7 @@ import {
 } from "./truncate";
 import { defineTool, ToolError, textOutput } from "./types";
 import { assertConfinedGlob, walk } from "./walk";
-import { resolveInside } from "./workspace";
+import { errorCode } from "./workspace-fs";
 
 const GrepParameters = z.object({
   pattern: z.string().min(1).describe("Search pattern (JavaScript regular expression, or literal string)"),
@@ -87,22 +90,14 @@ export const grepTool = defineTool({
     const regex = compile(pattern, literal, ignoreCase);
     if (glob !== undefined) assertConfinedGlob(glob, "glob");
     const matchesGlob = glob ? picomatch(glob, { dot: true, basename: !glob.includes("/") }) : () => true;
-    const root = await resolveInside(workspace, ".");
-    const target = await resolveInside(workspace, args.path ?? ".");
-    await fs.stat(target.real).catch(() => {
-      throw new ToolError(`Path not found: ${args.path}`);
-    });
-
     const output: string[] = [];
     let matchCount = 0;
     let longLines = false;
-    for await (const entry of walk(root.real, target.real, signal)) {
-      if (matchCount >= limit) break;
-      if (entry.isDirectory || !matchesGlob(entry.relative)) continue;
-      const stats = await fs.stat(entry.absolute).catch(() => undefined);
-      if (!stats || stats.size > MAX_EDIT_FILE_BYTES) continue;
-      const data = await fs.readFile(entry.absolute).catch(() => undefined);
-      if (!data || looksBinary(data.subarray(0, 8192))) continue;
+    /** Searches one open file, shown as `shownPath`; "stop" once the match limit is reached. */
+    const search = async (shownPath: string, handle: FileHandle, stats: Stats) => {
+      if (stats.size > MAX_EDIT_FILE_BYTES) return undefined;
+      const data = await handle.readFile().catch(() => undefined);
+      if (!data || looksBinary(data.subarray(0, 8192))) return undefined;
       const lines = data.toString("utf8").split(/\r?\n/);
       if (lines.at(-1) === "") lines.pop(); // the final newline ends the last line; it opens no new one
       const matchLines: number[] = [];
@@ -112,11 +107,47 @@ export const grepTool = defineTool({
           matchCount++;
         }
       }
-      if (matchLines.length === 0) continue;
-      const formatted = formatFileMatches(entry.relative, lines, matchLines, context);
+      const formatted = formatFileMatches(shownPath, lines, matchLines, context);
       output.push(...formatted.output);
       longLines ||= formatted.longLines;
-    }
+      return matchCount >= limit ? ("stop" as const) : undefined;
+    };
+    const shown = args.path ?? ".";
+    await withWorkspaceFs(workspace, async (ws) => {
+      const target = await layerPath(ws, shown);
+      try {
+        await walk(
+          ws,
+          target,
+          async (entry) => {
+            if (entry.isDirectory || !matchesGlob(entry.relative)) return undefined;
+            const opened = await entry.open().catch(() => undefined); // gone or no longer a file: skipped
+            if (!opened) return undefined;
+            try {
+              return await search(entry.relative, opened.handle, opened.stats);
+            } finally {
+              await opened.handle.close();
+            }
+          },
+          signal,
+        );
+        return;
+      } catch (error) {
+        if (errorCode(error) !== "ENOTDIR") explain(error, shown, { ENOENT: `Path not found: ${shown}` });
+      }
+      // Not a directory: a single file, shown by its name.
+      const { handle, stats, relative } = await ws
+        .openFile(target, { links: "inside" })
+        .catch((error: unknown) =>
+          explain(error, shown, { ENOENT: `Path not found: ${shown}`, ENOTDIR: `Path not found: ${shown}` }),
+        );
+      try {
+        const name = posixPath.basename(relative);
+        if (matchesGlob(name)) await search(name, handle, stats);
+      } finally {
+        await handle.close();
+      }
+    });
     if (matchCount === 0) return textOutput("No matches found");
 
     const truncation = truncateHead(output.join("\n"), { maxLines: Number.MAX_SAFE_INTEGER });

@@ -26,14 +26,13 @@ export * from "./types";
 export {
   acquireWorkspaceLock,
   prepareWorkspace,
-  resolveInside,
   type Workspace,
   WorkspaceBusyError,
   type WorkspaceLock,
-  WorkspacePathError,
   type WorkspaceSource,
   workspaceFor,
 } from "./workspace";
+export { WorkspacePathError } from "./workspace-fs";
 
 export const builtinTools: readonly ToolDefinition[] = [
   readTool,

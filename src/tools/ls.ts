@@ -1,8 +1,8 @@
-import * as fs from "node:fs/promises";
 import { z } from "zod";
+import { explain, layerPath, withWorkspaceFs } from "./tool-fs";
 import { DEFAULT_LS_LIMIT, MAX_OUTPUT_BYTES, notices, truncateHead, withNotices } from "./truncate";
-import { defineTool, ToolError, textOutput } from "./types";
-import { resolveInside } from "./workspace";
+import { defineTool, textOutput } from "./types";
+import { readDirAt } from "./workspace-fs";
 
 const LsParameters = z.object({
   path: z.string().optional().describe("Directory to list (default: the workspace root)"),
@@ -20,12 +20,14 @@ export const lsTool = defineTool({
   parameters: LsParameters,
   replay: "safe",
   async execute({ path = ".", limit = DEFAULT_LS_LIMIT }, { workspace }) {
-    const { real } = await resolveInside(workspace, path);
-    const stats = await fs.stat(real).catch(() => undefined);
-    if (!stats) throw new ToolError(`Path not found: ${path}`);
-    if (!stats.isDirectory()) throw new ToolError(`Not a directory: ${path}`);
-
-    const entries = await fs.readdir(real, { withFileTypes: true });
+    // The directory is listed through its own descriptor; its entries are named, never followed.
+    const entries = await withWorkspaceFs(workspace, async (ws) =>
+      ws
+        .withDir(await layerPath(ws, path), { links: "inside" }, (dirFd) => readDirAt(dirFd))
+        .catch((error: unknown) =>
+          explain(error, path, { ENOENT: `Path not found: ${path}`, ENOTDIR: `Not a directory: ${path}` }),
+        ),
+    );
     entries.sort((a, b) => a.name.toLowerCase().localeCompare(b.name.toLowerCase()));
     const shown = entries
       .slice(0, limit)

@@ -1,11 +1,10 @@
-import { createReadStream } from "node:fs";
-import * as fs from "node:fs/promises";
+import type { FileHandle } from "node:fs/promises";
 import { createInterface } from "node:readline";
 import { z } from "zod";
 import { looksBinary, MAX_IMAGE_BYTES, SNIFF_BYTES, sniffImageMimeType } from "./files";
+import { explain, layerPath, withWorkspaceFs } from "./tool-fs";
 import { formatSize, MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES, notices, truncateHead } from "./truncate";
-import { defineTool, ToolError, textOutput } from "./types";
-import { resolveInside } from "./workspace";
+import { defineTool, ToolError, type ToolOutput, textOutput } from "./types";
 
 const ReadParameters = z.object({
   path: z
@@ -15,25 +14,11 @@ const ReadParameters = z.object({
   limit: z.number().int().min(1).optional().describe("Maximum number of lines to read"),
 });
 
-export async function statOrExplain(real: string, shownPath: string) {
-  try {
-    return await fs.stat(real);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === "ENOENT" || code === "ENOTDIR") throw new ToolError(`File not found: ${shownPath}`);
-    throw new ToolError(`Cannot access ${shownPath}: ${code ?? String(error)}`);
-  }
-}
-
-export async function readHead(real: string): Promise<Buffer> {
-  const handle = await fs.open(real, "r");
-  try {
-    const buffer = Buffer.alloc(SNIFF_BYTES);
-    const { bytesRead } = await handle.read(buffer, 0, SNIFF_BYTES, 0);
-    return buffer.subarray(0, bytesRead);
-  } finally {
-    await handle.close();
-  }
+/** The first bytes of an open file, read at offset 0 (the handle's position does not move). */
+async function readHead(handle: FileHandle): Promise<Buffer> {
+  const buffer = Buffer.alloc(SNIFF_BYTES);
+  const { bytesRead } = await handle.read(buffer, 0, SNIFF_BYTES, 0);
+  return buffer.subarray(0, bytesRead);
 }
 
 interface LineWindow {
@@ -47,12 +32,12 @@ interface LineWindow {
  * one line past the output limits (truncation needs only a prefix), so memory stays bounded.
  */
 async function readLineWindow(
-  real: string,
+  handle: FileHandle,
   start: number,
   limit: number,
   signal?: AbortSignal,
 ): Promise<LineWindow> {
-  const stream = createReadStream(real, { encoding: "utf8" });
+  const stream = handle.createReadStream({ encoding: "utf8", start: 0, autoClose: false });
   const lines = createInterface({ input: stream, crlfDelay: Number.POSITIVE_INFINITY });
   const kept: string[] = [];
   let keptBytes = 0;
@@ -81,63 +66,83 @@ export const readTool = defineTool({
   parameters: ReadParameters,
   replay: "safe",
   async execute({ path, offset, limit }, { workspace, signal }) {
-    const { real } = await resolveInside(workspace, path);
-    const stats = await statOrExplain(real, path);
-    if (stats.isDirectory()) throw new ToolError(`${path} is a directory. Use ls to list it.`);
-    if (!stats.isFile()) throw new ToolError(`${path} is not a regular file.`);
-
-    const head = await readHead(real);
-    const mimeType = sniffImageMimeType(head);
-    if (mimeType) {
-      if (stats.size > MAX_IMAGE_BYTES) {
-        throw new ToolError(
-          `Image ${path} is ${formatSize(stats.size)}, over the ${formatSize(MAX_IMAGE_BYTES)} limit for inline images. Use bash to shrink it first if an image tool is available.`,
+    return withWorkspaceFs(workspace, async (ws) => {
+      const { handle, stats } = await ws
+        .openFile(await layerPath(ws, path), { links: "inside" })
+        .catch((error: unknown) =>
+          explain(error, path, {
+            ENOENT: `File not found: ${path}`,
+            ENOTDIR: `File not found: ${path}`,
+            EISDIR: `${path} is a directory. Use ls to list it.`,
+          }),
         );
+      try {
+        return await readOpened(handle, stats.size, { path, offset, limit }, signal);
+      } finally {
+        await handle.close();
       }
-      const data = (await fs.readFile(real)).toString("base64");
-      return {
-        content: [
-          { type: "text", text: `Read image file [${mimeType}]` },
-          { type: "image", data, mimeType },
-        ],
-        details: { mimeType, bytes: stats.size },
-        isError: false,
-      };
-    }
-    if (looksBinary(head)) {
-      throw new ToolError(
-        `${path} is a binary file (${formatSize(stats.size)}); read only shows text. Use bash (e.g. file, xxd | head) to inspect it.`,
-      );
-    }
-
-    const start = offset ?? 1;
-    const { totalLines, kept } = await readLineWindow(real, start, limit ?? Number.POSITIVE_INFINITY, signal);
-    if (totalLines === 0 && start === 1) return textOutput("[File is empty]", { totalLines });
-    if (start > totalLines) {
-      throw new ToolError(`Offset ${start} is beyond end of file (${totalLines} lines total)`);
-    }
-    const windowEnd = Math.min(totalLines, start + (limit ?? totalLines) - 1);
-    const truncation = truncateHead(kept.join("\n"));
-    if (truncation.firstLineExceedsLimit) {
-      const size = Buffer.byteLength(kept[0] ?? "", "utf8");
-      return textOutput(notices.readLongLine(start, size, path), { totalLines, truncation });
-    }
-    if (truncation.truncated || kept.length < windowEnd - start + 1) {
-      const last = start + truncation.outputLines - 1;
-      const notice =
-        truncation.truncatedBy === "bytes"
-          ? notices.readBytes(start, last, totalLines)
-          : notices.readLines(start, last, totalLines);
-      return textOutput(`${truncation.content}\n\n${notice}`, { totalLines, truncation });
-    }
-    if (windowEnd < totalLines) {
-      return textOutput(
-        `${truncation.content}\n\n${notices.readRemaining(totalLines - windowEnd, windowEnd + 1)}`,
-        {
-          totalLines,
-        },
-      );
-    }
-    return textOutput(truncation.content, { totalLines });
+    });
   },
 });
+
+/** The read tool's result for the regular file open at `handle` (`size` from its fstat). */
+async function readOpened(
+  handle: FileHandle,
+  size: number,
+  { path, offset, limit }: z.output<typeof ReadParameters>,
+  signal: AbortSignal | undefined,
+): Promise<ToolOutput> {
+  const head = await readHead(handle);
+  const mimeType = sniffImageMimeType(head);
+  if (mimeType) {
+    if (size > MAX_IMAGE_BYTES) {
+      throw new ToolError(
+        `Image ${path} is ${formatSize(size)}, over the ${formatSize(MAX_IMAGE_BYTES)} limit for inline images. Use bash to shrink it first if an image tool is available.`,
+      );
+    }
+    const data = (await handle.readFile()).toString("base64");
+    return {
+      content: [
+        { type: "text", text: `Read image file [${mimeType}]` },
+        { type: "image", data, mimeType },
+      ],
+      details: { mimeType, bytes: size },
+      isError: false,
+    };
+  }
+  if (looksBinary(head)) {
+    throw new ToolError(
+      `${path} is a binary file (${formatSize(size)}); read only shows text. Use bash (e.g. file, xxd | head) to inspect it.`,
+    );
+  }
+
+  const start = offset ?? 1;
+  const { totalLines, kept } = await readLineWindow(handle, start, limit ?? Number.POSITIVE_INFINITY, signal);
+  if (totalLines === 0 && start === 1) return textOutput("[File is empty]", { totalLines });
+  if (start > totalLines) {
+    throw new ToolError(`Offset ${start} is beyond end of file (${totalLines} lines total)`);
+  }
+  const windowEnd = Math.min(totalLines, start + (limit ?? totalLines) - 1);
+  const truncation = truncateHead(kept.join("\n"));
+  if (truncation.firstLineExceedsLimit) {
+    const lineBytes = Buffer.byteLength(kept[0] ?? "", "utf8");
+    return textOutput(notices.readLongLine(start, lineBytes, path), { totalLines, truncation });
+  }
+  if (truncation.truncated || kept.length < windowEnd - start + 1) {
+    const last = start + truncation.outputLines - 1;
+    const notice =
+      truncation.truncatedBy === "bytes"
+        ? notices.readBytes(start, last, totalLines)
+        : notices.readLines(start, last, totalLines);
+    return textOutput(`${truncation.content}\n\n${notice}`, { totalLines, truncation });
+  }
+  if (windowEnd < totalLines) {
+    return textOutput(
+      `${truncation.content}\n\n${notices.readRemaining(totalLines - windowEnd, windowEnd + 1)}`,
+      {
+        totalLines,
+      },
+    );
+  }
+  return textOutput(truncation.content, { totalLines });
+}

@@ -168,6 +168,14 @@ export function truncateLine(
 
 // ---- Notices: the text appended to a truncated output, telling the model what to do next.
 
+/** Where a truncated bash output's full text is, or that it could not be kept (no file). */
+function whereFullOutput(fullOutput: string | undefined, howToRead: boolean): string {
+  if (fullOutput === undefined) return "The full output could not be kept.";
+  return howToRead
+    ? `Full output: ${fullOutput} (use read with offset, or grep, to see the rest)`
+    : `Full output: ${fullOutput}`;
+}
+
 export const notices = {
   readLines: (first: number, last: number, total: number | string) =>
     `[Showing lines ${first}-${last} of ${total}. Use offset=${last + 1} to continue.]`,
@@ -177,12 +185,12 @@ export const notices = {
     `[${remaining} more lines in file. Use offset=${nextOffset} to continue.]`,
   readLongLine: (line: number, size: number, path: string) =>
     `[Line ${line} is ${formatSize(size)}, exceeds the ${formatSize(MAX_OUTPUT_BYTES)} limit. Use bash: sed -n '${line}p' ${path} | head -c ${MAX_OUTPUT_BYTES}]`,
-  bashLines: (first: number, last: number, total: number, fullOutput: string) =>
-    `[Showing lines ${first}-${last} of ${total}. Full output: ${fullOutput} (use read with offset, or grep, to see the rest)]`,
-  bashBytes: (first: number, last: number, total: number, fullOutput: string) =>
-    `[Showing lines ${first}-${last} of ${total} (${formatSize(MAX_OUTPUT_BYTES)} limit). Full output: ${fullOutput} (use read with offset, or grep, to see the rest)]`,
-  bashPartialLine: (shownBytes: number, line: number, fullOutput: string) =>
-    `[Showing the last ${formatSize(shownBytes)} of line ${line}. Full output: ${fullOutput}]`,
+  bashLines: (first: number, last: number, total: number, fullOutput: string | undefined) =>
+    `[Showing lines ${first}-${last} of ${total}. ${whereFullOutput(fullOutput, true)}]`,
+  bashBytes: (first: number, last: number, total: number, fullOutput: string | undefined) =>
+    `[Showing lines ${first}-${last} of ${total} (${formatSize(MAX_OUTPUT_BYTES)} limit). ${whereFullOutput(fullOutput, true)}]`,
+  bashPartialLine: (shownBytes: number, line: number, fullOutput: string | undefined) =>
+    `[Showing the last ${formatSize(shownBytes)} of line ${line}. ${whereFullOutput(fullOutput, false)}]`,
   matchLimit: (limit: number) =>
     `${limit} matches limit reached. Use limit=${limit * 2} for more, or refine pattern`,
   resultLimit: (limit: number) =>

@@ -27,7 +27,8 @@ import * as fs from "node:fs/promises";
 import { SANDBOX_WORKSPACE_PATH } from "./sandbox";
 import { ToolError } from "./types";
 
-const { O_RDONLY, O_WRONLY, O_CREAT, O_EXCL, O_TRUNC, O_NOFOLLOW, O_DIRECTORY, O_NONBLOCK } = constants;
+const { O_RDONLY, O_WRONLY, O_RDWR, O_CREAT, O_EXCL, O_TRUNC, O_NOFOLLOW, O_DIRECTORY, O_NONBLOCK } =
+  constants;
 
 export const MAX_PATH_BYTES = 4096;
 export const MAX_PATH_SEGMENT_BYTES = 255;
@@ -269,17 +270,18 @@ export class WorkspaceFs {
   }
 
   /**
-   * Opens the regular file at `userPath` for reading; `stats` come from the opened descriptor.
-   * Refused: a FIFO, socket or device (EINVAL-like `ToolError`), a directory (EISDIR).
+   * Opens the existing regular file at `userPath` for reading (and writing too with `writable`,
+   * never creating it); `stats` come from the opened descriptor. Refused: a FIFO, socket or
+   * device (WorkspacePathError), a directory (EISDIR).
    */
   async openFile(
     userPath: string,
-    options: { links: LinkPolicy },
+    options: { links: LinkPolicy; writable?: boolean },
   ): Promise<{ handle: fs.FileHandle; stats: Stats; relative: string }> {
     return this.locate(userPath, { links: options.links }, async (located) => {
       if (located.stats === undefined) throw missing(located.relative);
       refuseLink(located, userPath);
-      const handle = await openLeaf(located, O_RDONLY | O_NONBLOCK);
+      const handle = await openLeaf(located, (options.writable ? O_RDWR : O_RDONLY) | O_NONBLOCK);
       return { handle, stats: await checkedRegular(handle, userPath), relative: located.relative };
     });
   }
@@ -297,19 +299,26 @@ export class WorkspaceFs {
   /**
    * Opens (creating it, and its directories, when missing) the regular file at `userPath` for
    * writing. A new file gets `mode` without setuid, setgid or sticky bits. `exclusive` fails
-   * when the name exists; `truncate` empties an existing file. Never follows a link at the last
-   * component unless `links` is "inside" (then to the link's target inside the workspace).
+   * when the name exists; `truncate` empties an existing file; `readable` opens it for reading
+   * too. Never follows a link at the last component unless `links` is "inside" (then to the
+   * link's target inside the workspace).
    */
   async openForWrite(
     userPath: string,
-    options: { links: LinkPolicy; mode?: number; exclusive?: boolean; truncate?: boolean },
+    options: {
+      links: LinkPolicy;
+      mode?: number;
+      exclusive?: boolean;
+      truncate?: boolean;
+      readable?: boolean;
+    },
   ): Promise<{ handle: fs.FileHandle; relative: string; created: boolean }> {
     return this.locate(userPath, { links: options.links, create: true }, async (located) => {
       if (located.name === "") throw eisdir(located.relative);
       refuseLink(located, userPath);
       const created = located.stats === undefined;
       const flags =
-        O_WRONLY |
+        (options.readable ? O_RDWR : O_WRONLY) |
         O_NONBLOCK |
         (created || options.exclusive ? O_CREAT | O_EXCL : 0) |
         (options.truncate ? O_TRUNC : 0);

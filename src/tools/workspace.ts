@@ -1,7 +1,8 @@
 /**
- * The session workspace: one directory per (tenant, session) under a configurable root, the
- * confinement of every path argument to it, a per-workspace lock, and how a workspace is
- * first populated (empty, a copy of a local directory, or a git clone).
+ * The session workspace: one directory per (tenant, session) under a configurable root, its
+ * scratch area, a per-workspace lock, and how a workspace is first populated (empty, a copy of
+ * a local directory, or a git clone). Path arguments are confined by the workspace file layer
+ * (`workspace-fs.ts`), through which every file of a workspace is opened.
  *
  * Layout under the root:
  *   <root>/<tenantId>/<sessionId>/                the workspace (the tools' working directory)
@@ -13,41 +14,22 @@
  * `.gitignore` (`*`) so it never shows up in `git status`, grep or find.
  */
 import { randomBytes } from "node:crypto";
-import type { Stats } from "node:fs";
+import type { FileHandle } from "node:fs/promises";
 import * as fs from "node:fs/promises";
 import { hostname } from "node:os";
 import * as path from "node:path";
 import { cloneGitSource, type GitHosts, parseGitHosts } from "./git-source";
 import { SANDBOX_WORKSPACE_PATH } from "./sandbox";
 import { ToolError } from "./types";
+import { errorCode, WorkspaceFs } from "./workspace-fs";
 
 export interface Workspace {
   /** Absolute path of the workspace directory. */
   readonly dir: string;
 }
 
-/** A resolved path argument, guaranteed to lie inside the workspace. */
-export interface ResolvedPath {
-  /** Absolute path with every symlink resolved; the path to do I/O on. */
-  real: string;
-  /** `real` relative to the workspace's real directory, POSIX separators; "." for the root. */
-  relative: string;
-}
-
-export const MAX_PATH_BYTES = 4096;
-export const MAX_PATH_SEGMENT_BYTES = 255;
-/** Symlink hops followed while resolving a path that does not fully exist yet (as Linux's ELOOP). */
-const MAX_SYMLINK_HOPS = 40;
 const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
 export const SCRATCH_SUBDIR = ".keel/scratch";
-
-/** A path argument that would leave the workspace, or cannot be used safely. */
-export class WorkspacePathError extends ToolError {
-  constructor(userPath: string, reason: string) {
-    super(`Path ${JSON.stringify(userPath)} refused: ${reason}.`);
-    this.name = "WorkspacePathError";
-  }
-}
 
 export class WorkspaceBusyError extends Error {
   constructor(
@@ -76,113 +58,47 @@ export function workspaceFor(root: string, tenantId: string, sessionId: string):
   return { dir: path.join(path.resolve(root), tenantId, sessionId) };
 }
 
-export function scratchDirOf(workspace: Workspace): string {
-  return path.join(workspace.dir, SCRATCH_SUBDIR);
-}
-
-/** Creates the scratch directory (and the `.gitignore` that hides `.keel/`); returns its path. */
-export async function ensureScratchDir(workspace: Workspace): Promise<string> {
-  const scratch = scratchDirOf(workspace);
-  await fs.mkdir(scratch, { recursive: true });
-  await fs.writeFile(path.join(workspace.dir, ".keel", ".gitignore"), "*\n", { flag: "w" });
-  return scratch;
-}
-
-/** The errno code of a Node error (checked structurally: such errors may come from another realm). */
-export const errorCode = (error: unknown): string | undefined =>
-  typeof error === "object" && error !== null && "code" in error ? String(error.code) : undefined;
+/** What `.keel/.gitignore` holds: nothing under `.keel/` shows in git, grep or find. */
+const KEEL_GITIGNORE = "*\n";
 
 /**
- * Real path of `target`, which may not exist yet: the realpath of its longest existing prefix
- * plus the missing rest. A dangling symlink on the way is followed by hand (readlink), so a link
- * to a not-yet-existing file outside is resolved to that outside location.
+ * Creates the new file `name` in the scratch area, for writing, through the workspace file layer
+ * with links refused. `.keel` and `.keel/scratch` are Keel's own names: whatever stands there
+ * that is not a real directory (a link, a file) is removed (never followed) and a directory made;
+ * a `.keel/.gitignore` that is anything but a file holding exactly its content is replaced by a
+ * new one. The file itself is created exclusively (never an existing name). Returns its handle
+ * and workspace-relative path, or undefined when any step fails (the tree changed under it):
+ * the caller then keeps no full output. Nothing is written outside the workspace either way.
  */
-async function realpathAllowingMissing(target: string, hops = 0): Promise<string> {
+export async function createScratchFile(
+  workspace: Workspace,
+  name: string,
+): Promise<{ handle: FileHandle; relative: string } | undefined> {
   try {
-    return await fs.realpath(target);
-  } catch (error) {
-    const code = errorCode(error);
-    if (code === "ELOOP") throw new Error("symbolic link loop");
-    if (code !== "ENOENT" && code !== "ENOTDIR") throw error;
-  }
-  const parent = path.dirname(target);
-  if (parent === target) return target;
-  const realParent = await realpathAllowingMissing(parent, hops);
-  const candidate = path.join(realParent, path.basename(target));
-  let stats: Stats;
-  try {
-    stats = await fs.lstat(candidate);
+    return await WorkspaceFs.with(workspace.dir, async (ws) => {
+      for (const dir of [".keel", SCRATCH_SUBDIR]) {
+        const stats = await ws.lstat(dir, { links: "refuse" });
+        if (stats && !stats.isDirectory()) await ws.remove(dir);
+        await ws.mkdirp(dir);
+      }
+      const gitignore = ".keel/.gitignore";
+      const current = await ws.readFile(gitignore, { links: "refuse" }).catch(() => undefined);
+      if (current?.toString("utf8") !== KEEL_GITIGNORE) {
+        await ws.remove(gitignore);
+        await ws
+          .writeFile(gitignore, KEEL_GITIGNORE, { links: "refuse", exclusive: true })
+          .catch((error: unknown) => {
+            // Made meanwhile (a parallel call, a command): not written through, not needed to spill.
+            if (errorCode(error) !== "EEXIST") throw error;
+          });
+      }
+      const relative = `${SCRATCH_SUBDIR}/${name}`;
+      const { handle } = await ws.openForWrite(relative, { links: "refuse", exclusive: true });
+      return { handle, relative };
+    });
   } catch {
-    return candidate;
+    return undefined;
   }
-  if (!stats.isSymbolicLink()) return candidate;
-  if (hops >= MAX_SYMLINK_HOPS) throw new Error("symbolic link loop");
-  const linkTarget = await fs.readlink(candidate);
-  return realpathAllowingMissing(path.resolve(realParent, linkTarget), hops + 1);
-}
-
-const isWithin = (dir: string, candidate: string): boolean => {
-  const relative = path.relative(dir, candidate);
-  return relative === "" || (!relative.startsWith("..") && !path.isAbsolute(relative));
-};
-
-/**
- * A path as the model sees it (under SANDBOX_WORKSPACE_PATH, where bash finds the workspace)
- * turned into one relative to the workspace; other paths are returned unchanged.
- */
-function fromSandboxPath(userPath: string): string {
-  if (userPath === SANDBOX_WORKSPACE_PATH) return ".";
-  if (userPath.startsWith(`${SANDBOX_WORKSPACE_PATH}/`))
-    return `.${userPath.slice(SANDBOX_WORKSPACE_PATH.length)}`;
-  return userPath;
-}
-
-/**
- * Resolves a path argument against the workspace. Paths under SANDBOX_WORKSPACE_PATH (`/workspace`)
- * are the workspace as commands see it. Relative paths are taken from the workspace
- * directory; absolute paths must point into it. Refused (WorkspacePathError): NUL bytes,
- * over-long paths or components, `..` leaving the workspace, and any symlink (also a chain, a
- * dangling one, or one created later by a bash command) whose target lies outside.
- * The check runs at call time, so it sees the file system as it is now.
- */
-export async function resolveInside(workspace: Workspace, userPath: string): Promise<ResolvedPath> {
-  if (userPath.length === 0) throw new WorkspacePathError(userPath, "the path is empty");
-  if (userPath.includes("\0")) throw new WorkspacePathError(userPath, "the path contains a NUL byte");
-  const bytes = Buffer.byteLength(userPath, "utf8");
-  if (bytes > MAX_PATH_BYTES) {
-    throw new WorkspacePathError(
-      `${userPath.slice(0, 64)}…`,
-      `the path is ${bytes} bytes long (limit ${MAX_PATH_BYTES})`,
-    );
-  }
-  if (
-    userPath.split(/[\\/]/).some((segment) => Buffer.byteLength(segment, "utf8") > MAX_PATH_SEGMENT_BYTES)
-  ) {
-    throw new WorkspacePathError(
-      `${userPath.slice(0, 64)}…`,
-      `a path component is longer than ${MAX_PATH_SEGMENT_BYTES} bytes`,
-    );
-  }
-
-  const realDir = await fs.realpath(workspace.dir);
-  const lexical = path.resolve(workspace.dir, fromSandboxPath(userPath));
-  if (!isWithin(workspace.dir, lexical) && !isWithin(realDir, lexical)) {
-    throw new WorkspacePathError(userPath, "it points outside the workspace");
-  }
-  let real: string;
-  try {
-    real = await realpathAllowingMissing(lexical);
-  } catch (error) {
-    throw new WorkspacePathError(userPath, error instanceof Error ? error.message : String(error));
-  }
-  if (!isWithin(realDir, real)) {
-    throw new WorkspacePathError(
-      userPath,
-      "it resolves through a symbolic link to a location outside the workspace",
-    );
-  }
-  const relative = path.relative(realDir, real).split(path.sep).join("/");
-  return { real, relative: relative === "" ? "." : relative };
 }
 
 // ---- Lock

@@ -4,7 +4,7 @@
  * process while the layer reads and writes them. Each attack's target is a canary outside the
  * workspace that must never be read, written or created.
  */
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import {
   existsSync,
   mkdirSync,
@@ -18,6 +18,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { readDirAt, WorkspaceFs, WorkspacePathError } from "../../../src/tools/workspace-fs";
+import { type Swapper, startSwapping } from "../../support/name-swapper";
 
 let base: string;
 let ws: string;
@@ -149,6 +150,39 @@ describe("files", () => {
     expect(statSync(join(ws, "new/deep/f")).mode & 0o7777).toBe(0o755 & ~process.umask());
   });
 
+  test("openFile `writable` reads and writes one existing file, and never creates one", async () => {
+    await open(async (w) => {
+      const { handle } = await w.openFile("a.txt", { links: "inside", writable: true });
+      try {
+        expect((await handle.readFile()).toString()).toBe("inside a");
+        await handle.write("INSIDE", 0, "utf8");
+      } finally {
+        await handle.close();
+      }
+      await expect(w.openFile("new.txt", { links: "inside", writable: true })).rejects.toMatchObject({
+        code: "ENOENT",
+      });
+    });
+    expect(readFileSync(join(ws, "a.txt"), "utf8")).toBe("INSIDE a");
+    expect(existsSync(join(ws, "new.txt"))).toBe(false);
+  });
+
+  test("openForWrite `readable` reads what is there before writing; a FIFO is refused", async () => {
+    execFileSync("mkfifo", [join(ws, "pipe")]);
+    await open(async (w) => {
+      const existing = await w.openForWrite("a.txt", { links: "inside", readable: true });
+      try {
+        expect(existing.created).toBe(false);
+        expect((await existing.handle.readFile()).toString()).toBe("inside a");
+      } finally {
+        await existing.handle.close();
+      }
+      await expect(w.openForWrite("pipe", { links: "inside", readable: true })).rejects.toThrow(
+        "not a regular file",
+      );
+    });
+  });
+
   test("listing a held directory", async () => {
     const names = await open((w) =>
       w.withDir("dir", { links: "refuse" }, async (fd) => (await readDirAt(fd)).map((entry) => entry.name)),
@@ -158,36 +192,20 @@ describe("files", () => {
 });
 
 describe("names swapped by another process while the layer works", () => {
-  let swapper: ChildProcess | undefined;
+  let swapper: Swapper | undefined;
   const stopSwapping = async () => {
-    const running = swapper;
+    await swapper?.stop();
     swapper = undefined;
-    if (!running || running.exitCode !== null) return;
-    const exited = new Promise((resolve) => running.once("exit", resolve));
-    running.kill("SIGKILL");
-    await exited;
   };
   afterEach(stopSwapping);
 
   /** Swaps `name` between a real entry and a link to `linkTarget`, atomically, as fast as it can. */
-  function startSwapping(name: string, real: "file" | "dir", linkTarget: string): void {
-    const make = real === "file" ? "echo inside > .real" : "mkdir -p .real";
-    swapper = spawn(
-      "bash",
-      [
-        "-c",
-        `cd "$1"; while :; do ln -sfn "$2" .link; mv -T .link "$3"; rm -rf .real; ${make}; mv -T .real "$3" 2>/dev/null; done`,
-        "swap",
-        ws,
-        linkTarget,
-        name,
-      ],
-      { stdio: "ignore" },
-    );
+  function swap(name: string, real: "file" | "dir", linkTarget: string): void {
+    swapper = startSwapping(ws, name, real === "file" ? { file: "inside\n" } : { dir: {} }, linkTarget);
   }
 
   test("reads never return the host file", async () => {
-    startSwapping("x", "file", join(outside, "canary"));
+    swap("x", "file", join(outside, "canary"));
     let readInside = 0;
     for (let i = 0; i < 1500; i++) {
       const text = await read("x").catch((error: unknown) => {
@@ -202,12 +220,12 @@ describe("names swapped by another process while the layer works", () => {
   });
 
   test("writes never reach the host, through the file or a directory on the way", async () => {
-    startSwapping("x", "file", join(outside, "canary"));
+    swap("x", "file", join(outside, "canary"));
     for (let i = 0; i < 800; i++) {
       await open((w) => w.writeFile("x", "pwned", { links: "inside" })).catch(() => undefined);
     }
     await stopSwapping();
-    startSwapping("d", "dir", outside);
+    swap("d", "dir", outside);
     for (let i = 0; i < 800; i++) {
       await open((w) => w.writeFile("d/planted", "pwned", { links: "inside" })).catch(() => undefined);
     }
