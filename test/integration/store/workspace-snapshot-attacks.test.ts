@@ -13,7 +13,7 @@ import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client
 import { workspaceBlobKey, workspaceTreeKey } from "../../../src/store/session-keys";
 import { CorruptObjectError } from "../../../src/store/session-store";
 import { type SnapshotRecord, WorkspaceSnapshots } from "../../../src/store/workspace-snapshots";
-import { sha256, type TreeEntry } from "../../../src/store/workspace-tree";
+import { indexPathOf, type LocalIndex, sha256, type TreeEntry } from "../../../src/store/workspace-tree";
 import { s3Client, s3Settings, testTmpDir } from "../../support/integration-env";
 import { newRef } from "./store-fixtures";
 
@@ -241,5 +241,57 @@ describe("restores refuse what the store should not hold", () => {
     await expect(snapshots.restore(ref, recordOf(root), target)).rejects.toThrow();
     expect(await fs.readdir(outside)).toEqual([]);
     expect(await fs.readdir(path.dirname(target))).toEqual([]);
+  });
+});
+
+describe("what the scan stores is the bytes it read", () => {
+  test("a cached hash that is not stored yet is not trusted: the file is read and stored under its own hash", async () => {
+    const ref = newRef();
+    const dir = path.join(await tempDir("cache"), "workspace");
+    await fs.mkdir(dir);
+    await fs.writeFile(path.join(dir, "a.txt"), "the real bytes\n");
+    const stats = await fs.stat(path.join(dir, "a.txt"));
+    // An index whose entry matches the file's stats but names other bytes, none of them stored
+    // (as after a fork's restore, with a file changed behind the stats).
+    const wrong = sha256("other bytes\n");
+    const index: LocalIndex = {
+      version: 1,
+      files: {
+        "a.txt": {
+          size: stats.size,
+          mtimeMs: stats.mtimeMs,
+          ctimeMs: stats.ctimeMs,
+          ino: stats.ino,
+          hash: wrong,
+        },
+      },
+      stored: [],
+    };
+    await fs.writeFile(indexPathOf(dir), JSON.stringify(index));
+    const { snapshots, client } = open();
+    const { record } = await snapshots.snapshot(ref, dir, { afterEntryId: "e1", afterSeq: 1 });
+
+    const blobs = await objectsUnder(client, folderOf(workspaceBlobKey(s3Settings().prefix, ref, ZERO_HASH)));
+    expect(blobs.map(({ key }) => key.slice(-64))).toEqual([sha256("the real bytes\n")]);
+    const target = path.join(await tempDir("cache-restored"), "ws");
+    await snapshots.restore(ref, record, target);
+    expect(await fs.readFile(path.join(target, "a.txt"), "utf8")).toBe("the real bytes\n");
+  });
+
+  test("a file larger than a whole read (hashed as it streams, then sent) round-trips", async () => {
+    const ref = newRef();
+    const dir = path.join(await tempDir("large"), "workspace");
+    await fs.mkdir(dir);
+    const large = randomBytes(9 * 1024 ** 2 + 17);
+    await fs.writeFile(path.join(dir, "large.bin"), large);
+    const { snapshots } = open();
+    const first = await snapshots.snapshot(ref, dir, { afterEntryId: "e1", afterSeq: 1 });
+    expect(first.record).toMatchObject({ files: 1, bytes: large.length });
+    const target = path.join(await tempDir("large-restored"), "ws");
+    await snapshots.restore(ref, first.record, target);
+    expect((await fs.readFile(path.join(target, "large.bin"))).equals(large)).toBe(true);
+    // Stored now: a second snapshot of the unchanged file neither reads nor sends it.
+    const second = await snapshots.snapshot(ref, dir, { afterEntryId: "e2", afterSeq: 2 });
+    expect(second).toMatchObject({ hashedFiles: 0, uploadedObjects: 1 });
   });
 });
