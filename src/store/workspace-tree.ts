@@ -180,12 +180,28 @@ async function hashAndStore(
   size: number,
   blobs: BlobSink | undefined,
 ): Promise<{ hash: string; size: number }> {
-  if (size > IN_MEMORY_HASH_BYTES) {
-    const hasher = createHash("sha256");
-    const read = await readChunks(handle, size, (chunk) => hasher.update(chunk));
-    const hash = hasher.digest("hex");
-    if (!blobs || blobs.has(hash)) return { hash, size: read };
-  }
+  if (size <= IN_MEMORY_HASH_BYTES) return readAndStore(handle, size, blobs);
+  const hasher = createHash("sha256");
+  const read = await readChunks(handle, size, (chunk) => hasher.update(chunk));
+  const hash = hasher.digest("hex");
+  if (!blobs || blobs.has(hash)) return { hash, size: read };
+  // Read whole to be sent (the S3 body is one buffer), one large file at a time per process.
+  const turn = largeReads.then(() => readAndStore(handle, size, blobs));
+  largeReads = turn.then(
+    () => undefined,
+    () => undefined,
+  );
+  return turn;
+}
+
+/** Large files being read whole to be sent, one after the other (bounds the worker's memory). */
+let largeReads: Promise<void> = Promise.resolve();
+
+async function readAndStore(
+  handle: fs.FileHandle,
+  size: number,
+  blobs: BlobSink | undefined,
+): Promise<{ hash: string; size: number }> {
   const body = await readWhole(handle, size);
   const hash = sha256(body);
   if (blobs && !blobs.has(hash)) await blobs.put(hash, body);
