@@ -253,23 +253,36 @@ export async function scanWorkspace(
   let totalBytes = 0;
   let hashedFiles = 0;
 
-  async function describeFile(handle: fs.FileHandle, stats: Stats, name: string, relative: string) {
-    totalBytes += stats.size;
-    if (totalBytes > maxBytes) throw new WorkspaceTooLargeError(totalBytes, maxBytes);
-    const cached = index.files[relative];
-    let hash: string;
-    let size = stats.size;
-    if (unchanged(cached, stats) && (!blobs || blobs.has(cached.hash))) hash = cached.hash;
-    else {
-      ({ hash, size } = await hashAndStore(handle, stats.size, blobs));
-      hashedFiles += 1;
-      const { mtimeMs, ctimeMs, ino } = stats;
-      // The stats taken before reading: a file changed while it was read differs next time.
-      index.files[relative] = { size: stats.size, mtimeMs, ctimeMs, ino, hash };
-    }
+  /** Counts a file of `size` bytes against the cap and records it in the scan. */
+  function recordFile(name: string, relative: string, mode: number, size: number, hash: string): TreeEntry {
     seen.add(relative);
     files.push({ relative, hash, size });
-    return { name, type: "file" as const, mode: stats.mode & PERMISSION_BITS, size, hash };
+    return { name, type: "file", mode: mode & PERMISSION_BITS, size, hash };
+  }
+
+  function countBytes(size: number): void {
+    totalBytes += size;
+    if (totalBytes > maxBytes) throw new WorkspaceTooLargeError(totalBytes, maxBytes);
+  }
+
+  /**
+   * The hash of a file unchanged since the index (its `lstat`: same size, mtime, ctime, inode)
+   * whose blob is stored, if it is one: then nothing of it is read. Any other file is opened.
+   */
+  function storedUnchanged(relative: string, stats: Stats): string | undefined {
+    const cached = index.files[relative];
+    return unchanged(cached, stats) && (!blobs || blobs.has(cached.hash)) ? cached.hash : undefined;
+  }
+
+  /** A file opened by the scan: hashed (and sent) from `handle`, described by its `fstat`. */
+  async function describeOpened(handle: fs.FileHandle, stats: Stats, name: string, relative: string) {
+    countBytes(stats.size);
+    const { hash, size } = await hashAndStore(handle, stats.size, blobs);
+    hashedFiles += 1;
+    const { mtimeMs, ctimeMs, ino } = stats;
+    // The stats taken before reading: a file changed while it was read differs next time.
+    index.files[relative] = { size: stats.size, mtimeMs, ctimeMs, ino, hash };
+    return recordFile(name, relative, stats.mode, size, hash);
   }
 
   /**
@@ -303,13 +316,18 @@ export async function scanWorkspace(
           }
         }
       } else if (stats.isFile()) {
+        const known = storedUnchanged(relative, stats);
+        if (known !== undefined) {
+          countBytes(stats.size);
+          return recordFile(name, relative, stats.mode, stats.size, known);
+        }
         const opened = await openFileAt(dirFd, name).catch((error: unknown) => {
           if (lostRace(error)) return undefined;
           throw error;
         });
         if (opened) {
           try {
-            return await describeFile(opened.handle, opened.stats, name, relative);
+            return await describeOpened(opened.handle, opened.stats, name, relative);
           } finally {
             await opened.handle.close();
           }
