@@ -70,7 +70,7 @@ export interface Scan {
   totalBytes: number;
   /** Files read and hashed in this scan (not found unchanged in the index). */
   hashedFiles: number;
-  /** Sockets, FIFOs and devices: not recorded. */
+  /** Sockets, FIFOs and devices, and names that kept changing type while looked at: not recorded. */
   skipped: string[];
 }
 
