@@ -12,6 +12,7 @@ import * as path from "node:path";
 import type { WorkspaceSnapshots } from "../store/workspace-snapshots";
 import { indexPathOf } from "../store/workspace-tree";
 import { lockPathOf, type Workspace } from "../tools/workspace";
+import { removeTree } from "../tools/workspace-fs";
 
 /** Marks the workspace as used now (the lock file's mtime is its last use). */
 export async function touchWorkspace(workspace: Workspace): Promise<void> {
@@ -91,7 +92,9 @@ export async function evictIdleWorkspaces(options: EvictionOptions): Promise<str
       // Index and lock go in the same synchronous step: a restore starting next writes new ones.
       rmSync(indexPathOf(workspace.dir), { force: true });
       rmSync(lockPathOf(workspace), { force: true });
-      await fs.rm(aside, { recursive: true, force: true });
+      // Through held descriptors: a link inside is unlinked, never followed, even if a process
+      // that still has the workspace mounted swaps a folder for one while it goes.
+      await removeTree(aside);
       evicted.push(workspace.dir);
     }
   }

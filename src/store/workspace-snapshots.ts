@@ -14,6 +14,15 @@ import * as path from "node:path";
 import { gunzipSync, gzipSync } from "node:zlib";
 import { GetObjectCommand, ListObjectsV2Command, type S3Client } from "@aws-sdk/client-s3";
 import { z } from "zod";
+import {
+  createFileAt,
+  mkdirAt,
+  openDirAt,
+  PERMISSION_BITS,
+  removeTree,
+  symlinkAt,
+  WorkspaceFs,
+} from "../tools/workspace-fs";
 import { ConditionalObjects, readAfterConflict, s3HttpStatus } from "./conditional-objects";
 import type { S3Settings } from "./s3-config";
 import {
@@ -24,7 +33,9 @@ import {
   workspaceSnapshotsPrefix,
   workspaceTreeKey,
 } from "./session-keys";
+import { CorruptObjectError } from "./session-store";
 import {
+  type BlobSink,
   emptyIndex,
   type LocalIndex,
   mapWithLimit,
@@ -145,18 +156,6 @@ export class WorkspaceSnapshots {
     }
 
     const index = await readLocalIndex(dir);
-    const scan = await scanWorkspace(dir, index, options.maxBytes ?? DEFAULT_SNAPSHOT_MAX_BYTES);
-    if (existing?.record.root === scan.root) {
-      index.lastRoot = scan.root;
-      await writeLocalIndex(dir, index);
-      return {
-        record: existing.record,
-        adopted: true,
-        uploadedObjects: 0,
-        uploadedBytes: 0,
-        hashedFiles: scan.hashedFiles,
-      };
-    }
     const stored = new Set(index.stored);
     let uploadedObjects = 0;
     let uploadedBytes = 0;
@@ -166,14 +165,35 @@ export class WorkspaceSnapshots {
         uploadedBytes += Buffer.byteLength(body);
       }
     };
-
-    const blobs = new Map<string, string>();
-    for (const file of scan.files) if (!stored.has(file.hash)) blobs.set(file.hash, file.relative);
-    await mapWithLimit([...blobs], UPLOAD_CONCURRENCY, async ([hash, relative]) => {
-      const body = await fs.readFile(path.join(dir, relative));
-      await upload(workspaceBlobKey(this.prefix, ref, hash), body, "application/octet-stream");
-      stored.add(hash);
-    });
+    // Blobs are sent while the scan holds each file open (one upload per hash, even when two
+    // files hold the same bytes), from the bytes it hashed.
+    const sending = new Map<string, Promise<void>>();
+    const blobs: BlobSink = {
+      has: (hash) => stored.has(hash) || sending.has(hash),
+      put: (hash, body) => {
+        const sent = (async () => {
+          if (sha256(body) !== hash)
+            throw new Error(`workspace blob ${hash}: the bytes to send do not match it`);
+          await upload(workspaceBlobKey(this.prefix, ref, hash), body, "application/octet-stream");
+          stored.add(hash);
+        })();
+        sending.set(hash, sent);
+        return sent;
+      },
+    };
+    const scan = await scanWorkspace(dir, index, options.maxBytes ?? DEFAULT_SNAPSHOT_MAX_BYTES, blobs);
+    if (existing?.record.root === scan.root) {
+      index.stored = [...stored];
+      index.lastRoot = scan.root;
+      await writeLocalIndex(dir, index);
+      return {
+        record: existing.record,
+        adopted: true,
+        uploadedObjects,
+        uploadedBytes,
+        hashedFiles: scan.hashedFiles,
+      };
+    }
     // Trees after blobs (a tree names only stored objects), children before parents (visit order).
     for (const tree of scan.trees) {
       if (stored.has(tree.hash)) continue;
@@ -270,9 +290,15 @@ export class WorkspaceSnapshots {
 
   /**
    * Restores the state `record` names into `targetDir`, replacing what is there: it is built in a
-   * staging sibling and swapped in, so a failure leaves the old directory as it was. The local
-   * index of `targetDir` is rewritten to the restored state (nothing is re-hashed or re-uploaded
-   * next time). `record` belongs to `ref`'s session (for a fork: the session forked from).
+   * staging sibling and swapped in, so a failure (a missing object, a tree or blob that does not
+   * match its hash) leaves the old directory as it was and no staging behind. The local index of
+   * `targetDir` is rewritten to the restored state (nothing is re-hashed or re-uploaded next
+   * time). `record` belongs to `ref`'s session (for a fork: the session forked from).
+   *
+   * Everything is created through held descriptors of the staging directory: new files
+   * exclusively and without following links, links as links (their text is never followed),
+   * modes without setuid, setgid or sticky bits (`PERMISSION_BITS`), so no tree, however it was
+   * made, writes outside the staging directory or leaves a setuid file on the host.
    */
   async restore(
     ref: SessionRef,
@@ -283,21 +309,18 @@ export class WorkspaceSnapshots {
     const staging = `${targetDir}.restore-${randomBytes(6).toString("hex")}`;
     const index: LocalIndex = emptyIndex();
     const result: RestoreResult = { files: 0, bytes: 0, downloadedObjects: 0 };
-    const directoryModes: Array<[string, number]> = [];
 
-    const build = async (treeHash: string, dir: string, relative: string): Promise<void> => {
+    const build = async (treeHash: string, dirFd: number, relative: string): Promise<void> => {
       const tree = await this.getTree(ref, treeHash);
       result.downloadedObjects += 1;
       index.stored.push(treeHash);
-      await fs.mkdir(dir, { recursive: true });
+      const names = new Set(tree.entries.map((entry) => entry.name));
+      if (names.size !== tree.entries.length) throw new Error(`workspace tree ${treeHash} repeats a name`);
       const files = tree.entries.filter((entry) => entry.type === "file");
       await mapWithLimit(files, UPLOAD_CONCURRENCY, async (entry) => {
-        const target = path.join(dir, entry.name);
         const body = await this.getBlob(ref, entry.hash);
         result.downloadedObjects += 1;
-        await fs.writeFile(target, body, { mode: entry.mode });
-        await fs.chmod(target, entry.mode);
-        const stats = await fs.stat(target);
+        const stats = await createFileAt(dirFd, entry.name, body, entry.mode);
         const childRelative = relative ? `${relative}/${entry.name}` : entry.name;
         index.files[childRelative] = {
           size: stats.size,
@@ -311,23 +334,34 @@ export class WorkspaceSnapshots {
         result.bytes += body.length;
       });
       for (const entry of tree.entries) {
-        const target = path.join(dir, entry.name);
-        if (entry.type === "symlink") await fs.symlink(entry.target, target);
+        if (entry.type === "symlink") await symlinkAt(entry.target, dirFd, entry.name);
         else if (entry.type === "dir") {
-          await build(entry.tree, target, relative ? `${relative}/${entry.name}` : entry.name);
-          directoryModes.push([target, entry.mode]);
+          await mkdirAt(dirFd, entry.name);
+          const handle = await openDirAt(dirFd, entry.name);
+          try {
+            await build(entry.tree, handle.fd, relative ? `${relative}/${entry.name}` : entry.name);
+            // A folder's mode after its content: a read-only folder must still receive its children.
+            await handle.chmod(entry.mode & PERMISSION_BITS);
+          } finally {
+            await handle.close();
+          }
         }
       }
     };
 
     try {
-      await build(record.root, staging, "");
-      // Directory modes last: a read-only directory must still receive its children first.
-      for (const [dir, mode] of directoryModes) await fs.chmod(dir, mode);
+      await fs.mkdir(staging, { recursive: true, mode: 0o755 });
+      await WorkspaceFs.with(staging, (workspace) => build(record.root, workspace.rootFd, ""));
     } catch (error) {
-      await fs.rm(staging, { recursive: true, force: true });
+      await removeTree(staging);
       throw error;
     }
+    // The swap works on paths, which is safe here: `targetDir`, `aside` and `staging` are entries
+    // of the session's folder under the worker's workspace root, which host-side code alone
+    // creates (a sandbox sees only its own workspace, mounted, never the folder that holds it).
+    // `rename` moves the entry itself, never following a link, and the session's directory is
+    // replaced whole; what is left of the old one is removed through descriptors (`removeTree`),
+    // since a process that still has it mounted could change it while it goes.
     const aside = `${targetDir}.replaced-${randomBytes(6).toString("hex")}`;
     const hadTarget = await fs.rename(targetDir, aside).then(
       () => true,
@@ -335,7 +369,7 @@ export class WorkspaceSnapshots {
     );
     await fs.mkdir(path.dirname(targetDir), { recursive: true });
     await fs.rename(staging, targetDir);
-    if (hadTarget) await fs.rm(aside, { recursive: true, force: true });
+    if (hadTarget) await removeTree(aside);
     // Objects of another session (a fork) are not stored under the target session yet.
     const sameSession =
       !targetRef || (targetRef.tenantId === ref.tenantId && targetRef.sessionId === ref.sessionId);
@@ -346,13 +380,18 @@ export class WorkspaceSnapshots {
   }
 
   private async getTree(ref: SessionRef, hash: string): Promise<Tree> {
-    const text = gunzipSync(await this.getObject(workspaceTreeKey(this.prefix, ref, hash))).toString("utf8");
-    if (sha256(text) !== hash) throw new Error(`workspace tree ${hash} does not match its hash`);
+    const key = workspaceTreeKey(this.prefix, ref, hash);
+    const text = gunzipSync(await this.getObject(key)).toString("utf8");
+    if (sha256(text) !== hash) throw new CorruptObjectError(key, "the tree does not match its hash");
     return TreeSchema.parse(JSON.parse(text));
   }
 
-  private getBlob(ref: SessionRef, hash: string): Promise<Buffer> {
-    return this.getObject(workspaceBlobKey(this.prefix, ref, hash));
+  /** The blob `hash` of `ref`'s session; refused when its bytes do not hash to `hash`. */
+  private async getBlob(ref: SessionRef, hash: string): Promise<Buffer> {
+    const key = workspaceBlobKey(this.prefix, ref, hash);
+    const body = await this.getObject(key);
+    if (sha256(body) !== hash) throw new CorruptObjectError(key, "the blob's bytes do not match its hash");
+    return body;
   }
 
   private async getObject(key: string): Promise<Buffer> {

@@ -24,6 +24,7 @@
 import type { Dirent, Stats } from "node:fs";
 import { constants } from "node:fs";
 import * as fs from "node:fs/promises";
+import * as path from "node:path";
 import { SANDBOX_WORKSPACE_PATH } from "./sandbox";
 import { ToolError } from "./types";
 
@@ -420,6 +421,72 @@ export async function openFileAt(
 ): Promise<{ handle: fs.FileHandle; stats: Stats }> {
   const handle = await fs.open(at(dirFd, name), O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
   return { handle, stats: await checkedRegular(handle, name) };
+}
+
+/**
+ * The target text of the link `name` in a held directory (never followed); undefined when `name`
+ * is gone or no longer a link (it changed since the caller looked).
+ */
+export async function readLinkAt(dirFd: number, name: string): Promise<string | undefined> {
+  try {
+    return await fs.readlink(at(dirFd, name));
+  } catch (error) {
+    if (errorCode(error) === "ENOENT" || errorCode(error) === "EINVAL") return undefined;
+    throw error;
+  }
+}
+
+/** Creates the directory `name` in a held directory (owner-only until its mode is set); fails when it exists. */
+export const mkdirAt = (dirFd: number, name: string): Promise<void> => fs.mkdir(at(dirFd, name), 0o700);
+
+/** Creates the link `name` holding `target` in a held directory (its text is never followed here); fails when it exists. */
+export const symlinkAt = (target: string, dirFd: number, name: string): Promise<void> =>
+  fs.symlink(target, at(dirFd, name));
+
+/**
+ * Creates the regular file `name` in a held directory, exclusively (it must not exist: a link or
+ * anything else there fails with EEXIST), writes `data`, and sets `mode` without setuid, setgid
+ * or sticky bits on the descriptor (no umask). Returns `fstat` of the written file.
+ */
+export async function createFileAt(
+  dirFd: number,
+  name: string,
+  data: Uint8Array,
+  mode: number,
+): Promise<Stats> {
+  const handle = await fs.open(
+    at(dirFd, name),
+    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK,
+    mode & PERMISSION_BITS,
+  );
+  try {
+    await handle.writeFile(data);
+    await handle.chmod(mode & PERMISSION_BITS);
+    return await handle.stat();
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * Removes the file, link or directory tree at `absolutePath`, a path host-side code chose (its
+ * parent directories are not the tools' to change): the parent is opened once and everything
+ * below is removed through held descriptors (`removeAt`), so a link inside, or a directory
+ * swapped for a link while the removal runs, is unlinked and never followed.
+ */
+export async function removeTree(absolutePath: string): Promise<void> {
+  let parent: fs.FileHandle;
+  try {
+    parent = await fs.open(path.dirname(absolutePath), O_RDONLY | O_DIRECTORY);
+  } catch (error) {
+    if (errorCode(error) === "ENOENT") return;
+    throw error;
+  }
+  try {
+    await removeAt(parent.fd, path.basename(absolutePath));
+  } finally {
+    await parent.close();
+  }
 }
 
 /** Removes `name` from a held directory: a file or link by unlink, a directory with its content. */

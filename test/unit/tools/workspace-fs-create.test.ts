@@ -1,0 +1,133 @@
+/**
+ * The workspace layer's helpers for restores and removals: files created exclusively with masked
+ * modes, links created and read as text, and trees removed without following a link, also while
+ * another process swaps a folder of the tree for a link to a host directory.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  createFileAt,
+  mkdirAt,
+  readLinkAt,
+  removeTree,
+  symlinkAt,
+  WorkspaceFs,
+} from "../../../src/tools/workspace-fs";
+
+let base: string;
+let ws: string;
+let outside: string;
+const CANARY = "host secret canary";
+
+beforeEach(() => {
+  base = mkdtempSync(join(tmpdir(), "keel-wsfs-create-"));
+  ws = join(base, "ws");
+  outside = join(base, "outside");
+  mkdirSync(ws);
+  mkdirSync(outside);
+  writeFileSync(join(outside, "canary"), CANARY);
+});
+afterEach(() => rmSync(base, { recursive: true, force: true }));
+
+const atRoot = <T>(use: (rootFd: number) => Promise<T>) => WorkspaceFs.with(ws, (w) => use(w.rootFd));
+const modeOf = (file: string) => statSync(file).mode & 0o7777;
+
+describe("createFileAt", () => {
+  test("writes the file with its mode, without setuid, setgid or sticky bits and without the umask", async () => {
+    const stats = await atRoot((fd) => createFileAt(fd, "suid", Buffer.from("#!/bin/sh\n"), 0o6755));
+    expect(modeOf(join(ws, "suid"))).toBe(0o755);
+    expect(stats.size).toBe(10);
+    await atRoot((fd) => createFileAt(fd, "open", Buffer.from(""), 0o1777));
+    expect(modeOf(join(ws, "open"))).toBe(0o777);
+  });
+
+  test("a name that exists, a link to a host file included, is refused and the host file is untouched", async () => {
+    symlinkSync(join(outside, "canary"), join(ws, "x"));
+    await expect(atRoot((fd) => createFileAt(fd, "x", Buffer.from("pwned"), 0o644))).rejects.toMatchObject({
+      code: "EEXIST",
+    });
+    expect(readFileSync(join(outside, "canary"), "utf8")).toBe(CANARY);
+  });
+});
+
+describe("links and folders", () => {
+  test("symlinkAt stores the text, readLinkAt reads it back without following it", async () => {
+    await atRoot((fd) => symlinkAt(join(outside, "canary"), fd, "link"));
+    expect(readlinkSync(join(ws, "link"))).toBe(join(outside, "canary"));
+    writeFileSync(join(ws, "plain"), "not a link");
+    expect(await atRoot((fd) => readLinkAt(fd, "link"))).toBe(join(outside, "canary"));
+    expect(await atRoot((fd) => readLinkAt(fd, "plain"))).toBeUndefined();
+    expect(await atRoot((fd) => readLinkAt(fd, "missing"))).toBeUndefined();
+  });
+
+  test("mkdirAt creates an owner-only folder and refuses one that exists", async () => {
+    await atRoot((fd) => mkdirAt(fd, "d"));
+    expect(modeOf(join(ws, "d"))).toBe(0o700);
+    await expect(atRoot((fd) => mkdirAt(fd, "d"))).rejects.toMatchObject({ code: "EEXIST" });
+  });
+});
+
+describe("removeTree", () => {
+  test("removes a tree whose links name host files and folders, and nothing they name", async () => {
+    mkdirSync(join(ws, "nested"));
+    symlinkSync(outside, join(ws, "dir-link"));
+    symlinkSync(outside, join(ws, "nested", "dir-link"));
+    symlinkSync(join(outside, "canary"), join(ws, "file-link"));
+    await removeTree(ws);
+    expect(existsSync(ws)).toBe(false);
+    expect(readdirSync(outside)).toEqual(["canary"]);
+    await removeTree(ws); // already gone: nothing to do
+  });
+
+  let swapper: ChildProcess | undefined;
+  afterEach(async () => {
+    const running = swapper;
+    swapper = undefined;
+    if (!running || running.exitCode !== null) return;
+    const exited = new Promise((resolve) => running.once("exit", resolve));
+    running.kill("SIGKILL");
+    await exited;
+  });
+
+  test("a folder swapped for a link to a host directory while the tree goes is unlinked, never followed", async () => {
+    const script = `
+      const fs = require("node:fs");
+      const [dir, target] = process.argv.slice(1);
+      for (;;) {
+        try {
+          fs.mkdirSync(dir + "/.real/sub", { recursive: true });
+          fs.writeFileSync(dir + "/.real/sub/f", "inside");
+          fs.symlinkSync(target, dir + "/.link");
+          fs.renameSync(dir + "/.link", dir + "/d");
+          fs.rmSync(dir + "/d", { force: true });
+          fs.renameSync(dir + "/.real", dir + "/d");
+        } catch {}
+      }`;
+    swapper = spawn(process.execPath, ["-e", script, ws, outside], { stdio: "ignore" });
+    let removed = 0;
+    for (let i = 0; i < 400; i++) {
+      mkdirSync(ws, { recursive: true });
+      await removeTree(ws).then(
+        () => removed++,
+        () => undefined, // the swapper refilled a folder as it went: tried again next round
+      );
+    }
+    expect(removed).toBeGreaterThan(0);
+    expect(readdirSync(outside)).toEqual(["canary"]);
+    expect(lstatSync(join(outside, "canary")).isFile()).toBe(true);
+  });
+});
