@@ -22,6 +22,8 @@ export interface ActivityDeps {
   snapshotMaxBytes: number;
   /** Isolation and limits of the processes tools start (checked at worker start). */
   sandbox: SandboxConfig;
+  /** The one tenant this worker serves (KEEL_SINGLE_TENANT): activities of others are refused. */
+  singleTenant?: string;
   /** How live events (deltas, tool output so far) go to the run's stream, or false for not at all; default on. */
   liveEvents?: LiveEventOptions | false;
 }

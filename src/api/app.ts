@@ -18,7 +18,7 @@ import {
 } from "../store/session-store";
 import type { WorkspaceSnapshots } from "../store/workspace-snapshots";
 import { allowedMethods, isAllowed, literalMethods } from "./allowed-methods";
-import { bearerAuth } from "./auth";
+import { bearerAuth, singleTenantOnly } from "./auth";
 import type { ApiConfig } from "./config";
 import { idempotency } from "./idempotency";
 import type { JsonObjects } from "./json-objects";
@@ -35,7 +35,13 @@ export const API_VERSION = "0.1.0";
 
 export type ApiConfigSubset = Pick<
   ApiConfig,
-  "apiKeys" | "bodyLimitBytes" | "allowDirectoryWorkspaces" | "sseMaxSeconds" | "slack" | "defaultModel"
+  | "apiKeys"
+  | "bodyLimitBytes"
+  | "allowDirectoryWorkspaces"
+  | "sseMaxSeconds"
+  | "slack"
+  | "defaultModel"
+  | "singleTenant"
 >;
 
 export interface ApiDependencies {
@@ -171,8 +177,11 @@ export function createApp(dependencies: ApiDependencies) {
         `Request bodies are limited to ${deps.config.bodyLimitBytes} bytes.`,
       ),
   });
+  const { singleTenant } = deps.config;
   for (const path of ["/v1/sessions", "/v1/sessions/*"]) {
-    app.use(path, bearerAuth(deps.config.apiKeys), limit, idempotency(deps.objects, deps.now, deps.log));
+    app.use(path, bearerAuth(deps.config.apiKeys));
+    if (singleTenant !== undefined) app.use(path, singleTenantOnly(singleTenant));
+    app.use(path, limit, idempotency(deps.objects, deps.now, deps.log));
   }
   app.use("/v1/integrations/*", limit);
 

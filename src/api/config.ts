@@ -37,6 +37,11 @@ const ApiEnvSchema = z.object({
   KEEL_API_ALLOW_DIRECTORY_WORKSPACES: booleanFlag.default(false),
   /** Longest life of one event stream; 0 = until the run ends. Behind API Gateway keep it < 29. */
   KEEL_API_SSE_MAX_SECONDS: z.coerce.number().int().min(0).default(0),
+  /**
+   * The one tenant this deployment serves (its workers run tools unsandboxed, KEEL_SANDBOX=off):
+   * requests of every other tenant are refused with 403 tenant-not-served.
+   */
+  KEEL_SINGLE_TENANT: z.string().refine(isValidId, "must be a valid tenant id").optional(),
   KEEL_SLACK_SIGNING_SECRET: z.string().min(1).optional(),
   KEEL_SLACK_BOT_TOKEN: z.string().min(1).optional(),
   KEEL_SLACK_TENANT: z.string().refine(isValidId, "must be a valid tenant id").optional(),
@@ -65,6 +70,8 @@ export interface ApiConfig {
   port: number;
   allowDirectoryWorkspaces: boolean;
   sseMaxSeconds: number;
+  /** The one tenant served (KEEL_SINGLE_TENANT); unset: every tenant with a key. */
+  singleTenant?: string;
   /** Absent when no signing secret is configured: the Slack route then answers 404. */
   slack?: SlackConfig;
 }
@@ -133,6 +140,7 @@ export function apiConfigFromEnv(env: NodeJS.ProcessEnv = process.env): ApiConfi
     port: values.KEEL_API_PORT,
     allowDirectoryWorkspaces: values.KEEL_API_ALLOW_DIRECTORY_WORKSPACES,
     sseMaxSeconds: values.KEEL_API_SSE_MAX_SECONDS,
+    ...(values.KEEL_SINGLE_TENANT !== undefined ? { singleTenant: values.KEEL_SINGLE_TENANT } : {}),
     slack,
   };
 }

@@ -20,6 +20,8 @@ export const FailureType = {
   workspaceMissing: "WorkspaceMissing",
   /** The workspace exceeds the snapshot size limit. */
   workspaceTooLarge: "WorkspaceTooLarge",
+  /** The worker serves one tenant only (KEEL_SINGLE_TENANT) and the call is another's. Never retried. */
+  tenantNotServed: "TenantNotServed",
 } as const;
 
 export type FailureTypeName = (typeof FailureType)[keyof typeof FailureType];

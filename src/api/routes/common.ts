@@ -84,6 +84,7 @@ export function problemResponses(...statuses: number[]) {
   const descriptions: Record<number, string> = {
     400: "Invalid request",
     401: "Missing or invalid API key",
+    403: "The deployment serves another tenant only (KEEL_SINGLE_TENANT)",
     404: "No such session (or not the caller's)",
     409: "Conflict with the run's state",
     413: "Body too large",
@@ -95,7 +96,7 @@ export function problemResponses(...statuses: number[]) {
     503: "Temporal or the session store unavailable (Retry-After)",
   };
   return Object.fromEntries(
-    [...new Set([400, 401, 404, 431, 503, ...statuses])].map((status) => [
+    [...new Set([400, 401, 403, 404, 431, 503, ...statuses])].map((status) => [
       status,
       { description: descriptions[status] ?? "Problem", content: problemContent },
     ]),
