@@ -13,7 +13,14 @@ import * as nodejs from "aws-cdk-lib/aws-lambda-nodejs";
 import type * as logs from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
 import type { KeelInfraConfig } from "./config";
-import { keelEnvironment, keelFunctionDefaults, keelLogGroup, localBundling, REPO_ROOT } from "./runtime";
+import {
+  keelEnvironment,
+  keelFunctionDefaults,
+  keelLogGroup,
+  localBundling,
+  REPO_ROOT,
+  singleTenantEnvironment,
+} from "./runtime";
 import { type SecretBinding, secretArnEnvironment } from "./secrets";
 import { IDEMPOTENCY_FOLDER, SESSIONS_FOLDER, type SessionBucket } from "./storage";
 
@@ -48,6 +55,7 @@ export class KeelApi extends Construct {
       environment: {
         ...keelEnvironment(config, storage, region),
         ...secretArnEnvironment(secrets),
+        ...singleTenantEnvironment(config),
         KEEL_API_SSE_MAX_SECONDS: String(SSE_MAX_SECONDS_BEHIND_GATEWAY),
       },
       bundling: localBundling(),
