@@ -22,7 +22,7 @@ import {
   singleTenantEnvironment,
 } from "./runtime";
 import { type SecretBinding, secretArnEnvironment } from "./secrets";
-import { IDEMPOTENCY_FOLDER, SESSIONS_FOLDER, type SessionBucket } from "./storage";
+import { IDEMPOTENCY_FOLDER, INTEGRATIONS_FOLDER, SESSIONS_FOLDER, type SessionBucket } from "./storage";
 
 /** Server-sent event streams end before API Gateway's 30-second integration limit. */
 const SSE_MAX_SECONDS_BEHIND_GATEWAY = 25;
@@ -62,12 +62,13 @@ export class KeelApi extends Construct {
     });
     for (const { secret } of secrets) secret.grantRead(this.function);
     // Reads sessions for exports and state, writes imports and idempotency records; deletes its
-    // own failed idempotency claims and the sessions a client deletes (DELETE /v1/sessions/{id}:
-    // entries and workspace snapshots under tenants/). Workers never delete.
+    // own failed idempotency claims and Slack event claims, and the sessions a client deletes
+    // (DELETE /v1/sessions/{id}: entries and workspace snapshots under tenants/, the session's
+    // Slack thread record under integrations/). Workers never delete.
     storage.grantSessionAccess(this.function, {
       read: true,
       write: true,
-      deleteFolders: [IDEMPOTENCY_FOLDER, SESSIONS_FOLDER],
+      deleteFolders: [IDEMPOTENCY_FOLDER, SESSIONS_FOLDER, INTEGRATIONS_FOLDER],
     });
 
     this.httpApi = new apigw.HttpApi(this, "HttpApi", {

@@ -9,6 +9,7 @@ import { IDEMPOTENCY_KEY_PATTERN, MAX_IDEMPOTENCY_KEY_LENGTH } from "../idempote
 import { ProblemError } from "../problems";
 import type { LatestRun, MaintenanceTask } from "../run-client";
 import { ProblemSchema } from "../schemas";
+import { readTombstone } from "../session-tombstones";
 
 export function refOf(c: Context<{ Variables: TenantVariables }>, sessionId: string): SessionRef {
   return { tenantId: c.get("tenantId"), sessionId };
@@ -23,9 +24,10 @@ export interface SessionPresence {
 }
 
 /**
- * What is known of a session: its stored header and its latest run. Throws
- * session-not-found when neither exists — also for another tenant's session, since every
- * lookup is made under the caller's own tenant.
+ * What is known of a session: its stored header and its latest run. Throws session-not-found
+ * when neither exists — also for another tenant's session, since every lookup is made under the
+ * caller's own tenant — and for a deleted session whose runs Temporal still holds (see
+ * session-tombstones.ts): only a run started after the deletion and still live makes it exist.
  */
 export async function requireSession(deps: RouteContext, ref: SessionRef): Promise<SessionPresence> {
   const runs = await deps.runs();
@@ -37,6 +39,9 @@ export async function requireSession(deps: RouteContext, ref: SessionRef): Promi
     runs.executions(ref),
   ]);
   if (!header && !run && !maintenance) throw new ProblemError("session-not-found");
+  if (!header && liveState(run) === undefined && (await readTombstone(deps.objects, ref))) {
+    throw new ProblemError("session-not-found");
+  }
   return { header, run, maintenance };
 }
 

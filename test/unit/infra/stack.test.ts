@@ -149,6 +149,8 @@ describe("API", () => {
     expect(text(byAction("s3:DeleteObject").Resource)).toContain("/keel/idempotency/*");
     // Session deletion (DELETE /v1/sessions/{id}) removes the session folder, snapshots included.
     expect(text(byAction("s3:DeleteObject").Resource)).toContain("/keel/tenants/*");
+    // Slack event claims are released, and a deleted session's thread record removed.
+    expect(text(byAction("s3:DeleteObject").Resource)).toContain("/keel/integrations/*");
     expect(byAction("s3:ListBucket").Condition).toEqual({ StringLike: { "s3:prefix": ["keel/*"] } });
     const secretReads = statements.filter((statement) =>
       actionsOf(statement).includes("secretsmanager:GetSecretValue"),
