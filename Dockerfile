@@ -1,4 +1,4 @@
-# Keel worker image (ECS Fargate, arm64 by default). Build context: the repository root.
+# Keel worker image (ECS on EC2 or Fargate, arm64). Build context: the repository root.
 #   docker build --platform linux/arm64 -t keel-worker .
 # Stage 1 compiles the worker with esbuild and prebuilds the workflow bundle; stage 2 installs
 # production dependencies only; the final stage runs as an unprivileged user.
@@ -35,7 +35,8 @@ COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY package.json ./
 RUN mkdir -p /var/lib/keel/workspaces && chown -R node:node /var/lib/keel
-# Declared as a volume so the Fargate task-storage mount starts with this owner (the node user).
+# Declared as a volume so the task's workspace volume (a Docker volume on EC2, task storage on
+# Fargate) starts with this owner (the node user).
 VOLUME ["/var/lib/keel/workspaces"]
 USER node
 # Exec form: node receives SIGTERM itself; the worker's Runtime drains in-flight tasks on it.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Synthesizes the Keel CDK app for both worker modes, offline: no AWS credentials, no Docker,
+# Synthesizes the Keel CDK app for every worker mode (ec2, fargate, lambda), offline: no AWS credentials, no Docker,
 # no telemetry, no notices, no version check. `--strict` turns every construct warning into a
 # failure. Templates land in infra/cdk.out/<mode>/.
 set -euo pipefail
@@ -14,9 +14,10 @@ export CDK_DISABLE_VERSION_CHECK=1
 export CDK_DISABLE_CLI_TELEMETRY=true
 
 cd "$repo_root/infra"
-for mode in ecs lambda; do
+for mode in ec2 fargate lambda; do
   case "$mode" in
-    ecs) config=config/example.json ;;
+    ec2) config=config/example.json ;;
+    fargate) config=config/example-fargate.json ;;
     lambda) config=config/example-lambda.json ;;
   esac
   echo "cdk synth ($mode workers, $config)"

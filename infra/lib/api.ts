@@ -13,9 +13,16 @@ import * as nodejs from "aws-cdk-lib/aws-lambda-nodejs";
 import type * as logs from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
 import type { KeelInfraConfig } from "./config";
-import { keelEnvironment, keelFunctionDefaults, keelLogGroup, localBundling, REPO_ROOT } from "./runtime";
+import {
+  keelEnvironment,
+  keelFunctionDefaults,
+  keelLogGroup,
+  localBundling,
+  REPO_ROOT,
+  singleTenantEnvironment,
+} from "./runtime";
 import { type SecretBinding, secretArnEnvironment } from "./secrets";
-import { IDEMPOTENCY_FOLDER, SESSIONS_FOLDER, type SessionBucket } from "./storage";
+import { IDEMPOTENCY_FOLDER, INTEGRATIONS_FOLDER, SESSIONS_FOLDER, type SessionBucket } from "./storage";
 
 /** Server-sent event streams end before API Gateway's 30-second integration limit. */
 const SSE_MAX_SECONDS_BEHIND_GATEWAY = 25;
@@ -48,18 +55,20 @@ export class KeelApi extends Construct {
       environment: {
         ...keelEnvironment(config, storage, region),
         ...secretArnEnvironment(secrets),
+        ...singleTenantEnvironment(config),
         KEEL_API_SSE_MAX_SECONDS: String(SSE_MAX_SECONDS_BEHIND_GATEWAY),
       },
       bundling: localBundling(),
     });
     for (const { secret } of secrets) secret.grantRead(this.function);
     // Reads sessions for exports and state, writes imports and idempotency records; deletes its
-    // own failed idempotency claims and the sessions a client deletes (DELETE /v1/sessions/{id}:
-    // entries and workspace snapshots under tenants/). Workers never delete.
+    // own failed idempotency claims and Slack event claims, and the sessions a client deletes
+    // (DELETE /v1/sessions/{id}: entries and workspace snapshots under tenants/, the session's
+    // Slack thread record under integrations/). Workers never delete.
     storage.grantSessionAccess(this.function, {
       read: true,
       write: true,
-      deleteFolders: [IDEMPOTENCY_FOLDER, SESSIONS_FOLDER],
+      deleteFolders: [IDEMPOTENCY_FOLDER, SESSIONS_FOLDER, INTEGRATIONS_FOLDER],
     });
 
     this.httpApi = new apigw.HttpApi(this, "HttpApi", {

@@ -24,24 +24,52 @@ const iamPrincipalArn = z
   .string()
   .regex(/^arn:aws[a-z-]*:(iam|sts)::\d{12}:[A-Za-z0-9/_+=,.@:-]+$/, "an IAM ARN");
 
-const EcsWorkersSchema = z.object({
-  mode: z.literal("ecs"),
+/** What both ECS modes share: service size, autoscaling, the worker's concurrency and drain window. */
+const ecsServiceFields = {
+  minCount: z.number().int().min(1).default(1),
+  maxCount: z.number().int().min(1).default(4),
+  targetCpuPercent: z.number().int().min(10).max(90).default(60),
+  maxConcurrentActivities: z.number().int().positive().default(50),
+  /** Seconds ECS waits after SIGTERM before SIGKILL: the drain window for in-flight activities. */
+  stopTimeoutSeconds: z.number().int().min(2).max(120).default(120),
+};
+
+/**
+ * The default and the mode for several tenants: ECS tasks on EC2 instances of an Auto Scaling
+ * group (ECS-optimized Amazon Linux 2023, arm64), where the tool sandbox (bubblewrap) runs.
+ */
+const Ec2WorkersSchema = z.object({
+  mode: z.literal("ec2"),
+  /** An arm64 (Graviton) instance type: the worker image is built for linux/arm64. */
+  instanceType: z
+    .string()
+    .regex(/^[a-z]+\d+g[a-z0-9-]*\.[a-z0-9]+$/, "an arm64 (Graviton) instance type, e.g. m7g.large")
+    .default("m7g.large"),
+  minInstances: z.number().int().min(1).default(1),
+  maxInstances: z.number().int().min(1).default(4),
+  /** CPU units and memory reserved for each worker task on its instance. */
+  cpu: z.number().int().min(256).max(16_384).default(1024),
+  memoryMiB: z.number().int().min(512).max(122_880).default(2048),
+  /** Encrypted gp3 root volume of each instance: it holds the images and the workspaces of its tasks. */
+  rootVolumeGiB: z.number().int().min(30).max(16_384).default(100),
+  ...ecsServiceFields,
+});
+
+/** ECS on Fargate: no user namespaces, so no tool sandbox; only for a declared `singleTenant`. */
+const FargateWorkersSchema = z.object({
+  mode: z.literal("fargate"),
   /** Fargate CPU units and memory; 1024 / 2048 fits a few dozen concurrent runs. */
   cpu: z
     .union([z.literal(256), z.literal(512), z.literal(1024), z.literal(2048), z.literal(4096)])
     .default(1024),
   memoryMiB: z.number().int().min(512).max(30_720).default(2048),
-  minCount: z.number().int().min(1).default(1),
-  maxCount: z.number().int().min(1).default(4),
-  targetCpuPercent: z.number().int().min(10).max(90).default(60),
   /** Fargate task storage that holds the session workspaces (21–200 GiB). */
   workspaceStorageGiB: z.number().int().min(21).max(200).default(40),
-  maxConcurrentActivities: z.number().int().positive().default(50),
-  /** Seconds ECS waits after SIGTERM before SIGKILL: the drain window for in-flight activities. */
-  stopTimeoutSeconds: z.number().int().min(2).max(120).default(120),
+  ...ecsServiceFields,
 });
 
 const LambdaWorkersSchema = z.object({
+  /** Temporal serverless workers: no user namespaces, so no tool sandbox; only for a declared `singleTenant`. */
   mode: z.literal("lambda"),
   /** Worker deployment name and build id: the version Temporal routes tasks to. */
   deploymentName: z.string().min(1).default("keel"),
@@ -55,7 +83,14 @@ const LambdaWorkersSchema = z.object({
   externalId: z.string().regex(/^[A-Za-z0-9_+=,.@-]{5,45}$/, "5–45 characters of [A-Za-z0-9_+=,.@-]"),
 });
 
-const WorkersSchema = z.discriminatedUnion("mode", [EcsWorkersSchema, LambdaWorkersSchema]);
+const WorkersSchema = z.discriminatedUnion("mode", [
+  Ec2WorkersSchema,
+  FargateWorkersSchema,
+  LambdaWorkersSchema,
+]);
+
+/** Worker modes whose hosts cannot create user namespaces: tools run there without the sandbox. */
+export const UNSANDBOXED_MODES: ReadonlySet<string> = new Set(["fargate", "lambda"]);
 
 export const KeelInfraConfigSchema = z.object({
   /** Short name used in resource names: "dev", "prod". */
@@ -124,7 +159,16 @@ export const KeelInfraConfigSchema = z.object({
       domain: z.object({ name: z.string().min(3), certificateArn: z.string().startsWith("arn:") }).optional(),
     })
     .prefault({}),
-  workers: WorkersSchema.prefault({ mode: "ecs" }),
+  /**
+   * The one tenant this deployment serves. Required by the modes without a tool sandbox (fargate,
+   * lambda): their workers run with KEEL_SANDBOX=off, where a tool command reads the worker's
+   * secrets and every workspace on it, so the API and the workers refuse every other tenant.
+   */
+  singleTenant: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/, "a tenant id")
+    .optional(),
+  workers: WorkersSchema.prefault({ mode: "ec2" }),
   network: z
     .object({
       maxAzs: z.number().int().min(1).max(3).default(2),
@@ -154,7 +198,9 @@ export const KeelInfraConfigSchema = z.object({
 });
 
 export type KeelInfraConfig = z.infer<typeof KeelInfraConfigSchema>;
-export type EcsWorkersConfig = z.infer<typeof EcsWorkersSchema>;
+export type Ec2WorkersConfig = z.infer<typeof Ec2WorkersSchema>;
+export type FargateWorkersConfig = z.infer<typeof FargateWorkersSchema>;
+export type EcsWorkersConfig = Ec2WorkersConfig | FargateWorkersConfig;
 export type LambdaWorkersConfig = z.infer<typeof LambdaWorkersSchema>;
 export type WorkerMode = KeelInfraConfig["workers"]["mode"];
 
@@ -168,8 +214,22 @@ export function parseInfraConfig(raw: unknown): KeelInfraConfig {
     throw new Error(`Invalid Keel infrastructure config:\n  ${problems.join("\n  ")}`);
   }
   const config = parsed.data;
-  if (config.workers.mode === "ecs" && config.workers.minCount > config.workers.maxCount) {
+  const { workers } = config;
+  if (workers.mode !== "lambda" && workers.minCount > workers.maxCount) {
     throw new Error("Invalid Keel infrastructure config:\n  workers: minCount exceeds maxCount");
+  }
+  if (workers.mode === "ec2" && workers.minInstances > workers.maxInstances) {
+    throw new Error("Invalid Keel infrastructure config:\n  workers: minInstances exceeds maxInstances");
+  }
+  if (workers.mode === "ec2" && config.network.natGateways === 0) {
+    throw new Error(
+      'Invalid Keel infrastructure config:\n  network.natGateways: workers.mode "ec2" needs at least 1 (ECS tasks on EC2 get no public IP, so they reach Temporal and the providers through NAT)',
+    );
+  }
+  if (UNSANDBOXED_MODES.has(workers.mode) && config.singleTenant === undefined) {
+    throw new Error(
+      `Invalid Keel infrastructure config:\n  singleTenant: required with workers.mode "${workers.mode}", which runs tools without the sandbox (a tool command there reads the worker's secrets and every workspace on it); name the one tenant it serves, or use workers.mode "ec2"`,
+    );
   }
   return config;
 }

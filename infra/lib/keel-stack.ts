@@ -47,7 +47,7 @@ export class KeelStack extends Stack {
     this.monitoring.watchApi(this.api);
 
     const workers = config.workers;
-    if (workers.mode === "ecs") {
+    if (workers.mode !== "lambda") {
       const ecsWorkers = new EcsWorkers(this, "Workers", {
         config,
         workers,

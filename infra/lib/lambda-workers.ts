@@ -17,6 +17,7 @@ import {
   localBundling,
   providerEnvironment,
   REPO_ROOT,
+  sandboxEnvironment,
 } from "./runtime";
 import { type SecretBinding, secretArnEnvironment } from "./secrets";
 import type { SessionBucket } from "./storage";
@@ -72,8 +73,9 @@ export class LambdaWorkers extends Construct {
         KEEL_WORKER_BUILD_ID: workers.buildId,
         KEEL_WORKFLOW_BUNDLE: `/var/task/${WORKFLOW_BUNDLE_FILE}`,
         KEEL_WORKSPACE_ROOT: LAMBDA_WORKSPACE_ROOT,
-        // Lambda cannot create user namespaces: no bubblewrap sandbox there (docs/deploy.md).
-        KEEL_SANDBOX: "off",
+        // Lambda cannot create user namespaces: no bubblewrap sandbox there, so the function
+        // serves the deployment's declared tenant only (docs/deploy.md).
+        ...sandboxEnvironment(config),
       },
       bundling: localBundling({
         externalModules: EXTERNAL_PACKAGES,

@@ -52,7 +52,7 @@ export class KeelMonitoring extends Construct {
   }
 
   /** Tasks that stop on their own (crash, failed start) and a service below its desired count. */
-  watchEcsService(cluster: ecs.ICluster, service: ecs.FargateService, minCount: number): void {
+  watchEcsService(cluster: ecs.ICluster, service: ecs.BaseService, minCount: number): void {
     const failures = new events.Rule(this, "WorkerTaskFailures", {
       description: "Keel worker tasks that exited or failed to start",
       eventPattern: {

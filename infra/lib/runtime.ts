@@ -5,7 +5,7 @@ import * as lambda from "aws-cdk-lib/aws-lambda";
 import * as nodejs from "aws-cdk-lib/aws-lambda-nodejs";
 import * as logs from "aws-cdk-lib/aws-logs";
 import type { Construct } from "constructs";
-import type { KeelInfraConfig } from "./config";
+import { type KeelInfraConfig, UNSANDBOXED_MODES } from "./config";
 import type { SessionBucket } from "./storage";
 
 /** The repository root: Lambda entries and the Dockerfile are resolved against it. */
@@ -27,6 +27,23 @@ export function keelEnvironment(config: KeelInfraConfig, storage: SessionBucket,
     KEEL_S3_REGION: region,
     NODE_OPTIONS: "--enable-source-maps",
   };
+}
+
+/**
+ * The tool sandbox's settings for the workers: off only where the mode's hosts cannot create user
+ * namespaces (fargate, lambda), and then always with the one tenant served, without which the
+ * worker refuses to start (config validation makes `singleTenant` present there).
+ */
+export function sandboxEnvironment(config: KeelInfraConfig): Record<string, string> {
+  return {
+    ...singleTenantEnvironment(config),
+    ...(UNSANDBOXED_MODES.has(config.workers.mode) ? { KEEL_SANDBOX: "off" } : {}),
+  };
+}
+
+/** KEEL_SINGLE_TENANT for the API and the workers when the deployment declares its one tenant. */
+export function singleTenantEnvironment(config: KeelInfraConfig): Record<string, string> {
+  return config.singleTenant !== undefined ? { KEEL_SINGLE_TENANT: config.singleTenant } : {};
 }
 
 /** Provider base URLs (OpenAI-compatible or proxied endpoints) when configured. */

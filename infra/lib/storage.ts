@@ -14,6 +14,8 @@ import type { KeelInfraConfig } from "./config";
 export const SESSIONS_FOLDER = "tenants/";
 export const PAYLOADS_FOLDER = "payloads/";
 export const IDEMPOTENCY_FOLDER = "idempotency/";
+/** Chat integration records (Slack threads and handled events). */
+export const INTEGRATIONS_FOLDER = "integrations/";
 /** Idempotency records only matter while clients retry. */
 const IDEMPOTENCY_RECORD_DAYS = 2;
 const ABORTED_UPLOAD_DAYS = 1;

@@ -25,6 +25,8 @@ export interface ActivityDeps {
   sandbox: SandboxConfig;
   /** Hosts git workspace sources may name (KEEL_GIT_HOSTS); default DEFAULT_GIT_HOSTS. */
   gitHosts?: GitHosts;
+  /** The one tenant this worker serves (KEEL_SINGLE_TENANT): activities of others are refused. */
+  singleTenant?: string;
   /** How live events (deltas, tool output so far) go to the run's stream, or false for not at all; default on. */
   liveEvents?: LiveEventOptions | false;
 }

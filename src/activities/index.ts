@@ -7,13 +7,15 @@ import type { ActivityDeps } from "./deps";
 import { executeToolActivity } from "./execute-tool";
 import { llmTurnActivity } from "./llm-turn";
 import { sessionActivities } from "./session-activities";
+import { servingOnlyTenant } from "./single-tenant";
 import type { KeelActivities } from "./types";
 import { workspaceActivities } from "./workspace-activities";
 
 export type { ActivityDeps } from "./deps";
 
+/** Every activity; with `deps.singleTenant` set, each refuses calls of any other tenant. */
 export function createActivities(deps: ActivityDeps): KeelActivities {
-  return {
+  const activities: KeelActivities = {
     ...sessionActivities(deps),
     ...workspaceActivities(deps),
     llmTurn: llmTurnActivity(deps),
@@ -22,4 +24,5 @@ export function createActivities(deps: ActivityDeps): KeelActivities {
     branch: branchActivity(deps),
     postChatReply: chatReplyActivity(deps),
   };
+  return deps.singleTenant === undefined ? activities : servingOnlyTenant(deps.singleTenant, activities);
 }

@@ -18,7 +18,7 @@ import {
 } from "../store/session-store";
 import type { WorkspaceSnapshots } from "../store/workspace-snapshots";
 import { allowedMethods, isAllowed, literalMethods } from "./allowed-methods";
-import { bearerAuth } from "./auth";
+import { bearerAuth, singleTenantOnly } from "./auth";
 import type { ApiConfig } from "./config";
 import { idempotency } from "./idempotency";
 import type { JsonObjects } from "./json-objects";
@@ -43,6 +43,7 @@ export type ApiConfigSubset = Pick<
   | "sseMaxSeconds"
   | "slack"
   | "defaultModel"
+  | "singleTenant"
 > &
   Partial<Pick<ApiConfig, "outbound">>;
 
@@ -188,8 +189,11 @@ export function createApp(dependencies: ApiDependencies) {
         `Request bodies are limited to ${deps.config.bodyLimitBytes} bytes.`,
       ),
   });
+  const { singleTenant } = deps.config;
   for (const path of ["/v1/sessions", "/v1/sessions/*"]) {
-    app.use(path, bearerAuth(deps.config.apiKeys), limit, idempotency(deps.objects, deps.now, deps.log));
+    app.use(path, bearerAuth(deps.config.apiKeys));
+    if (singleTenant !== undefined) app.use(path, singleTenantOnly(singleTenant));
+    app.use(path, limit, idempotency(deps.objects, deps.now, deps.log));
   }
   app.use("/v1/integrations/*", limit);
 

@@ -49,3 +49,20 @@ export function bearerAuth(apiKeys: ApiKeys): MiddlewareHandler<{ Variables: Ten
     await next();
   };
 }
+
+/**
+ * In a deployment declared for one tenant (KEEL_SINGLE_TENANT: its workers run tools without the
+ * sandbox), answers 403 tenant-not-served to every other tenant, before anything is read or
+ * started for it. Runs after `bearerAuth`.
+ */
+export function singleTenantOnly(tenantId: string): MiddlewareHandler<{ Variables: TenantVariables }> {
+  return async (c, next) => {
+    if (c.get("tenantId") !== tenantId) {
+      throw new ProblemError(
+        "tenant-not-served",
+        "This deployment runs agents for one tenant only; use your own deployment.",
+      );
+    }
+    await next();
+  };
+}

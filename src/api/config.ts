@@ -7,6 +7,7 @@ import { isValidId } from "../store/session-keys";
 import { type GitHosts, parseGitHosts } from "../tools/git-source";
 import { type FullNetworkAccess, parseFullNetworkAccess } from "../tools/network-access";
 import { DEFAULT_RUN_SETTINGS } from "../workflows/types";
+import { parseSlackTeams, type SlackTeams } from "./slack/teams";
 
 /** Default request body limit: below API Gateway's and Lambda's 6 MB payload limit. */
 export const DEFAULT_BODY_LIMIT_BYTES = 5 * 1024 * 1024;
@@ -42,9 +43,18 @@ const ApiEnvSchema = z.object({
   KEEL_SANDBOX_NETWORK_FULL: z.string().optional(),
   /** Longest life of one event stream; 0 = until the run ends. Behind API Gateway keep it < 29. */
   KEEL_API_SSE_MAX_SECONDS: z.coerce.number().int().min(0).default(0),
+  /**
+   * The one tenant this deployment serves (its workers run tools unsandboxed, KEEL_SANDBOX=off):
+   * requests of every other tenant are refused with 403 tenant-not-served.
+   */
+  KEEL_SINGLE_TENANT: z.string().refine(isValidId, "must be a valid tenant id").optional(),
   KEEL_SLACK_SIGNING_SECRET: z.string().min(1).optional(),
   KEEL_SLACK_BOT_TOKEN: z.string().min(1).optional(),
-  KEEL_SLACK_TENANT: z.string().refine(isValidId, "must be a valid tenant id").optional(),
+  /** JSON: Slack team id → tenant id, or → {tenant, allow, ask} (see slack/teams.ts). */
+  KEEL_SLACK_TEAMS: z.string().optional(),
+  KEEL_SLACK_TEAMS_FILE: z.string().optional(),
+  /** Replaced by KEEL_SLACK_TEAMS: refused with a message saying so. */
+  KEEL_SLACK_TENANT: z.string().optional(),
   KEEL_SLACK_API_URL: z.url().optional(),
   KEEL_SLACK_STOP_WORD: z.string().min(1).default(DEFAULT_SLACK_STOP_WORD),
   /** Extra base URLs one-line models may name (the worker's list: see providers/model-urls.ts). */
@@ -65,8 +75,8 @@ export interface OutboundSettings {
 
 export interface SlackConfig {
   signingSecret: string;
-  /** Tenant owning every Slack-started session. */
-  tenantId: string;
+  /** Each Slack team's tenant and the tools of the runs its threads start; other teams start nothing. */
+  teams: SlackTeams;
   botToken?: string;
   /** Base URL of Slack's Web API (`https://slack.com/api/` when unset). */
   apiUrl?: string;
@@ -86,6 +96,8 @@ export interface ApiConfig {
   /** Who may ask for network "full" (KEEL_SANDBOX_NETWORK_FULL); absent = nobody. */
   fullNetwork?: FullNetworkAccess;
   sseMaxSeconds: number;
+  /** The one tenant served (KEEL_SINGLE_TENANT); unset: every tenant with a key. */
+  singleTenant?: string;
   /** Absent when no signing secret is configured: the Slack route then answers 404. */
   slack?: SlackConfig;
   outbound: OutboundSettings;
@@ -136,16 +148,35 @@ export function apiConfigFromEnv(env: NodeJS.ProcessEnv = process.env): ApiConfi
   } catch (error) {
     throw new Error(`Invalid API configuration: ${error instanceof Error ? error.message : String(error)}`);
   }
+  if (values.KEEL_SLACK_TENANT !== undefined) {
+    throw new Error(
+      'Invalid API configuration: KEEL_SLACK_TENANT is replaced by KEEL_SLACK_TEAMS, which maps each Slack team to its tenant (e.g. {"T0123ABCD":"acme"}); see docs/integrations.md',
+    );
+  }
   let slack: SlackConfig | undefined;
   if (values.KEEL_SLACK_SIGNING_SECRET) {
-    if (!values.KEEL_SLACK_TENANT) {
+    const teams = {
+      ...(values.KEEL_SLACK_TEAMS_FILE
+        ? parseSlackTeams(readFileSync(values.KEEL_SLACK_TEAMS_FILE, "utf8"), "KEEL_SLACK_TEAMS_FILE")
+        : {}),
+      ...(values.KEEL_SLACK_TEAMS ? parseSlackTeams(values.KEEL_SLACK_TEAMS, "KEEL_SLACK_TEAMS") : {}),
+    };
+    if (Object.keys(teams).length === 0) {
       throw new Error(
-        "Invalid API configuration: KEEL_SLACK_TENANT is required with KEEL_SLACK_SIGNING_SECRET",
+        "Invalid API configuration: KEEL_SLACK_TEAMS (or KEEL_SLACK_TEAMS_FILE) is required with KEEL_SLACK_SIGNING_SECRET: map each Slack team to its tenant",
+      );
+    }
+    const foreign = Object.entries(teams).filter(
+      ([, team]) => values.KEEL_SINGLE_TENANT !== undefined && team.tenantId !== values.KEEL_SINGLE_TENANT,
+    );
+    if (foreign.length > 0) {
+      throw new Error(
+        `Invalid API configuration: KEEL_SINGLE_TENANT is ${values.KEEL_SINGLE_TENANT}, but KEEL_SLACK_TEAMS maps ${foreign.map(([team]) => team).join(", ")} to another tenant`,
       );
     }
     slack = {
       signingSecret: values.KEEL_SLACK_SIGNING_SECRET,
-      tenantId: values.KEEL_SLACK_TENANT,
+      teams,
       botToken: values.KEEL_SLACK_BOT_TOKEN,
       apiUrl: values.KEEL_SLACK_API_URL,
       stopWord: values.KEEL_SLACK_STOP_WORD,
@@ -166,6 +197,7 @@ export function apiConfigFromEnv(env: NodeJS.ProcessEnv = process.env): ApiConfi
     allowDirectoryWorkspaces: values.KEEL_API_ALLOW_DIRECTORY_WORKSPACES,
     fullNetwork: parseFullNetworkAccess(values.KEEL_SANDBOX_NETWORK_FULL),
     sseMaxSeconds: values.KEEL_API_SSE_MAX_SECONDS,
+    ...(values.KEEL_SINGLE_TENANT !== undefined ? { singleTenant: values.KEEL_SINGLE_TENANT } : {}),
     slack,
     outbound,
   };

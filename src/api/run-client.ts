@@ -7,6 +7,7 @@ import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import {
   type Client,
+  isGrpcServiceError,
   QueryNotRegisteredError,
   WithStartWorkflowOperation,
   WorkflowContinuedAsNewError,
@@ -177,6 +178,9 @@ const CLOSED_BY_FAILURE: Partial<Record<string, ClosedByFailure>> = {
   TIMED_OUT: "timed_out",
   CANCELLED: "canceled",
 };
+
+/** gRPC's NOT_FOUND status code, as Temporal's service answers it. */
+const GRPC_NOT_FOUND = 5;
 
 /** Workflow type of a run (maintenance tasks run under the same workflow id with other types). */
 const RUN_WORKFLOW_TYPE = "agentRun";
@@ -488,6 +492,36 @@ export class RunClient {
       if (description.status.name !== "RUNNING") throw error;
       throw new RunNotAnsweringError(runId, { cause: error }, await this.whyNoAnswer(description.taskQueue));
     }
+  }
+
+  /**
+   * Deletes the histories of the closed executions under the session's workflow id (its runs and
+   * maintenance tasks): Temporal's copy of what they did, events included. The server deletes
+   * asynchronously, and its list of executions is eventually consistent, so an execution that
+   * closed a moment ago may be left; session deletion records a tombstone for that reason.
+   * Returns how many executions were asked to be deleted.
+   */
+  async deleteHistories(ref: SessionRef): Promise<number> {
+    const workflowId = runWorkflowId(ref);
+    const runIds = new Set<string>();
+    const latest = await this.describeLatest(ref);
+    if (latest && latest.status.name !== "RUNNING") runIds.add(latest.runId);
+    // Ids are validated ([A-Za-z0-9_-] and "/"), so the workflow id needs no escaping.
+    for await (const execution of this.client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) {
+      if (execution.status.name !== "RUNNING") runIds.add(execution.runId);
+    }
+    for (const runId of runIds) {
+      try {
+        await this.client.workflowService.deleteWorkflowExecution({
+          namespace: this.client.options.namespace,
+          workflowExecution: { workflowId, runId },
+        });
+      } catch (error) {
+        // Deleted already (by an earlier request, or the namespace's retention).
+        if (!isGrpcServiceError(error) || error.code !== GRPC_NOT_FOUND) throw error;
+      }
+    }
+    return runIds.size;
   }
 
   handle(ref: SessionRef) {

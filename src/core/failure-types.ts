@@ -22,6 +22,8 @@ export const FailureType = {
   workspaceTooLarge: "WorkspaceTooLarge",
   /** The run's workspace source is not one this deployment may fetch (git-source.ts). */
   workspaceSourceRefused: "WorkspaceSourceRefused",
+  /** The worker serves one tenant only (KEEL_SINGLE_TENANT) and the call is another's. Never retried. */
+  tenantNotServed: "TenantNotServed",
 } as const;
 
 export type FailureTypeName = (typeof FailureType)[keyof typeof FailureType];

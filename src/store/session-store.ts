@@ -424,14 +424,18 @@ export class SessionStore {
     const ids = (page.CommonPrefixes ?? [])
       .map((common) => sessionIdOfFolder(folder, common.Prefix ?? ""))
       .filter((id): id is string => id !== null);
-    const sessions = await mapWithLimit(ids, this.concurrency, async (sessionId): Promise<SessionSummary> => {
+    const summaries = await mapWithLimit(ids, this.concurrency, async (sessionId) => {
       const ref = { tenantId, sessionId };
       const [header, lastActivityAt] = await Promise.all([
         this.readObject(headerKey(this.prefix, ref), parseHeader),
         this.lastWriteOf(sessionPrefix(this.prefix, ref)),
       ]);
+      // A folder without a single object is a deleted session that a store keeping directory
+      // entries (SeaweedFS) still lists: nothing of it is left to show.
+      if (!header && !lastActivityAt) return undefined;
       return { sessionId, header: header ?? null, ...(lastActivityAt ? { lastActivityAt } : {}) };
     });
+    const sessions = summaries.filter((summary): summary is SessionSummary => summary !== undefined);
     return page.IsTruncated && page.NextContinuationToken
       ? { sessions, nextCursor: page.NextContinuationToken }
       : { sessions };

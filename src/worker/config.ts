@@ -6,6 +6,7 @@ import { DEFAULT_LIVE_EVENT_OPTIONS, type LiveEventOptions } from "../activities
 import { MODEL_URLS_SETTING, type ModelUrlEntry, parseModelUrls } from "../providers/model-urls";
 import type { ProviderConfig } from "../providers/registry";
 import { type S3Settings, s3SettingsFromEnv } from "../store/s3-config";
+import { isValidId } from "../store/session-keys";
 import { DEFAULT_SNAPSHOT_MAX_BYTES } from "../store/workspace-snapshots";
 import { assertPassableNames } from "../tools/environment";
 import { type GitHosts, parseGitHosts } from "../tools/git-source";
@@ -60,8 +61,16 @@ const WorkerEnvSchema = z.object({
   KEEL_ANTHROPIC_TIMEOUT_MS: milliseconds.optional(),
   KEEL_ANTHROPIC_HEADERS: headersJson.optional(),
   KEEL_ANTHROPIC_PROMPT_CACHING: booleanFlag.optional(),
-  /** "off" runs tool processes unsandboxed (hosts without user namespaces); logged at every start. */
+  /**
+   * "off" runs tool processes unsandboxed (hosts without user namespaces); logged at every start.
+   * Refused unless KEEL_SINGLE_TENANT names the one tenant the worker serves.
+   */
   KEEL_SANDBOX: z.enum(["on", "off"]).default("on"),
+  /**
+   * The one tenant this worker serves: activities of any other tenant are refused. Required with
+   * KEEL_SANDBOX=off, where a tool command can read the worker's secrets and every workspace.
+   */
+  KEEL_SINGLE_TENANT: z.string().refine(isValidId, "must be a valid tenant id").optional(),
   /** "off" stops publishing live events (deltas, tool output so far) to run streams. */
   KEEL_LIVE_EVENTS: z.enum(["on", "off"]).default("on"),
   /** Longest a live delta waits to be sent with others (each batch is one signal in the run's history). */
@@ -126,6 +135,8 @@ export interface WorkerConfig {
   /** Options of the provider SDK clients (stream, timeout, headers, prompt caching); default: the environment's keys and URLs only. */
   providers?: ProviderConfig;
   sandbox: SandboxConfig;
+  /** The one tenant served (KEEL_SINGLE_TENANT); always set when the sandbox is off. */
+  singleTenant?: string;
   snapshotMaxBytes: number;
   /** 0 = never evict. */
   workspaceIdleEvictMs: number;
@@ -145,6 +156,11 @@ export function workerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Worke
     throw new Error(`Invalid worker configuration: ${problems}`);
   }
   const values = parsed.data;
+  if (values.KEEL_SANDBOX === "off" && values.KEEL_SINGLE_TENANT === undefined) {
+    throw new Error(
+      "Invalid worker configuration: KEEL_SANDBOX=off requires KEEL_SINGLE_TENANT=<tenant id>. Without the sandbox a tool command reads the worker's secrets and every workspace on it, so such a worker may serve one tenant only.",
+    );
+  }
   const passEnv = values.KEEL_SANDBOX_PASS_ENV.split(",")
     .map((name) => name.trim())
     .filter(Boolean);
@@ -183,6 +199,7 @@ export function workerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Worke
       modelUrls,
     },
     gitHosts,
+    ...(values.KEEL_SINGLE_TENANT !== undefined ? { singleTenant: values.KEEL_SINGLE_TENANT } : {}),
     snapshotMaxBytes: values.KEEL_SNAPSHOT_MAX_BYTES,
     workspaceIdleEvictMs: values.KEEL_WORKSPACE_IDLE_EVICT_SECONDS * 1000,
     sandbox: {

@@ -23,7 +23,7 @@ import { log } from "./log";
  * Checks the tool sandbox first (throws when it cannot start and KEEL_SANDBOX=off is not set).
  */
 export function workerActivities(config: WorkerConfig, s3: S3Client, toolTaskQueue: string): KeelActivities {
-  checkSandbox(config.sandbox);
+  checkSandbox(config.sandbox, config.singleTenant);
   const catalog = loadCatalog();
   return createActivities({
     store: new SessionStore(s3, config.s3, { cache: new EntryCache() }),
@@ -34,6 +34,7 @@ export function workerActivities(config: WorkerConfig, s3: S3Client, toolTaskQue
     workspaceRoot: config.workspaceRoot,
     workerTaskQueue: toolTaskQueue,
     sandbox: config.sandbox,
+    ...(config.singleTenant !== undefined ? { singleTenant: config.singleTenant } : {}),
     snapshots: new WorkspaceSnapshots(s3, config.s3),
     snapshotMaxBytes: config.snapshotMaxBytes,
     gitHosts: config.gitHosts,
@@ -56,17 +57,18 @@ export function commonWorkerOptions(config: WorkerConfig, s3: S3Client) {
  * Refuses to start a worker whose tool sandbox cannot start, unless isolation was explicitly
  * turned off (KEEL_SANDBOX=off), which is logged as a warning at every start.
  */
-export function checkSandbox(sandbox: SandboxConfig): void {
+export function checkSandbox(sandbox: SandboxConfig, singleTenant?: string): void {
   if (sandbox.isolation === "off") {
     log("warn", "tool sandbox is OFF (KEEL_SANDBOX=off): bash runs with the worker's own rights", {
       passEnv: sandbox.passEnv,
+      singleTenant,
     });
     return;
   }
   const probe = probeSandbox();
   if (!probe.ok) {
     throw new Error(
-      `The tool sandbox (bubblewrap) cannot start on this machine: ${probe.reason}. Install it (apt-get install -y bubblewrap; npm run bootstrap does this when run as root) on a host that allows user namespaces, or set KEEL_SANDBOX=off to run tool commands unsandboxed (only for trusted prompts).`,
+      `The tool sandbox (bubblewrap) cannot start on this machine: ${probe.reason}. Install it (apt-get install -y bubblewrap; npm run bootstrap does this when run as root) on a host that allows user namespaces, or set KEEL_SANDBOX=off with KEEL_SINGLE_TENANT=<tenant id> to run tool commands unsandboxed for that one tenant (only for trusted prompts).`,
     );
   }
 }

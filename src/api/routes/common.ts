@@ -9,6 +9,7 @@ import { IDEMPOTENCY_KEY_PATTERN, MAX_IDEMPOTENCY_KEY_LENGTH } from "../idempote
 import { ProblemError } from "../problems";
 import type { LatestRun, MaintenanceTask } from "../run-client";
 import { ProblemSchema } from "../schemas";
+import { readTombstone } from "../session-tombstones";
 
 export function refOf(c: Context<{ Variables: TenantVariables }>, sessionId: string): SessionRef {
   return { tenantId: c.get("tenantId"), sessionId };
@@ -23,9 +24,10 @@ export interface SessionPresence {
 }
 
 /**
- * What is known of a session: its stored header and its latest run. Throws
- * session-not-found when neither exists — also for another tenant's session, since every
- * lookup is made under the caller's own tenant.
+ * What is known of a session: its stored header and its latest run. Throws session-not-found
+ * when neither exists — also for another tenant's session, since every lookup is made under the
+ * caller's own tenant — and for a deleted session whose runs Temporal still holds (see
+ * session-tombstones.ts): only a run started after the deletion and still live makes it exist.
  */
 export async function requireSession(deps: RouteContext, ref: SessionRef): Promise<SessionPresence> {
   const runs = await deps.runs();
@@ -37,6 +39,9 @@ export async function requireSession(deps: RouteContext, ref: SessionRef): Promi
     runs.executions(ref),
   ]);
   if (!header && !run && !maintenance) throw new ProblemError("session-not-found");
+  if (!header && liveState(run) === undefined && (await readTombstone(deps.objects, ref))) {
+    throw new ProblemError("session-not-found");
+  }
   return { header, run, maintenance };
 }
 
@@ -84,6 +89,7 @@ export function problemResponses(...statuses: number[]) {
   const descriptions: Record<number, string> = {
     400: "Invalid request",
     401: "Missing or invalid API key",
+    403: "The deployment serves another tenant only (KEEL_SINGLE_TENANT)",
     404: "No such session (or not the caller's)",
     409: "Conflict with the run's state",
     413: "Body too large",
@@ -95,7 +101,7 @@ export function problemResponses(...statuses: number[]) {
     503: "Temporal or the session store unavailable (Retry-After)",
   };
   return Object.fromEntries(
-    [...new Set([400, 401, 404, 431, 503, ...statuses])].map((status) => [
+    [...new Set([400, 401, 403, 404, 431, 503, ...statuses])].map((status) => [
       status,
       { description: descriptions[status] ?? "Problem", content: problemContent },
     ]),

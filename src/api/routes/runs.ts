@@ -167,6 +167,8 @@ export function runRoutes(deps: RouteContext) {
           await requireStoredSession(deps, ref);
           break;
         case "not-live":
+          // A deleted session's closed run is no session's to abort.
+          await requireSession(deps, ref);
           break;
       }
       throw new ProblemError("no-active-run", "The session's latest run has already ended.");

@@ -14,6 +14,8 @@ import {
   type SessionStatusSchema,
   SessionViewSchema,
 } from "../schemas";
+import { recordDeletion } from "../session-tombstones";
+import { forgetSlackThread } from "../slack/threads";
 import { liveState, problemResponses, refOf, requireSession } from "./common";
 
 const getSession = createRoute({
@@ -45,7 +47,7 @@ const deleteSession = createRoute({
   method: "delete",
   path: "/v1/sessions/{sessionId}",
   summary:
-    "Delete the session and everything stored for it (entries, workspace snapshots); refused while a run is live",
+    "Delete the session and everything stored for it (entries, workspace snapshots, run histories); every route then answers 404 for it; refused while a run is live",
   request: { params: SessionParamsSchema },
   responses: {
     200: {
@@ -118,7 +120,19 @@ export function sessionRoutes(deps: RouteContext) {
           "The session has a live run; abort it or wait until it has ended.",
         );
       }
+      // The tombstone first: from here on no route answers from what Temporal still holds.
+      await recordDeletion(deps.objects, ref, { deletedAt: new Date(deps.now()).toISOString() });
       const { deletedObjects } = await deps.store.deleteSession(ref);
+      await forgetSlackThread(deps.objects, ref);
+      const runs = await deps.runs();
+      await runs.deleteHistories(ref).catch((error: unknown) =>
+        deps.log({
+          level: "warn",
+          msg: "run histories not deleted from Temporal (the tombstone keeps them unreadable)",
+          path: c.req.path,
+          error: String(error),
+        }),
+      );
       return c.json({ sessionId, deletedObjects }, 200);
     })
     .openapi(listSessions, async (c) => {

@@ -5,6 +5,9 @@
  * - a plain message in a thread that already has a session is delivered with `auto` (steers a
  *   busy run, starts a run when idle);
  * - a message that is exactly the stop word (default `stop`) aborts the thread's run.
+ * Each Slack team maps to its tenant (KEEL_SLACK_TEAMS, see teams.ts); its runs get the tools and
+ * policy of that mapping. An event of an unmapped team is acknowledged (so Slack does not retry
+ * it), logged, and starts nothing.
  * It answers 200 as soon as the message is delivered (Slack wants an answer within 3 s); the
  * run's answer is posted to the thread later, by the worker (see reply.ts).
  */
@@ -17,6 +20,7 @@ import { ProblemError } from "../problems";
 import { problemResponses } from "../routes/common";
 import { DeliveryRefusedError } from "../run-client";
 import { SLACK_SIGNATURE_HEADER, SLACK_TIMESTAMP_HEADER, verifySlackSignature } from "./signature";
+import type { SlackTeam } from "./teams";
 import {
   claimSlackEvent,
   readSlackThread,
@@ -113,10 +117,11 @@ function threadMessageOf(payload: SlackPayload, event: SlackEvent): ThreadMessag
 async function handleThreadMessage(
   deps: RouteContext,
   slack: SlackConfig,
+  team: SlackTeam,
   reply: SlackReply,
   message: ThreadMessage,
 ): Promise<void> {
-  const ref: SessionRef = { tenantId: slack.tenantId, sessionId: slackSessionId(message.thread) };
+  const ref: SessionRef = { tenantId: team.tenantId, sessionId: slackSessionId(message.thread) };
   if (!message.opensThread && !(await readSlackThread(deps.objects, ref))) return;
   if (message.text.length === 0) return;
   const runs = await deps.runs();
@@ -130,6 +135,8 @@ async function handleThreadMessage(
     const settings = {
       ...DEFAULT_RUN_SETTINGS,
       model: deps.config.defaultModel,
+      tools: team.tools,
+      policy: team.policy,
       chatReply: {
         kind: "slack" as const,
         channel: message.thread.channel,
@@ -137,7 +144,7 @@ async function handleThreadMessage(
       },
     };
     await runs.deliver(ref, { text: message.text, mode: "auto" }, settings, {
-      deliveryId: slackDeliveryId(slack.tenantId, message.eventId),
+      deliveryId: slackDeliveryId(team.tenantId, message.eventId),
     });
   } catch (error) {
     if (!(error instanceof DeliveryRefusedError)) throw error;
@@ -181,15 +188,26 @@ export function registerSlackRoutes(app: ApiApp, deps: RouteContext): void {
         ? threadMessageOf(payload, payload.event)
         : undefined;
     if (!message) return c.json({ ok: true }, 200);
-    if (!(await claimSlackEvent(deps.objects, slack.tenantId, message.eventId)))
+    const team = Object.hasOwn(slack.teams, message.thread.teamId)
+      ? slack.teams[message.thread.teamId]
+      : undefined;
+    if (!team) {
+      deps.log({
+        level: "warn",
+        msg: "slack event of an unmapped team ignored (add it to KEEL_SLACK_TEAMS to serve it)",
+        teamId: message.thread.teamId,
+      });
+      return c.json({ ok: true }, 200);
+    }
+    if (!(await claimSlackEvent(deps.objects, team.tenantId, message.eventId)))
       return c.json({ ok: true }, 200);
     const reply =
       deps.slackReply ??
       ((target) => postSlackReply(target, { token: slack.botToken, apiUrl: slack.apiUrl }));
     try {
-      await handleThreadMessage(deps, slack, reply, message);
+      await handleThreadMessage(deps, slack, team, reply, message);
     } catch (error) {
-      await releaseSlackEvent(deps.objects, slack.tenantId, message.eventId);
+      await releaseSlackEvent(deps.objects, team.tenantId, message.eventId);
       throw error;
     }
     return c.json({ ok: true }, 200);

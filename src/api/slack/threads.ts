@@ -49,6 +49,11 @@ export async function readSlackThread(
   return objects.read(threadKey(objects, ref), SlackThreadSchema);
 }
 
+/** Forgets the thread of a deleted session: later plain messages in it start nothing. */
+export async function forgetSlackThread(objects: JsonObjects, ref: SessionRef): Promise<void> {
+  await objects.remove(threadKey(objects, ref));
+}
+
 /**
  * Marks a Slack event as handled; false when it was handled before (Slack retries events that
  * were not acknowledged in 3 s, and a replayed request carries an old event id).

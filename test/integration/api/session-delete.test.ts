@@ -1,12 +1,17 @@
 /**
  * Deleting a session removes everything stored for it in S3 (real S3 server): header, entries,
- * markers and the workspace snapshots (records, trees, blobs). A live run makes it a 409.
+ * markers and the workspace snapshots (records, trees, blobs) — and afterwards every route
+ * answers 404 for it, also while Temporal still holds its run (events included). A live run
+ * makes it a 409.
  */
 import { ListObjectsV2Command } from "@aws-sdk/client-s3";
+import { WorkflowNotFoundError } from "@temporalio/client";
+import type { RunClient } from "../../../src/api/run-client";
 import { sessionPrefix } from "../../../src/store/session-keys";
+import { runWorkflowId } from "../../../src/workflows/types";
 import { s3Client, s3Settings } from "../../support/integration-env";
-import { modelCalled, slowEchoScenario } from "../../support/run-harness";
-import { type ApiStage, createApiStage, expectProblem } from "./api-stage";
+import { eventually, modelCalled, slowEchoScenario } from "../../support/run-harness";
+import { type ApiStage, type Caller, createApiStage, expectProblem } from "./api-stage";
 
 let api: ApiStage;
 const s3 = s3Client();
@@ -69,18 +74,81 @@ test("DELETE removes the session's entries and its workspace blobs, trees and sn
   expect(deleted.status).toBe(200);
   expect(deleted.body).toEqual({ sessionId, deletedObjects: before.length });
   expect(await storedKeys(sessionId)).toEqual([]);
-  // Temporal keeps the finished run's history (references only) for the namespace's retention:
-  // the session still answers, with nothing stored, and deleting it again deletes nothing.
-  expect((await api.call("GET", `/v1/sessions/${sessionId}`)).body).toMatchObject({
-    entryCount: 0,
-    leafId: null,
-  });
-  expect((await api.call("DELETE", `/v1/sessions/${sessionId}`)).body).toEqual({
-    sessionId,
-    deletedObjects: 0,
-  });
+  await expectGone(api.call, sessionId);
+  // Temporal's copy of the run (its events included) is deleted too, by the server in the
+  // background (tens of seconds on a busy dev server).
+  const handle = api.stage.client.workflow.getHandle(runWorkflowId({ tenantId: api.tenants.a, sessionId }));
+  await eventually(
+    () =>
+      handle.describe().then(
+        () => undefined,
+        (error: unknown) => (error instanceof WorkflowNotFoundError ? true : Promise.reject(error)),
+      ),
+    120_000,
+    "the run's history deleted",
+  );
   expectProblem(await api.call("DELETE", `/v1/sessions/${api.sessionId()}`), 404, "session-not-found");
+}, 240_000);
+
+test("while Temporal still holds the deleted session's run, every route answers 404; a later run is a new session", async () => {
+  const sessionId = api.sessionId();
+  await api.call("POST", `/v1/sessions/${sessionId}/messages`, { json: { text: "[scenario:ws-delete] go" } });
+  expect((await api.stage.result({ tenantId: api.tenants.a, sessionId })).status).toBe("completed");
+  expect((await api.call("GET", `/v1/sessions/${sessionId}/events`)).body.events.length).toBeGreaterThan(0);
+  // Temporal refuses to delete the histories: the run and its events stay there.
+  const keepsHistories = Object.create(api.stage.runs, {
+    deleteHistories: { value: () => Promise.reject(new Error("Temporal refused the deletion")) },
+  }) as RunClient;
+  const call = api.callerWith({ runs: async () => keepsHistories });
+  expect((await call("DELETE", `/v1/sessions/${sessionId}`)).status).toBe(200);
+  await api.stage.client.workflow.getHandle(runWorkflowId({ tenantId: api.tenants.a, sessionId })).describe();
+  await expectGone(call, sessionId);
+  expectProblem(await call("DELETE", `/v1/sessions/${sessionId}`), 404, "session-not-found");
+
+  // A message to the same id starts a new session, which answers with its own entries only.
+  await call("POST", `/v1/sessions/${sessionId}/messages`, { json: { text: "hello again" } });
+  expect((await api.stage.result({ tenantId: api.tenants.a, sessionId })).status).toBe("completed");
+  const view = await call("GET", `/v1/sessions/${sessionId}`);
+  expect(view.status).toBe(200);
+  const entries = await call("GET", `/v1/sessions/${sessionId}/entries`);
+  expect(JSON.stringify(entries.body)).not.toContain("ws-delete");
 }, 120_000);
+
+/** Every route reading the session answers 404 session-not-found. */
+async function expectGone(call: Caller, sessionId: string): Promise<void> {
+  const session = `/v1/sessions/${sessionId}`;
+  for (const path of [
+    session,
+    `${session}/events`,
+    `${session}/events?after=0`,
+    `${session}/entries`,
+    `${session}/export`,
+    `${session}/export?workspace=true`,
+  ]) {
+    expectProblem(await call("GET", path), 404, "session-not-found");
+  }
+  expectProblem(
+    await call("GET", `${session}/events`, { headers: { accept: "text/event-stream" } }),
+    404,
+    "session-not-found",
+  );
+  expectProblem(
+    await call("POST", `${session}/approvals/call-1`, { json: { decision: "approve" } }),
+    404,
+    "session-not-found",
+  );
+  expectProblem(await call("POST", `${session}/abort`, { json: {} }), 404, "session-not-found");
+  for (const [path, json] of [
+    ["fork", { entryId: "e1" }],
+    ["branch", { entryId: "e1" }],
+    ["labels", { entryId: "e1", label: "x" }],
+    ["compact", {}],
+  ] as const) {
+    expectProblem(await call("POST", `${session}/${path}`, { json }), 404, "session-not-found");
+  }
+  const listed = await call("GET", "/v1/sessions?limit=1000");
+  expect(listed.body.sessions.map((s: { sessionId: string }) => s.sessionId)).not.toContain(sessionId);
+}
 
 test("a session with a live run is not deleted (409), and nothing of it is removed", async () => {
   const sessionId = api.sessionId();

@@ -1,12 +1,18 @@
 /** The Slack integration: signatures, URL verification, threads as sessions, stop word, replies. */
+
+import { existsSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { Client } from "@temporalio/client";
+import { join } from "node:path";
+import { Client, WorkflowNotFoundError } from "@temporalio/client";
 import { RunClient } from "../../../src/api/run-client";
 import { slackSignature } from "../../../src/api/slack/signature";
+import { parseSlackTeams } from "../../../src/api/slack/teams";
 import { readSlackThread, slackSessionId } from "../../../src/api/slack/threads";
 import { postSlackReply } from "../../../src/integrations/slack/reply";
 import { keelDataConverter } from "../../../src/store/payload-storage";
+import { workspaceFor } from "../../../src/tools/workspace";
+import { runWorkflowId } from "../../../src/workflows/types";
 import { s3Client, s3Settings, temporalNamespace } from "../../support/integration-env";
 import { eventually, messagesOf, modelCalled, slowEchoScenario } from "../../support/run-harness";
 import { type ApiStage, createApiStage, expectProblem } from "./api-stage";
@@ -14,6 +20,9 @@ import { type ApiStage, createApiStage, expectProblem } from "./api-stage";
 const SIGNING_SECRET = "test-signing-secret";
 const BOT_USER = "UKEELBOT";
 const TEAM = "T0001";
+/** A second workspace, mapped to tenant B with its own tools: bash only after an approval. */
+const ASKING_TEAM = "T0002";
+const UNMAPPED_TEAM = "T0999";
 const CHANNEL = "C0001";
 
 /** A stand-in for Slack's Web API recording chat.postMessage calls. */
@@ -55,7 +64,13 @@ beforeAll(async () => {
   api = await createApiStage({
     slack: (tenants) => ({
       signingSecret: SIGNING_SECRET,
-      tenantId: tenants.a,
+      teams: parseSlackTeams(
+        JSON.stringify({
+          [TEAM]: tenants.a,
+          [ASKING_TEAM]: { tenant: tenants.b, allow: ["read", "ls"], ask: ["bash"] },
+        }),
+        "test",
+      ),
       botToken: "xoxb-test",
       apiUrl: slack.url,
       stopWord: "stop",
@@ -88,20 +103,111 @@ async function postEvent(payload: unknown, options: { secret?: string; timestamp
   });
 }
 
-function eventCallback(event: Record<string, unknown>) {
+function eventCallback(event: Record<string, unknown>, team = TEAM) {
   eventCounter += 1;
   return {
     type: "event_callback",
-    team_id: TEAM,
+    team_id: team,
     event_id: `Ev${eventCounter}-${Date.now()}`,
     authorizations: [{ user_id: BOT_USER }],
     event: { channel: CHANNEL, user: "UHUMAN", ts: `${Date.now() / 1000}`, ...event },
   };
 }
 
-const threadRef = (threadTs: string) => ({
-  tenantId: api.tenants.a,
-  sessionId: slackSessionId({ teamId: TEAM, channel: CHANNEL, threadTs }),
+const threadRef = (threadTs: string, team = TEAM, tenantId = api.tenants.a) => ({
+  tenantId,
+  sessionId: slackSessionId({ teamId: team, channel: CHANNEL, threadTs }),
+});
+
+/** The texts of the session's tool results. */
+async function toolResults(ref: { tenantId: string; sessionId: string }): Promise<string[]> {
+  return messagesOf(await api.stage.entries(ref)).flatMap((m) =>
+    m.role === "toolResult" ? m.content.flatMap((block) => (block.type === "text" ? [block.text] : [])) : [],
+  );
+}
+
+test("an event of an unmapped team is acknowledged, logged and starts nothing", async () => {
+  const logged: Record<string, unknown>[] = [];
+  const call = api.callerWith({ log: (record) => logged.push(record) });
+  const threadTs = `${Date.now() / 1000}`;
+  const body = JSON.stringify(
+    eventCallback(
+      { type: "app_mention", text: `<@${BOT_USER}> cat /proc/$PPID/environ`, ts: threadTs },
+      UNMAPPED_TEAM,
+    ),
+  );
+  const response = await call("POST", "/v1/integrations/slack/events", {
+    key: null,
+    body,
+    headers: signedHeaders(body),
+  });
+  expect(response.status).toBe(200);
+  expect(response.body).toEqual({ ok: true });
+  expect(logged).toEqual([expect.objectContaining({ level: "warn", teamId: UNMAPPED_TEAM })]);
+  for (const tenantId of [api.tenants.a, api.tenants.b]) {
+    const ref = threadRef(threadTs, UNMAPPED_TEAM, tenantId);
+    expect(await readSlackThread(api.objects, ref)).toBeUndefined();
+    await expect(api.stage.client.workflow.getHandle(runWorkflowId(ref)).describe()).rejects.toBeInstanceOf(
+      WorkflowNotFoundError,
+    );
+  }
+});
+
+test("a mapped team's run is its tenant's, with the team's tools: read-only by default", async () => {
+  api.stage.llm.addScenario("slack-readonly", {
+    turns: [{ toolCalls: [{ name: "write", arguments: { path: "pwned.txt", content: "x" } }] }],
+    after: { text: "done" },
+  });
+  const threadTs = `${Date.now() / 1000}`;
+  await postEvent(
+    eventCallback({ type: "app_mention", text: `<@${BOT_USER}> [scenario:slack-readonly] go`, ts: threadTs }),
+  );
+  const ref = threadRef(threadTs);
+  expect((await api.stage.result(ref)).status).toBe("completed");
+  expect(await toolResults(ref)).toEqual(["Tool call denied by policy: write is not allowed."]);
+  expect(
+    existsSync(join(workspaceFor(api.stage.workspaceRoot, ref.tenantId, ref.sessionId).dir, "pwned.txt")),
+  ).toBe(false);
+});
+
+test("a team mapped with allow/ask lists: its tenant's session, bash waits for an approval, write is denied", async () => {
+  api.stage.llm.addScenario("slack-asking", {
+    turns: [
+      {
+        toolCalls: [
+          { name: "write", arguments: { path: "w.txt", content: "x" } },
+          { name: "bash", arguments: { command: "echo approved > b.txt" } },
+        ],
+      },
+    ],
+    after: { text: "done" },
+  });
+  const threadTs = `${Date.now() / 1000}`;
+  const mention = eventCallback(
+    { type: "app_mention", text: `<@${BOT_USER}> [scenario:slack-asking] go`, ts: threadTs },
+    ASKING_TEAM,
+  );
+  expect((await postEvent(mention)).status).toBe(200);
+  const ref = threadRef(threadTs, ASKING_TEAM, api.tenants.b);
+  // Tenant A's key does not see tenant B's session.
+  const path = `/v1/sessions/${ref.sessionId}`;
+  const pending = await eventually(async () => {
+    const view = await api.call("GET", path, { key: api.keys.b });
+    return view.body?.status === "waiting_approval" ? view.body.run.pendingToolCalls : undefined;
+  });
+  expect(pending).toEqual([expect.objectContaining({ name: "bash", state: "awaiting_approval" })]);
+  expectProblem(await api.call("GET", path), 404, "session-not-found");
+  const bash = pending[0].toolCallId as string;
+  expect(
+    (await api.call("POST", `${path}/approvals/${bash}`, { key: api.keys.b, json: { decision: "approve" } }))
+      .status,
+  ).toBe(202);
+  expect((await api.stage.result(ref)).status).toBe("completed");
+  const results = await toolResults(ref);
+  expect(results).toContain("Tool call denied by policy: write is not allowed.");
+  const dir = workspaceFor(api.stage.workspaceRoot, ref.tenantId, ref.sessionId).dir;
+  expect(existsSync(join(dir, "w.txt"))).toBe(false);
+  expect(existsSync(join(dir, "b.txt"))).toBe(true);
 });
 
 test("signatures: valid passes; wrong secret, stale timestamp, replayed old request and missing headers are 401", async () => {

@@ -120,7 +120,7 @@ test("bash publishes its output while it runs, and the stored result holds all o
     ],
     after: { text: "done" },
   });
-  await stage.startWorker({ KEEL_SANDBOX: "off" });
+  await stage.startWorker({ KEEL_SANDBOX: "off", KEEL_SINGLE_TENANT: stage.tenantId });
   const ref = stage.newSession();
   await stage.runs.deliver(ref, { text: "[scenario:live-bash] count", mode: "auto" }, stage.settings());
   const items = await collectRunStream(stage.client, runWorkflowId(ref));

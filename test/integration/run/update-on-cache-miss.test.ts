@@ -24,7 +24,7 @@ test("a steering message while the worker is dead: recorded as pending, taken by
     ],
     after: { text: "You said: {{lastUser}}" },
   });
-  const first = await stage().startWorker({ KEEL_SANDBOX: "off" });
+  const first = await stage().startWorker({ KEEL_SANDBOX: "off", KEEL_SINGLE_TENANT: stage().tenantId });
   const ref = stage().newSession();
   await stage().runs.deliver(
     ref,
@@ -53,7 +53,7 @@ test("a steering message while the worker is dead: recorded as pending, taken by
   expect(steered.delivery).toBe("pending");
   // The bash call times out and is answered by the next worker (unknown outcome), which has
   // meanwhile cached the run answering a query.
-  await stage().startWorker({ KEEL_SANDBOX: "off" });
+  await stage().startWorker({ KEEL_SANDBOX: "off", KEEL_SINGLE_TENANT: stage().tenantId });
   const ended = await Promise.race([
     stage()
       .result(ref)

@@ -2,19 +2,24 @@ import { Match, type Template } from "aws-cdk-lib/assertions";
 import { actionsOf, exampleConfig, functionRole, roleStatements, synthesize, text } from "./synth";
 
 // Synthesis bundles the API with esbuild: once per worker mode.
-jest.setTimeout(120_000);
+jest.setTimeout(180_000);
 
+/** ECS on EC2, the default mode (sandboxed tools, every tenant). */
 let ecsTemplate: Template;
+/** ECS on Fargate and Lambda: no sandbox, one declared tenant. */
+let fargateTemplate: Template;
 let lambdaTemplate: Template;
 
 beforeAll(() => {
   ecsTemplate = synthesize(exampleConfig("example.json")).template;
+  fargateTemplate = synthesize(exampleConfig("example-fargate.json")).template;
   lambdaTemplate = synthesize(exampleConfig("example-lambda.json")).template;
 });
 
 const bothModes = () =>
   [
-    ["ecs", ecsTemplate],
+    ["ec2", ecsTemplate],
+    ["fargate", fargateTemplate],
     ["lambda", lambdaTemplate],
   ] as const;
 
@@ -144,6 +149,8 @@ describe("API", () => {
     expect(text(byAction("s3:DeleteObject").Resource)).toContain("/keel/idempotency/*");
     // Session deletion (DELETE /v1/sessions/{id}) removes the session folder, snapshots included.
     expect(text(byAction("s3:DeleteObject").Resource)).toContain("/keel/tenants/*");
+    // Slack event claims are released, and a deleted session's thread record removed.
+    expect(text(byAction("s3:DeleteObject").Resource)).toContain("/keel/integrations/*");
     expect(byAction("s3:ListBucket").Condition).toEqual({ StringLike: { "s3:prefix": ["keel/*"] } });
     const secretReads = statements.filter((statement) =>
       actionsOf(statement).includes("secretsmanager:GetSecretValue"),
@@ -189,15 +196,54 @@ describe("log groups", () => {
   });
 });
 
-describe("ECS workers", () => {
-  test("Fargate service on arm64 with CPU autoscaling and circuit breaker", () => {
+/** The environment of the template's one worker container, as a name → value map. */
+function workerEnvironment(template: Template): Record<string, unknown> {
+  const task = Object.values(template.findResources("AWS::ECS::TaskDefinition"))[0]!;
+  const [container] = task.Properties.ContainerDefinitions as {
+    Environment: { Name: string; Value: unknown }[];
+  }[];
+  return Object.fromEntries(container!.Environment.map(({ Name, Value }) => [Name, Value]));
+}
+
+describe("ECS workers on EC2 (default: the tool sandbox runs)", () => {
+  test("EC2 capacity: an Auto Scaling group of ECS-optimized AL2023 arm64 instances behind a capacity provider", () => {
+    ecsTemplate.hasResourceProperties("AWS::EC2::LaunchTemplate", {
+      LaunchTemplateData: Match.objectLike({
+        InstanceType: "m7g.large",
+        ImageId: { Ref: Match.stringLikeRegexp("ecsoptimizedamiamazonlinux2023arm64") },
+        // Containers cannot reach the instance role: IMDSv2 with one hop.
+        MetadataOptions: { HttpTokens: "required", HttpPutResponseHopLimit: 1 },
+        BlockDeviceMappings: [
+          { DeviceName: "/dev/xvda", Ebs: { Encrypted: true, VolumeSize: 100, VolumeType: "gp3" } },
+        ],
+      }),
+    });
+    const launchTemplate = Object.values(ecsTemplate.findResources("AWS::EC2::LaunchTemplate"))[0]!;
+    const userData = text(launchTemplate.Properties.LaunchTemplateData.UserData);
+    expect(userData).toContain("user.max_user_namespaces=15000");
+    expect(userData).toContain("ECS_AWSVPC_BLOCK_IMDS=true");
+    ecsTemplate.hasResourceProperties("AWS::AutoScaling::AutoScalingGroup", { MinSize: "1", MaxSize: "4" });
+    ecsTemplate.hasResourceProperties("AWS::ECS::CapacityProvider", {
+      AutoScalingGroupProvider: Match.objectLike({
+        ManagedScaling: Match.objectLike({ Status: "ENABLED" }),
+        ManagedDraining: "ENABLED",
+      }),
+    });
+    ecsTemplate.resourceCountIs("AWS::ECS::ClusterCapacityProviderAssociations", 1);
+  });
+
+  test("the service runs on that capacity with CPU autoscaling and circuit breaker; no Fargate", () => {
     ecsTemplate.hasResourceProperties("AWS::ECS::Service", {
-      LaunchType: "FARGATE",
+      CapacityProviderStrategy: [
+        { CapacityProvider: { Ref: Match.stringLikeRegexp("Capacity") }, Weight: 1 },
+      ],
       DesiredCount: 1,
       DeploymentConfiguration: Match.objectLike({
         DeploymentCircuitBreaker: { Enable: true, Rollback: true },
       }),
     });
+    const service = Object.values(ecsTemplate.findResources("AWS::ECS::Service"))[0]!;
+    expect(service.Properties.LaunchType).toBeUndefined();
     ecsTemplate.hasResourceProperties("AWS::ApplicationAutoScaling::ScalableTarget", {
       MinCapacity: 1,
       MaxCapacity: 4,
@@ -210,24 +256,22 @@ describe("ECS workers", () => {
     });
   });
 
-  test("task: workspace volume, drain window, init process, secrets injected by ECS", () => {
+  test("task: what bubblewrap needs (privileged, as the non-root node user), the sandbox left on, all tenants", () => {
     ecsTemplate.hasResourceProperties("AWS::ECS::TaskDefinition", {
-      Cpu: "1024",
-      Memory: "2048",
-      EphemeralStorage: { SizeInGiB: 40 },
-      RuntimePlatform: { CpuArchitecture: "ARM64", OperatingSystemFamily: "LINUX" },
-      Volumes: [{ Name: "workspaces" }],
+      RequiresCompatibilities: ["EC2"],
+      NetworkMode: "awsvpc",
+      Volumes: [{ Name: "workspaces", DockerVolumeConfiguration: { Scope: "task", Driver: "local" } }],
       ContainerDefinitions: [
         Match.objectLike({
+          Cpu: 1024,
+          Memory: 2048,
+          Privileged: true,
+          User: "node",
           StopTimeout: 120,
-          LinuxParameters: { InitProcessEnabled: true },
+          LinuxParameters: Match.objectLike({ InitProcessEnabled: true }),
           MountPoints: [
             { ContainerPath: "/var/lib/keel/workspaces", SourceVolume: "workspaces", ReadOnly: false },
           ],
-          Environment: Match.arrayWith([
-            { Name: "KEEL_WORKSPACE_ROOT", Value: "/var/lib/keel/workspaces" },
-            { Name: "KEEL_WORKFLOW_BUNDLE", Value: "/app/dist/workflow-bundle.js" },
-          ]),
           Secrets: Match.arrayWith([
             Match.objectLike({
               Name: "KEEL_TEMPORAL_API_KEY",
@@ -239,6 +283,13 @@ describe("ECS workers", () => {
         }),
       ],
     });
+    const env = workerEnvironment(ecsTemplate);
+    expect(env).toMatchObject({
+      KEEL_WORKSPACE_ROOT: "/var/lib/keel/workspaces",
+      KEEL_WORKFLOW_BUNDLE: "/app/dist/workflow-bundle.js",
+    });
+    expect(env.KEEL_SANDBOX).toBeUndefined();
+    expect(env.KEEL_SINGLE_TENANT).toBeUndefined();
   });
 
   test("task role: read and put under the prefix, nothing else", () => {
@@ -247,6 +298,36 @@ describe("ECS workers", () => {
     const roleId = (task.Properties.TaskRoleArn as { "Fn::GetAtt": [string, string] })["Fn::GetAtt"][0];
     const actions = roleStatements(ecsTemplate, roleId).flatMap(actionsOf).sort();
     expect(actions).toEqual(["s3:GetObject", "s3:ListBucket", "s3:PutObject"]);
+  });
+});
+
+describe("ECS workers on Fargate (single tenant, no sandbox)", () => {
+  test("Fargate service on arm64; the task turns the sandbox off only for the declared tenant", () => {
+    fargateTemplate.hasResourceProperties("AWS::ECS::Service", { LaunchType: "FARGATE", DesiredCount: 1 });
+    fargateTemplate.resourceCountIs("AWS::AutoScaling::AutoScalingGroup", 0);
+    fargateTemplate.hasResourceProperties("AWS::ECS::TaskDefinition", {
+      Cpu: "1024",
+      Memory: "2048",
+      EphemeralStorage: { SizeInGiB: 40 },
+      RuntimePlatform: { CpuArchitecture: "ARM64", OperatingSystemFamily: "LINUX" },
+      Volumes: [{ Name: "workspaces" }],
+      ContainerDefinitions: [Match.objectLike({ Privileged: false, User: "node" })],
+    });
+    expect(workerEnvironment(fargateTemplate)).toMatchObject({
+      KEEL_SANDBOX: "off",
+      KEEL_SINGLE_TENANT: "acme",
+    });
+  });
+
+  test("the API of a single-tenant deployment refuses other tenants too", () => {
+    for (const template of [fargateTemplate, lambdaTemplate]) {
+      const { functionId } = functionRole(template, "ApiFunction");
+      const fn = template.findResources("AWS::Lambda::Function")[functionId]!;
+      expect(fn.Properties.Environment.Variables.KEEL_SINGLE_TENANT).toBe("acme");
+    }
+    const { functionId } = functionRole(ecsTemplate, "ApiFunction");
+    const fn = ecsTemplate.findResources("AWS::Lambda::Function")[functionId]!;
+    expect(fn.Properties.Environment.Variables.KEEL_SINGLE_TENANT).toBeUndefined();
   });
 });
 
@@ -269,6 +350,9 @@ describe("Lambda workers", () => {
           KEEL_WORKER_DEPLOYMENT_NAME: "keel",
           KEEL_WORKER_BUILD_ID: "2025-01-01.1",
           KEEL_WORKFLOW_BUNDLE: "/var/task/workflow-bundle.js",
+          // Lambda cannot create user namespaces: the sandbox is off for the declared tenant only.
+          KEEL_SANDBOX: "off",
+          KEEL_SINGLE_TENANT: "acme",
           OPENAI_API_KEY_SECRET_ARN: expect.stringContaining("openai-api-key"),
         },
       },

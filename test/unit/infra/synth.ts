@@ -9,7 +9,9 @@ import { KeelStack } from "../../../infra/lib/keel-stack";
 
 const CONFIG_DIR = resolve(__dirname, "../../../infra/config");
 
-export function exampleConfig(name: "example.json" | "example-lambda.json"): KeelInfraConfig {
+export function exampleConfig(
+  name: "example.json" | "example-fargate.json" | "example-lambda.json",
+): KeelInfraConfig {
   return parseInfraConfig(JSON.parse(readFileSync(join(CONFIG_DIR, name), "utf8")));
 }
 

@@ -15,8 +15,9 @@ describe("sandbox configuration", () => {
   });
 
   test("KEEL_SANDBOX_* set the isolation, limits and passed variables", () => {
-    const { sandbox } = configOf({
+    const { sandbox, singleTenant } = configOf({
       KEEL_SANDBOX: "off",
+      KEEL_SINGLE_TENANT: "acme",
       KEEL_SANDBOX_PASS_ENV: "NODE_ENV, JAVA_HOME",
       KEEL_SANDBOX_MEMORY_MB: "256",
       KEEL_SANDBOX_MAX_PROCESSES: "32",
@@ -39,6 +40,17 @@ describe("sandbox configuration", () => {
         wallTimeMs: 90_000,
       },
     });
+    expect(singleTenant).toBe("acme");
+  });
+
+  test("KEEL_SANDBOX=off is refused unless the worker is declared for one tenant", () => {
+    expect(() => configOf({ KEEL_SANDBOX: "off" })).toThrow(/KEEL_SANDBOX=off requires KEEL_SINGLE_TENANT/);
+    expect(() => configOf({ KEEL_SANDBOX: "off", KEEL_SINGLE_TENANT: "../other" })).toThrow(
+      /KEEL_SINGLE_TENANT: must be a valid tenant id/,
+    );
+    expect(configOf({ KEEL_SANDBOX: "off", KEEL_SINGLE_TENANT: "acme" }).sandbox.isolation).toBe("off");
+    // A sandboxed worker may be declared for one tenant too; by default it serves every tenant.
+    expect(configOf().singleTenant).toBeUndefined();
   });
 
   test("refuses secret-looking pass-through names and unknown modes", () => {
@@ -77,11 +89,12 @@ describe("worker start", () => {
 
   test("with KEEL_SANDBOX=off, starts anyway and logs a warning every time", () => {
     process.env.PATH = "/nonexistent";
-    const { sandbox } = configOf({ KEEL_SANDBOX: "off" });
-    checkSandbox(sandbox);
-    checkSandbox(sandbox);
+    const { sandbox, singleTenant } = configOf({ KEEL_SANDBOX: "off", KEEL_SINGLE_TENANT: "acme" });
+    checkSandbox(sandbox, singleTenant);
+    checkSandbox(sandbox, singleTenant);
     const warnings = logged.map((line) => JSON.parse(line)).filter((line) => line.level === "warn");
     expect(warnings).toHaveLength(2);
     expect(warnings[0].msg).toMatch(/tool sandbox is OFF/);
+    expect(warnings[0].singleTenant).toBe("acme");
   });
 });
