@@ -19,6 +19,7 @@ import {
   prepareWorkspace,
   type Workspace,
   WorkspaceBusyError,
+  WorkspaceSourceError,
   workspaceFor,
 } from "../tools";
 import { GitSourceRefusedError } from "../tools/git-source";
@@ -218,7 +219,7 @@ export function workspaceActivities({
     }
     const { created } = await prepareWorkspace(workspace, input.source, { gitHosts }).catch(
       (error: unknown) => {
-        if (error instanceof GitSourceRefusedError)
+        if (error instanceof GitSourceRefusedError || error instanceof WorkspaceSourceError)
           throw ApplicationFailure.nonRetryable(error.message, FailureType.workspaceSourceRefused);
         throw error;
       },

@@ -214,7 +214,12 @@ export function workspaceSourceSchema(
   const empty = z.object({ type: z.literal("empty") });
   const directory = z.object({
     type: z.literal("directory"),
-    path: z.string().min(1).max(4_096).openapi({ description: "A path on the worker machine" }),
+    path: z
+      .string()
+      .min(1)
+      .max(4_096)
+      .startsWith("/", "must be an absolute path on the worker machine")
+      .openapi({ description: "An absolute path on the worker machine" }),
   });
   const variants = allowDirectoryWorkspaces ? ([empty, directory, git] as const) : ([empty, git] as const);
   return z.discriminatedUnion("type", [...variants]).openapi("WorkspaceSource");

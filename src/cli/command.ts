@@ -40,6 +40,8 @@ export interface Parsed {
   values: OptionValues;
   positionals: string[];
   client: ApiClient;
+  /** The API's base URL (from --url or KEEL_API_URL). */
+  apiUrl: string;
   json: boolean;
 }
 
@@ -78,6 +80,7 @@ export function parseCommand(
     values,
     positionals: parsed.positionals,
     client: new ApiClient({ baseUrl, apiKey }),
+    apiUrl: baseUrl,
     json: Boolean(values.json),
   };
 }

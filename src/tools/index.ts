@@ -30,6 +30,7 @@ export {
   WorkspaceBusyError,
   type WorkspaceLock,
   type WorkspaceSource,
+  WorkspaceSourceError,
   workspaceFor,
 } from "./workspace";
 export { WorkspacePathError } from "./workspace-fs";

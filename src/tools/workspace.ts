@@ -23,6 +23,14 @@ import { SANDBOX_WORKSPACE_PATH } from "./sandbox";
 import { ToolError } from "./types";
 import { errorCode, WorkspaceFs } from "./workspace-fs";
 
+/** A workspace source that can never be used (a directory that is not there): not worth a retry. */
+export class WorkspaceSourceError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "WorkspaceSourceError";
+  }
+}
+
 export interface Workspace {
   /** Absolute path of the workspace directory. */
   readonly dir: string;
@@ -242,8 +250,15 @@ async function populate(target: string, source: WorkspaceSource, options: Popula
       await fs.mkdir(target);
       return;
     case "directory": {
-      const stats = await fs.stat(source.path);
-      if (!stats.isDirectory()) throw new Error(`Workspace source is not a directory: ${source.path}`);
+      const stats = await fs.stat(source.path).catch((error: unknown) => {
+        if (errorCode(error) === "ENOENT" || errorCode(error) === "ENOTDIR")
+          throw new WorkspaceSourceError(
+            `the workspace source directory ${source.path} does not exist on this worker`,
+          );
+        throw error;
+      });
+      if (!stats.isDirectory())
+        throw new WorkspaceSourceError(`the workspace source ${source.path} is not a directory`);
       await fs.cp(source.path, target, { recursive: true, verbatimSymlinks: true, errorOnExist: true });
       return;
     }

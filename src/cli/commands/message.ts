@@ -5,6 +5,7 @@
  * starts a run.
  */
 import { randomUUID } from "node:crypto";
+import { statSync } from "node:fs";
 import { resolve } from "node:path";
 import type { InferRequestType } from "hono/client";
 import { type ApiClient, EXIT, type ExitCode, UsageError } from "../client";
@@ -118,7 +119,12 @@ function limitsFrom(values: OptionValues): MessageBody["limits"] {
 }
 
 /** The body of `POST /messages` from the command line. */
-export function messageBody(text: string, delivery: Delivery, values: OptionValues): MessageBody {
+export function messageBody(
+  text: string,
+  delivery: Delivery,
+  values: OptionValues,
+  apiUrl: string,
+): MessageBody {
   const body: MessageBody = { text, delivery };
   if (typeof values.model === "string") body.model = values.model;
   if (typeof values.system === "string") body.systemPrompt = values.system;
@@ -135,12 +141,27 @@ export function messageBody(text: string, delivery: Delivery, values: OptionValu
   if (typeof dir === "string" && typeof git === "string") {
     throw new UsageError("give either --workspace-dir or --workspace-git, not both");
   }
-  if (typeof dir === "string") body.workspace = { type: "directory", path: resolve(dir) };
+  if (typeof dir === "string") body.workspace = { type: "directory", path: checkedDirectory(dir, apiUrl) };
   if (typeof git === "string") {
     const ref = values["workspace-ref"];
     body.workspace = { type: "git", url: git, ...(typeof ref === "string" ? { ref } : {}) };
   }
   return body;
+}
+
+/**
+ * `--workspace-dir` as the absolute path the worker copies. The path is on the worker's machine:
+ * when the API is on this one (a loopback URL, as with `keel dev`), a path that is not a directory
+ * here is a usage error now, not a run that fails later.
+ */
+function checkedDirectory(dir: string, apiUrl: string): string {
+  const path = resolve(dir);
+  const host = new URL(apiUrl).hostname;
+  const local = host === "localhost" || host === "[::1]" || host.startsWith("127.");
+  if (local && !statSync(path, { throwIfNoEntry: false })?.isDirectory()) {
+    throw new UsageError(`--workspace-dir: ${path} is not a directory`);
+  }
+  return path;
 }
 
 /** What a person reads about a delivery. */
@@ -181,7 +202,7 @@ async function deliver(
   const delivered = await deliverMessage(
     parsed.client,
     sessionId,
-    messageBody(text, delivery, parsed.values),
+    messageBody(text, delivery, parsed.values, parsed.apiUrl),
   );
   if (parsed.json && !parsed.values.follow) {
     printJson(context, delivered);

@@ -144,7 +144,11 @@ export interface CliApi {
  * The Node API server exactly as `keel dev` and `src/api/server.ts` build it, over the stage's
  * Temporal, S3 and task queue, answering `keys` (API key → tenant).
  */
-export async function startCliApi(stage: RunStage, keys: Record<string, string>): Promise<CliApi> {
+export async function startCliApi(
+  stage: RunStage,
+  keys: Record<string, string>,
+  extraEnv: Record<string, string> = {},
+): Promise<CliApi> {
   const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
   const runtime = createApiRuntime(
     apiConfigFromEnv({
@@ -152,6 +156,7 @@ export async function startCliApi(stage: RunStage, keys: Record<string, string>)
       KEEL_TEMPORAL_NAMESPACE: temporalNamespace(),
       KEEL_TASK_QUEUE: stage.taskQueue,
       ...s3SettingsToEnv(s3Settings()),
+      ...extraEnv,
       KEEL_API_KEYS: JSON.stringify(
         Object.fromEntries(Object.entries(keys).map(([key, tenant]) => [sha256(key), tenant])),
       ),
