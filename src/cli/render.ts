@@ -4,7 +4,7 @@
  * `EventPrinter` and `Spinner`, which write.
  */
 import type { AgentEvent, LiveEvent } from "../core/events";
-import type { AgentMessage, Usage } from "../core/messages";
+import type { AgentMessage, ToolResultMessage, Usage } from "../core/messages";
 
 const PREVIEW_CHARS = 160;
 const SPINNER_FRAMES = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
@@ -109,8 +109,13 @@ export function formatEvent(
     }
     case "tool_execution_start":
       return `  ⚙ ${event.toolName}${formatArgs(event.args)}`;
-    case "tool_execution_end":
-      return `  ${event.isError ? "✗" : "✓"} ${event.toolName} ${event.state}`;
+    case "tool_execution_end": {
+      // The stored result is what counts: an aborted call is stored as an error whatever the event says.
+      const isError = event.result?.isError ?? event.isError;
+      const state = isError && event.state === "completed" ? "failed" : event.state;
+      const why = isError && event.result ? lastLine(resultText(event.result)) : "";
+      return `  ${isError ? "✗" : "✓"} ${event.toolName} ${state}${why ? `: ${oneLine(why, 300)}` : ""}`;
+    }
     case "approval_requested": {
       const line = `  ? ${event.toolName} waits for approval (tool call ${event.toolCallId})${formatArgs(event.args)}`;
       if (sessionId === undefined) return line;
@@ -130,6 +135,22 @@ export function formatEvent(
     default:
       return undefined;
   }
+}
+
+/** The text blocks of a stored tool result. */
+function resultText(result: ToolResultMessage): string {
+  return result.content.map((block) => (block.type === "text" ? block.text : "")).join("");
+}
+
+/** The last non-blank line of `text` (a command's exit status, a refusal's reason). */
+function lastLine(text: string): string {
+  return (
+    text
+      .split("\n")
+      .map((line) => line.trim())
+      .filter(Boolean)
+      .at(-1) ?? ""
+  );
 }
 
 /** What the spinner says while waiting after an event. */
@@ -230,7 +251,23 @@ export class EventPrinter {
     this.spinner.stop();
     this.closeLive();
     const streamed = event.type === "message_end" && this.streamed.delete(event.entryId);
-    if (event.type === "tool_execution_end") this.toolOutput.delete(event.toolCallId);
+    if (event.type === "tool_execution_end") {
+      // The live view ends with exactly what was stored: the rest of a command's output (the last
+      // batch never comes live), or all of it when the events are read after the fact.
+      const shown = this.toolOutput.get(event.toolCallId);
+      this.toolOutput.delete(event.toolCallId);
+      if (event.result && (shown !== undefined || event.toolName === "bash")) {
+        // The live lines were closed above: a newline the shown part lacked is already written.
+        const rest = unseenOutput(shown ?? "", resultText(event.result).replace(/\n+$/, "")).replace(
+          /^\n/,
+          "",
+        );
+        if (rest) {
+          this.writeLive(rest.endsWith("\n") ? rest : `${rest}\n`, "    │ ");
+          this.atLineStart = true;
+        }
+      }
+    }
     const line = formatEvent(event, this.totals, streamed, this.sessionId);
     if (line !== undefined) this.output.write(`${line}\n`);
     if (event.type !== "agent_end") this.spinner.start(waitingLabel(event));

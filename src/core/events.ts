@@ -3,7 +3,7 @@
  * buffer that clients read incrementally (`eventsAfter`). The buffer is plain data so a
  * workflow can hold it, answer queries from it and carry it across continue-as-new.
  */
-import type { AgentMessage, StopReason, Usage } from "./messages";
+import type { AgentMessage, StopReason, ToolResultMessage, Usage } from "./messages";
 import type { ToolCallState } from "./tool-registry";
 
 /** Events kept by default; older ones are dropped first (readers learn it through `missed`). */
@@ -33,6 +33,8 @@ export type AgentEventBody =
       toolName: string;
       state: ToolCallState;
       isError: boolean;
+      /** The stored result, when a client filled it in (the run never sends it: history stays small). */
+      result?: ToolResultMessage;
     }
   | { type: "compaction_start"; reason: "threshold" | "overflow"; tokensBefore: number }
   | { type: "compaction_end"; entryId?: string; tokensBefore: number; error?: string }

@@ -1,7 +1,7 @@
 /** Following a session's latest run until it ends, across stream reconnects. */
 import { setTimeout as sleep } from "node:timers/promises";
 import type { AgentEndStatus, AgentEvent } from "../../core/events";
-import type { AgentMessage } from "../../core/messages";
+import type { AgentMessage, ToolResultMessage } from "../../core/messages";
 import { type ApiClient, ApiError } from "../client";
 import type { EventPrinter } from "../render";
 
@@ -25,12 +25,14 @@ type EntryView = { id: string; type: string; message?: AgentMessage };
 /**
  * Run events name messages by entry id and tool calls by id; people want to see the text, the
  * tokens and the arguments. This reads the session's entries as they appear (one page request per
- * message) and fills `message_end.message` and `tool_execution_start.args` in.
+ * message) and fills `message_end.message`, `tool_execution_start.args` and
+ * `tool_execution_end.result` in.
  */
 export class EventDetails {
   private after: number | undefined;
   private readonly messages = new Map<string, AgentMessage>();
   private readonly toolArgs = new Map<string, Record<string, unknown>>();
+  private readonly toolResults = new Map<string, ToolResultMessage>();
 
   constructor(
     private readonly client: ApiClient,
@@ -44,6 +46,11 @@ export class EventDetails {
         if (!this.messages.has(event.entryId)) await this.readNewEntries();
         const message = this.messages.get(event.entryId);
         return message ? { ...event, message } : event;
+      }
+      if (event.type === "tool_execution_end" && !event.result) {
+        if (!this.toolResults.has(event.toolCallId)) await this.readNewEntries();
+        const result = this.toolResults.get(event.toolCallId);
+        return result ? { ...event, result } : event;
       }
       if (event.type === "tool_execution_start" && !event.args) {
         const args = this.toolArgs.get(event.toolCallId);
@@ -71,6 +78,8 @@ export class EventDetails {
         const entry = stored as EntryView;
         if (entry.type !== "message" || !entry.message) continue;
         this.messages.set(entry.id, entry.message);
+        if (entry.message.role === "toolResult")
+          this.toolResults.set(entry.message.toolCallId, entry.message);
         if (entry.message.role !== "assistant") continue;
         for (const block of entry.message.content) {
           if (block.type === "toolCall") this.toolArgs.set(block.id, block.arguments);

@@ -336,9 +336,30 @@ test("--ask bash waits for a decision; a rejection shows as rejected; --deny ref
     "--follow",
   ]);
   expect(run.code).toBe(0);
-  expect(run.stdout).toMatch(/✗ bash/);
+  // The line says why, not only that it failed.
+  expect(run.stdout).toMatch(/✗ bash \w+: .*denied by policy: bash is not allowed/);
   const deniedEntries = await stage.entries({ tenantId: stage.tenantId, sessionId: denied });
   expect(JSON.stringify(deniedEntries)).toContain("denied by policy: bash is not allowed");
+});
+
+test("a command's whole output is shown, live and after the fact, as it was stored", async () => {
+  stage.llm.addScenario("cli-output", {
+    turns: [
+      {
+        text: "Running it.",
+        toolCalls: [
+          { name: "bash", arguments: { command: "echo hello from bash; echo second line; echo last line" } },
+        ],
+      },
+    ],
+    after: { text: "Done." },
+  });
+  const sessionId = uniqueName("cli");
+  const live = await keel(["run", "[scenario:cli-output] go", "--session", sessionId, "--follow"]);
+  expect(live.code).toBe(0);
+  expect(live.stdout).toMatch(/│ hello from bash\n {4}│ second line\n {4}│ last line\n {2}✓ bash completed/);
+  const after = await keel(["events", sessionId]);
+  expect(after.stdout).toMatch(/│ hello from bash\n {4}│ second line\n {4}│ last line\n {2}✓ bash completed/);
 });
 
 test("limits and hooks on the command line reach the run", async () => {

@@ -2,7 +2,7 @@
 
 import { EventPrinter, unseenOutput } from "../../../src/cli/render";
 import type { LiveEvent } from "../../../src/core/events";
-import type { AssistantMessage } from "../../../src/core/messages";
+import type { AssistantMessage, ToolResultMessage } from "../../../src/core/messages";
 
 function printer() {
   let text = "";
@@ -69,4 +69,60 @@ test("bash output: only what is new is written, also when the update lost its he
   out.live(update("line1\n"));
   out.live(update("line1\nline2\n"));
   expect(text()).toBe("    │ line1\n    │ line2\n");
+});
+
+describe("a tool call ends with what was stored", () => {
+  const end = (result: Partial<ToolResultMessage> & { text: string }, isError = false) => ({
+    type: "tool_execution_end" as const,
+    toolCallId: "c1",
+    toolName: "bash",
+    state: "completed" as const,
+    isError,
+    seq: 9,
+    result: {
+      role: "toolResult" as const,
+      toolCallId: "c1",
+      toolName: "bash",
+      content: [{ type: "text" as const, text: result.text }],
+      isError: result.isError ?? false,
+      timestamp: 0,
+    },
+  });
+  const update = (partial: string): LiveEvent => ({
+    type: "tool_execution_update",
+    toolCallId: "c1",
+    toolName: "bash",
+    attempt: 1,
+    partial,
+  });
+
+  test("the output's last batch, which never came live, is printed before the outcome", () => {
+    const { out, text } = printer();
+    out.live(update("hello from bash\n"));
+    out.print(end({ text: "hello from bash\nREADME.md\nsrc\n" }));
+    expect(text()).toBe("    │ hello from bash\n    │ README.md\n    │ src\n  ✓ bash completed\n");
+  });
+
+  test("live output shown without its newline continues on the next line, with no blank line", () => {
+    const { out, text } = printer();
+    out.live(update("hello from bash"));
+    out.print(end({ text: "hello from bash\nsecond\n" }));
+    expect(text()).toBe("    │ hello from bash\n    │ second\n  ✓ bash completed\n");
+  });
+
+  test("read after the fact (no live output), the stored output is printed whole", () => {
+    const { out, text } = printer();
+    out.print(end({ text: "one\ntwo" }));
+    expect(text()).toBe("    │ one\n    │ two\n  ✓ bash completed\n");
+  });
+
+  test("a refused or aborted call says it failed and why, whatever the event's own flag", () => {
+    const { out, text } = printer();
+    out.print(end({ text: "Tool call denied by policy: bash is denied for this run", isError: true }));
+    expect(text()).toContain("  ✗ bash failed: Tool call denied by policy: bash is denied for this run\n");
+    const aborted = printer();
+    aborted.out.print(end({ text: "partial\nCommand aborted", isError: true }, false));
+    expect(aborted.text()).toContain("  ✗ bash failed: Command aborted\n");
+    expect(aborted.text()).not.toContain("✓");
+  });
 });
