@@ -19,8 +19,6 @@ import * as fs from "node:fs/promises";
 import { hostname } from "node:os";
 import * as path from "node:path";
 import { cloneGitSource, type GitHosts, parseGitHosts } from "./git-source";
-import { SANDBOX_WORKSPACE_PATH } from "./sandbox";
-import { ToolError } from "./types";
 import { errorCode, WorkspaceFs } from "./workspace-fs";
 
 /** A workspace source that can never be used (a directory that is not there): not worth a retry. */

@@ -4,19 +4,13 @@
  * output, sessions, export/import, abort, approvals, and the exit codes scripts rely on.
  */
 
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import {
-  s3Settings,
-  temporalAddress,
-  temporalNamespace,
-  testTmpDir,
-  uniqueName,
-} from "../../support/integration-env";
+import { testTmpDir, uniqueName } from "../../support/integration-env";
 import { createRunStage, eventually, type RunStage, slowEchoScenario } from "../../support/run-harness";
-import { type CliApi, projectRoot, runKeel, startCliApi } from "./keel-process";
+import { type CliApi, runKeel, spawnKeel, startCliApi } from "./keel-process";
 
 const KEY = `cli-key-${uniqueName("k")}`;
 const OTHER_KEY = `cli-other-${uniqueName("k")}`;
@@ -181,35 +175,11 @@ test("abort stops a live run and prints the queued messages it never read; follo
 test("Ctrl-C while following says the run goes on and how to get back to it", async () => {
   slowEchoScenario(stage, "cli-ctrl-c", 20_000);
   const sessionId = uniqueName("cli");
-  const follower = spawn(
-    process.execPath,
-    [
-      join(projectRoot, "bin/keel.js"),
-      "run",
-      "[scenario:cli-ctrl-c] slow",
-      "--session",
-      sessionId,
-      "--follow",
-    ],
-    {
-      cwd: projectRoot,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
-  let stdout = "";
-  let stderr = "";
-  follower.stdout.on("data", (chunk: Buffer) => {
-    stdout += chunk;
-  });
-  follower.stderr.on("data", (chunk: Buffer) => {
-    stderr += chunk;
-  });
-  const exited = new Promise<number | null>((resolve) => follower.once("close", resolve));
-  await eventually(async () => stdout.includes("turn 1") || undefined);
-  follower.kill("SIGINT");
-  expect(await exited).toBe(130);
-  expect(stderr).toContain(
+  const follower = spawnKeel(["run", "[scenario:cli-ctrl-c] slow", "--session", sessionId, "--follow"], env);
+  await eventually(async () => follower.stdout().includes("turn 1") || undefined);
+  follower.child.kill("SIGINT");
+  expect(await follower.exited).toBe(130);
+  expect(follower.stderr()).toContain(
     `Stopped following; the run goes on. Follow it again: keel events ${sessionId} --follow`,
   );
   // The run did go on: abort it so that the test leaves nothing running.

@@ -23,26 +23,46 @@ export interface KeelResult {
   stderr: string;
 }
 
-/** Runs `keel ...args` to completion with exactly `env` (plus PATH and HOME). */
-export function runKeel(args: string[], env: Record<string, string>, stdin?: string): Promise<KeelResult> {
-  return new Promise((done, fail) => {
-    const child = spawn(process.execPath, [keelBin, ...args], {
-      cwd: projectRoot,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
-      stdio: ["pipe", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    child.stderr.on("data", (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    child.once("error", fail);
-    child.once("close", (code) => done({ code, stdout, stderr }));
-    child.stdin.end(stdin ?? "");
+/** A `keel` process still running: what it printed so far, and its exit code once it exits. */
+export interface RunningKeel {
+  child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  exited: Promise<number | null>;
+}
+
+/** Starts `keel ...args` with exactly `env` (plus PATH and HOME). */
+export function spawnKeel(args: string[], env: Record<string, string>, stdin?: string): RunningKeel {
+  const child = spawn(process.execPath, [keelBin, ...args], {
+    cwd: projectRoot,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+    stdio: ["pipe", "pipe", "pipe"],
   });
+  let stdout = "";
+  let stderr = "";
+  child.stdout?.on("data", (chunk: Buffer) => {
+    stdout += chunk.toString();
+  });
+  child.stderr?.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  child.stdin?.end(stdin ?? "");
+  const exited = new Promise<number | null>((done, fail) => {
+    child.once("error", fail);
+    child.once("close", (code) => done(code));
+  });
+  return { child, stdout: () => stdout, stderr: () => stderr, exited };
+}
+
+/** Runs `keel ...args` to completion with exactly `env` (plus PATH and HOME). */
+export async function runKeel(
+  args: string[],
+  env: Record<string, string>,
+  stdin?: string,
+): Promise<KeelResult> {
+  const running = spawnKeel(args, env, stdin);
+  const code = await running.exited;
+  return { code, stdout: running.stdout(), stderr: running.stderr() };
 }
 
 export interface KeelDev {

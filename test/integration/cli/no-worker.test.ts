@@ -1,14 +1,6 @@
-/**
- * A run whose only worker was killed, as a person at the CLI sees it: `keel show` answers within a
- * bound and says that no worker polls the run's task queue (instead of blocking for minutes and
- * blaming Temporal), and `keel events --follow` says why it waits, keeps waiting, and follows the
- * run to its end once a worker is back.
- */
-import { spawn } from "node:child_process";
-import { join } from "node:path";
 import { uniqueName } from "../../support/integration-env";
 import { createRunStage, eventually, type RunStage, slowEchoScenario } from "../../support/run-harness";
-import { type CliApi, projectRoot, runKeel, startCliApi } from "./keel-process";
+import { type CliApi, runKeel, spawnKeel, startCliApi } from "./keel-process";
 
 const KEY = `cli-key-${uniqueName("k")}`;
 let stage: RunStage;
@@ -54,35 +46,18 @@ test("its worker killed: show says so within seconds, events --follow waits and 
   // One bounded query (5 s) and its diagnosis, not four retries of a query Temporal holds for minutes.
   expect(elapsedMs).toBeLessThan(25_000);
 
-  const follower = spawn(
-    process.execPath,
-    [join(projectRoot, "bin/keel.js"), "events", sessionId, "--follow"],
-    {
-      cwd: projectRoot,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
-  let stdout = "";
-  let stderr = "";
-  follower.stdout.on("data", (chunk: Buffer) => {
-    stdout += chunk;
-  });
-  follower.stderr.on("data", (chunk: Buffer) => {
-    stderr += chunk;
-  });
-  const exited = new Promise<number | null>((resolve) => follower.once("close", resolve));
+  const follower = spawnKeel(["events", sessionId, "--follow"], env);
   await eventually(
-    async () => stderr.includes("Waiting for the run:") || undefined,
+    async () => follower.stderr().includes("Waiting for the run:") || undefined,
     60_000,
     "the waiting note",
   );
-  expect(stderr).toContain(`${queue}`);
+  expect(follower.stderr()).toContain(`${queue}`);
 
   await stage.startWorker();
-  expect(await exited).toBe(0);
-  expect(stdout).toContain("You said: hello");
-  expect(stdout).toMatch(/■ run completed/);
+  expect(await follower.exited).toBe(0);
+  expect(follower.stdout()).toContain("You said: hello");
+  expect(follower.stdout()).toMatch(/■ run completed/);
   // Said once, however long the wait.
-  expect(stderr.match(/Waiting for the run:/g)).toHaveLength(1);
+  expect(follower.stderr().match(/Waiting for the run:/g)).toHaveLength(1);
 });
