@@ -39,7 +39,17 @@ function paxRecord(key: string, value: string): string {
   return `${length}${rest}`;
 }
 
-function header(fields: { name: string; mode: number; size: number; type: string; link?: string }): Buffer {
+/**
+ * One ustar header block: `type` is the ustar type flag ("0" file, "2" symlink, "5" folder; the
+ * escape suite also writes the kinds the reader refuses), `mode` is written as given.
+ */
+export function tarHeader(fields: {
+  name: string;
+  mode: number;
+  size: number;
+  type: string;
+  link?: string;
+}): Buffer {
   const block = Buffer.alloc(BLOCK);
   block.write(fields.name, 0, NAME_BYTES, "utf8");
   block.write(octal(fields.mode, 8), 100, "ascii");
@@ -71,18 +81,20 @@ export function writeTar(entries: readonly TarEntry[]): Buffer {
       (link !== undefined && Buffer.byteLength(link) > NAME_BYTES ? paxRecord("linkpath", link) : "");
     if (pax) {
       const body = Buffer.from(pax, "utf8");
-      parts.push(header({ name: "PaxHeader", mode: 0o644, size: body.length, type: "x" }), body);
+      parts.push(tarHeader({ name: "PaxHeader", mode: 0o644, size: body.length, type: "x" }), body);
       parts.push(padding(body.length));
     }
     const shortName = name.slice(0, NAME_BYTES);
     if (entry.type === "file") {
-      parts.push(header({ name: shortName, mode: entry.mode & 0o777, size: entry.body.length, type: "0" }));
+      parts.push(
+        tarHeader({ name: shortName, mode: entry.mode & 0o777, size: entry.body.length, type: "0" }),
+      );
       parts.push(entry.body, padding(entry.body.length));
     } else if (entry.type === "dir") {
-      parts.push(header({ name: shortName, mode: entry.mode & 0o777, size: 0, type: "5" }));
+      parts.push(tarHeader({ name: shortName, mode: entry.mode & 0o777, size: 0, type: "5" }));
     } else {
       parts.push(
-        header({ name: shortName, mode: 0o777, size: 0, type: "2", link: link?.slice(0, NAME_BYTES) }),
+        tarHeader({ name: shortName, mode: 0o777, size: 0, type: "2", link: link?.slice(0, NAME_BYTES) }),
       );
     }
   }

@@ -1,0 +1,276 @@
+/**
+ * Archive imports: `POST /v1/sessions/import` with a crafted `.tar.gz` (docs/store.md, "Export
+ * with the workspace"), then a run in the imported session, which restores the workspace on the
+ * worker and spills a long output into `.keel/`. Outcome: the host folder or another tenant's
+ * folder changed (generic checks), a canary in the session's data, a setuid file or device node
+ * on the worker's disk, the API or worker not answering after a bomb.
+ */
+import { createGzip, gzipSync } from "node:zlib";
+import { tarHeader } from "../../../src/store/tar";
+import { type Attempt, answerLine, judge, playedLine } from "../attempt";
+import { ATTACKER_TENANT, type EscapeContext, VICTIM_TENANT } from "../context";
+import { dangerousFiles } from "./sandbox";
+
+const BLOCK = 512;
+const pad = (size: number) => Buffer.alloc((BLOCK - (size % BLOCK)) % BLOCK);
+
+/** One raw tar entry: any type flag, any mode, any name (what a hostile archive may hold). */
+interface RawEntry {
+  name: string;
+  type: string;
+  mode?: number;
+  body?: Buffer;
+  link?: string;
+}
+
+function rawEntry(entry: RawEntry): Buffer {
+  const body = entry.body ?? Buffer.alloc(0);
+  const header = tarHeader({
+    name: entry.name,
+    mode: entry.mode ?? 0o644,
+    size: body.length,
+    type: entry.type,
+    link: entry.link,
+  });
+  if (entry.type === "3" || entry.type === "4") {
+    // Device major 1, minor 3 (/dev/null); the checksum is written again over the new fields.
+    header.write("0000001\0", 329, "ascii");
+    header.write("0000003\0", 337, "ascii");
+    header.write("        ", 148, "ascii");
+    let sum = 0;
+    for (const byte of header) sum += byte;
+    header.write(`${sum.toString(8).padStart(6, "0")}\0 `, 148, "ascii");
+  }
+  return Buffer.concat([header, body, pad(body.length)]);
+}
+
+function sessionFile(): RawEntry {
+  const at = "2026-01-01T00:00:00.000Z";
+  const lines = [
+    { type: "session", version: 3, id: "imported", timestamp: at, cwd: "" },
+    {
+      type: "message",
+      id: "e0000001",
+      parentId: null,
+      timestamp: at,
+      message: { role: "user", content: "hello", timestamp: 1 },
+    },
+  ];
+  return {
+    name: "session.jsonl",
+    type: "0",
+    body: Buffer.from(`${lines.map((line) => JSON.stringify(line)).join("\n")}\n`),
+  };
+}
+
+const file = (name: string, text = "x\n", mode = 0o644): RawEntry => ({
+  name,
+  type: "0",
+  mode,
+  body: Buffer.from(text),
+});
+const dir = (name: string, mode = 0o755): RawEntry => ({ name: `${name}/`, type: "5", mode });
+const link = (name: string, target: string): RawEntry => ({ name, type: "2", mode: 0o777, link: target });
+
+function archiveOf(entries: readonly RawEntry[]): Buffer {
+  return gzipSync(
+    Buffer.concat([...[sessionFile(), dir("workspace"), ...entries].map(rawEntry), Buffer.alloc(BLOCK * 2)]),
+  );
+}
+
+/** A gzip of an archive whose one file is `bytes` zeros, compressed as it is produced. */
+async function zeroBomb(bytes: number): Promise<Buffer> {
+  const gzip = createGzip({ level: 9 });
+  const chunks: Buffer[] = [];
+  gzip.on("data", (chunk: Buffer) => chunks.push(chunk));
+  const done = new Promise((resolve) => gzip.on("end", resolve));
+  gzip.write(rawEntry(sessionFile()));
+  gzip.write(rawEntry(dir("workspace")));
+  gzip.write(tarHeader({ name: "workspace/zeros", mode: 0o644, size: bytes, type: "0" }));
+  const chunk = Buffer.alloc(16 * 1024 ** 2);
+  for (let written = 0; written < bytes; written += chunk.length) {
+    const part = Math.min(chunk.length, bytes - written);
+    if (!gzip.write(part === chunk.length ? chunk : chunk.subarray(0, part)))
+      await new Promise((resolve) => gzip.once("drain", resolve));
+  }
+  gzip.end(Buffer.concat([pad(bytes), Buffer.alloc(BLOCK * 2)]));
+  await done;
+  return Buffer.concat(chunks);
+}
+
+interface Crafted {
+  id: string;
+  description: string;
+  short: boolean;
+  archive: (ctx: EscapeContext) => Promise<Buffer> | Buffer;
+  /** Check that the API and the worker still answer afterwards (bombs). */
+  bomb?: boolean;
+}
+
+const crafted: Crafted[] = [
+  {
+    id: "archive-dotdot",
+    description: "`workspace/../../escaped` (file)",
+    short: true,
+    archive: () => archiveOf([file("workspace/../../escaped")]),
+  },
+  {
+    id: "archive-dotdot-victim",
+    description: "`workspace/../../../victim/<session>/planted` (file)",
+    short: false,
+    archive: (ctx) => archiveOf([file(`workspace/../../../${VICTIM_TENANT}/${ctx.victimSession}/planted`)]),
+  },
+  {
+    id: "archive-absolute",
+    description: "an absolute path into the host folder",
+    short: true,
+    archive: (ctx) => archiveOf([file(`${ctx.canaries.hostDir}/x/absolute`)]),
+  },
+  {
+    id: "archive-link-chain-victim",
+    description: "`d/l1 -> ..`, then `.keel -> d/l1/../../<victim>/<session>` (lexically inside)",
+    short: true,
+    archive: (ctx) =>
+      archiveOf([
+        dir("workspace/d"),
+        link("workspace/d/l1", ".."),
+        link("workspace/.keel", `d/l1/../../${VICTIM_TENANT}/${ctx.victimSession}`),
+      ]),
+  },
+  {
+    id: "archive-link-chain-host",
+    description: "`a/b/c/l -> ../../..`, then `.keel -> a/b/c/l/../../../host/x` (the host folder)",
+    short: false,
+    archive: () =>
+      archiveOf([
+        dir("workspace/a/b/c"),
+        link("workspace/a/b/c/l", "../../.."),
+        link("workspace/.keel", "a/b/c/l/../../../host/x"),
+      ]),
+  },
+  {
+    id: "archive-link-absolute",
+    description: "`.keel -> <host folder>` (absolute target)",
+    short: false,
+    archive: (ctx) => archiveOf([link("workspace/.keel", ctx.canaries.hostDir)]),
+  },
+  {
+    id: "archive-hardlink-host",
+    description: "a hard link to the host file",
+    short: true,
+    archive: (ctx) => archiveOf([{ name: "workspace/h", type: "1", link: ctx.canaries.hostFile }]),
+  },
+  {
+    id: "archive-hardlink-relative",
+    description: "a hard link `workspace/h -> workspace/../../../../host/canary.txt`",
+    short: false,
+    archive: () =>
+      archiveOf([{ name: "workspace/h", type: "1", link: "workspace/../../../../host/canary.txt" }]),
+  },
+  {
+    id: "archive-char-device",
+    description: "a character device (1, 3)",
+    short: true,
+    archive: () => archiveOf([{ name: "workspace/null", type: "3" }]),
+  },
+  {
+    id: "archive-fifo",
+    description: "a FIFO",
+    short: false,
+    archive: () => archiveOf([{ name: "workspace/fifo", type: "6" }]),
+  },
+  {
+    id: "archive-setuid",
+    description: "a file with mode 4755 and a folder with 2777",
+    short: true,
+    archive: () =>
+      archiveOf([file("workspace/suid", "#!/bin/sh\nid\n", 0o4755), dir("workspace/sgid", 0o2777)]),
+  },
+  {
+    id: "archive-pax-path",
+    description: "a pax `path=../../escaped` over a harmless ustar name",
+    short: false,
+    archive: () => {
+      const rest = " path=workspace/../../escaped\n";
+      const record = `${rest.length + 2}${rest}`;
+      return gzipSync(
+        Buffer.concat([
+          rawEntry(sessionFile()),
+          rawEntry({ name: "PaxHeader", type: "x", body: Buffer.from(record) }),
+          rawEntry(file("workspace/harmless")),
+          Buffer.alloc(BLOCK * 2),
+        ]),
+      );
+    },
+  },
+  {
+    id: "archive-duplicate",
+    description: "a file, then a link of the same name to the host file",
+    short: false,
+    archive: (ctx) => archiveOf([file("workspace/f"), link("workspace/f", ctx.canaries.hostFile)]),
+  },
+  {
+    id: "archive-decompression-bomb",
+    description: "a .tar.gz of 1.5 GB of zeros (about 1.5 MB packed)",
+    short: true,
+    bomb: true,
+    archive: () => zeroBomb(1.5 * 1024 ** 3),
+  },
+  {
+    id: "archive-entry-count",
+    description: "an archive of many empty files (20,000 short, 200,000 long)",
+    short: true,
+    bomb: true,
+    archive: (ctx) =>
+      archiveOf(
+        Array.from({ length: ctx.form === "short" ? 20_000 : 200_000 }, (_, i) =>
+          file(`workspace/f/${i}`, ""),
+        ),
+      ),
+  },
+];
+
+function archiveAttempt(attack: Crafted): Attempt {
+  return {
+    id: attack.id,
+    class: "Archive",
+    description: `import ${attack.description}`,
+    short: attack.short,
+    async run(ctx) {
+      const body = await attack.archive(ctx);
+      const started = Date.now();
+      const answer = await ctx.api.postBytes(
+        "/v1/sessions/import",
+        body,
+        "application/gzip",
+        `import-${attack.id}-${started}`,
+      );
+      const findings: string[] = [];
+      let stoppedBy = `API ${answerLine(answer)}`;
+      const sessionId = typeof answer.body?.sessionId === "string" ? answer.body.sessionId : undefined;
+      if (answer.status < 300 && sessionId) {
+        // A run restores the workspace on the worker and spills a long output into `.keel/`.
+        const played = await ctx.play(
+          sessionId,
+          [[{ name: "bash", arguments: { command: "ls -laR | head -50; seq 1 3000" } }]],
+          {},
+          120_000,
+        );
+        stoppedBy = `import ${answer.status}; ${playedLine(played)}`;
+        findings.push(
+          ...(await ctx.leaks(sessionId)),
+          ...dangerousFiles(ctx.workspaceOf(ATTACKER_TENANT, sessionId)),
+        );
+      }
+      if (attack.bomb) {
+        const health = await ctx.api.get("/v1/sessions?limit=1");
+        if (health.status !== 200) findings.push(`the API answered ${health.status} after the import`);
+        const stuck = await ctx.unresponsive();
+        if (stuck) findings.push(stuck);
+      }
+      return judge(findings, stoppedBy);
+    },
+  };
+}
+
+export const archiveAttempts: Attempt[] = crafted.map(archiveAttempt);
