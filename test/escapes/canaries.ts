@@ -77,8 +77,9 @@ export function folderState(dir: string): Map<string, string> {
 export function describeChanges(before: Map<string, string>, after: Map<string, string>): string | undefined {
   const changed: string[] = [];
   for (const [path, state] of after) {
-    if (!before.has(path)) changed.push(`+${path} (${state.slice(0, 40)})`);
-    else if (before.get(path) !== state) changed.push(`~${path} (${state.slice(0, 40)})`);
+    const shown = JSON.stringify(state.slice(0, 40));
+    if (!before.has(path)) changed.push(`+${path} ${shown}`);
+    else if (before.get(path) !== state) changed.push(`~${path} ${shown}`);
   }
   for (const path of before.keys()) if (!after.has(path)) changed.push(`-${path}`);
   return changed.length > 0 ? changed.slice(0, 4).join(", ") : undefined;
@@ -108,7 +109,7 @@ export function layOutCanaries(dir: string, secrets: Record<string, string>): Ca
     git("commit", "-q", "-m", "host");
   };
   layOut();
-  const laidOut = folderState(hostDir);
+  let laidOut = folderState(hostDir);
   return {
     secrets,
     hostDir,
@@ -124,7 +125,10 @@ export function layOutCanaries(dir: string, secrets: Record<string, string>): Ca
     ],
     hostChanges() {
       const changes = describeChanges(laidOut, folderState(hostDir));
-      if (changes) layOut();
+      if (changes) {
+        layOut();
+        laidOut = folderState(hostDir);
+      }
       return changes;
     },
   };

@@ -149,6 +149,35 @@ export class EscapeContext {
     }
   }
 
+  /**
+   * Approves the attacker's own pending tool calls one by one, `spacingMs` apart, until `over`
+   * settles; the first of a batch waits a second (bash must be running by then).
+   */
+  async approveWhile(sessionId: string, over: Promise<unknown>, spacingMs: number): Promise<void> {
+    let done = false;
+    void over.finally(() => {
+      done = true;
+    });
+    const approved = new Set<string>();
+    while (!done) {
+      const view = await this.api.get(`/v1/sessions/${sessionId}`);
+      const waiting = (
+        (view.body?.run?.pendingToolCalls ?? []) as Array<{ toolCallId: string; state: string }>
+      ).filter((call) => call.state === "awaiting_approval" && !approved.has(call.toolCallId));
+      if (waiting.length > 0) await sleep(1_000);
+      for (const call of waiting) {
+        approved.add(call.toolCallId);
+        await this.api.post(
+          `/v1/sessions/${sessionId}/approvals/${call.toolCallId}`,
+          { decision: "approve" },
+          `approve-${sessionId}-${call.toolCallId}`,
+        );
+        await sleep(spacingMs);
+      }
+      await sleep(POLL_MS);
+    }
+  }
+
   /** Every stored entry of the attacker's session (all pages), as the API returns them. */
   async entries(sessionId: string, api: ChaosApiClient = this.api): Promise<Array<Record<string, unknown>>> {
     const entries: Array<Record<string, unknown>> = [];
@@ -194,10 +223,13 @@ export class EscapeContext {
   async leaks(sessionId: string): Promise<string[]> {
     const found: string[] = [];
     found.push(...findTokens(this.canaries, JSON.stringify(await this.entries(sessionId)), "stored entries"));
-    const exported = await this.api.get(`/v1/sessions/${sessionId}/export`);
-    if (exported.status === 200) found.push(...findTokens(this.canaries, exported.text, "export"));
-    const archive = await this.api.get(`/v1/sessions/${sessionId}/export?workspace=true`);
-    if (archive.status === 200)
+    // An export that does not answer (a workspace of many files) has nothing to show the attacker.
+    const exported = await this.api.get(`/v1/sessions/${sessionId}/export`).catch(() => undefined);
+    if (exported?.status === 200) found.push(...findTokens(this.canaries, exported.text, "export"));
+    const archive = await this.api
+      .get(`/v1/sessions/${sessionId}/export?workspace=true`)
+      .catch(() => undefined);
+    if (archive?.status === 200)
       found.push(...findTokens(this.canaries, readMaybeGzip(archive.bytes), "export with the workspace"));
     found.push(
       ...(await this.s3Leaks(

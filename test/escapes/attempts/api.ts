@@ -9,6 +9,7 @@
 import { lookup } from "node:dns/promises";
 import { hostname } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
+import type { ScriptedToolCall } from "../../../src/providers/local-server/types";
 import type { ApiAnswer } from "../../chaos/api-client";
 import { type Attempt, answerLine, judge, oneLine, playedLine, type Verdict } from "../attempt";
 import { type EscapeContext, readMaybeGzip } from "../context";
@@ -48,9 +49,21 @@ async function judgeContact(
   ctx: EscapeContext,
   tag: string,
   settings: Record<string, unknown>,
+  batches: ScriptedToolCall[][] = [],
 ): Promise<Verdict> {
   const sessionId = ctx.newSession(tag);
-  const played = await ctx.play(sessionId, [], settings, ATTACK_RUN_BOUND_MS);
+  const playing = ctx.play(sessionId, batches, settings, ATTACK_RUN_BOUND_MS);
+  // Once the attacker has been reached the outcome is known: a run retrying its clone is stopped.
+  let over = false;
+  void playing.finally(() => {
+    over = true;
+  });
+  while (!over && ctx.attacker.hits(tag).length === 0) await sleep(300);
+  if (!over) {
+    await sleep(1_000);
+    await ctx.api.post(`/v1/sessions/${sessionId}/abort`, {}, `abort-${sessionId}`);
+  }
+  const played = await playing;
   const hits = ctx.attacker.hits(tag);
   const keys = hits.flatMap((hit) =>
     ctx.canaries
@@ -236,7 +249,10 @@ function gitAttempts(): Attempt[] {
     short: source.short,
     async run(ctx) {
       const url = await source.url(ctx, source.id);
-      return judgeContact(ctx, source.id, { workspace: { type: "git", url } });
+      // The workspace is prepared for the run's first tool call.
+      return judgeContact(ctx, source.id, { workspace: { type: "git", url } }, [
+        [{ name: "bash", arguments: { command: "ls -la" } }],
+      ]);
     },
   }));
   // Sources that would read the worker's disk: the host folder holds a git repository whose file
@@ -407,7 +423,12 @@ function crossTenantAttempts(): Attempt[] {
       if (route === "steer" && answer.status < 300) await ctx.waitRun(ctx.victimSession, 30_000);
       const after = await ctx.victimSessionState();
       if (after !== before) findings.push(`the victim's session changed: ${before} → ${after}`);
-      return judge(findings, `API ${answerLine(answer)}`);
+      // A 2xx that leaked nothing reached the caller's own namespace (a session of that id is the caller's).
+      const line =
+        answer.status < 300
+          ? `API ${answer.status}: the caller's own session space (the victim's session unchanged, nothing of it in the answer)`
+          : `API ${answerLine(answer)}`;
+      return judge(findings, line);
     },
   }));
 }

@@ -218,12 +218,12 @@ const crafted: Crafted[] = [
   },
   {
     id: "archive-entry-count",
-    description: "an archive of many empty files (20,000 short, 200,000 long)",
+    description: "an archive of many empty files (5,000 short, 200,000 long)",
     short: true,
     bomb: true,
     archive: (ctx) =>
       archiveOf(
-        Array.from({ length: ctx.form === "short" ? 20_000 : 200_000 }, (_, i) =>
+        Array.from({ length: ctx.form === "short" ? 5_000 : 200_000 }, (_, i) =>
           file(`workspace/f/${i}`, ""),
         ),
       ),

@@ -10,20 +10,24 @@ import type { ScriptedToolCall } from "../../../src/providers/local-server/types
 import { type Attempt, judge, playedLine } from "../attempt";
 import type { EscapeContext } from "../context";
 
-/** Swaps per batch and batches per attempt: the short form, and the long form's full length. */
-const LENGTH = {
-  short: { swaps: 1_500, rounds: 2, copies: 6 },
-  long: { swaps: 20_000, rounds: 8, copies: 12 },
-};
+/**
+ * Seconds bash flips per batch, batches per attempt and calls on the name per batch: the short
+ * form, and the long form's full length.
+ */
+const LENGTH = { short: { seconds: 3, rounds: 2, copies: 8 }, long: { seconds: 20, rounds: 6, copies: 40 } };
+/** The tools that run on the worker: each call waits for an approval the attacker gives while bash flips. */
+const HOST_TOOLS = ["read", "write", "edit", "ls", "grep", "find"];
 
-/** A bash loop renaming a link to `outside` and one to `inside` over `name`, `swaps` times. */
-function flipper(name: string, inside: string, outside: string, swaps: number): ScriptedToolCall {
-  const command = [
-    `ln -sfn ${inside} ${name}`,
-    `i=0; while [ $i -lt ${swaps} ]; do ln -sfn ${outside} ${name}.o && mv -Tf ${name}.o ${name}; ln -sfn ${inside} ${name}.i && mv -Tf ${name}.i ${name}; i=$((i+1)); done`,
-    `ln -sfn ${inside} ${name}; echo flipped $i`,
-  ].join("; ");
-  return { name: "bash", arguments: { command, timeout: 300 } };
+/**
+ * A loop (one perl process: a shell loop forks per step, too slow to race) that renames a link
+ * to `outside`, then one to `inside`, over `name` for `seconds`; it ends on the inside link.
+ */
+function flipper(name: string, inside: string, outside: string, seconds: number): ScriptedToolCall {
+  const script = `my ($n, $i, $o) = ("${name}", "${inside}", "${outside}"); my ($end, $k) = (time + ${seconds}, 0); while (time < $end) { symlink($o, "$n.o"); rename("$n.o", $n); symlink($i, "$n.i"); rename("$n.i", $n); $k++; } print "flipped $k times\\n";`;
+  return {
+    name: "bash",
+    arguments: { command: `ln -sfn ${inside} ${name}; perl -e '${script}'`, timeout: 300 },
+  };
 }
 
 interface Race {
@@ -115,7 +119,7 @@ function raceAttempt(race: Race): Attempt {
     description: `a name flips between a link inside and a link to the host ${race.kind === "dir" ? "folder" : "file"} while ${race.description} runs on it`,
     short: race.short,
     async run(ctx: EscapeContext) {
-      const { swaps, rounds, copies } = LENGTH[ctx.form];
+      const { seconds, rounds, copies } = LENGTH[ctx.form];
       const sessionId = ctx.newSession(race.id);
       const name = "x";
       const inside = race.kind === "dir" ? "decoy" : "decoy.txt";
@@ -127,16 +131,26 @@ function raceAttempt(race: Race): Attempt {
         },
       };
       const batch = (): ScriptedToolCall[] => [
-        flipper(name, inside, outside, swaps),
+        flipper(name, inside, outside, seconds),
         ...Array.from({ length: copies }, () => race.calls(name)).flat(),
       ];
-      const played = await ctx.play(
+      // The attacker's own policy holds every worker-side call for approval; approving them one
+      // by one, spread over the flipping, puts each call in the middle of the loop.
+      const policy = { rules: HOST_TOOLS.map((tool) => ({ tool, action: "ask" })), default: "allow" };
+      const playing = ctx.play(
         sessionId,
         [[setup], ...Array.from({ length: rounds }, batch)],
-        {},
-        ctx.form === "short" ? 90_000 : 600_000,
+        { policy },
+        600_000,
       );
-      return judge(await ctx.leaks(sessionId), playedLine(played));
+      const spacingMs = Math.floor((seconds * 1000 * 0.8) / copies);
+      await ctx.approveWhile(sessionId, playing, spacingMs);
+      const played = await playing;
+      // Evidence that the calls met the flipping: some found the name pointing out and were refused.
+      const onName = played.results.filter((result) => result.tool !== "bash");
+      const refused = onName.filter((result) => result.isError).length;
+      const line = `${refused} of ${onName.length} calls refused (the name pointed out), the rest answered from inside; last: ${playedLine(played)}`;
+      return judge(await ctx.leaks(sessionId), line);
     },
   };
 }
