@@ -113,8 +113,9 @@ export class EscapeContext {
     settings: MessageSettings = {},
     boundMs = 60_000,
     api: ChaosApiClient = this.api,
+    /** The scenario's name (a session that already names one in its first message keeps it). */
+    scenario = `esc-${sessionId}`,
   ): Promise<Played> {
-    const scenario = `esc-${sessionId}`;
     this.stack.llm.addScenario(scenario, {
       turns: batches.map((toolCalls, index) => ({ text: `Step ${index + 1}.`, toolCalls })),
       after: { text: "Done." },

@@ -44,6 +44,9 @@ function rawEntry(entry: RawEntry): Buffer {
   return Buffer.concat([header, body, pad(body.length)]);
 }
 
+/** The scenario an imported session plays: its first user message names it (the LLM server reads it there). */
+const IMPORTED_SCENARIO = "esc-imported";
+
 function sessionFile(): RawEntry {
   const at = "2026-01-01T00:00:00.000Z";
   const lines = [
@@ -53,7 +56,7 @@ function sessionFile(): RawEntry {
       id: "e0000001",
       parentId: null,
       timestamp: at,
-      message: { role: "user", content: "hello", timestamp: 1 },
+      message: { role: "user", content: `[scenario:${IMPORTED_SCENARIO}] hello`, timestamp: 1 },
     },
   ];
   return {
@@ -218,12 +221,12 @@ const crafted: Crafted[] = [
   },
   {
     id: "archive-entry-count",
-    description: "an archive of many empty files (5,000 short, 200,000 long)",
+    description: "an archive of many empty files (2,000 short, 200,000 long)",
     short: true,
     bomb: true,
     archive: (ctx) =>
       archiveOf(
-        Array.from({ length: ctx.form === "short" ? 5_000 : 200_000 }, (_, i) =>
+        Array.from({ length: ctx.form === "short" ? 2_000 : 200_000 }, (_, i) =>
           file(`workspace/f/${i}`, ""),
         ),
       ),
@@ -255,6 +258,8 @@ function archiveAttempt(attack: Crafted): Attempt {
           [[{ name: "bash", arguments: { command: "ls -laR | head -50; seq 1 3000" } }]],
           {},
           120_000,
+          ctx.api,
+          IMPORTED_SCENARIO,
         );
         stoppedBy = `import ${answer.status}; ${playedLine(played)}`;
         findings.push(

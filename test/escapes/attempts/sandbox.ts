@@ -303,7 +303,7 @@ const cpuBurn: Attempt = {
   short: true,
   async run(ctx) {
     const sessionId = ctx.newSession("cpu-burn");
-    const boundMs = ctx.form === "short" ? 20_000 : 60_000;
+    const boundMs = ctx.form === "short" ? 12_000 : 60_000;
     const command = "for i in 1 2 3 4; do (while :; do :; done) & done; wait";
     const played = ctx.play(
       sessionId,
