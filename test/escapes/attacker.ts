@@ -88,7 +88,9 @@ export async function startAttacker(): Promise<Attacker> {
         socket.setTimeout(2_000, () => socket.destroy());
         socket.on("close", () => {
           const text = Buffer.concat(chunks).toString("latin1");
-          received.push({ via: "tcp", line: `${tag} ${text.slice(0, 80)}`, text });
+          // The first bytes of a protocol greeting, printable (they end up in a table cell).
+          const printable = text.slice(0, 80).replace(/[^\x20-\x7e]+/g, " ");
+          received.push({ via: "tcp", line: `${tag} ${printable}`, text });
         });
       });
       traps.push(trap);
