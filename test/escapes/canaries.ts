@@ -134,10 +134,10 @@ export function layOutCanaries(dir: string, secrets: Record<string, string>): Ca
   };
 }
 
-/** The tokens of `canaries` that `text` contains, as "what it proves (where)". */
-export function findTokens(canaries: Canaries, text: string, where: string): string[] {
+/** The tokens of `canaries` that `data` contains, as "what it proves (where)". */
+export function findTokens(canaries: Canaries, data: string | Buffer, where: string): string[] {
   return canaries
     .tokens()
-    .filter(({ token }) => text.includes(token))
+    .filter(({ token }) => data.includes(token))
     .map(({ means }) => `${means} in ${where}`);
 }

@@ -300,14 +300,17 @@ export class EscapeContext {
   }
 }
 
-/** Bytes as text; gzip is unpacked first (archives, compressed objects). */
-export function readMaybeGzip(bytes: Buffer): string {
+/**
+ * Bytes to search, gzip unpacked first (archives, compressed objects); kept as a Buffer because a
+ * workspace may hold a file larger than a string can be.
+ */
+export function readMaybeGzip(bytes: Buffer): Buffer {
   if (bytes[0] === 0x1f && bytes[1] === 0x8b) {
     try {
-      return gunzipSync(bytes, { maxOutputLength: 512 * 1024 ** 2 }).toString("latin1");
+      return gunzipSync(bytes, { maxOutputLength: 3 * 1024 ** 3 });
     } catch {
-      return bytes.toString("latin1");
+      return bytes;
     }
   }
-  return bytes.toString("latin1");
+  return bytes;
 }

@@ -221,14 +221,12 @@ const crafted: Crafted[] = [
   },
   {
     id: "archive-entry-count",
-    description: "an archive of many empty files (2,000 short, 200,000 long)",
+    description: "an archive of many empty files (2,000 short, 20,000 long)",
     short: true,
     bomb: true,
     archive: (ctx) =>
       archiveOf(
-        Array.from({ length: ctx.form === "short" ? 2_000 : 200_000 }, (_, i) =>
-          file(`workspace/f/${i}`, ""),
-        ),
+        Array.from({ length: ctx.form === "short" ? 2_000 : 20_000 }, (_, i) => file(`workspace/f/${i}`, "")),
       ),
   },
 ];

@@ -14,7 +14,7 @@ import type { EscapeContext } from "../context";
  * Seconds bash flips per batch, batches per attempt and calls on the name per batch: the short
  * form, and the long form's full length.
  */
-const LENGTH = { short: { seconds: 2, rounds: 2, copies: 6 }, long: { seconds: 20, rounds: 6, copies: 40 } };
+const LENGTH = { short: { seconds: 2, rounds: 2, copies: 6 }, long: { seconds: 10, rounds: 6, copies: 24 } };
 /** The tools that run on the worker: each call waits for an approval the attacker gives while bash flips. */
 const HOST_TOOLS = ["read", "write", "edit", "ls", "grep", "find"];
 
