@@ -13,23 +13,10 @@ import { ChaosApiClient } from "../chaos/api-client";
 import { startChaosStack } from "../chaos/stack";
 import { startAttacker } from "./attacker";
 import type { Attempt } from "./attempt";
-import { apiAttempts } from "./attempts/api";
-import { archiveAttempts } from "./attempts/archive";
-import { raceAttempts } from "./attempts/races";
-import { sandboxAttempts } from "./attempts/sandbox";
-import { spillAttempts } from "./attempts/spill";
+import { ALL_ATTEMPTS } from "./attempts";
 import { findTokens, layOutCanaries } from "./canaries";
 import { ATTACKER_TENANT, EscapeContext, type Form, PROBE_TENANT, VICTIM_TENANT } from "./context";
 import { type AttemptRecord, renderMarkdown, summarize, writeEscapeResults } from "./report";
-
-/** Every attempt, class by class (cross-tenant routes that may create a session of that id last). */
-export const ALL_ATTEMPTS: readonly Attempt[] = [
-  ...apiAttempts,
-  ...sandboxAttempts,
-  ...raceAttempts,
-  ...spillAttempts,
-  ...archiveAttempts,
-];
 
 /** One API call keeps retrying 5xx and network errors this long (an attack answered 5xx is refused). */
 const API_CALL_BOUND_MS = 5_000;
