@@ -7,6 +7,7 @@
  */
 import { createGzip, gzipSync } from "node:zlib";
 import { tarHeader } from "../../../src/store/tar";
+import { ApiGaveUpError } from "../../chaos/api-client";
 import { type Attempt, answerLine, judge, playedLine } from "../attempt";
 import { ATTACKER_TENANT, type EscapeContext, VICTIM_TENANT } from "../context";
 import { dangerousFiles } from "./sandbox";
@@ -240,16 +241,17 @@ function archiveAttempt(attack: Crafted): Attempt {
     async run(ctx) {
       const body = await attack.archive(ctx);
       const started = Date.now();
-      const answer = await ctx.api.postBytes(
-        "/v1/sessions/import",
-        body,
-        "application/gzip",
-        `import-${attack.id}-${started}`,
-      );
       const findings: string[] = [];
-      let stoppedBy = `API ${answerLine(answer)}`;
-      const sessionId = typeof answer.body?.sessionId === "string" ? answer.body.sessionId : undefined;
-      if (answer.status < 300 && sessionId) {
+      const answer = await ctx.api
+        .postBytes("/v1/sessions/import", body, "application/gzip", `import-${attack.id}-${started}`)
+        .catch((error: unknown) => {
+          // A bomb the API is still working on: the outcome is whether the service still answers.
+          if (!(error instanceof ApiGaveUpError) || !attack.bomb) throw error;
+          return undefined;
+        });
+      let stoppedBy = answer ? `API ${answerLine(answer)}` : "the import did not answer within 30 s";
+      const sessionId = typeof answer?.body?.sessionId === "string" ? answer.body.sessionId : undefined;
+      if (answer && answer.status < 300 && sessionId) {
         // A run restores the workspace on the worker and spills a long output into `.keel/`.
         const played = await ctx.play(
           sessionId,
@@ -270,6 +272,7 @@ function archiveAttempt(attack: Crafted): Attempt {
         if (health.status !== 200) findings.push(`the API answered ${health.status} after the import`);
         const stuck = await ctx.unresponsive();
         if (stuck) findings.push(stuck);
+        if (!answer) stoppedBy += "; the API and the worker still answered";
       }
       return judge(findings, stoppedBy);
     },
