@@ -11,6 +11,8 @@ export interface ApiAnswer {
   // biome-ignore lint/suspicious/noExplicitAny: JSON bodies of several routes, read field by field
   body: any;
   text: string;
+  /** The body as received (an export archive is binary). */
+  bytes: Buffer;
   /** Requests sent for this answer (1 = no retry). */
   attempts: number;
 }
@@ -46,11 +48,21 @@ export class ChaosApiClient {
     return this.send("POST", path, JSON.stringify(json), idempotencyKey);
   }
 
+  delete(path: string): Promise<ApiAnswer> {
+    return this.send("DELETE", path);
+  }
+
+  /** POSTs `body` as is, with its own content type (an archive to import). */
+  postBytes(path: string, body: Uint8Array, contentType: string, idempotencyKey: string): Promise<ApiAnswer> {
+    return this.send("POST", path, body, idempotencyKey, contentType);
+  }
+
   private async send(
     method: string,
     path: string,
-    body?: string,
+    body?: string | Uint8Array,
     idempotencyKey?: string,
+    contentType = "application/json",
   ): Promise<ApiAnswer> {
     const deadline = Date.now() + this.boundMs;
     let lastProblem = "";
@@ -60,13 +72,14 @@ export class ChaosApiClient {
           method,
           headers: {
             authorization: `Bearer ${this.apiKey}`,
-            ...(body !== undefined ? { "content-type": "application/json" } : {}),
+            ...(body !== undefined ? { "content-type": contentType } : {}),
             ...(idempotencyKey ? { "idempotency-key": idempotencyKey } : {}),
           },
           body,
           signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
         });
-        const text = await response.text();
+        const bytes = Buffer.from(await response.arrayBuffer());
+        const text = bytes.toString("utf8");
         let parsed: unknown;
         try {
           parsed = JSON.parse(text);
@@ -74,7 +87,7 @@ export class ChaosApiClient {
           parsed = undefined;
         }
         if (!retryable(response.status, parsed))
-          return { status: response.status, body: parsed, text, attempts };
+          return { status: response.status, body: parsed, text, bytes, attempts };
         lastProblem = `${response.status} ${text.slice(0, 300)}`;
       } catch (error) {
         lastProblem = error instanceof Error ? `${error.name}: ${error.message}` : String(error);

@@ -22,8 +22,6 @@ import { type LocalLlmServer, startLocalLlmServer } from "../../src/providers/lo
 import { createS3Client, s3SettingsToEnv } from "../../src/store/s3-config";
 import { SessionStore } from "../../src/store/session-store";
 
-const BUCKET = "keel-chaos";
-const TASK_QUEUE = "keel-chaos";
 export const CHAOS_TENANT = "chaos";
 /** A local-only key for the chaos tenant (the API listens on loopback only). */
 const LOCAL_LLM_KEY = "local-key";
@@ -35,6 +33,21 @@ const SECONDARY_SHUTDOWN_GRACE_SECONDS = 5;
 
 export type WorkerRole = "primary" | "secondary";
 
+/** What differs between the suites that use this stage (the chaos suite takes the defaults). */
+export interface StackOptions {
+  /** Names the temporary folder, the bucket and the task queue (default "chaos"). */
+  name?: string;
+  /** Tenants that get an API key each (default: the chaos tenant alone). */
+  tenants?: readonly string[];
+  /**
+   * Variables given to the API server and every worker before the stack's own (which win):
+   * an operator's settings, e.g. the `KEEL_*` variables of the caller's environment.
+   */
+  env?: Record<string, string>;
+  /** Variables given to every worker after the stack's own (they win): keys, base URLs. */
+  workerEnv?: Record<string, string>;
+}
+
 export interface ChaosStack {
   dir: string;
   /** The workflow bundle every worker of the stack runs (histories are replayed on it). */
@@ -42,7 +55,12 @@ export interface ChaosStack {
   llm: LocalLlmServer;
   store: SessionStore;
   apiUrl: string;
+  /** The key of the first tenant (the chaos tenant by default). */
   apiKey: string;
+  /** Every tenant's key. */
+  apiKeys: Record<string, string>;
+  /** Where workspaces live: `<workspaceRoot>/<tenant>/<session>`. */
+  workspaceRoot: string;
   /** True while the API server process runs. */
   apiAlive(): boolean;
   /** Starts the API server again on its port (after it exited); resolves with its log's last lines. */
@@ -63,8 +81,10 @@ export interface ChaosStack {
   close(options: { keepData: boolean }): Promise<void>;
 }
 
-export async function startChaosStack(): Promise<ChaosStack> {
-  const dir = mkdtempSync(join(tmpdir(), "keel-chaos-"));
+export async function startChaosStack(options: StackOptions = {}): Promise<ChaosStack> {
+  const name = options.name ?? "chaos";
+  const tenants = options.tenants ?? [CHAOS_TENANT];
+  const dir = mkdtempSync(join(tmpdir(), `keel-${name}-`));
   const temporalDir = join(dir, "temporal");
   const s3Dir = join(dir, "s3");
   const workspaceRoot = join(dir, "workspaces");
@@ -72,7 +92,7 @@ export async function startChaosStack(): Promise<ChaosStack> {
 
   const [initialTemporal, initialS3, bundlePath, llm] = await Promise.all([
     startTemporalDevServer({ dataDir: temporalDir, persist: true }),
-    startS3DevServer({ dataDir: s3Dir, bucket: BUCKET }),
+    startS3DevServer({ dataDir: s3Dir, bucket: `keel-${name}` }),
     writeWorkflowBundle(join(dir, "workflow-bundle.js")),
     startLocalLlmServer(),
   ]);
@@ -82,13 +102,16 @@ export async function startChaosStack(): Promise<ChaosStack> {
   const store = new SessionStore(s3Client, s3.settings);
 
   const commonEnv = {
+    ...options.env,
     KEEL_TEMPORAL_ADDRESS: temporal.address,
     KEEL_TEMPORAL_NAMESPACE: temporal.namespace,
-    KEEL_TASK_QUEUE: TASK_QUEUE,
+    KEEL_TASK_QUEUE: `keel-${name}`,
     ...s3SettingsToEnv(s3.settings),
   };
 
-  const apiKey = `chaos-${randomBytes(12).toString("hex")}`;
+  const apiKeys = Object.fromEntries(
+    tenants.map((tenant) => [tenant, `${name}-${randomBytes(12).toString("hex")}`]),
+  );
   const apiPort = await freePort();
   const apiLog = join(dir, "api.log");
   const startApi = async () => {
@@ -105,9 +128,14 @@ export async function startChaosStack(): Promise<ChaosStack> {
           ...commonEnv,
           KEEL_DEFAULT_MODEL: "local-chat",
           KEEL_API_PORT: String(apiPort),
-          KEEL_API_KEYS: JSON.stringify({
-            [createHash("sha256").update(apiKey).digest("hex")]: CHAOS_TENANT,
-          }),
+          KEEL_API_KEYS: JSON.stringify(
+            Object.fromEntries(
+              Object.entries(apiKeys).map(([tenant, key]) => [
+                createHash("sha256").update(key).digest("hex"),
+                tenant,
+              ]),
+            ),
+          ),
         },
       },
     );
@@ -129,6 +157,7 @@ export async function startChaosStack(): Promise<ChaosStack> {
     ...(role === "secondary"
       ? { KEEL_SHUTDOWN_GRACE_SECONDS: String(SECONDARY_SHUTDOWN_GRACE_SECONDS) }
       : {}),
+    ...options.workerEnv,
   });
   const alive = (role: WorkerRole) => {
     const worker = workers[role];
@@ -141,7 +170,9 @@ export async function startChaosStack(): Promise<ChaosStack> {
     llm,
     store,
     apiUrl: `http://127.0.0.1:${apiPort}`,
-    apiKey,
+    apiKey: apiKeys[tenants[0] ?? CHAOS_TENANT] as string,
+    apiKeys,
+    workspaceRoot,
     apiAlive: () => api.isAlive(),
     async restartApi() {
       const tail = readFileSync(apiLog, "utf8").split("\n").slice(-API_LOG_TAIL_LINES).join("\n");
@@ -181,7 +212,7 @@ export async function startChaosStack(): Promise<ChaosStack> {
     async s3Outage(downMs) {
       await s3.process.stop();
       await sleep(downMs);
-      s3 = await startS3DevServer({ dataDir: s3Dir, bucket: BUCKET, ports: s3.ports });
+      s3 = await startS3DevServer({ dataDir: s3Dir, bucket: `keel-${name}`, ports: s3.ports });
     },
     async close({ keepData }) {
       await Promise.all([

@@ -13,6 +13,9 @@ export interface FixtureEntry {
   mode?: number;
   body?: string | Buffer;
   linkpath?: string;
+  /** Device numbers of a character or block device entry. */
+  devmaj?: number;
+  devmin?: number;
 }
 
 const pad = (size: number) => Buffer.alloc((512 - (size % 512)) % 512);
@@ -30,6 +33,7 @@ export function fixtureEntry(entry: FixtureEntry): Buffer {
     gid: 0,
     mtime: new Date(0),
     ...(entry.linkpath !== undefined ? { linkpath: entry.linkpath } : {}),
+    ...(entry.devmaj !== undefined ? { devmaj: entry.devmaj, devmin: entry.devmin ?? 0 } : {}),
   };
   const block = Buffer.alloc(512);
   const parts: Buffer[] = [];
@@ -82,7 +86,8 @@ export function gzipBomb(
   return { source: source(), read: () => taken };
 }
 
-function headerOnly(path: string, size: number): Buffer {
+/** The header of a regular file of `size` bytes whose body the caller writes (a stream of zeros). */
+export function headerOnly(path: string, size: number): Buffer {
   const block = Buffer.alloc(512);
   new Header({ path, type: "File", mode: 0o644, size, uid: 0, gid: 0, mtime: new Date(0) }).encode(block, 0);
   return block;

@@ -1,0 +1,15 @@
+/** Every attempt, class by class (the cross-tenant routes that may create a session of the victim's id come last in API). */
+import type { Attempt } from "../attempt";
+import { apiAttempts } from "./api";
+import { archiveAttempts } from "./archive";
+import { raceAttempts } from "./races";
+import { sandboxAttempts } from "./sandbox";
+import { spillAttempts } from "./spill";
+
+export const ALL_ATTEMPTS: readonly Attempt[] = [
+  ...apiAttempts,
+  ...sandboxAttempts,
+  ...raceAttempts,
+  ...spillAttempts,
+  ...archiveAttempts,
+];
