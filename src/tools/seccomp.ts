@@ -6,8 +6,9 @@
  * its namespaces, none of which a build or a test needs: new namespaces and joining others,
  * tracing and reading other processes' memory, the kernel keyring, eBPF, perf events,
  * userfaultfd, kernel modules, every mount API, swap, reboot, kexec, process accounting, quotas,
- * port I/O, file handles (`open_by_handle_at`), chroot, the kernel log, and personality flags
- * other than the default (ADDR_NO_RANDOMIZE would turn address randomisation off). Denied calls
+ * port I/O, file handles (`open_by_handle_at`), chroot, the kernel log, personality flags
+ * other than the default (ADDR_NO_RANDOMIZE would turn address randomisation off), and setuid or
+ * setgid bits in any mode a file is created or changed with (`SETID_BITS`). Denied calls
  * fail with EPERM; `clone3` fails with ENOSYS so the C library falls back to `clone`, whose flags
  * the filter can inspect (clone3 passes them in memory, out of a filter's reach). A syscall of
  * another architecture (32-bit x86 through `int 0x80`, 32-bit ARM) kills the process, and so do
@@ -144,7 +145,22 @@ const DENIED = [
   "vhangup",
   "syslog",
 ] as const;
-type Checked = "clone" | "clone3" | "unshare" | "personality";
+/** Syscalls whose arguments the filter reads, or that fail with ENOSYS so a fallback is used. */
+type Checked =
+  | "clone"
+  | "clone3"
+  | "unshare"
+  | "personality"
+  | "open"
+  | "openat"
+  | "openat2"
+  | "creat"
+  | "chmod"
+  | "fchmod"
+  | "fchmodat"
+  | "fchmodat2"
+  | "mknod"
+  | "mknodat";
 export type SyscallName = (typeof DENIED)[number] | Checked;
 
 /** Syscall numbers per architecture (x86_64: asm/unistd_64.h; aarch64: asm-generic/unistd.h). */
@@ -193,6 +209,16 @@ export const SYSCALLS: Record<"x86_64" | "aarch64", Partial<Record<SyscallName, 
     clone3: 435,
     unshare: 272,
     personality: 135,
+    open: 2,
+    openat: 257,
+    openat2: 437,
+    creat: 85,
+    chmod: 90,
+    fchmod: 91,
+    fchmodat: 268,
+    fchmodat2: 452,
+    mknod: 133,
+    mknodat: 259,
   },
   // No iopl/ioperm on aarch64.
   aarch64: {
@@ -237,6 +263,13 @@ export const SYSCALLS: Record<"x86_64" | "aarch64", Partial<Record<SyscallName, 
     clone3: 435,
     unshare: 97,
     personality: 92,
+    // No open, creat, chmod or mknod on aarch64: only their *at forms.
+    openat: 56,
+    openat2: 437,
+    fchmod: 52,
+    fchmodat: 53,
+    fchmodat2: 452,
+    mknodat: 33,
   },
 };
 
@@ -245,6 +278,13 @@ const CLONE_NEW_FLAGS =
   0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000;
 /** unshare also takes CLONE_NEWTIME (0x80, which clone reads as part of the exit signal). */
 const UNSHARE_NEW_FLAGS = CLONE_NEW_FLAGS | 0x00000080;
+/**
+ * S_ISUID | S_ISGID. A tool process runs as a user that is the worker's own user outside the
+ * sandbox (root on many hosts), so a setuid file it makes is a setuid file of that user on the
+ * host's disk; the workspace mount is nosuid inside, but not for whoever runs it outside. So no
+ * mode a process sets or creates a file with may carry them (EPERM).
+ */
+const SETID_BITS = 0o6000;
 /** personality(2) arguments allowed: PER_LINUX, PER_LINUX32 (uname reports i686) and the query. */
 const ALLOWED_PERSONALITIES = [0x0, 0x8, 0xffffffff];
 
@@ -262,6 +302,18 @@ function archSteps(arch: keyof typeof SYSCALLS): Step[] {
     ["clone", "clone"],
     ["unshare", "unshare"],
     ["personality", "personality"],
+    // openat2 passes its mode in memory, out of the filter's reach: libc falls back to openat.
+    ["openat2", "enosys"],
+    // The mode is argument 1, 2 or 3.
+    ["chmod", "mode1"],
+    ["fchmod", "mode1"],
+    ["creat", "mode1"],
+    ["mknod", "mode1"],
+    ["open", "mode2"],
+    ["fchmodat", "mode2"],
+    ["fchmodat2", "mode2"],
+    ["mknodat", "mode2"],
+    ["openat", "mode3"],
   ];
   for (const [name, target] of checked) {
     const number = nr(name);
@@ -287,6 +339,12 @@ export function filterSteps(): Step[] {
     { label: "unshare" },
     { load: dataArgLow(0) },
     { jump: "set", k: UNSHARE_NEW_FLAGS, to: "eperm", otherwise: "allow" },
+    ...[1, 2, 3].flatMap((arg): Step[] => [
+      { label: `mode${arg}` },
+      { load: dataArgLow(arg) },
+      { jump: "set", k: SETID_BITS, to: "eperm", otherwise: "allow" },
+    ]),
+    // Falls through to "eperm" when no allowed value matched.
     { label: "personality" },
     { load: dataArgLow(0) },
     ...personality,

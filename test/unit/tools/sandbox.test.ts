@@ -265,12 +265,18 @@ describe("bash in the sandbox", () => {
     }
   });
 
-  it("refuses a network allowlist (no egress proxy) without running anything", async () => {
-    const allow = await makeSandbox({ ...POLICY, network: { allow: ["registry.npmjs.org"] } });
+  it("refuses a network allowlist where it cannot be enforced (sandbox off) without running anything", async () => {
+    const allow = await makeSandbox({
+      ...POLICY,
+      isolation: "off",
+      network: { allow: ["registry.npmjs.org"] },
+    });
     try {
       const out = await allow.run("bash", { command: "touch ran" });
       expect(out.isError).toBe(true);
-      expect(textOf(out)).toMatch(/network allowlist .* no egress proxy/);
+      expect(textOf(out)).toMatch(
+        /network allowlist, which only a sandboxed worker with its egress proxy can enforce/,
+      );
       await expect(fs.stat(path.join(allow.workspace.dir, "ran"))).rejects.toThrow();
     } finally {
       await removeSandbox(allow);
@@ -564,18 +570,32 @@ describe("the command's view of the host", () => {
     expect(reach.isError).toBe(true);
   });
 
-  it("a setuid binary in the workspace gives no privilege", async () => {
+  it("a setuid binary in the workspace gives no privilege, and none can be made", async () => {
     const binary = path.join(sandbox.workspace.dir, "suid-id");
     await fs.copyFile("/usr/bin/id", binary);
     await fs.chown(binary, 1234, 1234);
     await fs.chmod(binary, 0o6755);
     const out = textOf(
       await sandbox.run("bash", {
-        command:
-          "stat -c %A suid-id; ./suid-id -u; ./suid-id -g; cp /usr/bin/id own-id && chmod u+s own-id && ./own-id -u",
+        command: [
+          "stat -c %A suid-id; ./suid-id -u; ./suid-id -g",
+          // Made inside, such a file would be a setuid file of the worker's user on the host's disk.
+          "cp /usr/bin/id own-id; chmod u+s own-id; chmod g+s own-id; stat -c %A own-id",
+          `perl -e 'use Fcntl; sysopen(F, "made", O_CREAT|O_WRONLY, 04755) or print "open: $!\\n"'`,
+        ].join("; "),
       }),
     );
-    expect(out.split("\n")).toEqual(["-rwsr-sr-x", "1000", "1000", "1000"]);
+    expect(out.split("\n")).toEqual([
+      "-rwsr-sr-x",
+      "1000",
+      "1000",
+      "chmod: changing permissions of 'own-id': Operation not permitted",
+      "chmod: changing permissions of 'own-id': Operation not permitted",
+      "-rwxr-xr-x",
+      "open: Operation not permitted",
+    ]);
+    expect((await fs.stat(path.join(sandbox.workspace.dir, "own-id"))).mode & 0o7777).toBe(0o755);
+    await expect(fs.stat(path.join(sandbox.workspace.dir, "made"))).rejects.toThrow();
   });
 
   it("cannot create device nodes", async () => {

@@ -121,6 +121,35 @@ describe("the tool-process filter", () => {
     expect(evaluate(program, ARCH.x86_64, personality ?? -1, [ADDR_NO_RANDOMIZE])).toBe(EPERM_RET);
   });
 
+  test.each(["x86_64", "aarch64"] as const)(
+    "%s: no mode a file is created or changed with may carry setuid or setgid bits",
+    (arch) => {
+      const table = SYSCALLS[arch];
+      // [syscall, index of its mode argument]
+      const calls: Array<[keyof typeof table, number]> = [
+        ["chmod", 1],
+        ["fchmod", 1],
+        ["creat", 1],
+        ["mknod", 1],
+        ["open", 2],
+        ["fchmodat", 2],
+        ["fchmodat2", 2],
+        ["mknodat", 2],
+        ["openat", 3],
+      ];
+      for (const [name, index] of calls) {
+        const nr = table[name];
+        if (nr === undefined) continue;
+        const args = (mode: number) => Array.from({ length: 4 }, (_, i) => (i === index ? mode : 0));
+        expect([name, evaluate(program, ARCH[arch], nr, args(0o755))]).toEqual([name, SECCOMP_RET_ALLOW]);
+        expect([name, evaluate(program, ARCH[arch], nr, args(0o4755))]).toEqual([name, EPERM_RET]);
+        expect([name, evaluate(program, ARCH[arch], nr, args(0o2755))]).toEqual([name, EPERM_RET]);
+        expect([name, evaluate(program, ARCH[arch], nr, args(0o1777))]).toEqual([name, SECCOMP_RET_ALLOW]);
+      }
+      expect(evaluate(program, ARCH[arch], table.openat2 ?? -1)).toBe(retErrno(ENOSYS));
+    },
+  );
+
   test("other architectures and the x32 ABI are killed", () => {
     expect(evaluate(program, ARCH.i386, 20)).toBe(SECCOMP_RET_KILL_PROCESS);
     expect(evaluate(program, ARCH.arm, 20)).toBe(SECCOMP_RET_KILL_PROCESS);
