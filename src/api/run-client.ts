@@ -481,16 +481,14 @@ export class RunClient {
     const runId = await this.newestRunId(ref);
     if (runId === undefined) return [];
     const run = this.pinned(ref, runId);
+    const ask = () => run.query(eventsQuery, afterSeq);
     try {
-      return await this.client.withDeadline(Date.now() + STATE_QUERY_WAIT_MS, () =>
-        run.query(eventsQuery, afterSeq),
-      );
+      const description = await run.describe();
+      // A closed run answers through any worker replaying it; an open one only through its own.
+      return await (description.status.name === "RUNNING" ? this.queryOpenRun(description, ask) : ask());
     } catch (error) {
       if (error instanceof QueryNotRegisteredError) return [];
-      const description = await run.describe();
-      // A closed run answers through any worker replaying it; an open one through its own.
-      if (description.status.name !== "RUNNING") throw error;
-      throw new RunNotAnsweringError(runId, { cause: error }, await this.whyNoAnswer(description.taskQueue));
+      throw error;
     }
   }
 
@@ -578,27 +576,24 @@ export class RunClient {
     // Pinned to the described run: a new run may start meanwhile, and its result is not this one's.
     const run = this.pinned(ref, description.runId);
     let result: RunResult | undefined;
-    // Bounded: with no worker, Temporal holds a query until the call's own deadline (minutes).
-    const queried = this.client
-      .withDeadline(Date.now() + STATE_QUERY_WAIT_MS, () => run.query(stateQuery))
-      .catch(async (error: unknown) => {
-        // A closed execution answers queries only through a worker replaying it (no worker may be
-        // running, or its history may not replay); its failure is what matters then, so a state
-        // that cannot be read is left out.
-        if (closedBy !== undefined) return undefined;
-        // A completed one has its result in its history: no worker needed.
-        if (description.status.name === "COMPLETED") {
-          result = await run.result();
-          return undefined;
-        }
-        // An open run that cannot answer now (no worker yet, a query timing out) is not an error of
-        // the request: the caller is told why and to retry (503), never that the run ended.
-        throw new RunNotAnsweringError(
-          description.runId,
-          { cause: error },
-          await this.whyNoAnswer(description.taskQueue),
-        );
-      });
+    const queried = (
+      closedBy === undefined && description.status.name === "RUNNING"
+        ? this.queryOpenRun(description, () => run.query(stateQuery))
+        : run.query(stateQuery)
+    ).catch(async (error: unknown) => {
+      if (error instanceof RunNotAnsweringError) throw error;
+      // A closed execution answers queries only through a worker replaying it (no worker may be
+      // running, or its history may not replay); its failure is what matters then, so a state
+      // that cannot be read is left out.
+      if (closedBy !== undefined) return undefined;
+      // A completed one has its result in its history: no worker needed.
+      if (description.status.name === "COMPLETED") {
+        result = await run.result();
+        return undefined;
+      }
+      // Any other execution that cannot answer now is not an error of the request: retry (503).
+      throw new RunNotAnsweringError(description.runId, { cause: error });
+    });
     const [state, failure] = await Promise.all([queried, closedBy ? failureOf(run, closedBy) : undefined]);
     return {
       runId: description.runId,
@@ -609,10 +604,36 @@ export class RunClient {
   }
 
   /**
-   * Why a run's query went unanswered, from the pollers Temporal saw on its task queue: none at
-   * all (every worker is down), or some (the run's own worker is gone or slow). Never throws.
+   * A query of an open run, bounded: Temporal holds a query whose worker is gone until the call's
+   * own deadline (minutes). After STATE_QUERY_WAIT_MS without an answer it looks at the pollers of
+   * the run's task queue: none at all (every worker is down) ends the wait at once; some (a live
+   * worker, or one that died within the last minute) get one more wait, since a live worker takes
+   * a dead one's cached run over once the sticky queue times out. Then RunNotAnsweringError, which
+   * says which it was. A QueryNotRegisteredError (older code) passes through.
    */
-  private async whyNoAnswer(taskQueue: string): Promise<string> {
+  private async queryOpenRun<T>(description: Description, ask: () => Promise<T>): Promise<T> {
+    const queue = description.taskQueue;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.client.withDeadline(Date.now() + STATE_QUERY_WAIT_MS, ask);
+      } catch (error) {
+        if (error instanceof QueryNotRegisteredError) throw error;
+        const pollers = await this.pollerCount(queue);
+        if (pollers !== 0 && attempt < 2) continue;
+        const waited = (attempt * STATE_QUERY_WAIT_MS) / 1000;
+        const why =
+          pollers === 0
+            ? `no worker is polling the run's task queue "${queue}": start one (\`keel dev\` restarts a worker that died)`
+            : pollers === undefined
+              ? `its worker did not answer within ${waited} s`
+              : `its worker did not answer within ${waited} s (${pollers} worker(s) polled the run's task queue "${queue}" in the last minute; one that died still shows for a minute)`;
+        throw new RunNotAnsweringError(description.runId, { cause: error }, why);
+      }
+    }
+  }
+
+  /** Workers Temporal saw polling `taskQueue` for workflow tasks lately; undefined when it cannot say. */
+  private async pollerCount(taskQueue: string): Promise<number | undefined> {
     try {
       const { pollers } = await this.client.withDeadline(Date.now() + STATE_QUERY_WAIT_MS, () =>
         this.client.workflowService.describeTaskQueue({
@@ -621,13 +642,9 @@ export class RunClient {
           taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
         }),
       );
-      if (!pollers || pollers.length === 0) {
-        return `no worker is polling the run's task queue "${taskQueue}": start one (\`keel dev\` restarts a worker that died)`;
-      }
-      // Temporal lists a poller for a minute after its last poll: a worker killed moments ago is among them.
-      return `its worker did not answer within ${STATE_QUERY_WAIT_MS / 1000} s (${pollers.length} worker(s) polled the run's task queue "${taskQueue}" in the last minute; one that died still shows for a minute, a live one takes the run over shortly)`;
+      return pollers?.length ?? 0;
     } catch {
-      return `its worker did not answer within ${STATE_QUERY_WAIT_MS / 1000} s`;
+      return undefined;
     }
   }
 

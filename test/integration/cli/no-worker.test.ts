@@ -39,12 +39,12 @@ test("its worker killed: show says so within seconds, events --follow waits and 
   const queue = `the run's task queue "${stage.taskQueue}"`;
   expect(shown.stderr).toMatch(
     new RegExp(
-      `no worker is polling ${escapeRegExp(queue)}|did not answer within 5 s \\(1 worker\\(s\\) polled ${escapeRegExp(queue)}`,
+      `no worker is polling ${escapeRegExp(queue)}|did not answer within 10 s \\(1 worker\\(s\\) polled ${escapeRegExp(queue)}`,
     ),
   );
   expect(shown.stderr).not.toContain("workflow service is unavailable");
-  // One bounded query (5 s) and its diagnosis, not four retries of a query Temporal holds for minutes.
-  expect(elapsedMs).toBeLessThan(25_000);
+  // At most two bounded waits (5 s each) and a diagnosis, not four retries of a query Temporal holds for minutes.
+  expect(elapsedMs).toBeLessThan(30_000);
 
   const follower = spawnKeel(["events", sessionId, "--follow"], env);
   await eventually(
