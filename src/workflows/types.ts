@@ -73,7 +73,8 @@ export interface RunSettings {
   workspace?: WorkspaceSource;
   /**
    * Network access of the processes tools start (default "none"); passed to executeTool as
-   * `network`. An allowlist is refused where no egress proxy enforces it.
+   * `network`. An allowlist goes through the call's egress proxy (tools/egress-proxy.ts) and is
+   * refused where none can run (KEEL_SANDBOX=off, no socat).
    */
   network?: NetworkPolicy;
   timeouts: RunTimeouts;

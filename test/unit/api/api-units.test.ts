@@ -205,15 +205,24 @@ describe("run settings from a message body", () => {
     );
   });
 
-  test("network: none and full are kept; an allowlist is refused (no egress proxy)", () => {
+  test("network: none, full and host allowlists are kept; addresses and malformed hosts are refused", () => {
     expect(settingsOf({ text: "x" }).network).toBeUndefined();
     expect(settingsOf({ text: "x", network: "full" }).network).toBe("full");
     expect(settingsOf({ text: "x", network: "none" }).network).toBe("none");
-    expect(() => settingsOf({ text: "x", network: { allow: ["registry.npmjs.org"] } })).toThrow(
-      /needs an egress proxy/,
-    );
+    const allow = ["registry.npmjs.org", "*.pypi.org", "git.example.com:8443"];
+    expect(settingsOf({ text: "x", network: { allow } }).network).toEqual({ allow });
+    for (const bad of [
+      ["a b"],
+      ["169.254.169.254"],
+      ["localhost"],
+      [],
+      ["x.com"].concat(Array(50).fill("y.com")),
+    ])
+      expect(MessageBodySchema.safeParse({ text: "x", network: { allow: bad } }).success).toBe(false);
     expect(MessageBodySchema.safeParse({ text: "x", network: "some" }).success).toBe(false);
-    expect(MessageBodySchema.safeParse({ text: "x", network: { allow: ["a b"] } }).success).toBe(false);
+    expect(MessageBodySchema.safeParse({ text: "x", network: { allow: allow, extra: 1 } }).success).toBe(
+      false,
+    );
   });
 
   test("the schema refuses bad regexes, unknown tools and option-like git arguments", () => {
