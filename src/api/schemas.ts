@@ -181,6 +181,26 @@ export interface MessageBodyOptions {
  * Workspace sources: `empty`, `git` from an https URL on an allowed host, and with worker-disk
  * access `directory` and local git paths (absolute, or file://).
  */
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
+/**
+ * The git URLs a deployment accepts, as one pattern: https on a listed host (any host name with
+ * `*`; a host listed without a port on any port), no credentials, query or fragment; and, where
+ * directory workspaces are allowed, an absolute path or a file:// URL.
+ */
+function gitUrlPattern(allowDirectoryWorkspaces: boolean, hosts: GitHosts): RegExp {
+  const listed = [...hosts.listed].map((entry) =>
+    /:\d+$/.test(entry) && !entry.endsWith("]") ? escapeRegExp(entry) : `${escapeRegExp(entry)}(:\\d{1,5})?`,
+  );
+  const anyHost = "[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:\\d{1,5})?";
+  const host = hosts.anyPublic ? [anyHost, ...listed] : listed;
+  const remote = host.length > 0 ? `https://(${host.join("|")})(/[^\\s?#@]*)?` : undefined;
+  const local = allowDirectoryWorkspaces ? "(/|file://)[^\\s]*" : undefined;
+  const forms = [remote, local].filter((form) => form !== undefined);
+  // Nothing is accepted: a pattern that matches nothing.
+  return new RegExp(forms.length > 0 ? `^(${forms.join("|")})$` : "^(?!)$");
+}
+
 export function workspaceSourceSchema(
   allowDirectoryWorkspaces: boolean,
   gitHosts = parseGitHosts(undefined),
@@ -190,7 +210,9 @@ export function workspaceSourceSchema(
     .string()
     .min(1)
     .max(2_048)
-    .regex(/^[^-]/, "must not start with '-'")
+    // The document states the accepted form (so a client, or a fuzzer, knows it); the refinement
+    // applies the same policy the worker does.
+    .regex(gitUrlPattern(allowDirectoryWorkspaces, gitHosts), "must be an https:// URL on an allowed host")
     .superRefine((value, ctx) => {
       if (allowDirectoryWorkspaces && isLocalGitSource(value)) return;
       const refusal = gitUrlRefusal(value, gitHosts);
@@ -245,6 +267,16 @@ export const RunLimitsSchema = z
  * Network access of the processes tools start: none, the worker's own network (where the operator
  * enabled it), or a list of host names reached through the call's egress proxy (tools/egress-proxy).
  */
+/**
+ * An allowlist entry as `parseAllowlist` accepts it, for the document: a lower-case DNS name of two
+ * labels or more whose last label starts with a letter, an optional `*.` prefix and `:port`.
+ */
+const LABEL = "[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?";
+const PORT = "(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3})";
+const ALLOWLIST_ENTRY_PATTERN = new RegExp(
+  `^(\\*\\.)?(${LABEL}\\.)+[a-z]([a-z0-9-]{0,61}[a-z0-9])?(:${PORT})?$`,
+);
+
 export const NetworkPolicySchema = z
   .union(
     [
@@ -252,7 +284,7 @@ export const NetworkPolicySchema = z
       z
         .object({
           allow: z
-            .array(z.string().min(1).max(260))
+            .array(z.string().min(1).max(260).regex(ALLOWLIST_ENTRY_PATTERN, "must be a host name"))
             .min(1)
             .max(MAX_NETWORK_ALLOWLIST)
             .superRefine((entries, context) => {
