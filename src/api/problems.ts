@@ -17,6 +17,7 @@ export const PROBLEMS = {
   unauthorized: { status: 401, title: "Missing or invalid credentials" },
   "invalid-signature": { status: 401, title: "The request signature is missing, stale or wrong" },
   "tenant-not-served": { status: 403, title: "This deployment serves another tenant only" },
+  "network-not-allowed": { status: 403, title: "This tenant may not use the network it asked for" },
   "not-found": { status: 404, title: "Not found" },
   "session-not-found": { status: 404, title: "No such session" },
   "entry-not-found": { status: 404, title: "No such entry in the session" },

@@ -4,7 +4,7 @@
  */
 
 import { z } from "@hono/zod-openapi";
-import { MODEL_SPEC_KINDS, modelFromSpec } from "../providers/model-spec";
+import { MODEL_SPEC_APIS, modelFromSpec } from "../providers/model-spec";
 import { ModelUrlPolicy } from "../providers/model-urls";
 import { ID_PATTERN } from "../store/session-keys";
 import { MAX_NETWORK_ALLOWLIST, parseAllowlist } from "../tools/egress-proxy";
@@ -175,6 +175,8 @@ export interface MessageBodyOptions {
   modelUrls?: ModelUrlPolicy;
   /** Hosts git sources may name (KEEL_GIT_HOSTS); default DEFAULT_GIT_HOSTS. */
   gitHosts?: GitHosts;
+  /** Network "full" is offered to some tenant (KEEL_SANDBOX_NETWORK_FULL is not off); default false. */
+  fullNetworkOffered?: boolean;
 }
 
 /**
@@ -277,37 +279,61 @@ const ALLOWLIST_ENTRY_PATTERN = new RegExp(
   `^(\\*\\.)?(${LABEL}\\.)+[a-z]([a-z0-9-]{0,61}[a-z0-9])?(:${PORT})?$`,
 );
 
-export const NetworkPolicySchema = z
-  .union(
-    [
-      z.enum(["none", "full"]),
-      z
-        .object({
-          allow: z
-            .array(z.string().min(1).max(260).regex(ALLOWLIST_ENTRY_PATTERN, "must be a host name"))
-            .min(1)
-            .max(MAX_NETWORK_ALLOWLIST)
-            .superRefine((entries, context) => {
-              try {
-                parseAllowlist(entries);
-              } catch (error) {
-                context.addIssue({ code: "custom", message: (error as Error).message });
-              }
-            }),
-        })
-        .strict(),
-    ],
-    {
-      error: () =>
-        'network must be "none", "full" or {"allow": ["host.example.com", "*.example.org", "host:8443"]}',
-    },
-  )
-  .openapi("NetworkPolicy", {
-    description:
-      'Network access of the processes tools start: "none" (default); "full" (the worker\'s own network: only for tenants the operator enabled with KEEL_SANDBOX_NETWORK_FULL; others get 400); or {"allow": [host names]}: HTTP(S) through an egress proxy to those names only (`*.example.com` for subdomains, `:port` for other ports than 80 and 443), never to an address that is loopback, private or link-local, whatever the name resolves to.',
-  });
+/**
+ * Network access of the processes tools start. `"full"` is in the document only where the
+ * deployment offers it to some tenant (KEEL_SANDBOX_NETWORK_FULL); a tenant it is not offered to
+ * gets 403 `network-not-allowed`.
+ */
+export function networkPolicySchema(fullOffered: boolean) {
+  const modes = fullOffered ? (["none", "full"] as const) : (["none"] as const);
+  return z
+    .union(
+      [
+        z.enum(modes),
+        z
+          .object({
+            allow: z
+              .array(z.string().min(1).max(260).regex(ALLOWLIST_ENTRY_PATTERN, "must be a host name"))
+              .min(1)
+              .max(MAX_NETWORK_ALLOWLIST)
+              .superRefine((entries, context) => {
+                try {
+                  parseAllowlist(entries);
+                } catch (error) {
+                  context.addIssue({ code: "custom", message: (error as Error).message });
+                }
+              }),
+          })
+          .strict(),
+      ],
+      {
+        error: () =>
+          `network must be ${modes.map((mode) => `"${mode}"`).join(", ")} or {"allow": ["host.example.com", "*.example.org", "host:8443"]}${fullOffered ? "" : ' ("full" is not offered on this deployment: the operator enables it with KEEL_SANDBOX_NETWORK_FULL)'}`,
+      },
+    )
+    .openapi("NetworkPolicy", {
+      description: `Network access of the processes tools start: "none" (default)${fullOffered ? '; "full" (the worker\'s own network: only for tenants the operator enabled with KEEL_SANDBOX_NETWORK_FULL; others get 403)' : ""}; or {"allow": [host names]}: HTTP(S) through an egress proxy to those names only (\`*.example.com\` for subdomains, \`:port\` for other ports than 80 and 443), never to an address that is loopback, private or link-local, whatever the name resolves to.`,
+    });
+}
 
 export const DeliveryModeSchema = z.enum(["auto", "steer", "followUp", "interrupt", "reject"]);
+
+/**
+ * One-line models as one pattern: each kind, a model name, and optionally a base URL at or below
+ * one the deployment allows for that kind's API (path segments of unreserved characters only, so
+ * no `..` or percent-encoding can climb out of the allowed path).
+ */
+function oneLinePattern(modelUrls: ModelUrlPolicy): RegExp {
+  const forms = Object.entries(MODEL_SPEC_APIS).map(([kind, api]) => {
+    const bases = modelUrls.baseUrls(api).map((base) => {
+      const url = new URL(base);
+      return escapeRegExp(`${url.protocol}//${url.host}${url.pathname.replace(/\/+$/, "")}`);
+    });
+    const at = bases.length > 0 ? `(@(${bases.join("|")})(/[A-Za-z0-9_~-]+)*/?)?` : "";
+    return `${escapeRegExp(kind)}:[^\\s@]+${at}`;
+  });
+  return new RegExp(`^(${forms.join("|")})$`);
+}
 
 /** The body of `POST …/messages` for a deployment's catalog and workspace policy. */
 export function messageBodySchema(options: MessageBodyOptions) {
@@ -315,15 +341,14 @@ export function messageBodySchema(options: MessageBodyOptions) {
   // A model named in one line (`openai-compatible:<model>@<base URL>`, see providers/model-spec).
   const unknownModel = (input: unknown) =>
     `Unknown model ${JSON.stringify(input)}: not in the model catalog (${options.modelIds.join(", ") || "empty"}) and not a one-line model (openai-compatible:<model>@<base URL>)`;
+  const modelUrls = options.modelUrls ?? new ModelUrlPolicy({ allowlist: [], configured: {} });
   const oneLine = z
     .string()
     .max(512)
-    // The document states the form; the refinement applies the provider's own parser.
-    .regex(new RegExp(`^(${MODEL_SPEC_KINDS.join("|")}):[^\\s@]+(@https?://[^\\s@/?#]+(/[^\\s@?#]*)?)?$`), {
-      error: (issue) => unknownModel(issue.input),
-    })
+    // The document states the form and the base URLs this deployment allows; the refinements
+    // apply the provider's own parser and the same URL policy the worker applies.
+    .regex(oneLinePattern(modelUrls), { error: (issue) => unknownModel(issue.input) })
     .refine((spec) => modelFromSpec(spec) !== undefined, { error: (issue) => unknownModel(issue.input) });
-  const modelUrls = options.modelUrls ?? new ModelUrlPolicy({ allowlist: [], configured: {} });
   const catalogIds = new Set(options.modelIds);
   const choice =
     firstModel === undefined
@@ -350,7 +375,7 @@ export function messageBodySchema(options: MessageBodyOptions) {
       policy: ToolPolicySchema.optional(),
       workspace: workspaceSourceSchema(options.allowDirectoryWorkspaces, options.gitHosts).optional(),
       limits: RunLimitsSchema.optional(),
-      network: NetworkPolicySchema.optional(),
+      network: networkPolicySchema(options.fullNetworkOffered ?? false).optional(),
       hooks: z
         .array(z.enum(Object.keys(HOOK_SETS) as [string, ...string[]]))
         .max(Object.keys(HOOK_SETS).length)

@@ -26,6 +26,9 @@ const KINDS: Record<string, ModelApi> = {
 
 export const MODEL_SPEC_KINDS = Object.keys(KINDS);
 
+/** The wire API of each one-line kind. */
+export const MODEL_SPEC_APIS: Readonly<Record<string, ModelApi>> = KINDS;
+
 const SPEC = /^([a-z-]+):([^\s@]+(?:@(?![a-z][a-z0-9+.-]*:\/\/)[^\s@]+)*)(?:@(https?:\/\/\S+))?$/;
 
 /** The model a one-line spec names, or undefined when `spec` is not one. */

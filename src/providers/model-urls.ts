@@ -137,6 +137,22 @@ export class ModelUrlPolicy {
   }
 
   /**
+   * The base URLs a one-line model of `api` may name, each as the SDK would use it: a candidate at
+   * or below one of them (same scheme, host and port; its path at or under theirs) is allowed.
+   */
+  baseUrls(api: ModelApi): string[] {
+    const family = FAMILY_OF_API[api];
+    const urls = [
+      this.options.configured[family] || VENDOR_BASE_URLS[family],
+      ...[...(this.options.catalog?.() ?? [])].flatMap((entry) =>
+        entry.baseUrl && FAMILY_OF_API[entry.api] === family ? [entry.baseUrl] : [],
+      ),
+      ...this.options.allowlist.map((entry) => entry.url),
+    ];
+    return [...new Set(urls.filter((url) => URL.canParse(url)).map((url) => sdkBaseUrl(api, url)))];
+  }
+
+  /**
    * Hosts the operator named (configured base URLs, catalog base URLs, KEEL_MODEL_URLS): these may
    * resolve to internal addresses. The vendors' default APIs are not among them.
    */

@@ -89,7 +89,7 @@ export function problemResponses(...statuses: number[]) {
   const descriptions: Record<number, string> = {
     400: "Invalid request",
     401: "Missing or invalid API key",
-    403: "The deployment serves another tenant only (KEEL_SINGLE_TENANT)",
+    403: 'Not for this tenant: the deployment serves another tenant only (KEEL_SINGLE_TENANT), or the message asks for network "full", which the deployment offers to other tenants only',
     404: "No such session (or not the caller's)",
     409: "Conflict with the run's state",
     413: "Body too large",

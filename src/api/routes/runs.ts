@@ -46,7 +46,7 @@ const postMessageRoute = (options: MessageBodyOptions) =>
     },
     responses: {
       202: { description: "Delivered", content: { "application/json": { schema: DeliveredSchema } } },
-      ...problemResponses(409, 413, 415, 422, 429),
+      ...problemResponses(403, 409, 413, 415, 422, 429),
     },
     parameters: [idempotencyHeaderParam],
   });
@@ -111,6 +111,7 @@ export function runRoutes(deps: RouteContext) {
       catalog: () => deps.catalog.list(),
     }),
     ...(outbound ? { gitHosts: outbound.gitHosts } : {}),
+    fullNetworkOffered: (deps.config.fullNetwork ?? "off") !== "off",
   });
   return createRouter()
     .openapi(postMessage, async (c) => {
@@ -118,7 +119,7 @@ export function runRoutes(deps: RouteContext) {
       const body = c.req.valid("json");
       // Per tenant, so not in the body's schema; the worker refuses such a call too.
       if (body.network === "full" && !fullNetworkAllowed(deps.config.fullNetwork ?? "off", c.get("tenantId")))
-        throw new ProblemError("invalid-request", `This message asks for ${FULL_NETWORK_REFUSAL}`);
+        throw new ProblemError("network-not-allowed", `This message asks for ${FULL_NETWORK_REFUSAL}`);
       const settings = runSettingsFrom(body, { ...DEFAULT_RUN_SETTINGS, model: deps.config.defaultModel });
       const runs = await deps.runs();
       const idempotencyKey = c.req.header(IDEMPOTENCY_HEADER);

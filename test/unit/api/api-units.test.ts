@@ -207,8 +207,15 @@ describe("run settings from a message body", () => {
 
   test("network: none, full and host allowlists are kept; addresses and malformed hosts are refused", () => {
     expect(settingsOf({ text: "x" }).network).toBeUndefined();
-    expect(settingsOf({ text: "x", network: "full" }).network).toBe("full");
     expect(settingsOf({ text: "x", network: "none" }).network).toBe("none");
+    // "full" is in the document only where the deployment offers it to some tenant.
+    expect(MessageBodySchema.safeParse({ text: "x", network: "full" }).success).toBe(false);
+    const offered = messageBodySchema({
+      modelIds,
+      allowDirectoryWorkspaces: false,
+      fullNetworkOffered: true,
+    });
+    expect(runSettingsFrom(offered.parse({ text: "x", network: "full" })).network).toBe("full");
     const allow = ["registry.npmjs.org", "*.pypi.org", "git.example.com:8443"];
     expect(settingsOf({ text: "x", network: { allow } }).network).toEqual({ allow });
     for (const bad of [

@@ -1,5 +1,5 @@
 /**
- * network "full" is the worker's own network: the API refuses it (400, naming the setting) unless
+ * network "full" is the worker's own network: the API refuses it (400 naming the setting where no tenant may use it, 403 for a tenant the setting does not list) unless
  * the operator enabled it for the tenant with KEEL_SANDBOX_NETWORK_FULL. Checked on the real app;
  * a run client that records deliveries stands in for Temporal.
  */
@@ -70,7 +70,7 @@ describe('network "full" at the API', () => {
 
     const listed = appWith({ tenants: ["alpha"] });
     expect((await listed.post(KEYS.alpha, "full")).status).toBe(202);
-    expect((await listed.post(KEYS.beta, "full")).status).toBe(400);
+    expect((await listed.post(KEYS.beta, "full")).status).toBe(403);
     expect(listed.delivered).toHaveLength(1);
   });
 
