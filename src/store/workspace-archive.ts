@@ -206,7 +206,11 @@ export async function unpackSessionArchive(
       const relative = segments.slice(1).join("/");
       try {
         if (entry.type === "Directory") {
-          const existing = await workspace.lstat(relative, { links: "refuse" });
+          // Archives need not list a folder's parents (GNU tar given `a/b/c` does not): made here.
+          const existing = await workspace.lstat(relative, { links: "refuse" }).catch((error: unknown) => {
+            if (errorCode(error) === "ENOENT") return undefined;
+            throw error;
+          });
           if (existing && !existing.isDirectory()) throw new ArchiveError(`${what} appears twice`);
           await workspace.mkdirp(relative);
           folderModes.push([relative, ((entry.mode ?? 0o755) & PERMISSION_BITS) | 0o700]);

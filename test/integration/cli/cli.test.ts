@@ -139,8 +139,15 @@ test("export --with-workspace writes a .tar.gz that import turns back into a ses
   expect(deleted.code).toBe(0);
   expect(JSON.parse(deleted.stdout)).toMatchObject({ sessionId, deletedObjects: expect.any(Number) });
   expect(JSON.parse(deleted.stdout).deletedObjects).toBeGreaterThan(0);
-  // The run's history stays in Temporal; nothing of the session is stored any more.
-  expect(JSON.parse((await keel(["show", sessionId, "--json"])).stdout)).toMatchObject({ entryCount: 0 });
+  // Nothing of the session is readable any more, not even its run's events from Temporal.
+  for (const command of [
+    ["show", sessionId, "--json"],
+    ["events", sessionId, "--json"],
+  ]) {
+    const gone = await keel(command);
+    expect(gone.code).toBe(3);
+    expect(JSON.parse(gone.stderr)).toMatchObject({ error: "session-not-found", status: 404 });
+  }
 });
 
 test("abort stops a live run and prints the queued messages it never read; following it then exits 1", async () => {

@@ -86,6 +86,19 @@ test("an archive GNU tar made (long names, links) is read back into the same wor
   expect(readlinkSync(join(dir, "link-to-a"))).toBe("a.txt");
 });
 
+test("a folder listed without its parents' entries is unpacked with them", async () => {
+  const { dir } = destination();
+  await unpack(
+    tarGzOf([
+      sessionEntry,
+      { path: "workspace/a/b/c/", type: "Directory" },
+      { path: "workspace/a/b/c/f", body: "x" },
+    ]),
+    dir,
+  );
+  expect(readFileSync(join(dir, "a/b/c/f"), "utf8")).toBe("x");
+});
+
 test("round trip: an in-tree link, an empty folder and an executable file come back as they were", async () => {
   const src = sampleWorkspace();
   const { dir } = destination();
@@ -133,6 +146,18 @@ describe("crafted archives are refused with a clear error", () => {
       "a link pointing out",
       [sessionEntry, { path: "workspace/up", type: "SymbolicLink", linkpath: "../../etc" }],
       /outside the workspace/,
+    ],
+    [
+      // A deep folder without its parents' entries (GNU tar given `a/b/c` writes none): the
+      // parents are made, and the chain through them is judged like any other.
+      "a chain through a folder listed without its parents",
+      [
+        sessionEntry,
+        { path: "workspace/a/b/c/", type: "Directory" },
+        { path: "workspace/a/b/c/l", type: "SymbolicLink", linkpath: "../../.." },
+        { path: "workspace/.keel", type: "SymbolicLink", linkpath: "a/b/c/l/../../../host/x" },
+      ],
+      /"workspace\/.keel" is refused: .*outside the workspace/,
     ],
     [
       "a link pointing out from a folder",
