@@ -7,8 +7,6 @@
  */
 import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
-import { createServer, type IncomingHttpHeaders } from "node:http";
-import type { AddressInfo } from "node:net";
 import { type ApiApp, createApp } from "../../../src/api/app";
 import { JsonObjects } from "../../../src/api/json-objects";
 import { parseModelUrls } from "../../../src/providers/model-urls";
@@ -16,30 +14,8 @@ import { loadCatalog } from "../../../src/providers/models";
 import { WorkspaceSnapshots } from "../../../src/store/workspace-snapshots";
 import { parseGitHosts } from "../../../src/tools/git-source";
 import { s3Client, s3Settings } from "../../support/integration-env";
+import { type Recorder, startRecorder } from "../../support/recording-server";
 import { createRunStage, type RunStage } from "../../support/run-harness";
-
-interface Recorder {
-  url: string;
-  requests: IncomingHttpHeaders[];
-  close(): Promise<void>;
-}
-
-/** Records each request's headers and answers 400, so a run that reached it fails at once. */
-async function recorder(): Promise<Recorder> {
-  const requests: IncomingHttpHeaders[] = [];
-  const server = createServer((req, res) => {
-    requests.push(req.headers);
-    res.writeHead(400, { "content-type": "application/json" });
-    res.end(JSON.stringify({ error: { message: "recorded", type: "invalid_request_error" } }));
-  });
-  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    requests,
-    close: () => new Promise<void>((done) => server.close(() => done())),
-  };
-}
 
 const API_KEY = "egress-test-key";
 let stage: RunStage;
@@ -50,7 +26,7 @@ const s3 = s3Client();
 
 beforeAll(async () => {
   stage = await createRunStage();
-  [attacker, listed] = await Promise.all([recorder(), recorder()]);
+  [attacker, listed] = await Promise.all([startRecorder(), startRecorder()]);
   // The worker's own key is "local-key" (run harness); the operator lists the local LLM server
   // and `listed`, without keys.
   await stage.startWorker({ KEEL_MODEL_URLS: `${stage.llm.url},${listed.url}` });

@@ -1,3 +1,9 @@
+/**
+ * A run whose only worker was killed, as a person at the CLI sees it: `keel show` answers within a
+ * bound and says that no worker polls the run's task queue (instead of blocking for minutes and
+ * blaming Temporal), and `keel events --follow` says why it waits, keeps waiting, and follows the
+ * run to its end once a worker is back.
+ */
 import { uniqueName } from "../../support/integration-env";
 import { createRunStage, eventually, type RunStage, slowEchoScenario } from "../../support/run-harness";
 import { type CliApi, runKeel, spawnKeel, startCliApi } from "./keel-process";

@@ -3,47 +3,19 @@
  * names: without the operator's say it receives nothing at all; listed without a key it receives
  * only the placeholder; with a key bound to its entry it receives that key and no other.
  */
-import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import type { LlmContext } from "../../../src/core/messages";
 import { modelFromSpec } from "../../../src/providers/model-spec";
 import { loadCatalog } from "../../../src/providers/models";
 import { createProvider } from "../../../src/providers/registry";
 import type { ModelInfo } from "../../../src/providers/types";
+import { type Recorder, startRecorder } from "../../support/recording-server";
 
 const OPERATOR_KEY = "sk-operator-secret";
 const context: LlmContext = { messages: [{ role: "user", content: "hi", timestamp: 0 }] };
 
-/** Records every request's headers and answers 400 (a non-retryable failure, so nothing repeats). */
-interface Recorder {
-  url: string;
-  requests: IncomingHttpHeaders[];
-  close(): Promise<void>;
-}
-
-async function recorder(options: { redirectTo?: () => string } = {}): Promise<Recorder> {
-  const requests: IncomingHttpHeaders[] = [];
-  const server: Server = createServer((req, res) => {
-    requests.push(req.headers);
-    if (options.redirectTo) {
-      res.writeHead(307, { location: options.redirectTo() }).end();
-      return;
-    }
-    res.writeHead(400, { "content-type": "application/json" });
-    res.end(JSON.stringify({ error: { message: "recorded", type: "invalid_request_error" } }));
-  });
-  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    requests,
-    close: () => new Promise<void>((done) => server.close(() => done())),
-  };
-}
-
 let attacker: Recorder;
 beforeEach(async () => {
-  attacker = await recorder();
+  attacker = await startRecorder();
 });
 afterEach(() => attacker.close());
 
@@ -110,7 +82,7 @@ it("a catalog model's base URL gets its family's key; the other family's key doe
 });
 
 it("a listed server redirecting to a name that resolves to loopback is refused at connect time", async () => {
-  const listed = await recorder({
+  const listed = await startRecorder({
     redirectTo: () => `http://localhost:${new URL(attacker.url).port}/v1/chat/completions`,
   });
   try {
