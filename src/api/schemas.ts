@@ -324,12 +324,17 @@ export const DeliveryModeSchema = z.enum(["auto", "steer", "followUp", "interrup
  * no `..` or percent-encoding can climb out of the allowed path).
  */
 function oneLinePattern(modelUrls: ModelUrlPolicy): RegExp {
+  const segments = "(/[A-Za-z0-9_~-]+)*/?";
   const forms = Object.entries(MODEL_SPEC_APIS).map(([kind, api]) => {
     const bases = modelUrls.baseUrls(api).map((base) => {
       const url = new URL(base);
-      return escapeRegExp(`${url.protocol}//${url.host}${url.pathname.replace(/\/+$/, "")}`);
+      const origin = escapeRegExp(`${url.protocol}//${url.host}`);
+      const path = url.pathname.replace(/\/+$/, "");
+      // An OpenAI base URL without a path means /v1 (sdkBaseUrl): the bare origin is that too.
+      if (api !== "anthropic-messages" && path === "/v1") return `${origin}(/v1${segments}|/?)`;
+      return `${origin}${escapeRegExp(path)}${segments}`;
     });
-    const at = bases.length > 0 ? `(@(${bases.join("|")})(/[A-Za-z0-9_~-]+)*/?)?` : "";
+    const at = bases.length > 0 ? `(@(${bases.join("|")}))?` : "";
     return `${escapeRegExp(kind)}:[^\\s@]+${at}`;
   });
   return new RegExp(`^(${forms.join("|")})$`);
@@ -342,26 +347,31 @@ export function messageBodySchema(options: MessageBodyOptions) {
   const unknownModel = (input: unknown) =>
     `Unknown model ${JSON.stringify(input)}: not in the model catalog (${options.modelIds.join(", ") || "empty"}) and not a one-line model (openai-compatible:<model>@<base URL>)`;
   const modelUrls = options.modelUrls ?? new ModelUrlPolicy({ allowlist: [], configured: {} });
+  /** Why a model is refused: its base URL, when that is what the operator does not allow. */
+  const refusal = (input: unknown) => {
+    const spec = typeof input === "string" ? modelFromSpec(input) : undefined;
+    const route = spec ? modelUrls.route(spec) : undefined;
+    return route?.kind === "refused" ? route.message : unknownModel(input);
+  };
   const oneLine = z
     .string()
     .max(512)
-    // The document states the form and the base URLs this deployment allows; the refinements
-    // apply the provider's own parser and the same URL policy the worker applies.
-    .regex(oneLinePattern(modelUrls), { error: (issue) => unknownModel(issue.input) })
+    // The document states the form and the base URLs this deployment allows (the worker checks
+    // the URL again); the refinement applies the provider's own parser.
+    .regex(oneLinePattern(modelUrls), { error: (issue) => refusal(issue.input) })
     .refine((spec) => modelFromSpec(spec) !== undefined, { error: (issue) => unknownModel(issue.input) });
-  const catalogIds = new Set(options.modelIds);
-  const choice =
+  const model =
     firstModel === undefined
-      ? z.string().min(1).max(256)
-      : z.union([z.enum([firstModel, ...otherModels]), oneLine], {
-          error: (issue) => unknownModel(issue.input),
-        });
-  // A one-line model's base URL must be one the operator allows (the worker checks it again).
-  const model = choice.superRefine((id, ctx) => {
-    const spec = catalogIds.has(id) ? undefined : modelFromSpec(id);
-    const route = spec ? modelUrls.route(spec) : undefined;
-    if (route?.kind === "refused") ctx.addIssue({ code: "custom", message: route.message });
-  });
+      ? z
+          .string()
+          .min(1)
+          .max(256)
+          .superRefine((id, ctx) => {
+            const message = modelFromSpec(id) ? refusal(id) : undefined;
+            if (message !== undefined && message !== unknownModel(id))
+              ctx.addIssue({ code: "custom", message });
+          })
+      : z.union([z.enum([firstModel, ...otherModels]), oneLine], { error: (issue) => refusal(issue.input) });
   return z
     .object({
       text: z.string().min(1).max(MAX_MESSAGE_TEXT_CHARS),
