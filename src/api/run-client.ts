@@ -483,9 +483,15 @@ export class RunClient {
     const run = this.pinned(ref, runId);
     const ask = () => run.query(eventsQuery, afterSeq);
     try {
-      const description = await run.describe();
-      // A closed run answers through any worker replaying it; an open one only through its own.
-      return await (description.status.name === "RUNNING" ? this.queryOpenRun(description, ask) : ask());
+      // The hot path (clients poll this) asks once; only a slow answer costs a description.
+      return await this.client
+        .withDeadline(Date.now() + STATE_QUERY_WAIT_MS, ask)
+        .catch(async (error: unknown) => {
+          if (error instanceof QueryNotRegisteredError) throw error;
+          const description = await run.describe();
+          // A closed run answers through any worker replaying it; an open one only through its own.
+          return description.status.name === "RUNNING" ? this.queryOpenRun(description, ask) : ask();
+        });
     } catch (error) {
       if (error instanceof QueryNotRegisteredError) return [];
       throw error;
