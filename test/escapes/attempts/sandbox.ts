@@ -17,7 +17,7 @@ interface BashAttack {
   command: (ctx: EscapeContext, mark: { shell: string; text: string }) => string;
   /** The bash `timeout` argument (seconds). */
   timeout?: number;
-  settings?: MessageSettings;
+  settings?: MessageSettings | ((ctx: EscapeContext) => MessageSettings);
   /** Outcomes beyond leaks and the marker (checked after the run). */
   check?: (ctx: EscapeContext, sessionId: string) => Promise<string[]> | string[];
   boundMs?: number;
@@ -68,7 +68,7 @@ function bashAttempt(attack: BashAttack): Attempt {
             },
           ],
         ],
-        attack.settings,
+        typeof attack.settings === "function" ? attack.settings(ctx) : attack.settings,
         attack.boundMs ?? 60_000,
       );
       const findings = await ctx.leaks(sessionId);
@@ -174,6 +174,20 @@ const attacks: BashAttack[] = [
     command: (ctx) => `curl -s -m 5 http://127.0.0.1:${ctx.attacker.port}/a/network-full-attacker 2>&1`,
     check: (ctx) =>
       ctx.attacker.hits("network-full-attacker").length > 0 ? ["the attacker's server was reached"] : [],
+  },
+  {
+    // The allowlist's proxy judges addresses, not names: a listed name resolving to loopback, or
+    // the address itself, gets nowhere.
+    id: "network-allow-localhost",
+    description: "allowlist `localhost.localdomain` and the attacker's port, curl it through the proxy",
+    short: true,
+    settings: (ctx: EscapeContext) => ({
+      network: { allow: [`localhost.localdomain:${ctx.attacker.port}`, `example.com:${ctx.attacker.port}`] },
+    }),
+    command: (ctx) =>
+      `curl -s -m 5 http://localhost.localdomain:${ctx.attacker.port}/a/network-allow-localhost 2>&1; curl -s -m 5 http://127.0.0.1:${ctx.attacker.port}/a/network-allow-localhost 2>&1; curl -s -m 5 --noproxy '*' http://127.0.0.1:${ctx.attacker.port}/a/network-allow-localhost 2>&1`,
+    check: (ctx) =>
+      ctx.attacker.hits("network-allow-localhost").length > 0 ? ["the attacker's server was reached"] : [],
   },
   {
     id: "network-full-s3",
