@@ -1,7 +1,7 @@
 import picomatch from "picomatch";
 import { z } from "zod";
 import { explain, layerPath, withWorkspaceFs } from "./tool-fs";
-import { DEFAULT_FIND_LIMIT, MAX_OUTPUT_BYTES, notices, truncateHead, withNotices } from "./truncate";
+import { DEFAULT_FIND_LIMIT, listing, MAX_OUTPUT_BYTES, notices } from "./truncate";
 import { defineTool, textOutput } from "./types";
 import { assertConfinedGlob, walk } from "./walk";
 
@@ -60,17 +60,13 @@ export const findTool = defineTool({
     );
     if (results.length === 0) return textOutput("No files found matching pattern");
 
-    const truncation = truncateHead(results.join("\n"), { maxLines: Number.MAX_SAFE_INTEGER });
-    const list: string[] = [];
-    const details: Record<string, unknown> = { count: results.length };
-    if (limitReached) {
-      list.push(notices.resultLimit(limit));
-      details.resultLimitReached = limit;
-    }
-    if (truncation.truncated) {
-      list.push(notices.byteLimit());
-      details.truncation = truncation;
-    }
-    return textOutput(withNotices(truncation.content, list), details);
+    const { text, details } = listing(
+      results,
+      { count: results.length },
+      limitReached
+        ? { notice: notices.resultLimit(limit), detail: "resultLimitReached", value: limit }
+        : undefined,
+    );
+    return textOutput(text, details);
   },
 });

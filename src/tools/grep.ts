@@ -7,12 +7,11 @@ import { looksBinary, MAX_EDIT_FILE_BYTES } from "./files";
 import { explain, layerPath, withWorkspaceFs } from "./tool-fs";
 import {
   DEFAULT_GREP_LIMIT,
+  listing,
   MAX_GREP_LINE_CHARS,
   MAX_OUTPUT_BYTES,
   notices,
-  truncateHead,
   truncateLine,
-  withNotices,
 } from "./truncate";
 import { defineTool, ToolError, textOutput } from "./types";
 import { assertConfinedGlob, walk } from "./walk";
@@ -150,21 +149,14 @@ export const grepTool = defineTool({
     });
     if (matchCount === 0) return textOutput("No matches found");
 
-    const truncation = truncateHead(output.join("\n"), { maxLines: Number.MAX_SAFE_INTEGER });
-    const list: string[] = [];
-    const details: Record<string, unknown> = { matchCount };
-    if (matchCount >= limit) {
-      list.push(notices.matchLimit(limit));
-      details.matchLimitReached = limit;
-    }
-    if (truncation.truncated) {
-      list.push(notices.byteLimit());
-      details.truncation = truncation;
-    }
-    if (longLines) {
-      list.push(notices.longLines());
-      details.linesTruncated = true;
-    }
-    return textOutput(withNotices(truncation.content, list), details);
+    const { text, details } = listing(
+      output,
+      { matchCount },
+      matchCount >= limit
+        ? { notice: notices.matchLimit(limit), detail: "matchLimitReached", value: limit }
+        : undefined,
+      longLines ? [{ notice: notices.longLines(), detail: "linesTruncated", value: true }] : [],
+    );
+    return textOutput(text, details);
   },
 });

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { explain, layerPath, withWorkspaceFs } from "./tool-fs";
-import { DEFAULT_LS_LIMIT, MAX_OUTPUT_BYTES, notices, truncateHead, withNotices } from "./truncate";
+import { DEFAULT_LS_LIMIT, listing, MAX_OUTPUT_BYTES, notices } from "./truncate";
 import { defineTool, textOutput } from "./types";
 import { readDirAt } from "./workspace-fs";
 
@@ -34,17 +34,13 @@ export const lsTool = defineTool({
       .map((entry) => entry.name + (entry.isDirectory() ? "/" : entry.isSymbolicLink() ? "@" : ""));
     if (shown.length === 0) return textOutput("(empty directory)");
 
-    const truncation = truncateHead(shown.join("\n"), { maxLines: Number.MAX_SAFE_INTEGER });
-    const list: string[] = [];
-    const details: Record<string, unknown> = { count: shown.length };
-    if (entries.length > limit) {
-      list.push(notices.entryLimit(limit));
-      details.entryLimitReached = limit;
-    }
-    if (truncation.truncated) {
-      list.push(notices.byteLimit());
-      details.truncation = truncation;
-    }
-    return textOutput(withNotices(truncation.content, list), details);
+    const { text, details } = listing(
+      shown,
+      { count: shown.length },
+      entries.length > limit
+        ? { notice: notices.entryLimit(limit), detail: "entryLimitReached", value: limit }
+        : undefined,
+    );
+    return textOutput(text, details);
   },
 });

@@ -204,3 +204,36 @@ export const notices = {
 export function withNotices(text: string, list: string[]): string {
   return list.length === 0 ? text : `${text}\n\n[${list.join(". ")}]`;
 }
+
+/** A limit a listing reached: the notice the model reads and the detail recorded for clients. */
+export interface LimitReached {
+  notice: string;
+  detail: string;
+  value: unknown;
+}
+
+/**
+ * A listing tool's text and details: `lines` capped at the output byte limit, then the notices of
+ * the limits reached — `countLimit` (when given), the byte limit, then `others` — each also
+ * recorded in `details` under its name.
+ */
+export function listing(
+  lines: string[],
+  details: Record<string, unknown>,
+  countLimit: LimitReached | undefined,
+  others: LimitReached[] = [],
+): { text: string; details: Record<string, unknown> } {
+  const truncation = truncateHead(lines.join("\n"), { maxLines: Number.MAX_SAFE_INTEGER });
+  const byteLimit = truncation.truncated
+    ? { notice: notices.byteLimit(), detail: "truncation", value: truncation }
+    : undefined;
+  const reached = [countLimit, byteLimit, ...others].filter((limit) => limit !== undefined);
+  for (const limit of reached) details[limit.detail] = limit.value;
+  return {
+    text: withNotices(
+      truncation.content,
+      reached.map((limit) => limit.notice),
+    ),
+    details,
+  };
+}
