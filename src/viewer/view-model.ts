@@ -130,16 +130,6 @@ export function buildViewModel(
   return model;
 }
 
-/**
- * The Temporal UI's list of a session's runs (every run of its workflow id, continue-as-new
- * included). Entries do not record which run wrote them, so this is as close as a link from one
- * call can get; the call's activity is labelled there with its summary (`bash: …`, `llm … turn N`).
- */
-export function temporalRunsUrl(uiBaseUrl: string, namespace: string, workflowId: string): string {
-  const query = encodeURIComponent(`WorkflowId="${workflowId}"`);
-  return `${uiBaseUrl.replace(/\/+$/, "")}/namespaces/${encodeURIComponent(namespace)}/workflows?query=${query}`;
-}
-
 type Described = Pick<ViewNode, "kind" | "title" | "blocks"> & Partial<Pick<ViewNode, "usage" | "error">>;
 
 function describeEntry(entry: SessionEntry): Described {

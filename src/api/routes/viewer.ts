@@ -5,8 +5,9 @@
  * session route. The offline export (`export?format=html`) is built by `viewerExport`.
  */
 import { createRoute, z } from "@hono/zod-openapi";
+import { temporalRunsUrl } from "../../viewer/links";
 import { exportPage, livePage, type ViewerPage } from "../../viewer/page";
-import { buildViewModel, temporalRunsUrl, type ViewModel } from "../../viewer/view-model";
+import { buildViewModel, type ViewModel } from "../../viewer/view-model";
 import type { SessionRef } from "../../workflows/types";
 import { runWorkflowId } from "../../workflows/types";
 import type { RouteContext } from "../app";

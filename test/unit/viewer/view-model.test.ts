@@ -2,8 +2,9 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseSession } from "../../../src/core/session-codec";
 import type { SessionEntry } from "../../../src/core/session-types";
+import { temporalRunsUrl, viewerLinkMarkdown } from "../../../src/viewer/links";
 import { CLIENT_SCRIPT, cspHash, exportPage, jsonInHtml, livePage } from "../../../src/viewer/page";
-import { buildViewModel, temporalRunsUrl, type ViewModel } from "../../../src/viewer/view-model";
+import { buildViewModel, type ViewModel } from "../../../src/viewer/view-model";
 
 const fixtures = join(__dirname, "../../fixtures");
 
@@ -201,4 +202,10 @@ describe("the pages", () => {
     expect(() => new Function(CLIENT_SCRIPT)).not.toThrow();
     expect(CLIENT_SCRIPT).not.toMatch(/innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(/);
   });
+});
+
+test("viewerLinkMarkdown links a run to its session's viewer page", () => {
+  expect(viewerLinkMarkdown("http://127.0.0.1:8787/", "s 1")).toBe(
+    "[Transcript of session s 1](http://127.0.0.1:8787/view/sessions/s%201)",
+  );
 });
