@@ -327,6 +327,7 @@ export async function runDev(argv: string[], out: Output = stdoutOutput): Promis
         temporal: stack.temporal,
         s3: stack.s3,
         workspaceRoot,
+        apiUrl: api.url,
       }).then(
         () => out.write("The stack stays up. Press Ctrl-C to stop.\n"),
         (error: unknown) => {

@@ -94,7 +94,7 @@ async function withScreenshotOnFailure(page: Page, name: string, check: () => Pr
   try {
     await check();
   } catch (error) {
-    await page.screenshot({ path: join(ARTIFACTS, `session-viewer-${name}-failure.png`), fullPage: true });
+    await page.screenshot({ path: join(ARTIFACTS, `session-viewer-${name}-failure.png`) });
     throw error;
   }
 }
@@ -178,7 +178,8 @@ testWithChromium(
       // The abandoned branch, built when opened.
       await page.locator("details.branches > summary").first().click();
       await page.locator("#entry-a0000009").getByText("rm -rf src/tools").waitFor();
-      await page.screenshot({ path: join(ARTIFACTS, "session-viewer-branches.png"), fullPage: true });
+      await page.locator("#entry-a0000009").scrollIntoViewIfNeeded();
+      await page.screenshot({ path: join(ARTIFACTS, "session-viewer-branches.png") });
     });
     await page.close();
   },
@@ -226,7 +227,7 @@ testWithChromium(
       expect(await page.evaluate("window.__pwned")).toBeUndefined();
       expect(violations).toEqual(expect.arrayContaining(["script-src-elem", "img-src"]));
       expect(dialogs).toEqual([]);
-      await page.screenshot({ path: join(ARTIFACTS, "session-viewer-hostile.png"), fullPage: true });
+      await page.screenshot({ path: join(ARTIFACTS, "session-viewer-hostile.png") });
     });
     await page.close();
   },
@@ -320,7 +321,8 @@ testWithChromium(
         .waitFor();
       const partial = (await page.locator("#live pre").first().textContent()) ?? "";
       expect(partial).not.toContain("word79");
-      await page.screenshot({ path: join(ARTIFACTS, "session-viewer-live.png"), fullPage: true });
+      await page.locator("#live").scrollIntoViewIfNeeded();
+      await page.screenshot({ path: join(ARTIFACTS, "session-viewer-live.png") });
       // Once stored, the answer is in the transcript and the live copy is gone.
       await page
         .locator("main article.kind-assistant")
@@ -376,7 +378,7 @@ testWithChromium(
         // Nothing asks for a key: the data is in the file.
         expect(await page.locator("form.key").count()).toBe(0);
         expect(requests.filter((url) => !url.startsWith("file:"))).toEqual([]);
-        await page.screenshot({ path: join(ARTIFACTS, "session-viewer-export.png"), fullPage: true });
+        await page.screenshot({ path: join(ARTIFACTS, "session-viewer-export.png") });
       });
     } finally {
       await context.setOffline(false);

@@ -216,12 +216,13 @@ export function viewerClient(): void {
       container.append(renderNode(node));
       const next = path[index + 1];
       const others = node.children.filter((id) => id !== next?.id);
-      if (others.length > 0) container.append(branches(others, byId, next ? "other branches" : "branches"));
+      if (others.length > 0) container.append(branches(others, byId, next !== undefined));
     });
   }
 
-  function branches(ids: string[], byId: Map<string, ViewNode>, what: string): HTMLElement {
-    return lazyDetails("branches", `⑂ ${ids.length} ${what} here`, (body) => {
+  function branches(ids: string[], byId: Map<string, ViewNode>, other: boolean): HTMLElement {
+    const what = `${other ? "other " : ""}branch${ids.length === 1 ? "" : "es"}`;
+    return lazyDetails("branches", `↳ ${ids.length} ${what} from here`, (body) => {
       for (const id of ids) {
         const branch = element("section", "branch");
         const path = branchPath(id, byId);
