@@ -213,6 +213,7 @@ testWithChromium(
       await page.getByText("<b onmouseover=alert(1)>done</b>").hover();
       expect(await page.evaluate("window.__pwned")).toBeUndefined();
       expect(await page.locator("img").count()).toBe(0);
+      await page.screenshot({ path: join(ARTIFACTS, "session-viewer-hostile.png") });
 
       // Defence in depth: markup inserted past the renderer is refused by the policy.
       const violations = await page.evaluate(`new Promise((resolve) => {
@@ -227,7 +228,6 @@ testWithChromium(
       expect(await page.evaluate("window.__pwned")).toBeUndefined();
       expect(violations).toEqual(expect.arrayContaining(["script-src-elem", "img-src"]));
       expect(dialogs).toEqual([]);
-      await page.screenshot({ path: join(ARTIFACTS, "session-viewer-hostile.png") });
     });
     await page.close();
   },

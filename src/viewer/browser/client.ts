@@ -39,6 +39,9 @@ export function viewerClient(): void {
   const live = element("section", "live");
   live.id = "live";
   let current: ViewModel | undefined;
+  /** The view read under way, and whether changes came while it was (see `refresh`). */
+  let reading: Promise<unknown> | undefined;
+  let readAgain = false;
 
   if (config.mode === "export") show(readJson("keel-view") as ViewModel);
   else if (sessionStorage.getItem(KEY_STORAGE)) void load(true);
@@ -98,7 +101,8 @@ export function viewerClient(): void {
     return { authorization: `Bearer ${sessionStorage.getItem(KEY_STORAGE) ?? ""}` };
   }
 
-  async function load(follow: boolean): Promise<void> {
+  /** Reads and shows the view; with `follow`, follows the run when one is working. */
+  async function load(follow: boolean): Promise<LiveViewModel | undefined> {
     const path = `/v1/sessions/${encodeURIComponent(config.sessionId)}`;
     const response = await fetch(`${path}/view`, { headers: authorization() });
     if (response.status === 401) {
@@ -107,51 +111,99 @@ export function viewerClient(): void {
       return;
     }
     if (!response.ok) {
-      app.replaceChildren(element("p", "error", `The session could not be read (HTTP ${response.status}).`));
+      const problem = `The session could not be read (HTTP ${response.status}).`;
+      // A failed re-read keeps what is shown.
+      if (current) status.textContent = problem;
+      else app.replaceChildren(element("p", "error", problem));
       return;
     }
     const model = (await response.json()) as LiveViewModel;
     show(model);
     status.textContent = `status: ${model.status}`;
     if (follow && model.status !== "idle") void followRun(`${path}/events`);
+    return model;
   }
 
-  /** Reads the run's event stream until it ends; each stored change reloads the view. */
+  /**
+   * Follows the run's event stream until the run ends. A stream that closes earlier (a proxy's
+   * time limit, KEEL_API_SSE_MAX_SECONDS) is opened again after the last event seen
+   * (`Last-Event-ID`), so nothing is missed or shown twice.
+   */
   async function followRun(url: string): Promise<void> {
-    const response = await fetch(url, { headers: { ...authorization(), accept: "text/event-stream" } });
-    if (!response.ok || !response.body) return;
-    status.textContent = "status: running (following live)";
-    const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
-    let buffered = "";
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      buffered += value;
-      let end = buffered.indexOf("\n\n");
-      while (end >= 0) {
-        handleEvent(buffered.slice(0, end));
-        buffered = buffered.slice(end + 2);
-        end = buffered.indexOf("\n\n");
+    let lastId = "";
+    let ended = false;
+    while (!ended) {
+      const resume: Record<string, string> = lastId ? { "last-event-id": lastId } : {};
+      const response = await fetch(url, {
+        headers: { ...authorization(), ...resume, accept: "text/event-stream" },
+      });
+      if (!response.ok || !response.body) return;
+      status.textContent = "status: running (following live)";
+      const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+      let buffered = "";
+      let events = 0;
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffered += value;
+        for (let end = buffered.indexOf("\n\n"); end >= 0; end = buffered.indexOf("\n\n")) {
+          const event = parseFrame(buffered.slice(0, end));
+          buffered = buffered.slice(end + 2);
+          if (!event) continue;
+          events += 1;
+          lastId = event.id || lastId;
+          ended ||= event.type === "agent_end";
+          handleEvent(event.type, event.data);
+        }
       }
+      const model = await refreshNow();
+      ended ||= model?.status === "idle" || events === 0;
     }
-    await load(false);
     status.textContent = "status: run ended";
   }
 
-  function handleEvent(frame: string): void {
+  /** One Server-Sent Events frame: its type, id and JSON data; undefined for a comment. */
+  function parseFrame(
+    frame: string,
+  ): { type: string; id: string; data: Record<string, unknown> } | undefined {
     let type = "";
+    let id = "";
     let data = "";
     for (const line of frame.split("\n")) {
       if (line.startsWith("event:")) type = line.slice(6).trim();
+      else if (line.startsWith("id:")) id = line.slice(3).trim();
       else if (line.startsWith("data:")) data += line.slice(5).trim();
     }
-    if (!type || !data) return;
-    const event = JSON.parse(data) as Record<string, unknown>;
+    return type && data ? { type, id, data: JSON.parse(data) as Record<string, unknown> } : undefined;
+  }
+
+  function handleEvent(type: string, event: Record<string, unknown>): void {
     if (type === "message_update") showDelta(event);
     else if (type === "tool_execution_update") {
       liveBlock(`tool-${String(event.toolCallId)}`, `${String(event.toolName)} (running)`).textContent =
         String(event.partial);
-    } else if (CHANGES.has(type)) void load(false);
+    } else if (CHANGES.has(type)) refresh();
+  }
+
+  /** Reads the view again; one read at a time, and one more when changes came during it. */
+  function refresh(): void {
+    if (reading) {
+      readAgain = true;
+      return;
+    }
+    reading = load(false).finally(() => {
+      reading = undefined;
+      if (readAgain) {
+        readAgain = false;
+        refresh();
+      }
+    });
+  }
+
+  /** Reads the view again once every read under way has finished; its model. */
+  async function refreshNow(): Promise<LiveViewModel | undefined> {
+    while (reading) await reading;
+    return load(false);
   }
 
   function showDelta(event: Record<string, unknown>): void {
