@@ -103,7 +103,8 @@ export function viewerClient(): void {
 
   /** Reads and shows the view; with `follow`, follows the run when one is working. */
   async function load(follow: boolean): Promise<LiveViewModel | undefined> {
-    const path = `/v1/sessions/${encodeURIComponent(config.sessionId)}`;
+    // Relative to the page (`<api>/view/sessions/{id}`), so an API served under a path prefix works.
+    const path = new URL(`../../v1/sessions/${encodeURIComponent(config.sessionId)}`, location.href).href;
     const response = await fetch(`${path}/view`, { headers: authorization() });
     if (response.status === 401) {
       sessionStorage.removeItem(KEY_STORAGE);
