@@ -183,7 +183,15 @@ export function viewerClient(): void {
     else if (type === "tool_execution_update") {
       liveBlock(`tool-${String(event.toolCallId)}`, `${String(event.toolName)} (running)`).textContent =
         String(event.partial);
-    } else if (CHANGES.has(type)) refresh();
+    } else if (CHANGES.has(type)) {
+      // The stored result replaces the tool's running output.
+      if (type === "tool_execution_end") liveBox(`tool-${String(event.toolCallId)}`)?.remove();
+      refresh();
+    }
+  }
+
+  function liveBox(key: string): HTMLElement | null {
+    return live.querySelector<HTMLElement>(`[data-live="${CSS.escape(key)}"]`);
   }
 
   /** Reads the view again; one read at a time, and one more when changes came during it. */
@@ -215,8 +223,8 @@ export function viewerClient(): void {
   }
 
   function liveBlock(key: string, title: string): HTMLElement {
-    const existing = live.querySelector(`[data-live="${CSS.escape(key)}"] pre`);
-    if (existing) return existing as HTMLElement;
+    const existing = liveBox(key)?.querySelector("pre");
+    if (existing) return existing;
     const box = element("div", "entry kind-live");
     box.dataset.live = key;
     const text = element("pre", "text");
