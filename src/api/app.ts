@@ -27,6 +27,7 @@ import { createRouter } from "./router";
 import { runRoutes } from "./routes/runs";
 import { sessionRoutes } from "./routes/sessions";
 import { transferRoutes } from "./routes/transfer";
+import { viewerRoutes } from "./routes/viewer";
 import { DeliveryRefusedError, type RunClient, RunNotAnsweringError } from "./run-client";
 import { registerSlackRoutes } from "./slack/events";
 import { type UnavailableDependency, unavailableDependency } from "./unavailable";
@@ -45,7 +46,7 @@ export type ApiConfigSubset = Pick<
   | "defaultModel"
   | "singleTenant"
 > &
-  Partial<Pick<ApiConfig, "outbound">>;
+  Partial<Pick<ApiConfig, "outbound" | "viewer">>;
 
 export interface ApiDependencies {
   config: ApiConfigSubset;
@@ -210,5 +211,9 @@ export function createApp(dependencies: ApiDependencies) {
     security: [{ bearer: [] }],
   });
   // Mounted after the middleware above, which therefore runs before every one of them.
-  return app.route("/", sessionRoutes(deps)).route("/", runRoutes(deps)).route("/", transferRoutes(deps));
+  return app
+    .route("/", sessionRoutes(deps))
+    .route("/", runRoutes(deps))
+    .route("/", transferRoutes(deps))
+    .route("/", viewerRoutes(deps));
 }

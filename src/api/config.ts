@@ -61,6 +61,10 @@ const ApiEnvSchema = z.object({
   KEEL_MODEL_URLS: z.string().optional(),
   /** Hosts git workspace sources may name (tools/git-source.ts); unset: DEFAULT_GIT_HOSTS. */
   KEEL_GIT_HOSTS: z.string().optional(),
+  /** The Temporal UI's address: the session viewer links each model and tool call there. */
+  KEEL_TEMPORAL_UI_URL: z.url({ protocol: /^https?$/ }).optional(),
+  /** The API's address as readers' browsers reach it: new runs link to their viewer page from the Temporal UI. */
+  KEEL_API_PUBLIC_URL: z.url({ protocol: /^https?$/ }).optional(),
 });
 
 /** Where callers may point outbound requests: checked in message bodies, again on the worker. */
@@ -101,6 +105,15 @@ export interface ApiConfig {
   /** Absent when no signing secret is configured: the Slack route then answers 404. */
   slack?: SlackConfig;
   outbound: OutboundSettings;
+  /** The session viewer's links (docs/api.md, "Session viewer"). */
+  viewer: ViewerLinks;
+}
+
+export interface ViewerLinks {
+  /** KEEL_TEMPORAL_UI_URL and the namespace the runs are in. */
+  temporalUi?: { url: string; namespace: string };
+  /** KEEL_API_PUBLIC_URL. */
+  publicUrl?: string;
 }
 
 function formatIssues(error: z.ZodError): string {
@@ -200,5 +213,11 @@ export function apiConfigFromEnv(env: NodeJS.ProcessEnv = process.env): ApiConfi
     ...(values.KEEL_SINGLE_TENANT !== undefined ? { singleTenant: values.KEEL_SINGLE_TENANT } : {}),
     slack,
     outbound,
+    viewer: {
+      ...(values.KEEL_TEMPORAL_UI_URL !== undefined
+        ? { temporalUi: { url: values.KEEL_TEMPORAL_UI_URL, namespace: values.KEEL_TEMPORAL_NAMESPACE } }
+        : {}),
+      ...(values.KEEL_API_PUBLIC_URL !== undefined ? { publicUrl: values.KEEL_API_PUBLIC_URL } : {}),
+    },
   };
 }

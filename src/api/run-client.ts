@@ -20,6 +20,7 @@ import {
 import { ActivityFailure, ApplicationFailure } from "@temporalio/common";
 import { temporal } from "@temporalio/proto";
 import type { AgentEvent } from "../core/events";
+import { viewerLinkMarkdown } from "../viewer/links";
 import type { agentRun } from "../workflows/agent-run";
 import {
   abortSignal,
@@ -202,6 +203,8 @@ export class RunClient {
   constructor(
     private readonly client: Client,
     private readonly taskQueue: string,
+    /** The API's public address: each new run links to its session's viewer page (KEEL_API_PUBLIC_URL). */
+    private readonly apiPublicUrl?: string,
   ) {}
 
   /**
@@ -274,6 +277,8 @@ export class RunClient {
       typedSearchAttributes: runAttributes({ ...ref, settings }, startedStatus(RUN_VERSION)),
       workflowIdConflictPolicy: "FAIL",
       staticSummary: summaryLine(request.text),
+      // The Temporal UI shows it under "User Metadata": the way from the run to its transcript.
+      ...(this.apiPublicUrl ? { staticDetails: viewerLinkMarkdown(this.apiPublicUrl, ref.sessionId) } : {}),
     });
     try {
       const update = await this.client.workflow.startUpdateWithStart(deliverUpdate, {

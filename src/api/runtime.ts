@@ -17,7 +17,12 @@ export interface ApiRuntime {
 export function createApiRuntime(config: ApiConfig): ApiRuntime {
   const s3 = createS3Client(config.s3);
   const store = new SessionStore(s3, config.s3);
-  const temporal = new LazyRunClient(config.temporal, config.taskQueue, keelDataConverter(s3, config.s3));
+  const temporal = new LazyRunClient(
+    config.temporal,
+    config.taskQueue,
+    keelDataConverter(s3, config.s3),
+    config.viewer.publicUrl,
+  );
   const app = createApp({
     config,
     runs: () => temporal.get(),

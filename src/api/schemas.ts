@@ -131,6 +131,13 @@ export const ExportQuerySchema = z.object({
       param: { name: "workspace", in: "query" },
       description: "true: a .tar.gz of the session file and the workspace at the leaf",
     }),
+  format: z
+    .enum(["jsonl", "html"])
+    .optional()
+    .openapi({
+      param: { name: "format", in: "query" },
+      description: "html: the session viewer as one offline HTML file (default jsonl)",
+    }),
 });
 
 export const EntriesQuerySchema = z.object({

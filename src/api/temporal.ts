@@ -68,6 +68,8 @@ export class LazyRunClient {
     private readonly settings: TemporalSettings,
     private readonly taskQueue: string,
     private readonly dataConverter?: DataConverter,
+    /** See `RunClient`'s `apiPublicUrl`. */
+    private readonly apiPublicUrl?: string,
   ) {}
 
   /** The run client over the live connection, connecting first when there is none. */
@@ -118,7 +120,7 @@ export class LazyRunClient {
     });
     const live: LiveConnection = {
       connection,
-      runs: new RunClient(client, this.taskQueue),
+      runs: new RunClient(client, this.taskQueue, this.apiPublicUrl),
       inFlight: 0,
       retired: false,
     };

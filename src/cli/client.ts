@@ -130,6 +130,13 @@ export class ApiClient {
     return Buffer.from(await response.arrayBuffer());
   }
 
+  /** The session viewer as one offline HTML file (by URL, as above). */
+  async exportHtml(sessionId: string): Promise<string> {
+    const url = `${this.baseUrl}/v1/sessions/${encodeURIComponent(sessionId)}/export?format=html`;
+    const response = await this.send(url, { headers: { accept: "text/html" } });
+    return response.text();
+  }
+
   /** Events of the session's latest run after `after`, as a stream that ends with the run. */
   /**
    * The latest run's event stream after the SSE id `lastEventId` (a seq, or `seq:offset` for a

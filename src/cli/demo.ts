@@ -7,6 +7,7 @@ import { join } from "node:path";
 import type { AgentEvent } from "../core/events";
 import type { S3Settings } from "../store/s3-config";
 import { sessionPrefix } from "../store/session-keys";
+import { viewerPagePath } from "../viewer/links";
 import type { ApiClient } from "./client";
 import { EventDetails, followRun } from "./commands/follow";
 import { deliverMessage } from "./commands/message";
@@ -33,6 +34,8 @@ export interface DemoOptions {
   temporal: { namespace: string; uiUrl?: string };
   s3: S3Settings;
   workspaceRoot: string;
+  /** The API's address: the demo prints the session's viewer page there. */
+  apiUrl?: string;
 }
 
 export interface DemoResult {
@@ -93,6 +96,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
       "",
       `Run ${status ?? "ended"}. Look at it:`,
       ...(uiLink ? [`  Temporal UI   ${uiLink}`] : []),
+      ...(options.apiUrl ? [`  transcript    ${options.apiUrl}${viewerPagePath(sessionId)}`] : []),
       `  S3 session    ${s3Key}`,
       `  workspace     ${workspace}`,
       `  CLI           keel show ${sessionId} · keel events ${sessionId} · keel export ${sessionId}`,

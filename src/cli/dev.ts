@@ -282,6 +282,9 @@ export async function runDev(argv: string[], out: Output = stdoutOutput): Promis
         // `keel run` without --model uses the stack's model (local or the real provider's).
         KEEL_DEFAULT_MODEL: model,
         KEEL_API_PORT: String(apiPort),
+        // The session viewer links to the Temporal UI, and new runs link back to the viewer.
+        ...(stack.temporal.uiUrl ? { KEEL_TEMPORAL_UI_URL: stack.temporal.uiUrl } : {}),
+        KEEL_API_PUBLIC_URL: `http://127.0.0.1:${apiPort}`,
       });
       const runtime = createApiRuntime(config);
       const { server, port } = await startApiServer(runtime.app, apiPort);
@@ -324,6 +327,7 @@ export async function runDev(argv: string[], out: Output = stdoutOutput): Promis
         temporal: stack.temporal,
         s3: stack.s3,
         workspaceRoot,
+        apiUrl: api.url,
       }).then(
         () => out.write("The stack stays up. Press Ctrl-C to stop.\n"),
         (error: unknown) => {

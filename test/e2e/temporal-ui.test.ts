@@ -10,21 +10,11 @@
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type BrowserContext, chromium, type Page } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
 import { DEMO_DONE_LINE, DEMO_TENANT } from "../../src/cli/demo";
 import { type KeelDev, printed, projectRoot, startKeelDev } from "../integration/cli/keel-process";
+import { chromiumTest, launchChromium } from "./chromium";
 
-const CHROMIUM = "/usr/bin/chromium";
-const CHROMIUM_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 const STACK_START_TIMEOUT_MS = 150_000;
 const UI_TIMEOUT_MS = 30_000;
 /** The run page with its activity timeline. */
@@ -33,13 +23,7 @@ const SCREENSHOT = join(projectRoot, "test-artifacts/temporal-ui.png");
 const DETAILS_SCREENSHOT = join(projectRoot, "test-artifacts/temporal-ui-details.png");
 const FAILURE_SCREENSHOT = join(projectRoot, "test-artifacts/temporal-ui-failure.png");
 
-const haveChromium = existsSync(CHROMIUM);
-if (!haveChromium) {
-  process.stderr.write(
-    `Skipping the Temporal UI test: ${CHROMIUM} is missing (apt-get install -y chromium)\n`,
-  );
-}
-const testWithChromium = haveChromium ? test : test.skip;
+const testWithChromium = chromiumTest("the Temporal UI test");
 
 let dataDir: string;
 let profileDir: string;
@@ -71,11 +55,7 @@ testWithChromium(
     const workflowId = `keel-run/${DEMO_TENANT}/${sessionId}`;
 
     // A fresh profile (--user-data-dir) per run: playwright passes it for a persistent context.
-    browser = await chromium.launchPersistentContext(profileDir, {
-      executablePath: CHROMIUM,
-      args: CHROMIUM_ARGS,
-      viewport: { width: 1600, height: 1400 },
-    });
+    browser = await launchChromium(profileDir);
     const page = await browser.newPage();
     page.setDefaultTimeout(UI_TIMEOUT_MS);
 

@@ -37,6 +37,7 @@ import {
   withImportedArchive,
 } from "../session-archive";
 import { idempotencyHeaderParam, problemResponses, refOf, requireSession } from "./common";
+import { pageHeaders, viewerExport } from "./viewer";
 
 /** Skipped lines reported back by an import, at most. */
 export const MAX_IMPORT_WARNINGS = 50;
@@ -68,6 +69,7 @@ const exportSession = createRoute({
       content: {
         [JSONL_CONTENT_TYPE]: { schema: z.string() },
         [GZIP_CONTENT_TYPE]: { schema: z.string().openapi({ format: "binary" }) },
+        "text/html": { schema: z.string() },
       },
     },
     ...problemResponses(),
@@ -314,6 +316,15 @@ export function transferRoutes(deps: RouteContext) {
       .openapi(exportSession, async (c) => {
         const { sessionId } = c.req.valid("param");
         const ref = refOf(c, sessionId);
+        if (c.req.valid("query").format === "html") {
+          // The viewer as one offline file (it checks the session exists itself).
+          const page = await viewerExport(deps, ref);
+          const headers = {
+            ...pageHeaders(page),
+            "content-disposition": `attachment; filename="${sessionId}.html"`,
+          };
+          return c.body(page.html, 200, headers) as never;
+        }
         await requireSession(deps, ref);
         if (c.req.valid("query").workspace === "true") {
           const { archive, snapshotEntryId } = await exportSessionArchive(deps.store, deps.snapshots, ref);

@@ -8,18 +8,23 @@ import { EXIT, type ExitCode, UsageError } from "../client";
 import { type Command, parseCommand, printJson } from "../command";
 
 export const exportCommand: Command = {
-  usage: "keel export <session> [--with-workspace] [-o FILE]",
+  usage: "keel export <session> [--with-workspace | --html] [-o FILE]",
   summary:
-    "write the session as one pi JSONL file (stdout without -o); --with-workspace: a .tar.gz with its files",
+    "write the session as one pi JSONL file (stdout without -o); --with-workspace: a .tar.gz with its files; --html: the transcript as one offline page",
   async run(argv, context) {
     const parsed = parseCommand(
       argv,
-      { output: { type: "string", short: "o" }, "with-workspace": { type: "boolean" } },
+      {
+        output: { type: "string", short: "o" },
+        "with-workspace": { type: "boolean" },
+        html: { type: "boolean" },
+      },
       { min: 1, max: 1, names: "<session>" },
       context,
     );
     const [sessionId] = parsed.positionals as [string];
     if (parsed.values["with-workspace"] === true) return exportArchive(parsed, sessionId, context);
+    if (parsed.values.html === true) return exportHtml(parsed, sessionId, context);
     const text = await parsed.client.exportJsonl(sessionId);
     const file = parsed.values.output;
     if (typeof file !== "string") {
@@ -46,6 +51,21 @@ async function exportArchive(
   writeFileSync(file, archive);
   if (parsed.json) printJson(context, { sessionId, file, bytes: archive.length });
   else context.out.write(`wrote ${file} (${archive.length} bytes: session.jsonl and workspace/)\n`);
+  return EXIT.ok;
+}
+
+/** `keel export --html`: the offline transcript page to a file (`-o`, default `<session>.html`). */
+async function exportHtml(
+  parsed: ReturnType<typeof parseCommand>,
+  sessionId: string,
+  context: Parameters<Command["run"]>[1],
+): Promise<ExitCode> {
+  const html = await parsed.client.exportHtml(sessionId);
+  const output = parsed.values.output;
+  const file = typeof output === "string" ? output : `${sessionId}.html`;
+  writeFileSync(file, html);
+  if (parsed.json) printJson(context, { sessionId, file, bytes: Buffer.byteLength(html) });
+  else context.out.write(`wrote ${file} (open it in a browser; it loads nothing from the network)\n`);
   return EXIT.ok;
 }
 

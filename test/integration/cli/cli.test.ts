@@ -115,6 +115,19 @@ test("export -o and import round-trip a session", async () => {
   expect(stripIds(again.stdout)).toEqual(stripIds(readFileSync(file, "utf8")));
 });
 
+test("export --html writes the transcript as one offline page", async () => {
+  const sessionId = uniqueName("cli");
+  expect((await keel(["run", "to be read in a browser", "--session", sessionId, "--follow"])).code).toBe(0);
+  const file = join(testTmpDir(), `${sessionId}.html`);
+  const exported = await keel(["export", sessionId, "--html", "-o", file]);
+  expect(exported.code).toBe(0);
+  expect(exported.stdout).toContain(`wrote ${file}`);
+  const html = readFileSync(file, "utf8");
+  expect(html).toMatch(/^<!doctype html>/);
+  expect(html).toContain("connect-src 'none'");
+  expect(html).toContain("to be read in a browser");
+});
+
 test("export --with-workspace writes a .tar.gz that import turns back into a session with its files", async () => {
   stage.llm.addScenario("cli-archive", {
     turns: [{ toolCalls: [{ name: "write", arguments: { path: "notes/todo.txt", content: "ship it\n" } }] }],
