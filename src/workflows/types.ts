@@ -292,6 +292,11 @@ export interface RunState {
   /** Why a failed run failed, when an activity failed for good: its failure type and message. */
   error?: RunError;
   lastEventSeq: number;
+  /**
+   * The run this one continues (continue-as-new: a long run's next execution, or the run that
+   * reads messages handed over at a run's end); absent for a run that was started.
+   */
+  previousRunId?: string;
 }
 
 export interface RunError {
