@@ -8,6 +8,7 @@ import { z } from "zod";
 import { type CallCgroup, createCallCgroup } from "./cgroup";
 import { type CallEgress, startCallEgress } from "./egress-proxy";
 import { groupAlive, terminateGroup } from "./process-group";
+import { TOOL_REPLAY_CLASSES } from "./replay-classes";
 import {
   bashCommandLine,
   type CommandLine,
@@ -163,7 +164,7 @@ export const bashTool = defineTool({
   name: "bash",
   description: `Execute a bash command in the workspace directory (${SANDBOX_WORKSPACE_PATH}). Returns stdout and stderr combined. Output is truncated to the last ${MAX_OUTPUT_LINES} lines or ${MAX_OUTPUT_BYTES / 1024}KB (whichever is hit first); if truncated, the full output is saved to a file in the workspace (named in the output). Optionally provide a timeout in seconds. Commands that fail report their exit code.`,
   parameters: BashParameters,
-  replay: "unsafe",
+  replay: TOOL_REPLAY_CLASSES.bash,
   async execute({ command, timeout }, { workspace, sandbox, signal, onUpdate }): Promise<ToolOutput> {
     const workspaceDir = await fs.realpath(workspace.dir);
     const cgroup = createCallCgroup(sandbox.limits);

@@ -5,7 +5,8 @@
  */
 import { ActivityFailure, condition, log, TimeoutFailure } from "@temporalio/workflow";
 import type { ToolCallSummary } from "../../activities/types";
-import { blockReason, MUTATING_TOOLS } from "../hooks";
+import { MUTATING_TOOLS } from "../../tools/replay-classes";
+import { blockReason } from "../hooks";
 import { decidePolicy } from "../policy";
 import { claim, snapshotActivities, toolActivities } from "./activity-options";
 import { syntheticToolResult } from "./entries";
