@@ -37,7 +37,10 @@ export interface RunContext {
   llm: ReturnType<typeof llmActivities>;
   /** The work an abort or interrupt cancels. */
   inFlight?: CancellationScope;
-  /** The model call under way: what a failure must close (its user messages and its slot). */
+  /**
+   * The model call under way: what a failure or an interruption must close (its user messages and
+   * its slot). Opened and settled by `run/model-calls.ts`, closed by `closeModelCall`.
+   */
   modelCall?: { slot: EntrySlot; writesFirst: EntryWrite[] };
   /** Task queue of the worker holding the workspace, once claimed (claimed once per run). */
   workspaceQueue?: Promise<string>;
@@ -102,6 +105,37 @@ export async function cancellable<T>(ctx: RunContext, work: () => Promise<T>): P
   } finally {
     ctx.inFlight = undefined;
   }
+}
+
+/**
+ * Why in-flight work that threw was stopped: the run cancelled it for an abort or an interrupt
+ * (the work may then end cancelled, timed out or failed, its worker gone: all mean the same here),
+ * which is taken and returned. Any other failure is the work's own, and is rethrown.
+ */
+export function stoppedBy(run: RunRecord, error: unknown): "abort" | "interrupt" {
+  const why = run.cancelling;
+  if (!why) throw error;
+  run.cancelling = undefined;
+  return why.kind;
+}
+
+/**
+ * Closes the model call under way (`ctx.modelCall`), if any, as `answer` says: its user messages
+ * and an unanswered assistant entry at its slot (what the activity stored first is kept). The one
+ * place a call that did not answer is closed, for a failure and an interruption alike.
+ */
+export async function closeModelCall(
+  ctx: RunContext,
+  answer: Parameters<typeof unansweredAssistant>[2],
+): Promise<void> {
+  const call = ctx.modelCall;
+  if (!call) return;
+  const { run } = ctx;
+  await writeEntries(ctx, [
+    ...call.writesFirst,
+    unansweredAssistant(call.slot, run.next.model, answer, run.clock.now()),
+  ]);
+  ctx.modelCall = undefined;
 }
 
 /** Writes entries in a scope that cannot be cancelled: closing a session must finish. */
@@ -210,21 +244,8 @@ export async function abortRun(ctx: RunContext): Promise<RunResult> {
  * reports its failure.
  */
 export async function failRun(ctx: RunContext, reason: string): Promise<RunResult> {
-  const { run } = ctx;
   try {
-    if (ctx.modelCall) {
-      const { slot, writesFirst } = ctx.modelCall;
-      await writeEntries(ctx, [
-        ...writesFirst,
-        unansweredAssistant(
-          slot,
-          run.next.model,
-          { stopReason: "error", errorMessage: reason },
-          run.clock.now(),
-        ),
-      ]);
-      ctx.modelCall = undefined;
-    }
+    await closeModelCall(ctx, { stopReason: "error", errorMessage: reason });
     await closeOpenCalls(ctx, UNFINISHED_TOOL_RESULT_TEXT, "failed");
   } catch (error) {
     log.error(
