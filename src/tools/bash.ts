@@ -5,10 +5,10 @@ import * as fs from "node:fs/promises";
 import type { Readable, Writable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 import { z } from "zod";
+import { TOOL_REPLAY_CLASSES } from "../core/tool-replay";
 import { type CallCgroup, createCallCgroup } from "./cgroup";
 import { type CallEgress, startCallEgress } from "./egress-proxy";
 import { groupAlive, terminateGroup } from "./process-group";
-import { TOOL_REPLAY_CLASSES } from "./replay-classes";
 import {
   bashCommandLine,
   type CommandLine,

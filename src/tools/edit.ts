@@ -1,9 +1,9 @@
 import type { FileHandle } from "node:fs/promises";
 import { createPatch } from "diff";
 import { z } from "zod";
+import { TOOL_REPLAY_CLASSES } from "../core/tool-replay";
 import { countOccurrences, locate } from "./edit-match";
 import { looksBinary, MAX_EDIT_FILE_BYTES } from "./files";
-import { TOOL_REPLAY_CLASSES } from "./replay-classes";
 import { explain, layerPath, replaceContent, withWorkspaceFs } from "./tool-fs";
 import { formatSize } from "./truncate";
 import { defineTool, ToolError, type ToolOutput, textOutput } from "./types";

@@ -3,8 +3,8 @@ import type { FileHandle } from "node:fs/promises";
 import * as posixPath from "node:path/posix";
 import picomatch from "picomatch";
 import { z } from "zod";
+import { TOOL_REPLAY_CLASSES } from "../core/tool-replay";
 import { looksBinary, MAX_EDIT_FILE_BYTES } from "./files";
-import { TOOL_REPLAY_CLASSES } from "./replay-classes";
 import { explain, layerPath, withWorkspaceFs } from "./tool-fs";
 import {
   DEFAULT_GREP_LIMIT,

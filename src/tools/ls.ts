@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { TOOL_REPLAY_CLASSES } from "./replay-classes";
+import { TOOL_REPLAY_CLASSES } from "../core/tool-replay";
 import { explain, layerPath, withWorkspaceFs } from "./tool-fs";
 import { DEFAULT_LS_LIMIT, MAX_OUTPUT_BYTES, notices, truncateHead, withNotices } from "./truncate";
 import { defineTool, textOutput } from "./types";

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { TOOL_REPLAY_CLASSES } from "./replay-classes";
+import { TOOL_REPLAY_CLASSES } from "../core/tool-replay";
 import { explain, layerPath, replaceContent, withWorkspaceFs } from "./tool-fs";
 import { defineTool, ToolError, textOutput } from "./types";
 

@@ -4,7 +4,7 @@
  * the same decisions. Add a hook set by adding an entry to `HOOK_SETS`.
  */
 import type { ToolCallSummary } from "../activities/types";
-import { MUTATING_TOOLS } from "../tools/replay-classes";
+import { MUTATING_TOOLS } from "../core/tool-replay";
 import type { ThinkingLevel } from "./types";
 
 /** What a finished turn looked like. */

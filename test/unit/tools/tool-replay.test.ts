@@ -1,5 +1,5 @@
+import { MUTATING_TOOLS, TOOL_REPLAY_CLASSES } from "../../../src/core/tool-replay";
 import { builtinTools } from "../../../src/tools";
-import { MUTATING_TOOLS, TOOL_REPLAY_CLASSES } from "../../../src/tools/replay-classes";
 
 test("every built-in tool has its replay class in the one table, and takes it from there", () => {
   expect(builtinTools.map((tool) => tool.name).sort()).toEqual(Object.keys(TOOL_REPLAY_CLASSES).sort());

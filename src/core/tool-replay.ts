@@ -4,7 +4,14 @@
  * from the same table which calls may change the workspace. Pure: no I/O, safe in the workflow
  * bundle.
  */
-import type { ReplayClass } from "./types";
+/**
+ * What a durable runner may do when it does not know whether an earlier attempt finished:
+ * - `safe`: re-run freely (read-only: read, grep, find, ls);
+ * - `idempotent-with-check`: re-run; the tool itself detects that the earlier attempt already
+ *   took effect and reports that instead of applying it twice (write, edit);
+ * - `unsafe`: never re-run silently; report the unknown outcome to the model instead (bash).
+ */
+export type ReplayClass = "safe" | "idempotent-with-check" | "unsafe";
 
 export const TOOL_REPLAY_CLASSES = {
   read: "safe",
