@@ -2,10 +2,10 @@
  * Short workflows that change a session while no run is live: compaction, branching and labels.
  * They use the session's run workflow id, so Temporal itself keeps them and runs from overlapping.
  */
-import { patched } from "@temporalio/workflow";
 import type { EntrySlot } from "../activities/types";
 import { makeEntryId } from "../core/ids";
 import { createLabelEntry } from "../core/session-entries";
+import { PATCHES, takesPatch } from "./patches";
 import { claim, llmActivities, snapshotActivities, storage } from "./run/activity-options";
 import { DEFAULT_RUN_SETTINGS, type SessionRef, sessionCwd } from "./types";
 
@@ -77,7 +77,7 @@ export async function branchSession(input: BranchSessionInput): Promise<BranchSe
     summarize: input.summarize,
     instructions: input.instructions,
   });
-  if (patched("branch-restores-workspace")) {
+  if (takesPatch(PATCHES.branchRestoresWorkspace)) {
     // Going back in the conversation goes back in the files: the workspace as it was at the entry
     // (its nearest snapshot), on the worker that holds it.
     const claimed = await claim.claimWorkspace({ ...ref, leafId: input.entryId });

@@ -186,7 +186,8 @@ export interface RunInput extends SessionRef {
  *   marker and upserts `TemporalChangeVersion`: two commands, events and billed Actions a run.
  * Runs without it (started before it existed, or continued from one) do both as their histories
  * recorded. A starter may set it only once every worker runs code that knows it: deploy workers
- * before the API (docs/deploy.md). Patches added after version 1 use `patched()` as usual.
+ * before the API (docs/deploy.md). Frozen at 2: a new change is a patch (`patches.ts`), and the
+ * version's branches end with the histories that recorded them (docs/architecture.md, "Versioning").
  */
 export const RUN_VERSION = 2;
 

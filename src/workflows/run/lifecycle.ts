@@ -10,7 +10,6 @@ import {
   condition,
   continueAsNew,
   log,
-  patched,
   setCurrentDetails,
   upsertSearchAttributes,
   workflowInfo,
@@ -19,6 +18,7 @@ import type { AppendEntriesResult, EntrySlot, EntryWrite } from "../../activitie
 import { ABORTED_TOOL_RESULT_TEXT, UNFINISHED_TOOL_RESULT_TEXT } from "../../core/markers";
 import type { ToolCallState } from "../../core/tool-registry";
 import type { RunHooks } from "../hooks";
+import { PATCHES, takesPatch } from "../patches";
 import { type RunAttributePair, RunStatusAttribute } from "../search-attributes";
 import type { RunInput, RunResult, RunStatus } from "../types";
 import { type llmActivities, replies, storage } from "./activity-options";
@@ -27,8 +27,6 @@ import { type BatchCall, emit, moveCall, openCalls, type RunRecord, takeAllQueue
 import type { RunStream } from "./stream";
 
 const PREVIEW_CHARS = 200;
-/** Runs that wait (with a timer) for stream subscribers before closing. */
-const STREAM_DRAIN_PATCH = "run-stream-drain";
 
 /** The run's state plus what only the workflow can hold: activity proxies and the cancel scope. */
 export interface RunContext {
@@ -52,14 +50,6 @@ export interface RunContext {
   stream: RunStream;
   /** `RunInput.runVersion`, 0 when absent. */
   runVersion: number;
-}
-
-/**
- * Whether the run takes the branch added by `patchId`, one of the patches older than run
- * version 1 (see `RUN_VERSION`): always for runs of that version, by `patched()` for the others.
- */
-export function takesPatch(ctx: Pick<RunContext, "runVersion">, patchId: string): boolean {
-  return ctx.runVersion >= 1 || patched(patchId);
 }
 
 export function publishDetails({ run }: RunContext): void {
@@ -206,7 +196,7 @@ export async function finish(
   // Subscribers get the last items (`agent_end`) before the execution closes: an update still
   // running when it closes fails, and its items would be lost. No handler of the run's own
   // awaits, so waiting for handlers adds no wait (and no command) to older histories.
-  if (takesPatch(ctx, STREAM_DRAIN_PATCH)) await ctx.stream.drain();
+  if (takesPatch(PATCHES.runStreamDrain, ctx.runVersion)) await ctx.stream.drain();
   ctx.stream.detach();
   await condition(allHandlersFinished);
   if (run.late.length > 0) {
