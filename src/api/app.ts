@@ -6,6 +6,7 @@
 import type { Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
+import { DeliveryRefusal } from "../core/failure-types";
 import type { SlackReply } from "../integrations/slack/reply";
 import { createLogger, recordLogger } from "../logging/logger";
 import type { ModelCatalog } from "../providers/models";
@@ -80,10 +81,10 @@ export interface RouteContext extends ApiDependencies {
 }
 
 const DELIVERY_REFUSALS: Record<string, ProblemSlug> = {
-  RunBusy: "run-busy",
-  QueueFull: "queue-full",
-  InvalidMessage: "invalid-message",
-  RunEnded: "run-ended",
+  [DeliveryRefusal.busy]: "run-busy",
+  [DeliveryRefusal.queueFull]: "queue-full",
+  [DeliveryRefusal.invalid]: "invalid-message",
+  [DeliveryRefusal.ended]: "run-ended",
 };
 
 const HTTP_EXCEPTION_SLUGS: Partial<Record<number, ProblemSlug>> = {

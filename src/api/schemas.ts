@@ -419,6 +419,10 @@ export const DeliveredSchema = z
     queueLength: z.number().int().optional().openapi({
       description: "Messages waiting in the queue the message went to, itself included; absent when pending.",
     }),
+    handedOver: z.literal(true).optional().openapi({
+      description:
+        "The run had decided to end: the session's next run (continue-as-new) reads the message. `runId` names that run when it started within the answer wait, else the ending run; the session's `run.previousRunId` then names the ending run.",
+    }),
   })
   .openapi("Delivered");
 
@@ -499,6 +503,10 @@ export const SessionViewSchema = z
         cost: z.number().optional().openapi({ description: "US dollars" }),
         pendingToolCalls: z.array(PendingToolCallSchema),
         endReason: z.string().optional(),
+        previousRunId: z.string().optional().openapi({
+          description:
+            "The run this one continues (continue-as-new): a long run's next execution, or the run that reads messages handed over at a run's end",
+        }),
       })
       .optional(),
     maintenance: z

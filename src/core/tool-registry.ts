@@ -97,15 +97,6 @@ export function transitionToolCall(
   };
 }
 
-/** Cancel every call that is not yet terminal (the abort path). */
-export function cancelOpenToolCalls(registry: ToolCallRegistry, reason: string): ToolCallRegistry {
-  return {
-    calls: registry.calls.map((record) =>
-      TERMINAL_TOOL_CALL_STATES.includes(record.state) ? record : { ...record, state: "cancelled", reason },
-    ),
-  };
-}
-
 /** Tool name per tool-call id, read from assistant message parts (first occurrence wins). */
 export function toolCallPartsById(messages: readonly Message[]): Map<string, string> {
   const out = new Map<string, string>();

@@ -5,6 +5,7 @@ import * as fs from "node:fs/promises";
 import type { Readable, Writable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 import { z } from "zod";
+import { TOOL_REPLAY_CLASSES } from "../core/tool-replay";
 import { type CallCgroup, createCallCgroup } from "./cgroup";
 import { type CallEgress, startCallEgress } from "./egress-proxy";
 import { groupAlive, terminateGroup } from "./process-group";
@@ -163,7 +164,7 @@ export const bashTool = defineTool({
   name: "bash",
   description: `Execute a bash command in the workspace directory (${SANDBOX_WORKSPACE_PATH}). Returns stdout and stderr combined. Output is truncated to the last ${MAX_OUTPUT_LINES} lines or ${MAX_OUTPUT_BYTES / 1024}KB (whichever is hit first); if truncated, the full output is saved to a file in the workspace (named in the output). Optionally provide a timeout in seconds. Commands that fail report their exit code.`,
   parameters: BashParameters,
-  replay: "unsafe",
+  replay: TOOL_REPLAY_CLASSES.bash,
   async execute({ command, timeout }, { workspace, sandbox, signal, onUpdate }): Promise<ToolOutput> {
     const workspaceDir = await fs.realpath(workspace.dir);
     const cgroup = createCallCgroup(sandbox.limits);

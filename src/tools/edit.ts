@@ -1,6 +1,7 @@
 import type { FileHandle } from "node:fs/promises";
 import { createPatch } from "diff";
 import { z } from "zod";
+import { TOOL_REPLAY_CLASSES } from "../core/tool-replay";
 import { countOccurrences, locate } from "./edit-match";
 import { looksBinary, MAX_EDIT_FILE_BYTES } from "./files";
 import { explain, layerPath, replaceContent, withWorkspaceFs } from "./tool-fs";
@@ -51,7 +52,7 @@ export const editTool = defineTool({
   description:
     "Edit a file by replacing exact text. The oldText must match exactly (including whitespace) and be unique in the file; if no exact match exists, a match ignoring trailing whitespace, smart quotes, Unicode dashes and special spaces is tried. Use this for precise, surgical edits. Line endings and a UTF-8 BOM are preserved.",
   parameters: EditParameters,
-  replay: "idempotent-with-check",
+  replay: TOOL_REPLAY_CLASSES.edit,
   async execute(args, { workspace, signal }) {
     return withWorkspaceFs(workspace, async (ws) => {
       // Read and written through one descriptor: the file changed is the file that was read.

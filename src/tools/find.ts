@@ -1,5 +1,6 @@
 import picomatch from "picomatch";
 import { z } from "zod";
+import { TOOL_REPLAY_CLASSES } from "../core/tool-replay";
 import { explain, layerPath, withWorkspaceFs } from "./tool-fs";
 import { DEFAULT_FIND_LIMIT, listing, MAX_OUTPUT_BYTES, notices } from "./truncate";
 import { defineTool, textOutput } from "./types";
@@ -33,7 +34,7 @@ export const findTool = defineTool({
   name: "find",
   description: `Search for files by glob pattern. Returns matching paths relative to the search directory (directories end with /). Respects .gitignore. Output is truncated to ${DEFAULT_FIND_LIMIT} results or ${MAX_OUTPUT_BYTES / 1024}KB (whichever is hit first).`,
   parameters: FindParameters,
-  replay: "safe",
+  replay: TOOL_REPLAY_CLASSES.find,
   async execute({ pattern, path, limit = DEFAULT_FIND_LIMIT }, { workspace, signal }) {
     assertConfinedGlob(pattern, "pattern");
     const matches = matcherFor(pattern);

@@ -3,6 +3,7 @@ import type { FileHandle } from "node:fs/promises";
 import * as posixPath from "node:path/posix";
 import picomatch from "picomatch";
 import { z } from "zod";
+import { TOOL_REPLAY_CLASSES } from "../core/tool-replay";
 import { looksBinary, MAX_EDIT_FILE_BYTES } from "./files";
 import { explain, layerPath, withWorkspaceFs } from "./tool-fs";
 import {
@@ -82,7 +83,7 @@ export const grepTool = defineTool({
   name: "grep",
   description: `Search file contents for a pattern. Returns matching lines with file paths and line numbers. Respects .gitignore; skips binary files. Output is truncated to ${DEFAULT_GREP_LIMIT} matches or ${MAX_OUTPUT_BYTES / 1024}KB (whichever is hit first). Long lines are truncated to ${MAX_GREP_LINE_CHARS} chars.`,
   parameters: GrepParameters,
-  replay: "safe",
+  replay: TOOL_REPLAY_CLASSES.grep,
   async execute(args, { workspace, signal }) {
     const { pattern, glob, ignoreCase = false, literal = false, context = 0 } = args;
     const limit = args.limit ?? DEFAULT_GREP_LIMIT;

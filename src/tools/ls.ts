@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { TOOL_REPLAY_CLASSES } from "../core/tool-replay";
 import { explain, layerPath, withWorkspaceFs } from "./tool-fs";
 import { DEFAULT_LS_LIMIT, listing, MAX_OUTPUT_BYTES, notices } from "./truncate";
 import { defineTool, textOutput } from "./types";
@@ -18,7 +19,7 @@ export const lsTool = defineTool({
   name: "ls",
   description: `List directory contents, sorted alphabetically, including dotfiles. Directories end with /, symbolic links with @. Output is truncated to ${DEFAULT_LS_LIMIT} entries or ${MAX_OUTPUT_BYTES / 1024}KB (whichever is hit first).`,
   parameters: LsParameters,
-  replay: "safe",
+  replay: TOOL_REPLAY_CLASSES.ls,
   async execute({ path = ".", limit = DEFAULT_LS_LIMIT }, { workspace }) {
     // The directory is listed through its own descriptor; its entries are named, never followed.
     const entries = await withWorkspaceFs(workspace, async (ws) =>

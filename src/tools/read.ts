@@ -1,6 +1,7 @@
 import type { FileHandle } from "node:fs/promises";
 import { createInterface } from "node:readline";
 import { z } from "zod";
+import { TOOL_REPLAY_CLASSES } from "../core/tool-replay";
 import { looksBinary, MAX_IMAGE_BYTES, SNIFF_BYTES, sniffImageMimeType } from "./files";
 import { explain, layerPath, withWorkspaceFs } from "./tool-fs";
 import { formatSize, MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES, notices, truncateHead } from "./truncate";
@@ -64,7 +65,7 @@ export const readTool = defineTool({
   name: "read",
   description: `Read the contents of a file. Supports text files and images (jpg, png, gif, webp); images are returned as attachments (up to ${formatSize(MAX_IMAGE_BYTES)}). Binary files are refused. For text files, output is truncated to ${MAX_OUTPUT_LINES} lines or ${MAX_OUTPUT_BYTES / 1024}KB (whichever is hit first). Use offset/limit for large files. When you need the full file, continue with offset until complete.`,
   parameters: ReadParameters,
-  replay: "safe",
+  replay: TOOL_REPLAY_CLASSES.read,
   async execute({ path, offset, limit }, { workspace, signal }) {
     return withWorkspaceFs(workspace, async (ws) => {
       const { handle, stats } = await ws

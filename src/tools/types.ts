@@ -5,17 +5,11 @@
  */
 import { z } from "zod";
 import type { ImageBlock, TextBlock, ToolSpec } from "../core/messages";
+import type { ReplayClass } from "../core/tool-replay";
 import type { SandboxPolicy } from "./sandbox";
 import type { Workspace } from "./workspace";
 
-/**
- * What a durable runner may do when it does not know whether an earlier attempt finished:
- * - `safe`: re-run freely (read-only: read, grep, find, ls);
- * - `idempotent-with-check`: re-run; the tool itself detects that the earlier attempt already
- *   took effect and reports that instead of applying it twice (write, edit);
- * - `unsafe`: never re-run silently; report the unknown outcome to the model instead (bash).
- */
-export type ReplayClass = "safe" | "idempotent-with-check" | "unsafe";
+export type { ReplayClass } from "../core/tool-replay";
 
 /** Blocks a tool may return; the same blocks a toolResult message carries. */
 export type ToolContentBlock = TextBlock | ImageBlock;

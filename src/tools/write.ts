@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { TOOL_REPLAY_CLASSES } from "../core/tool-replay";
 import { explain, layerPath, replaceContent, withWorkspaceFs } from "./tool-fs";
 import { defineTool, ToolError, textOutput } from "./types";
 
@@ -14,7 +15,7 @@ export const writeTool = defineTool({
   description:
     "Write content to a file. Creates the file if it doesn't exist, overwrites if it does. Automatically creates parent directories.",
   parameters: WriteParameters,
-  replay: "idempotent-with-check",
+  replay: TOOL_REPLAY_CLASSES.write,
   async execute({ path: userPath, content }, { workspace, signal }) {
     const data = Buffer.from(content, "utf8");
     if (signal?.aborted) throw new ToolError("Operation aborted");

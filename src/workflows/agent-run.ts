@@ -37,18 +37,11 @@ import {
   type RunContext,
   setRunAttributes,
   setStatus,
+  stoppedBy,
   writeEntries,
 } from "./run/lifecycle";
-import { callModel, closeInterruptedCall, compactNow } from "./run/model-calls";
-import {
-  createRunRecord,
-  emit,
-  newSlot,
-  pushPending,
-  queuedCount,
-  recordModelUsage,
-  releaseSlot,
-} from "./run/state";
+import { callModel, closeInterruptedCall, compactAfterOverflow, compactNow } from "./run/model-calls";
+import { createRunRecord, emit, newSlot, pushPending, queuedCount, recordModelUsage } from "./run/state";
 import { openRunStream } from "./run/stream";
 import { runTools } from "./run/tool-calls";
 import { carry } from "./run/views";
@@ -134,20 +127,14 @@ async function runTurns(ctx: RunContext, input: RunInput): Promise<RunResult> {
     const slot = newSlot(run);
     let result: LlmTurnResult;
     try {
-      ctx.modelCall = { slot, writesFirst };
       result = await callModel(ctx, slot, writesFirst);
     } catch (error) {
-      const why = run.cancelling;
-      // Asked to stop, the call may end cancelled, timed out or failed (its worker gone): all
-      // mean the same here. Anything else is a failure of the call itself.
-      if (!why) throw error;
-      run.cancelling = undefined;
-      await closeInterruptedCall(ctx, slot, writesFirst);
-      if (why.kind === "abort") return abortRun(ctx);
+      const why = stoppedBy(run, error);
+      await closeInterruptedCall(ctx, slot);
+      if (why === "abort") return abortRun(ctx);
       run.needsModel = false;
       continue;
     }
-    ctx.modelCall = undefined;
     recordModelUsage(run, result.usage);
     run.contextTokens = result.contextTokens;
     run.contextWindow = result.contextWindow;
@@ -157,17 +144,11 @@ async function runTurns(ctx: RunContext, input: RunInput): Promise<RunResult> {
     const after = decideAfterModel(run, result);
     if (after.kind === "compact_and_retry") {
       // Nothing was stored at the slot; compact and ask again once (the same turn).
-      releaseSlot(run, slot);
-      run.overflowRetried = true;
-      await compactNow(ctx, "overflow");
-      run.needsModel = true;
+      await compactAfterOverflow(ctx, slot);
       continue;
     }
     run.overflowRetried = false;
-    if (after.kind === "fail") {
-      if (result.errorKind === "context_overflow") ctx.modelCall = { slot, writesFirst: [] };
-      return failRun(ctx, after.reason);
-    }
+    if (after.kind === "fail") return failRun(ctx, after.reason);
     if (after.kind === "nudge") {
       run.emptyResponses += 1;
       pushPending(run, [{ text: EMPTY_RESPONSE_NUDGE, acceptedAt: run.clock.now(), fromRun: true }]);
@@ -180,10 +161,7 @@ async function runTurns(ctx: RunContext, input: RunInput): Promise<RunResult> {
       try {
         await runTools(ctx, result.toolCalls, slot.seq);
       } catch (error) {
-        const why = run.cancelling;
-        if (!why) throw error;
-        run.cancelling = undefined;
-        if (why.kind === "abort") return abortRun(ctx);
+        if (stoppedBy(run, error) === "abort") return abortRun(ctx);
         await closeOpenCalls(ctx, INTERRUPTED_TOOL_RESULT_TEXT, "cancelled");
       }
       if (run.abortReason !== undefined) return abortRun(ctx);

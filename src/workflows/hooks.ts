@@ -4,6 +4,7 @@
  * the same decisions. Add a hook set by adding an entry to `HOOK_SETS`.
  */
 import type { ToolCallSummary } from "../activities/types";
+import { MUTATING_TOOLS } from "../core/tool-replay";
 import type { ThinkingLevel } from "./types";
 
 /** What a finished turn looked like. */
@@ -31,9 +32,6 @@ export interface RunHooks {
   /** Before a tool call runs (after the policy allowed it): a reason to block it, or undefined. */
   beforeToolCall?(call: ToolCallSummary): string | undefined;
 }
-
-/** Tools that may change the workspace (snapshots follow batches that ran one). */
-export const MUTATING_TOOLS: ReadonlySet<string> = new Set(["write", "edit", "bash"]);
 
 export const HOOK_SETS: Readonly<Record<string, RunHooks>> = {
   /** Answer or act once: the run ends after its first turn (tool results are recorded). */

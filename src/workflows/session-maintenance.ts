@@ -2,32 +2,15 @@
  * Short workflows that change a session while no run is live: compaction, branching and labels.
  * They use the session's run workflow id, so Temporal itself keeps them and runs from overlapping.
  */
-import { patched, proxyActivities } from "@temporalio/workflow";
-import type { EntrySlot, KeelActivities } from "../activities/types";
-import { FailureType } from "../core/failure-types";
+import type { EntrySlot } from "../activities/types";
 import { makeEntryId } from "../core/ids";
-import { LLM_RETRY } from "../core/retry-policy";
 import { createLabelEntry } from "../core/session-entries";
-import { claim, snapshotActivities } from "./run/activity-options";
+import { PATCHES, takesPatch } from "./patches";
+import { claim, llmActivities, snapshotActivities, storage } from "./run/activity-options";
 import { DEFAULT_RUN_SETTINGS, type SessionRef, sessionCwd } from "./types";
 
-/** Model calls (summaries) and session writes, retried as a run's model calls are. */
-const activities = proxyActivities<KeelActivities>({
-  startToCloseTimeout: "10 minutes",
-  heartbeatTimeout: "30 seconds",
-  retry: {
-    initialInterval: LLM_RETRY.initialIntervalMs,
-    backoffCoefficient: LLM_RETRY.backoffCoefficient,
-    maximumInterval: LLM_RETRY.maximumIntervalMs,
-    maximumAttempts: LLM_RETRY.maximumAttemptsWithLostWorkers,
-    nonRetryableErrorTypes: [
-      FailureType.nonRetryableLlm,
-      FailureType.unknownModel,
-      FailureType.unknownEntry,
-      FailureType.entryConflict,
-    ],
-  },
-});
+/** Model calls (summaries), with a run's model-call timeouts and retries. */
+const models = llmActivities(DEFAULT_RUN_SETTINGS.timeouts);
 
 export interface CompactSessionInput extends SessionRef {
   model: string;
@@ -45,7 +28,7 @@ export interface CompactSessionResult {
 
 /** The session's cursor and a slot at its end whose parent is `parentId` (default: the leaf). */
 async function slotAtEnd(ref: SessionRef, parentId?: string) {
-  const cursor = await activities.openSession({ ...ref, cwd: sessionCwd(ref) });
+  const cursor = await storage.openSession({ ...ref, cwd: sessionCwd(ref) });
   const slot: EntrySlot = {
     seq: cursor.nextSeq,
     id: makeEntryId(Math.random),
@@ -58,7 +41,7 @@ async function slotAtEnd(ref: SessionRef, parentId?: string) {
 export async function compactSession(input: CompactSessionInput): Promise<CompactSessionResult> {
   const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
   const { slot } = await slotAtEnd(ref);
-  const result = await activities.compact({
+  const result = await models.compact({
     ...ref,
     model: input.model,
     reserveTokens: input.reserveTokens,
@@ -86,7 +69,7 @@ export interface BranchSessionResult {
 export async function branchSession(input: BranchSessionInput): Promise<BranchSessionResult> {
   const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
   const { cursor, slot } = await slotAtEnd(ref, input.entryId);
-  const result = await activities.branch({
+  const result = await models.branch({
     ...ref,
     model: input.model,
     oldLeafId: cursor.leafId,
@@ -94,7 +77,7 @@ export async function branchSession(input: BranchSessionInput): Promise<BranchSe
     summarize: input.summarize,
     instructions: input.instructions,
   });
-  if (patched("branch-restores-workspace")) {
+  if (takesPatch(PATCHES.branchRestoresWorkspace)) {
     // Going back in the conversation goes back in the files: the workspace as it was at the entry
     // (its nearest snapshot), on the worker that holds it.
     const claimed = await claim.claimWorkspace({ ...ref, leafId: input.entryId });
@@ -127,6 +110,6 @@ export async function labelSession(input: LabelSessionInput): Promise<LabelSessi
   const { slot } = await slotAtEnd(ref);
   const { seq, ...placement } = slot;
   const entry = createLabelEntry(placement, input.targetId, input.label);
-  await activities.appendEntries({ ...ref, writes: [{ seq, entry }] });
+  await storage.appendEntries({ ...ref, writes: [{ seq, entry }] });
   return { entryId: slot.id };
 }

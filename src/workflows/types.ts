@@ -186,7 +186,8 @@ export interface RunInput extends SessionRef {
  *   marker and upserts `TemporalChangeVersion`: two commands, events and billed Actions a run.
  * Runs without it (started before it existed, or continued from one) do both as their histories
  * recorded. A starter may set it only once every worker runs code that knows it: deploy workers
- * before the API (docs/deploy.md). Patches added after version 1 use `patched()` as usual.
+ * before the API (docs/deploy.md). Frozen at 2: a new change is a patch (`patches.ts`), and the
+ * version's branches end with the histories that recorded them (docs/architecture.md, "Versioning").
  */
 export const RUN_VERSION = 2;
 
@@ -292,6 +293,11 @@ export interface RunState {
   /** Why a failed run failed, when an activity failed for good: its failure type and message. */
   error?: RunError;
   lastEventSeq: number;
+  /**
+   * The run this one continues (continue-as-new: a long run's next execution, or the run that
+   * reads messages handed over at a run's end); absent for a run that was started.
+   */
+  previousRunId?: string;
 }
 
 export interface RunError {

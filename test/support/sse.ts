@@ -1,22 +1,32 @@
-/** Reading Server-Sent Events responses in tests. */
+/** Reading Server-Sent Events responses in tests, with the parser the CLI uses (`eventsource-parser`). */
+import { createParser } from "eventsource-parser";
+
 export interface SseEvent {
   id?: string;
   event?: string;
   data?: string;
 }
 
+/** A parser that collects the events of the text it is fed (comments are skipped). */
+function collector(): { feed(text: string): void; events: SseEvent[] } {
+  const events: SseEvent[] = [];
+  const parser = createParser({
+    onEvent: ({ id, event, data }) => {
+      events.push({
+        ...(id !== undefined ? { id } : {}),
+        ...(event !== undefined ? { event } : {}),
+        data,
+      });
+    },
+  });
+  return { feed: (text) => parser.feed(text), events };
+}
+
+/** The events of a whole SSE body. */
 export function parseSse(text: string): SseEvent[] {
-  return text
-    .split("\n\n")
-    .filter((block) => block.trim() && !block.startsWith(":"))
-    .map((block) => {
-      const event: SseEvent = {};
-      for (const line of block.split("\n")) {
-        const [field, ...rest] = line.split(": ");
-        if (field === "id" || field === "event" || field === "data") event[field] = rest.join(": ");
-      }
-      return event;
-    });
+  const { feed, events } = collector();
+  feed(text);
+  return events;
 }
 
 /** Reads an SSE response until `enough` says stop (then cancels) or the stream ends. */
@@ -26,15 +36,14 @@ export async function readSse(
 ): Promise<SseEvent[]> {
   const reader = response.body!.getReader();
   const decoder = new TextDecoder();
-  let text = "";
+  const { feed, events } = collector();
   for (;;) {
     const { done, value } = await reader.read();
-    if (done) return parseSse(text);
-    text += decoder.decode(value, { stream: true });
-    const complete = text.slice(0, text.lastIndexOf("\n\n") + 2);
-    if (enough(parseSse(complete))) {
+    if (done) return events;
+    feed(decoder.decode(value, { stream: true }));
+    if (enough(events)) {
       await reader.cancel();
-      return parseSse(complete);
+      return events;
     }
   }
 }

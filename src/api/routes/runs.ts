@@ -136,6 +136,7 @@ export function runRoutes(deps: RouteContext) {
           workflowId: delivered.workflowId,
           delivery: delivered.delivery,
           ...("queueLength" in delivered ? { queueLength: delivered.queueLength } : {}),
+          ...("handedOver" in delivered && delivered.handedOver ? { handedOver: true as const } : {}),
         },
         202,
       );

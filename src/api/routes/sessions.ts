@@ -82,6 +82,7 @@ function runView({ runId, state, failure, result }: LatestRun): RunView {
     view.usage = state.usage;
     view.cost = state.usage.cost.total;
     if (state.endReason !== undefined) view.endReason = state.endReason;
+    if (state.previousRunId !== undefined) view.previousRunId = state.previousRunId;
   } else if (result) {
     view.turn = result.turns;
     view.usage = result.usage;

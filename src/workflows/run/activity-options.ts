@@ -65,7 +65,22 @@ export const claim = proxyActivities<KeelActivities>({
   retry: { initialInterval: "1 second", maximumInterval: "10 seconds", maximumAttempts: 10 },
 });
 
-/** Model calls (turns, compaction): retried with backoff on rate limits, 5xx and network errors. */
+/**
+ * Failures a model call (a turn, a compaction, a branch summary) never retries: the provider
+ * refused for good, the model is not in the catalog, the entry named is not in the session, or a
+ * different entry is stored at the slot.
+ */
+const MODEL_CALL_NON_RETRYABLE = [
+  FailureType.nonRetryableLlm,
+  FailureType.unknownModel,
+  FailureType.unknownEntry,
+  FailureType.entryConflict,
+];
+
+/**
+ * Model calls (turns, compaction; the maintenance workflows' summaries too): retried with backoff
+ * on rate limits, 5xx and network errors.
+ */
 export function llmActivities(timeouts: RunTimeouts) {
   return proxyActivities<KeelActivities>({
     // Fits a 15-minute Lambda worker; long generations keep the activity alive by heartbeats.
@@ -77,11 +92,7 @@ export function llmActivities(timeouts: RunTimeouts) {
       backoffCoefficient: LLM_RETRY.backoffCoefficient,
       maximumInterval: LLM_RETRY.maximumIntervalMs,
       maximumAttempts: LLM_RETRY.maximumAttemptsWithLostWorkers,
-      nonRetryableErrorTypes: [
-        FailureType.nonRetryableLlm,
-        FailureType.unknownModel,
-        FailureType.entryConflict,
-      ],
+      nonRetryableErrorTypes: MODEL_CALL_NON_RETRYABLE,
     },
   });
 }
@@ -120,7 +131,7 @@ export function snapshotActivities(taskQueue: string, timeouts: RunTimeouts) {
       initialInterval: "1 second",
       backoffCoefficient: 2,
       maximumAttempts: 3,
-      nonRetryableErrorTypes: ["WorkspaceTooLarge", "WorkspaceMissing"],
+      nonRetryableErrorTypes: [FailureType.workspaceTooLarge, FailureType.workspaceMissing],
     },
   });
 }

@@ -7,6 +7,7 @@
 import type { LlmTurnResult } from "../../activities/types";
 import { AbortRefusal, DeliveryRefusal } from "../../core/failure-types";
 import { decideDelivery, type LiveRunDeliveryMode } from "../../core/queues";
+import { shouldCompact } from "../../core/tokens";
 import {
   type NextTurnSettings,
   nextTurnSettings,
@@ -87,7 +88,7 @@ export function compactionDue(run: RunRecord): boolean {
   return (
     compaction.enabled &&
     run.contextWindow > 0 &&
-    run.contextTokens > run.contextWindow - compaction.reserveTokens
+    shouldCompact(run.contextTokens, run.contextWindow, compaction.reserveTokens)
   );
 }
 

@@ -4,7 +4,7 @@
  * payload is checked here; the updates refuse bad input with a typed failure, the signals ignore
  * what they cannot use and log why.
  */
-import { ApplicationFailure, currentUpdateInfo, log, setHandler } from "@temporalio/workflow";
+import { ApplicationFailure, currentUpdateInfo, log, setHandler, workflowInfo } from "@temporalio/workflow";
 import { DeliveryRefusal } from "../../core/failure-types";
 import { enqueue } from "../../core/queues";
 import {
@@ -147,7 +147,9 @@ export function registerHandlers(ctx: RunContext): void {
       run.decisions.set(decision.toolCallId, decision);
   });
 
-  setHandler(stateQuery, () => snapshot(run));
+  // The run this one continues, so a client holding its id can tell the session's run follows it.
+  const previousRunId = workflowInfo().continuedFromExecutionRunId;
+  setHandler(stateQuery, () => ({ ...snapshot(run), ...(previousRunId ? { previousRunId } : {}) }));
   setHandler(deliveryQuery, (deliveryId: string) => deliveryAnswer(run, deliveryId));
   setHandler(abortStateQuery, () => abortState(run));
   setHandler(eventsQuery, (afterSeq: number) => eventsSince(run, afterSeq));

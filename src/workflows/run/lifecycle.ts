@@ -10,7 +10,6 @@ import {
   condition,
   continueAsNew,
   log,
-  patched,
   setCurrentDetails,
   upsertSearchAttributes,
   workflowInfo,
@@ -19,6 +18,7 @@ import type { AppendEntriesResult, EntrySlot, EntryWrite } from "../../activitie
 import { ABORTED_TOOL_RESULT_TEXT, UNFINISHED_TOOL_RESULT_TEXT } from "../../core/markers";
 import type { ToolCallState } from "../../core/tool-registry";
 import type { RunHooks } from "../hooks";
+import { PATCHES, takesPatch } from "../patches";
 import { type RunAttributePair, RunStatusAttribute } from "../search-attributes";
 import type { RunInput, RunResult, RunStatus } from "../types";
 import { type llmActivities, replies, storage } from "./activity-options";
@@ -27,8 +27,6 @@ import { type BatchCall, emit, moveCall, openCalls, type RunRecord, takeAllQueue
 import type { RunStream } from "./stream";
 
 const PREVIEW_CHARS = 200;
-/** Runs that wait (with a timer) for stream subscribers before closing. */
-const STREAM_DRAIN_PATCH = "run-stream-drain";
 
 /** The run's state plus what only the workflow can hold: activity proxies and the cancel scope. */
 export interface RunContext {
@@ -37,7 +35,10 @@ export interface RunContext {
   llm: ReturnType<typeof llmActivities>;
   /** The work an abort or interrupt cancels. */
   inFlight?: CancellationScope;
-  /** The model call under way: what a failure must close (its user messages and its slot). */
+  /**
+   * The model call under way: what a failure or an interruption must close (its user messages and
+   * its slot). Opened and settled by `run/model-calls.ts`, closed by `closeModelCall`.
+   */
   modelCall?: { slot: EntrySlot; writesFirst: EntryWrite[] };
   /** Task queue of the worker holding the workspace, once claimed (claimed once per run). */
   workspaceQueue?: Promise<string>;
@@ -49,14 +50,6 @@ export interface RunContext {
   stream: RunStream;
   /** `RunInput.runVersion`, 0 when absent. */
   runVersion: number;
-}
-
-/**
- * Whether the run takes the branch added by `patchId`, one of the patches older than run
- * version 1 (see `RUN_VERSION`): always for runs of that version, by `patched()` for the others.
- */
-export function takesPatch(ctx: Pick<RunContext, "runVersion">, patchId: string): boolean {
-  return ctx.runVersion >= 1 || patched(patchId);
 }
 
 export function publishDetails({ run }: RunContext): void {
@@ -102,6 +95,37 @@ export async function cancellable<T>(ctx: RunContext, work: () => Promise<T>): P
   } finally {
     ctx.inFlight = undefined;
   }
+}
+
+/**
+ * Why in-flight work that threw was stopped: the run cancelled it for an abort or an interrupt
+ * (the work may then end cancelled, timed out or failed, its worker gone: all mean the same here),
+ * which is taken and returned. Any other failure is the work's own, and is rethrown.
+ */
+export function stoppedBy(run: RunRecord, error: unknown): "abort" | "interrupt" {
+  const why = run.cancelling;
+  if (!why) throw error;
+  run.cancelling = undefined;
+  return why.kind;
+}
+
+/**
+ * Closes the model call under way (`ctx.modelCall`), if any, as `answer` says: its user messages
+ * and an unanswered assistant entry at its slot (what the activity stored first is kept). The one
+ * place a call that did not answer is closed, for a failure and an interruption alike.
+ */
+export async function closeModelCall(
+  ctx: RunContext,
+  answer: Parameters<typeof unansweredAssistant>[2],
+): Promise<void> {
+  const call = ctx.modelCall;
+  if (!call) return;
+  const { run } = ctx;
+  await writeEntries(ctx, [
+    ...call.writesFirst,
+    unansweredAssistant(call.slot, run.next.model, answer, run.clock.now()),
+  ]);
+  ctx.modelCall = undefined;
 }
 
 /** Writes entries in a scope that cannot be cancelled: closing a session must finish. */
@@ -172,7 +196,7 @@ export async function finish(
   // Subscribers get the last items (`agent_end`) before the execution closes: an update still
   // running when it closes fails, and its items would be lost. No handler of the run's own
   // awaits, so waiting for handlers adds no wait (and no command) to older histories.
-  if (takesPatch(ctx, STREAM_DRAIN_PATCH)) await ctx.stream.drain();
+  if (takesPatch(PATCHES.runStreamDrain, ctx.runVersion)) await ctx.stream.drain();
   ctx.stream.detach();
   await condition(allHandlersFinished);
   if (run.late.length > 0) {
@@ -210,21 +234,8 @@ export async function abortRun(ctx: RunContext): Promise<RunResult> {
  * reports its failure.
  */
 export async function failRun(ctx: RunContext, reason: string): Promise<RunResult> {
-  const { run } = ctx;
   try {
-    if (ctx.modelCall) {
-      const { slot, writesFirst } = ctx.modelCall;
-      await writeEntries(ctx, [
-        ...writesFirst,
-        unansweredAssistant(
-          slot,
-          run.next.model,
-          { stopReason: "error", errorMessage: reason },
-          run.clock.now(),
-        ),
-      ]);
-      ctx.modelCall = undefined;
-    }
+    await closeModelCall(ctx, { stopReason: "error", errorMessage: reason });
     await closeOpenCalls(ctx, UNFINISHED_TOOL_RESULT_TEXT, "failed");
   } catch (error) {
     log.error(

@@ -4,17 +4,22 @@
  */
 import { CancellationScope } from "@temporalio/workflow";
 import type { EntrySlot, EntryWrite, LlmTurnResult } from "../../activities/types";
-import { unansweredAssistant } from "./entries";
-import { cancellable, type RunContext, writeEntries } from "./lifecycle";
+import { cancellable, closeModelCall, type RunContext } from "./lifecycle";
 import { emit, newSlot, releaseSlot } from "./state";
 
-/** The turn's model call, cancellable by abort and interrupt; it writes the turn's user messages first. */
+/**
+ * The turn's model call, cancellable by abort and interrupt; it writes the turn's user messages
+ * first. The call stays open (`ctx.modelCall`) while it has not answered: when it throws, and
+ * after a context overflow (the user messages are written, nothing is stored at the slot), until
+ * `compactAfterOverflow` hands the slot back or `closeModelCall` closes it.
+ */
 export async function callModel(
   ctx: RunContext,
   slot: EntrySlot,
   writesFirst: EntryWrite[],
 ): Promise<LlmTurnResult> {
   const { run } = ctx;
+  ctx.modelCall = { slot, writesFirst };
   emit(run, { type: "message_start", role: "assistant", entryId: slot.id });
   const result = await cancellable(ctx, () =>
     ctx.llm.llmTurn.executeWithOptions({ summary: `llm ${run.next.model} turn ${run.turn}` }, [
@@ -30,8 +35,22 @@ export async function callModel(
       },
     ]),
   );
+  ctx.modelCall = result.errorKind === "context_overflow" ? { slot, writesFirst: [] } : undefined;
   ctx.stream.publishLive(result.live);
   return result;
+}
+
+/**
+ * After a context overflow: hands the empty slot back, compacts, and leaves the turn to ask the
+ * model again (once: `overflowRetried`).
+ */
+export async function compactAfterOverflow(ctx: RunContext, slot: EntrySlot): Promise<void> {
+  const { run } = ctx;
+  releaseSlot(run, slot);
+  ctx.modelCall = undefined;
+  run.overflowRetried = true;
+  await compactNow(ctx, "overflow");
+  run.needsModel = true;
 }
 
 /**
@@ -39,18 +58,9 @@ export async function callModel(
  * answer are stored if the activity got that far; these writes fill whatever it did not (a stored
  * entry is kept as it is).
  */
-export async function closeInterruptedCall(
-  ctx: RunContext,
-  slot: EntrySlot,
-  writesFirst: EntryWrite[],
-): Promise<void> {
-  const { run } = ctx;
-  await writeEntries(ctx, [
-    ...writesFirst,
-    unansweredAssistant(slot, run.next.model, { stopReason: "aborted" }, run.clock.now()),
-  ]);
-  ctx.modelCall = undefined;
-  emit(run, { type: "message_end", role: "assistant", entryId: slot.id });
+export async function closeInterruptedCall(ctx: RunContext, slot: EntrySlot): Promise<void> {
+  await closeModelCall(ctx, { stopReason: "aborted" });
+  emit(ctx.run, { type: "message_end", role: "assistant", entryId: slot.id });
 }
 
 /** Compacts the context now; a compaction that found nothing to cut hands its slot back. */

@@ -33,9 +33,11 @@ export const DRAIN_TIMEOUT = "3 seconds";
 
 /**
  * The stream's own handlers, which the library registers in its constructor and keeps private.
- * Pinned to @temporalio/workflow-streams 1.22.0 (package.json pins it exactly).
+ * Pinned to @temporalio/workflow-streams 1.22.0 (package.json pins it exactly); what this module
+ * relies on is checked against the installed library by test/unit/workflows/stream-contract.test.ts,
+ * which fails when an upgrade changes it.
  */
-interface StreamInternals {
+export interface StreamInternals {
   draining: boolean;
   log: Array<{ topic: string; payload: Payload }>;
   baseOffset: number;

@@ -5,19 +5,13 @@
  */
 import { ActivityFailure, condition, log, TimeoutFailure } from "@temporalio/workflow";
 import type { ToolCallSummary } from "../../activities/types";
-import { blockReason, MUTATING_TOOLS } from "../hooks";
+import { MUTATING_TOOLS } from "../../core/tool-replay";
+import { blockReason } from "../hooks";
+import { PATCHES, takesPatch } from "../patches";
 import { decidePolicy } from "../policy";
 import { claim, snapshotActivities, toolActivities } from "./activity-options";
 import { syntheticToolResult } from "./entries";
-import {
-  cancellable,
-  endCall,
-  publishDetails,
-  type RunContext,
-  setStatus,
-  takesPatch,
-  writeEntries,
-} from "./lifecycle";
+import { cancellable, endCall, publishDetails, type RunContext, setStatus, writeEntries } from "./lifecycle";
 import { type BatchCall, emit, moveCall, startBatch } from "./state";
 
 /** Times a tool call follows its workspace to a new worker before the run fails. */
@@ -50,7 +44,7 @@ export async function runTools(
  */
 async function snapshotAfter(ctx: RunContext, batch: BatchCall[]): Promise<void> {
   const last = batch.at(-1);
-  if (!last || !ctx.ranMutatingTool || !takesPatch(ctx, "workspace-snapshots")) return;
+  if (!last || !ctx.ranMutatingTool || !takesPatch(PATCHES.workspaceSnapshots, ctx.runVersion)) return;
   ctx.ranMutatingTool = false;
   try {
     // The claim is inside: a workspace that cannot be claimed now is not worth failing the run.
@@ -202,7 +196,7 @@ async function workspaceTaskQueue(ctx: RunContext): Promise<string> {
         return result.taskQueue;
       });
   };
-  if (takesPatch(ctx, "claim-workspace-once")) {
+  if (takesPatch(PATCHES.claimWorkspaceOnce, ctx.runVersion)) {
     ctx.workspaceQueue ??= claimWorkspace();
     try {
       return await ctx.workspaceQueue;

@@ -1,25 +1,13 @@
 import type { RunSettings } from "../../../src/workflows/types";
-import {
-  createRunStage,
-  eventually,
-  expectIntactSession,
-  messagesOf,
-  type RunStage,
-} from "../../support/run-harness";
+import { eventually, expectIntactSession, messagesOf, runStageForSuite } from "../../support/run-harness";
 
-let stage: RunStage;
+const stage = runStageForSuite();
 
-beforeAll(async () => {
-  stage = await createRunStage();
-  await stage.startWorker();
-  stage.llm.addScenario("needs-approval", {
+beforeAll(() => {
+  stage().llm.addScenario("needs-approval", {
     turns: [{ toolCalls: [{ name: "bash", arguments: { command: "echo original" } }] }],
     after: { text: "Result: {{lastToolResult}}" },
   });
-});
-
-afterAll(async () => {
-  await stage?.close();
 });
 
 function askForBash(approvalTimeoutMs = 60_000): Partial<RunSettings> {
@@ -27,15 +15,15 @@ function askForBash(approvalTimeoutMs = 60_000): Partial<RunSettings> {
 }
 
 async function runUntilApproval(settings: Partial<RunSettings>) {
-  const ref = stage.newSession();
-  await stage.runs.deliver(
+  const ref = stage().newSession();
+  await stage().runs.deliver(
     ref,
     { text: "[scenario:needs-approval] go", mode: "auto" },
-    stage.settings(settings),
+    stage().settings(settings),
   );
   const state = await eventually(
     async () => {
-      const current = await stage.runs.state(ref);
+      const current = await stage().runs.state(ref);
       return current?.status === "waiting_approval" ? current : undefined;
     },
     30_000,
@@ -55,16 +43,16 @@ function lastAnswer(messages: ReturnType<typeof messagesOf>): string {
 
 test("approve: the tool runs as the model asked", async () => {
   const { ref, toolCallId } = await runUntilApproval(askForBash());
-  await stage.runs.approve(ref, { toolCallId, decision: "approve" });
-  expect((await stage.result(ref)).status).toBe("completed");
-  expect(lastAnswer(messagesOf(await stage.entries(ref)))).toContain("original");
+  await stage().runs.approve(ref, { toolCallId, decision: "approve" });
+  expect((await stage().result(ref)).status).toBe("completed");
+  expect(lastAnswer(messagesOf(await stage().entries(ref)))).toContain("original");
 });
 
 test("approve with edited arguments: the tool runs with the edit", async () => {
   const { ref, toolCallId } = await runUntilApproval(askForBash());
-  await stage.runs.approve(ref, { toolCallId, decision: "approve", arguments: { command: "echo edited" } });
-  expect((await stage.result(ref)).status).toBe("completed");
-  const messages = messagesOf(await expectIntactSession(stage, ref));
+  await stage().runs.approve(ref, { toolCallId, decision: "approve", arguments: { command: "echo edited" } });
+  expect((await stage().result(ref)).status).toBe("completed");
+  const messages = messagesOf(await expectIntactSession(stage(), ref));
   const result = messages.find((message) => message.role === "toolResult");
   // The stored result says what ran and why; the model's answer quotes the edited command's output.
   expect(result).toMatchObject({
@@ -86,9 +74,9 @@ test("approve with edited arguments: the tool runs with the edit", async () => {
 
 test("reject: the model reads an error result and the tool never runs", async () => {
   const { ref, toolCallId } = await runUntilApproval(askForBash());
-  await stage.runs.approve(ref, { toolCallId, decision: "reject", reason: "not today" });
-  expect((await stage.result(ref)).status).toBe("completed");
-  const messages = messagesOf(await stage.entries(ref));
+  await stage().runs.approve(ref, { toolCallId, decision: "reject", reason: "not today" });
+  expect((await stage().result(ref)).status).toBe("completed");
+  const messages = messagesOf(await stage().entries(ref));
   const result = messages.find((message) => message.role === "toolResult");
   expect(result).toMatchObject({
     isError: true,
@@ -98,8 +86,8 @@ test("reject: the model reads an error result and the tool never runs", async ()
 
 test("no decision before the timeout counts as a denial", async () => {
   const { ref } = await runUntilApproval(askForBash(1_500));
-  expect((await stage.result(ref)).status).toBe("completed");
-  const result = messagesOf(await stage.entries(ref)).find((message) => message.role === "toolResult");
+  expect((await stage().result(ref)).status).toBe("completed");
+  const result = messagesOf(await stage().entries(ref)).find((message) => message.role === "toolResult");
   expect(result).toMatchObject({
     isError: true,
     content: [{ type: "text", text: expect.stringContaining("timeout") }],
@@ -107,17 +95,17 @@ test("no decision before the timeout counts as a denial", async () => {
 });
 
 test("deny by policy: an error result without asking", async () => {
-  const ref = stage.newSession();
-  const settings = stage.settings({
+  const ref = stage().newSession();
+  const settings = stage().settings({
     policy: {
       rules: [{ tool: "bash", argumentsPattern: "original", action: "deny" }],
       default: "allow",
       approvalTimeoutMs: 1000,
     },
   });
-  await stage.runs.deliver(ref, { text: "[scenario:needs-approval] go", mode: "auto" }, settings);
-  expect((await stage.result(ref)).status).toBe("completed");
-  const result = messagesOf(await stage.entries(ref)).find((message) => message.role === "toolResult");
+  await stage().runs.deliver(ref, { text: "[scenario:needs-approval] go", mode: "auto" }, settings);
+  expect((await stage().result(ref)).status).toBe("completed");
+  const result = messagesOf(await stage().entries(ref)).find((message) => message.role === "toolResult");
   expect(result).toMatchObject({
     isError: true,
     content: [{ type: "text", text: expect.stringContaining("denied") }],

@@ -179,6 +179,11 @@ test("a message handed over while the ending run posts its chat reply names the 
       (await ending.describe()).status.name === "CONTINUED_AS_NEW" ? true : undefined,
     );
     expect(await stage().result(ref)).toMatchObject({ status: "completed" });
+    // The session's run names the run it continues: a client holding the ending run's id knows
+    // the session's run is the one that read its message.
+    const latest = await stage().runs.latestRun(ref);
+    expect(latest?.runId).not.toBe(started.runId);
+    expect(latest?.state?.previousRunId).toBe(started.runId);
     const messages = await storedReadingOnce(ref, "while it posts");
     const last = messages.at(-1);
     expect(last?.role === "assistant" && last.content).toEqual([

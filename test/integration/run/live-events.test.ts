@@ -6,45 +6,27 @@
 import { DEFAULT_LIVE_EVENT_OPTIONS } from "../../../src/activities/live-events";
 import type { AssistantMessage } from "../../../src/core/messages";
 import { runWorkflowId } from "../../../src/workflows/types";
-import {
-  createRunStage,
-  eventually,
-  expectIntactSession,
-  messagesOf,
-  type RunStage,
-} from "../../support/run-harness";
+import { eventually, expectIntactSession, messagesOf, runStageForSuite } from "../../support/run-harness";
 import { collectRunStream, rebuiltText, textOf } from "../../support/run-stream";
 
-let stage: RunStage;
-
-beforeAll(async () => {
-  stage = await createRunStage();
-});
-
-afterEach(async () => {
-  await stage?.stopWorkers();
-});
-
-afterAll(async () => {
-  await stage?.close();
-});
+const stage = runStageForSuite({ workersPerTest: true });
 
 const LONG_ANSWER = Array.from({ length: 60 }, (_, i) => `word${i}`).join(" ");
 
 test("deltas arrive before the message ends, in order, and rebuild the stored message exactly", async () => {
-  stage.llm.addScenario("live-text", { turns: [{ text: LONG_ANSWER, thinking: "let me think about it" }] });
-  stage.llm.addFaults([{ kind: "slow", match: { scenario: "live-text" }, times: 1, tokensPerSecond: 40 }]);
-  await stage.startWorker();
-  const ref = stage.newSession();
-  await stage.runs.deliver(
+  stage().llm.addScenario("live-text", { turns: [{ text: LONG_ANSWER, thinking: "let me think about it" }] });
+  stage().llm.addFaults([{ kind: "slow", match: { scenario: "live-text" }, times: 1, tokensPerSecond: 40 }]);
+  await stage().startWorker();
+  const ref = stage().newSession();
+  await stage().runs.deliver(
     ref,
     { text: "[scenario:live-text] talk", mode: "auto" },
-    stage.settings({ model: "local-anthropic", thinkingLevel: "low" }),
+    stage().settings({ model: "local-anthropic", thinkingLevel: "low" }),
   );
-  const items = await collectRunStream(stage.client, runWorkflowId(ref));
-  expect((await stage.result(ref)).status).toBe("completed");
+  const items = await collectRunStream(stage().client, runWorkflowId(ref));
+  expect((await stage().result(ref)).status).toBe("completed");
 
-  const entries = await expectIntactSession(stage, ref);
+  const entries = await expectIntactSession(stage(), ref);
   const assistant = entries.find((entry) => entry.type === "message" && entry.message.role === "assistant") as
     | { id: string; message: AssistantMessage }
     | undefined;
@@ -88,13 +70,13 @@ test("deltas arrive before the message ends, in order, and rebuild the stored me
 });
 
 test("an answer that fits one batch costs no signal: its deltas ride on the activity's result", async () => {
-  stage.llm.addScenario("live-quick", { turns: [{ text: "a short and quick answer" }] });
-  await stage.startWorker();
-  const ref = stage.newSession();
-  await stage.runs.deliver(ref, { text: "[scenario:live-quick] hi", mode: "auto" }, stage.settings());
-  const items = await collectRunStream(stage.client, runWorkflowId(ref));
-  expect((await stage.result(ref)).status).toBe("completed");
-  const assistant = messagesOf(await expectIntactSession(stage, ref)).find(
+  stage().llm.addScenario("live-quick", { turns: [{ text: "a short and quick answer" }] });
+  await stage().startWorker();
+  const ref = stage().newSession();
+  await stage().runs.deliver(ref, { text: "[scenario:live-quick] hi", mode: "auto" }, stage().settings());
+  const items = await collectRunStream(stage().client, runWorkflowId(ref));
+  expect((await stage().result(ref)).status).toBe("completed");
+  const assistant = messagesOf(await expectIntactSession(stage(), ref)).find(
     (message): message is AssistantMessage => message.role === "assistant",
   );
   if (!assistant) throw new Error("no assistant message stored");
@@ -104,13 +86,13 @@ test("an answer that fits one batch costs no signal: its deltas ride on the acti
   // Published by the run from the result, before the message's end, and whole.
   expect(rebuiltText(events, end.entryId)).toBe("a short and quick answer");
   expect(items.findIndex((item) => item.event.type === "message_update")).toBeLessThan(events.indexOf(end));
-  const history = await stage.client.workflow.getHandle(runWorkflowId(ref)).fetchHistory();
+  const history = await stage().client.workflow.getHandle(runWorkflowId(ref)).fetchHistory();
   const signals = (history.events ?? []).filter((event) => event.workflowExecutionSignaledEventAttributes);
   expect(signals).toHaveLength(0);
 });
 
 test("bash publishes its output while it runs, and the stored result holds all of it", async () => {
-  stage.llm.addScenario("live-bash", {
+  stage().llm.addScenario("live-bash", {
     turns: [
       {
         toolCalls: [
@@ -120,10 +102,10 @@ test("bash publishes its output while it runs, and the stored result holds all o
     ],
     after: { text: "done" },
   });
-  await stage.startWorker({ KEEL_SANDBOX: "off", KEEL_SINGLE_TENANT: stage.tenantId });
-  const ref = stage.newSession();
-  await stage.runs.deliver(ref, { text: "[scenario:live-bash] count", mode: "auto" }, stage.settings());
-  const items = await collectRunStream(stage.client, runWorkflowId(ref));
+  await stage().startWorker({ KEEL_SANDBOX: "off", KEEL_SINGLE_TENANT: stage().tenantId });
+  const ref = stage().newSession();
+  await stage().runs.deliver(ref, { text: "[scenario:live-bash] count", mode: "auto" }, stage().settings());
+  const items = await collectRunStream(stage().client, runWorkflowId(ref));
   const updates = items.flatMap((item) =>
     item.event.type === "tool_execution_update" ? [{ ...item, partial: item.event.partial }] : [],
   );
@@ -136,32 +118,32 @@ test("bash publishes its output while it runs, and the stored result holds all o
   expect(updates[0]!.partial).not.toContain("line4");
   const end = items.find((item) => item.event.type === "tool_execution_end");
   expect(end && end.offset > updates.at(-1)!.offset).toBe(true);
-  const result = messagesOf(await expectIntactSession(stage, ref)).find(
+  const result = messagesOf(await expectIntactSession(stage(), ref)).find(
     (message) => message.role === "toolResult",
   );
   expect(JSON.stringify(result)).toContain("line4");
 });
 
 test("a worker killed mid-stream: the retry publishes a reset, then the whole text again", async () => {
-  stage.llm.addScenario("live-crash", { turns: [{ text: LONG_ANSWER }] });
-  stage.llm.addFaults([{ kind: "slow", match: { scenario: "live-crash" }, times: 2, tokensPerSecond: 20 }]);
-  const first = await stage.startWorker();
-  const ref = stage.newSession();
-  await stage.runs.deliver(ref, { text: "[scenario:live-crash] talk", mode: "auto" }, stage.settings());
-  const collected = collectRunStream(stage.client, runWorkflowId(ref));
+  stage().llm.addScenario("live-crash", { turns: [{ text: LONG_ANSWER }] });
+  stage().llm.addFaults([{ kind: "slow", match: { scenario: "live-crash" }, times: 2, tokensPerSecond: 20 }]);
+  const first = await stage().startWorker();
+  const ref = stage().newSession();
+  await stage().runs.deliver(ref, { text: "[scenario:live-crash] talk", mode: "auto" }, stage().settings());
+  const collected = collectRunStream(stage().client, runWorkflowId(ref));
   // Wait for deltas of the first attempt to be on the stream, then kill its worker.
   await eventually(async () => {
-    const offset = await stage.client.workflow
-      .getHandle(runWorkflowId(ref))
+    const offset = await stage()
+      .client.workflow.getHandle(runWorkflowId(ref))
       .query<number>("__temporal_workflow_stream_offset");
     return offset > 6 ? true : undefined;
   });
   await first.kill();
-  await stage.startWorker();
+  await stage().startWorker();
   const items = await collected;
-  expect((await stage.result(ref)).status).toBe("completed");
+  expect((await stage().result(ref)).status).toBe("completed");
 
-  const entries = await expectIntactSession(stage, ref);
+  const entries = await expectIntactSession(stage(), ref);
   const assistants = messagesOf(entries).filter((message) => message.role === "assistant");
   expect(assistants).toHaveLength(1);
   const assistant = entries.find(
@@ -181,15 +163,15 @@ test("a worker killed mid-stream: the retry publishes a reset, then the whole te
 });
 
 test("a rate-limited call publishes a retry event with its wait, then the retry's reset and text", async () => {
-  stage.llm.addScenario("live-retry", { turns: [{ text: "after the limit" }] });
-  stage.llm.addFaults([
+  stage().llm.addScenario("live-retry", { turns: [{ text: "after the limit" }] });
+  stage().llm.addFaults([
     { kind: "rate_limit", match: { scenario: "live-retry" }, times: 1, retryAfterSeconds: 3 },
   ]);
-  await stage.startWorker();
-  const ref = stage.newSession();
-  await stage.runs.deliver(ref, { text: "[scenario:live-retry] go", mode: "auto" }, stage.settings());
-  const events = (await collectRunStream(stage.client, runWorkflowId(ref))).map((item) => item.event);
-  expect((await stage.result(ref)).status).toBe("completed");
+  await stage().startWorker();
+  const ref = stage().newSession();
+  await stage().runs.deliver(ref, { text: "[scenario:live-retry] go", mode: "auto" }, stage().settings());
+  const events = (await collectRunStream(stage().client, runWorkflowId(ref))).map((item) => item.event);
+  expect((await stage().result(ref)).status).toBe("completed");
   const retry = events.findIndex((event) => event.type === "retry");
   expect(events[retry]).toMatchObject({ attempt: 1, providerErrors: 1, maxAttempts: 8, delayMs: 3_000 });
   expect(events[retry]).toMatchObject({ error: expect.stringContaining("HTTP 429") });
@@ -197,26 +179,33 @@ test("a rate-limited call publishes a retry event with its wait, then the retry'
     (event) => event.type === "message_update" && event.assistantMessageEvent.type === "reset",
   );
   expect(reset).toBeGreaterThan(retry);
-  const assistant = messagesOf(await expectIntactSession(stage, ref)).filter((m) => m.role === "assistant");
+  const assistant = messagesOf(await expectIntactSession(stage(), ref)).filter((m) => m.role === "assistant");
   expect(assistant).toHaveLength(1);
 });
 
 test("a worker lost during a model call does not count as a provider error: the tally goes on from the failed attempts", async () => {
-  stage.llm.addScenario("lost-then-limited", { turns: [{ text: "after the loss and the limits" }] });
-  stage.llm.addFaults([
+  stage().llm.addScenario("lost-then-limited", { turns: [{ text: "after the loss and the limits" }] });
+  stage().llm.addFaults([
     // Attempt 1 waits on an answer that never comes, and its worker is killed meanwhile.
     { kind: "hang", match: { scenario: "lost-then-limited" }, times: 1 },
     { kind: "rate_limit", match: { scenario: "lost-then-limited" }, times: 2 },
   ]);
-  const first = await stage.startWorker();
-  const ref = stage.newSession();
-  await stage.runs.deliver(ref, { text: "[scenario:lost-then-limited] go", mode: "auto" }, stage.settings());
-  const calls = () => stage.llm.journal().filter((entry) => entry.scenario === "lost-then-limited");
+  const first = await stage().startWorker();
+  const ref = stage().newSession();
+  await stage().runs.deliver(
+    ref,
+    { text: "[scenario:lost-then-limited] go", mode: "auto" },
+    stage().settings(),
+  );
+  const calls = () =>
+    stage()
+      .llm.journal()
+      .filter((entry) => entry.scenario === "lost-then-limited");
   await eventually(async () => (calls().length === 1 ? true : undefined));
   await first.kill();
-  await stage.startWorker();
-  const events = (await collectRunStream(stage.client, runWorkflowId(ref))).map((item) => item.event);
-  expect((await stage.result(ref)).status).toBe("completed");
+  await stage().startWorker();
+  const events = (await collectRunStream(stage().client, runWorkflowId(ref))).map((item) => item.event);
+  expect((await stage().result(ref)).status).toBe("completed");
   expect(calls()).toHaveLength(4);
   const retries = events.filter((event) => event.type === "retry");
   // Attempt 1 was lost (no event); attempts 2 and 3 were the call's first and second provider errors.
@@ -224,18 +213,18 @@ test("a worker lost during a model call does not count as a provider error: the 
     expect.objectContaining({ attempt: 2, providerErrors: 1, maxAttempts: 8 }),
     expect.objectContaining({ attempt: 3, providerErrors: 2, maxAttempts: 8 }),
   ]);
-  const assistant = messagesOf(await expectIntactSession(stage, ref)).filter((m) => m.role === "assistant");
+  const assistant = messagesOf(await expectIntactSession(stage(), ref)).filter((m) => m.role === "assistant");
   expect(assistant).toHaveLength(1);
 });
 
 test("an answer longer than the live budget streams a prefix, then a cut; the whole answer is stored", async () => {
   const long = Array.from({ length: 8_000 }, (_, i) => `word${i}`).join(" ");
-  stage.llm.addScenario("live-cut", { turns: [{ text: long }] });
-  await stage.startWorker();
-  const ref = stage.newSession();
-  await stage.runs.deliver(ref, { text: "[scenario:live-cut] go", mode: "auto" }, stage.settings());
-  const events = (await collectRunStream(stage.client, runWorkflowId(ref))).map((item) => item.event);
-  const entries = await expectIntactSession(stage, ref);
+  stage().llm.addScenario("live-cut", { turns: [{ text: long }] });
+  await stage().startWorker();
+  const ref = stage().newSession();
+  await stage().runs.deliver(ref, { text: "[scenario:live-cut] go", mode: "auto" }, stage().settings());
+  const events = (await collectRunStream(stage().client, runWorkflowId(ref))).map((item) => item.event);
+  const entries = await expectIntactSession(stage(), ref);
   const assistant = entries.find(
     (entry) => entry.type === "message" && entry.message.role === "assistant",
   ) as { id: string; message: AssistantMessage };

@@ -3,8 +3,9 @@
  * workflow code and committed under test/fixtures/histories/, must replay without
  * non-determinism against the current code.
  *
- * Histories are recorded once and kept: each keeps proving that runs started by the code of its
- * day still replay. After an intended, patched change, add a representative run that takes the
+ * Histories are recorded once and kept while the release that recorded them is inside the support
+ * window (docs/architecture.md, "Versioning"; test/fixtures/history-releases.json names it): each
+ * keeps proving that runs started by the code of its day still replay. After an intended, patched change, add a representative run that takes the
  * new path (a new name) and record the runs that have no history yet with:
  *   KEEL_RECORD_HISTORIES=1 npx jest test/integration/run/replay.test.ts --selectProjects integration
  */
@@ -15,6 +16,7 @@ import { join, resolve } from "node:path";
 import { historyFromJSON } from "@temporalio/common/lib/proto-utils";
 import { Worker } from "@temporalio/worker";
 import { toolPaths } from "../../../src/cli/devstack/tools";
+import { UNRELEASED } from "../../../src/workflows/patches";
 import { type RunSettings, runWorkflowId } from "../../../src/workflows/types";
 import { temporalAddress, workflowBundlePath } from "../../support/integration-env";
 import {
@@ -27,6 +29,7 @@ import {
 import { collectRunStream } from "../../support/run-stream";
 
 const historiesDir = resolve(__dirname, "../../fixtures/histories");
+const historyReleasesPath = resolve(__dirname, "../../fixtures/history-releases.json");
 const recording = process.env.KEEL_RECORD_HISTORIES === "1";
 
 /** A run that writes a file and lists the workspace in one turn, then answers (`scenario` names it). */
@@ -237,6 +240,12 @@ if (recording) {
           { encoding: "utf8", maxBuffer: 64 * 1024 * 1024 },
         );
         writeFileSync(join(historiesDir, `${run.name}.json`), history);
+        // Recorded by the code not yet released (test/unit/workflows/versioning.test.ts).
+        const releases = JSON.parse(readFileSync(historyReleasesPath, "utf8"));
+        writeFileSync(
+          historyReleasesPath,
+          `${JSON.stringify({ ...releases, [`${run.name}.json`]: UNRELEASED }, null, 2)}\n`,
+        );
       }
     } finally {
       await stage.close();

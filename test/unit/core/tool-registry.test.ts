@@ -1,7 +1,5 @@
 import {
-  cancelOpenToolCalls,
   emptyToolCallRegistry,
-  findToolCall,
   registerToolCall,
   type ToolCallRegistry,
   type ToolCallState,
@@ -77,21 +75,5 @@ describe("tool-call registry", () => {
     const registry = unwrap(registerToolCall(emptyToolCallRegistry(), "c2", "bash", messages));
     expect(registerToolCall(registry, "c2", "bash").ok).toBe(false);
     expect(transitionToolCall(registry, "c9", "running").ok).toBe(false);
-  });
-
-  it("cancels every open call on abort, keeping terminal ones", () => {
-    let registry = unwrap(registerToolCall(emptyToolCallRegistry(), "c1", "read"));
-    registry = unwrap(registerToolCall(registry, "c2", "bash"));
-    registry = unwrap(transitionToolCall(registry, "c1", "running"));
-    registry = unwrap(transitionToolCall(registry, "c1", "failed", "exit 1"));
-    registry = unwrap(transitionToolCall(registry, "c2", "running"));
-    const aborted = cancelOpenToolCalls(registry, "aborted by user");
-    expect(findToolCall(aborted, "c1")).toEqual({
-      toolCallId: "c1",
-      toolName: "read",
-      state: "failed",
-      reason: "exit 1",
-    });
-    expect(findToolCall(aborted, "c2")).toMatchObject({ state: "cancelled", reason: "aborted by user" });
   });
 });

@@ -1,0 +1,56 @@
+/**
+ * Workflow versioning, in one place: every patch of the workflows' code, and the one way a branch
+ * is taken. A change that would not replay the histories of runs already started goes behind a
+ * patch here (Temporal's patch API, as in temporalio/samples-typescript `patching-api`):
+ * 1. `addedIn`: new runs take the new branch (`patched()` records a marker); histories without
+ *    the marker take the old one.
+ * 2. `deprecatedIn`: once no run inside the support window took the old branch (the patch was
+ *    added before the window's oldest release), the old branch is deleted and the patch
+ *    deprecated (`deprecatePatch()`: histories with or without the marker replay).
+ * 3. Once the release that deprecated it is outside the window too, the patch is deleted.
+ * The window and the checks that enforce it: docs/architecture.md, "Versioning";
+ * test/unit/workflows/versioning.test.ts fails when a patch or a committed history is due.
+ *
+ * Runs of `RunInput.runVersion` 1 or later take the patches marked `inRunVersion` without a marker
+ * (a marker is a command, a history event and a billed Action in every run). The run version is
+ * frozen: no new patch is folded into it, and it ends with the histories that recorded it.
+ */
+import { deprecatePatch, patched } from "@temporalio/workflow";
+
+/** The release label of code not yet released (CHANGELOG.md's top section). */
+export const UNRELEASED = "Unreleased";
+
+export interface PatchRecord {
+  /** The id recorded in histories (never changed once shipped). */
+  id: string;
+  /** The release whose code added the branch (`UNRELEASED` until it ships). */
+  addedIn: string;
+  /** The release whose code deleted the old branch and deprecated the patch. */
+  deprecatedIn?: string;
+  /** Runs of this run version or later take the branch without a marker. */
+  inRunVersion?: 1;
+}
+
+export const PATCHES = {
+  /** A closing run waits (at most 3 s) for its stream's subscribers to fetch the last items. */
+  runStreamDrain: { id: "run-stream-drain", addedIn: UNRELEASED, inRunVersion: 1 },
+  /** Parallel tool calls share one workspace claim per run. */
+  claimWorkspaceOnce: { id: "claim-workspace-once", addedIn: UNRELEASED, inRunVersion: 1 },
+  /** A batch that ran a tool that may change files is followed by a workspace snapshot. */
+  workspaceSnapshots: { id: "workspace-snapshots", addedIn: UNRELEASED, inRunVersion: 1 },
+  /** Branching restores the workspace as it was at the entry. */
+  branchRestoresWorkspace: { id: "branch-restores-workspace", addedIn: UNRELEASED },
+} as const satisfies Record<string, PatchRecord>;
+
+/**
+ * Whether this execution takes the branch `patch` added. `runVersion` is the run's
+ * (`RunInput.runVersion`, 0 when absent; maintenance workflows have none).
+ */
+export function takesPatch(patch: PatchRecord, runVersion = 0): boolean {
+  if (patch.inRunVersion !== undefined && runVersion >= patch.inRunVersion) return true;
+  if (patch.deprecatedIn !== undefined) {
+    deprecatePatch(patch.id);
+    return true;
+  }
+  return patched(patch.id);
+}

@@ -1,0 +1,93 @@
+import { runSettingsFrom } from "../../../src/api/run-settings";
+import { messageBodySchema } from "../../../src/api/schemas";
+import { loadCatalog } from "../../../src/providers/models";
+import { DEFAULT_RUN_SETTINGS } from "../../../src/workflows/types";
+
+describe("run settings from a message body", () => {
+  const modelIds = loadCatalog()
+    .list()
+    .map((model) => model.id);
+  const schemaFor = (allowDirectoryWorkspaces: boolean) =>
+    messageBodySchema({ modelIds, allowDirectoryWorkspaces });
+  const MessageBodySchema = schemaFor(false);
+  const settingsOf = (body: unknown, allowDirectoryWorkspaces = false) =>
+    runSettingsFrom(schemaFor(allowDirectoryWorkspaces).parse(body));
+
+  test("defaults, then the caller's choices", () => {
+    expect(settingsOf({ text: "x" })).toEqual(DEFAULT_RUN_SETTINGS);
+    const settings = settingsOf({
+      text: "x",
+      model: "local-chat",
+      systemPrompt: "be brief",
+      tools: ["read", "read", "ls"],
+      policy: { rules: [{ tool: "bash", argumentsPattern: "rm ", action: "deny" }], default: "ask" },
+      workspace: { type: "git", url: "https://github.com/example/repo.git", ref: "main" },
+    });
+    expect(settings).toMatchObject({
+      model: "local-chat",
+      systemPrompt: "be brief",
+      tools: ["read", "ls"],
+      policy: { rules: [{ tool: "bash", argumentsPattern: "rm ", action: "deny" }], default: "ask" },
+      workspace: { type: "git", url: "https://github.com/example/repo.git", ref: "main" },
+    });
+    expect(settings.policy.approvalTimeoutMs).toBe(DEFAULT_RUN_SETTINGS.policy.approvalTimeoutMs);
+  });
+
+  test("unknown models and worker-disk workspaces are refused unless enabled", () => {
+    expect(() => settingsOf({ text: "x", model: "nope" })).toThrow(/model/);
+    expect(() => settingsOf({ text: "x", workspace: { type: "directory", path: "/srv" } })).toThrow(
+      /directory|type/,
+    );
+    expect(() => settingsOf({ text: "x", workspace: { type: "git", url: "/srv/repo" } })).toThrow(
+      /must be https:\/\/ URLs/,
+    );
+    expect(settingsOf({ text: "x", workspace: { type: "git", url: "/srv/repo" } }, true).workspace).toEqual({
+      type: "git",
+      url: "/srv/repo",
+    });
+    expect(settingsOf({ text: "x", workspace: { type: "directory", path: "/srv" } }, true).workspace).toEqual(
+      {
+        type: "directory",
+        path: "/srv",
+      },
+    );
+  });
+
+  test("network: none, full and host allowlists are kept; addresses and malformed hosts are refused", () => {
+    expect(settingsOf({ text: "x" }).network).toBeUndefined();
+    expect(settingsOf({ text: "x", network: "none" }).network).toBe("none");
+    // "full" is in the document only where the deployment offers it to some tenant.
+    expect(MessageBodySchema.safeParse({ text: "x", network: "full" }).success).toBe(false);
+    const offered = messageBodySchema({
+      modelIds,
+      allowDirectoryWorkspaces: false,
+      fullNetworkOffered: true,
+    });
+    expect(runSettingsFrom(offered.parse({ text: "x", network: "full" })).network).toBe("full");
+    const allow = ["registry.npmjs.org", "*.pypi.org", "git.example.com:8443"];
+    expect(settingsOf({ text: "x", network: { allow } }).network).toEqual({ allow });
+    for (const bad of [
+      ["a b"],
+      ["169.254.169.254"],
+      ["localhost"],
+      [],
+      ["x.com"].concat(Array(50).fill("y.com")),
+    ])
+      expect(MessageBodySchema.safeParse({ text: "x", network: { allow: bad } }).success).toBe(false);
+    expect(MessageBodySchema.safeParse({ text: "x", network: "some" }).success).toBe(false);
+    expect(MessageBodySchema.safeParse({ text: "x", network: { allow: allow, extra: 1 } }).success).toBe(
+      false,
+    );
+  });
+
+  test("the schema refuses bad regexes, unknown tools and option-like git arguments", () => {
+    const invalid = [
+      { text: "x", policy: { rules: [{ tool: "bash", argumentsPattern: "(", action: "ask" }] } },
+      { text: "x", tools: ["rm"] },
+      { text: "x", workspace: { type: "git", url: "--upload-pack=evil" } },
+      { text: "x", workspace: { type: "git", url: "https://e.com/r", ref: "-x" } },
+      { text: "" },
+    ];
+    for (const body of invalid) expect(MessageBodySchema.safeParse(body).success).toBe(false);
+  });
+});
