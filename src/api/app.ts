@@ -9,13 +9,9 @@ import { HTTPException } from "hono/http-exception";
 import type { SlackReply } from "../integrations/slack/reply";
 import { createLogger, recordLogger } from "../logging/logger";
 import type { ModelCatalog } from "../providers/models";
+import { InvalidSessionDataError, SessionExistsError, SessionNotFoundError } from "../store/session-errors";
 import { InvalidIdError } from "../store/session-keys";
-import {
-  InvalidSessionDataError,
-  SessionExistsError,
-  SessionNotFoundError,
-  type SessionStore,
-} from "../store/session-store";
+import type { SessionStore } from "../store/session-store";
 import type { WorkspaceSnapshots } from "../store/workspace-snapshots";
 import { allowedMethods, isAllowed, literalMethods } from "./allowed-methods";
 import { bearerAuth, singleTenantOnly } from "./auth";
