@@ -9,6 +9,7 @@ import { HTTPException } from "hono/http-exception";
 import type { SlackReply } from "../integrations/slack/reply";
 import { createLogger, recordLogger } from "../logging/logger";
 import type { ModelCatalog } from "../providers/models";
+import { DeliveryRefusedError, type RunClient, RunNotAnsweringError } from "../run-client/run-client";
 import { InvalidSessionDataError, SessionExistsError, SessionNotFoundError } from "../store/session-errors";
 import { InvalidIdError } from "../store/session-keys";
 import type { SessionStore } from "../store/session-store";
@@ -23,7 +24,6 @@ import { createRouter } from "./router";
 import { runRoutes } from "./routes/runs";
 import { sessionRoutes } from "./routes/sessions";
 import { transferRoutes } from "./routes/transfer";
-import { DeliveryRefusedError, type RunClient, RunNotAnsweringError } from "./run-client";
 import { registerSlackRoutes } from "./slack/events";
 import { type UnavailableDependency, unavailableDependency } from "./unavailable";
 

@@ -10,11 +10,11 @@ import { closeForkedPath } from "../../core/session-repair";
 import { indexSession, pathToRoot } from "../../core/session-tree";
 import type { SessionEntry, SessionHeader } from "../../core/session-types";
 import { importWireSession } from "../../core/wire-session";
+import { type RunClient, SessionBusyError } from "../../run-client/run-client";
 import { DEFAULT_RUN_SETTINGS, type SessionRef } from "../../workflows/types";
 import type { RouteContext } from "../app";
 import { ProblemError } from "../problems";
 import { createRouter } from "../router";
-import { type RunClient, SessionBusyError } from "../run-client";
 import {
   BranchBodySchema,
   BranchResultSchema,

@@ -4,11 +4,11 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { FOLLOWS_RUN_MEMO } from "../../../src/api/run-client";
 import { FORKED_TOOL_RESULT_TEXT } from "../../../src/core/markers";
 import { convertToLlm } from "../../../src/core/messages";
 import { checkInvariants } from "../../../src/core/sanitize";
 import { parseSession } from "../../../src/core/session-codec";
+import { FOLLOWS_RUN_MEMO } from "../../../src/run-client/run-client";
 import { eventually, messagesOf } from "../../support/run-harness";
 import { type ApiStage, createApiStage, expectProblem } from "./api-stage";
 

@@ -3,7 +3,6 @@ import { allowedMethods } from "../../../src/api/allowed-methods";
 import { tenantOfKey } from "../../../src/api/auth";
 import { apiConfigFromEnv, parseApiKeys } from "../../../src/api/config";
 import { problemDocument } from "../../../src/api/problems";
-import { RunNotAnsweringError } from "../../../src/api/run-client";
 import { runSettingsFrom } from "../../../src/api/run-settings";
 import { messageBodySchema } from "../../../src/api/schemas";
 import { isTemporalClientError } from "../../../src/api/server";
@@ -13,6 +12,7 @@ import { slackSessionId } from "../../../src/api/slack/threads";
 import { isConnectionFailure, TemporalConnectError } from "../../../src/api/temporal";
 import { unavailableDependency } from "../../../src/api/unavailable";
 import { loadCatalog } from "../../../src/providers/models";
+import { RunNotAnsweringError } from "../../../src/run-client/run-client";
 import { decidePolicy } from "../../../src/workflows/policy";
 import { DEFAULT_RUN_SETTINGS } from "../../../src/workflows/types";
 
