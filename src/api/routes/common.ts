@@ -1,7 +1,7 @@
 /** Helpers shared by the route modules: session refs, existence checks, OpenAPI fragments. */
 import type { Context } from "hono";
 import type { SessionHeader } from "../../core/session-types";
-import type { LatestRun, MaintenanceTask } from "../../run-client/run-client";
+import type { LatestRun, MaintenanceTask } from "../../run-client/session-runs";
 import { SessionNotFoundError } from "../../store/session-errors";
 import type { RunState, SessionRef } from "../../workflows/types";
 import type { RouteContext } from "../app";

@@ -2,7 +2,7 @@
 import { createRoute } from "@hono/zod-openapi";
 import { streamSSE } from "hono/streaming";
 import { ModelUrlPolicy } from "../../providers/model-urls";
-import { RunNotAnsweringError } from "../../run-client/run-client";
+import { RunNotAnsweringError } from "../../run-client/session-runs";
 import { FULL_NETWORK_REFUSAL, fullNetworkAllowed } from "../../tools/network-access";
 import { DEFAULT_RUN_SETTINGS } from "../../workflows/types";
 import type { RouteContext } from "../app";

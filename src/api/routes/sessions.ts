@@ -2,7 +2,7 @@
 
 import type { z } from "@hono/zod-openapi";
 import { createRoute } from "@hono/zod-openapi";
-import type { LatestRun } from "../../run-client/run-client";
+import type { LatestRun } from "../../run-client/session-runs";
 import type { RouteContext } from "../app";
 import { ProblemError } from "../problems";
 import { createRouter } from "../router";

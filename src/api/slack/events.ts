@@ -13,7 +13,7 @@
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import { postSlackReply, type SlackReply } from "../../integrations/slack/reply";
-import { DeliveryRefusedError } from "../../run-client/run-client";
+import { DeliveryRefusedError } from "../../run-client/delivery";
 import { DEFAULT_RUN_SETTINGS, type SessionRef } from "../../workflows/types";
 import type { ApiApp, RouteContext } from "../app";
 import type { SlackConfig } from "../config";

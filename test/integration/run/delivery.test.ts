@@ -2,7 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { INTERRUPTED_MARKER } from "../../../src/core/markers";
 import { convertToLlm } from "../../../src/core/messages";
 import { checkInvariants } from "../../../src/core/sanitize";
-import { DeliveryRefusedError } from "../../../src/run-client/run-client";
+import { DeliveryRefusedError } from "../../../src/run-client/delivery";
 import {
   eventually,
   messagesOf,

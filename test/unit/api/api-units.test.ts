@@ -12,7 +12,7 @@ import { slackSessionId } from "../../../src/api/slack/threads";
 import { isConnectionFailure, TemporalConnectError } from "../../../src/api/temporal";
 import { unavailableDependency } from "../../../src/api/unavailable";
 import { loadCatalog } from "../../../src/providers/models";
-import { RunNotAnsweringError } from "../../../src/run-client/run-client";
+import { RunNotAnsweringError } from "../../../src/run-client/session-runs";
 import { decidePolicy } from "../../../src/workflows/policy";
 import { DEFAULT_RUN_SETTINGS } from "../../../src/workflows/types";
 
