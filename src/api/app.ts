@@ -26,6 +26,7 @@ import { createRouter } from "./router";
 import { runRoutes } from "./routes/runs";
 import { sessionRoutes } from "./routes/sessions";
 import { transferRoutes } from "./routes/transfer";
+import { treeRoutes } from "./routes/tree";
 import { registerSlackRoutes } from "./slack/events";
 import { type UnavailableDependency, unavailableDependency } from "./unavailable";
 
@@ -208,5 +209,9 @@ export function createApp(dependencies: ApiDependencies) {
     security: [{ bearer: [] }],
   });
   // Mounted after the middleware above, which therefore runs before every one of them.
-  return app.route("/", sessionRoutes(deps)).route("/", runRoutes(deps)).route("/", transferRoutes(deps));
+  return app
+    .route("/", sessionRoutes(deps))
+    .route("/", runRoutes(deps))
+    .route("/", treeRoutes(deps))
+    .route("/", transferRoutes(deps));
 }
