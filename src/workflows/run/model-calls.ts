@@ -4,8 +4,9 @@
  */
 import { CancellationScope } from "@temporalio/workflow";
 import type { EntrySlot, EntryWrite, LlmTurnResult } from "../../activities/types";
+import type { RunContext } from "./context";
 import { unansweredAssistant } from "./entries";
-import { cancellable, type RunContext, writeEntries } from "./lifecycle";
+import { cancellable, writeEntries } from "./lifecycle";
 import { emit, newSlot, releaseSlot } from "./state";
 
 /** The turn's model call, cancellable by abort and interrupt; it writes the turn's user messages first. */

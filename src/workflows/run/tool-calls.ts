@@ -8,16 +8,9 @@ import type { ToolCallSummary } from "../../activities/types";
 import { blockReason, MUTATING_TOOLS } from "../hooks";
 import { decidePolicy } from "../policy";
 import { claim, snapshotActivities, toolActivities } from "./activity-options";
+import type { RunContext } from "./context";
 import { syntheticToolResult } from "./entries";
-import {
-  cancellable,
-  endCall,
-  publishDetails,
-  type RunContext,
-  setStatus,
-  takesPatch,
-  writeEntries,
-} from "./lifecycle";
+import { cancellable, endCall, publishDetails, setStatus, takesPatch, writeEntries } from "./lifecycle";
 import { type BatchCall, emit, moveCall, startBatch } from "./state";
 
 /** Times a tool call follows its workspace to a new worker before the run fails. */
