@@ -2,9 +2,9 @@
 import { Readable } from "node:stream";
 import { createRoute, z } from "@hono/zod-openapi";
 import type { HonoRequest } from "hono";
+import { importPartsSession } from "../../core/parts-session";
 import { parseSession } from "../../core/session-codec";
 import type { SessionEntry, SessionHeader } from "../../core/session-types";
-import { importWireSession } from "../../core/wire-session";
 import type { RouteContext } from "../app";
 import { ProblemError } from "../problems";
 import { createRouter } from "../router";
@@ -43,8 +43,8 @@ const exportSession = createRoute({
   },
 });
 
-/** An `application/json` import of the wire format: an object with a `messages` list. */
-const WIRE_SESSION_JSON_SCHEMA = {
+/** An `application/json` import of the parts session format (`core/parts-session.ts`): an object with a `messages` list. */
+const PARTS_SESSION_JSON_SCHEMA = {
   type: "object" as const,
   title: "Wire session JSON (kind/parts messages)",
   required: ["messages"],
@@ -86,7 +86,7 @@ const importSession = createRoute({
         // A session archive: its workspace becomes the workspace of the imported session's leaf.
         [GZIP_CONTENT_TYPE]: { schema: { type: "string", format: "binary" } },
         // What `parseImport` reads; documentation only (the handler reads the raw text).
-        "application/json": { schema: { anyOf: [WIRE_SESSION_JSON_SCHEMA, PI_HEADER_JSON_SCHEMA] } },
+        "application/json": { schema: { anyOf: [PARTS_SESSION_JSON_SCHEMA, PI_HEADER_JSON_SCHEMA] } },
       },
     },
   },
@@ -101,7 +101,7 @@ type ParsedImport = { header: SessionHeader | null; entries: SessionEntry[]; war
 
 const JSONL_MEDIA_TYPES = new Set([JSONL_CONTENT_TYPE, "application/jsonl", "text/plain", ""]);
 
-/** Reads an import body: wire session JSON, or a pi JSONL file (also when sent as JSON). */
+/** Reads an import body: a parts session JSON, or a pi JSONL file (also when sent as JSON). */
 const mediaTypeOf = (contentTypeHeader: string): string =>
   contentTypeHeader.split(";", 1)[0]?.trim().toLowerCase() ?? "";
 
@@ -125,7 +125,7 @@ function parseImport(text: string, contentTypeHeader: string, nowIso: string): P
     }
     const record = typeof value === "object" && value !== null ? (value as Record<string, unknown>) : {};
     if (Array.isArray(record.messages)) {
-      const { session, problems } = importWireSession(value, secureRandom, nowIso);
+      const { session, problems } = importPartsSession(value, secureRandom, nowIso);
       return { header: session.header, entries: session.entries, warnings: problems };
     }
     if (record.type !== "session") {
