@@ -14,8 +14,8 @@
  */
 
 import { DEFAULT_LIVE_EVENT_OPTIONS } from "../src/activities/live-events";
-import type { RunFeed } from "../src/api/run-feed";
 import { convertToLlm, type Message, type ToolResultMessage } from "../src/core/messages";
+import type { RunFeed } from "../src/run-client/run-feed";
 import { createS3Client } from "../src/store/s3-config";
 import { SessionStore } from "../src/store/session-store";
 import { runWorkflowId } from "../src/workflows/types";

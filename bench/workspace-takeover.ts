@@ -15,7 +15,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { RunClient } from "../src/api/run-client";
+import { RunClient } from "../src/run-client/run-client";
 import { createS3Client, s3SettingsToEnv } from "../src/store/s3-config";
 import { SessionStore } from "../src/store/session-store";
 import { workspaceFor } from "../src/tools/workspace";

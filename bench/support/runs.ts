@@ -3,8 +3,8 @@
  * helper that delivers its prompt through RunClient and waits for the run to end.
  */
 import { randomUUID } from "node:crypto";
-import { RunClient } from "../../src/api/run-client";
 import type { LocalLlmServer } from "../../src/providers/local-server";
+import { RunClient } from "../../src/run-client/run-client";
 import {
   DEFAULT_RUN_SETTINGS,
   type RunResult,

@@ -1,7 +1,7 @@
 /** How store errors cross the activity boundary. */
 import { ApplicationFailure } from "@temporalio/activity";
 import { FailureType } from "../core/failure-types";
-import { EntryConflictError, InvalidSessionDataError } from "../store/session-store";
+import { EntryConflictError, InvalidSessionDataError } from "../store/session-errors";
 
 /**
  * Runs a store write and turns the store's errors that no retry can cure into non-retryable

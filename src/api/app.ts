@@ -10,13 +10,12 @@ import { DeliveryRefusal } from "../core/failure-types";
 import type { SlackReply } from "../integrations/slack/reply";
 import { createLogger, recordLogger } from "../logging/logger";
 import type { ModelCatalog } from "../providers/models";
+import { DeliveryRefusedError } from "../run-client/delivery";
+import type { RunClient } from "../run-client/run-client";
+import { RunNotAnsweringError } from "../run-client/session-runs";
+import { InvalidSessionDataError, SessionExistsError, SessionNotFoundError } from "../store/session-errors";
 import { InvalidIdError } from "../store/session-keys";
-import {
-  InvalidSessionDataError,
-  SessionExistsError,
-  SessionNotFoundError,
-  type SessionStore,
-} from "../store/session-store";
+import type { SessionStore } from "../store/session-store";
 import type { WorkspaceSnapshots } from "../store/workspace-snapshots";
 import { allowedMethods, isAllowed, literalMethods } from "./allowed-methods";
 import { bearerAuth, singleTenantOnly } from "./auth";
@@ -28,8 +27,8 @@ import { createRouter } from "./router";
 import { runRoutes } from "./routes/runs";
 import { sessionRoutes } from "./routes/sessions";
 import { transferRoutes } from "./routes/transfer";
+import { treeRoutes } from "./routes/tree";
 import { viewerRoutes } from "./routes/viewer";
-import { DeliveryRefusedError, type RunClient, RunNotAnsweringError } from "./run-client";
 import { registerSlackRoutes } from "./slack/events";
 import { type UnavailableDependency, unavailableDependency } from "./unavailable";
 
@@ -215,6 +214,7 @@ export function createApp(dependencies: ApiDependencies) {
   return app
     .route("/", sessionRoutes(deps))
     .route("/", runRoutes(deps))
+    .route("/", treeRoutes(deps))
     .route("/", transferRoutes(deps))
     .route("/", viewerRoutes(deps));
 }

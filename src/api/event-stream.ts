@@ -8,10 +8,10 @@
  */
 import type { SSEStreamingApi } from "hono/streaming";
 import type { AgentEvent } from "../core/events";
+import type { RunClient } from "../run-client/run-client";
+import type { FeedItem } from "../run-client/run-feed";
 import type { SessionRef } from "../workflows/types";
 import { liveState } from "./routes/common";
-import type { RunClient } from "./run-client";
-import type { FeedItem } from "./run-feed";
 
 /** How often the fallback loop (a run without a stream) asks the run for new events. */
 export const EVENT_POLL_INTERVAL_MS = 300;

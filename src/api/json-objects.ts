@@ -4,7 +4,8 @@
  */
 import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import type { z } from "zod";
-import { ConditionalObjects, s3HttpStatus } from "../store/conditional-objects";
+import { ConditionalObjects } from "../store/conditional-objects";
+import { isNotFound } from "../store/s3-requests";
 
 const JSON_CONTENT_TYPE = "application/json";
 
@@ -42,7 +43,7 @@ export class JsonObjects {
       text = (await response.Body?.transformToString("utf-8")) ?? "";
       etag = response.ETag;
     } catch (error) {
-      if (s3HttpStatus(error) === 404) return undefined;
+      if (isNotFound(error)) return undefined;
       throw error;
     }
     if (etag === undefined) throw new Error(`S3 answered the read of ${key} without an ETag`);

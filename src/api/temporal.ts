@@ -7,7 +7,7 @@
 
 import { Client, Connection } from "@temporalio/client";
 import type { DataConverter } from "@temporalio/common";
-import { RunClient } from "./run-client";
+import { RunClient } from "../run-client/run-client";
 
 export interface TemporalSettings {
   address: string;

@@ -2,7 +2,7 @@
  * Which dependency an error says is unreachable: Temporal or the S3 store. The API answers those
  * with 503 and `Retry-After` (a client should retry), never as an internal error.
  */
-import { s3HttpStatus } from "../store/conditional-objects";
+import { s3HttpStatus } from "../store/s3-requests";
 import { isConnectionFailure } from "./temporal";
 
 export type UnavailableDependency = "temporal" | "storage";

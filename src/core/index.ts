@@ -1,7 +1,7 @@
 /**
  * Keel's pure core: message model, session format and tree, context building, sanitation,
  * session repair, tool-call registry, token estimation, compaction and branch-summary planning,
- * adapters for tunacode session JSON (pydantic-ai wire messages), events and queues. No I/O, no
+ * adapters for parts-message session files (tunacode session JSON), events and queues. No I/O, no
  * clock, no ambient randomness: safe to import from Temporal workflow code.
  */
 export * from "./branch-summary";
@@ -13,6 +13,8 @@ export * from "./ids";
 export * from "./llm-context";
 export * from "./markers";
 export * from "./messages";
+export * from "./parts-messages";
+export * from "./parts-session";
 export * from "./queues";
 export * from "./retry-policy";
 export * from "./sanitize";
@@ -26,5 +28,3 @@ export * from "./summary-prompts";
 export * from "./tokens";
 export * from "./tool-registry";
 export * from "./usage";
-export * from "./wire-adapter";
-export * from "./wire-session";

@@ -15,18 +15,13 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { PutObjectCommand, type PutObjectCommandInput, type S3Client } from "@aws-sdk/client-s3";
+import { s3HttpStatus } from "./s3-requests";
 
 /** Attempts of a conditional write that S3 answers with 409 (a concurrent write in flight). */
 const CONFLICT_ATTEMPTS = 5;
 /** Attempts to read an object a 412 said exists. */
 const READ_AFTER_CONFLICT_ATTEMPTS = 5;
 const RETRY_BASE_DELAY_MS = 50;
-
-/** The HTTP status of an S3 error, if it has one. */
-export function s3HttpStatus(error: unknown): number | undefined {
-  const metadata = (error as { $metadata?: { httpStatusCode?: number } } | undefined)?.$metadata;
-  return metadata?.httpStatusCode;
-}
 
 /** What a conditional write stores (a Buffer is a Uint8Array). */
 export type ObjectBody = string | Uint8Array;

@@ -1,3 +1,4 @@
+// Over 400 lines: one class whose write, read, seal and list paths share the per-session progress record and the cache.
 /**
  * S3 session store: one immutable object per session entry, written with `If-None-Match: *` at a
  * key the caller assigned (tenant, session, sequence number), plus immutable chunk objects of
@@ -12,17 +13,19 @@ import {
   ListObjectsV2Command,
   type S3Client,
 } from "@aws-sdk/client-s3";
-import type { z } from "zod";
 import { serializeEntry, serializeSession } from "../core/session-codec";
-import {
-  type SessionEntry,
-  SessionEntrySchema,
-  type SessionHeader,
-  SessionHeaderSchema,
-} from "../core/session-types";
-import { ConditionalObjects, readAfterConflict, s3HttpStatus } from "./conditional-objects";
+import type { SessionEntry, SessionHeader } from "../core/session-types";
+import { mapWithLimit } from "./bounded-map";
+import { ConditionalObjects, readAfterConflict } from "./conditional-objects";
 import { EntryCache } from "./entry-cache";
 import type { S3Settings } from "./s3-config";
+import { isNotFound, listObjects } from "./s3-requests";
+import {
+  EntryConflictError,
+  MissingObjectError,
+  SessionExistsError,
+  SessionNotFoundError,
+} from "./session-errors";
 import {
   assertValidId,
   assertValidSeq,
@@ -36,6 +39,17 @@ import {
   sessionPrefix,
   tenantSessionsPrefix,
 } from "./session-keys";
+import {
+  deepFreeze,
+  ENTRY_KIND,
+  HEADER_KIND,
+  type Parse,
+  type PreparedWrite,
+  parseChunk,
+  parseEntry,
+  parseHeader,
+  prepareWrite,
+} from "./session-objects";
 
 /** Entries per chunk object unless configured otherwise. Part of the storage layout: see docs. */
 export const DEFAULT_CHUNK_SIZE = 256;
@@ -57,72 +71,6 @@ const MAX_TRACKED_SESSIONS = 10_000;
 
 const JSON_CONTENT_TYPE = "application/json";
 const JSONL_CONTENT_TYPE = "application/x-ndjson";
-
-/** Base class of the store's own errors (S3 errors are passed through unchanged). */
-export class SessionStoreError extends Error {}
-
-export class SessionNotFoundError extends SessionStoreError {
-  override readonly name = "SessionNotFoundError";
-  constructor(readonly ref: SessionRef) {
-    super(`session ${ref.tenantId}/${ref.sessionId} does not exist`);
-  }
-}
-
-export class SessionExistsError extends SessionStoreError {
-  override readonly name = "SessionExistsError";
-  constructor(readonly ref: SessionRef) {
-    super(`session ${ref.tenantId}/${ref.sessionId} already exists`);
-  }
-}
-
-/**
- * A different entry is already stored at the sequence number: another writer (a zombie attempt
- * of an earlier run) got there first. Never retried: the caller's view of the session is stale.
- */
-export class EntryConflictError extends SessionStoreError {
-  override readonly name = "EntryConflictError";
-  constructor(
-    readonly ref: SessionRef,
-    readonly seq: number,
-    readonly attemptedId: string,
-    readonly storedId: string,
-  ) {
-    super(
-      `entry ${seq} of session ${ref.tenantId}/${ref.sessionId} is ${JSON.stringify(storedId)}, ` +
-        `not ${JSON.stringify(attemptedId)}`,
-    );
-  }
-}
-
-/** A stored object is not what the layout says it is (bad JSON, bad schema, wrong chunk size). */
-export class CorruptObjectError extends SessionStoreError {
-  override readonly name = "CorruptObjectError";
-  constructor(
-    readonly key: string,
-    reason: string,
-  ) {
-    super(`corrupt object ${key}: ${reason}`);
-  }
-}
-
-/** An entry or header that does not match its schema; refused before anything is written. */
-export class InvalidSessionDataError extends SessionStoreError {
-  override readonly name = "InvalidSessionDataError";
-  constructor(
-    readonly key: string,
-    reason: string,
-  ) {
-    super(`refusing to write ${key}: ${reason}`);
-  }
-}
-
-/** An object the store knows exists (listed, or acknowledged by a 412) could not be read. */
-export class MissingObjectError extends SessionStoreError {
-  override readonly name = "MissingObjectError";
-  constructor(readonly key: string) {
-    super(`object ${key} exists but could not be read`);
-  }
-}
 
 export interface SessionStoreOptions {
   /** Entries per chunk object (default 256). Must not change for data already written. */
@@ -212,8 +160,6 @@ interface SessionListing {
   chunkStarts: Set<number>;
 }
 
-type Parse<T> = (key: string, text: string) => T;
-
 export class SessionStore {
   readonly chunkSize: number;
   readonly cache: EntryCache;
@@ -268,15 +214,9 @@ export class SessionStore {
     const folder = sessionPrefix(this.prefix, ref);
     const header = headerKey(this.prefix, ref);
     const keys: string[] = [];
-    let token: string | undefined;
-    do {
-      const page = await this.client.send(
-        new ListObjectsV2Command({ Bucket: this.bucket, Prefix: folder, ContinuationToken: token }),
-      );
-      for (const object of page.Contents ?? [])
-        if (object.Key && object.Key !== header) keys.push(object.Key);
-      token = page.IsTruncated ? page.NextContinuationToken : undefined;
-    } while (token);
+    for await (const object of listObjects(this.client, { Bucket: this.bucket, Prefix: folder })) {
+      if (object.Key && object.Key !== header) keys.push(object.Key);
+    }
     const hadHeader = await this.sessionExists(ref);
     for (const batch of [...batchesOf(keys, DELETE_BATCH), ...(hadHeader ? [[header]] : [])]) {
       const answer = await this.client.send(
@@ -599,26 +539,19 @@ export class SessionStore {
   private async listSession(ref: SessionRef, folder: string, contiguousEnd: number): Promise<SessionListing> {
     const listing: SessionListing = { hasHeader: false, entrySeqs: new Set(), chunkStarts: new Set() };
     const incremental = contiguousEnd > 0;
-    let token: string | undefined;
-    do {
-      const page = await this.client.send(
-        new ListObjectsV2Command({
-          Bucket: this.bucket,
-          Prefix: incremental ? `${folder}${ENTRIES_FOLDER}` : folder,
-          StartAfter: incremental && !token ? entryKey(this.prefix, ref, contiguousEnd - 1) : undefined,
-          ContinuationToken: token,
-        }),
-      );
-      for (const object of page.Contents ?? []) {
-        const parsed = parseSessionObjectKey(folder, object.Key ?? "");
-        if (parsed?.kind === "header") listing.hasHeader = true;
-        else if (parsed?.kind === "entry") listing.entrySeqs.add(parsed.seq);
-        else if (parsed?.kind === "chunk" && parsed.firstSeq % this.chunkSize === 0) {
-          listing.chunkStarts.add(parsed.firstSeq);
-        }
+    const objects = listObjects(this.client, {
+      Bucket: this.bucket,
+      Prefix: incremental ? `${folder}${ENTRIES_FOLDER}` : folder,
+      StartAfter: incremental ? entryKey(this.prefix, ref, contiguousEnd - 1) : undefined,
+    });
+    for await (const object of objects) {
+      const parsed = parseSessionObjectKey(folder, object.Key ?? "");
+      if (parsed?.kind === "header") listing.hasHeader = true;
+      else if (parsed?.kind === "entry") listing.entrySeqs.add(parsed.seq);
+      else if (parsed?.kind === "chunk" && parsed.firstSeq % this.chunkSize === 0) {
+        listing.chunkStarts.add(parsed.firstSeq);
       }
-      token = page.IsTruncated ? page.NextContinuationToken : undefined;
-    } while (token);
+    }
     return listing;
   }
 
@@ -631,16 +564,9 @@ export class SessionStore {
   /** The newest LastModified under `folder` (ISO), or undefined for an empty folder. */
   private async lastWriteOf(folder: string): Promise<string | undefined> {
     let newest = 0;
-    let token: string | undefined;
-    do {
-      const page = await this.client.send(
-        new ListObjectsV2Command({ Bucket: this.bucket, Prefix: folder, ContinuationToken: token }),
-      );
-      for (const object of page.Contents ?? []) {
-        newest = Math.max(newest, object.LastModified?.getTime() ?? 0);
-      }
-      token = page.IsTruncated ? page.NextContinuationToken : undefined;
-    } while (token);
+    for await (const object of listObjects(this.client, { Bucket: this.bucket, Prefix: folder })) {
+      newest = Math.max(newest, object.LastModified?.getTime() ?? 0);
+    }
     return newest > 0 ? new Date(newest).toISOString() : undefined;
   }
 
@@ -694,109 +620,4 @@ export class SessionStore {
   private cacheWritten(key: string, written: PreparedWrite): void {
     this.cache.set(key, deepFreeze(written.value), Buffer.byteLength(written.body));
   }
-}
-
-// --- parsing -------------------------------------------------------------------------------
-
-function parseJson(key: string, text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch (error) {
-    throw new CorruptObjectError(key, `not JSON (${(error as Error).message})`);
-  }
-}
-
-interface ObjectKind {
-  what: string;
-  schema: z.ZodType;
-}
-
-const ENTRY_KIND: ObjectKind = { what: "session entry", schema: SessionEntrySchema };
-const HEADER_KIND: ObjectKind = { what: "session header", schema: SessionHeaderSchema };
-
-/** Why `value` is not a valid object of `kind`, or undefined when it is. */
-function schemaProblem(kind: ObjectKind, value: unknown): string | undefined {
-  const checked = kind.schema.safeParse(value);
-  if (checked.success) return undefined;
-  const issue = checked.error.issues[0];
-  const path = issue && issue.path.length > 0 ? issue.path.join(".") : "(root)";
-  return `not a ${kind.what}: ${path}: ${issue?.message ?? "invalid"}`;
-}
-
-function schemaParser<T>(kind: ObjectKind): Parse<T> {
-  return (key, text) => {
-    const value = parseJson(key, text);
-    const problem = schemaProblem(kind, value);
-    if (problem) throw new CorruptObjectError(key, problem);
-    // The object as read, not zod's copy: unknown keys and key order survive (as in the codec).
-    return value as T;
-  };
-}
-
-const parseEntry = schemaParser<SessionEntry>(ENTRY_KIND);
-const parseHeader = schemaParser<SessionHeader>(HEADER_KIND);
-
-/** The bytes to write and the value a reader will parse from them. */
-interface PreparedWrite {
-  body: string;
-  value: unknown;
-}
-
-/** Serializes and validates an entry or header; throws `InvalidSessionDataError` when invalid. */
-function prepareWrite(key: string, value: SessionEntry | SessionHeader, kind: ObjectKind): PreparedWrite {
-  const body = serializeEntry(value);
-  const parsed: unknown = JSON.parse(body);
-  const problem = schemaProblem(kind, parsed);
-  if (problem) throw new InvalidSessionDataError(key, problem);
-  return { body, value: parsed };
-}
-
-function parseChunk(key: string, text: string, chunkSize: number): SessionEntry[] {
-  const lines = text.split("\n").filter((line) => line !== "");
-  if (lines.length !== chunkSize) {
-    throw new CorruptObjectError(key, `holds ${lines.length} entries, the chunk size is ${chunkSize}`);
-  }
-  return lines.map((line) => parseEntry(key, line));
-}
-
-// --- helpers -------------------------------------------------------------------------------
-
-function isNotFound(error: unknown): boolean {
-  return s3HttpStatus(error) === 404;
-}
-
-/**
- * Cached objects are shared by every reader of the worker; freezing them turns an accidental
- * mutation into an immediate error instead of a silently corrupted cache.
- */
-function deepFreeze<T>(value: T): T {
-  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const child of Object.values(value)) deepFreeze(child);
-  }
-  return value;
-}
-
-/** Runs `fn` over `items` with at most `limit` calls in flight; results in input order. */
-async function mapWithLimit<T, R>(
-  items: readonly T[],
-  limit: number,
-  fn: (item: T, index: number) => Promise<R>,
-): Promise<R[]> {
-  const results = new Array<R>(items.length);
-  let next = 0;
-  let failed = false;
-  const worker = async () => {
-    while (next < items.length && !failed) {
-      const index = next++;
-      try {
-        results[index] = await fn(items[index]!, index);
-      } catch (error) {
-        failed = true;
-        throw error;
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return results;
 }

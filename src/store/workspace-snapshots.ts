@@ -1,3 +1,4 @@
+// Over 400 lines: record, find and restore share one snapshot format and its S3 objects; each half alone would export them.
 /**
  * Workspace snapshots in S3 (docs/store.md, "Workspace snapshots"): record a session workspace's
  * state after an entry, find the state that applies to any entry (its nearest snapshotted
@@ -12,7 +13,7 @@ import { randomBytes } from "node:crypto";
 import * as fs from "node:fs/promises";
 import * as path from "node:path";
 import { gunzipSync, gzipSync } from "node:zlib";
-import { GetObjectCommand, ListObjectsV2Command, type S3Client } from "@aws-sdk/client-s3";
+import { GetObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import { z } from "zod";
 import {
   createFileAt,
@@ -23,8 +24,11 @@ import {
   symlinkAt,
   WorkspaceFs,
 } from "../tools/workspace-fs";
-import { ConditionalObjects, readAfterConflict, s3HttpStatus } from "./conditional-objects";
+import { mapWithLimit } from "./bounded-map";
+import { ConditionalObjects, readAfterConflict } from "./conditional-objects";
 import type { S3Settings } from "./s3-config";
+import { isNotFound, listObjects } from "./s3-requests";
+import { CorruptObjectError } from "./session-errors";
 import {
   type SessionRef,
   snapshotEntryIdOfKey,
@@ -33,12 +37,10 @@ import {
   workspaceSnapshotsPrefix,
   workspaceTreeKey,
 } from "./session-keys";
-import { CorruptObjectError } from "./session-store";
 import {
   type BlobSink,
   emptyIndex,
   type LocalIndex,
-  mapWithLimit,
   readLocalIndex,
   scanWorkspace,
   sha256,
@@ -113,9 +115,6 @@ function monotonicCreatedAt(): string {
   lastCreatedMs = Math.max(Date.now(), lastCreatedMs + 1);
   return new Date(lastCreatedMs).toISOString();
 }
-
-const isNotFound = (error: unknown): boolean =>
-  s3HttpStatus(error) === 404 || (error as { name?: string })?.name === "NoSuchKey";
 
 export class WorkspaceSnapshots {
   private readonly bucket: string;
@@ -251,17 +250,10 @@ export class WorkspaceSnapshots {
   async snapshottedEntryIds(ref: SessionRef): Promise<Set<string>> {
     const folder = workspaceSnapshotsPrefix(this.prefix, ref);
     const ids = new Set<string>();
-    let token: string | undefined;
-    do {
-      const page = await this.client.send(
-        new ListObjectsV2Command({ Bucket: this.bucket, Prefix: folder, ContinuationToken: token }),
-      );
-      for (const object of page.Contents ?? []) {
-        const id = object.Key ? snapshotEntryIdOfKey(folder, object.Key) : null;
-        if (id) ids.add(id);
-      }
-      token = page.IsTruncated ? page.NextContinuationToken : undefined;
-    } while (token);
+    for await (const object of listObjects(this.client, { Bucket: this.bucket, Prefix: folder })) {
+      const id = object.Key ? snapshotEntryIdOfKey(folder, object.Key) : null;
+      if (id) ids.add(id);
+    }
     return ids;
   }
 

@@ -24,6 +24,7 @@ import {
   WorkspaceFs,
   WorkspacePathError,
 } from "../tools/workspace-fs";
+import { mapWithLimit } from "./bounded-map";
 
 /** Paths never recorded: full outputs of truncated commands (scratch, re-creatable). */
 export const IGNORED_PATHS = [".keel/scratch"];
@@ -118,30 +119,6 @@ const MAX_ENTRY_RETRIES = 8;
 /** Files up to this size are read whole to be hashed; larger ones are hashed as they stream. */
 const IN_MEMORY_HASH_BYTES = 8 * 1024 ** 2;
 const READ_CHUNK_BYTES = 1024 ** 2;
-
-/**
- * Runs `work` over `items` with at most `limit` calls in flight; rejects with the first failure,
- * after which no further item is started (a failed scan stops reading and uploading).
- */
-export async function mapWithLimit<T>(
-  items: Iterable<T>,
-  limit: number,
-  work: (item: T) => Promise<void>,
-): Promise<void> {
-  const iterator = items[Symbol.iterator]();
-  let failed = false;
-  const worker = async () => {
-    for (let next = iterator.next(); !next.done && !failed; next = iterator.next()) {
-      try {
-        await work(next.value);
-      } catch (error) {
-        failed = true;
-        throw error;
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: limit }, worker));
-}
 
 export const sha256 = (data: string | Uint8Array): string => createHash("sha256").update(data).digest("hex");
 

@@ -1,3 +1,4 @@
+// Over 400 lines: the bwrap command line, its mounts and its limits are one security boundary, kept readable in one place.
 /**
  * The sandbox every process a tool starts runs in: Linux namespaces through bubblewrap (`bwrap`),
  * driven directly (docs/tools.md, "Sandbox", says why not @anthropic-ai/sandbox-runtime).

@@ -1,3 +1,4 @@
+// Over 400 lines: the one audited boundary of host-side workspace file access; its walk and its descriptor-relative primitives share the same guards.
 /**
  * The one way host-side code touches the files of a session's workspace: the file tools, the bash
  * output spill, snapshots, restores and imports all open, create, list and remove workspace files

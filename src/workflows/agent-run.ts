@@ -18,6 +18,7 @@ import type { LlmTurnResult } from "../activities/types";
 import { EMPTY_RESPONSE_NUDGE, INTERRUPTED_TOOL_RESULT_TEXT } from "../core/markers";
 import { hooksNamed } from "./hooks";
 import { llmActivities, storage } from "./run/activity-options";
+import type { RunContext } from "./run/context";
 import {
   compactionDue,
   decideAfterModel,
@@ -34,7 +35,6 @@ import {
   failRun,
   finish,
   publishDetails,
-  type RunContext,
   setRunAttributes,
   setStatus,
   stoppedBy,

@@ -8,8 +8,8 @@ import { join } from "node:path";
 import { HeadObjectCommand } from "@aws-sdk/client-s3";
 import type { SessionEntry } from "../../src/core/session-types";
 import { createS3Client } from "../../src/store/s3-config";
+import { SessionNotFoundError } from "../../src/store/session-errors";
 import { entryKey } from "../../src/store/session-keys";
-import { SessionNotFoundError } from "../../src/store/session-store";
 import { type ApiAnswer, ApiGaveUpError, type ChaosApiClient } from "./api-client";
 import {
   checkDeliveries,

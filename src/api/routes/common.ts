@@ -1,13 +1,13 @@
 /** Helpers shared by the route modules: session refs, existence checks, OpenAPI fragments. */
 import type { Context } from "hono";
 import type { SessionHeader } from "../../core/session-types";
-import { SessionNotFoundError } from "../../store/session-store";
+import type { LatestRun, MaintenanceTask } from "../../run-client/session-runs";
+import { SessionNotFoundError } from "../../store/session-errors";
 import type { RunState, SessionRef } from "../../workflows/types";
 import type { RouteContext } from "../app";
 import type { TenantVariables } from "../auth";
 import { IDEMPOTENCY_KEY_PATTERN, MAX_IDEMPOTENCY_KEY_LENGTH } from "../idempotency";
 import { ProblemError } from "../problems";
-import type { LatestRun, MaintenanceTask } from "../run-client";
 import { ProblemSchema } from "../schemas";
 import { readTombstone } from "../session-tombstones";
 

@@ -2,6 +2,7 @@
 import { createRoute } from "@hono/zod-openapi";
 import { streamSSE } from "hono/streaming";
 import { ModelUrlPolicy } from "../../providers/model-urls";
+import { RunNotAnsweringError } from "../../run-client/session-runs";
 import { FULL_NETWORK_REFUSAL, fullNetworkAllowed } from "../../tools/network-access";
 import { DEFAULT_RUN_SETTINGS } from "../../workflows/types";
 import type { RouteContext } from "../app";
@@ -9,7 +10,6 @@ import { resumePointOf, streamRunEvents } from "../event-stream";
 import { deliveryId, IDEMPOTENCY_HEADER } from "../idempotency";
 import { ProblemError } from "../problems";
 import { createRouter } from "../router";
-import { RunNotAnsweringError } from "../run-client";
 import { runSettingsFrom } from "../run-settings";
 import {
   AbortBodySchema,

@@ -2,10 +2,10 @@
 
 import type { z } from "@hono/zod-openapi";
 import { createRoute } from "@hono/zod-openapi";
+import type { LatestRun } from "../../run-client/session-runs";
 import type { RouteContext } from "../app";
 import { ProblemError } from "../problems";
 import { createRouter } from "../router";
-import type { LatestRun } from "../run-client";
 import {
   DeletedSessionSchema,
   ListQuerySchema,

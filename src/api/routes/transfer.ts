@@ -1,35 +1,14 @@
-/** Session data routes: entries (paged), export, import, fork, labels; branch and compact. */
-import { randomBytes, randomUUID } from "node:crypto";
+/** Moving sessions in and out: export (pi JSONL or a session archive with the workspace) and import. */
 import { Readable } from "node:stream";
 import { createRoute, z } from "@hono/zod-openapi";
 import type { HonoRequest } from "hono";
-import { makeUniqueEntryId } from "../../core/ids";
+import { importPartsSession } from "../../core/parts-session";
 import { parseSession } from "../../core/session-codec";
-import { createSessionHeader } from "../../core/session-entries";
-import { closeForkedPath } from "../../core/session-repair";
-import { indexSession, pathToRoot } from "../../core/session-tree";
 import type { SessionEntry, SessionHeader } from "../../core/session-types";
-import { importWireSession } from "../../core/wire-session";
-import { DEFAULT_RUN_SETTINGS, type SessionRef } from "../../workflows/types";
 import type { RouteContext } from "../app";
 import { ProblemError } from "../problems";
 import { createRouter } from "../router";
-import { type RunClient, SessionBusyError } from "../run-client";
-import {
-  BranchBodySchema,
-  BranchResultSchema,
-  CompactBodySchema,
-  CompactResultSchema,
-  CreatedSessionSchema,
-  DEFAULT_PAGE_LIMIT,
-  EntriesPageSchema,
-  EntriesQuerySchema,
-  ExportQuerySchema,
-  ForkBodySchema,
-  LabelBodySchema,
-  LabelResultSchema,
-  SessionParamsSchema,
-} from "../schemas";
+import { CreatedSessionSchema, ExportQuerySchema, SessionParamsSchema } from "../schemas";
 import {
   exportSessionArchive,
   type ImportedArchive,
@@ -37,6 +16,7 @@ import {
   withImportedArchive,
 } from "../session-archive";
 import { idempotencyHeaderParam, problemResponses, refOf, requireSession } from "./common";
+import { createSessionFrom, secureRandom } from "./new-session";
 import { pageHeaders, viewerExport } from "./viewer";
 
 /** Skipped lines reported back by an import, at most. */
@@ -45,17 +25,6 @@ const JSONL_CONTENT_TYPE = "application/x-ndjson";
 const GZIP_CONTENT_TYPE = "application/gzip";
 /** Media types of a session archive (`keel export --with-workspace`). */
 const ARCHIVE_MEDIA_TYPES = new Set([GZIP_CONTENT_TYPE, "application/x-gzip", "application/x-tar+gzip"]);
-
-const getEntries = createRoute({
-  method: "get",
-  path: "/v1/sessions/{sessionId}/entries",
-  summary: "Stored entries in sequence order, paged (only the contiguous prefix while a run writes)",
-  request: { params: SessionParamsSchema, query: EntriesQuerySchema },
-  responses: {
-    200: { description: "A page of entries", content: { "application/json": { schema: EntriesPageSchema } } },
-    ...problemResponses(),
-  },
-});
 
 const exportSession = createRoute({
   method: "get",
@@ -76,8 +45,8 @@ const exportSession = createRoute({
   },
 });
 
-/** An `application/json` import of the wire format: an object with a `messages` list. */
-const WIRE_SESSION_JSON_SCHEMA = {
+/** An `application/json` import of the parts session format (`core/parts-session.ts`): an object with a `messages` list. */
+const PARTS_SESSION_JSON_SCHEMA = {
   type: "object" as const,
   title: "Wire session JSON (kind/parts messages)",
   required: ["messages"],
@@ -119,7 +88,7 @@ const importSession = createRoute({
         // A session archive: its workspace becomes the workspace of the imported session's leaf.
         [GZIP_CONTENT_TYPE]: { schema: { type: "string", format: "binary" } },
         // What `parseImport` reads; documentation only (the handler reads the raw text).
-        "application/json": { schema: { anyOf: [WIRE_SESSION_JSON_SCHEMA, PI_HEADER_JSON_SCHEMA] } },
+        "application/json": { schema: { anyOf: [PARTS_SESSION_JSON_SCHEMA, PI_HEADER_JSON_SCHEMA] } },
       },
     },
   },
@@ -130,79 +99,11 @@ const importSession = createRoute({
   parameters: [idempotencyHeaderParam],
 });
 
-const forkSession = createRoute({
-  method: "post",
-  path: "/v1/sessions/{sessionId}/fork",
-  summary: "A new session holding the path from the root to `entryId`",
-  request: {
-    params: SessionParamsSchema,
-    body: { required: true, content: { "application/json": { schema: ForkBodySchema } } },
-  },
-  responses: {
-    201: { description: "Forked", content: { "application/json": { schema: CreatedSessionSchema } } },
-    ...problemResponses(413, 415, 422),
-  },
-  parameters: [idempotencyHeaderParam],
-});
-
-const branchSession = createRoute({
-  method: "post",
-  path: "/v1/sessions/{sessionId}/branch",
-  summary: "Move the session's leaf to `entryId`, optionally summarizing the abandoned branch",
-  request: {
-    params: SessionParamsSchema,
-    body: { required: true, content: { "application/json": { schema: BranchBodySchema } } },
-  },
-  responses: {
-    200: { description: "The leaf moved", content: { "application/json": { schema: BranchResultSchema } } },
-    ...problemResponses(409, 413, 415, 422),
-  },
-  parameters: [idempotencyHeaderParam],
-});
-
-const labelEntry = createRoute({
-  method: "post",
-  path: "/v1/sessions/{sessionId}/labels",
-  summary: "Set the label of an entry (omit `label` to clear it): a label entry appended to an idle session",
-  request: {
-    params: SessionParamsSchema,
-    body: { required: true, content: { "application/json": { schema: LabelBodySchema } } },
-  },
-  responses: {
-    201: { description: "Labelled", content: { "application/json": { schema: LabelResultSchema } } },
-    ...problemResponses(409, 413, 415, 422),
-  },
-  parameters: [idempotencyHeaderParam],
-});
-
-const compactSession = createRoute({
-  method: "post",
-  path: "/v1/sessions/{sessionId}/compact",
-  summary: "Compact the session's context now",
-  request: {
-    params: SessionParamsSchema,
-    body: { required: false, content: { "application/json": { schema: CompactBodySchema } } },
-  },
-  responses: {
-    200: {
-      description: "Compacted, or why not",
-      content: { "application/json": { schema: CompactResultSchema } },
-    },
-    ...problemResponses(409, 413, 415, 422),
-  },
-  parameters: [idempotencyHeaderParam],
-});
-
-/** A uniform random number in [0, 1) from the system CSPRNG (entry ids of imports). */
-function secureRandom(): number {
-  return randomBytes(6).readUIntBE(0, 6) / 2 ** 48;
-}
-
 type ParsedImport = { header: SessionHeader | null; entries: SessionEntry[]; warnings: string[] };
 
 const JSONL_MEDIA_TYPES = new Set([JSONL_CONTENT_TYPE, "application/jsonl", "text/plain", ""]);
 
-/** Reads an import body: wire session JSON, or a pi JSONL file (also when sent as JSON). */
+/** Reads an import body: a parts session JSON, or a pi JSONL file (also when sent as JSON). */
 const mediaTypeOf = (contentTypeHeader: string): string =>
   contentTypeHeader.split(";", 1)[0]?.trim().toLowerCase() ?? "";
 
@@ -226,7 +127,7 @@ function parseImport(text: string, contentTypeHeader: string, nowIso: string): P
     }
     const record = typeof value === "object" && value !== null ? (value as Record<string, unknown>) : {};
     if (Array.isArray(record.messages)) {
-      const { session, problems } = importWireSession(value, secureRandom, nowIso);
+      const { session, problems } = importPartsSession(value, secureRandom, nowIso);
       return { header: session.header, entries: session.entries, warnings: problems };
     }
     if (record.type !== "session") {
@@ -265,189 +166,73 @@ async function* requestBody(request: HonoRequest): AsyncGenerator<Uint8Array> {
 }
 
 export function transferRoutes(deps: RouteContext) {
-  const createSession = async (
-    tenantId: string,
-    source: { header: SessionHeader | null; entries: SessionEntry[] },
-    parentSession?: string,
-  ) => {
-    const sessionId = randomUUID();
-    const timestamp = new Date(deps.now()).toISOString();
-    const header: SessionHeader = source.header
-      ? { ...source.header, id: sessionId, ...(parentSession !== undefined ? { parentSession } : {}) }
-      : createSessionHeader(sessionId, timestamp, "", parentSession);
-    await deps.store.importEntries({ tenantId, sessionId }, header, source.entries);
-    return { sessionId, entryCount: source.entries.length, leafId: source.entries.at(-1)?.id ?? null };
-  };
-
-  /** The session's entries and the path root → `entryId` (entry-not-found when absent). */
-  const pathTo = async (ref: SessionRef, entryId: string) => {
-    const { entries } = await deps.store.readEntries(ref, { untilGap: true });
-    const path = pathToRoot(indexSession(entries.map((stored) => stored.entry)).byId, entryId);
-    if (path.length === 0) throw new ProblemError("entry-not-found", `No entry ${JSON.stringify(entryId)}.`);
-    return path;
-  };
-
-  /** Runs a maintenance task; a live run on the session makes it a 409. */
-  async function exclusive<T>(work: (runs: RunClient) => Promise<T>): Promise<T> {
-    try {
-      return await work(await deps.runs());
-    } catch (error) {
-      if (error instanceof SessionBusyError) {
-        throw new ProblemError("run-busy", "The session has a live run; try again once it has ended.");
-      }
-      throw error;
-    }
-  }
-
-  return (
-    createRouter()
-      .openapi(getEntries, async (c) => {
-        const { sessionId } = c.req.valid("param");
-        const { after, limit = DEFAULT_PAGE_LIMIT } = c.req.valid("query");
-        const ref = refOf(c, sessionId);
-        const { header } = await requireSession(deps, ref);
-        const { entries } = header ? await deps.store.readEntries(ref, { untilGap: true }) : { entries: [] };
-        const following = after === undefined ? entries : entries.filter((stored) => stored.seq > after);
-        const page = following.slice(0, limit);
-        const body: z.infer<typeof EntriesPageSchema> = { entries: page };
-        if (following.length > page.length) body.nextAfter = page.at(-1)?.seq;
-        return c.json(body, 200);
-      })
-      .openapi(exportSession, async (c) => {
-        const { sessionId } = c.req.valid("param");
-        const ref = refOf(c, sessionId);
-        if (c.req.valid("query").format === "html") {
-          // The viewer as one offline file (it checks the session exists itself).
-          const page = await viewerExport(deps, ref);
-          const headers = {
-            ...pageHeaders(page),
-            "content-disposition": `attachment; filename="${sessionId}.html"`,
-          };
-          return c.body(page.html, 200, headers) as never;
-        }
-        await requireSession(deps, ref);
-        if (c.req.valid("query").workspace === "true") {
-          const { archive, snapshotEntryId } = await exportSessionArchive(deps.store, deps.snapshots, ref);
-          // Sent as it is packed; a client that goes away destroys the stream (and its folder).
-          return c.body(Readable.toWeb(archive) as ReadableStream<Uint8Array>, 200, {
-            "content-type": GZIP_CONTENT_TYPE,
-            "content-disposition": `attachment; filename="${sessionId}.tar.gz"`,
-            // Which entry's snapshot the files are (absent: no snapshot applies, the folder is empty).
-            ...(snapshotEntryId ? { "x-keel-workspace-entry": snapshotEntryId } : {}),
-          }) as never;
-        }
-        const jsonl = await deps.store.exportJsonl(ref);
-        const response = c.body(jsonl, 200, {
-          "content-type": JSONL_CONTENT_TYPE,
-          "content-disposition": `attachment; filename="${sessionId}.jsonl"`,
-        });
-        // The typed handler models JSON responses only; this route's body is JSONL text (so
-        // the route is absent from ApiApp's type: the CLI calls it by URL).
-        return response as never;
-      })
-      .openapi(importSession, async (c) => {
-        const contentType = c.req.header("content-type") ?? "";
-        const nowIso = new Date(deps.now()).toISOString();
-        const tenantId = c.get("tenantId");
-        /** Imports a parsed session; with an archive, records its workspace at the session's leaf. */
-        const importParsed = async (parsed: ParsedImport, archive?: ImportedArchive) => {
-          const leaf = parsed.entries.at(-1);
-          if (archive?.workspaceDir && !leaf) {
-            throw new ProblemError(
-              "invalid-session-file",
-              "The archive has a workspace but its session has no entry to attach it to.",
-            );
-          }
-          const created = await createSession(tenantId, parsed);
-          const workspace =
-            archive?.workspaceDir && leaf
-              ? await importWorkspace(
-                  deps.snapshots,
-                  { tenantId, sessionId: created.sessionId },
-                  archive.workspaceDir,
-                  { id: leaf.id, seq: parsed.entries.length - 1 },
-                )
-              : undefined;
-          const warnings = parsed.warnings.slice(0, MAX_IMPORT_WARNINGS);
-          return c.json(
-            { ...created, ...(workspace ? { workspace } : {}), ...(warnings.length > 0 ? { warnings } : {}) },
-            201,
-          );
+  return createRouter()
+    .openapi(exportSession, async (c) => {
+      const { sessionId } = c.req.valid("param");
+      const ref = refOf(c, sessionId);
+      if (c.req.valid("query").format === "html") {
+        // The viewer as one offline file (it checks the session exists itself).
+        const page = await viewerExport(deps, ref);
+        const headers = {
+          ...pageHeaders(page),
+          "content-disposition": `attachment; filename="${sessionId}.html"`,
         };
-        if (!ARCHIVE_MEDIA_TYPES.has(mediaTypeOf(contentType))) {
-          return importParsed(parseImport(await c.req.text(), contentType, nowIso));
+        return c.body(page.html, 200, headers) as never;
+      }
+      await requireSession(deps, ref);
+      if (c.req.valid("query").workspace === "true") {
+        const { archive, snapshotEntryId } = await exportSessionArchive(deps.store, deps.snapshots, ref);
+        // Sent as it is packed; a client that goes away destroys the stream (and its folder).
+        return c.body(Readable.toWeb(archive) as ReadableStream<Uint8Array>, 200, {
+          "content-type": GZIP_CONTENT_TYPE,
+          "content-disposition": `attachment; filename="${sessionId}.tar.gz"`,
+          // Which entry's snapshot the files are (absent: no snapshot applies, the folder is empty).
+          ...(snapshotEntryId ? { "x-keel-workspace-entry": snapshotEntryId } : {}),
+        }) as never;
+      }
+      const jsonl = await deps.store.exportJsonl(ref);
+      const response = c.body(jsonl, 200, {
+        "content-type": JSONL_CONTENT_TYPE,
+        "content-disposition": `attachment; filename="${sessionId}.jsonl"`,
+      });
+      // The typed handler models JSON responses only; this route's body is JSONL text (so
+      // the route is absent from ApiApp's type: the CLI calls it by URL).
+      return response as never;
+    })
+    .openapi(importSession, async (c) => {
+      const contentType = c.req.header("content-type") ?? "";
+      const nowIso = new Date(deps.now()).toISOString();
+      const tenantId = c.get("tenantId");
+      /** Imports a parsed session; with an archive, records its workspace at the session's leaf. */
+      const importParsed = async (parsed: ParsedImport, archive?: ImportedArchive) => {
+        const leaf = parsed.entries.at(-1);
+        if (archive?.workspaceDir && !leaf) {
+          throw new ProblemError(
+            "invalid-session-file",
+            "The archive has a workspace but its session has no entry to attach it to.",
+          );
         }
-        return withImportedArchive(requestBody(c.req), (archive) =>
-          importParsed(parseImport(archive.jsonl, JSONL_CONTENT_TYPE, nowIso), archive),
-        );
-      })
-      .openapi(forkSession, async (c) => {
-        const { sessionId } = c.req.valid("param");
-        const { entryId } = c.req.valid("json");
-        const ref = refOf(c, sessionId);
-        const { header } = await requireSession(deps, ref);
-        const path = await pathTo(ref, entryId);
-        // A fork at an assistant entry with tool calls would leave them unanswered: their results
-        // (if any) are not on the path. They get error results saying they were not run here.
-        const taken = new Set(path.map((entry) => entry.id));
-        const closing = closeForkedPath(path, {
-          makeId: () => makeUniqueEntryId(secureRandom, taken),
-          now: deps.now(),
-        });
-        const created = await createSession(
-          ref.tenantId,
-          { header: header ?? null, entries: [...path, ...closing] },
-          sessionId,
-        );
-        return c.json({ ...created, parentSession: sessionId }, 201);
-      })
-      .openapi(labelEntry, async (c) => {
-        const { sessionId } = c.req.valid("param");
-        const { entryId, label } = c.req.valid("json");
-        const ref = refOf(c, sessionId);
-        await requireSession(deps, ref);
-        await pathTo(ref, entryId);
-        const result = await exclusive(async (runs) =>
-          runs.label(ref, { targetId: entryId, ...(label !== undefined ? { label } : {}) }),
-        );
+        const created = await createSessionFrom(deps, tenantId, parsed);
+        const workspace =
+          archive?.workspaceDir && leaf
+            ? await importWorkspace(
+                deps.snapshots,
+                { tenantId, sessionId: created.sessionId },
+                archive.workspaceDir,
+                { id: leaf.id, seq: parsed.entries.length - 1 },
+              )
+            : undefined;
+        const warnings = parsed.warnings.slice(0, MAX_IMPORT_WARNINGS);
         return c.json(
-          {
-            sessionId,
-            entryId: result.entryId,
-            targetId: entryId,
-            ...(label !== undefined ? { label } : {}),
-          },
+          { ...created, ...(workspace ? { workspace } : {}), ...(warnings.length > 0 ? { warnings } : {}) },
           201,
         );
-      })
-      // Labels, branch and compact run as short workflows under the session's run id: while a run
-      // is live they are refused (409), so they never race it.
-      .openapi(branchSession, async (c) => {
-        const { sessionId } = c.req.valid("param");
-        const { entryId, summarize } = c.req.valid("json");
-        const ref = refOf(c, sessionId);
-        await requireSession(deps, ref);
-        await pathTo(ref, entryId);
-        const result = await exclusive(async (runs) =>
-          runs.branch(ref, { entryId, summarize, model: deps.config.defaultModel }),
-        );
-        return c.json({ sessionId, leafId: result.leafId, summarized: result.summarized }, 200);
-      })
-      .openapi(compactSession, async (c) => {
-        const { sessionId } = c.req.valid("param");
-        const { instructions } = c.req.valid("json");
-        const ref = refOf(c, sessionId);
-        await requireSession(deps, ref);
-        const { reserveTokens, keepRecentTokens } = DEFAULT_RUN_SETTINGS.compaction;
-        const result = await exclusive(async (runs) =>
-          runs.compact(ref, {
-            model: deps.config.defaultModel,
-            instructions,
-            reserveTokens,
-            keepRecentTokens,
-          }),
-        );
-        return c.json({ sessionId, ...result }, 200);
-      })
-  );
+      };
+      if (!ARCHIVE_MEDIA_TYPES.has(mediaTypeOf(contentType))) {
+        return importParsed(parseImport(await c.req.text(), contentType, nowIso));
+      }
+      return withImportedArchive(requestBody(c.req), (archive) =>
+        importParsed(parseImport(archive.jsonl, JSONL_CONTENT_TYPE, nowIso), archive),
+      );
+    });
 }

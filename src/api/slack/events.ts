@@ -13,12 +13,12 @@
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import { postSlackReply, type SlackReply } from "../../integrations/slack/reply";
+import { DeliveryRefusedError } from "../../run-client/delivery";
 import { DEFAULT_RUN_SETTINGS, type SessionRef } from "../../workflows/types";
 import type { ApiApp, RouteContext } from "../app";
 import type { SlackConfig } from "../config";
 import { ProblemError } from "../problems";
 import { problemResponses } from "../routes/common";
-import { DeliveryRefusedError } from "../run-client";
 import { SLACK_SIGNATURE_HEADER, SLACK_TIMESTAMP_HEADER, verifySlackSignature } from "./signature";
 import type { SlackTeam } from "./teams";
 import {

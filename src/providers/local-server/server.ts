@@ -17,9 +17,10 @@ import { z } from "zod";
 import { seededRandom } from "../../core/ids";
 import { DEFAULT_CUT_AFTER_EVENTS, FAULT_KINDS, FaultPlan, faultErrorReply } from "./faults";
 import { normalizeRequest } from "./normalize";
+import { buildReply } from "./reply";
 import { builtinScenarios, resolveTurn, scenarioNameOf, turnIndexOf } from "./scenarios";
 import type { Fault, JournalEntry, NormalizedRequest, RawResponse, Scenario, WireApi } from "./types";
-import { buildReply, type ErrorReply, encodeEvents, encodeJson, errorReply, formatSse } from "./wire";
+import { type ErrorReply, encodeEvents, encodeJson, errorReply, formatSse } from "./wire";
 
 const MAX_BODY_BYTES = 32 * 1024 * 1024;
 const DIGEST_CHARS = 16;

@@ -28,8 +28,8 @@ import {
   type DeliveryAnswer,
   type DeliverySignal,
 } from "../types";
+import type { RunContext } from "./context";
 import { validateAbort, validateDelivery } from "./decide";
-import type { RunContext } from "./lifecycle";
 import { callState, queuedMessages } from "./state";
 import {
   abortState,
@@ -37,7 +37,7 @@ import {
   deliveryAnswer,
   eventsSince,
   rememberDelivery,
-  snapshot,
+  stateAnswer,
 } from "./views";
 
 /** An approval as sent: `args` (the API's name) or `arguments` carry edited arguments. */
@@ -149,7 +149,7 @@ export function registerHandlers(ctx: RunContext): void {
 
   // The run this one continues, so a client holding its id can tell the session's run follows it.
   const previousRunId = workflowInfo().continuedFromExecutionRunId;
-  setHandler(stateQuery, () => ({ ...snapshot(run), ...(previousRunId ? { previousRunId } : {}) }));
+  setHandler(stateQuery, () => ({ ...stateAnswer(run), ...(previousRunId ? { previousRunId } : {}) }));
   setHandler(deliveryQuery, (deliveryId: string) => deliveryAnswer(run, deliveryId));
   setHandler(abortStateQuery, () => abortState(run));
   setHandler(eventsQuery, (afterSeq: number) => eventsSince(run, afterSeq));

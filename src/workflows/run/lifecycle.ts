@@ -14,43 +14,18 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from "@temporalio/workflow";
-import type { AppendEntriesResult, EntrySlot, EntryWrite } from "../../activities/types";
+import type { AppendEntriesResult, EntryWrite } from "../../activities/types";
 import { ABORTED_TOOL_RESULT_TEXT, UNFINISHED_TOOL_RESULT_TEXT } from "../../core/markers";
 import type { ToolCallState } from "../../core/tool-registry";
-import type { RunHooks } from "../hooks";
 import { PATCHES, takesPatch } from "../patches";
 import { type RunAttributePair, RunStatusAttribute } from "../search-attributes";
 import type { RunInput, RunResult, RunStatus } from "../types";
-import { type llmActivities, replies, storage } from "./activity-options";
+import { replies, storage } from "./activity-options";
+import type { RunContext } from "./context";
 import { syntheticToolResult, unansweredAssistant } from "./entries";
 import { type BatchCall, emit, moveCall, openCalls, type RunRecord, takeAllQueued } from "./state";
-import type { RunStream } from "./stream";
 
 const PREVIEW_CHARS = 200;
-
-/** The run's state plus what only the workflow can hold: activity proxies and the cancel scope. */
-export interface RunContext {
-  run: RunRecord;
-  hooks: RunHooks[];
-  llm: ReturnType<typeof llmActivities>;
-  /** The work an abort or interrupt cancels. */
-  inFlight?: CancellationScope;
-  /**
-   * The model call under way: what a failure or an interruption must close (its user messages and
-   * its slot). Opened and settled by `run/model-calls.ts`, closed by `closeModelCall`.
-   */
-  modelCall?: { slot: EntrySlot; writesFirst: EntryWrite[] };
-  /** Task queue of the worker holding the workspace, once claimed (claimed once per run). */
-  workspaceQueue?: Promise<string>;
-  /** This run's openSession created the session, and no workspace claim was made since. */
-  unclaimedNewSession?: boolean;
-  /** A tool that may change files ran since the last snapshot (refused or blocked calls did not). */
-  ranMutatingTool?: boolean;
-  /** The run's stream of events and deltas. */
-  stream: RunStream;
-  /** `RunInput.runVersion`, 0 when absent. */
-  runVersion: number;
-}
 
 export function publishDetails({ run }: RunContext): void {
   const cost = run.usage.cost.total.toFixed(4);

@@ -4,7 +4,8 @@
  */
 import { CancellationScope } from "@temporalio/workflow";
 import type { EntrySlot, EntryWrite, LlmTurnResult } from "../../activities/types";
-import { cancellable, closeModelCall, type RunContext } from "./lifecycle";
+import type { RunContext } from "./context";
+import { cancellable, closeModelCall } from "./lifecycle";
 import { emit, newSlot, releaseSlot } from "./state";
 
 /**

@@ -10,8 +10,9 @@ import { blockReason } from "../hooks";
 import { PATCHES, takesPatch } from "../patches";
 import { decidePolicy } from "../policy";
 import { claim, snapshotActivities, toolActivities } from "./activity-options";
+import type { RunContext } from "./context";
 import { syntheticToolResult } from "./entries";
-import { cancellable, endCall, publishDetails, type RunContext, setStatus, writeEntries } from "./lifecycle";
+import { cancellable, endCall, publishDetails, setStatus, writeEntries } from "./lifecycle";
 import { type BatchCall, emit, moveCall, startBatch } from "./state";
 
 /** Times a tool call follows its workspace to a new worker before the run fails. */

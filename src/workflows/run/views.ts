@@ -62,7 +62,7 @@ export function abortState(run: RunRecord): AbortState {
 }
 
 /** The `state` query's answer. */
-export function snapshot(run: RunRecord): RunState {
+export function stateAnswer(run: RunRecord): RunState {
   return {
     status: run.status,
     turn: run.turn,

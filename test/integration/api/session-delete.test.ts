@@ -6,7 +6,7 @@
  */
 import { ListObjectsV2Command } from "@aws-sdk/client-s3";
 import { WorkflowNotFoundError } from "@temporalio/client";
-import type { RunClient } from "../../../src/api/run-client";
+import type { RunClient } from "../../../src/run-client/run-client";
 import { sessionPrefix } from "../../../src/store/session-keys";
 import { runWorkflowId } from "../../../src/workflows/types";
 import { s3Client, s3Settings } from "../../support/integration-env";

@@ -4,11 +4,12 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { FOLLOWS_RUN_MEMO } from "../../../src/api/run-client";
 import { FORKED_TOOL_RESULT_TEXT } from "../../../src/core/markers";
 import { convertToLlm } from "../../../src/core/messages";
 import { checkInvariants } from "../../../src/core/sanitize";
 import { parseSession } from "../../../src/core/session-codec";
+import { FOLLOWS_RUN_MEMO } from "../../../src/run-client/session-runs";
+import { WorkflowType } from "../../../src/workflows/references";
 import { eventually, messagesOf } from "../../support/run-harness";
 import { type ApiStage, createApiStage, expectProblem } from "./api-stage";
 
@@ -572,7 +573,7 @@ test("a message sent while a branch summary is being written waits for it, then 
     json: { entryId: first!.id, summarize: true },
   });
   await eventually(async () =>
-    (await api.stage.runs.handle(ref).describe()).type === "branchSession" ? true : undefined,
+    (await api.stage.runs.handle(ref).describe()).type === WorkflowType.branchSession ? true : undefined,
   );
   const sent = await api.call("POST", `/v1/sessions/${sessionId}/messages`, {
     json: { text: "after the branch" },

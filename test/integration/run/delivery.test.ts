@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { DeliveryRefusedError } from "../../../src/api/run-client";
 import { INTERRUPTED_MARKER } from "../../../src/core/markers";
 import { convertToLlm } from "../../../src/core/messages";
 import { checkInvariants } from "../../../src/core/sanitize";
+import { DeliveryRefusedError } from "../../../src/run-client/delivery";
 import {
   eventually,
   messagesOf,

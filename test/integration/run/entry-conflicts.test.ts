@@ -3,7 +3,7 @@
  * at its slot fails at once (EntryConflict, no retry) and the run ends failed with the reason.
  */
 import { createMessageEntry } from "../../../src/core/session-entries";
-import { SessionNotFoundError } from "../../../src/store/session-store";
+import { SessionNotFoundError } from "../../../src/store/session-errors";
 import { runWorkflowId } from "../../../src/workflows/types";
 import { eventually, runStageForSuite, slowEchoScenario } from "../../support/run-harness";
 

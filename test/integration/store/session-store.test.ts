@@ -1,15 +1,14 @@
 import { PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import { parseSession } from "../../../src/core/session-codec";
 import { EntryCache } from "../../../src/store/entry-cache";
-import { chunkKey, entryKey, InvalidIdError } from "../../../src/store/session-keys";
 import {
   CorruptObjectError,
   EntryConflictError,
   SessionExistsError,
   SessionNotFoundError,
-  SessionStore,
-  type SessionStoreOptions,
-} from "../../../src/store/session-store";
+} from "../../../src/store/session-errors";
+import { chunkKey, entryKey, InvalidIdError } from "../../../src/store/session-keys";
+import { SessionStore, type SessionStoreOptions } from "../../../src/store/session-store";
 import { s3Client, s3Settings } from "../../support/integration-env";
 import { countOf, entryAt, headerFor, newRef, recordCommands, type SentCommand } from "./store-fixtures";
 

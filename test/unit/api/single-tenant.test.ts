@@ -6,8 +6,8 @@
 import { createHash } from "node:crypto";
 import { createApp } from "../../../src/api/app";
 import { apiConfigFromEnv } from "../../../src/api/config";
-import type { RunClient } from "../../../src/api/run-client";
 import { loadCatalog } from "../../../src/providers/models";
+import type { RunClient } from "../../../src/run-client/run-client";
 
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
 const env = {

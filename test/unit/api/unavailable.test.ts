@@ -1,6 +1,6 @@
-import { RunNotAnsweringError } from "../../../src/api/run-client";
 import { TemporalConnectError } from "../../../src/api/temporal";
 import { unavailableDependency } from "../../../src/api/unavailable";
+import { RunNotAnsweringError } from "../../../src/run-client/session-runs";
 
 test("unreachable dependencies are named; request errors are not", () => {
   const s3Answer = (status: number, name: string) =>

@@ -30,7 +30,7 @@ describe("src/core purity", () => {
       "makeEntryId",
       "appendEvent",
       "enqueue",
-      "importWireSession",
+      "importPartsSession",
       "convertToLlm",
     ]) {
       expect(typeof (core as Record<string, unknown>)[name]).toBe("function");

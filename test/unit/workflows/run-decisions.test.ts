@@ -35,7 +35,7 @@ import {
   deliveredBefore,
   deliveryAnswer,
   rememberDelivery,
-  snapshot,
+  stateAnswer,
 } from "../../../src/workflows/run/views";
 import { DEFAULT_RUN_SETTINGS, type RunSettings } from "../../../src/workflows/types";
 
@@ -371,7 +371,7 @@ describe("run state", () => {
     moveCall(run, "b", "running");
     moveCall(run, "b", "completed");
     expect(openCalls(run).map((item) => item.summary.id)).toEqual(["a"]);
-    expect(snapshot(run).pendingToolCalls).toEqual([
+    expect(stateAnswer(run).pendingToolCalls).toEqual([
       { toolCallId: "a", name: "bash", state: "awaiting_approval", argumentsPreview: "{}" },
     ]);
     // Terminal states never change.

@@ -1,18 +1,18 @@
 import fc from "fast-check";
 import { seededRandom } from "../../../src/core/ids";
 import type { Message } from "../../../src/core/messages";
+import { canonicalToParts, partsToCanonical, stripSystemPromptParts } from "../../../src/core/parts-messages";
+import { exportPartsSession, importPartsSession } from "../../../src/core/parts-session";
 import { parseSession, serializeSession } from "../../../src/core/session-codec";
 import { buildContext } from "../../../src/core/session-tree";
-import { canonicalToWire, stripSystemPromptParts, wireToCanonical } from "../../../src/core/wire-adapter";
-import { exportWireSession, importWireSession } from "../../../src/core/wire-session";
 import { assistant, readFixture, SESSION_FIXTURES, toolCall, toolResult, user } from "./helpers";
 
 const options = { fallbackTimestamp: 1_000 };
 const wireSession = JSON.parse(readFixture(SESSION_FIXTURES, "wire-session.json"));
 
-describe("wireToCanonical", () => {
+describe("partsToCanonical", () => {
   it("converts requests, responses and legacy dicts in part order, ids kept, system prompt stripped", () => {
-    const { messages, systemPrompts, problems } = wireToCanonical(wireSession.messages, {
+    const { messages, systemPrompts, problems } = partsToCanonical(wireSession.messages, {
       ...options,
       fallbackProvider: "anthropic",
     });
@@ -57,7 +57,7 @@ describe("wireToCanonical", () => {
   });
 
   it("reports what it cannot read and keeps going", () => {
-    const result = wireToCanonical(
+    const result = partsToCanonical(
       [
         42,
         { kind: "request", parts: [{ part_kind: "mystery" }] },
@@ -111,8 +111,8 @@ describe("round trips", () => {
   it("property: canonical → wire → canonical is the identity for canonical text, thinking, calls and results", () => {
     fc.assert(
       fc.property(fc.array(messageArb, { maxLength: 12 }), (messages) => {
-        const wire = canonicalToWire(messages);
-        const back = wireToCanonical(JSON.parse(JSON.stringify(wire)), options);
+        const wire = canonicalToParts(messages);
+        const back = partsToCanonical(JSON.parse(JSON.stringify(wire)), options);
         expect(back.problems).toEqual([]);
         expect(back.messages).toEqual(messages);
       }),
@@ -126,24 +126,28 @@ describe("round trips", () => {
           version: 1,
           session_id: "s",
           current_model: "openai:gpt-5",
-          messages: canonicalToWire(messages),
+          messages: canonicalToParts(messages),
         };
-        const first = importWireSession(
+        const first = importPartsSession(
           JSON.parse(JSON.stringify(session)),
           seededRandom(seed),
           "2026-01-01T00:00:00.000Z",
         );
-        const exported = JSON.parse(JSON.stringify(exportWireSession(first.session)));
-        const second = importWireSession(exported, seededRandom(seed + 1), "2026-01-01T00:00:00.000Z");
-        expect(JSON.parse(JSON.stringify(exportWireSession(second.session)))).toEqual(exported);
+        const exported = JSON.parse(JSON.stringify(exportPartsSession(first.session)));
+        const second = importPartsSession(exported, seededRandom(seed + 1), "2026-01-01T00:00:00.000Z");
+        expect(JSON.parse(JSON.stringify(exportPartsSession(second.session)))).toEqual(exported);
       }),
     );
   });
 });
 
-describe("importWireSession", () => {
+describe("importPartsSession", () => {
   it("builds a linear tree that keeps metadata, tool-call ids and part order", () => {
-    const { session, problems } = importWireSession(wireSession, seededRandom(3), "2026-02-01T00:00:00.000Z");
+    const { session, problems } = importPartsSession(
+      wireSession,
+      seededRandom(3),
+      "2026-02-01T00:00:00.000Z",
+    );
     expect(problems).toEqual([]);
     expect(session.header).toMatchObject({
       id: "sess-7f3a",
@@ -156,7 +160,7 @@ describe("importWireSession", () => {
     const context = buildContext(reparsed.entries);
     expect(context.model).toEqual({ provider: "anthropic", modelId: "claude-sonnet-4-5" });
     expect(context.messages).toHaveLength(7);
-    const exported = exportWireSession(session);
+    const exported = exportPartsSession(session);
     expect(exported).toMatchObject({
       version: 1,
       project_id: "proj-demo",
@@ -180,7 +184,7 @@ describe("importWireSession", () => {
 
   it("never throws on junk", () => {
     for (const junk of [null, 42, "x", [], { messages: "nope" }]) {
-      const result = importWireSession(junk, seededRandom(1), "2026-02-01T00:00:00.000Z");
+      const result = importPartsSession(junk, seededRandom(1), "2026-02-01T00:00:00.000Z");
       expect(result.problems.length).toBeGreaterThan(0);
       expect(result.session.entries.length).toBeGreaterThan(0);
     }

@@ -1,5 +1,6 @@
 /**
- * Import and export of whole session files as tunacode session JSON (pydantic-ai wire messages):
+ * Import and export of whole session files of parts messages (`parts-messages.ts`; tunacode's
+ * session JSON):
  * `{version, session_id, project_id, created_at, last_modified, working_directory,
  *   current_model, total_tokens, session_total_usage, thoughts, messages}`.
  *
@@ -10,6 +11,7 @@
 import type { RandomSource } from "./ids";
 import { makeUniqueEntryId } from "./ids";
 import { convertToLlm } from "./messages";
+import { canonicalToParts, type PartsMessage, partsToCanonical } from "./parts-messages";
 import {
   createCustomEntry,
   createMessageEntry,
@@ -18,13 +20,12 @@ import {
 } from "./session-entries";
 import { indexSession, isoToEpochMs, pathToRoot } from "./session-tree";
 import type { SessionEntry, SessionFile } from "./session-types";
-import { canonicalToWire, type WireMessage, wireToCanonical } from "./wire-adapter";
 
-/** Custom type of the entry holding the imported file's metadata. */
-export const WIRE_SESSION_CUSTOM_TYPE = "keel.wire-session";
+/** Custom type of the entry holding an imported file's metadata; stored in sessions, so its value stays. */
+export const PARTS_SESSION_CUSTOM_TYPE = "keel.wire-session";
 
 /** The session file keys other than `messages`, kept as they were. */
-export interface WireSessionMetadata {
+export interface PartsSessionMetadata {
   version?: unknown;
   session_id?: unknown;
   project_id?: unknown;
@@ -39,11 +40,11 @@ export interface WireSessionMetadata {
   stripped_system_prompts?: string[];
 }
 
-export interface WireSession extends Omit<WireSessionMetadata, "stripped_system_prompts"> {
-  messages: WireMessage[];
+export interface PartsSession extends Omit<PartsSessionMetadata, "stripped_system_prompts"> {
+  messages: PartsMessage[];
 }
 
-export interface WireImportResult {
+export interface PartsSessionImport {
   session: SessionFile;
   /** What could not be read (the rest was imported). */
   problems: string[];
@@ -66,11 +67,11 @@ const METADATA_KEYS = [
  * Import a tunacode session JSON file into a pi session tree. `random` assigns entry ids; `fallbackTime` (ISO)
  * stands in for a missing `created_at`. Never throws; unreadable messages become `problems`.
  */
-export function importWireSession(
+export function importPartsSession(
   data: unknown,
   random: RandomSource,
   fallbackTime: string,
-): WireImportResult {
+): PartsSessionImport {
   const record =
     typeof data === "object" && data !== null && !Array.isArray(data)
       ? (data as Record<string, unknown>)
@@ -81,7 +82,7 @@ export function importWireSession(
       ? record.created_at
       : fallbackTime;
   const [provider, modelId] = splitModel(record.current_model);
-  const converted = wireToCanonical(Array.isArray(record.messages) ? record.messages : [], {
+  const converted = partsToCanonical(Array.isArray(record.messages) ? record.messages : [], {
     fallbackTimestamp: isoToEpochMs(createdAt),
     fallbackProvider: provider,
     fallbackModel: modelId,
@@ -96,10 +97,10 @@ export function importWireSession(
     taken.add(id);
     return { id, parentId: entries[entries.length - 1]?.id ?? null, timestamp };
   };
-  const metadata: WireSessionMetadata = {};
+  const metadata: PartsSessionMetadata = {};
   for (const key of METADATA_KEYS) if (key in record) metadata[key] = record[key];
   if (converted.systemPrompts.length > 0) metadata.stripped_system_prompts = converted.systemPrompts;
-  entries.push(createCustomEntry(place(createdAt), WIRE_SESSION_CUSTOM_TYPE, metadata));
+  entries.push(createCustomEntry(place(createdAt), PARTS_SESSION_CUSTOM_TYPE, metadata));
   if (provider && modelId) entries.push(createModelChangeEntry(place(createdAt), provider, modelId));
   for (const message of converted.messages) {
     entries.push(createMessageEntry(place(new Date(message.timestamp).toISOString()), message));
@@ -115,13 +116,13 @@ export function importWireSession(
  * the import entry when there is one; `messages` are the path's messages converted for the LLM
  * (compactions are not applied: the export carries the full path).
  */
-export function exportWireSession(session: SessionFile, leafId?: string): WireSession {
+export function exportPartsSession(session: SessionFile, leafId?: string): PartsSession {
   const index = indexSession(session.entries);
   const leaf = leafId ?? index.leafId;
   const path = leaf ? pathToRoot(index.byId, leaf) : [];
-  const imported = path.find((e) => e.type === "custom" && e.customType === WIRE_SESSION_CUSTOM_TYPE);
+  const imported = path.find((e) => e.type === "custom" && e.customType === PARTS_SESSION_CUSTOM_TYPE);
   const metadata = (imported?.type === "custom" ? imported.data : undefined) as
-    | WireSessionMetadata
+    | PartsSessionMetadata
     | undefined;
   const { stripped_system_prompts: _stripped, ...kept } = metadata ?? {};
   const agentMessages = path.flatMap((e) => (e.type === "message" ? [e.message] : []));
@@ -129,7 +130,7 @@ export function exportWireSession(session: SessionFile, leafId?: string): WireSe
     ...kept,
     session_id: kept.session_id ?? session.header.id,
     working_directory: kept.working_directory ?? session.header.cwd ?? "",
-    messages: canonicalToWire(convertToLlm(agentMessages)),
+    messages: canonicalToParts(convertToLlm(agentMessages)),
   };
 }
 

@@ -1,10 +1,11 @@
 /**
- * Adapter for tunacode's message format: pydantic-ai style wire messages
- * (`{kind: "request" | "response", parts: [{part_kind, …}]}`) and the legacy `{content}` /
- * `{thought}` dicts, to and from canonical messages. Parts stay the single source of truth:
+ * Parts messages, the message format of the message/tool-call contract's session files
+ * (`{kind: "request" | "response", parts: [{part_kind, …}]}`, as tunacode stores pydantic-ai
+ * messages) and the legacy `{content}` / `{thought}` dicts, to and from canonical messages. ("Wire"
+ * elsewhere in Keel means an LLM provider's HTTP format; this is not one.) Parts stay the single source of truth:
  * tool calls come only from `tool-call` parts, ids and part order are kept.
  *
- * Mapping (wire → canonical):
+ * Mapping (parts → canonical):
  * - request `user-prompt` → one user message per part (string or text/image list);
  * - request `tool-return` → toolResult (non-string content as JSON text);
  * - request `retry-prompt` with a tool call id → toolResult with `isError`; without → user text;
@@ -12,7 +13,7 @@
  * - response → one assistant message: `text`, `thinking` / `thought`, `tool-call` parts in order;
  * - legacy `{content}` → user text (assistant text when `role: "assistant"`); `{thought}` →
  *   assistant thinking.
- * Canonical → wire: consecutive user / toolResult messages share one request (as pydantic-ai
+ * Canonical → parts: consecutive user / toolResult messages share one request (as pydantic-ai
  * sends them); an assistant message is one response. Error results become `retry-prompt` parts.
  */
 import {
@@ -24,10 +25,10 @@ import {
   type UserMessage,
 } from "./messages";
 
-export type WirePart = Record<string, unknown> & { part_kind: string };
-export interface WireMessage {
+export type MessagePart = Record<string, unknown> & { part_kind: string };
+export interface PartsMessage {
   kind: "request" | "response";
-  parts: WirePart[];
+  parts: MessagePart[];
   [key: string]: unknown;
 }
 
@@ -39,7 +40,7 @@ export interface ToCanonicalResult {
   problems: string[];
 }
 
-/** Values used where wire data lacks what canonical messages require. */
+/** Values used where parts messages lack what canonical messages require. */
 export interface ToCanonicalOptions {
   /** Epoch ms for parts and messages without a timestamp. */
   fallbackTimestamp: number;
@@ -48,8 +49,8 @@ export interface ToCanonicalOptions {
   fallbackModel?: string;
 }
 
-/** `api` recorded for assistant messages that came from wire data without one. */
-export const WIRE_API = "pydantic-ai";
+/** `api` recorded for assistant messages that came from parts messages without one. */
+export const PARTS_MESSAGES_API = "pydantic-ai";
 const UNKNOWN = "unknown";
 
 const STOP_TO_FINISH: Record<StopReason, string> = {
@@ -63,8 +64,8 @@ const FINISH_TO_STOP: Record<string, StopReason> = Object.fromEntries(
   Object.entries(STOP_TO_FINISH).map(([stop, finish]) => [finish, stop as StopReason]),
 );
 
-/** Canonical messages from wire messages / legacy dicts. Never throws; bad items go to `problems`. */
-export function wireToCanonical(items: readonly unknown[], options: ToCanonicalOptions): ToCanonicalResult {
+/** Canonical messages from parts messages / legacy dicts. Never throws; bad items go to `problems`. */
+export function partsToCanonical(items: readonly unknown[], options: ToCanonicalOptions): ToCanonicalResult {
   const result: ToCanonicalResult = { messages: [], systemPrompts: [], problems: [] };
   items.forEach((item, index) => {
     if (!isRecord(item)) {
@@ -200,7 +201,7 @@ function readResponse(
   const assistant: AssistantMessage = {
     role: "assistant",
     content,
-    api: typeof details.api === "string" ? details.api : WIRE_API,
+    api: typeof details.api === "string" ? details.api : PARTS_MESSAGES_API,
     provider: stringOr(message.provider_name, options.fallbackProvider ?? UNKNOWN),
     model: stringOr(message.model_name, options.fallbackModel ?? UNKNOWN),
     usage: readUsage(usage, details.cost),
@@ -214,10 +215,10 @@ function readResponse(
   out.messages.push(assistant);
 }
 
-/** Wire messages for canonical ones (see the module comment for the grouping). */
-export function canonicalToWire(messages: readonly Message[]): WireMessage[] {
-  const out: WireMessage[] = [];
-  let request: WireMessage | undefined;
+/** Parts messages for canonical ones (see the module comment for the grouping). */
+export function canonicalToParts(messages: readonly Message[]): PartsMessage[] {
+  const out: PartsMessage[] = [];
+  let request: PartsMessage | undefined;
   for (const message of messages) {
     if (message.role === "assistant") {
       request = undefined;
@@ -233,7 +234,7 @@ export function canonicalToWire(messages: readonly Message[]): WireMessage[] {
   return out;
 }
 
-function userPromptPart(message: UserMessage): WirePart {
+function userPromptPart(message: UserMessage): MessagePart {
   const content =
     typeof message.content === "string"
       ? message.content
@@ -243,7 +244,7 @@ function userPromptPart(message: UserMessage): WirePart {
   return { part_kind: "user-prompt", content, timestamp: isoOf(message.timestamp) };
 }
 
-function toolReturnPart(message: Extract<Message, { role: "toolResult" }>): WirePart {
+function toolReturnPart(message: Extract<Message, { role: "toolResult" }>): MessagePart {
   const text = message.content.map((b) => (b.type === "text" ? b.text : "")).join("");
   return {
     part_kind: message.isError ? "retry-prompt" : "tool-return",
@@ -254,20 +255,20 @@ function toolReturnPart(message: Extract<Message, { role: "toolResult" }>): Wire
   };
 }
 
-function responseOf(message: AssistantMessage): WireMessage {
-  const parts: WirePart[] = message.content.map((block) => {
+function responseOf(message: AssistantMessage): PartsMessage {
+  const parts: MessagePart[] = message.content.map((block) => {
     if (block.type === "text") {
       return block.textSignature === undefined
         ? { part_kind: "text", content: block.text }
         : { part_kind: "text", content: block.text, id: block.textSignature };
     }
     if (block.type === "thinking") {
-      const part: WirePart = { part_kind: "thinking", content: block.thinking };
+      const part: MessagePart = { part_kind: "thinking", content: block.thinking };
       if (block.thinkingSignature !== undefined) part.signature = block.thinkingSignature;
       if (block.redacted) part.id = "redacted_thinking";
       return part;
     }
-    const part: WirePart = {
+    const part: MessagePart = {
       part_kind: "tool-call",
       tool_name: block.name,
       args: block.arguments,
@@ -279,7 +280,7 @@ function responseOf(message: AssistantMessage): WireMessage {
   });
   const details: Record<string, unknown> = { api: message.api, cost: message.usage.cost };
   if (message.errorMessage !== undefined) details.errorMessage = message.errorMessage;
-  const wire: WireMessage = {
+  const wire: PartsMessage = {
     kind: "response",
     parts,
     usage: {
@@ -299,8 +300,8 @@ function responseOf(message: AssistantMessage): WireMessage {
   return wire;
 }
 
-/** Remove system-prompt parts from wire messages (and requests left empty by that). */
-export function stripSystemPromptParts(messages: readonly WireMessage[]): WireMessage[] {
+/** Remove system-prompt parts from parts messages (and requests left empty by that). */
+export function stripSystemPromptParts(messages: readonly PartsMessage[]): PartsMessage[] {
   return messages
     .map((m) =>
       m.kind === "request" ? { ...m, parts: m.parts.filter((p) => p.part_kind !== "system-prompt") } : m,
@@ -315,7 +316,7 @@ function legacyAssistant(
   return {
     role: "assistant",
     content,
-    api: WIRE_API,
+    api: PARTS_MESSAGES_API,
     provider: options.fallbackProvider ?? UNKNOWN,
     model: options.fallbackModel ?? UNKNOWN,
     usage: emptyUsage(),

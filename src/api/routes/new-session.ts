@@ -1,0 +1,29 @@
+/** What the import and fork routes share: a new session made from entries, with fresh entry ids where needed. */
+import { randomBytes, randomUUID } from "node:crypto";
+import { createSessionHeader } from "../../core/session-entries";
+import type { SessionEntry, SessionHeader } from "../../core/session-types";
+import type { RouteContext } from "../app";
+
+/** A uniform random number in [0, 1) from the system CSPRNG (entry ids of imports). */
+export function secureRandom(): number {
+  return randomBytes(6).readUIntBE(0, 6) / 2 ** 48;
+}
+
+/**
+ * Stores a new session (a random id) holding `source`'s entries under `source`'s header with the
+ * new id, or a fresh header; `parentSession` names the session it was forked from.
+ */
+export async function createSessionFrom(
+  deps: RouteContext,
+  tenantId: string,
+  source: { header: SessionHeader | null; entries: SessionEntry[] },
+  parentSession?: string,
+) {
+  const sessionId = randomUUID();
+  const timestamp = new Date(deps.now()).toISOString();
+  const header: SessionHeader = source.header
+    ? { ...source.header, id: sessionId, ...(parentSession !== undefined ? { parentSession } : {}) }
+    : createSessionHeader(sessionId, timestamp, "", parentSession);
+  await deps.store.importEntries({ tenantId, sessionId }, header, source.entries);
+  return { sessionId, entryCount: source.entries.length, leafId: source.entries.at(-1)?.id ?? null };
+}

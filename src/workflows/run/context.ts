@@ -1,0 +1,35 @@
+/**
+ * `RunContext`: what every part of the workflow code passes around — the run's pure record
+ * (`state.ts`) plus what only the workflow can hold (activity proxies, the cancel scope, the
+ * stream, the model call under way).
+ */
+import type { CancellationScope } from "@temporalio/workflow";
+import type { EntrySlot, EntryWrite } from "../../activities/types";
+import type { RunHooks } from "../hooks";
+import type { llmActivities } from "./activity-options";
+import type { RunRecord } from "./state";
+import type { RunStream } from "./stream";
+
+/** The run's state plus what only the workflow can hold: activity proxies and the cancel scope. */
+export interface RunContext {
+  run: RunRecord;
+  hooks: RunHooks[];
+  llm: ReturnType<typeof llmActivities>;
+  /** The work an abort or interrupt cancels. */
+  inFlight?: CancellationScope;
+  /**
+   * The model call under way: what a failure or an interruption must close (its user messages and
+   * its slot). Opened and settled by `run/model-calls.ts`, closed by `closeModelCall`.
+   */
+  modelCall?: { slot: EntrySlot; writesFirst: EntryWrite[] };
+  /** Task queue of the worker holding the workspace, once claimed (claimed once per run). */
+  workspaceQueue?: Promise<string>;
+  /** This run's openSession created the session, and no workspace claim was made since. */
+  unclaimedNewSession?: boolean;
+  /** A tool that may change files ran since the last snapshot (refused or blocked calls did not). */
+  ranMutatingTool?: boolean;
+  /** The run's stream of events and deltas. */
+  stream: RunStream;
+  /** `RunInput.runVersion`, 0 when absent. */
+  runVersion: number;
+}
