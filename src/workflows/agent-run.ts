@@ -156,8 +156,9 @@ async function runTurns(ctx: RunContext, input: RunInput): Promise<RunResult> {
 
     const after = decideAfterModel(run, result);
     if (after.kind === "compact_and_retry") {
-      // Nothing was stored at the slot; compact and ask again once (the same turn).
-      releaseSlot(run, slot);
+      // Compact and ask again once (the same turn). The failed call is stored at its slot (older
+      // activity results stored nothing there: the slot is taken back).
+      if (!result.overflowStored) releaseSlot(run, slot);
       run.overflowRetried = true;
       await compactNow(ctx, "overflow");
       run.needsModel = true;
@@ -165,7 +166,8 @@ async function runTurns(ctx: RunContext, input: RunInput): Promise<RunResult> {
     }
     run.overflowRetried = false;
     if (after.kind === "fail") {
-      if (result.errorKind === "context_overflow") ctx.modelCall = { slot, writesFirst: [] };
+      if (result.errorKind === "context_overflow" && !result.overflowStored)
+        ctx.modelCall = { slot, writesFirst: [] };
       return failRun(ctx, after.reason);
     }
     if (after.kind === "nudge") {
