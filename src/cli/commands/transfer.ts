@@ -82,7 +82,10 @@ export const importCommand: Command = {
     }
     const count = answer.workspace?.files;
     const files = count === undefined ? "" : `, workspace of ${count} file${count === 1 ? "" : "s"}`;
-    context.out.write(`imported as session ${answer.sessionId} (${answer.entryCount} entries${files})\n`);
+    const source = file === "-" ? "standard input" : file;
+    context.out.write(
+      `imported ${source} as session ${answer.sessionId} (${answer.entryCount} entries${files})\n`,
+    );
     for (const warning of answer.warnings ?? []) context.err(`warning: ${warning}\n`);
     return EXIT.ok;
   },

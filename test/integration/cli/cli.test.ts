@@ -133,7 +133,8 @@ test("export --with-workspace writes a .tar.gz that import turns back into a ses
 
   const imported = await keel(["import", file]);
   expect(imported.code).toBe(0);
-  expect(imported.stdout).toMatch(/imported as session \S+ \(\d+ entries, workspace of 1 file\)/);
+  expect(imported.stdout).toContain(`imported ${file} as session `);
+  expect(imported.stdout).toMatch(/as session \S+ \(\d+ entries, workspace of 1 file\)/);
 
   const deleted = await keel(["delete", sessionId, "--json"]);
   expect(deleted.code).toBe(0);
@@ -445,8 +446,10 @@ test("sessions are listed most recently active first", async () => {
   await sleep(1_100);
   expect((await keel(["send", older, "again", "--follow"])).code).toBe(0);
   expect(await order()).toEqual([older, newer]);
+  // The human listing: how the last turn ended, the cost, last activity, and the first prompt.
   const human = await keel(["sessions", "--limit", "1"]);
-  expect(human.stdout).toMatch(new RegExp(`^${older}  last active \\d{4}-`));
+  expect(human.stdout).toMatch(new RegExp(`^${older}  completed  \\$\\d+\\.\\d{4}  last active \\d{4}-`));
+  expect(human.stdout.split("\n")[1]).toBe("    “one”");
   const byId = await keel(["sessions", "--sort", "id", "--cursor", "x", "--sort", "activity"]);
   expect(byId).toMatchObject({ code: 2, stderr: expect.stringMatching(/--cursor pages in id order/) });
 });
