@@ -48,23 +48,23 @@ const DEFAULT_SHOWN = 20;
 const DETAIL_READS = 4;
 
 /**
- * Two lines per session: id, how its last turn ended, cost, last activity and origin; then the
- * prompt it started with.
+ * Two lines per session: id, where its latest run stands, cost, last activity and origin; then
+ * the prompt it started with.
  */
-function sessionLines(session: SessionListItem, details: SessionDetails | undefined): string {
+function sessionLines(session: SessionListItem, details: SessionDetails): string {
   const parent = session.parentSession ? `  fork of ${session.parentSession}` : "";
   const active = session.lastActivityAt ? `  last active ${session.lastActivityAt}` : "";
   const created = !active && session.createdAt ? `  created ${session.createdAt}` : "";
-  const state = details
-    ? `  ${details.lastTurn}  ${details.usage.cost.unpriced ? "cost unknown" : formatUsd(details.usage.cost.total)}`
-    : "";
-  const prompt = details?.firstPrompt ? `\n    “${details.firstPrompt}”` : "";
+  const usage = details.usage;
+  const cost = usage ? `  ${usage.cost.unpriced ? "cost unknown" : formatUsd(usage.cost.total)}` : "";
+  const state = `  ${details.status ?? "status unknown"}${cost}`;
+  const prompt = details.firstPrompt ? `\n    “${details.firstPrompt}”` : "";
   return `${session.sessionId}${state}${active}${created}${parent}${prompt}`;
 }
 
 /** Each session's details, read a few at a time. */
 async function detailsOf(client: ApiClient, sessions: SessionListItem[]) {
-  const details: (SessionDetails | undefined)[] = [];
+  const details: SessionDetails[] = [];
   for (let start = 0; start < sessions.length; start += DETAIL_READS) {
     const batch = sessions.slice(start, start + DETAIL_READS);
     details.push(...(await Promise.all(batch.map((session) => sessionDetails(client, session.sessionId)))));
@@ -78,9 +78,9 @@ export const sessionsCommand: Command = {
   help: `--sort activity (default) or created: newest first, over all your sessions;
 --sort id: the API's own order, a page at a time (--limit N, then --cursor C for the next page).
 --limit N shows the first N sessions (without it: the first ${DEFAULT_SHOWN}, and how many more there are).
-Each session shows how its last turn ended (completed, failed, aborted, in progress), its cost
-(the usage stored on its answers), its last activity, the session it was forked from, and the
-prompt it started with.`,
+Each session shows its latest run's status (running, waiting_approval, completed, failed,
+aborted), its cost (the usage stored on its answers), its last activity, the session it was
+forked from, and the prompt it started with.`,
   async run(argv, context) {
     const parsed = parseCommand(
       argv,
@@ -120,7 +120,7 @@ prompt it started with.`,
     const shown = limit === undefined ? list.sessions.slice(0, DEFAULT_SHOWN) : list.sessions;
     const details = await detailsOf(parsed.client, shown);
     shown.forEach((session, index) => {
-      context.out.write(`${sessionLines(session, details[index])}\n`);
+      context.out.write(`${sessionLines(session, details[index] ?? {})}\n`);
     });
     if (list.sessions.length === 0) context.out.write("no sessions\n");
     if (shown.length < list.sessions.length)

@@ -178,6 +178,9 @@ test("abort stops a live run and prints the queued messages it never read; follo
   const refused = await keel(["abort", sessionId]);
   expect(refused.code).toBe(3);
   expect(refused.stderr).toMatch(/already ended/);
+  // The listing says how the run ended (its stored entries alone cannot tell an abort apart).
+  const listed = await keel(["sessions", "--limit", "50"]);
+  expect(listed.stdout).toMatch(new RegExp(`^${sessionId}  aborted  \\$\\d+\\.\\d{4}  `, "m"));
 });
 
 test("Ctrl-C while following says the run goes on and how to get back to it", async () => {
