@@ -8,6 +8,7 @@ import { execFileSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import type { TurnContext } from "../../../src/providers/local-server";
 import { testTmpDir, uniqueName } from "../../support/integration-env";
 import { createRunStage, eventually, type RunStage, slowEchoScenario } from "../../support/run-harness";
 import { type CliApi, runKeel, spawnKeel, startCliApi } from "./keel-process";
@@ -149,6 +150,26 @@ test("export --with-workspace writes a .tar.gz that import turns back into a ses
     expect(gone.code).toBe(3);
     expect(JSON.parse(gone.stderr)).toMatchObject({ error: "session-not-found", status: 404 });
   }
+});
+
+test("a run whose model calls overflow the context shows each call's usage on its turn line, adding up to the total", async () => {
+  // local-chat has a 100k window: 460,842 prompt tokens overflow it ($1 per million input tokens).
+  stage.llm.addScenario("cli-overflow", {
+    turns: [],
+    after: ({ request }: TurnContext) =>
+      request.system.includes("context summarization assistant")
+        ? { text: "Summary: a large request." }
+        : { text: "too big", usage: { input: 460_842, output: 10 } },
+  });
+  const result = await keel(["run", "[scenario:cli-overflow] answer at length", "--follow", "--no-stream"]);
+  expect(result.code).toBe(1);
+  // Two calls (the second after compacting), each on its turn line; the total is their sum.
+  const lines = result.stdout.split("\n").filter((line) => /^\s+\d+ in \/ /.test(line));
+  expect(lines).toHaveLength(2);
+  for (const line of lines) expect(line).toMatch(/^\s+460842 in \/ 10 out tokens · \$0\.4609 \(run total/);
+  expect(result.stdout).toMatch(
+    /■ run failed \(context overflow: .*\) · 921684 in \/ 20 out tokens · \$0\.9217/,
+  );
 });
 
 test("abort stops a live run and prints the queued messages it never read; following it then exits 1", async () => {
