@@ -106,6 +106,13 @@ test("export -o and import round-trip a session", async () => {
   expect(JSON.parse(lines[0] as string)).toMatchObject({ type: "session", version: 3 });
   expect(exported.stdout).toContain(`wrote ${file} (${lines.length} lines)`);
 
+  const told = await keel(["import", file]);
+  expect(told.stdout).toMatch(
+    new RegExp(
+      `^imported ${file} as session \\S+ \\(${lines.length - 1} entries, exported from session ${sessionId}\\)$`,
+      "m",
+    ),
+  );
   const imported = await keel(["import", file, "--json"]);
   expect(imported.code).toBe(0);
   const answer = JSON.parse(imported.stdout);
