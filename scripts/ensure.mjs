@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Makes a fresh clone ready to run: installs Node packages when package-lock.json changed since the
 // last install (npm ci), bubblewrap for the tool sandbox (scripts/ensure-bubblewrap.mjs), then the
-// local servers (scripts/bootstrap.mjs). Quiet when nothing to do.
+// local servers (scripts/bootstrap.mjs), and compiles the CLI (scripts/build-cli.mjs). Quiet when
+// nothing to do.
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
@@ -29,6 +30,10 @@ if (!existsSync(stamp) || readFileSync(stamp, "utf8") !== lockHash) {
   }
   writeFileSync(stamp, lockHash);
 }
+
+// The compiled CLI (dist/cli/keel.js): bin/keel.js runs the sources until it is built.
+const { buildCli } = await import("./build-cli.mjs");
+await buildCli();
 
 const { bootstrap } = await import("./bootstrap.mjs");
 const { ensureBubblewrap } = await import("./ensure-bubblewrap.mjs");

@@ -4,8 +4,8 @@
  * is not called again: the stored answer is returned.
  *
  * Only a retry looks the slot up before the call: on an activity's first attempt no earlier
- * attempt can have written it (the workflow hands out each slot once, and a slot it takes back
- * after a context overflow had nothing written). Should an entry be there all the same (an
+ * attempt can have written it (the workflow hands out each slot once; a slot it took back after a
+ * context overflow in runs older than the stored overflow had nothing written). Should an entry be there all the same (an
  * operator reset the workflow or the activity), the conditional write still finds it and the
  * stored entry wins, as below; only the model call is spent.
  *
@@ -17,7 +17,7 @@
 import { ApplicationFailure, CancelledFailure, Context } from "@temporalio/activity";
 import type { AssistantMessageDelta } from "../core/events";
 import { FailureType } from "../core/failure-types";
-import { INTERRUPTED_MARKER } from "../core/markers";
+import { CONTEXT_OVERFLOW_PREFIX, FAILED_MARKER, INTERRUPTED_MARKER } from "../core/markers";
 import { type AssistantMessage, toolCallsOf } from "../core/messages";
 import { backoffMs, LLM_RETRY } from "../core/retry-policy";
 import { createMessageEntry } from "../core/session-entries";
@@ -79,10 +79,6 @@ export function llmTurnActivity({
     // An earlier attempt may have streamed part of this message: clients drop it.
     if (attempt > 1) update({ type: "reset" });
 
-    const adoptStored = async () => {
-      const stored = await store.getEntry(ref, input.slot.seq);
-      return stored && summarize(assistantOf(stored, input.slot.id), true, model.contextWindow);
-    };
     if (attempt > 1) {
       const stored = await store.getEntry(ref, input.slot.seq);
       if (stored) {
@@ -145,15 +141,16 @@ export function llmTurnActivity({
       throw failure;
     }
     if (error?.kind === "context_overflow") {
-      // Nothing is written on this path, so the workflow would take the slot back: make sure
-      // nothing is stored there (one request, only when the context overflowed).
-      const stored = await adoptStored();
-      if (stored) return stored;
-      return {
-        ...summarize(message, false, model.contextWindow),
-        errorKind: "context_overflow",
-        errorMessage: error.message,
-      };
+      // The call is stored as a failed answer (the model is not shown it again) with the usage
+      // the server reported: a prompt it took is billed, and the session's usage is the run's.
+      const result = await storeWriteFailures(() =>
+        store.putEntry(
+          ref,
+          input.slot.seq,
+          createMessageEntry(input.slot, overflowed(message, error.message)),
+        ),
+      );
+      return summarize(assistantOf(result.entry, input.slot.id), !result.written, model.contextWindow);
     }
 
     const result = await storeWriteFailures(() =>
@@ -162,9 +159,6 @@ export function llmTurnActivity({
     failpoint("llmTurn.afterWrite");
     const summary = summarize(assistantOf(result.entry, input.slot.id), !result.written, model.contextWindow);
     // An entry stored earlier is the answer, whatever this call returned (as a look-up would have).
-    if (!result.written) return summary;
-    if (error?.kind === "non_retryable")
-      return { ...summary, errorKind: "non_retryable", errorMessage: error.message };
     return summary;
   }
 }
@@ -201,6 +195,36 @@ function interrupted(message: AssistantMessage): AssistantMessage {
   };
 }
 
+/** What is stored of a call that overflowed the context window: why, and the usage it cost. */
+function overflowed(message: AssistantMessage, why: string): AssistantMessage {
+  const errorMessage = `${CONTEXT_OVERFLOW_PREFIX}${why}`;
+  return {
+    ...message,
+    content: [{ type: "text", text: `${FAILED_MARKER} ${errorMessage}` }],
+    stopReason: "error",
+    errorMessage,
+  };
+}
+
+/**
+ * How a stored failed answer failed: an overflow says so in its error text (see `overflowed`),
+ * anything else the model could not be asked again about. Read from the entry, so an attempt that
+ * finds an earlier attempt's entry reports the same failure.
+ */
+function errorOf(
+  message: AssistantMessage,
+): Pick<LlmTurnResult, "errorKind" | "errorMessage" | "overflowStored"> {
+  if (message.stopReason !== "error") return {};
+  const text = message.errorMessage ?? "";
+  return text.startsWith(CONTEXT_OVERFLOW_PREFIX)
+    ? {
+        errorKind: "context_overflow",
+        errorMessage: text.slice(CONTEXT_OVERFLOW_PREFIX.length),
+        overflowStored: true,
+      }
+    : { errorKind: "non_retryable", errorMessage: text };
+}
+
 /** Ids of the tool calls on a path of entries. */
 function toolCallIdsOn(path: readonly SessionEntry[]): Set<string> {
   return new Set(
@@ -233,6 +257,7 @@ function summarize(message: AssistantMessage, adopted: boolean, contextWindow: n
     contextWindow,
     textPreview: text.slice(0, PREVIEW_CHARS),
     toolCalls,
+    ...errorOf(message),
   };
 }
 

@@ -148,6 +148,11 @@ export interface LlmTurnResult {
   toolCalls: ToolCallSummary[];
   errorKind?: LlmErrorKind;
   errorMessage?: string;
+  /**
+   * A context overflow is stored at the slot (with its usage) rather than handed back: the slot
+   * stays taken. Absent in results recorded before overflows were stored.
+   */
+  overflowStored?: boolean;
   /** Live events the attempt had not sent when it ended; the run publishes them (see `LiveEventSink.settle`). */
   live?: LiveEvent[];
 }

@@ -48,9 +48,20 @@ export interface DemoResult {
   workspace: string;
 }
 
-/** Link to a run in the Temporal web UI (workflow ids hold slashes: they are encoded). */
+/**
+ * Link to a run's timeline in the Temporal web UI: its model turns and tool calls by their
+ * summaries, not the raw event history (workflow ids hold slashes: they are encoded).
+ */
 export function temporalUiLink(uiUrl: string, namespace: string, workflowId: string, runId: string): string {
-  return `${uiUrl}/namespaces/${encodeURIComponent(namespace)}/workflows/${encodeURIComponent(workflowId)}/${runId}/history`;
+  return `${uiUrl}/namespaces/${encodeURIComponent(namespace)}/workflows/${encodeURIComponent(workflowId)}/${runId}/timeline`;
+}
+
+/**
+ * Link to the Temporal UI's workflow list filtered by a visibility query. Every run that ended on
+ * its own shows as Completed there; `KeelStatus` holds its outcome (docs/architecture.md).
+ */
+export function temporalUiListLink(uiUrl: string, namespace: string, query: string): string {
+  return `${uiUrl}/namespaces/${encodeURIComponent(namespace)}/workflows?query=${encodeURIComponent(query)}`;
 }
 
 /** Runs the demo; resolves when its run has ended. Throws when the API refuses it. */
@@ -97,6 +108,11 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
       `Run ${status ?? "ended"}. Look at it:`,
       ...(uiLink ? [`  Temporal UI   ${uiLink}`] : []),
       ...(options.apiUrl ? [`  transcript    ${options.apiUrl}${viewerPagePath(sessionId)}`] : []),
+      ...(options.temporal.uiUrl
+        ? [
+            `  failed runs   ${temporalUiListLink(options.temporal.uiUrl, options.temporal.namespace, 'KeelStatus = "failed"')}`,
+          ]
+        : []),
       `  S3 session    ${s3Key}`,
       `  workspace     ${workspace}`,
       `  CLI           keel show ${sessionId} · keel events ${sessionId} · keel export ${sessionId}`,

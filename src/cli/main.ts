@@ -13,7 +13,6 @@ import { followUpCommand, interruptCommand, runCommand, sendCommand, steerComman
 import { sessionsCommand, showCommand } from "./commands/sessions";
 import { exportCommand, importCommand } from "./commands/transfer";
 import { branchCommand, compactCommand, entriesCommand, forkCommand, labelCommand } from "./commands/tree";
-import { devUsage, runDev } from "./dev";
 import { stdoutOutput } from "./render";
 
 const COMMANDS: Record<string, Command> = {
@@ -66,6 +65,10 @@ export async function main(argv: string[], context: CommandContext): Promise<Exi
   }
   const wantsHelp = rest.includes("--help") || rest.includes("-h");
   if (name === "dev") {
+    // Loaded only here: the dev stack (API server, S3 and Temporal clients) is most of the CLI's
+    // modules, and no other command needs it.
+    // `require`, not `import()`: the sources run through tsx's CommonJS loader.
+    const { devUsage, runDev }: typeof import("./dev") = require("./dev");
     if (wantsHelp) {
       context.out.write(devUsage);
       return EXIT.ok;

@@ -3,6 +3,8 @@
  * they say what happened in plain words; tests and docs refer to them by these names.
  */
 
+/** Starts the error text of an assistant entry whose call overflowed the model's context window. */
+export const CONTEXT_OVERFLOW_PREFIX = "context overflow: ";
 /** Marks the partial text of an assistant message cut short by abort or interrupt. */
 export const INTERRUPTED_MARKER = "[INTERRUPTED]";
 /** Starts the text of the assistant entry written when a model call or the run failed. */

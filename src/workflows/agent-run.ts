@@ -143,8 +143,8 @@ async function runTurns(ctx: RunContext, input: RunInput): Promise<RunResult> {
 
     const after = decideAfterModel(run, result);
     if (after.kind === "compact_and_retry") {
-      // Nothing was stored at the slot; compact and ask again once (the same turn).
-      await compactAfterOverflow(ctx, slot);
+      // Compact and ask again once (the same turn).
+      await compactAfterOverflow(ctx, slot, result.overflowStored === true);
       continue;
     }
     run.overflowRetried = false;

@@ -1,8 +1,9 @@
 /**
  * The Temporal web UI in a real browser: `keel dev` runs its demo, then headless Chromium (Debian's
  * `chromium`, driven by playwright-core; nothing is downloaded) opens the UI, finds the demo run
- * in the workflow list, and checks that the run's activity summaries and its current details are
- * shown. A screenshot goes to test-artifacts/temporal-ui.png.
+ * in the workflow list filtered by its `KeelStatus`, opens the run's timeline by the printed link,
+ * and checks that the run's activity summaries and its current details (outcome and why first)
+ * are shown. A screenshot goes to test-artifacts/temporal-ui.png.
  *
  * Run: `npx jest -c test/e2e/jest.config.js`. Skips (with a message) when /usr/bin/chromium is
  * missing: `apt-get install -y chromium`.
@@ -11,7 +12,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { BrowserContext, Page } from "playwright-core";
-import { DEMO_DONE_LINE, DEMO_TENANT } from "../../src/cli/demo";
+import { DEMO_DONE_LINE, DEMO_TENANT, temporalUiListLink } from "../../src/cli/demo";
 import { type KeelDev, printed, projectRoot, startKeelDev } from "../integration/cli/keel-process";
 import { chromiumTest, launchChromium } from "./chromium";
 
@@ -48,7 +49,7 @@ testWithChromium(
     dev = startKeelDev(dataDir);
     const output = await dev.waitFor(DEMO_DONE_LINE, STACK_START_TIMEOUT_MS);
     const uiUrl = printed(output, "Temporal UI") as string;
-    const runLink = output.match(/Temporal UI\s+(http:\/\/\S+\/history)/)?.[1] as string;
+    const runLink = output.match(/Temporal UI\s+(http:\/\/\S+\/timeline)/)?.[1] as string;
     const sessionId = printed(output, "S3 session")?.match(/sessions\/([^/]+)\//)?.[1] as string;
     expect(runLink).toBeDefined();
     expect(sessionId).toBeDefined();
@@ -61,7 +62,7 @@ testWithChromium(
 
     mkdirSync(join(projectRoot, "test-artifacts"), { recursive: true });
     try {
-      await checkRunPage(page, uiUrl, workflowId);
+      await checkRunPage(page, uiUrl, workflowId, runLink);
     } catch (error) {
       // The screenshot shows what the UI displayed instead.
       await page.screenshot({ path: FAILURE_SCREENSHOT, fullPage: true });
@@ -72,12 +73,22 @@ testWithChromium(
   STACK_START_TIMEOUT_MS + 60_000,
 );
 
-async function checkRunPage(page: Page, uiUrl: string, workflowId: string): Promise<void> {
-  // The workflow list names the demo run.
-  await page.goto(`${uiUrl}/namespaces/default/workflows`);
-  const listed = page.getByRole("link", { name: workflowId });
-  await listed.first().waitFor();
-  await listed.first().click();
+async function checkRunPage(page: Page, uiUrl: string, workflowId: string, runLink: string): Promise<void> {
+  // The workflow list filtered by the run's outcome (KeelStatus; Temporal says Completed for
+  // every run that ended) names the demo run; filtered by another outcome, it does not.
+  const listWith = (status: string) =>
+    temporalUiListLink(uiUrl, "default", `KeelStatus = "${status}" AND WorkflowId = "${workflowId}"`);
+  await page.goto(listWith("completed"));
+  await page.getByRole("link", { name: workflowId }).first().waitFor();
+  await page.goto(listWith("failed"));
+  await page
+    .getByText(/No Workflows/i)
+    .first()
+    .waitFor();
+  expect(await page.getByRole("link", { name: workflowId }).count()).toBe(0);
+
+  // The printed link opens the run's timeline.
+  await page.goto(runLink);
 
   // The run's timeline labels its activities with their summaries: model turns and tool calls.
   for (const summary of [
@@ -96,7 +107,7 @@ async function checkRunPage(page: Page, uiUrl: string, workflowId: string): Prom
   await page.getByText("User Metadata", { exact: true }).first().click();
   await page.getByText("Current Details", { exact: true }).first().waitFor();
   // The UI renders the Markdown of the details in a sandboxed frame.
-  const details = /completed\s*·\s*turn 4\s*·\s*3 tool calls\s*·\s*\d+ tokens\s*·\s*\$\d+\.\d{4}/;
+  const details = /completed\s*\([^)]+\)\s*·\s*turn 4\s*·\s*3 tool calls\s*·\s*\d+ tokens\s*·\s*\$\d+\.\d{4}/;
   const deadline = Date.now() + UI_TIMEOUT_MS;
   let texts = await allFrameTexts(page);
   while (!texts.some((text) => details.test(text)) && Date.now() < deadline) {

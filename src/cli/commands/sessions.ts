@@ -2,7 +2,8 @@
 import type { InferResponseType } from "hono/client";
 import { type ApiClient, EXIT, UsageError } from "../client";
 import { type Command, integerOption, parseCommand, printJson } from "../command";
-import { formatUsage } from "../render";
+import { formatUsage, formatUsd } from "../render";
+import { type SessionDetails, sessionDetails } from "./session-details";
 
 type ListSessions = ApiClient["api"]["v1"]["sessions"]["$get"];
 type SessionListItem = InferResponseType<ListSessions, 200>["sessions"][number];
@@ -41,11 +42,34 @@ export async function allSessions(
   return sessions.sort(newestFirst(sort === "activity" ? "lastActivityAt" : "createdAt"));
 }
 
-function sessionLine(session: SessionListItem): string {
-  const parent = session.parentSession ? `  (fork of ${session.parentSession})` : "";
+/** Sessions the human listing shows (with details read for each) unless --limit says otherwise. */
+const DEFAULT_SHOWN = 20;
+/** Sessions whose details are read at once. */
+const DETAIL_READS = 4;
+
+/**
+ * Two lines per session: id, where its latest run stands, cost, last activity and origin; then
+ * the prompt it started with.
+ */
+function sessionLines(session: SessionListItem, details: SessionDetails): string {
+  const parent = session.parentSession ? `  fork of ${session.parentSession}` : "";
   const active = session.lastActivityAt ? `  last active ${session.lastActivityAt}` : "";
-  const created = session.createdAt ? `  created ${session.createdAt}` : "";
-  return `${session.sessionId}${active}${created}${parent}`;
+  const created = !active && session.createdAt ? `  created ${session.createdAt}` : "";
+  const usage = details.usage;
+  const cost = usage ? `  ${usage.cost.unpriced ? "cost unknown" : formatUsd(usage.cost.total)}` : "";
+  const state = `  ${details.status ?? "status unknown"}${cost}`;
+  const prompt = details.firstPrompt ? `\n    “${details.firstPrompt}”` : "";
+  return `${session.sessionId}${state}${active}${created}${parent}${prompt}`;
+}
+
+/** Each session's details, read a few at a time. */
+async function detailsOf(client: ApiClient, sessions: SessionListItem[]) {
+  const details: SessionDetails[] = [];
+  for (let start = 0; start < sessions.length; start += DETAIL_READS) {
+    const batch = sessions.slice(start, start + DETAIL_READS);
+    details.push(...(await Promise.all(batch.map((session) => sessionDetails(client, session.sessionId)))));
+  }
+  return details;
 }
 
 export const sessionsCommand: Command = {
@@ -53,7 +77,10 @@ export const sessionsCommand: Command = {
   summary: "list your sessions, most recently active first (--sort to change)",
   help: `--sort activity (default) or created: newest first, over all your sessions;
 --sort id: the API's own order, a page at a time (--limit N, then --cursor C for the next page).
---limit N shows the first N sessions.`,
+--limit N shows the first N sessions (without it: the first ${DEFAULT_SHOWN}, and how many more there are).
+Each session shows its latest run's status (running, waiting_approval, completed, failed,
+aborted), its cost (the usage stored on its answers), its last activity, the session it was
+forked from, and the prompt it started with.`,
   async run(argv, context) {
     const parsed = parseCommand(
       argv,
@@ -90,8 +117,14 @@ export const sessionsCommand: Command = {
       printJson(context, list);
       return EXIT.ok;
     }
-    for (const session of list.sessions) context.out.write(`${sessionLine(session)}\n`);
+    const shown = limit === undefined ? list.sessions.slice(0, DEFAULT_SHOWN) : list.sessions;
+    const details = await detailsOf(parsed.client, shown);
+    shown.forEach((session, index) => {
+      context.out.write(`${sessionLines(session, details[index] ?? {})}\n`);
+    });
     if (list.sessions.length === 0) context.out.write("no sessions\n");
+    if (shown.length < list.sessions.length)
+      context.out.write(`${list.sessions.length - shown.length} more: keel sessions --limit N\n`);
     if (list.nextCursor) context.out.write(`more: keel sessions --sort id --cursor ${list.nextCursor}\n`);
     return EXIT.ok;
   },

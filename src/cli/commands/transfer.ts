@@ -74,6 +74,19 @@ function contentTypeOf(file: string): string {
   return file.endsWith(".json") ? "application/json" : "application/x-ndjson";
 }
 
+/** The session id a pi JSONL file's header names (the session it was exported from), if any. */
+function headerSessionId(body: Buffer): string | undefined {
+  const end = body.indexOf(10);
+  try {
+    const header: unknown = JSON.parse(body.subarray(0, end === -1 ? body.length : end).toString("utf8"));
+    if (typeof header !== "object" || header === null) return undefined;
+    const { type, id } = header as { type?: unknown; id?: unknown };
+    return type === "session" && typeof id === "string" && id ? id : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export const importCommand: Command = {
   usage: "keel import <file>",
   summary: "import a pi JSONL session, session JSON or session archive (.tar.gz) as a new session",
@@ -102,7 +115,12 @@ export const importCommand: Command = {
     }
     const count = answer.workspace?.files;
     const files = count === undefined ? "" : `, workspace of ${count} file${count === 1 ? "" : "s"}`;
-    context.out.write(`imported as session ${answer.sessionId} (${answer.entryCount} entries${files})\n`);
+    const source = file === "-" ? "standard input" : file;
+    const origin = contentType === "application/x-ndjson" ? headerSessionId(body) : undefined;
+    const from = origin ? `, exported from session ${origin}` : "";
+    context.out.write(
+      `imported ${source} as session ${answer.sessionId} (${answer.entryCount} entries${files}${from})\n`,
+    );
     for (const warning of answer.warnings ?? []) context.err(`warning: ${warning}\n`);
     return EXIT.ok;
   },

@@ -95,7 +95,7 @@ export function compactionDue(run: RunRecord): boolean {
 /** What follows a model call that returned (a cancelled or failed call never gets here). */
 export type AfterModel =
   | { kind: "fail"; reason: string }
-  /** The context overflowed; nothing was stored at the slot: compact and ask again (once). */
+  /** The context overflowed (the failed call is stored at its slot): compact and ask again (once). */
   | { kind: "compact_and_retry" }
   /** An empty answer: nudge the model with a user message and take another turn. */
   | { kind: "nudge" }

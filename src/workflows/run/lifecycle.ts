@@ -27,12 +27,18 @@ import { type BatchCall, emit, moveCall, openCalls, type RunRecord, takeAllQueue
 
 const PREVIEW_CHARS = 200;
 
+/**
+ * The run's current details in the Temporal UI: its status first (an ended run's Temporal status
+ * is Completed whatever its outcome, so the outcome and why are stated here), then its progress.
+ */
 export function publishDetails({ run }: RunContext): void {
   const cost = run.usage.cost.total.toFixed(4);
   const last = run.lastAssistantText ? `\n\n${run.lastAssistantText.slice(0, PREVIEW_CHARS)}` : "";
   const unsandboxed = run.unsandboxed ? " · ⚠ tools run without a sandbox" : "";
+  const why =
+    run.ended && run.endReason ? ` (${run.endReason.replace(/\s+/g, " ").slice(0, PREVIEW_CHARS)})` : "";
   setCurrentDetails(
-    `**${run.status}** · turn ${run.turn} · ${run.toolCallCount} tool calls · ${run.usage.totalTokens} tokens · $${cost}${unsandboxed}${last}`,
+    `**${run.status}**${why} · turn ${run.turn} · ${run.toolCallCount} tool calls · ${run.usage.totalTokens} tokens · $${cost}${unsandboxed}${last}`,
   );
 }
 

@@ -11,7 +11,7 @@ import { emit, newSlot, releaseSlot } from "./state";
 /**
  * The turn's model call, cancellable by abort and interrupt; it writes the turn's user messages
  * first. The call stays open (`ctx.modelCall`) while it has not answered: when it throws, and
- * after a context overflow (the user messages are written, nothing is stored at the slot), until
+ * after a context overflow that stored nothing at the slot (older activity results), until
  * `compactAfterOverflow` hands the slot back or `closeModelCall` closes it.
  */
 export async function callModel(
@@ -36,18 +36,26 @@ export async function callModel(
       },
     ]),
   );
-  ctx.modelCall = result.errorKind === "context_overflow" ? { slot, writesFirst: [] } : undefined;
+  // An overflowed call is stored at its slot with its usage; older activity results stored nothing
+  // there, and that call stays open until compacted or closed.
+  ctx.modelCall =
+    result.errorKind === "context_overflow" && !result.overflowStored ? { slot, writesFirst: [] } : undefined;
   ctx.stream.publishLive(result.live);
   return result;
 }
 
 /**
- * After a context overflow: hands the empty slot back, compacts, and leaves the turn to ask the
- * model again (once: `overflowRetried`).
+ * After a context overflow: compacts and leaves the turn to ask the model again (once:
+ * `overflowRetried`). The failed call is stored at its slot (`overflowStored`); an older activity
+ * result stored nothing there, and its empty slot is handed back.
  */
-export async function compactAfterOverflow(ctx: RunContext, slot: EntrySlot): Promise<void> {
+export async function compactAfterOverflow(
+  ctx: RunContext,
+  slot: EntrySlot,
+  overflowStored: boolean,
+): Promise<void> {
   const { run } = ctx;
-  releaseSlot(run, slot);
+  if (!overflowStored) releaseSlot(run, slot);
   ctx.modelCall = undefined;
   run.overflowRetried = true;
   await compactNow(ctx, "overflow");

@@ -8,6 +8,7 @@ import { execFileSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import type { TurnContext } from "../../../src/providers/local-server";
 import { testTmpDir, uniqueName } from "../../support/integration-env";
 import { createRunStage, eventually, type RunStage, slowEchoScenario } from "../../support/run-harness";
 import { type CliApi, runKeel, spawnKeel, startCliApi } from "./keel-process";
@@ -105,6 +106,13 @@ test("export -o and import round-trip a session", async () => {
   expect(JSON.parse(lines[0] as string)).toMatchObject({ type: "session", version: 3 });
   expect(exported.stdout).toContain(`wrote ${file} (${lines.length} lines)`);
 
+  const told = await keel(["import", file]);
+  expect(told.stdout).toMatch(
+    new RegExp(
+      `^imported ${file} as session \\S+ \\(${lines.length - 1} entries, exported from session ${sessionId}\\)$`,
+      "m",
+    ),
+  );
   const imported = await keel(["import", file, "--json"]);
   expect(imported.code).toBe(0);
   const answer = JSON.parse(imported.stdout);
@@ -146,7 +154,8 @@ test("export --with-workspace writes a .tar.gz that import turns back into a ses
 
   const imported = await keel(["import", file]);
   expect(imported.code).toBe(0);
-  expect(imported.stdout).toMatch(/imported as session \S+ \(\d+ entries, workspace of 1 file\)/);
+  expect(imported.stdout).toContain(`imported ${file} as session `);
+  expect(imported.stdout).toMatch(/as session \S+ \(\d+ entries, workspace of 1 file\)/);
 
   const deleted = await keel(["delete", sessionId, "--json"]);
   expect(deleted.code).toBe(0);
@@ -161,6 +170,26 @@ test("export --with-workspace writes a .tar.gz that import turns back into a ses
     expect(gone.code).toBe(3);
     expect(JSON.parse(gone.stderr)).toMatchObject({ error: "session-not-found", status: 404 });
   }
+});
+
+test("a run whose model calls overflow the context shows each call's usage on its turn line, adding up to the total", async () => {
+  // local-chat has a 100k window: 460,842 prompt tokens overflow it ($1 per million input tokens).
+  stage.llm.addScenario("cli-overflow", {
+    turns: [],
+    after: ({ request }: TurnContext) =>
+      request.system.includes("context summarization assistant")
+        ? { text: "Summary: a large request." }
+        : { text: "too big", usage: { input: 460_842, output: 10 } },
+  });
+  const result = await keel(["run", "[scenario:cli-overflow] answer at length", "--follow", "--no-stream"]);
+  expect(result.code).toBe(1);
+  // Two calls (the second after compacting), each on its turn line; the total is their sum.
+  const lines = result.stdout.split("\n").filter((line) => /^\s+\d+ in \/ /.test(line));
+  expect(lines).toHaveLength(2);
+  for (const line of lines) expect(line).toMatch(/^\s+460842 in \/ 10 out tokens · \$0\.4609 \(run total/);
+  expect(result.stdout).toMatch(
+    /■ run failed \(context overflow: .*\) · 921684 in \/ 20 out tokens · \$0\.9217/,
+  );
 });
 
 test("abort stops a live run and prints the queued messages it never read; following it then exits 1", async () => {
@@ -190,6 +219,9 @@ test("abort stops a live run and prints the queued messages it never read; follo
   const refused = await keel(["abort", sessionId]);
   expect(refused.code).toBe(3);
   expect(refused.stderr).toMatch(/already ended/);
+  // The listing says how the run ended (its stored entries alone cannot tell an abort apart).
+  const listed = await keel(["sessions", "--limit", "50"]);
+  expect(listed.stdout).toMatch(new RegExp(`^${sessionId}  aborted  \\$\\d+\\.\\d{4}  `, "m"));
 });
 
 test("Ctrl-C while following says the run goes on and how to get back to it", async () => {
@@ -458,8 +490,10 @@ test("sessions are listed most recently active first", async () => {
   await sleep(1_100);
   expect((await keel(["send", older, "again", "--follow"])).code).toBe(0);
   expect(await order()).toEqual([older, newer]);
+  // The human listing: how the last turn ended, the cost, last activity, and the first prompt.
   const human = await keel(["sessions", "--limit", "1"]);
-  expect(human.stdout).toMatch(new RegExp(`^${older}  last active \\d{4}-`));
+  expect(human.stdout).toMatch(new RegExp(`^${older}  completed  \\$\\d+\\.\\d{4}  last active \\d{4}-`));
+  expect(human.stdout.split("\n")[1]).toBe("    “one”");
   const byId = await keel(["sessions", "--sort", "id", "--cursor", "x", "--sort", "activity"]);
   expect(byId).toMatchObject({ code: 2, stderr: expect.stringMatching(/--cursor pages in id order/) });
 });

@@ -48,9 +48,11 @@ test("keel dev brings the stack up, runs the steered demo, and stops without lef
   expect(output).toMatch(/→ steer steered/);
   expect(output).toContain("■ run completed");
 
-  // The printed Temporal UI link points at the run and the UI serves it.
+  // The printed Temporal UI link points at the run's timeline and the UI serves it; a second link
+  // lists failed runs by their KeelStatus (Temporal says Completed for every run that ended).
+  expect(output).toMatch(/failed runs\s+http:\/\/\S+\/workflows\?query=KeelStatus%20%3D%20%22failed%22/);
   const workflowLink = output.match(
-    /Temporal UI\s+(http:\/\/127\.0\.0\.1:\d+\/namespaces\/default\/workflows\/(\S+)\/(\S+)\/history)/,
+    /Temporal UI\s+(http:\/\/127\.0\.0\.1:\d+\/namespaces\/default\/workflows\/(\S+)\/(\S+)\/timeline)/,
   );
   expect(workflowLink).not.toBeNull();
   const [, link, encodedWorkflowId] = workflowLink as RegExpMatchArray;
