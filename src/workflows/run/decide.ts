@@ -17,6 +17,7 @@ import {
 import {
   ABORT_REASON_PATTERN,
   DEFAULT_ABORT_REASON,
+  DELIVERY_MODES,
   type DeliverRequest,
   type DeliverResult,
   type DeliveryMode,
@@ -147,8 +148,6 @@ export function decideAfterTurn(run: RunRecord, hooks: readonly RunHooks[], outc
   }
   return { kind: "continue", next: nextTurnSettings(hooks, outcome, run.next) };
 }
-
-const DELIVERY_MODES: readonly DeliveryMode[] = ["auto", "steer", "followUp", "interrupt", "reject"];
 
 /** Where a valid delivery goes. */
 export type DeliveryTarget = { queue: QueueName; outcome: DeliverResult["delivery"] };
