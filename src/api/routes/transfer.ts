@@ -28,6 +28,7 @@ import {
   ForkBodySchema,
   LabelBodySchema,
   LabelResultSchema,
+  PI_HEADER_JSON_SCHEMA,
   SessionParamsSchema,
 } from "../schemas";
 import {
@@ -86,21 +87,6 @@ const WIRE_SESSION_JSON_SCHEMA = {
       items: {},
       description: "Wire messages; unreadable ones are skipped and reported in warnings",
     },
-  },
-};
-
-/** An `application/json` import of a one-line pi file: its header alone. */
-const PI_HEADER_JSON_SCHEMA = {
-  type: "object" as const,
-  title: "A one-line pi session file (its header)",
-  required: ["type", "id", "timestamp"],
-  properties: {
-    type: { type: "string" as const, enum: ["session"] },
-    version: { type: "integer" as const, enum: [1, 2, 3] },
-    id: { type: "string" as const },
-    timestamp: { type: "string" as const },
-    cwd: { type: "string" as const },
-    parentSession: { type: "string" as const },
   },
 };
 

@@ -137,7 +137,8 @@ export function workspaceSourceSchema(
       .string()
       .min(1)
       .max(4_096)
-      .startsWith("/", "must be an absolute path on the worker machine")
+      // A regex, not `startsWith`: the document states a regex as its `pattern`, a `startsWith` not at all.
+      .regex(/^\//, "must be an absolute path on the worker machine")
       .openapi({ description: "An absolute path on the worker machine" }),
   });
   const variants = allowDirectoryWorkspaces ? ([empty, directory, git] as const) : ([empty, git] as const);

@@ -2,6 +2,7 @@
 
 import { z } from "@hono/zod-openapi";
 import { UsageSchema as CoreUsageSchema } from "../../core/messages";
+import { SessionHeaderSchema } from "../../core/session-types";
 import type { MaintenanceKind } from "../run-client";
 import { RunErrorSchema, RunViewStatusSchema } from "./runs";
 
@@ -98,3 +99,15 @@ export const DeletedSessionSchema = z
     deletedObjects: z.number().int(),
   })
   .openapi("DeletedSession");
+
+/**
+ * An `application/json` import of a one-line pi file, its header alone, for the document: the
+ * core's header schema (the import reads the body with it; a version below 2 is migrated as 1).
+ */
+const { $schema: _dialect, ...piHeader } = z.toJSONSchema(SessionHeaderSchema, { io: "input" });
+export const PI_HEADER_JSON_SCHEMA = {
+  ...piHeader,
+  title: "A one-line pi session file (its header)",
+  // zod's JSON Schema type and the document's schema type describe the same JSON differently
+  // (`$defs`, `$ref`); this one is an object schema.
+} as unknown as { type: "object" };
