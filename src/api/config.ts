@@ -1,6 +1,7 @@
 /** API configuration from the environment, validated once when the app is built. */
 import { readFileSync } from "node:fs";
 import { z } from "zod";
+import { booleanFlag, describeIssues } from "../core/env-settings";
 import { TEMPORAL_ENV, type TemporalSettings, temporalSettings } from "../core/temporal-settings";
 import { configuredBaseUrls, type Family, type ModelUrlEntry, parseModelUrls } from "../providers/model-urls";
 import { type S3Settings, s3SettingsFromEnv } from "../store/s3-config";
@@ -23,8 +24,6 @@ export const ApiKeysSchema = z.record(
   z.string().refine(isValidId, "tenant ids match ^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$"),
 );
 export type ApiKeys = z.infer<typeof ApiKeysSchema>;
-
-const booleanFlag = z.enum(["true", "false", "1", "0"]).transform((v) => v === "true" || v === "1");
 
 const ApiEnvSchema = z.object({
   ...TEMPORAL_ENV,
@@ -100,10 +99,6 @@ export interface ApiConfig {
   outbound: OutboundSettings;
 }
 
-function formatIssues(error: z.ZodError): string {
-  return error.issues.map((issue) => `${issue.path.join(".") || "(value)"}: ${issue.message}`).join("; ");
-}
-
 /** Parses the API key map (JSON text); the message never quotes the text (it may hold secrets). */
 export function parseApiKeys(text: string, source: string): ApiKeys {
   let value: unknown;
@@ -127,7 +122,7 @@ export function parseApiKeys(text: string, source: string): ApiKeys {
 /** Throws one readable error listing every invalid variable (secret values are never shown). */
 export function apiConfigFromEnv(env: NodeJS.ProcessEnv = process.env): ApiConfig {
   const parsed = ApiEnvSchema.safeParse(env);
-  if (!parsed.success) throw new Error(`Invalid API configuration: ${formatIssues(parsed.error)}`);
+  if (!parsed.success) throw new Error(`Invalid API configuration: ${describeIssues(parsed.error)}`);
   const values = parsed.data;
   const apiKeys = {
     ...(values.KEEL_API_KEYS_FILE

@@ -3,6 +3,7 @@
 import { join } from "node:path";
 import { z } from "zod";
 import { DEFAULT_LIVE_EVENT_OPTIONS, type LiveEventOptions } from "../activities/live-events";
+import { booleanFlag, describeIssues } from "../core/env-settings";
 import { TEMPORAL_ENV, type TemporalSettings, temporalSettings } from "../core/temporal-settings";
 import { MODEL_URLS_SETTING, type ModelUrlEntry, parseModelUrls } from "../providers/model-urls";
 import type { ProviderConfig } from "../providers/registry";
@@ -16,9 +17,6 @@ import { DEFAULT_PROCESS_LIMITS, type SandboxConfig } from "../tools/sandbox";
 
 const MIB = 1024 ** 2;
 
-const booleanFlag = z
-  .enum(["true", "false", "1", "0"])
-  .transform((value) => value === "true" || value === "1");
 /** A JSON object of header names to values; the values may be secrets and are never echoed. */
 const headersJson = z.string().transform((text, ctx) => {
   try {
@@ -147,10 +145,7 @@ export interface WorkerConfig {
 export function workerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
   const parsed = WorkerEnvSchema.safeParse(env);
   if (!parsed.success) {
-    const problems = parsed.error.issues
-      .map((issue) => `${issue.path.join(".")}: ${issue.message}`)
-      .join("; ");
-    throw new Error(`Invalid worker configuration: ${problems}`);
+    throw new Error(`Invalid worker configuration: ${describeIssues(parsed.error)}`);
   }
   const values = parsed.data;
   if (values.KEEL_SANDBOX === "off" && values.KEEL_SINGLE_TENANT === undefined) {
