@@ -81,7 +81,8 @@ const WIRE_SESSION_JSON_SCHEMA = {
   title: "Wire session JSON (kind/parts messages)",
   required: ["messages"],
   properties: {
-    session_id: { type: "string" as const },
+    // Any JSON value, kept with the session's metadata (core/wire-session.ts: `session_id?: unknown`).
+    session_id: { description: "Kept as given with the session's metadata (any JSON value)" },
     messages: {
       type: "array" as const,
       items: {},

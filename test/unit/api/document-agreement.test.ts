@@ -6,6 +6,7 @@ import Ajv2020 from "ajv/dist/2020";
 import { type ApiDependencies, createApp } from "../../../src/api/app";
 import { PI_HEADER_JSON_SCHEMA } from "../../../src/api/schemas";
 import { SessionHeaderSchema } from "../../../src/core/session-types";
+import { importWireSession } from "../../../src/core/wire-session";
 import { loadCatalog } from "../../../src/providers/models";
 
 type JsonSchema = { [keyword: string]: unknown };
@@ -67,4 +68,19 @@ test("the session view's usage is the core's: cost.unpriced and estimated are de
   const usage = components.schemas.Usage as { properties: Record<string, { properties?: object }> };
   expect(Object.keys(usage.properties)).toEqual(expect.arrayContaining(["estimated", "cost"]));
   expect(Object.keys(usage.properties.cost?.properties ?? {})).toContain("unpriced");
+});
+
+test("a wire session import: the document allows any `session_id`, as the import keeps any", async () => {
+  const document = (await servedDocument()) as unknown as {
+    paths: Record<string, { post: { requestBody: { content: Record<string, { schema: JsonSchema }> } } }>;
+  };
+  const validate = ajv.compile(
+    document.paths["/v1/sessions/import"]!.post.requestBody.content["application/json"]!.schema,
+  );
+  // The fuzz sent a session_id that is not a string: the server imported it, the document said string.
+  for (const sessionId of [5, null, { a: 1 }, "s-1"]) {
+    const body = { session_id: sessionId, messages: [] };
+    expect({ sessionId, document: validate(body) }).toEqual({ sessionId, document: true });
+    expect(importWireSession(body, Math.random, "2026-01-01T00:00:00.000Z").problems).toEqual([]);
+  }
 });
