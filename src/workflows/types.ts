@@ -4,6 +4,7 @@
  */
 import type { WorkflowStreamState } from "@temporalio/workflow-streams/workflow";
 import { type CompactionSettings, DEFAULT_COMPACTION_SETTINGS } from "../core/compaction-settings";
+import { AGENT_END_STATUSES } from "../core/events";
 import type { Usage } from "../core/messages";
 import { DEFAULT_QUEUE_CAPACITY, LIVE_RUN_DELIVERY_MODES, type QueueMode } from "../core/queues";
 import type { ChatReplyTarget, SessionCursor } from "../core/run-types";
@@ -271,8 +272,8 @@ export interface AbortResult {
   unprocessed: QueuedMessage[];
 }
 
-/** How a run ended by itself: the last three of `RUN_STATUSES`. */
-export const RUN_END_STATUSES = ["completed", "aborted", "failed"] as const;
+/** How a run ended by itself (as its `agent_end` event says): the last three of `RUN_STATUSES`. */
+export const RUN_END_STATUSES = AGENT_END_STATUSES;
 export const RUN_STATUSES = ["starting", "running", "waiting_approval", ...RUN_END_STATUSES] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
 export type RunEndStatus = (typeof RUN_END_STATUSES)[number];
