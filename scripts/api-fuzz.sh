@@ -3,12 +3,14 @@
 #
 # Installs schemathesis (PyPI, pinned) into its own venv under .keel/tools/schemathesis (once),
 # starts the local stack in a temporary data folder (`keel dev --no-demo`: Temporal dev server,
-# S3 server, local LLM server, worker, HTTP API), runs schemathesis against the API, and stops
-# everything. Exits non-zero on any 5xx, any response the document does not describe, and any
-# request the document allows but the server refuses (or the reverse).
+# S3 server, local LLM server, worker, HTTP API), runs schemathesis against the API (examples,
+# coverage, fuzzing and stateful phases, every check), and stops everything. Exits non-zero on any
+# 5xx, any response the document does not describe, and any request the document allows but the
+# server refuses (or the reverse). Settings: api-fuzz.toml; hooks: api-fuzz-hooks.py.
 #
-#   bash scripts/api-fuzz.sh              # 30 examples per operation, seed 1
+#   bash scripts/api-fuzz.sh              # 30 examples per operation, seed 1, all phases
 #   KEEL_FUZZ_EXAMPLES=100 KEEL_FUZZ_SEED=7 bash scripts/api-fuzz.sh
+#   KEEL_FUZZ_PHASES=stateful bash scripts/api-fuzz.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -74,7 +76,7 @@ cd "$data"
 # runs under the venv's own python: its shebang names the folder the venv was created in, which
 # is wrong when the tools folder is shared between checkouts.
 SCHEMATHESIS_HOOKS="$root/scripts/api-fuzz-hooks.py" \
-  "$tools/venv/bin/python" "$tools/venv/bin/schemathesis" --config-file "${KEEL_FUZZ_CONFIG:-$root/scripts/api-fuzz.toml}" --no-color run "$url/v1/openapi.json" \
+  "$tools/venv/bin/python" "$tools/venv/bin/schemathesis" --config-file "$root/scripts/api-fuzz.toml" --no-color run "$url/v1/openapi.json" \
   --checks all \
   --phases "${KEEL_FUZZ_PHASES:-examples,coverage,fuzzing,stateful}" \
   --max-examples "${KEEL_FUZZ_EXAMPLES:-30}" \
