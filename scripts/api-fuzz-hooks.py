@@ -6,7 +6,7 @@ request (422 idempotency-key-reused). That is the client breaking the key's cont
 schema can state, and it would hide every other refusal of a schema-valid request. So a key the
 document allows is made unique (its own prefix kept, still within the documented pattern and
 length); a key the document refuses is sent as drawn, so the server's refusal of it is still
-checked.
+checked. The pattern and the length are read from the operation's own parameter.
 """
 
 import re
@@ -14,16 +14,29 @@ import uuid
 
 import schemathesis
 
-HEADER = "Idempotency-Key"
-MAX_LENGTH = 255
+HEADER = "idempotency-key"
 SUFFIX_LENGTH = 33  # "-" and 32 hex digits
-# The pattern the document declares (src/api/idempotency.ts IDEMPOTENCY_KEY_PATTERN).
-VALID_KEY = re.compile(r"^[!-~]([ -~]{0,253}[!-~])?$")
+
+
+def documented_key(operation):
+    """The header's schema as the operation declares it, or None."""
+    for parameter in operation.definition.raw.get("parameters", []):
+        if parameter.get("in") == "header" and parameter.get("name", "").lower() == HEADER:
+            return parameter.get("schema", {})
+    return None
 
 
 @schemathesis.hook
 def before_call(context, case, kwargs):
     headers = case.headers or {}
-    key = headers.get(HEADER)
-    if isinstance(key, str) and VALID_KEY.fullmatch(key):
-        headers[HEADER] = f"{key[: MAX_LENGTH - SUFFIX_LENGTH]}-{uuid.uuid4().hex}"
+    name = next((key for key in headers if key.lower() == HEADER), None)
+    schema = documented_key(case.operation)
+    if name is None or schema is None or not isinstance(headers[name], str):
+        return
+    key = headers[name]
+    pattern = re.compile(schema["pattern"])
+    if pattern.search(key) and len(key) <= schema["maxLength"]:
+        unique = f"{key[: schema['maxLength'] - SUFFIX_LENGTH]}-{uuid.uuid4().hex}"
+        # The pattern holds for the unique key too (printable ASCII, no space at either end).
+        if pattern.search(unique):
+            headers[name] = unique
