@@ -3,12 +3,14 @@
 #
 # Installs schemathesis (PyPI, pinned) into its own venv under .keel/tools/schemathesis (once),
 # starts the local stack in a temporary data folder (`keel dev --no-demo`: Temporal dev server,
-# S3 server, local LLM server, worker, HTTP API), runs schemathesis against the API, and stops
-# everything. Exits non-zero on any 5xx, any response the document does not describe, and any
-# request the document allows but the server refuses (or the reverse).
+# S3 server, local LLM server, worker, HTTP API), runs schemathesis against the API (examples,
+# coverage, fuzzing and stateful phases, every check), and stops everything. Exits non-zero on any
+# 5xx, any response the document does not describe, and any request the document allows but the
+# server refuses (or the reverse). Settings: api-fuzz.toml; hooks: api-fuzz-hooks.py.
 #
-#   bash scripts/api-fuzz.sh              # 30 examples per operation, seed 1
+#   bash scripts/api-fuzz.sh              # 30 examples per operation, seed 1, all phases
 #   KEEL_FUZZ_EXAMPLES=100 KEEL_FUZZ_SEED=7 bash scripts/api-fuzz.sh
+#   KEEL_FUZZ_PHASES=stateful bash scripts/api-fuzz.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -30,6 +32,11 @@ data=$(mktemp -d "${TMPDIR:-/tmp}/keel-api-fuzz.XXXXXX")
 log="$data/keel-dev.log"
 dev_pid=""
 cleanup() {
+  local status=$?
+  # A failed run shows what the server logged as errors (a 500's stack is only there).
+  if [ "$status" -ne 0 ] && [ -f "$log" ]; then
+    grep -h '"level":"error"' "$log" "$data"/*.log 2>/dev/null | tail -n 20 >&2 || true
+  fi
   if [ -n "$dev_pid" ] && kill -0 "$dev_pid" 2>/dev/null; then
     kill -INT "$dev_pid"
     wait "$dev_pid" || true
@@ -63,13 +70,15 @@ echo "api-fuzz: fuzzing $url" >&2
 
 # Run from the temporary folder: schemathesis keeps its example database in ./.schemathesis.
 cd "$data"
-# keel dev's loopback key for tenant `dev` (not a secret; see src/cli/dev.ts). The entry script
+# The API key is keel dev's loopback key for tenant `dev` (not a secret; see src/cli/dev.ts), given
+# in api-fuzz.toml for the document's `bearer` scheme, so requests the fuzzer sends without
+# credentials go without them (`--header` would add them to every request). The entry script
 # runs under the venv's own python: its shebang names the folder the venv was created in, which
 # is wrong when the tools folder is shared between checkouts.
-"$tools/venv/bin/python" "$tools/venv/bin/schemathesis" --config-file "$root/scripts/api-fuzz.toml" --no-color run "$url/v1/openapi.json" \
-  --header "Authorization: Bearer keel-dev-key" \
+SCHEMATHESIS_HOOKS="$root/scripts/api-fuzz-hooks.py" \
+  "$tools/venv/bin/python" "$tools/venv/bin/schemathesis" --config-file "$root/scripts/api-fuzz.toml" --no-color run "$url/v1/openapi.json" \
   --checks all \
-  --phases examples,coverage,fuzzing \
+  --phases "${KEEL_FUZZ_PHASES:-examples,coverage,fuzzing,stateful}" \
   --max-examples "${KEEL_FUZZ_EXAMPLES:-30}" \
   --seed "${KEEL_FUZZ_SEED:-1}" \
   --workers 1 \

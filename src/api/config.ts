@@ -1,6 +1,8 @@
 /** API configuration from the environment, validated once when the app is built. */
 import { readFileSync } from "node:fs";
 import { z } from "zod";
+import { booleanFlag, describeIssues } from "../core/env-settings";
+import { TEMPORAL_ENV, type TemporalSettings, temporalSettings } from "../core/temporal-settings";
 import { configuredBaseUrls, type Family, type ModelUrlEntry, parseModelUrls } from "../providers/model-urls";
 import { type S3Settings, s3SettingsFromEnv } from "../store/s3-config";
 import { isValidId } from "../store/session-keys";
@@ -23,14 +25,8 @@ export const ApiKeysSchema = z.record(
 );
 export type ApiKeys = z.infer<typeof ApiKeysSchema>;
 
-const booleanFlag = z.enum(["true", "false", "1", "0"]).transform((v) => v === "true" || v === "1");
-
 const ApiEnvSchema = z.object({
-  KEEL_TEMPORAL_ADDRESS: z.string().default("127.0.0.1:7233"),
-  KEEL_TEMPORAL_NAMESPACE: z.string().default("default"),
-  /** Temporal Cloud API key; TLS is used when it is set. */
-  KEEL_TEMPORAL_API_KEY: z.string().optional(),
-  KEEL_TASK_QUEUE: z.string().min(1).default("keel"),
+  ...TEMPORAL_ENV,
   /** Model of runs whose message names none, and of branch summaries and compactions. */
   KEEL_DEFAULT_MODEL: z.string().min(1).default(DEFAULT_RUN_SETTINGS.model),
   KEEL_API_KEYS: z.string().optional(),
@@ -89,7 +85,7 @@ export interface SlackConfig {
 }
 
 export interface ApiConfig {
-  temporal: { address: string; namespace: string; apiKey?: string };
+  temporal: TemporalSettings;
   taskQueue: string;
   defaultModel: string;
   s3: S3Settings;
@@ -116,10 +112,6 @@ export interface ViewerLinks {
   publicUrl?: string;
 }
 
-function formatIssues(error: z.ZodError): string {
-  return error.issues.map((issue) => `${issue.path.join(".") || "(value)"}: ${issue.message}`).join("; ");
-}
-
 /** Parses the API key map (JSON text); the message never quotes the text (it may hold secrets). */
 export function parseApiKeys(text: string, source: string): ApiKeys {
   let value: unknown;
@@ -143,7 +135,7 @@ export function parseApiKeys(text: string, source: string): ApiKeys {
 /** Throws one readable error listing every invalid variable (secret values are never shown). */
 export function apiConfigFromEnv(env: NodeJS.ProcessEnv = process.env): ApiConfig {
   const parsed = ApiEnvSchema.safeParse(env);
-  if (!parsed.success) throw new Error(`Invalid API configuration: ${formatIssues(parsed.error)}`);
+  if (!parsed.success) throw new Error(`Invalid API configuration: ${describeIssues(parsed.error)}`);
   const values = parsed.data;
   const apiKeys = {
     ...(values.KEEL_API_KEYS_FILE
@@ -196,11 +188,7 @@ export function apiConfigFromEnv(env: NodeJS.ProcessEnv = process.env): ApiConfi
     };
   }
   return {
-    temporal: {
-      address: values.KEEL_TEMPORAL_ADDRESS,
-      namespace: values.KEEL_TEMPORAL_NAMESPACE,
-      apiKey: values.KEEL_TEMPORAL_API_KEY,
-    },
+    temporal: temporalSettings(values),
     taskQueue: values.KEEL_TASK_QUEUE,
     defaultModel: values.KEEL_DEFAULT_MODEL,
     s3: s3SettingsFromEnv(env),

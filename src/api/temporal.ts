@@ -7,13 +7,8 @@
 
 import { Client, Connection } from "@temporalio/client";
 import type { DataConverter } from "@temporalio/common";
+import { type TemporalSettings, temporalConnectOptions } from "../core/temporal-settings";
 import { RunClient } from "../run-client/run-client";
-
-export interface TemporalSettings {
-  address: string;
-  namespace: string;
-  apiKey?: string;
-}
 
 /** gRPC status codes that mean the connection (not the request) failed. */
 const CONNECTION_FAILURE_CODES = new Set([
@@ -107,12 +102,11 @@ export class LazyRunClient {
   }
 
   private async connect(): Promise<LiveConnection> {
-    const connection = await Connection.connect({
-      address: this.settings.address,
-      ...(this.settings.apiKey ? { tls: true, apiKey: this.settings.apiKey } : {}),
-    }).catch((error: unknown) => {
-      throw new TemporalConnectError(this.settings.address, { cause: error });
-    });
+    const connection = await Connection.connect(temporalConnectOptions(this.settings)).catch(
+      (error: unknown) => {
+        throw new TemporalConnectError(this.settings.address, { cause: error });
+      },
+    );
     const client = new Client({
       connection,
       namespace: this.settings.namespace,

@@ -15,6 +15,7 @@ import { parseArgs } from "node:util";
 import { apiConfigFromEnv } from "../api/config";
 import { createApiRuntime } from "../api/runtime";
 import { startApiServer } from "../api/server";
+import { DEFAULT_TEMPORAL_NAMESPACE } from "../core/temporal-settings";
 import {
   DEFAULT_SCENARIO,
   type LocalLlmServer,
@@ -85,7 +86,10 @@ export async function startDevStack(env: NodeJS.ProcessEnv = process.env): Promi
   };
   const startTemporal = async (): Promise<DevStack["temporal"]> => {
     if (env.KEEL_TEMPORAL_ADDRESS) {
-      return { address: env.KEEL_TEMPORAL_ADDRESS, namespace: env.KEEL_TEMPORAL_NAMESPACE ?? "default" };
+      return {
+        address: env.KEEL_TEMPORAL_ADDRESS,
+        namespace: env.KEEL_TEMPORAL_NAMESPACE ?? DEFAULT_TEMPORAL_NAMESPACE,
+      };
     }
     const temporalDir = join(dataDir, "temporal");
     mkdirSync(temporalDir, { recursive: true });
@@ -94,7 +98,7 @@ export async function startDevStack(env: NodeJS.ProcessEnv = process.env): Promi
       persist: true,
       port: await portOr(DEFAULT_PORTS.temporal),
       uiPort: await portOr(DEFAULT_PORTS.temporalUi),
-      namespace: env.KEEL_TEMPORAL_NAMESPACE ?? "default",
+      namespace: env.KEEL_TEMPORAL_NAMESPACE ?? DEFAULT_TEMPORAL_NAMESPACE,
     });
     stops.push(() => server.process.stop());
     return { address: server.address, namespace: server.namespace, uiUrl: server.uiUrl };

@@ -9,7 +9,9 @@ import type { ToolCallState } from "./tool-registry";
 /** Events kept by default; older ones are dropped first (readers learn it through `missed`). */
 export const DEFAULT_EVENT_BUFFER_CAPACITY = 1_000;
 
-export type AgentEndStatus = "completed" | "aborted" | "failed";
+/** How a run ends by itself, as its `agent_end` event and its result say. */
+export const AGENT_END_STATUSES = ["completed", "aborted", "failed"] as const;
+export type AgentEndStatus = (typeof AGENT_END_STATUSES)[number];
 
 /** An event before it is numbered. */
 export type AgentEventBody =

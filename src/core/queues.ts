@@ -8,8 +8,8 @@
 
 export type QueueMode = "one-at-a-time" | "all";
 
-/** Messages a queue holds by default. */
-export const DEFAULT_QUEUE_CAPACITY = 100;
+/** Messages a queue holds by default (a run's `queueLimit` unless its settings say otherwise). */
+export const DEFAULT_QUEUE_CAPACITY = 32;
 
 export interface MessageQueue<T> {
   items: T[];
@@ -46,7 +46,8 @@ export function clearQueue<T>(queue: MessageQueue<T>): { removed: T[]; queue: Me
 }
 
 /** How a message sent to a session with a live run is delivered. */
-export type LiveRunDeliveryMode = "steer" | "followUp" | "interrupt" | "reject";
+export const LIVE_RUN_DELIVERY_MODES = ["steer", "followUp", "interrupt", "reject"] as const;
+export type LiveRunDeliveryMode = (typeof LIVE_RUN_DELIVERY_MODES)[number];
 
 /** Where a message goes when a run is busy: a queue, the interrupt path, or a refusal. */
 export type DeliveryDecision =

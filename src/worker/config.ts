@@ -3,6 +3,8 @@
 import { join } from "node:path";
 import { z } from "zod";
 import { DEFAULT_LIVE_EVENT_OPTIONS, type LiveEventOptions } from "../activities/live-events";
+import { booleanFlag, describeIssues } from "../core/env-settings";
+import { TEMPORAL_ENV, type TemporalSettings, temporalSettings } from "../core/temporal-settings";
 import { MODEL_URLS_SETTING, type ModelUrlEntry, parseModelUrls } from "../providers/model-urls";
 import type { ProviderConfig } from "../providers/registry";
 import { type S3Settings, s3SettingsFromEnv } from "../store/s3-config";
@@ -15,9 +17,6 @@ import { DEFAULT_PROCESS_LIMITS, type SandboxConfig } from "../tools/sandbox";
 
 const MIB = 1024 ** 2;
 
-const booleanFlag = z
-  .enum(["true", "false", "1", "0"])
-  .transform((value) => value === "true" || value === "1");
 /** A JSON object of header names to values; the values may be secrets and are never echoed. */
 const headersJson = z.string().transform((text, ctx) => {
   try {
@@ -36,11 +35,7 @@ const milliseconds = z.coerce.number().int().positive();
 export const DEFAULT_WORKSPACE_IDLE_EVICT_SECONDS = 1800;
 
 const WorkerEnvSchema = z.object({
-  KEEL_TEMPORAL_ADDRESS: z.string().default("127.0.0.1:7233"),
-  KEEL_TEMPORAL_NAMESPACE: z.string().default("default"),
-  /** Temporal Cloud API key; TLS is used when it is set. */
-  KEEL_TEMPORAL_API_KEY: z.string().optional(),
-  KEEL_TASK_QUEUE: z.string().min(1).default("keel"),
+  ...TEMPORAL_ENV,
   KEEL_WORKSPACE_ROOT: z.string().optional(),
   /**
    * A prebuilt workflow bundle (`npx tsx infra/bundling/bundle-workflows.ts OUT.js`, as the
@@ -124,7 +119,7 @@ const WorkerEnvSchema = z.object({
 });
 
 export interface WorkerConfig {
-  temporal: { address: string; namespace: string; apiKey?: string };
+  temporal: TemporalSettings;
   taskQueue: string;
   workspaceRoot: string;
   workflowBundlePath?: string;
@@ -150,10 +145,7 @@ export interface WorkerConfig {
 export function workerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
   const parsed = WorkerEnvSchema.safeParse(env);
   if (!parsed.success) {
-    const problems = parsed.error.issues
-      .map((issue) => `${issue.path.join(".")}: ${issue.message}`)
-      .join("; ");
-    throw new Error(`Invalid worker configuration: ${problems}`);
+    throw new Error(`Invalid worker configuration: ${describeIssues(parsed.error)}`);
   }
   const values = parsed.data;
   if (values.KEEL_SANDBOX === "off" && values.KEEL_SINGLE_TENANT === undefined) {
@@ -168,11 +160,7 @@ export function workerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Worke
   const { modelUrls, gitHosts } = outboundSettings(values, env);
   const fullNetwork = parseFullNetworkAccess(values.KEEL_SANDBOX_NETWORK_FULL);
   return {
-    temporal: {
-      address: values.KEEL_TEMPORAL_ADDRESS,
-      namespace: values.KEEL_TEMPORAL_NAMESPACE,
-      apiKey: values.KEEL_TEMPORAL_API_KEY,
-    },
+    temporal: temporalSettings(values),
     taskQueue: values.KEEL_TASK_QUEUE,
     workspaceRoot: values.KEEL_WORKSPACE_ROOT ?? join(process.cwd(), ".keel/workspaces"),
     liveEvents: values.KEEL_LIVE_EVENTS === "on" && {

@@ -10,6 +10,7 @@ import { resolve } from "node:path";
 import type { S3Client } from "@aws-sdk/client-s3";
 import { NativeConnection, Worker } from "@temporalio/worker";
 import { evictIdleWorkspaces } from "../activities/workspace-eviction";
+import { temporalConnectOptions } from "../core/temporal-settings";
 import { createS3Client } from "../store/s3-config";
 import { WorkspaceSnapshots } from "../store/workspace-snapshots";
 import type { WorkerConfig } from "./config";
@@ -40,10 +41,7 @@ export function workspaceTaskQueue(taskQueue: string, workspaceRoot: string, hos
 }
 
 export async function createKeelWorkers(config: WorkerConfig): Promise<KeelWorkers> {
-  const connection = await NativeConnection.connect({
-    address: config.temporal.address,
-    ...(config.temporal.apiKey ? { tls: true, apiKey: config.temporal.apiKey } : {}),
-  });
+  const connection = await NativeConnection.connect(temporalConnectOptions(config.temporal));
   const s3 = createS3Client(config.s3);
   const ownTaskQueue = workspaceTaskQueue(config.taskQueue, config.workspaceRoot);
   const activities = workerActivities(config, s3, ownTaskQueue);

@@ -4,8 +4,9 @@
  */
 import type { WorkflowStreamState } from "@temporalio/workflow-streams/workflow";
 import { type CompactionSettings, DEFAULT_COMPACTION_SETTINGS } from "../core/compaction-settings";
+import { AGENT_END_STATUSES } from "../core/events";
 import type { Usage } from "../core/messages";
-import type { LiveRunDeliveryMode, QueueMode } from "../core/queues";
+import { DEFAULT_QUEUE_CAPACITY, LIVE_RUN_DELIVERY_MODES, type QueueMode } from "../core/queues";
 import type { ChatReplyTarget, SessionCursor } from "../core/run-types";
 import type { SessionRef } from "../core/session-ref";
 import type { ToolCallState } from "../core/tool-registry";
@@ -14,12 +15,15 @@ import type { NetworkPolicy } from "../tools/sandbox";
 import type { WorkspaceSource } from "../tools/workspace";
 
 /** How a message reaches a session: `auto` starts a run or steers the live one; see docs/architecture.md. */
-export type DeliveryMode = "auto" | LiveRunDeliveryMode;
+export const DELIVERY_MODES = ["auto", ...LIVE_RUN_DELIVERY_MODES] as const;
+export type DeliveryMode = (typeof DELIVERY_MODES)[number];
 /** What happened to a delivered message. */
-export type DeliveryOutcome = "started" | "steered" | "queued" | "interrupted";
+export const DELIVERY_OUTCOMES = ["started", "steered", "queued", "interrupted"] as const;
+export type DeliveryOutcome = (typeof DELIVERY_OUTCOMES)[number];
 export type { ThinkingLevel };
 
-export type PolicyAction = "allow" | "deny" | "ask";
+export const POLICY_ACTIONS = ["allow", "deny", "ask"] as const;
+export type PolicyAction = (typeof POLICY_ACTIONS)[number];
 
 /** First matching rule wins; `argumentsPattern` is a regular expression over the JSON arguments. */
 export interface ToolPolicyRule {
@@ -100,7 +104,7 @@ export const DEFAULT_RUN_SETTINGS: RunSettings = {
   limits: { maxTurns: 50, maxToolCalls: 200, maxCostUsd: 0, turnsPerExecution: 100 },
   steeringMode: "one-at-a-time",
   followUpMode: "all",
-  queueLimit: 32,
+  queueLimit: DEFAULT_QUEUE_CAPACITY,
   compaction: { enabled: true, ...DEFAULT_COMPACTION_SETTINGS },
   maxEmptyResponses: 2,
   timeouts: { heartbeatMs: 30_000, toolScheduleToStartMs: 30_000 },
@@ -269,7 +273,11 @@ export interface AbortResult {
   unprocessed: QueuedMessage[];
 }
 
-export type RunStatus = "starting" | "running" | "waiting_approval" | "completed" | "aborted" | "failed";
+/** How a run ended by itself (as its `agent_end` event says): the last three of `RUN_STATUSES`. */
+export const RUN_END_STATUSES = AGENT_END_STATUSES;
+export const RUN_STATUSES = ["starting", "running", "waiting_approval", ...RUN_END_STATUSES] as const;
+export type RunStatus = (typeof RUN_STATUSES)[number];
+export type RunEndStatus = (typeof RUN_END_STATUSES)[number];
 
 export interface PendingToolCall {
   toolCallId: string;
@@ -307,7 +315,7 @@ export interface RunError {
 }
 
 export interface RunResult {
-  status: "completed" | "aborted" | "failed";
+  status: RunEndStatus;
   reason: string;
   turns: number;
   usage: Usage;
@@ -322,9 +330,11 @@ export interface RunResult {
   deliveries?: RecentDelivery[];
 }
 
+export const APPROVAL_DECISIONS = ["approve", "reject"] as const;
+
 export interface ApprovalDecision {
   toolCallId: string;
-  decision: "approve" | "reject";
+  decision: (typeof APPROVAL_DECISIONS)[number];
   /** Replacement arguments (an edit); validated by the tool before it runs. */
   arguments?: Record<string, unknown>;
   reason?: string;

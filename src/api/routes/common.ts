@@ -3,7 +3,7 @@ import type { Context } from "hono";
 import type { SessionHeader } from "../../core/session-types";
 import type { LatestRun, MaintenanceTask } from "../../run-client/session-runs";
 import { SessionNotFoundError } from "../../store/session-errors";
-import type { RunState, SessionRef } from "../../workflows/types";
+import { RUN_END_STATUSES, type RunState, type SessionRef } from "../../workflows/types";
 import type { RouteContext } from "../app";
 import type { TenantVariables } from "../auth";
 import { IDEMPOTENCY_KEY_PATTERN, MAX_IDEMPOTENCY_KEY_LENGTH } from "../idempotency";
@@ -58,11 +58,7 @@ export async function requireStoredSession(deps: RouteContext, ref: SessionRef):
   }
 }
 
-export const TERMINAL_RUN_STATUSES: ReadonlySet<RunState["status"]> = new Set([
-  "completed",
-  "aborted",
-  "failed",
-]);
+export const TERMINAL_RUN_STATUSES: ReadonlySet<RunState["status"]> = new Set(RUN_END_STATUSES);
 
 /** How the run ended (its own status, or how its workflow closed); undefined while it is live. */
 export function runEnd(

@@ -8,7 +8,12 @@ import type { SessionEntry, SessionHeader } from "../../core/session-types";
 import type { RouteContext } from "../app";
 import { ProblemError } from "../problems";
 import { createRouter } from "../router";
-import { CreatedSessionSchema, ExportQuerySchema, SessionParamsSchema } from "../schemas";
+import {
+  CreatedSessionSchema,
+  ExportQuerySchema,
+  PI_HEADER_JSON_SCHEMA,
+  SessionParamsSchema,
+} from "../schemas";
 import {
   exportSessionArchive,
   type ImportedArchive,
@@ -51,27 +56,13 @@ const PARTS_SESSION_JSON_SCHEMA = {
   title: "Wire session JSON (kind/parts messages)",
   required: ["messages"],
   properties: {
-    session_id: { type: "string" as const },
+    // Any JSON value, kept with the session's metadata (core/parts-session.ts: `session_id?: unknown`).
+    session_id: { description: "Kept as given with the session's metadata (any JSON value)" },
     messages: {
       type: "array" as const,
       items: {},
       description: "Wire messages; unreadable ones are skipped and reported in warnings",
     },
-  },
-};
-
-/** An `application/json` import of a one-line pi file: its header alone. */
-const PI_HEADER_JSON_SCHEMA = {
-  type: "object" as const,
-  title: "A one-line pi session file (its header)",
-  required: ["type", "id", "timestamp"],
-  properties: {
-    type: { type: "string" as const, enum: ["session"] },
-    version: { type: "integer" as const, enum: [1, 2, 3] },
-    id: { type: "string" as const },
-    timestamp: { type: "string" as const },
-    cwd: { type: "string" as const },
-    parentSession: { type: "string" as const },
   },
 };
 

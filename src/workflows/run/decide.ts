@@ -18,6 +18,7 @@ import {
 import {
   ABORT_REASON_PATTERN,
   DEFAULT_ABORT_REASON,
+  DELIVERY_MODES,
   type DeliverRequest,
   type DeliverResult,
   type DeliveryMode,
@@ -148,8 +149,6 @@ export function decideAfterTurn(run: RunRecord, hooks: readonly RunHooks[], outc
   }
   return { kind: "continue", next: nextTurnSettings(hooks, outcome, run.next) };
 }
-
-const DELIVERY_MODES: readonly DeliveryMode[] = ["auto", "steer", "followUp", "interrupt", "reject"];
 
 /** Where a valid delivery goes. */
 export type DeliveryTarget = { queue: QueueName; outcome: DeliverResult["delivery"] };

@@ -53,6 +53,8 @@ export async function createApiStage(
     /** Slack settings for the stage's tenants (tenant A owns Slack's sessions in the tests). */
     slack?: (tenants: { a: string; b: string }) => SlackConfig;
     overrides?: Partial<ApiDependencies>;
+    /** Settings merged over the stage's API configuration (e.g. the outbound URLs it allows). */
+    config?: (stage: RunStage) => Partial<ApiDependencies["config"]>;
     withWorker?: boolean;
     /** Extra environment of the worker process (e.g. where it posts chat replies). */
     workerEnv?: Record<string, string>;
@@ -73,6 +75,7 @@ export async function createApiStage(
       sseMaxSeconds: 0,
       defaultModel: "local-chat",
       slack: options.slack?.(tenants),
+      ...options.config?.(stage),
     },
     runs: async () => stage.runs,
     store: stage.store,

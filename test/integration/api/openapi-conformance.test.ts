@@ -1,0 +1,288 @@
+/**
+ * The OpenAPI document describes what the routes answer. Every operation it lists is driven
+ * through the real stack (Temporal, S3, worker, local LLM), and each answer is checked against
+ * the document: its status is one the operation declares, its content type one that status
+ * declares, and a JSON body validates against that content's schema with undeclared properties
+ * refused (a zod object strips what it does not name, so the document's objects are closed unless
+ * they say otherwise).
+ */
+import Ajv2020, { type ValidateFunction } from "ajv/dist/2020";
+import { parseModelUrls } from "../../../src/providers/model-urls";
+import { parseGitHosts } from "../../../src/tools/git-source";
+import { eventually } from "../../support/run-harness";
+import { type ApiResponse, type ApiStage, type CallOptions, createApiStage } from "./api-stage";
+
+type JsonSchema = { [keyword: string]: unknown };
+
+interface Operation {
+  responses: Record<string, { content?: Record<string, { schema?: JsonSchema }> }>;
+}
+
+interface OpenApiDocument {
+  paths: Record<string, Record<string, Operation>>;
+  components: { schemas: Record<string, JsonSchema> };
+}
+
+let api: ApiStage;
+let document: OpenApiDocument;
+const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: false });
+const validators = new Map<string, ValidateFunction>();
+/** `METHOD template` of every operation driven so far. */
+const exercised = new Set<string>();
+
+beforeAll(async () => {
+  // One-line models may name the local LLM server: a model without prices, whose usage says so.
+  api = await createApiStage({
+    config: (stage) => ({
+      outbound: {
+        modelUrls: parseModelUrls(stage.llm.url),
+        providerBaseUrls: {},
+        gitHosts: parseGitHosts(undefined),
+      },
+    }),
+  });
+  const response = await api.call("GET", "/v1/openapi.json", { key: null });
+  expect(response.status).toBe(200);
+  document = response.body;
+});
+
+afterAll(async () => {
+  await api?.close();
+});
+
+/**
+ * The schema with every object that does not say otherwise closed: `unevaluatedProperties: false`
+ * where neither `additionalProperties` nor `unevaluatedProperties` is given.
+ */
+function closed(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(closed);
+  if (schema === null || typeof schema !== "object") return schema;
+  const result: JsonSchema = Object.fromEntries(
+    Object.entries(schema).map(([keyword, value]) => [keyword, closed(value)]),
+  );
+  const isObject = result.type === "object" || result.properties !== undefined;
+  if (isObject && !("additionalProperties" in result) && !("unevaluatedProperties" in result)) {
+    result.unevaluatedProperties = false;
+  }
+  return result;
+}
+
+function validatorFor(key: string, schema: JsonSchema): ValidateFunction {
+  let validate = validators.get(key);
+  if (!validate) {
+    // The components ride along, so `#/components/schemas/…` resolves against this root.
+    validate = ajv.compile(closed({ ...schema, components: document.components }) as JsonSchema);
+    validators.set(key, validate);
+  }
+  return validate;
+}
+
+/** What is wrong with `response` as an answer of `method template`, by the document: nothing, ideally. */
+function violations(method: string, template: string, response: ApiResponse): string[] {
+  const operation = document.paths[template]?.[method.toLowerCase()];
+  if (!operation) return [`${method} ${template} is not in the document`];
+  const declared = operation.responses[String(response.status)];
+  if (!declared) return [`status ${response.status} is not declared (${response.text.slice(0, 300)})`];
+  const contentType = response.headers.get("content-type")?.split(";")[0]?.trim();
+  if (!declared.content) return response.text === "" ? [] : [`status ${response.status} declares no body`];
+  const media = contentType ? declared.content[contentType] : undefined;
+  if (!media) return [`content type ${contentType} is not declared for status ${response.status}`];
+  const isJson = contentType === "application/json" || contentType?.endsWith("+json");
+  if (!isJson || !media.schema) return [];
+  const validate = validatorFor(`${method} ${template} ${response.status} ${contentType}`, media.schema);
+  if (validate(response.body)) return [];
+  return (validate.errors ?? []).map(
+    (error) =>
+      `${error.instancePath || "(body)"} ${error.message} ${JSON.stringify(error.params)} in ${response.text.slice(0, 2_000)}`,
+  );
+}
+
+/**
+ * Calls `method template` with the path's parameters filled in (`query` appended) and asserts the
+ * answer is one the document declares; returns it.
+ */
+async function call(
+  method: string,
+  template: string,
+  params: Record<string, string>,
+  options: CallOptions & { query?: string } = {},
+): Promise<ApiResponse> {
+  const path = template.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(params[name] ?? ""));
+  const response = await api.call(method, `${path}${options.query ?? ""}`, options);
+  expect({ method, template, violations: violations(method, template, response) }).toEqual({
+    method,
+    template,
+    violations: [],
+  });
+  exercised.add(`${method.toLowerCase()} ${template}`);
+  return response;
+}
+
+const SESSION = "/v1/sessions/{sessionId}";
+
+async function sessionWhere(sessionId: string, status: string): Promise<ApiResponse> {
+  return eventually(async () => {
+    const view = await call("GET", SESSION, { sessionId });
+    return view.body.status === status ? view : undefined;
+  });
+}
+
+/** A session whose run waits for the approval of a bash call. */
+async function waitingForApproval(scenario: string): Promise<{ sessionId: string; toolCallId: string }> {
+  api.stage.llm.addScenario(scenario, {
+    turns: [{ toolCalls: [{ name: "bash", arguments: { command: "echo approved" } }] }],
+    after: { text: "Done: {{lastToolResult}}" },
+  });
+  const sessionId = api.sessionId();
+  const started = await call(
+    "POST",
+    `${SESSION}/messages`,
+    { sessionId },
+    {
+      json: {
+        text: `[scenario:${scenario}] go`,
+        policy: { rules: [{ tool: "bash", action: "ask" }], approvalTimeoutMs: 60_000 },
+      },
+    },
+  );
+  expect(started.status).toBe(202);
+  // Read while waiting: the pending call is part of the view.
+  const view = await sessionWhere(sessionId, "waiting_approval");
+  return { sessionId, toolCallId: view.body.run.pendingToolCalls[0].toolCallId };
+}
+
+test("a run's session view, with the usage of a model without prices, is what the document says", async () => {
+  const sessionId = api.sessionId();
+  const model = `openai-compatible:unpriced@${api.stage.llm.url}`;
+  const started = await call(
+    "POST",
+    `${SESSION}/messages`,
+    { sessionId },
+    { json: { text: "hello", model } },
+  );
+  expect(started.status).toBe(202);
+  await api.stage.result({ tenantId: api.tenants.a, sessionId });
+  const view = await call("GET", SESSION, { sessionId });
+  // The usage the run reports says its cost was not computed: the document must say it can.
+  expect(view.body.run.usage.cost.unpriced).toBe(true);
+});
+
+test("every operation's answers match the document", async () => {
+  const sessionId = api.sessionId();
+  const key = `conformance-${sessionId}`;
+  const message = { text: "[scenario:default] hi", limits: { maxTurns: 5 } };
+  const started = await call(
+    "POST",
+    `${SESSION}/messages`,
+    { sessionId },
+    {
+      json: message,
+      headers: { "idempotency-key": key },
+    },
+  );
+  expect(started.status).toBe(202);
+  await api.stage.result({ tenantId: api.tenants.a, sessionId });
+  // The same key with another body is refused.
+  const reused = await call(
+    "POST",
+    `${SESSION}/messages`,
+    { sessionId },
+    {
+      json: { ...message, text: "other" },
+      headers: { "idempotency-key": key },
+    },
+  );
+  expect(reused.status).toBe(422);
+  // Reads.
+  await call("GET", SESSION, { sessionId });
+  expect((await call("GET", "/v1/sessions", {}, { query: "?limit=5" })).status).toBe(200);
+  expect((await call("GET", `${SESSION}/events`, { sessionId }, { query: "?after=0" })).status).toBe(200);
+  const stream = await call(
+    "GET",
+    `${SESSION}/events`,
+    { sessionId },
+    { headers: { accept: "text/event-stream" } },
+  );
+  expect(stream.status).toBe(200);
+  const entries = await call("GET", `${SESSION}/entries`, { sessionId });
+  expect(entries.status).toBe(200);
+  const [first, ...rest] = entries.body.entries as { entry: { id: string } }[];
+  const leafId = (rest.at(-1) ?? first)?.entry.id as string;
+  const exported = await call("GET", `${SESSION}/export`, { sessionId });
+  expect(exported.status).toBe(200);
+  expect((await call("GET", `${SESSION}/export`, { sessionId }, { query: "?workspace=true" })).status).toBe(
+    200,
+  );
+  // The session tree.
+  const label = await call(
+    "POST",
+    `${SESSION}/labels`,
+    { sessionId },
+    { json: { entryId: leafId, label: "x" } },
+  );
+  expect(label.status).toBe(201);
+  expect((await call("POST", `${SESSION}/compact`, { sessionId }, { json: {} })).status).toBe(200);
+  const branch = await call(
+    "POST",
+    `${SESSION}/branch`,
+    { sessionId },
+    { json: { entryId: first?.entry.id } },
+  );
+  expect(branch.status).toBe(200);
+  const fork = await call("POST", `${SESSION}/fork`, { sessionId }, { json: { entryId: leafId } });
+  expect(fork.status).toBe(201);
+  const imported = await call(
+    "POST",
+    "/v1/sessions/import",
+    {},
+    {
+      body: exported.text,
+      headers: { "content-type": "application/x-ndjson" },
+    },
+  );
+  expect(imported.status).toBe(201);
+  // A run waiting for an approval: approved, and another one aborted.
+  const approval = await waitingForApproval("conformance-approve");
+  const approved = await call("POST", `${SESSION}/approvals/{toolCallId}`, approval, {
+    json: { decision: "approve" },
+  });
+  expect(approved.status).toBe(202);
+  const waiting = await waitingForApproval("conformance-abort");
+  const aborted = await call(
+    "POST",
+    `${SESSION}/abort`,
+    { sessionId: waiting.sessionId },
+    { json: { reason: "stop" } },
+  );
+  expect(aborted.status).toBe(202);
+  await sessionWhere(waiting.sessionId, "idle");
+  // Problems.
+  expect((await call("POST", `${SESSION}/abort`, { sessionId }, { json: {} })).status).toBe(409);
+  expect((await call("GET", SESSION, { sessionId: api.sessionId() })).status).toBe(404);
+  expect((await call("GET", "/v1/sessions", {}, { query: "?limit=0" })).status).toBe(400);
+  expect((await call("GET", SESSION, { sessionId }, { key: null })).status).toBe(401);
+  expect((await call("POST", "/v1/integrations/slack/events", {}, { json: {} })).status).toBe(404);
+  // And away.
+  expect((await call("DELETE", SESSION, { sessionId: fork.body.sessionId })).status).toBe(200);
+
+  const operations = Object.entries(document.paths).flatMap(([template, methods]) =>
+    Object.keys(methods).map((method) => `${method} ${template}`),
+  );
+  expect(operations.filter((operation) => !exercised.has(operation))).toEqual([]);
+});
+
+test("the checker refuses what the document does not declare", () => {
+  const template = SESSION;
+  const answer = (status: number, body: unknown): ApiResponse => ({
+    status,
+    headers: new Headers({ "content-type": "application/json" }),
+    text: JSON.stringify(body),
+    body,
+  });
+  const view = { sessionId: "s", status: "idle", entryCount: 0, leafId: null };
+  expect(violations("GET", template, answer(200, view))).toEqual([]);
+  expect(violations("GET", template, answer(200, { ...view, extra: 1 }))).toEqual([
+    expect.stringContaining("must NOT have unevaluated properties"),
+  ]);
+  expect(violations("GET", template, answer(418, view))).toEqual([expect.stringContaining("418")]);
+});
