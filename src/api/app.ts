@@ -25,6 +25,7 @@ import type { JsonObjects } from "./json-objects";
 import { ProblemError, type ProblemSlug, problemResponse } from "./problems";
 import { createRouter } from "./router";
 import { runRoutes } from "./routes/runs";
+import { scheduleRoutes } from "./routes/schedules";
 import { sessionRoutes } from "./routes/sessions";
 import { transferRoutes } from "./routes/transfer";
 import { DeliveryRefusedError, type RunClient, RunNotAnsweringError } from "./run-client";
@@ -190,7 +191,7 @@ export function createApp(dependencies: ApiDependencies) {
       ),
   });
   const { singleTenant } = deps.config;
-  for (const path of ["/v1/sessions", "/v1/sessions/*"]) {
+  for (const path of ["/v1/sessions", "/v1/sessions/*", "/v1/schedules", "/v1/schedules/*"]) {
     app.use(path, bearerAuth(deps.config.apiKeys));
     if (singleTenant !== undefined) app.use(path, singleTenantOnly(singleTenant));
     app.use(path, limit, idempotency(deps.objects, deps.now, deps.log));
@@ -210,5 +211,9 @@ export function createApp(dependencies: ApiDependencies) {
     security: [{ bearer: [] }],
   });
   // Mounted after the middleware above, which therefore runs before every one of them.
-  return app.route("/", sessionRoutes(deps)).route("/", runRoutes(deps)).route("/", transferRoutes(deps));
+  return app
+    .route("/", sessionRoutes(deps))
+    .route("/", runRoutes(deps))
+    .route("/", transferRoutes(deps))
+    .route("/", scheduleRoutes(deps));
 }

@@ -200,8 +200,9 @@ export class RunClient {
   private feeds?: RunFeeds;
 
   constructor(
-    private readonly client: Client,
-    private readonly taskQueue: string,
+    /** The Temporal client every call goes through (schedules use it too). */
+    readonly client: Client,
+    readonly taskQueue: string,
   ) {}
 
   /**
