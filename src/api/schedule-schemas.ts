@@ -45,14 +45,9 @@ export function scheduleBodySchema(options: MessageBodyOptions) {
       scheduleId: ScheduleIdSchema.optional().openapi({
         description: "The schedule's id within the tenant (default: a new random id)",
       }),
-      cron: z
-        .string()
-        .min(1)
-        .max(MAX_CRON_CHARS)
-        .optional()
-        .openapi({
-          description: "When it fires, as a cron expression (`0 3 * * *`); give `cron` or `every`",
-        }),
+      cron: z.string().min(1).max(MAX_CRON_CHARS).optional().openapi({
+        description: "When it fires, as a cron expression (`0 3 * * *`); give `cron` or `every`",
+      }),
       timezone: z
         .string()
         .min(1)
@@ -60,11 +55,9 @@ export function scheduleBodySchema(options: MessageBodyOptions) {
         .regex(/^[A-Za-z0-9_+/-]+$/, "an IANA time zone name such as Europe/Berlin")
         .optional()
         .openapi({ description: "Time zone of `cron` (default UTC)" }),
-      every: duration("every", MIN_INTERVAL_MS)
-        .optional()
-        .openapi({
-          description: "When it fires, as an interval (`15m`, `1h`, `1d`); give `cron` or `every`",
-        }),
+      every: duration("every", MIN_INTERVAL_MS).optional().openapi({
+        description: "When it fires, as an interval (`15m`, `1h`, `1d`); give `cron` or `every`",
+      }),
       sessionId: z
         .string()
         .regex(API_SESSION_ID_PATTERN, "a session id (letters, digits, _ and -)")

@@ -1,4 +1,4 @@
 /** Workflow code registered with workers (the workflow bundle's entry point). */
 export { agentRun } from "./agent-run";
-export { branchSession, compactSession, labelSession } from "./session-maintenance";
 export { scheduledRun } from "./scheduled-run";
+export { branchSession, compactSession, labelSession } from "./session-maintenance";
