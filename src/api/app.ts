@@ -191,7 +191,9 @@ export function createApp(dependencies: ApiDependencies) {
       ),
   });
   const { singleTenant } = deps.config;
-  for (const path of ["/v1/sessions", "/v1/sessions/*", "/v1/schedules", "/v1/schedules/*"]) {
+  // `/v1/schedules/*` matches `/v1/schedules` too: listed once, so its middleware runs once per
+  // request (twice would claim the Idempotency-Key twice and refuse the create as in use).
+  for (const path of ["/v1/sessions", "/v1/sessions/*", "/v1/schedules/*"]) {
     app.use(path, bearerAuth(deps.config.apiKeys));
     if (singleTenant !== undefined) app.use(path, singleTenantOnly(singleTenant));
     app.use(path, limit, idempotency(deps.objects, deps.now, deps.log));

@@ -326,6 +326,23 @@ test("tenant isolation: another tenant can neither see nor touch a schedule, and
   await api.call("DELETE", `/v1/schedules/${id}`, { key: other });
 });
 
+test("a create retried with its Idempotency-Key is answered with the first answer, not refused or made twice", async () => {
+  const id = uniqueName("retry");
+  const request = {
+    json: { scheduleId: id, every: "1d", paused: true, text: "once" },
+    headers: { "idempotency-key": uniqueName("key") },
+  };
+  const first = await api.call("POST", "/v1/schedules", request);
+  expect(first.status).toBe(201);
+  const retry = await api.call("POST", "/v1/schedules", request);
+  expect(retry.status).toBe(201);
+  expect(retry.headers.get("idempotent-replayed")).toBe("true");
+  expect(retry.body.temporalScheduleId).toBe(first.body.temporalScheduleId);
+  // Without the key, the same body is a second create of a taken id.
+  expectProblem(await api.call("POST", "/v1/schedules", { json: request.json }), 409, "schedule-exists");
+  await api.call("DELETE", `/v1/schedules/${id}`);
+});
+
 test("refused: both cron and every, neither, a timezone without cron, an interval under 1 s, an id taken", async () => {
   const base = { text: "x" };
   for (const body of [

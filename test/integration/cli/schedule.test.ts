@@ -103,19 +103,23 @@ test("--on-approval wait: a call the policy asks about waits for an approval up 
     "--on-approval",
     "wait",
     "--approval-timeout",
-    "3s",
+    "15s",
     "--json",
   ]);
   expect(created.code).toBe(0);
   expect(JSON.parse(created.stdout)).toMatchObject({ onApproval: "wait", every: "1d" });
   await keel(["schedule", "trigger", id]);
-  const firing = await eventually(async () => {
-    const view = JSON.parse((await keel(["schedule", "show", id, "--json"])).stdout);
-    return view.recentRuns[0] as { workflowId: string; runId: string } | undefined;
-  });
+  // Read from Temporal directly: a `keel` process per poll is slower than the approval window.
+  const schedule = stage.client.schedule.getHandle(`keel-schedule/${stage.tenantId}/${id}`);
+  const firing = await eventually(
+    async () => (await schedule.describe()).info.recentActions[0]?.action.workflow,
+  );
   const ref = {
     tenantId: stage.tenantId,
-    sessionId: firingSessionId({ tenantId: stage.tenantId, scheduleId: id }, firing)!,
+    sessionId: firingSessionId(
+      { tenantId: stage.tenantId, scheduleId: id },
+      { workflowId: firing.workflowId, runId: firing.firstExecutionRunId },
+    )!,
   };
   await eventually(async () =>
     (await stage.runs.state(ref))?.status === "waiting_approval" ? true : undefined,
