@@ -17,6 +17,9 @@ export const MIN_INTERVAL_MS = 1_000;
 export const MIN_CATCHUP_WINDOW_MS = 10_000;
 export const DEFAULT_CATCHUP_WINDOW = "10m";
 const MAX_CRON_CHARS = 256;
+/** The form of a cron expression (its fields' values are Temporal's to check). */
+const CRON_PATTERN =
+  /^(@(yearly|annually|monthly|weekly|daily|hourly)|[0-9A-Za-z*?,/#-]+( [0-9A-Za-z*?,/#-]+){4,6})$/;
 
 const SCHEDULE_ID_PATTERN = new RegExp(`^[A-Za-z0-9][A-Za-z0-9_-]{0,${MAX_SCHEDULE_ID_CHARS - 1}}$`);
 
@@ -45,9 +48,16 @@ export function scheduleBodySchema(options: MessageBodyOptions) {
       scheduleId: ScheduleIdSchema.optional().openapi({
         description: "The schedule's id within the tenant (default: a new random id)",
       }),
-      cron: z.string().min(1).max(MAX_CRON_CHARS).optional().openapi({
-        description: "When it fires, as a cron expression (`0 3 * * *`); give `cron` or `every`",
-      }),
+      cron: z
+        .string()
+        .min(1)
+        .max(MAX_CRON_CHARS)
+        .regex(CRON_PATTERN, "a cron expression of 5 to 7 fields (`0 3 * * *`), or @daily, @hourly, …")
+        .optional()
+        .openapi({
+          description:
+            "When it fires, as a cron expression (`0 3 * * 1-5`; Temporal reads it and refuses what it cannot: 400); give `cron` or `every`",
+        }),
       timezone: z
         .string()
         .min(1)

@@ -6,6 +6,7 @@
  */
 import {
   type Client,
+  isGrpcServiceError,
   ScheduleAlreadyRunning,
   type ScheduleDescription,
   ScheduleNotFoundError,
@@ -26,6 +27,9 @@ import {
 import { TenantAttribute } from "../workflows/search-attributes";
 import type { RunSettings } from "../workflows/types";
 import { ProblemError } from "./problems";
+
+/** gRPC's INVALID_ARGUMENT status code, as Temporal's service answers a spec it cannot read. */
+const GRPC_INVALID_ARGUMENT = 3;
 
 /** Memo key of what a schedule was created with, as the API shows it (ids and settings, no prompt). */
 const SCHEDULE_MEMO = "keelSchedule";
@@ -159,6 +163,13 @@ export class TenantSchedules {
     } catch (error) {
       if (error instanceof ScheduleAlreadyRunning)
         throw new ProblemError("schedule-exists", `The tenant already has a schedule ${scheduleId}.`);
+      // A cron expression or time zone Temporal cannot read (the schema checks only their form):
+      // the SDK compiles the spec before sending it and throws a TypeError ("Minute is not in
+      // range [0-59]", "unknown time zone …"); the server answers INVALID_ARGUMENT.
+      if (error instanceof TypeError)
+        throw new ProblemError("invalid-request", `The schedule cannot be read: ${error.message}.`);
+      if (isGrpcServiceError(error) && error.code === GRPC_INVALID_ARGUMENT)
+        throw new ProblemError("invalid-request", `Temporal refused the schedule: ${error.details}`);
       throw error;
     }
     return this.get(scheduleId);

@@ -354,6 +354,10 @@ test("refused: both cron and every, neither, a timezone without cron, an interva
     { ...base, every: "1h", overlap: "allow-all" },
     { ...base, every: "1h", catchupWindow: "1s" },
     { ...base, every: "1h", scheduleId: "a/b" },
+    // Forms the schema admits that Temporal cannot read: 400, not a server error.
+    { ...base, cron: "every night at three" },
+    { ...base, cron: "99 3 * * *" },
+    { ...base, cron: "0 3 * * *", timezone: "Mars/Olympus_Mons" },
   ]) {
     expectProblem(await api.call("POST", "/v1/schedules", { json: body }), 400, "invalid-request");
   }
