@@ -37,6 +37,7 @@ export const PROBLEMS = {
   "request-too-large": { status: 431, title: "The request line and headers are too large" },
   "malformed-request": { status: 400, title: "The HTTP request cannot be parsed" },
   "unsupported-media-type": { status: 415, title: "Unsupported content type" },
+  "invalid-schedule": { status: 422, title: "The schedule cannot be made as asked" },
   "idempotency-key-reused": {
     status: 422,
     title: "The Idempotency-Key was used with a different request",

@@ -10,6 +10,8 @@ import {
   parseDuration,
   UNATTENDED_APPROVALS,
 } from "../workflows/schedules";
+import { ProblemError } from "./problems";
+import type { ScheduleTiming } from "./schedules";
 import { API_SESSION_ID_PATTERN, type MessageBodyOptions, messageBodySchema } from "./schemas";
 
 /** Shortest interval between firings, and the shortest catch-up window Temporal accepts. */
@@ -33,12 +35,13 @@ export const ScheduleIdSchema = z
 
 export const ScheduleParamsSchema = z.object({ scheduleId: ScheduleIdSchema });
 
-const duration = (name: string, minMs: number) =>
-  z
-    .string()
-    .max(32)
-    .regex(DURATION_PATTERN, `${name} is a duration such as 90s, 15m, 1h30m or 1d`)
-    .refine((text) => (parseDuration(text) ?? 0) >= minMs, `${name} is at least ${minMs / 1000} s`);
+/**
+ * A duration's form. Its bounds, like the rest of what the document cannot state (one of `cron`
+ * and `every`, a cron expression Temporal can read), are checked by `scheduleTimingOf` and refused
+ * with 422 `invalid-schedule`.
+ */
+const duration = (name: string) =>
+  z.string().max(32).regex(DURATION_PATTERN, `${name} is a duration such as 90s, 15m, 1h30m or 1d`);
 
 /** The body of `POST /v1/schedules`: when, what, how overlapping firings and approvals go, and run settings. */
 export function scheduleBodySchema(options: MessageBodyOptions) {
@@ -65,7 +68,7 @@ export function scheduleBodySchema(options: MessageBodyOptions) {
         .regex(/^[A-Za-z0-9_+/-]+$/, "an IANA time zone name such as Europe/Berlin")
         .optional()
         .openapi({ description: "Time zone of `cron` (default UTC)" }),
-      every: duration("every", MIN_INTERVAL_MS).optional().openapi({
+      every: duration("every").optional().openapi({
         description: "When it fires, as an interval (`15m`, `1h`, `1d`); give `cron` or `every`",
       }),
       sessionId: z
@@ -83,12 +86,10 @@ export function scheduleBodySchema(options: MessageBodyOptions) {
           description:
             "A firing while the previous firing's run still goes: `skip` it, `buffer-one` (run it after; one at most waits), or `cancel-previous` (abort the running one, then start)",
         }),
-      catchupWindow: duration("catchupWindow", MIN_CATCHUP_WINDOW_MS)
-        .default(DEFAULT_CATCHUP_WINDOW)
-        .openapi({
-          description:
-            "A firing missed while Temporal itself was down still starts when it is back within this window (default 10m); firings while only workers are down start on time and wait for a worker",
-        }),
+      catchupWindow: duration("catchupWindow").default(DEFAULT_CATCHUP_WINDOW).openapi({
+        description:
+          "A firing missed while Temporal itself was down still starts when it is back within this window (default 10m); firings while only workers are down start on time and wait for a worker",
+      }),
       onApproval: z
         .enum(UNATTENDED_APPROVALS as [string, ...string[]])
         .default("deny")
@@ -99,17 +100,9 @@ export function scheduleBodySchema(options: MessageBodyOptions) {
       paused: z.boolean().default(false),
       note: z.string().max(1_000).optional().openapi({ description: "A note shown with the schedule" }),
     })
-    .refine((body) => (body.cron === undefined) !== (body.every === undefined), {
-      message: "give exactly one of cron and every",
-      path: ["cron"],
-    })
-    .refine((body) => body.timezone === undefined || body.cron !== undefined, {
-      message: "timezone applies to cron only",
-      path: ["timezone"],
-    })
     .openapi("ScheduleRequest", {
       description:
-        "The run settings (model, systemPrompt, tools, policy, workspace, limits, network, hooks) are a message's; `text` is the prompt every firing delivers.",
+        "The run settings (model, systemPrompt, tools, policy, workspace, limits, network, hooks) are a message's; `text` is the prompt every firing delivers. Exactly one of `cron` and `every`; `timezone` with `cron` only; `every` at least 1 s, `catchupWindow` at least 10 s; else 422 invalid-schedule.",
     });
 }
 
@@ -151,3 +144,29 @@ export const ScheduleNoteSchema = z
 export const ScheduleDeletedSchema = z
   .object({ scheduleId: z.string(), deleted: z.literal(true) })
   .openapi("ScheduleDeleted");
+
+/**
+ * When a schedule fires, from a body its schema accepted: 422 `invalid-schedule` for what the
+ * document cannot state (both or neither of `cron` and `every`, a `timezone` without `cron`, an
+ * interval under MIN_INTERVAL_MS, a catch-up window under MIN_CATCHUP_WINDOW_MS).
+ */
+export function scheduleTimingOf(body: {
+  cron?: string | undefined;
+  timezone?: string | undefined;
+  every?: string | undefined;
+  catchupWindow: string;
+}): ScheduleTiming {
+  const refuse = (detail: string) => new ProblemError("invalid-schedule", detail);
+  if ((body.cron === undefined) === (body.every === undefined))
+    throw refuse("Give exactly one of cron and every.");
+  if ((parseDuration(body.catchupWindow) ?? 0) < MIN_CATCHUP_WINDOW_MS)
+    throw refuse(`catchupWindow is at least ${MIN_CATCHUP_WINDOW_MS / 1000} s.`);
+  if (body.cron !== undefined) {
+    return { cron: body.cron, ...(body.timezone !== undefined ? { timezone: body.timezone } : {}) };
+  }
+  if (body.timezone !== undefined) throw refuse("timezone applies to cron only.");
+  const every = body.every as string;
+  if ((parseDuration(every) ?? 0) < MIN_INTERVAL_MS)
+    throw refuse(`every is at least ${MIN_INTERVAL_MS / 1000} s.`);
+  return { every };
+}

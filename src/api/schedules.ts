@@ -167,9 +167,9 @@ export class TenantSchedules {
       // the SDK compiles the spec before sending it and throws a TypeError ("Minute is not in
       // range [0-59]", "unknown time zone …"); the server answers INVALID_ARGUMENT.
       if (error instanceof TypeError)
-        throw new ProblemError("invalid-request", `The schedule cannot be read: ${error.message}.`);
+        throw new ProblemError("invalid-schedule", `The schedule cannot be read: ${error.message}.`);
       if (isGrpcServiceError(error) && error.code === GRPC_INVALID_ARGUMENT)
-        throw new ProblemError("invalid-request", `Temporal refused the schedule: ${error.details}`);
+        throw new ProblemError("invalid-schedule", `Temporal refused the schedule: ${error.details}`);
       throw error;
     }
     return this.get(scheduleId);

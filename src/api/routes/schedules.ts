@@ -15,8 +15,9 @@ import {
   ScheduleParamsSchema,
   ScheduleSchema,
   scheduleBodySchema,
+  scheduleTimingOf,
 } from "../schedule-schemas";
-import { type ScheduleTiming, TenantSchedules } from "../schedules";
+import { TenantSchedules } from "../schedules";
 import { AcceptedSchema, type MessageBodyOptions } from "../schemas";
 import { idempotencyHeaderParam, problemResponses } from "./common";
 import { messageBodyOptions, refuseFullNetwork } from "./runs";
@@ -108,10 +109,7 @@ export function scheduleRoutes(deps: RouteContext) {
         { ...DEFAULT_RUN_SETTINGS, model: deps.config.defaultModel },
       );
       const onApproval = body.onApproval as UnattendedApproval;
-      const timing: ScheduleTiming =
-        body.cron !== undefined
-          ? { cron: body.cron, ...(body.timezone !== undefined ? { timezone: body.timezone } : {}) }
-          : { every: body.every as string };
+      const timing = scheduleTimingOf(body);
       const schedules = await schedulesOf(c);
       const view = await schedules.create({
         scheduleId: body.scheduleId ?? `schedule-${randomUUID().slice(0, 8)}`,
