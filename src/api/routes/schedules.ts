@@ -64,7 +64,7 @@ const noteRoute = (action: "pause" | "resume", summary: string) =>
     },
     responses: {
       200: { description: "The schedule", ...json(ScheduleSchema) },
-      ...problemResponses(413, 415),
+      ...problemResponses(409, 413, 415, 422),
     },
     parameters: [idempotencyHeaderParam],
   });
@@ -80,7 +80,7 @@ const triggerSchedule = createRoute({
   path: "/v1/schedules/{scheduleId}/trigger",
   summary: "Fire the schedule now (under its overlap policy)",
   request: { params: ScheduleParamsSchema },
-  responses: { 202: { description: "Fired", ...json(AcceptedSchema) }, ...problemResponses() },
+  responses: { 202: { description: "Fired", ...json(AcceptedSchema) }, ...problemResponses(409, 422) },
   parameters: [idempotencyHeaderParam],
 });
 
