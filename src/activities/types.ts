@@ -11,6 +11,7 @@ import type { SessionEntry } from "../core/session-types";
 import type { ThinkingLevel } from "../providers/types";
 import type { Isolation, NetworkPolicy } from "../tools/sandbox";
 import type { WorkspaceSource } from "../tools/workspace";
+import type { ScheduledRunActivities } from "./scheduled-runs";
 
 /** A sequence number and an entry to write there (conditional create; a retry adopts). */
 export interface EntryWrite {
@@ -216,7 +217,7 @@ export interface PostChatReplyInput extends SessionRef {
   reason: string;
 }
 
-export interface KeelActivities {
+export interface KeelActivities extends ScheduledRunActivities {
   openSession(input: OpenSessionInput): Promise<OpenSessionResult>;
   appendEntries(input: AppendEntriesInput): Promise<AppendEntriesResult>;
   claimWorkspace(input: ClaimWorkspaceInput): Promise<ClaimWorkspaceResult>;

@@ -25,6 +25,7 @@ import type { JsonObjects } from "./json-objects";
 import { ProblemError, type ProblemSlug, problemResponse } from "./problems";
 import { createRouter } from "./router";
 import { runRoutes } from "./routes/runs";
+import { scheduleRoutes } from "./routes/schedules";
 import { sessionRoutes } from "./routes/sessions";
 import { transferRoutes } from "./routes/transfer";
 import { treeRoutes } from "./routes/tree";
@@ -191,7 +192,9 @@ export function createApp(dependencies: ApiDependencies) {
       ),
   });
   const { singleTenant } = deps.config;
-  for (const path of ["/v1/sessions", "/v1/sessions/*"]) {
+  // `/v1/schedules/*` matches `/v1/schedules` too: listed once, so its middleware runs once per
+  // request (twice would claim the Idempotency-Key twice and refuse the create as in use).
+  for (const path of ["/v1/sessions", "/v1/sessions/*", "/v1/schedules/*"]) {
     app.use(path, bearerAuth(deps.config.apiKeys));
     if (singleTenant !== undefined) app.use(path, singleTenantOnly(singleTenant));
     app.use(path, limit, idempotency(deps.objects, deps.now, deps.log));
@@ -216,5 +219,6 @@ export function createApp(dependencies: ApiDependencies) {
     .route("/", runRoutes(deps))
     .route("/", treeRoutes(deps))
     .route("/", transferRoutes(deps))
-    .route("/", viewerRoutes(deps));
+    .route("/", viewerRoutes(deps))
+    .route("/", scheduleRoutes(deps));
 }

@@ -21,12 +21,14 @@ export const PROBLEMS = {
   "not-found": { status: 404, title: "Not found" },
   "session-not-found": { status: 404, title: "No such session" },
   "entry-not-found": { status: 404, title: "No such entry in the session" },
+  "schedule-not-found": { status: 404, title: "No such schedule" },
   "method-not-allowed": { status: 405, title: "Method not allowed" },
   "run-busy": { status: 409, title: "The session's run is busy" },
   "run-ended": { status: 409, title: "The session's run ended while the message was delivered" },
   "no-active-run": { status: 409, title: "The session has no active run" },
   "no-pending-approval": { status: 409, title: "No approval is pending for this tool call" },
   "session-exists": { status: 409, title: "The session already exists" },
+  "schedule-exists": { status: 409, title: "The schedule already exists" },
   "idempotency-key-in-use": {
     status: 409,
     title: "A request with this Idempotency-Key is still being processed",
@@ -35,6 +37,7 @@ export const PROBLEMS = {
   "request-too-large": { status: 431, title: "The request line and headers are too large" },
   "malformed-request": { status: 400, title: "The HTTP request cannot be parsed" },
   "unsupported-media-type": { status: 415, title: "Unsupported content type" },
+  "invalid-schedule": { status: 422, title: "The schedule cannot be made as asked" },
   "idempotency-key-reused": {
     status: 422,
     title: "The Idempotency-Key was used with a different request",

@@ -10,6 +10,7 @@ import { abortCommand, approveCommand } from "./commands/control";
 import { deleteCommand } from "./commands/delete";
 import { eventsCommand } from "./commands/events";
 import { followUpCommand, interruptCommand, runCommand, sendCommand, steerCommand } from "./commands/message";
+import { scheduleCommand } from "./commands/schedule";
 import { sessionsCommand, showCommand } from "./commands/sessions";
 import { exportCommand, importCommand } from "./commands/transfer";
 import { branchCommand, compactCommand, entriesCommand, forkCommand, labelCommand } from "./commands/tree";
@@ -34,6 +35,7 @@ const COMMANDS: Record<string, Command> = {
   export: exportCommand,
   import: importCommand,
   delete: deleteCommand,
+  schedule: scheduleCommand,
 };
 
 function usage(): string {

@@ -66,8 +66,9 @@ export class RunClient {
   private readonly maintenance: Maintenance;
 
   constructor(
-    private readonly client: Client,
-    taskQueue: string,
+    /** The Temporal client every call goes through (schedules use it too). */
+    readonly client: Client,
+    readonly taskQueue: string,
     /** The API's public address: each new run links to its session's viewer page (KEEL_API_PUBLIC_URL). */
     apiPublicUrl?: string,
   ) {

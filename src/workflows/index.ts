@@ -1,3 +1,4 @@
 /** Workflow code registered with workers (the workflow bundle's entry point). */
 export { agentRun } from "./agent-run";
+export { scheduledRun } from "./scheduled-run";
 export { branchSession, compactSession, labelSession } from "./session-maintenance";

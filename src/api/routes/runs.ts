@@ -100,9 +100,10 @@ const getEvents = createRoute({
   },
 });
 
-export function runRoutes(deps: RouteContext) {
+/** What a body with run settings may ask for on this deployment (messages, schedules). */
+export function messageBodyOptions(deps: RouteContext): MessageBodyOptions {
   const outbound = deps.config.outbound;
-  const postMessage = postMessageRoute({
+  return {
     modelIds: deps.catalog.list().map((model) => model.id),
     allowDirectoryWorkspaces: deps.config.allowDirectoryWorkspaces,
     modelUrls: new ModelUrlPolicy({
@@ -112,14 +113,30 @@ export function runRoutes(deps: RouteContext) {
     }),
     ...(outbound ? { gitHosts: outbound.gitHosts } : {}),
     fullNetworkOffered: (deps.config.fullNetwork ?? "off") !== "off",
-  });
+  };
+}
+
+/**
+ * 403 `network-not-allowed` when a body asks for network "full" for a tenant the deployment does
+ * not enable it for: per tenant, so not in the body's schema (the worker refuses such a call too).
+ */
+export function refuseFullNetwork(
+  deps: RouteContext,
+  tenantId: string,
+  network: unknown,
+  what: string,
+): void {
+  if (network === "full" && !fullNetworkAllowed(deps.config.fullNetwork ?? "off", tenantId))
+    throw new ProblemError("network-not-allowed", `This ${what} asks for ${FULL_NETWORK_REFUSAL}`);
+}
+
+export function runRoutes(deps: RouteContext) {
+  const postMessage = postMessageRoute(messageBodyOptions(deps));
   return createRouter()
     .openapi(postMessage, async (c) => {
       const { sessionId } = c.req.valid("param");
       const body = c.req.valid("json");
-      // Per tenant, so not in the body's schema; the worker refuses such a call too.
-      if (body.network === "full" && !fullNetworkAllowed(deps.config.fullNetwork ?? "off", c.get("tenantId")))
-        throw new ProblemError("network-not-allowed", `This message asks for ${FULL_NETWORK_REFUSAL}`);
+      refuseFullNetwork(deps, c.get("tenantId"), body.network, "message");
       const settings = runSettingsFrom(body, { ...DEFAULT_RUN_SETTINGS, model: deps.config.defaultModel });
       const runs = await deps.runs();
       const idempotencyKey = c.req.header(IDEMPOTENCY_HEADER);

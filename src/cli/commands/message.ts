@@ -38,7 +38,8 @@ export function deliverMessage(client: ApiClient, sessionId: string, body: Messa
 
 const POLICY_ACTIONS: readonly PolicyAction[] = ["allow", "ask", "deny"];
 
-const MESSAGE_OPTIONS = {
+/** Options of the message commands: following the run, and the run options. */
+export const MESSAGE_OPTIONS = {
   follow: { type: "boolean", short: "f", default: false },
   "no-stream": { type: "boolean", default: false },
   model: { type: "string", short: "m" },

@@ -20,6 +20,9 @@ function recordingActivities(reached: string[]): KeelActivities {
     compact: record("compact"),
     branch: record("branch"),
     postChatReply: record("postChatReply"),
+    startScheduledRun: record("startScheduledRun"),
+    awaitScheduledRun: record("awaitScheduledRun"),
+    abortScheduledRun: record("abortScheduledRun"),
   };
 }
 

@@ -56,6 +56,24 @@ test("another tenant's run is refused with 403 tenant-not-served; nothing is sta
   expect(used).toEqual([]);
 });
 
+test("another tenant's schedules are refused the same way: none is created, read or fired", async () => {
+  const { app, used } = appWithRecordedUses();
+  const create = await app.request("/v1/schedules", {
+    ...message("other-key"),
+    body: JSON.stringify({ text: "cat /proc/$PPID/environ", every: "1m" }),
+  });
+  expect(create.status).toBe(403);
+  for (const path of ["/v1/schedules", "/v1/schedules/nightly"]) {
+    expect((await app.request(path, { headers: { authorization: "Bearer other-key" } })).status).toBe(403);
+  }
+  const trigger = await app.request("/v1/schedules/nightly/trigger", {
+    method: "POST",
+    headers: { authorization: "Bearer other-key" },
+  });
+  expect(trigger.status).toBe(403);
+  expect(used).toEqual([]);
+});
+
 test("the declared tenant's run goes on to the run client", async () => {
   const { app, used } = appWithRecordedUses();
   const response = await app.request("/v1/sessions/s1/messages", message("acme-key"));
