@@ -6,8 +6,8 @@
  */
 import { Context } from "@temporalio/activity";
 import { WorkflowFailedError } from "@temporalio/client";
-import { RunClient } from "../run-client/run-client";
 import type { SessionRef } from "../core/session-ref";
+import { RunClient } from "../run-client/run-client";
 import type { RunSettings } from "../workflows/types";
 import { type RunResult, runWorkflowId } from "../workflows/types";
 
