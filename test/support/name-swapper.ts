@@ -39,7 +39,9 @@ export function startSwapping(dir: string, name: string, real: RealEntry, linkTa
   const child: ChildProcess = spawn(
     "bash",
     ["-c", `cd "$1"; while :; do ${loop}; done 2>/dev/null`, "swap", dir, linkTarget, name],
-    { stdio: "ignore" },
+    // Its own process group: stopping kills the loop's running mv/rm/ln with it, so nothing
+    // changes the directory once stop() has resolved.
+    { stdio: "ignore", detached: true },
   );
   let stopped: Promise<void> | undefined;
   return {
@@ -47,7 +49,7 @@ export function startSwapping(dir: string, name: string, real: RealEntry, linkTa
       stopped ??= new Promise<void>((resolve) => {
         if (child.exitCode !== null || child.signalCode !== null) return resolve();
         child.once("exit", () => resolve());
-        child.kill("SIGKILL");
+        process.kill(-(child.pid as number), "SIGKILL");
       });
       return stopped;
     },

@@ -36,7 +36,8 @@ beforeEach(() => {
   mkdirSync(join(ws, "dir"));
   writeFileSync(join(ws, "dir", "b.txt"), "inside b");
 });
-afterEach(() => rmSync(base, { recursive: true, force: true }));
+// Retried: a killed swapper's last rename may land while the tree is being removed.
+afterEach(() => rmSync(base, { recursive: true, force: true, maxRetries: 5 }));
 
 const open = <T>(use: (workspace: WorkspaceFs) => Promise<T>) => WorkspaceFs.with(ws, use);
 const read = (path: string, links: "inside" | "refuse" = "inside") =>
