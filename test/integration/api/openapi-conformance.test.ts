@@ -213,6 +213,27 @@ test("every operation's answers match the document", async () => {
   expect((await call("GET", `${SESSION}/export`, { sessionId }, { query: "?workspace=true" })).status).toBe(
     200,
   );
+  // The session viewer: the page (open, holding no session data), its data, the offline export.
+  expect((await call("GET", "/view/sessions/{sessionId}", { sessionId }, { key: null })).status).toBe(200);
+  expect((await call("GET", `${SESSION}/view`, { sessionId })).status).toBe(200);
+  expect((await call("GET", `${SESSION}/export`, { sessionId }, { query: "?format=html" })).status).toBe(200);
+  // Schedules: made paused (every day), read, paused and resumed, fired once by hand, deleted.
+  const SCHEDULE = "/v1/schedules/{scheduleId}";
+  const scheduleId = `conformance-${Date.now()}`;
+  const schedule = await call(
+    "POST",
+    "/v1/schedules",
+    {},
+    { json: { scheduleId, every: "1d", paused: true, text: "scheduled" } },
+  );
+  expect(schedule.status).toBe(201);
+  expect((await call("GET", "/v1/schedules", {})).status).toBe(200);
+  expect((await call("GET", SCHEDULE, { scheduleId })).status).toBe(200);
+  expect((await call("POST", `${SCHEDULE}/resume`, { scheduleId }, { json: {} })).status).toBe(200);
+  expect((await call("POST", `${SCHEDULE}/pause`, { scheduleId }, { json: {} })).status).toBe(200);
+  expect((await call("POST", `${SCHEDULE}/trigger`, { scheduleId }, { json: {} })).status).toBe(202);
+  expect((await call("DELETE", SCHEDULE, { scheduleId })).status).toBe(200);
+  expect((await call("GET", SCHEDULE, { scheduleId })).status).toBe(404);
   // The session tree.
   const label = await call(
     "POST",
