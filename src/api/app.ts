@@ -6,6 +6,7 @@
 import type { Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
+import type { EnvironmentStore } from "../environments/store";
 import type { SlackReply } from "../integrations/slack/reply";
 import { createLogger, recordLogger } from "../logging/logger";
 import type { ModelCatalog } from "../providers/models";
@@ -16,6 +17,7 @@ import {
   SessionNotFoundError,
   type SessionStore,
 } from "../store/session-store";
+import type { ToolCallMarkers } from "../store/tool-call-markers";
 import type { WorkspaceSnapshots } from "../store/workspace-snapshots";
 import { allowedMethods, isAllowed, literalMethods } from "./allowed-methods";
 import { bearerAuth, singleTenantOnly } from "./auth";
@@ -24,6 +26,7 @@ import { idempotency } from "./idempotency";
 import type { JsonObjects } from "./json-objects";
 import { ProblemError, type ProblemSlug, problemResponse } from "./problems";
 import { createRouter } from "./router";
+import { environmentRoutes, registerEnvironmentAuth } from "./routes/environments";
 import { runRoutes } from "./routes/runs";
 import { sessionRoutes } from "./routes/sessions";
 import { transferRoutes } from "./routes/transfer";
@@ -64,6 +67,8 @@ export interface ApiDependencies {
   now?: () => number;
   /** Structured log lines; never receives headers, keys or bodies. */
   log?: (record: Record<string, unknown>) => void;
+  /** Environments and runner calls (absent: no environment routes are served). */
+  environments?: { store: EnvironmentStore; markers: ToolCallMarkers };
 }
 
 /**
@@ -196,6 +201,8 @@ export function createApp(dependencies: ApiDependencies) {
     app.use(path, limit, idempotency(deps.objects, deps.now, deps.log));
   }
   app.use("/v1/integrations/*", limit);
+  registerEnvironmentAuth(app, deps);
+  for (const path of ["/v1/environments", "/v1/environments/*"]) app.use(path, limit);
 
   registerSlackRoutes(app, deps);
 
@@ -210,5 +217,9 @@ export function createApp(dependencies: ApiDependencies) {
     security: [{ bearer: [] }],
   });
   // Mounted after the middleware above, which therefore runs before every one of them.
-  return app.route("/", sessionRoutes(deps)).route("/", runRoutes(deps)).route("/", transferRoutes(deps));
+  return app
+    .route("/", sessionRoutes(deps))
+    .route("/", runRoutes(deps))
+    .route("/", transferRoutes(deps))
+    .route("/", environmentRoutes(deps));
 }

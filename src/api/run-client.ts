@@ -204,6 +204,11 @@ export class RunClient {
     private readonly taskQueue: string,
   ) {}
 
+  /** Heartbeats and completions of activities by task token (runner environments: environments/calls.ts). */
+  activityCompletion(): Client["activity"] {
+    return this.client.activity;
+  }
+
   /**
    * Starts a run with `request` (update-with-start), or, when the session's run is live, delivers it
    * to that run by signal and reads the run's answer by query: one run at most is live per session.

@@ -8,6 +8,7 @@ import { ApiError, EXIT, type ExitCode, exitCodeOf, hintFor, UsageError } from "
 import type { Command, CommandContext } from "./command";
 import { abortCommand, approveCommand } from "./commands/control";
 import { deleteCommand } from "./commands/delete";
+import { envCommand, runnerCommand } from "./commands/environments";
 import { eventsCommand } from "./commands/events";
 import { followUpCommand, interruptCommand, runCommand, sendCommand, steerCommand } from "./commands/message";
 import { sessionsCommand, showCommand } from "./commands/sessions";
@@ -35,6 +36,8 @@ const COMMANDS: Record<string, Command> = {
   export: exportCommand,
   import: importCommand,
   delete: deleteCommand,
+  env: envCommand,
+  runner: runnerCommand,
 };
 
 function usage(): string {
