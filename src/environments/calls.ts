@@ -57,15 +57,18 @@ export async function claimCall(
   tenantId: string,
   environment: string,
   waitMs: number,
-  signal?: AbortSignal,
+  options: { signal?: AbortSignal; stillAuthorized?: () => Promise<boolean> } = {},
 ): Promise<ClaimedCall | undefined> {
   const deadline = deps.now() + waitMs;
   for (;;) {
-    for (const callId of await deps.environments.callIds(tenantId, environment)) {
+    const callIds = await deps.environments.callIds(tenantId, environment);
+    // A long poll outlives its authentication: a token revoked meanwhile takes no call.
+    if (callIds.length > 0 && options.stillAuthorized && !(await options.stillAuthorized())) return undefined;
+    for (const callId of callIds) {
       const claimed = await tryClaim(deps, tenantId, environment, callId);
       if (claimed) return claimed;
     }
-    if (deps.now() + CLAIM_POLL_MS > deadline || signal?.aborted) return undefined;
+    if (deps.now() + CLAIM_POLL_MS > deadline || options.signal?.aborted) return undefined;
     await sleep(CLAIM_POLL_MS);
   }
 }

@@ -286,17 +286,15 @@ export function environmentRoutes(deps: RouteContext) {
       return c.body(null, 204);
     })
     .openapi(claim, async (c) => {
-      const { calls } = served();
+      const { environments, calls } = served();
       const { name } = c.req.valid("param");
       const scope = runnerScope(c, name);
       const body = ClaimBody.parse((await c.req.json().catch(() => ({}))) ?? {});
-      const call = await claimCall(
-        calls,
-        scope.tenantId,
-        scope.environment,
-        body.waitSeconds * 1000,
-        c.req.raw.signal,
-      );
+      const token = /^Bearer (.+)$/.exec(c.req.header("authorization") ?? "")?.[1] ?? "";
+      const call = await claimCall(calls, scope.tenantId, scope.environment, body.waitSeconds * 1000, {
+        signal: c.req.raw.signal,
+        stillAuthorized: async () => (await environments.tokenOwner(token)) !== undefined,
+      });
       return call ? c.json(call, 200) : c.body(null, 204);
     })
     .openapi(heartbeat, async (c) => {

@@ -100,6 +100,15 @@ const getEvents = createRoute({
   },
 });
 
+/** A message may name only one of the tenant's own environments (or "worker"). */
+async function requireRunnerEnvironment(deps: RouteContext, tenantId: string, name: string): Promise<void> {
+  if (!deps.environments || !(await deps.environments.store.get(tenantId, name)))
+    throw new ProblemError(
+      "environment-not-found",
+      `No environment ${JSON.stringify(name)}: keel env list shows yours.`,
+    );
+}
+
 export function runRoutes(deps: RouteContext) {
   const outbound = deps.config.outbound;
   const postMessage = postMessageRoute({
@@ -120,6 +129,8 @@ export function runRoutes(deps: RouteContext) {
       // Per tenant, so not in the body's schema; the worker refuses such a call too.
       if (body.network === "full" && !fullNetworkAllowed(deps.config.fullNetwork ?? "off", c.get("tenantId")))
         throw new ProblemError("network-not-allowed", `This message asks for ${FULL_NETWORK_REFUSAL}`);
+      if (body.environment !== undefined && body.environment !== "worker")
+        await requireRunnerEnvironment(deps, c.get("tenantId"), body.environment);
       const settings = runSettingsFrom(body, { ...DEFAULT_RUN_SETTINGS, model: deps.config.defaultModel });
       const runs = await deps.runs();
       const idempotencyKey = c.req.header(IDEMPOTENCY_HEADER);
