@@ -241,7 +241,7 @@ test("no runner: the call waits, visibly, and runs when a runner comes", async (
   expect(state?.pendingToolCalls.map((call) => call.state)).toEqual(["running"]);
   startRunner(env.name, env.token, ["--workspace-root", workspaceRoot()]);
   expect((await api.stage.result(ref)).status).toBe("completed");
-  expect(toolTexts(await api.stage.entries(ref))).toEqual(["back\n"]);
+  expect(toolTexts(await api.stage.entries(ref))).toEqual(["back"]);
 });
 
 test("no runner within the run's wait: the call gets an error result naming the environment", async () => {
@@ -278,9 +278,7 @@ test("two runners of one environment share a parallel batch", async () => {
   const { ref, delivered } = runOn(env.name, "shared");
   await delivered;
   expect((await api.stage.result(ref)).status).toBe("completed");
-  expect(toolTexts(await expectIntactSession(api.stage, ref))).toEqual(
-    [1, 2, 3, 4].map((n) => `call-${n}\n`),
-  );
+  expect(toolTexts(await expectIntactSession(api.stage, ref))).toEqual([1, 2, 3, 4].map((n) => `call-${n}`));
   expect(claims(a).length).toBeGreaterThan(0);
   expect(claims(b).length).toBeGreaterThan(0);
   expect(claims(a).length + claims(b).length).toBe(4);
@@ -394,4 +392,31 @@ test("a revoked token is refused at once and its runner stops getting work", asy
   expect(
     await Promise.race([runner.exited, new Promise((done) => setTimeout(() => done("running"), 25_000))]),
   ).not.toBe("running");
+});
+
+test("approval then runner: the runner runs the arguments the person approved, and the result says so", async () => {
+  const env = await newEnvironment();
+  startRunner(env.name, env.token, ["--workspace-root", workspaceRoot()]);
+  api.stage.llm.addScenario("approve-runner", {
+    turns: [{ toolCalls: [{ name: "bash", arguments: { command: "echo asked" } }] }],
+    after: { text: "done" },
+  });
+  const ref = api.stage.newSession();
+  const settings = api.stage.settings({
+    environment: env.name,
+    policy: { rules: [{ tool: "bash", action: "ask" }], default: "allow", approvalTimeoutMs: 60_000 },
+  });
+  await api.stage.runs.deliver(ref, { text: "[scenario:approve-runner] go", mode: "auto" }, settings);
+  const toolCallId = await eventually(async () => {
+    const state = await api.stage.runs.state(ref);
+    return state?.pendingToolCalls.find((call) => call.state === "awaiting_approval")?.toolCallId;
+  });
+  await api.stage.runs.approve(ref, { toolCallId, decision: "approve", arguments: { command: "echo edited" } });
+  expect((await api.stage.result(ref)).status).toBe("completed");
+  const result = messagesOf(await expectIntactSession(api.stage, ref)).find((message) => message.role === "toolResult");
+  expect(result).toMatchObject({
+    isError: false,
+    details: { approval: { decision: "approved_with_edits", arguments: { command: "echo edited" } } },
+  });
+  expect(result?.role === "toolResult" && result.content).toContainEqual({ type: "text", text: "edited" });
 });
