@@ -411,9 +411,15 @@ test("approval then runner: the runner runs the arguments the person approved, a
     const state = await api.stage.runs.state(ref);
     return state?.pendingToolCalls.find((call) => call.state === "awaiting_approval")?.toolCallId;
   });
-  await api.stage.runs.approve(ref, { toolCallId, decision: "approve", arguments: { command: "echo edited" } });
+  await api.stage.runs.approve(ref, {
+    toolCallId,
+    decision: "approve",
+    arguments: { command: "echo edited" },
+  });
   expect((await api.stage.result(ref)).status).toBe("completed");
-  const result = messagesOf(await expectIntactSession(api.stage, ref)).find((message) => message.role === "toolResult");
+  const result = messagesOf(await expectIntactSession(api.stage, ref)).find(
+    (message) => message.role === "toolResult",
+  );
   expect(result).toMatchObject({
     isError: false,
     details: { approval: { decision: "approved_with_edits", arguments: { command: "echo edited" } } },
