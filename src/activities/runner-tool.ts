@@ -93,7 +93,7 @@ export function runnerToolActivity({
       }
     }).finally(() => live.close());
     if (outcome === "claimed") throw new CompleteAsyncError();
-    await environments.removeCall(input.tenantId, input.environment, callId);
+    // The expired call stays until the API removes it (workers may not delete objects).
     if (outcome === "cancelled") throw new CancelledFailure("the call was cancelled before a runner took it");
     const text = `No runner of environment \`${input.environment}\` took this call within ${Math.round(input.waitMs / 1000)} s; it did not run.`;
     let message = toToolResultMessage(

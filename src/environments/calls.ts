@@ -80,7 +80,12 @@ async function tryClaim(
   callId: string,
 ): Promise<ClaimedCall | undefined> {
   const read = await deps.environments.readCall(tenantId, environment, callId);
-  if (!read || read.value.claim || read.value.expired) return undefined;
+  if (!read || read.value.claim) return undefined;
+  if (read.value.expired) {
+    // Given up by its activity (no runner in time, or cancelled): nobody will claim it.
+    await deps.environments.removeCall(tenantId, environment, callId);
+    return undefined;
+  }
   const call: RunnerCall = {
     ...read.value,
     claim: { id: randomBytes(18).toString("base64url"), at: deps.now() },

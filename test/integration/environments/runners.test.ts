@@ -368,6 +368,8 @@ test("a revoked token is refused at once and its runner stops getting work", asy
   const env = await newEnvironment();
   const runner = startRunner(env.name, env.token, ["--workspace-root", workspaceRoot()]);
   await eventually(async () => (runner.output().includes("runner started") ? true : undefined));
+  // Its long polls (20 s each) are in flight, authenticated before the revocation.
+  await new Promise((done) => setTimeout(done, 3_000));
   expect((await api.call("DELETE", `/v1/environments/${env.name}/tokens/${env.tokenId}`)).status).toBe(204);
   expectProblem(
     await api.call("POST", `/v1/environments/${env.name}/calls:claim`, {
