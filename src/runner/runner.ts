@@ -5,7 +5,8 @@
  * runs (the API relays them to the call's activity; an answer `cancel` or a lost claim aborts the
  * tool) and posts the output, which the API stores as the call's result.
  *
- * It takes up to `concurrency` calls at once (a run's parallel batch). A runner that dies mid-call
+ * It takes up to `concurrency` calls at once (a run's parallel batch), with one claim long poll
+ * open at a time. A runner that dies mid-call
  * stops heartbeating; the run's heartbeat timeout hands the call to another runner under the
  * usual replay rules (docs/architecture.md, "Environments").
  */
@@ -52,13 +53,15 @@ const RETRY_MS = 1_000;
  * (401: revoked or wrong) or the environment is not the token's (404).
  */
 export async function runRunner(options: RunnerOptions): Promise<void> {
-  const loops = Array.from({ length: options.concurrency ?? 4 }, () => claimLoop(options));
-  await Promise.all(loops);
-}
-
-async function claimLoop(options: RunnerOptions): Promise<void> {
   const { client, environment, log, signal } = options;
+  const limit = options.concurrency ?? 4;
+  // One long poll at a time (each costs the API S3 lists), and only while a slot is free.
+  const running = new Set<Promise<void>>();
   while (!signal?.aborted) {
+    if (running.size >= limit) {
+      await Promise.race(running);
+      continue;
+    }
     let call: Claimed | undefined;
     try {
       const response = await client.response(
@@ -69,14 +72,20 @@ async function claimLoop(options: RunnerOptions): Promise<void> {
       );
       call = response.status === 200 ? ((await response.json()) as Claimed) : undefined;
     } catch (error) {
-      if (signal?.aborted) return;
-      if (error instanceof ApiError && (error.status === 401 || error.status === 404)) throw error;
+      if (signal?.aborted) break;
+      if (error instanceof ApiError && (error.status === 401 || error.status === 404)) {
+        await Promise.allSettled(running);
+        throw error;
+      }
       log({ level: "warn", msg: "claim failed; retrying", error: String(error) });
       await sleep(RETRY_MS);
       continue;
     }
-    if (call) await runCall(options, call);
+    if (!call) continue;
+    const task: Promise<void> = runCall(options, call).finally(() => running.delete(task));
+    running.add(task);
   }
+  await Promise.allSettled(running);
 }
 
 /** Runs one claimed call: heartbeats while it runs, aborts it when told to, posts its output. */
