@@ -10,6 +10,8 @@ import { startApiServer } from "../../../src/api/server";
 import { UNKNOWN_OUTCOME_TEXT } from "../../../src/core/markers";
 import { EnvironmentStore } from "../../../src/environments/store";
 import { ToolCallMarkers } from "../../../src/store/tool-call-markers";
+import { streamQuery } from "../../../src/workflows/definitions";
+import { runWorkflowId } from "../../../src/workflows/types";
 import { s3Client, s3Settings, testTmpDir, uniqueName } from "../../support/integration-env";
 import { eventually, expectIntactSession, messagesOf } from "../../support/run-harness";
 import { type ApiStage, createApiStage, expectProblem } from "../api/api-stage";
@@ -236,6 +238,16 @@ test("no runner: the call waits, visibly, and runs when a runner comes", async (
     const shown = await api.call("GET", `/v1/environments/${env.name}`);
     return shown.body?.waitingCalls === 1 ? true : undefined;
   });
+  // The run's stream says what the call waits for (clients show it; the SSE feed carries it).
+  const waiting = await eventually(async () => {
+    const page = await api.stage.client.workflow.getHandle(runWorkflowId(ref)).query(streamQuery, 0);
+    return page.items.find(
+      (item) =>
+        item.topic === "live" &&
+        (item.data as { partial?: string }).partial?.startsWith(`[waiting for environment \`${env.name}\``),
+    );
+  });
+  expect(waiting).toBeDefined();
   await new Promise((done) => setTimeout(done, 6_000)); // longer than the heartbeat timeout (4 s)
   const state = await api.stage.runs.state(ref);
   expect(state?.pendingToolCalls.map((call) => call.state)).toEqual(["running"]);
