@@ -21,9 +21,9 @@ let api: ApiStage;
 let server: ServerType;
 let apiUrl: string;
 const runners: RunnerProcess[] = [];
+const s3 = s3Client();
 
 beforeAll(async () => {
-  const s3 = s3Client();
   const settings = s3Settings();
   api = await createApiStage({
     overrides: {
@@ -45,6 +45,7 @@ afterEach(async () => {
 afterAll(async () => {
   if (server) await new Promise((done) => server.close(done));
   await api?.close();
+  s3.destroy();
 });
 
 // Runs with a runner process to start and, in some, a heartbeat timeout to wait out, on a shared machine.
