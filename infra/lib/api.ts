@@ -22,7 +22,13 @@ import {
   singleTenantEnvironment,
 } from "./runtime";
 import { type SecretBinding, secretArnEnvironment } from "./secrets";
-import { IDEMPOTENCY_FOLDER, INTEGRATIONS_FOLDER, SESSIONS_FOLDER, type SessionBucket } from "./storage";
+import {
+  IDEMPOTENCY_FOLDER,
+  INTEGRATIONS_FOLDER,
+  RUNNER_TOKENS_FOLDER,
+  SESSIONS_FOLDER,
+  type SessionBucket,
+} from "./storage";
 
 /** Server-sent event streams end before API Gateway's 30-second integration limit. */
 const SSE_MAX_SECONDS_BEHIND_GATEWAY = 25;
@@ -68,7 +74,7 @@ export class KeelApi extends Construct {
     storage.grantSessionAccess(this.function, {
       read: true,
       write: true,
-      deleteFolders: [IDEMPOTENCY_FOLDER, SESSIONS_FOLDER, INTEGRATIONS_FOLDER],
+      deleteFolders: [IDEMPOTENCY_FOLDER, SESSIONS_FOLDER, INTEGRATIONS_FOLDER, RUNNER_TOKENS_FOLDER],
     });
 
     this.httpApi = new apigw.HttpApi(this, "HttpApi", {

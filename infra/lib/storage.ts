@@ -14,6 +14,8 @@ import type { KeelInfraConfig } from "./config";
 export const SESSIONS_FOLDER = "tenants/";
 export const PAYLOADS_FOLDER = "payloads/";
 export const IDEMPOTENCY_FOLDER = "idempotency/";
+/** Runner tokens by digest (src/environments/store.ts); the API removes them when revoked. */
+export const RUNNER_TOKENS_FOLDER = "runner-tokens/";
 /** Chat integration records (Slack threads and handled events). */
 export const INTEGRATIONS_FOLDER = "integrations/";
 /** Idempotency records only matter while clients retry. */

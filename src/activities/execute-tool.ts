@@ -177,7 +177,10 @@ async function snapshotBeforeResult(
   }
 }
 
-async function toolCallOf(store: ActivityDeps["store"], input: ExecuteToolInput): Promise<ToolCallBlock> {
+export async function toolCallOf(
+  store: ActivityDeps["store"],
+  input: ExecuteToolInput,
+): Promise<ToolCallBlock> {
   const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
   const entry = await store.getEntry(ref, input.assistantSeq);
   const call =
@@ -198,14 +201,17 @@ function tailOf(update: ToolUpdate): string {
   return text.length > PARTIAL_CHARS ? text.slice(-PARTIAL_CHARS) : text;
 }
 
-function resultOf(entry: SessionEntry, expectedId: string): ToolResultMessage {
+export function resultOf(entry: SessionEntry, expectedId: string): ToolResultMessage {
   if (entry.id !== expectedId || entry.type !== "message" || entry.message.role !== "toolResult") {
     throw entryConflict(`the entry stored at the tool result slot is not the expected result (${entry.id})`);
   }
   return entry.message;
 }
 
-function summarize(message: ToolResultMessage, outcome: ExecuteToolResult["outcome"]): ExecuteToolResult {
+export function summarize(
+  message: ToolResultMessage,
+  outcome: ExecuteToolResult["outcome"],
+): ExecuteToolResult {
   const text = message.content.flatMap((block) => (block.type === "text" ? [block.text] : [])).join("\n");
   return { isError: message.isError, outcome, preview: text.slice(0, PREVIEW_CHARS) };
 }
@@ -214,7 +220,7 @@ function summarize(message: ToolResultMessage, outcome: ExecuteToolResult["outco
  * The result of a call a person approved with edited arguments: the model reads first that its call
  * was changed and what ran, and `details.approval` keeps both argument sets for people and tools.
  */
-function withApprovedEdit(
+export function withApprovedEdit(
   message: ToolResultMessage,
   requested: Record<string, unknown>,
   executed: Record<string, unknown>,

@@ -6,6 +6,7 @@ import { compactActivity } from "./compact";
 import type { ActivityDeps } from "./deps";
 import { executeToolActivity } from "./execute-tool";
 import { llmTurnActivity } from "./llm-turn";
+import { runnerToolActivity } from "./runner-tool";
 import { scheduledRunActivities } from "./scheduled-runs";
 import { sessionActivities } from "./session-activities";
 import { servingOnlyTenant } from "./single-tenant";
@@ -21,6 +22,7 @@ export function createActivities(deps: ActivityDeps): KeelActivities {
     ...workspaceActivities(deps),
     llmTurn: llmTurnActivity(deps),
     executeTool: executeToolActivity(deps),
+    executeToolOnRunner: runnerToolActivity(deps),
     compact: compactActivity(deps),
     branch: branchActivity(deps),
     postChatReply: chatReplyActivity(deps),

@@ -170,6 +170,14 @@ export interface ExecuteToolInput extends SessionRef {
   network?: NetworkPolicy;
 }
 
+/** A tool call handed to the runners of a runner environment (`executeToolOnRunner`). */
+export interface RunnerToolInput extends ExecuteToolInput {
+  /** The environment's name (RunSettings.environment). */
+  environment: string;
+  /** How long the call waits for a runner to take it before it gets an error result. */
+  waitMs: number;
+}
+
 export interface ExecuteToolResult {
   isError: boolean;
   /** "executed" ran now; "adopted" found its result stored; "unknown_outcome" refused to re-run. */
@@ -225,6 +233,7 @@ export interface KeelActivities extends ScheduledRunActivities {
   restoreWorkspace(input: RestoreWorkspaceInput): Promise<RestoreWorkspaceResult>;
   llmTurn(input: LlmTurnInput): Promise<LlmTurnResult>;
   executeTool(input: ExecuteToolInput): Promise<ExecuteToolResult>;
+  executeToolOnRunner(input: RunnerToolInput): Promise<ExecuteToolResult>;
   compact(input: CompactInput): Promise<CompactResult>;
   branch(input: BranchInput): Promise<BranchResult>;
   postChatReply(input: PostChatReplyInput): Promise<{ posted: boolean }>;

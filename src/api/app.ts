@@ -7,6 +7,7 @@ import type { Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
 import { DeliveryRefusal } from "../core/failure-types";
+import type { EnvironmentStore } from "../environments/store";
 import type { SlackReply } from "../integrations/slack/reply";
 import { createLogger, recordLogger } from "../logging/logger";
 import type { ModelCatalog } from "../providers/models";
@@ -16,6 +17,7 @@ import { RunNotAnsweringError } from "../run-client/session-runs";
 import { InvalidSessionDataError, SessionExistsError, SessionNotFoundError } from "../store/session-errors";
 import { InvalidIdError } from "../store/session-keys";
 import type { SessionStore } from "../store/session-store";
+import type { ToolCallMarkers } from "../store/tool-call-markers";
 import type { WorkspaceSnapshots } from "../store/workspace-snapshots";
 import { allowedMethods, isAllowed, literalMethods } from "./allowed-methods";
 import { bearerAuth, singleTenantOnly } from "./auth";
@@ -24,6 +26,7 @@ import { idempotency } from "./idempotency";
 import type { JsonObjects } from "./json-objects";
 import { ProblemError, type ProblemSlug, problemResponse } from "./problems";
 import { createRouter } from "./router";
+import { environmentRoutes, registerEnvironmentAuth } from "./routes/environments";
 import { runRoutes } from "./routes/runs";
 import { scheduleRoutes } from "./routes/schedules";
 import { sessionRoutes } from "./routes/sessions";
@@ -66,6 +69,8 @@ export interface ApiDependencies {
   now?: () => number;
   /** Structured log lines; never receives headers, keys or bodies. */
   log?: (record: Record<string, unknown>) => void;
+  /** Environments and runner calls (absent: no environment routes are served). */
+  environments?: { store: EnvironmentStore; markers: ToolCallMarkers };
 }
 
 /**
@@ -200,6 +205,8 @@ export function createApp(dependencies: ApiDependencies) {
     app.use(path, limit, idempotency(deps.objects, deps.now, deps.log));
   }
   app.use("/v1/integrations/*", limit);
+  registerEnvironmentAuth(app, deps);
+  for (const path of ["/v1/environments", "/v1/environments/*"]) app.use(path, limit);
 
   registerSlackRoutes(app, deps);
 
@@ -220,5 +227,6 @@ export function createApp(dependencies: ApiDependencies) {
     .route("/", treeRoutes(deps))
     .route("/", transferRoutes(deps))
     .route("/", viewerRoutes(deps))
-    .route("/", scheduleRoutes(deps));
+    .route("/", scheduleRoutes(deps))
+    .route("/", environmentRoutes(deps));
 }

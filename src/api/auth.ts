@@ -27,6 +27,8 @@ export function tenantOfKey(apiKeys: ApiKeys, key: string): string | undefined {
 
 export interface TenantVariables {
   tenantId: string;
+  /** Set for a request authenticated with a runner token: the one environment it serves. */
+  runnerEnvironment?: string;
 }
 
 /** Sets `tenantId` from `Authorization: Bearer <key>`, or answers 401. */

@@ -22,6 +22,8 @@ export const PROBLEMS = {
   "session-not-found": { status: 404, title: "No such session" },
   "entry-not-found": { status: 404, title: "No such entry in the session" },
   "schedule-not-found": { status: 404, title: "No such schedule" },
+  "environment-not-found": { status: 404, title: "No such environment" },
+  "call-not-found": { status: 404, title: "No such call held by this runner" },
   "method-not-allowed": { status: 405, title: "Method not allowed" },
   "run-busy": { status: 409, title: "The session's run is busy" },
   "run-ended": { status: 409, title: "The session's run ended while the message was delivered" },
@@ -29,6 +31,7 @@ export const PROBLEMS = {
   "no-pending-approval": { status: 409, title: "No approval is pending for this tool call" },
   "session-exists": { status: 409, title: "The session already exists" },
   "schedule-exists": { status: 409, title: "The schedule already exists" },
+  "environment-exists": { status: 409, title: "The environment already exists" },
   "idempotency-key-in-use": {
     status: 409,
     title: "A request with this Idempotency-Key is still being processed",

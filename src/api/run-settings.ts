@@ -27,5 +27,9 @@ export function runSettingsFrom(
   // The schema admits "none" or "full"; the route has already refused "full" for a tenant the
   // deployment does not enable it for (KEEL_SANDBOX_NETWORK_FULL).
   if (body.network !== undefined) settings.network = body.network;
+  // The route has checked that the environment is one of the tenant's.
+  if (body.environment !== undefined) settings.environment = body.environment;
+  if (body.environmentWaitSeconds !== undefined)
+    settings.timeouts = { ...settings.timeouts, environmentWaitMs: body.environmentWaitSeconds * 1000 };
   return settings;
 }

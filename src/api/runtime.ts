@@ -1,8 +1,10 @@
 /** Builds the app's dependencies from configuration (shared by the Lambda and the Node server). */
+import { EnvironmentStore } from "../environments/store";
 import { loadCatalog } from "../providers/models";
 import { keelDataConverter } from "../store/payload-storage";
 import { createS3Client } from "../store/s3-config";
 import { SessionStore } from "../store/session-store";
+import { ToolCallMarkers } from "../store/tool-call-markers";
 import { WorkspaceSnapshots } from "../store/workspace-snapshots";
 import { type ApiApp, createApp } from "./app";
 import type { ApiConfig } from "./config";
@@ -31,6 +33,10 @@ export function createApiRuntime(config: ApiConfig): ApiRuntime {
     snapshots: new WorkspaceSnapshots(s3, config.s3),
     objects: new JsonObjects(s3, config.s3.bucket, config.s3.prefix),
     catalog: loadCatalog(),
+    environments: {
+      store: new EnvironmentStore(s3, config.s3.bucket, config.s3.prefix),
+      markers: new ToolCallMarkers(s3, config.s3),
+    },
   });
   return {
     app,

@@ -8,6 +8,7 @@ import { ApiError, EXIT, type ExitCode, exitCodeOf, hintFor, UsageError } from "
 import type { Command, CommandContext } from "./command";
 import { abortCommand, approveCommand } from "./commands/control";
 import { deleteCommand } from "./commands/delete";
+import { envCommand, runnerCommand } from "./commands/environments";
 import { eventsCommand } from "./commands/events";
 import { followUpCommand, interruptCommand, runCommand, sendCommand, steerCommand } from "./commands/message";
 import { scheduleCommand } from "./commands/schedule";
@@ -36,6 +37,8 @@ const COMMANDS: Record<string, Command> = {
   import: importCommand,
   delete: deleteCommand,
   schedule: scheduleCommand,
+  env: envCommand,
+  runner: runnerCommand,
 };
 
 function usage(): string {

@@ -77,6 +77,11 @@ export class RunClient {
     this.maintenance = new Maintenance(client, taskQueue, this.runs);
   }
 
+  /** Heartbeats and completions of activities by task token (runner environments: environments/calls.ts). */
+  activityCompletion(): Client["activity"] {
+    return this.client.activity;
+  }
+
   /** See `Delivery.deliver`: starts the session's run with the message or delivers it to the live one. */
   deliver(
     ref: SessionRef,

@@ -81,6 +81,11 @@ export interface RunSettings {
    * refused where none can run (KEEL_SANDBOX=off, no socat).
    */
   network?: NetworkPolicy;
+  /**
+   * Where the run's tools run: absent or "worker" (the worker holding the session's workspace), or
+   * the name of one of the tenant's runner environments (docs/architecture.md, "Environments").
+   */
+  environment?: string;
   timeouts: RunTimeouts;
   /** Hook sets (src/workflows/hooks.ts) applied to this run, in order. */
   hooks: string[];
@@ -93,6 +98,8 @@ export interface RunTimeouts {
   heartbeatMs: number;
   /** A tool task not picked up by the workspace's worker in this time moves the workspace. */
   toolScheduleToStartMs: number;
+  /** A call for a runner environment that no runner takes in this time gets an error result (default 10 minutes). */
+  environmentWaitMs?: number;
 }
 
 export const DEFAULT_RUN_SETTINGS: RunSettings = {

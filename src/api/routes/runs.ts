@@ -130,6 +130,23 @@ export function refuseFullNetwork(
     throw new ProblemError("network-not-allowed", `This ${what} asks for ${FULL_NETWORK_REFUSAL}`);
 }
 
+/**
+ * 404 `environment-not-found` unless `environment` is absent, "worker", or one of the tenant's own
+ * environments (messages, schedules).
+ */
+export async function requireEnvironment(
+  deps: RouteContext,
+  tenantId: string,
+  environment: string | undefined,
+): Promise<void> {
+  if (environment === undefined || environment === "worker") return;
+  if (!deps.environments || !(await deps.environments.store.get(tenantId, environment)))
+    throw new ProblemError(
+      "environment-not-found",
+      `No environment ${JSON.stringify(environment)}: keel env list shows yours.`,
+    );
+}
+
 export function runRoutes(deps: RouteContext) {
   const postMessage = postMessageRoute(messageBodyOptions(deps));
   return createRouter()
@@ -137,6 +154,7 @@ export function runRoutes(deps: RouteContext) {
       const { sessionId } = c.req.valid("param");
       const body = c.req.valid("json");
       refuseFullNetwork(deps, c.get("tenantId"), body.network, "message");
+      await requireEnvironment(deps, c.get("tenantId"), body.environment);
       const settings = runSettingsFrom(body, { ...DEFAULT_RUN_SETTINGS, model: deps.config.defaultModel });
       const runs = await deps.runs();
       const idempotencyKey = c.req.header(IDEMPOTENCY_HEADER);

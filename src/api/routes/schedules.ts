@@ -20,7 +20,7 @@ import {
 import { TenantSchedules } from "../schedules";
 import { AcceptedSchema, type MessageBodyOptions } from "../schemas";
 import { idempotencyHeaderParam, problemResponses } from "./common";
-import { messageBodyOptions, refuseFullNetwork } from "./runs";
+import { messageBodyOptions, refuseFullNetwork, requireEnvironment } from "./runs";
 
 const json = <T>(schema: T) => ({ content: { "application/json": { schema } } });
 
@@ -104,6 +104,7 @@ export function scheduleRoutes(deps: RouteContext) {
     .openapi(createSchedule(messageBodyOptions(deps)), async (c) => {
       const body = c.req.valid("json");
       refuseFullNetwork(deps, c.get("tenantId"), body.network, "schedule");
+      await requireEnvironment(deps, c.get("tenantId"), body.environment);
       const settings = runSettingsFrom(
         { ...body, delivery: "auto" },
         { ...DEFAULT_RUN_SETTINGS, model: deps.config.defaultModel },

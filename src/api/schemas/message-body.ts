@@ -278,6 +278,18 @@ export function messageBodySchema(options: MessageBodyOptions) {
       workspace: workspaceSourceSchema(options.allowDirectoryWorkspaces, options.gitHosts).optional(),
       limits: RunLimitsSchema.optional(),
       network: networkPolicySchema(options.fullNetworkOffered ?? false).optional(),
+      environment: z
+        .string()
+        .regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/)
+        .optional()
+        .openapi({
+          description:
+            "Where the run's tools run: \"worker\" (default: the worker holding the workspace) or one of the tenant's environments (POST /v1/environments), whose `keel runner` processes take the calls",
+        }),
+      environmentWaitSeconds: z.number().int().min(1).max(86_400).optional().openapi({
+        description:
+          "How long a tool call waits for a runner of the environment before it gets an error result (default 600)",
+      }),
       hooks: z
         .array(z.enum(Object.keys(HOOK_SETS) as [string, ...string[]]))
         .max(Object.keys(HOOK_SETS).length)

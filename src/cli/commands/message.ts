@@ -57,6 +57,7 @@ export const MESSAGE_OPTIONS = {
   "workspace-dir": { type: "string" },
   "workspace-git": { type: "string" },
   "workspace-ref": { type: "string" },
+  env: { type: "string" },
 } as const;
 
 const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/;
@@ -133,6 +134,7 @@ export function messageBody(
   if (tools) body.tools = tools;
   const hooks = commaList(values.hooks);
   if (hooks) body.hooks = hooks;
+  if (typeof values.env === "string") body.environment = values.env;
   const policy = policyFrom(values);
   if (policy) body.policy = policy;
   const limits = limitsFrom(values);
@@ -227,7 +229,7 @@ async function deliver(
 }
 
 const COMMON_FLAGS =
-  "[--follow [--no-stream]] [--model M] [--system TEXT] [--tools a,b] [--allow|--ask|--deny TOOL[:REGEX]]... [--default-policy allow|ask|deny] [--approval-timeout 10m] [--hooks a,b] [--max-turns N] [--max-tool-calls N] [--max-cost USD] [--workspace-dir DIR | --workspace-git URL [--workspace-ref REF]]";
+  "[--follow [--no-stream]] [--model M] [--system TEXT] [--tools a,b] [--allow|--ask|--deny TOOL[:REGEX]]... [--default-policy allow|ask|deny] [--approval-timeout 10m] [--hooks a,b] [--max-turns N] [--max-tool-calls N] [--max-cost USD] [--workspace-dir DIR | --workspace-git URL [--workspace-ref REF]] [--env NAME]";
 
 /** Explains the run options (shown by `keel run --help` and friends). */
 export const RUN_OPTIONS_HELP = `Run options (they apply when the message starts a run):
@@ -244,6 +246,7 @@ export const RUN_OPTIONS_HELP = `Run options (they apply when the message starts
                            limits of the run (the run ends when one is reached)
   --workspace-dir DIR | --workspace-git URL [--workspace-ref REF]
                            what the run's workspace starts from
+  --env NAME               run the tools in environment NAME (keel env list; default: the worker)
   --follow, -f             show the run live until it ends (exit 1 if it fails or is aborted): the
                            answer as it is written (thinking dimmed), bash output as it comes
   --no-stream              with --follow: whole messages only, no live text

@@ -120,6 +120,30 @@ export function toolActivities(taskQueue: string, timeouts: RunTimeouts) {
   });
 }
 
+/** How long a call for a runner environment waits for a runner by default (RunTimeouts.environmentWaitMs). */
+export const DEFAULT_ENVIRONMENT_WAIT_MS = 10 * 60_000;
+
+/**
+ * Tool calls handed to a runner environment: any worker of the run's queue writes the call and
+ * waits for a runner to take it (heartbeating), then the API completes it with the runner's result
+ * and relays the runner's heartbeats, so a dead runner is detected by the same heartbeat timeout as
+ * a dead worker, and the retry goes to another runner (activities/runner-tool.ts).
+ */
+export function runnerToolActivities(timeouts: RunTimeouts) {
+  return proxyActivities<KeelActivities>({
+    startToCloseTimeout: (timeouts.environmentWaitMs ?? DEFAULT_ENVIRONMENT_WAIT_MS) + 15 * 60_000,
+    heartbeatTimeout: heartbeatTimeoutOf(timeouts),
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+    retry: {
+      initialInterval: "1 second",
+      backoffCoefficient: 2,
+      maximumInterval: "10 seconds",
+      maximumAttempts: 30,
+      nonRetryableErrorTypes: [FailureType.entryConflict],
+    },
+  });
+}
+
 /** Workspace snapshots run on the worker holding the workspace; they heartbeat while they upload. */
 export function snapshotActivities(taskQueue: string, timeouts: RunTimeouts) {
   return proxyActivities<KeelActivities>({

@@ -9,7 +9,13 @@ import { MUTATING_TOOLS } from "../../core/tool-replay";
 import { blockReason } from "../hooks";
 import { PATCHES, takesPatch } from "../patches";
 import { decidePolicy } from "../policy";
-import { claim, snapshotActivities, toolActivities } from "./activity-options";
+import {
+  claim,
+  DEFAULT_ENVIRONMENT_WAIT_MS,
+  runnerToolActivities,
+  snapshotActivities,
+  toolActivities,
+} from "./activity-options";
 import type { RunContext } from "./context";
 import { syntheticToolResult } from "./entries";
 import { cancellable, endCall, publishDetails, setStatus, writeEntries } from "./lifecycle";
@@ -45,6 +51,8 @@ export async function runTools(
  */
 async function snapshotAfter(ctx: RunContext, batch: BatchCall[]): Promise<void> {
   const last = batch.at(-1);
+  // A runner environment keeps its own files: the worker holds no workspace to record.
+  if (runnerEnvironment(ctx) !== undefined) return;
   if (!last || !ctx.ranMutatingTool || !takesPatch(PATCHES.workspaceSnapshots, ctx.runVersion)) return;
   ctx.ranMutatingTool = false;
   try {
@@ -136,23 +144,34 @@ async function executeCall(
   const { run } = ctx;
   moveCall(run, call.summary.id, "running");
   emit(run, { type: "tool_execution_start", toolCallId: call.summary.id, toolName: call.summary.name });
+  const input = {
+    ...run.ref,
+    assistantSeq,
+    toolCallId: call.summary.id,
+    toolName: call.summary.name,
+    argumentsOverride: args,
+    slot: call.slot,
+    ...(run.settings.network !== undefined ? { network: run.settings.network } : {}),
+  };
+  const environment = runnerEnvironment(ctx);
   for (let moves = 0; ; moves++) {
-    const queue = await workspaceTaskQueue(ctx);
     try {
-      const result = await toolActivities(queue, run.settings.timeouts).executeTool.executeWithOptions(
-        { summary: toolSummary(call.summary) },
-        [
-          {
-            ...run.ref,
-            assistantSeq,
-            toolCallId: call.summary.id,
-            toolName: call.summary.name,
-            argumentsOverride: args,
-            slot: call.slot,
-            ...(run.settings.network !== undefined ? { network: run.settings.network } : {}),
-          },
-        ],
-      );
+      const result =
+        environment === undefined
+          ? await toolActivities(
+              await workspaceTaskQueue(ctx),
+              run.settings.timeouts,
+            ).executeTool.executeWithOptions({ summary: toolSummary(call.summary) }, [input])
+          : await runnerToolActivities(run.settings.timeouts).executeToolOnRunner.executeWithOptions(
+              { summary: `${toolSummary(call.summary)} @ ${environment}` },
+              [
+                {
+                  ...input,
+                  environment,
+                  waitMs: run.settings.timeouts.environmentWaitMs ?? DEFAULT_ENVIRONMENT_WAIT_MS,
+                },
+              ],
+            );
       ctx.stream.publishLive(result.live);
       if (MUTATING_TOOLS.has(call.summary.name)) ctx.ranMutatingTool = true;
       endCall(ctx, call, result.isError ? "failed" : "completed", result.isError);
@@ -165,6 +184,12 @@ async function executeCall(
       throw error;
     }
   }
+}
+
+/** The runner environment the run's tools go to, or undefined for the workspace's worker. */
+function runnerEnvironment(ctx: RunContext): string | undefined {
+  const environment = ctx.run.settings.environment;
+  return environment === undefined || environment === "worker" ? undefined : environment;
 }
 
 /**

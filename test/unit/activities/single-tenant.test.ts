@@ -17,6 +17,7 @@ function recordingActivities(reached: string[]): KeelActivities {
     restoreWorkspace: record("restoreWorkspace"),
     llmTurn: record("llmTurn"),
     executeTool: record("executeTool"),
+    executeToolOnRunner: record("executeToolOnRunner"),
     compact: record("compact"),
     branch: record("branch"),
     postChatReply: record("postChatReply"),

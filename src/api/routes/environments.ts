@@ -1,0 +1,322 @@
+/**
+ * Environments (where a session's tools run) and their runners' routes. A tenant's API key
+ * manages environments and runner tokens; a runner token (one tenant, one environment) claims
+ * that environment's calls, heartbeats them and posts their results — nothing else. Docs:
+ * docs/api.md, "Environments"; design: docs/architecture.md, "Environments".
+ */
+import { createRoute, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import { ToolResultBlockSchema } from "../../core/messages";
+import { claimCall, completeCall, heartbeatCall, type RunnerCallDeps } from "../../environments/calls";
+import { ENVIRONMENT_KINDS, isEnvironmentName } from "../../environments/store";
+import type { RouteContext } from "../app";
+import { bearerAuth, singleTenantOnly } from "../auth";
+import { ProblemError } from "../problems";
+import type { ApiEnv, ApiRouter } from "../router";
+import { createRouter } from "../router";
+import { runnerAuth } from "../runner-auth";
+import { problemResponses } from "./common";
+
+/** Longest a claim waits for a call (API Gateway ends a request after 29 s). */
+const MAX_CLAIM_WAIT_SECONDS = 20;
+
+const NameParams = z.object({
+  name: z
+    .string()
+    .refine(isEnvironmentName, { error: "an environment name: [A-Za-z0-9][A-Za-z0-9_-]{0,62}, not `worker`" })
+    .openapi({ param: { name: "name", in: "path" }, example: "laptop" }),
+});
+const CallParams = NameParams.extend({
+  callId: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,127}\.[0-9]{1,12}$/)
+    .openapi({ param: { name: "callId", in: "path" } }),
+});
+const TokenParams = NameParams.extend({
+  tokenId: z
+    .string()
+    .regex(/^[0-9a-f]{12}$/)
+    .openapi({ param: { name: "tokenId", in: "path" } }),
+});
+
+const EnvironmentView = z
+  .object({
+    name: z.string(),
+    kind: z.enum(ENVIRONMENT_KINDS),
+    createdAt: z.string(),
+    description: z.string().optional(),
+  })
+  .openapi("Environment");
+const CreateEnvironmentBody = z
+  .object({
+    name: NameParams.shape.name,
+    kind: z.enum(ENVIRONMENT_KINDS).default("runner"),
+    description: z.string().max(500).optional(),
+  })
+  .openapi("EnvironmentRequest");
+const TokenView = z.object({ tokenId: z.string(), createdAt: z.string() });
+const IssuedToken = z
+  .object({
+    tokenId: z.string(),
+    token: z
+      .string()
+      .openapi({ description: "The runner token; shown once, stored only as its sha256 digest" }),
+  })
+  .openapi("RunnerToken");
+const ClaimBody = z.object({
+  waitSeconds: z.number().int().min(0).max(MAX_CLAIM_WAIT_SECONDS).default(MAX_CLAIM_WAIT_SECONDS),
+});
+const ClaimedCallView = z
+  .object({
+    callId: z.string(),
+    claimId: z.string().openapi({ description: "Proves the claim in this call's heartbeats and result" }),
+    attempt: z.number().int(),
+    sessionId: z.string(),
+    toolCall: z.object({ id: z.string(), name: z.string(), arguments: z.record(z.string(), z.unknown()) }),
+    network: z.unknown().optional(),
+  })
+  .openapi("RunnerCall");
+const HeartbeatBody = z.object({ claimId: z.string().min(1).max(64) });
+const HeartbeatAnswer = z.object({
+  cancel: z
+    .boolean()
+    .openapi({ description: "Stop the call (the run aborted it) and post what it produced" }),
+});
+const ResultBody = z
+  .object({
+    claimId: z.string().min(1).max(64),
+    output: z.object({
+      content: z.array(ToolResultBlockSchema).max(100),
+      details: z.unknown().optional(),
+      isError: z.boolean(),
+    }),
+  })
+  .openapi("RunnerResult");
+
+const json = <T extends z.ZodType>(schema: T, description: string) => ({
+  description,
+  content: { "application/json": { schema } },
+});
+
+const createEnvironment = createRoute({
+  method: "post",
+  path: "/v1/environments",
+  summary: "Create an environment (kind `runner`: a `keel runner` somewhere runs its sessions' tools)",
+  request: { body: { content: { "application/json": { schema: CreateEnvironmentBody } }, required: true } },
+  responses: { 201: json(EnvironmentView, "Created"), ...problemResponses(409) },
+});
+const listEnvironments = createRoute({
+  method: "get",
+  path: "/v1/environments",
+  summary: "The caller's environments",
+  responses: {
+    200: json(z.object({ environments: z.array(EnvironmentView) }), "Environments"),
+    ...problemResponses(),
+  },
+});
+const getEnvironment = createRoute({
+  method: "get",
+  path: "/v1/environments/{name}",
+  summary: "An environment and its runner tokens (ids only)",
+  request: { params: NameParams },
+  responses: {
+    200: json(
+      EnvironmentView.extend({ tokens: z.array(TokenView), waitingCalls: z.number().int() }),
+      "The environment",
+    ),
+    ...problemResponses(),
+  },
+});
+const deleteEnvironment = createRoute({
+  method: "delete",
+  path: "/v1/environments/{name}",
+  summary: "Delete an environment, revoking its tokens",
+  request: { params: NameParams },
+  responses: { 204: { description: "Deleted" }, ...problemResponses() },
+});
+const issueToken = createRoute({
+  method: "post",
+  path: "/v1/environments/{name}/tokens",
+  summary: "A new runner token for the environment (shown once)",
+  request: { params: NameParams },
+  responses: { 201: json(IssuedToken, "The token"), ...problemResponses() },
+});
+const revokeToken = createRoute({
+  method: "delete",
+  path: "/v1/environments/{name}/tokens/{tokenId}",
+  summary: "Revoke a runner token: refused (401) from the next request on",
+  request: { params: TokenParams },
+  responses: { 204: { description: "Revoked" }, ...problemResponses() },
+});
+const claim = createRoute({
+  method: "post",
+  path: "/v1/environments/{name}/calls:claim",
+  summary: "Runner token only: take the oldest waiting tool call of the environment (long poll)",
+  request: {
+    params: NameParams,
+    body: { content: { "application/json": { schema: ClaimBody } }, required: false },
+  },
+  responses: {
+    200: json(ClaimedCallView, "A call, now held by this runner"),
+    204: { description: "No call came within the wait" },
+    ...problemResponses(),
+  },
+});
+const heartbeat = createRoute({
+  method: "post",
+  path: "/v1/environments/{name}/calls/{callId}/heartbeat",
+  summary: "Runner token only: the call is still running (relayed to its activity)",
+  request: {
+    params: CallParams,
+    body: { content: { "application/json": { schema: HeartbeatBody } }, required: true },
+  },
+  responses: { 200: json(HeartbeatAnswer, "Go on, or stop"), ...problemResponses() },
+});
+const postResult = createRoute({
+  method: "post",
+  path: "/v1/environments/{name}/calls/{callId}/result",
+  summary: "Runner token only: the call's output; stored as its result and the run goes on",
+  request: {
+    params: CallParams,
+    body: { content: { "application/json": { schema: ResultBody } }, required: true },
+  },
+  responses: { 200: json(z.object({ stored: z.literal(true) }), "Stored"), ...problemResponses() },
+});
+
+/** Paths only runner tokens may use (everything else under /v1/environments takes an API key). */
+const RUNNER_PATH = /^\/v1\/environments\/[^/]+\/calls(:claim|\/[^/]+\/(heartbeat|result))$/;
+
+/** The two kinds of credential the environment routes take, by path. */
+export function registerEnvironmentAuth(app: ApiRouter, deps: RouteContext): void {
+  const tenantAuth = bearerAuth(deps.config.apiKeys);
+  const runner = deps.environments ? runnerAuth(deps.environments.store) : undefined;
+  const { singleTenant } = deps.config;
+  for (const path of ["/v1/environments", "/v1/environments/*"]) {
+    app.use(path, (c, next) => {
+      if (!RUNNER_PATH.test(c.req.path)) return tenantAuth(c, next);
+      if (!runner) throw new ProblemError("not-implemented", "This deployment serves no environments.");
+      return runner(c, next);
+    });
+    if (singleTenant !== undefined) app.use(path, singleTenantOnly(singleTenant));
+  }
+}
+
+/** The environment named in the path, for the runner token's own environment only. */
+function runnerScope(c: Context<ApiEnv>, name: string): { tenantId: string; environment: string } {
+  // A token of another environment (or tenant) learns nothing: the same answer as a missing one.
+  if (c.get("runnerEnvironment") !== name) throw new ProblemError("environment-not-found");
+  return { tenantId: c.get("tenantId"), environment: name };
+}
+
+/** API keys may not use runner routes, runner tokens may not manage environments. */
+function tenantOnly(c: Context<ApiEnv>): string {
+  if (c.get("runnerEnvironment") !== undefined)
+    throw new ProblemError("unauthorized", "Runner tokens only run calls.");
+  return c.get("tenantId");
+}
+
+/** The environment routes; without `deps.environments` every one answers 501. */
+export function environmentRoutes(deps: RouteContext) {
+  const served = () => {
+    if (!deps.environments)
+      throw new ProblemError("not-implemented", "This deployment serves no environments.");
+    const { store, markers } = deps.environments;
+    const calls: RunnerCallDeps = {
+      environments: store,
+      store: deps.store,
+      markers,
+      completion: async () => (await deps.runs()).activityCompletion(),
+      now: deps.now,
+    };
+    return { environments: store, calls };
+  };
+  const requireEnvironment = async (tenantId: string, name: string) => {
+    const environment = await served().environments.get(tenantId, name);
+    if (!environment) throw new ProblemError("environment-not-found");
+    return environment;
+  };
+  return createRouter()
+    .openapi(createEnvironment, async (c) => {
+      const { environments } = served();
+      const tenantId = tenantOnly(c);
+      const body = c.req.valid("json");
+      const environment = {
+        name: body.name,
+        kind: body.kind,
+        createdAt: new Date(deps.now()).toISOString(),
+        ...(body.description !== undefined ? { description: body.description } : {}),
+      };
+      if (!(await environments.create(tenantId, environment))) throw new ProblemError("environment-exists");
+      return c.json(environment, 201);
+    })
+    .openapi(listEnvironments, async (c) =>
+      c.json({ environments: await served().environments.list(tenantOnly(c)) }, 200),
+    )
+    .openapi(getEnvironment, async (c) => {
+      const { environments } = served();
+      const tenantId = tenantOnly(c);
+      const { name } = c.req.valid("param");
+      const environment = await requireEnvironment(tenantId, name);
+      const [tokens, callIds] = await Promise.all([
+        environments.tokens(tenantId, name),
+        environments.callIds(tenantId, name),
+      ]);
+      return c.json({ ...environment, tokens, waitingCalls: callIds.length }, 200);
+    })
+    .openapi(deleteEnvironment, async (c) => {
+      const { environments } = served();
+      const tenantId = tenantOnly(c);
+      const { name } = c.req.valid("param");
+      if (!(await environments.delete(tenantId, name))) throw new ProblemError("environment-not-found");
+      return c.body(null, 204);
+    })
+    .openapi(issueToken, async (c) => {
+      const { environments } = served();
+      const tenantId = tenantOnly(c);
+      const { name } = c.req.valid("param");
+      await requireEnvironment(tenantId, name);
+      return c.json(await environments.issueToken(tenantId, name), 201);
+    })
+    .openapi(revokeToken, async (c) => {
+      const { environments } = served();
+      const tenantId = tenantOnly(c);
+      const { name, tokenId } = c.req.valid("param");
+      if (!(await environments.revoke(tenantId, name, tokenId)))
+        throw new ProblemError("not-found", "No such token.");
+      return c.body(null, 204);
+    })
+    .openapi(claim, async (c) => {
+      const { environments, calls } = served();
+      const { name } = c.req.valid("param");
+      const scope = runnerScope(c, name);
+      const body = ClaimBody.parse((await c.req.json().catch(() => ({}))) ?? {});
+      const token = /^Bearer (.+)$/.exec(c.req.header("authorization") ?? "")?.[1] ?? "";
+      const call = await claimCall(calls, scope.tenantId, scope.environment, body.waitSeconds * 1000, {
+        signal: c.req.raw.signal,
+        stillAuthorized: async () => (await environments.tokenOwner(token)) !== undefined,
+      });
+      return call ? c.json(call, 200) : c.body(null, 204);
+    })
+    .openapi(heartbeat, async (c) => {
+      const { calls } = served();
+      const { name, callId } = c.req.valid("param");
+      const scope = runnerScope(c, name);
+      const { claimId } = c.req.valid("json");
+      const answer = await heartbeatCall(calls, scope.tenantId, scope.environment, callId, claimId);
+      if (answer === "gone")
+        throw new ProblemError("call-not-found", "This runner no longer holds the call; stop it.");
+      return c.json({ cancel: answer === "cancel" }, 200);
+    })
+    .openapi(postResult, async (c) => {
+      const { calls } = served();
+      const { name, callId } = c.req.valid("param");
+      const scope = runnerScope(c, name);
+      const { claimId, output } = c.req.valid("json");
+      if (!(await completeCall(calls, scope.tenantId, scope.environment, callId, claimId, output)))
+        throw new ProblemError(
+          "call-not-found",
+          "This runner no longer holds the call; its result is not stored.",
+        );
+      return c.json({ stored: true as const }, 200);
+    });
+}

@@ -1,0 +1,215 @@
+/**
+ * The API's side of runner environments: a runner claims a waiting call, reports heartbeats and
+ * posts the result. The activity that waits for the call (activities/runner-tool.ts) is completed
+ * here, by its task token, after the result is stored at the slot the workflow assigned.
+ *
+ * Replay rules as for in-worker tools: a result already stored is adopted; an `unsafe` call (bash)
+ * writes its start marker when claimed, and a later attempt that finds it gets an unknown-outcome
+ * result instead of a second run.
+ */
+import { randomBytes } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
+import {
+  ActivityCancelledError,
+  ActivityNotFoundError,
+  type AsyncCompletionClient,
+} from "@temporalio/client";
+import { resultOf, summarize, withApprovedEdit } from "../activities/execute-tool";
+import type { ExecuteToolResult } from "../activities/types";
+import { UNKNOWN_OUTCOME_TEXT } from "../core/markers";
+import { createMessageEntry } from "../core/session-entries";
+import type { SessionStore } from "../store/session-store";
+import type { ToolCallMarkers } from "../store/tool-call-markers";
+import { toolNamed, toToolResultMessage } from "../tools";
+import type { ToolOutput } from "../tools/types";
+import type { EnvironmentStore, RunnerCall } from "./store";
+
+/** What a runner receives for a claimed call: enough to run it, and the claim that proves it holds it. */
+export interface ClaimedCall {
+  callId: string;
+  claimId: string;
+  attempt: number;
+  sessionId: string;
+  toolCall: { id: string; name: string; arguments: Record<string, unknown> };
+  network?: unknown;
+}
+
+/** Activity heartbeats and completions by task token (Temporal's AsyncCompletionClient). */
+export type ActivityCompletion = Pick<AsyncCompletionClient, "heartbeat" | "complete">;
+
+export interface RunnerCallDeps {
+  environments: EnvironmentStore;
+  store: SessionStore;
+  markers: ToolCallMarkers;
+  completion: () => Promise<ActivityCompletion>;
+  now: () => number;
+}
+
+/** How often a long-polling claim looks for new calls. */
+const CLAIM_POLL_MS = 500;
+
+/**
+ * Claims the oldest waiting call of the environment, waiting up to `waitMs` for one. Undefined
+ * when none came. Calls that must not run again are answered here and never handed out.
+ */
+export async function claimCall(
+  deps: RunnerCallDeps,
+  tenantId: string,
+  environment: string,
+  waitMs: number,
+  options: { signal?: AbortSignal; stillAuthorized?: () => Promise<boolean> } = {},
+): Promise<ClaimedCall | undefined> {
+  const deadline = deps.now() + waitMs;
+  for (;;) {
+    const callIds = await deps.environments.callIds(tenantId, environment);
+    // A long poll outlives its authentication: a token revoked meanwhile takes no call.
+    if (callIds.length > 0 && options.stillAuthorized && !(await options.stillAuthorized())) return undefined;
+    for (const callId of callIds) {
+      const claimed = await tryClaim(deps, tenantId, environment, callId);
+      if (claimed) return claimed;
+    }
+    if (deps.now() + CLAIM_POLL_MS > deadline || options.signal?.aborted) return undefined;
+    await sleep(CLAIM_POLL_MS);
+  }
+}
+
+async function tryClaim(
+  deps: RunnerCallDeps,
+  tenantId: string,
+  environment: string,
+  callId: string,
+): Promise<ClaimedCall | undefined> {
+  const read = await deps.environments.readCall(tenantId, environment, callId);
+  if (!read || read.value.claim) return undefined;
+  if (read.value.expired) {
+    // Given up by its activity (no runner in time, or cancelled): nobody will claim it.
+    await deps.environments.removeCall(tenantId, environment, callId);
+    return undefined;
+  }
+  const call: RunnerCall = {
+    ...read.value,
+    claim: { id: randomBytes(18).toString("base64url"), at: deps.now() },
+  };
+  // The conditional replace is the claim: of two runners that read this version, one wins.
+  if (!(await deps.environments.replaceCall(call, read.etag))) return undefined;
+  const ref = { tenantId, sessionId: call.sessionId };
+  const stored = await deps.store.getEntry(ref, call.slot.seq);
+  if (stored) {
+    await finish(deps, call, summarize(resultOf(stored, call.slot.id), "adopted"));
+    return undefined;
+  }
+  if (toolNamed(call.toolCall.name)?.replay === "unsafe") {
+    const first = await deps.markers.markStarted(
+      ref,
+      { kind: "toolCall", resultSlot: call.slot, toolCallId: call.toolCall.id },
+      call.attempt,
+    );
+    if (!first) {
+      await storeResult(
+        deps,
+        call,
+        { content: [{ type: "text", text: UNKNOWN_OUTCOME_TEXT }], isError: true },
+        "unknown_outcome",
+      );
+      return undefined;
+    }
+  }
+  return {
+    callId,
+    claimId: call.claim?.id ?? "",
+    attempt: call.attempt,
+    sessionId: call.sessionId,
+    toolCall: {
+      id: call.toolCall.id,
+      name: call.toolCall.name,
+      arguments: call.argumentsOverride ?? call.toolCall.arguments,
+    },
+    ...(call.network !== undefined ? { network: call.network } : {}),
+  };
+}
+
+/** The call `claimId` holds, or undefined when the claim is not (or no longer) its. */
+async function heldCall(
+  deps: RunnerCallDeps,
+  tenantId: string,
+  environment: string,
+  callId: string,
+  claimId: string,
+): Promise<RunnerCall | undefined> {
+  const read = await deps.environments.readCall(tenantId, environment, callId);
+  return read?.value.claim?.id === claimId ? read.value : undefined;
+}
+
+/**
+ * Relays a runner's heartbeat to the waiting activity: `cancel` when the run cancelled the call
+ * (abort, interrupt), `gone` when the claim is not the runner's any more (the activity timed out
+ * and another attempt took over) — the runner stops the call either way.
+ */
+export async function heartbeatCall(
+  deps: RunnerCallDeps,
+  tenantId: string,
+  environment: string,
+  callId: string,
+  claimId: string,
+): Promise<"ok" | "cancel" | "gone"> {
+  const call = await heldCall(deps, tenantId, environment, callId, claimId);
+  if (!call) return "gone";
+  try {
+    await (await deps.completion()).heartbeat(Buffer.from(call.taskToken, "base64"), { phase: "runner" });
+    return "ok";
+  } catch (error) {
+    if (error instanceof ActivityCancelledError) return "cancel";
+    if (error instanceof ActivityNotFoundError) return "gone";
+    throw error;
+  }
+}
+
+/** Stores a runner's result and completes the activity; false when the claim is not the runner's. */
+export async function completeCall(
+  deps: RunnerCallDeps,
+  tenantId: string,
+  environment: string,
+  callId: string,
+  claimId: string,
+  output: ToolOutput,
+): Promise<boolean> {
+  const call = await heldCall(deps, tenantId, environment, callId, claimId);
+  if (!call) return false;
+  await storeResult(deps, call, output, "executed");
+  return true;
+}
+
+async function storeResult(
+  deps: RunnerCallDeps,
+  call: RunnerCall,
+  output: ToolOutput,
+  outcome: ExecuteToolResult["outcome"],
+): Promise<void> {
+  const executed = call.argumentsOverride ?? call.toolCall.arguments;
+  let message = toToolResultMessage({ ...call.toolCall, arguments: executed }, output, deps.now());
+  if (call.argumentsOverride)
+    message = withApprovedEdit(message, call.toolCall.arguments, call.argumentsOverride);
+  const ref = { tenantId: call.tenantId, sessionId: call.sessionId };
+  const { entry, written } = await deps.store.putEntry(
+    ref,
+    call.slot.seq,
+    createMessageEntry(call.slot, message),
+  );
+  await finish(deps, call, summarize(resultOf(entry, call.slot.id), written ? outcome : "adopted"));
+}
+
+/**
+ * Completes the waiting activity and removes the call. An activity that is gone (timed out and
+ * retried) is no failure: the result is stored, and the retry adopts it.
+ */
+async function finish(deps: RunnerCallDeps, call: RunnerCall, result: ExecuteToolResult): Promise<void> {
+  try {
+    await (await deps.completion()).complete(Buffer.from(call.taskToken, "base64"), result);
+  } catch (error) {
+    if (!(error instanceof ActivityNotFoundError)) throw error;
+  }
+  // Only the version this claim wrote: a newer attempt's call stays for its runners.
+  const current = await deps.environments.readCall(call.tenantId, call.environment, call.callId);
+  if (current?.value.claim?.id === call.claim?.id)
+    await deps.environments.removeCall(call.tenantId, call.environment, call.callId);
+}

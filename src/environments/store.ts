@@ -1,0 +1,244 @@
+/**
+ * Environments, runner tokens and the calls waiting for runners, as small JSON objects in S3
+ * (the API stays stateless: any API process, or Lambda, serves any request).
+ *
+ * ```
+ * {prefix}tenants/{t}/environments/{name}/environment.json     the environment
+ * {prefix}tenants/{t}/environments/{name}/tokens/{tokenId}.json a token's index entry (its digest)
+ * {prefix}tenants/{t}/environments/{name}/calls/{callId}.json   a tool call for the environment's runners
+ * {prefix}runner-tokens/{sha256 of the token}.json              token → tenant + environment
+ * ```
+ *
+ * Tokens are random secrets shown once; only their sha256 digest is stored. Revoking deletes both
+ * objects, so the next request with the token is refused (there is no cache to wait out).
+ * A call is claimed by a conditional replace (If-Match on the version read), so two runners polling
+ * at once never take the same call.
+ */
+import { createHash, randomBytes } from "node:crypto";
+import { ListObjectsV2Command, type S3Client } from "@aws-sdk/client-s3";
+import { z } from "zod";
+import { JsonObjects } from "../api/json-objects";
+import { ID_PATTERN } from "../store/session-keys";
+
+/** Where a session's tools run. `worker` is the built-in default and cannot be created. */
+export const WORKER_ENVIRONMENT = "worker";
+export const ENVIRONMENT_KINDS = ["runner"] as const;
+/** Environment names: like session ids, at most 63 characters, and never `worker`. */
+export const ENVIRONMENT_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/;
+
+export const EnvironmentSchema = z.object({
+  name: z.string(),
+  kind: z.enum(ENVIRONMENT_KINDS),
+  createdAt: z.string(),
+  description: z.string().optional(),
+});
+export type Environment = z.infer<typeof EnvironmentSchema>;
+
+const TokenRecordSchema = z.object({
+  tenantId: z.string(),
+  environment: z.string(),
+  tokenId: z.string(),
+  createdAt: z.string(),
+});
+export type RunnerTokenRecord = z.infer<typeof TokenRecordSchema>;
+
+const TokenIndexSchema = z.object({ tokenId: z.string(), digest: z.string(), createdAt: z.string() });
+
+const SlotSchema = z.object({
+  seq: z.number().int().nonnegative(),
+  id: z.string(),
+  parentId: z.string().nullable(),
+  timestamp: z.string(),
+});
+
+/** A tool call handed to an environment's runners (written by the worker's activity). */
+export const RunnerCallSchema = z.object({
+  callId: z.string(),
+  tenantId: z.string(),
+  sessionId: z.string(),
+  environment: z.string(),
+  slot: SlotSchema,
+  /** The call as the model made it (the runner runs `arguments`, which approval may have edited). */
+  toolCall: z.object({
+    type: z.literal("toolCall"),
+    id: z.string(),
+    name: z.string(),
+    arguments: z.record(z.string(), z.unknown()),
+  }),
+  /** The arguments a person approved instead of the model's; recorded in the result. */
+  argumentsOverride: z.record(z.string(), z.unknown()).optional(),
+  network: z.unknown().optional(),
+  /** Temporal's attempt of the activity that wrote it, and that activity's task token (base64). */
+  attempt: z.number().int().positive(),
+  taskToken: z.string(),
+  createdAt: z.number(),
+  /** Set by the claim: a random id only the claiming runner learns. */
+  claim: z.object({ id: z.string(), at: z.number() }).optional(),
+  /** Set when the waiting activity gave up on the call (no runner took it in time). */
+  expired: z.literal(true).optional(),
+});
+export type RunnerCall = z.infer<typeof RunnerCallSchema>;
+
+/** The id of the call filling result slot `seq` of session `sessionId` (`.` is in no session id). */
+export function runnerCallId(sessionId: string, seq: number): string {
+  return `${sessionId}.${seq}`;
+}
+
+export class EnvironmentStore {
+  private readonly objects: JsonObjects;
+
+  constructor(
+    private readonly s3: S3Client,
+    private readonly bucket: string,
+    private readonly prefix: string,
+  ) {
+    this.objects = new JsonObjects(s3, bucket, prefix);
+  }
+
+  private folder(tenantId: string, name?: string): string {
+    if (!ID_PATTERN.test(tenantId)) throw new Error(`invalid tenant id ${JSON.stringify(tenantId)}`);
+    const base = `${this.prefix}tenants/${tenantId}/environments/`;
+    if (name === undefined) return base;
+    if (!isEnvironmentName(name)) throw new Error(`invalid environment name ${JSON.stringify(name)}`);
+    return `${base}${name}/`;
+  }
+
+  /** Creates the environment: false when one of that name exists. */
+  create(tenantId: string, environment: Environment): Promise<boolean> {
+    return this.objects.createIfAbsent(
+      `${this.folder(tenantId, environment.name)}environment.json`,
+      environment,
+    );
+  }
+
+  get(tenantId: string, name: string): Promise<Environment | undefined> {
+    return this.objects.read(`${this.folder(tenantId, name)}environment.json`, EnvironmentSchema);
+  }
+
+  async list(tenantId: string): Promise<Environment[]> {
+    const names = (await this.keys(this.folder(tenantId), "/"))
+      .map((prefix) => prefix.slice(this.folder(tenantId).length).replace(/\/$/, ""))
+      .filter(isEnvironmentName);
+    const found = await Promise.all(names.map((name) => this.get(tenantId, name)));
+    return found.filter((environment) => environment !== undefined);
+  }
+
+  /** Deletes the environment, its tokens and its waiting calls. */
+  async delete(tenantId: string, name: string): Promise<boolean> {
+    const folder = this.folder(tenantId, name);
+    if (!(await this.get(tenantId, name))) return false;
+    for (const token of await this.tokens(tenantId, name)) await this.revoke(tenantId, name, token.tokenId);
+    for (const key of await this.keys(folder)) await this.objects.remove(key);
+    return true;
+  }
+
+  /** A new token for the environment: the secret (returned once, never stored) and its id. */
+  async issueToken(tenantId: string, environment: string): Promise<{ token: string; tokenId: string }> {
+    const tokenId = randomBytes(6).toString("hex");
+    const token = `keel_rt_${tokenId}_${randomBytes(32).toString("base64url")}`;
+    const digest = sha256Hex(token);
+    const createdAt = new Date().toISOString();
+    await this.objects.overwrite(`${this.folder(tenantId, environment)}tokens/${tokenId}.json`, {
+      tokenId,
+      digest,
+      createdAt,
+    });
+    await this.objects.overwrite(this.tokenKey(digest), { tenantId, environment, tokenId, createdAt });
+    return { token, tokenId };
+  }
+
+  async tokens(tenantId: string, environment: string): Promise<{ tokenId: string; createdAt: string }[]> {
+    const folder = `${this.folder(tenantId, environment)}tokens/`;
+    const records = await Promise.all(
+      (await this.keys(folder)).map((key) => this.objects.read(key, TokenIndexSchema)),
+    );
+    return records.flatMap((record) =>
+      record ? [{ tokenId: record.tokenId, createdAt: record.createdAt }] : [],
+    );
+  }
+
+  /** Revokes a token: false when the environment has no token of that id. */
+  async revoke(tenantId: string, environment: string, tokenId: string): Promise<boolean> {
+    if (!/^[0-9a-f]{12}$/.test(tokenId)) return false;
+    const indexKey = `${this.folder(tenantId, environment)}tokens/${tokenId}.json`;
+    const index = await this.objects.read(indexKey, TokenIndexSchema);
+    if (!index) return false;
+    await this.objects.remove(this.tokenKey(index.digest));
+    await this.objects.remove(indexKey);
+    return true;
+  }
+
+  /** The tenant and environment a presented token belongs to, or undefined (unknown or revoked). */
+  async tokenOwner(token: string): Promise<RunnerTokenRecord | undefined> {
+    if (!/^keel_rt_[0-9a-f]{12}_[A-Za-z0-9_-]{43}$/.test(token)) return undefined;
+    return this.objects.read(this.tokenKey(sha256Hex(token)), TokenRecordSchema);
+  }
+
+  private tokenKey(digest: string): string {
+    return `${this.prefix}runner-tokens/${digest}.json`;
+  }
+
+  private callKey(tenantId: string, environment: string, callId: string): string {
+    if (!/^[A-Za-z0-9][A-Za-z0-9_-]{0,127}\.[0-9]{1,12}$/.test(callId))
+      throw new Error(`invalid call id ${JSON.stringify(callId)}`);
+    return `${this.folder(tenantId, environment)}calls/${callId}.json`;
+  }
+
+  /** Writes (or replaces, for a new attempt) the call for the environment's runners. */
+  putCall(call: RunnerCall): Promise<void> {
+    return this.objects.overwrite(this.callKey(call.tenantId, call.environment, call.callId), call);
+  }
+
+  readCall(
+    tenantId: string,
+    environment: string,
+    callId: string,
+  ): Promise<{ value: RunnerCall; etag: string } | undefined> {
+    return this.objects.readVersioned(this.callKey(tenantId, environment, callId), RunnerCallSchema);
+  }
+
+  /** Replaces the call if it is still the version `etag` names: true when replaced. */
+  replaceCall(call: RunnerCall, etag: string): Promise<boolean> {
+    return this.objects.replaceIfMatch(
+      this.callKey(call.tenantId, call.environment, call.callId),
+      call,
+      etag,
+    );
+  }
+
+  removeCall(tenantId: string, environment: string, callId: string): Promise<void> {
+    return this.objects.remove(this.callKey(tenantId, environment, callId));
+  }
+
+  /** Ids of the calls stored for the environment (waiting or claimed), oldest key first. */
+  async callIds(tenantId: string, environment: string): Promise<string[]> {
+    const folder = `${this.folder(tenantId, environment)}calls/`;
+    return (await this.keys(folder)).map((key) => key.slice(folder.length).replace(/\.json$/, ""));
+  }
+
+  /** Keys under `folder` (with a delimiter: the common prefixes instead). */
+  private async keys(folder: string, delimiter?: string): Promise<string[]> {
+    const keys: string[] = [];
+    let token: string | undefined;
+    do {
+      const page = await this.s3.send(
+        new ListObjectsV2Command({
+          Bucket: this.bucket,
+          Prefix: folder,
+          ContinuationToken: token,
+          ...(delimiter ? { Delimiter: delimiter } : {}),
+        }),
+      );
+      if (delimiter) keys.push(...(page.CommonPrefixes ?? []).flatMap((p) => (p.Prefix ? [p.Prefix] : [])));
+      else keys.push(...(page.Contents ?? []).flatMap((object) => (object.Key ? [object.Key] : [])));
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+    return keys;
+  }
+}
+
+const sha256Hex = (text: string): string => createHash("sha256").update(text).digest("hex");
+
+export function isEnvironmentName(name: string): boolean {
+  return ENVIRONMENT_NAME.test(name) && name !== WORKER_ENVIRONMENT;
+}

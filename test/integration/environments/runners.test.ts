@@ -1,0 +1,443 @@
+/**
+ * Runner environments through the real stack: the API served over HTTP (as a runner reaches it),
+ * Temporal, S3, a worker process, and `keel runner` processes a test can SIGKILL.
+ */
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import type { ServerType } from "@hono/node-server";
+import { startApiServer } from "../../../src/api/server";
+import { UNKNOWN_OUTCOME_TEXT } from "../../../src/core/markers";
+import { EnvironmentStore } from "../../../src/environments/store";
+import { ToolCallMarkers } from "../../../src/store/tool-call-markers";
+import { streamQuery } from "../../../src/workflows/definitions";
+import { runWorkflowId } from "../../../src/workflows/types";
+import { s3Client, s3Settings, testTmpDir, uniqueName } from "../../support/integration-env";
+import { eventually, expectIntactSession, messagesOf } from "../../support/run-harness";
+import { type ApiStage, createApiStage, expectProblem } from "../api/api-stage";
+
+const projectRoot = resolve(__dirname, "../../..");
+let api: ApiStage;
+let server: ServerType;
+let apiUrl: string;
+const runners: RunnerProcess[] = [];
+const s3 = s3Client();
+
+beforeAll(async () => {
+  const settings = s3Settings();
+  api = await createApiStage({
+    overrides: {
+      environments: {
+        store: new EnvironmentStore(s3, settings.bucket, settings.prefix),
+        markers: new ToolCallMarkers(s3, settings),
+      },
+    },
+  });
+  const started = await startApiServer(api.app, 0);
+  server = started.server;
+  apiUrl = `http://127.0.0.1:${started.port}`;
+}, 240_000);
+
+afterEach(async () => {
+  await Promise.all(runners.splice(0).map((runner) => runner.kill()));
+});
+
+afterAll(async () => {
+  if (server) await new Promise((done) => server.close(done));
+  await api?.close();
+  s3.destroy();
+});
+
+// Runs with a runner process to start and, in some, a heartbeat timeout to wait out, on a shared machine.
+jest.setTimeout(120_000);
+
+interface RunnerProcess {
+  child: ChildProcess;
+  output(): string;
+  kill(): Promise<void>;
+  exited: Promise<number | null>;
+}
+
+function startRunner(environment: string, token: string, extra: string[] = []): RunnerProcess {
+  const child = spawn(
+    process.execPath,
+    ["--import", "tsx", join(projectRoot, "src/cli/main.ts"), "runner", "--env", environment, ...extra],
+    {
+      cwd: projectRoot,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, KEEL_API_URL: apiUrl, KEEL_RUNNER_TOKEN: token },
+    },
+  );
+  let output = "";
+  child.stdout?.on("data", (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  child.stderr?.on("data", (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  const exited = new Promise<number | null>((done) => child.once("exit", (code) => done(code)));
+  const runner: RunnerProcess = {
+    child,
+    output: () => output,
+    async kill() {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+      await exited;
+    },
+    exited,
+  };
+  runners.push(runner);
+  return runner;
+}
+
+/** A new runner environment of tenant A with one token. */
+async function newEnvironment(key = api.keys.a): Promise<{ name: string; token: string; tokenId: string }> {
+  const name = uniqueName("env").slice(0, 60);
+  expect((await api.call("POST", "/v1/environments", { key, json: { name } })).status).toBe(201);
+  const issued = await api.call("POST", `/v1/environments/${name}/tokens`, { key });
+  expect(issued.status).toBe(201);
+  return { name, token: issued.body.token, tokenId: issued.body.tokenId };
+}
+
+function workspaceRoot(): string {
+  return mkdtempSync(join(testTmpDir(), "runner-"));
+}
+
+function processesMatching(pattern: string): string[] {
+  try {
+    return execFileSync("pgrep", ["-f", pattern], { encoding: "utf8" }).trim().split("\n").filter(Boolean);
+  } catch {
+    return [];
+  }
+}
+
+const claims = (runner: RunnerProcess) =>
+  runner
+    .output()
+    .split("\n")
+    .filter((line) => line.includes('"call claimed"'));
+
+function runOn(environment: string, scenario: string, text = "go") {
+  const ref = api.stage.newSession();
+  const settings = api.stage.settings({ environment, toolExecution: "parallel" });
+  return {
+    ref,
+    delivered: api.stage.runs.deliver(
+      ref,
+      { text: `[scenario:${scenario}] ${text}`, mode: "auto" },
+      settings,
+    ),
+  };
+}
+
+function toolTexts(entries: Awaited<ReturnType<typeof api.stage.entries>>): string[] {
+  return messagesOf(entries).flatMap((message) =>
+    message.role === "toolResult"
+      ? [message.content.map((block) => (block.type === "text" ? block.text : "")).join("")]
+      : [],
+  );
+}
+
+test("a run's bash and write calls run on the runner, in its workspace, not on the worker", async () => {
+  const env = await newEnvironment();
+  const root = workspaceRoot();
+  startRunner(env.name, env.token, ["--workspace-root", root]);
+  api.stage.llm.addScenario("on-runner", {
+    turns: [
+      { toolCalls: [{ name: "write", arguments: { path: "notes.txt", content: "from the runner\n" } }] },
+      { toolCalls: [{ name: "bash", arguments: { command: "cat notes.txt; echo ran-here" } }] },
+    ],
+    after: { text: "done" },
+  });
+  const { ref, delivered } = runOn(env.name, "on-runner");
+  await delivered;
+  expect((await api.stage.result(ref)).status).toBe("completed");
+  expect(readFileSync(join(root, ref.sessionId, "notes.txt"), "utf8")).toBe("from the runner\n");
+  expect(existsSync(join(api.stage.workspaceRoot, ref.tenantId, ref.sessionId))).toBe(false);
+  const texts = toolTexts(await expectIntactSession(api.stage, ref));
+  expect(texts[1]).toContain("from the runner\nran-here");
+});
+
+test("a runner acting on an existing directory changes those files", async () => {
+  const env = await newEnvironment();
+  const checkout = workspaceRoot();
+  writeFileSync(join(checkout, "README.md"), "old title\n");
+  startRunner(env.name, env.token, ["--workspace", checkout]);
+  api.stage.llm.addScenario("checkout", {
+    turns: [
+      { toolCalls: [{ name: "edit", arguments: { path: "README.md", oldText: "old", newText: "new" } }] },
+    ],
+    after: { text: "done" },
+  });
+  const { ref, delivered } = runOn(env.name, "checkout");
+  await delivered;
+  expect((await api.stage.result(ref)).status).toBe("completed");
+  expect(readFileSync(join(checkout, "README.md"), "utf8")).toBe("new title\n");
+});
+
+test("a runner killed during bash: the call is not run again, and the session says so", async () => {
+  const env = await newEnvironment();
+  const root = workspaceRoot();
+  const marker = `${Math.floor(Math.random() * 1e6)}`;
+  const first = startRunner(env.name, env.token, ["--workspace-root", root]);
+  api.stage.llm.addScenario("kill-bash", {
+    turns: [
+      { toolCalls: [{ name: "bash", arguments: { command: `echo once >> runs.txt; sleep 30.${marker}` } }] },
+    ],
+    after: { text: "done" },
+  });
+  const { ref, delivered } = runOn(env.name, "kill-bash");
+  await delivered;
+  await eventually(async () => (processesMatching(`sleep 30.${marker}`).length > 0 ? true : undefined));
+  await first.kill();
+  // bubblewrap dies with its parent; the sleep goes with it.
+  startRunner(env.name, env.token, ["--workspace-root", root]);
+  expect((await api.stage.result(ref)).status).toBe("completed");
+  const texts = toolTexts(await expectIntactSession(api.stage, ref));
+  expect(texts).toEqual([UNKNOWN_OUTCOME_TEXT]);
+  expect(readFileSync(join(root, ref.sessionId, "runs.txt"), "utf8")).toBe("once\n");
+});
+
+test("a runner that dies holding a write: the write is repeated by another runner and the file is there", async () => {
+  const env = await newEnvironment();
+  const root = workspaceRoot();
+  api.stage.llm.addScenario("lost-write", {
+    turns: [{ toolCalls: [{ name: "write", arguments: { path: "kept.txt", content: "kept\n" } }] }],
+    after: { text: "done" },
+  });
+  const { ref, delivered } = runOn(env.name, "lost-write");
+  await delivered;
+  // A runner that claims the call and dies before running it (or mid-way): it never heartbeats.
+  const claimed = await eventually(async () => {
+    const answer = await api.call("POST", `/v1/environments/${env.name}/calls:claim`, {
+      key: env.token,
+      json: { waitSeconds: 1 },
+    });
+    return answer.status === 200 ? answer.body : undefined;
+  });
+  expect(claimed.toolCall.name).toBe("write");
+  startRunner(env.name, env.token, ["--workspace-root", root]);
+  expect((await api.stage.result(ref)).status).toBe("completed");
+  expect(readFileSync(join(root, ref.sessionId, "kept.txt"), "utf8")).toBe("kept\n");
+  // The dead runner's claim is void: its late result is refused.
+  const late = await api.call("POST", `/v1/environments/${env.name}/calls/${claimed.callId}/result`, {
+    key: env.token,
+    json: { claimId: claimed.claimId, output: { content: [{ type: "text", text: "late" }], isError: false } },
+  });
+  expectProblem(late, 404, "call-not-found");
+  await expectIntactSession(api.stage, ref);
+});
+
+test("no runner: the call waits, visibly, and runs when a runner comes", async () => {
+  const env = await newEnvironment();
+  api.stage.llm.addScenario("offline", {
+    turns: [{ toolCalls: [{ name: "bash", arguments: { command: "echo back" } }] }],
+    after: { text: "done" },
+  });
+  const { ref, delivered } = runOn(env.name, "offline");
+  await delivered;
+  await eventually(async () => {
+    const shown = await api.call("GET", `/v1/environments/${env.name}`);
+    return shown.body?.waitingCalls === 1 ? true : undefined;
+  });
+  // The run's stream says what the call waits for (clients show it; the SSE feed carries it).
+  const waiting = await eventually(async () => {
+    const page = await api.stage.client.workflow.getHandle(runWorkflowId(ref)).query(streamQuery, 0);
+    return page.items.find(
+      (item) =>
+        item.topic === "live" &&
+        (item.data as { partial?: string }).partial?.startsWith(`[waiting for environment \`${env.name}\``),
+    );
+  });
+  expect(waiting).toBeDefined();
+  await new Promise((done) => setTimeout(done, 6_000)); // longer than the heartbeat timeout (4 s)
+  const state = await api.stage.runs.state(ref);
+  expect(state?.pendingToolCalls.map((call) => call.state)).toEqual(["running"]);
+  startRunner(env.name, env.token, ["--workspace-root", workspaceRoot()]);
+  expect((await api.stage.result(ref)).status).toBe("completed");
+  expect(toolTexts(await api.stage.entries(ref))).toEqual(["back"]);
+});
+
+test("no runner within the run's wait: the call gets an error result naming the environment", async () => {
+  const env = await newEnvironment();
+  api.stage.llm.addScenario("nobody", {
+    turns: [{ toolCalls: [{ name: "ls", arguments: {} }] }],
+    after: { text: "done" },
+  });
+  const ref = api.stage.newSession();
+  const settings = api.stage.settings({ environment: env.name });
+  settings.timeouts = { ...settings.timeouts, environmentWaitMs: 2_000 };
+  await api.stage.runs.deliver(ref, { text: "[scenario:nobody] go", mode: "auto" }, settings);
+  expect((await api.stage.result(ref)).status).toBe("completed");
+  const [text] = toolTexts(await expectIntactSession(api.stage, ref));
+  expect(text).toContain(`No runner of environment \`${env.name}\` took this call`);
+});
+
+test("two runners of one environment share a parallel batch", async () => {
+  const env = await newEnvironment();
+  const root = workspaceRoot();
+  const a = startRunner(env.name, env.token, ["--workspace-root", root, "--concurrency", "1"]);
+  const b = startRunner(env.name, env.token, ["--workspace-root", root, "--concurrency", "1"]);
+  api.stage.llm.addScenario("shared", {
+    turns: [
+      {
+        toolCalls: [1, 2, 3, 4].map((n) => ({
+          name: "bash",
+          arguments: { command: `sleep 1; echo call-${n}` },
+        })),
+      },
+    ],
+    after: { text: "done" },
+  });
+  const { ref, delivered } = runOn(env.name, "shared");
+  await delivered;
+  expect((await api.stage.result(ref)).status).toBe("completed");
+  expect(toolTexts(await expectIntactSession(api.stage, ref))).toEqual([1, 2, 3, 4].map((n) => `call-${n}`));
+  expect(claims(a).length).toBeGreaterThan(0);
+  expect(claims(b).length).toBeGreaterThan(0);
+  expect(claims(a).length + claims(b).length).toBe(4);
+});
+
+test("abort while a runner holds a call stops the command and ends the run", async () => {
+  const env = await newEnvironment();
+  const marker = `${Math.floor(Math.random() * 1e6)}`;
+  startRunner(env.name, env.token, ["--workspace-root", workspaceRoot()]);
+  api.stage.llm.addScenario("abort-runner", {
+    turns: [{ toolCalls: [{ name: "bash", arguments: { command: `sleep 60.${marker}` } }] }],
+    after: { text: "done" },
+  });
+  const { ref, delivered } = runOn(env.name, "abort-runner");
+  await delivered;
+  await eventually(async () => (processesMatching(`sleep 60.${marker}`).length > 0 ? true : undefined));
+  const abortedAt = Date.now();
+  await api.stage.runs.signalAbort(ref, "stop");
+  expect((await api.stage.result(ref)).status).toBe("aborted");
+  expect(Date.now() - abortedAt).toBeLessThan(10_000);
+  await eventually(
+    async () => (processesMatching(`sleep 60.${marker}`).length === 0 ? true : undefined),
+    5_000,
+  );
+  await expectIntactSession(api.stage, ref);
+});
+
+test("a runner token serves its own tenant's environment only", async () => {
+  const mine = await newEnvironment(api.keys.a);
+  // Tenant B has an environment of the same name.
+  expect(
+    (await api.call("POST", "/v1/environments", { key: api.keys.b, json: { name: mine.name } })).status,
+  ).toBe(201);
+  const other = await newEnvironment(api.keys.b);
+  // A's token on B's environment name: not found, whatever B has.
+  expectProblem(
+    await api.call("POST", `/v1/environments/${other.name}/calls:claim`, {
+      key: mine.token,
+      json: { waitSeconds: 0 },
+    }),
+    404,
+    "environment-not-found",
+  );
+  // Tenant B puts a call on its environment named like A's: A's runner never sees it.
+  api.stage.llm.addScenario("tenant-b", {
+    turns: [{ toolCalls: [{ name: "ls", arguments: {} }] }],
+    after: { text: "done" },
+  });
+  const refB = { tenantId: api.tenants.b, sessionId: uniqueName("session") };
+  await api.stage.runs.deliver(
+    refB,
+    { text: "[scenario:tenant-b] go", mode: "auto" },
+    api.stage.settings({ environment: mine.name }),
+  );
+  await eventually(async () => {
+    const shown = await api.call("GET", `/v1/environments/${mine.name}`, { key: api.keys.b });
+    return shown.body?.waitingCalls === 1 ? true : undefined;
+  });
+  const claimA = await api.call("POST", `/v1/environments/${mine.name}/calls:claim`, {
+    key: mine.token,
+    json: { waitSeconds: 1 },
+  });
+  expect(claimA.status).toBe(204);
+  const callId = `${refB.sessionId}.2`;
+  expectProblem(
+    await api.call("POST", `/v1/environments/${mine.name}/calls/${callId}/heartbeat`, {
+      key: mine.token,
+      json: { claimId: "x" },
+    }),
+    404,
+    "call-not-found",
+  );
+  // Tokens manage nothing; API keys take no calls; tenant B cannot see A's environment's tokens.
+  expectProblem(await api.call("GET", "/v1/environments", { key: mine.token }), 401, "unauthorized");
+  expectProblem(
+    await api.call("POST", `/v1/environments/${mine.name}/calls:claim`, { json: {} }),
+    401,
+    "unauthorized",
+  );
+  const seenByB = await api.call("GET", `/v1/environments/${mine.name}`, { key: api.keys.b });
+  expect(seenByB.body.tokens).toEqual([]);
+  await api.stage.runs.signalAbort(refB, "test over");
+  await api.stage.result(refB);
+});
+
+test("a revoked token is refused at once and its runner stops getting work", async () => {
+  const env = await newEnvironment();
+  const runner = startRunner(env.name, env.token, ["--workspace-root", workspaceRoot()]);
+  await eventually(async () => (runner.output().includes("runner started") ? true : undefined));
+  // Its long polls (20 s each) are in flight, authenticated before the revocation.
+  await new Promise((done) => setTimeout(done, 3_000));
+  expect((await api.call("DELETE", `/v1/environments/${env.name}/tokens/${env.tokenId}`)).status).toBe(204);
+  expectProblem(
+    await api.call("POST", `/v1/environments/${env.name}/calls:claim`, {
+      key: env.token,
+      json: { waitSeconds: 0 },
+    }),
+    401,
+    "unauthorized",
+  );
+  // Its next claim (at most one long poll later) is refused and it exits.
+  api.stage.llm.addScenario("revoked", {
+    turns: [{ toolCalls: [{ name: "ls", arguments: {} }] }],
+    after: { text: "done" },
+  });
+  const ref = api.stage.newSession();
+  const settings = api.stage.settings({ environment: env.name });
+  settings.timeouts = { ...settings.timeouts, environmentWaitMs: 3_000 };
+  await api.stage.runs.deliver(ref, { text: "[scenario:revoked] go", mode: "auto" }, settings);
+  expect((await api.stage.result(ref)).status).toBe("completed");
+  expect(toolTexts(await api.stage.entries(ref))[0]).toContain("No runner of environment");
+  expect(claims(runner)).toEqual([]);
+  expect(
+    await Promise.race([runner.exited, new Promise((done) => setTimeout(() => done("running"), 25_000))]),
+  ).not.toBe("running");
+});
+
+test("approval then runner: the runner runs the arguments the person approved, and the result says so", async () => {
+  const env = await newEnvironment();
+  startRunner(env.name, env.token, ["--workspace-root", workspaceRoot()]);
+  api.stage.llm.addScenario("approve-runner", {
+    turns: [{ toolCalls: [{ name: "bash", arguments: { command: "echo asked" } }] }],
+    after: { text: "done" },
+  });
+  const ref = api.stage.newSession();
+  const settings = api.stage.settings({
+    environment: env.name,
+    policy: { rules: [{ tool: "bash", action: "ask" }], default: "allow", approvalTimeoutMs: 60_000 },
+  });
+  await api.stage.runs.deliver(ref, { text: "[scenario:approve-runner] go", mode: "auto" }, settings);
+  const toolCallId = await eventually(async () => {
+    const state = await api.stage.runs.state(ref);
+    return state?.pendingToolCalls.find((call) => call.state === "awaiting_approval")?.toolCallId;
+  });
+  await api.stage.runs.approve(ref, {
+    toolCallId,
+    decision: "approve",
+    arguments: { command: "echo edited" },
+  });
+  expect((await api.stage.result(ref)).status).toBe("completed");
+  const result = messagesOf(await expectIntactSession(api.stage, ref)).find(
+    (message) => message.role === "toolResult",
+  );
+  expect(result).toMatchObject({
+    isError: false,
+    details: { approval: { decision: "approved_with_edits", arguments: { command: "echo edited" } } },
+  });
+  expect(result?.role === "toolResult" && result.content).toContainEqual({ type: "text", text: "edited" });
+});
