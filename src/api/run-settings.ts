@@ -27,5 +27,6 @@ export function runSettingsFrom(
   // The schema admits "none" or "full"; the route has already refused "full" for a tenant the
   // deployment does not enable it for (KEEL_SANDBOX_NETWORK_FULL).
   if (body.network !== undefined) settings.network = body.network;
+  if (body.mcpServers !== undefined) settings.mcpServers = body.mcpServers;
   return settings;
 }

@@ -9,6 +9,7 @@ import type { LiveRunDeliveryMode, QueueMode } from "../core/queues";
 import type { ChatReplyTarget, SessionCursor } from "../core/run-types";
 import type { SessionRef } from "../core/session-ref";
 import type { ToolCallState } from "../core/tool-registry";
+import type { McpServerSettings, McpToolList } from "../mcp/types";
 import type { ThinkingLevel } from "../providers/types";
 import type { NetworkPolicy } from "../tools/sandbox";
 import type { WorkspaceSource } from "../tools/workspace";
@@ -82,6 +83,8 @@ export interface RunSettings {
   hooks: string[];
   /** Where the run's final answer is posted when it ends (runs started from a chat thread). */
   chatReply?: ChatReplyTarget;
+  /** MCP tool servers whose tools the model may call as `<server>__<tool>` (docs/tools.md, "MCP servers"). */
+  mcpServers?: McpServerSettings[];
 }
 
 export interface RunTimeouts {
@@ -141,6 +144,8 @@ export interface CarriedState {
   recentDeliveries?: RecentDelivery[];
   /** The run stream's last few items and its offsets (absent from runs that had no stream). */
   stream?: WorkflowStreamState;
+  /** The MCP tool list recorded at the run's start: every execution offers the same tools. */
+  mcpTools?: McpToolList;
 }
 
 /**

@@ -111,6 +111,7 @@ export function runRoutes(deps: RouteContext) {
       catalog: () => deps.catalog.list(),
     }),
     ...(outbound ? { gitHosts: outbound.gitHosts } : {}),
+    ...(outbound?.mcp ? { mcp: outbound.mcp } : {}),
     fullNetworkOffered: (deps.config.fullNetwork ?? "off") !== "off",
   });
   return createRouter()
