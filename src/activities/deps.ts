@@ -1,4 +1,5 @@
 /** What activities need from the worker process: created once per process, shared by every call. */
+import type { McpConnections } from "../mcp/connections";
 import type { ModelCatalog } from "../providers/models";
 import type { Provider } from "../providers/types";
 import type { SessionStore } from "../store/session-store";
@@ -29,4 +30,6 @@ export interface ActivityDeps {
   singleTenant?: string;
   /** How live events (deltas, tool output so far) go to the run's stream, or false for not at all; default on. */
   liveEvents?: LiveEventOptions | false;
+  /** The worker's MCP clients (one connection per session and server). */
+  mcp?: McpConnections;
 }

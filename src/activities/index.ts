@@ -6,6 +6,7 @@ import { compactActivity } from "./compact";
 import type { ActivityDeps } from "./deps";
 import { executeToolActivity } from "./execute-tool";
 import { llmTurnActivity } from "./llm-turn";
+import { listMcpToolsActivity } from "./mcp-tools";
 import { sessionActivities } from "./session-activities";
 import { servingOnlyTenant } from "./single-tenant";
 import type { KeelActivities } from "./types";
@@ -23,6 +24,7 @@ export function createActivities(deps: ActivityDeps): KeelActivities {
     compact: compactActivity(deps),
     branch: branchActivity(deps),
     postChatReply: chatReplyActivity(deps),
+    listMcpTools: listMcpToolsActivity(deps),
   };
   return deps.singleTenant === undefined ? activities : servingOnlyTenant(deps.singleTenant, activities);
 }

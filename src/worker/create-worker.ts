@@ -71,6 +71,7 @@ export async function createKeelWorkers(config: WorkerConfig): Promise<KeelWorke
       executeTool: activities.executeTool,
       snapshotWorkspace: activities.snapshotWorkspace,
       restoreWorkspace: activities.restoreWorkspace,
+      listMcpTools: activities.listMcpTools,
     },
     maxConcurrentActivityTaskExecutions: config.maxConcurrentActivities,
     ...common,

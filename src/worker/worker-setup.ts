@@ -7,6 +7,8 @@ import type { S3Client } from "@aws-sdk/client-s3";
 import { createActivities } from "../activities";
 import { DEFAULT_LIVE_EVENT_OPTIONS } from "../activities/live-events";
 import type { KeelActivities } from "../activities/types";
+import { McpConnections } from "../mcp/connections";
+import { mcpMountsFromEnv, mcpPolicyFromEnv } from "../mcp/policy";
 import { loadCatalog } from "../providers/models";
 import { createProvider } from "../providers/registry";
 import { EntryCache } from "../store/entry-cache";
@@ -39,6 +41,7 @@ export function workerActivities(config: WorkerConfig, s3: S3Client, toolTaskQue
     snapshotMaxBytes: config.snapshotMaxBytes,
     gitHosts: config.gitHosts,
     liveEvents: config.liveEvents ?? DEFAULT_LIVE_EVENT_OPTIONS,
+    mcp: new McpConnections(mcpPolicyFromEnv(process.env), mcpMountsFromEnv(process.env)),
   });
 }
 

@@ -39,6 +39,7 @@ import {
   setStatus,
   writeEntries,
 } from "./run/lifecycle";
+import { listMcpServers } from "./run/mcp";
 import { callModel, closeInterruptedCall, compactNow } from "./run/model-calls";
 import {
   createRunRecord,
@@ -82,6 +83,7 @@ export async function agentRun(input: RunInput): Promise<RunResult> {
     }
     if (!input.carried) emit(run, { type: "agent_start", runId: workflowInfo().runId });
     setStatus(ctx, "running");
+    await listMcpServers(ctx);
     return await runTurns(ctx, input);
   } catch (error) {
     // An activity failed for good (retries exhausted, non-retryable, timed out): the run ends as

@@ -25,6 +25,7 @@ export async function callModel(
         systemPrompt: run.settings.systemPrompt,
         thinkingLevel: run.next.thinkingLevel,
         tools: run.settings.tools,
+        ...(run.mcpTools ? { mcpTools: run.mcpTools } : {}),
         writesFirst,
         slot,
       },

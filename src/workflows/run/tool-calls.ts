@@ -18,6 +18,7 @@ import {
   takesPatch,
   writeEntries,
 } from "./lifecycle";
+import { mcpTarget } from "./mcp";
 import { type BatchCall, emit, moveCall, startBatch } from "./state";
 
 /** Times a tool call follows its workspace to a new worker before the run fails. */
@@ -141,6 +142,7 @@ async function executeCall(
   const { run } = ctx;
   moveCall(run, call.summary.id, "running");
   emit(run, { type: "tool_execution_start", toolCallId: call.summary.id, toolName: call.summary.name });
+  const mcp = mcpTarget(run, call.summary.name);
   for (let moves = 0; ; moves++) {
     const queue = await workspaceTaskQueue(ctx);
     try {
@@ -155,11 +157,12 @@ async function executeCall(
             argumentsOverride: args,
             slot: call.slot,
             ...(run.settings.network !== undefined ? { network: run.settings.network } : {}),
+            ...(mcp ? { mcp } : {}),
           },
         ],
       );
       ctx.stream.publishLive(result.live);
-      if (MUTATING_TOOLS.has(call.summary.name)) ctx.ranMutatingTool = true;
+      if (MUTATING_TOOLS.has(call.summary.name) || (mcp && mcp.replay !== "safe")) ctx.ranMutatingTool = true;
       endCall(ctx, call, result.isError ? "failed" : "completed", result.isError);
       return;
     } catch (error) {
@@ -177,7 +180,7 @@ async function executeCall(
  * the run, parallel calls included (they share the claim in flight); a failed claim is forgotten,
  * so the next call claims again.
  */
-async function workspaceTaskQueue(ctx: RunContext): Promise<string> {
+export async function workspaceTaskQueue(ctx: RunContext): Promise<string> {
   const { run } = ctx;
   // The newest stored entry before the batch (the assistant message): a worker without the
   // workspace restores the snapshot of it or of its nearest snapshotted ancestor.

@@ -20,6 +20,7 @@ function recordingActivities(reached: string[]): KeelActivities {
     compact: record("compact"),
     branch: record("branch"),
     postChatReply: record("postChatReply"),
+    listMcpTools: record("listMcpTools"),
   };
 }
 
