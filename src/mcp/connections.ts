@@ -178,6 +178,8 @@ function shellQuote(word: string): string {
   return `'${word.replace(/'/g, `'\\''`)}'`;
 }
 
+/** An error's message with its causes' (fetch wraps an egress refusal as "fetch failed"). */
 export function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+  if (!(error instanceof Error)) return String(error);
+  return error.cause !== undefined ? `${error.message}: ${messageOf(error.cause)}` : error.message;
 }

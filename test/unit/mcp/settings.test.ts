@@ -1,7 +1,9 @@
 import { messageBodySchema } from "../../../src/api/schemas";
+import { mcpServerFrom } from "../../../src/cli/commands/message";
 import { mcpPolicyFromEnv } from "../../../src/mcp/policy";
 import { mcpServersSchema } from "../../../src/mcp/schema";
 import { findMcpTool, mcpToolSpecs, replayClassOf, splitMcpToolName } from "../../../src/mcp/tool-names";
+import { decidePolicy } from "../../../src/workflows/policy";
 
 const policy = { secrets: ["GITHUB_TOKEN"], privateHosts: ["mcp.internal"] };
 const schema = mcpServersSchema(policy);
@@ -104,4 +106,35 @@ test("model-facing names are <server>__<tool>; unavailable servers offer nothing
   ]);
   expect(findMcpTool(list, "fs__read_file")?.entry.replay).toBe("safe");
   expect(findMcpTool(list, "down__x")).toBeUndefined();
+});
+
+test("keel run --mcp: a command with its arguments, or an HTTP URL", () => {
+  expect(mcpServerFrom("fs=node /opt/fs/index.js /workspace")).toEqual({
+    name: "fs",
+    command: "node",
+    args: ["/opt/fs/index.js", "/workspace"],
+  });
+  expect(mcpServerFrom("tracker=https://mcp.example.com/mcp")).toEqual({
+    name: "tracker",
+    url: "https://mcp.example.com/mcp",
+  });
+  expect(() => mcpServerFrom("no-equals")).toThrow(/--mcp/);
+  expect(() => mcpServerFrom("=node x")).toThrow(/--mcp/);
+});
+
+test("policy rules name MCP tools exactly, or every tool of a server with <server>__*", () => {
+  const policy = {
+    rules: [
+      { tool: "fs__write_file", action: "ask" as const },
+      { tool: "fs__*", action: "allow" as const },
+      { tool: "everything__*", argumentsPattern: "secret", action: "deny" as const },
+    ],
+    default: "deny" as const,
+    approvalTimeoutMs: 1_000,
+  };
+  expect(decidePolicy(policy, "fs__write_file", "{}")).toBe("ask");
+  expect(decidePolicy(policy, "fs__read_text_file", "{}")).toBe("allow");
+  expect(decidePolicy(policy, "everything__echo", '{"message":"secret"}')).toBe("deny");
+  expect(decidePolicy(policy, "fsx__read", "{}")).toBe("deny");
+  expect(decidePolicy(policy, "bash", "{}")).toBe("deny");
 });
