@@ -24,6 +24,7 @@ import { idempotency } from "./idempotency";
 import type { JsonObjects } from "./json-objects";
 import { ProblemError, type ProblemSlug, problemResponse } from "./problems";
 import { createRouter } from "./router";
+import { mcpRoutes } from "./routes/mcp";
 import { runRoutes } from "./routes/runs";
 import { sessionRoutes } from "./routes/sessions";
 import { transferRoutes } from "./routes/transfer";
@@ -210,5 +211,9 @@ export function createApp(dependencies: ApiDependencies) {
     security: [{ bearer: [] }],
   });
   // Mounted after the middleware above, which therefore runs before every one of them.
-  return app.route("/", sessionRoutes(deps)).route("/", runRoutes(deps)).route("/", transferRoutes(deps));
+  return app
+    .route("/", sessionRoutes(deps))
+    .route("/", runRoutes(deps))
+    .route("/", transferRoutes(deps))
+    .route("/", mcpRoutes(deps));
 }

@@ -20,6 +20,7 @@ import {
 import { ActivityFailure, ApplicationFailure } from "@temporalio/common";
 import { temporal } from "@temporalio/proto";
 import type { AgentEvent } from "../core/events";
+import type { McpToolList } from "../mcp/types";
 import type { agentRun } from "../workflows/agent-run";
 import {
   abortSignal,
@@ -30,6 +31,7 @@ import {
   deliverUpdate,
   deliveryQuery,
   eventsQuery,
+  mcpToolsQuery,
   stateQuery,
 } from "../workflows/definitions";
 import { runAttributes } from "../workflows/search-attributes";
@@ -444,6 +446,13 @@ export class RunClient {
     const runId = await this.newestRunId(ref);
     if (runId === undefined) return undefined;
     return this.pinned(ref, runId).query(stateQuery);
+  }
+
+  /** The MCP tool list the session's newest run recorded (null: none), undefined without a run. */
+  async mcpTools(ref: SessionRef): Promise<McpToolList | null | undefined> {
+    const runId = await this.newestRunId(ref);
+    if (runId === undefined) return undefined;
+    return this.pinned(ref, runId).query(mcpToolsQuery);
   }
 
   /**

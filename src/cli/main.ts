@@ -9,6 +9,7 @@ import type { Command, CommandContext } from "./command";
 import { abortCommand, approveCommand } from "./commands/control";
 import { deleteCommand } from "./commands/delete";
 import { eventsCommand } from "./commands/events";
+import { mcpCommand } from "./commands/mcp";
 import { followUpCommand, interruptCommand, runCommand, sendCommand, steerCommand } from "./commands/message";
 import { sessionsCommand, showCommand } from "./commands/sessions";
 import { exportCommand, importCommand } from "./commands/transfer";
@@ -35,6 +36,7 @@ const COMMANDS: Record<string, Command> = {
   export: exportCommand,
   import: importCommand,
   delete: deleteCommand,
+  mcp: mcpCommand,
 };
 
 function usage(): string {

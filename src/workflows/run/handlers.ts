@@ -16,6 +16,7 @@ import {
   deliverUpdate,
   deliveryQuery,
   eventsQuery,
+  mcpToolsQuery,
   stateQuery,
 } from "../definitions";
 import {
@@ -151,6 +152,7 @@ export function registerHandlers(ctx: RunContext): void {
   setHandler(deliveryQuery, (deliveryId: string) => deliveryAnswer(run, deliveryId));
   setHandler(abortStateQuery, () => abortState(run));
   setHandler(eventsQuery, (afterSeq: number) => eventsSince(run, afterSeq));
+  setHandler(mcpToolsQuery, () => run.mcpTools ?? null);
 }
 
 /**

@@ -241,6 +241,12 @@ test("a server down at start is reported and offers no tools; the run does not f
   const events = await allEvents(ref);
   const down = events.find((event) => event.type === "mcp_server_unavailable");
   expect(down).toMatchObject({ server: "broken" });
+  // What `keel mcp list` shows: the run's recorded list (the mcpTools query).
+  const recorded = await stage.runs.mcpTools(ref);
+  expect(recorded?.servers.map((listing) => [listing.server, listing.status])).toEqual([
+    ["everything", "ready"],
+    ["broken", "unavailable"],
+  ]);
   expect(textOf(toolResults(await stage.entries(ref))[0]!)).toBe("Echo: still here");
   const request = stage.llm.journal().find((entry) => entry.scenario === "mcp-down")?.body;
   expect(JSON.stringify(request)).not.toContain("broken__");
