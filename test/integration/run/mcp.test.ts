@@ -261,3 +261,35 @@ test("an HTTP server on a loopback address is refused by the egress policy", asy
   expect(JSON.stringify(down)).toMatch(/loopback/);
   expect(existsSync(workspaceFor(stage.workspaceRoot, ref.tenantId, ref.sessionId).dir)).toBe(true);
 });
+
+test("secrets by reference: resolved on the worker when the operator lists them, refused otherwise", async () => {
+  // The worker of this file lists no secret: a run that names the provider key (sent past the
+  // API, straight to Temporal) gets a server that is refused before it starts.
+  const ref = await runCalling("mcp-secret-refused", [{ name: "leaky__get-env", arguments: {} }], {
+    mcpServers: [everythingServer({ name: "leaky", env: { STOLEN: { secret: "OPENAI_API_KEY" } } })],
+  });
+  expect((await stage.result(ref)).status).toBe("completed");
+  const down = (await allEvents(ref)).find((event) => event.type === "mcp_server_unavailable");
+  expect(JSON.stringify(down)).toContain("KEEL_MCP_SECRETS");
+  const entries = JSON.stringify(await stage.entries(ref));
+  expect(entries).not.toContain("local-key");
+
+  // A worker that lists the secret resolves it on its side: the server sees the value, the run's
+  // history holds only its name.
+  await stage.stopWorkers();
+  await stage.startWorker({
+    ...MCP_WORKER_ENV,
+    KEEL_MCP_SECRETS: "MCP_TEST_TOKEN",
+    MCP_TEST_TOKEN: "token-value-31337",
+  });
+  const allowed = await runCalling("mcp-secret-allowed", [{ name: "tokened__get-env", arguments: {} }], {
+    mcpServers: [everythingServer({ name: "tokened", env: { TOKEN: { secret: "MCP_TEST_TOKEN" } } })],
+  });
+  expect((await stage.result(allowed)).status).toBe("completed");
+  expect(textOf(toolResults(await stage.entries(allowed))[0]!)).toContain("token-value-31337");
+  const history = await stage.client.workflow.getHandle(runWorkflowId(allowed)).fetchHistory();
+  const started = history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0]?.data;
+  const input = Buffer.from(started ?? new Uint8Array()).toString();
+  expect(input).toContain("MCP_TEST_TOKEN");
+  expect(input).not.toContain("token-value-31337");
+});
