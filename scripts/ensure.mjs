@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Makes a fresh clone ready to run: installs Node packages when package-lock.json changed since the
 // last install (npm ci), bubblewrap for the tool sandbox (scripts/ensure-bubblewrap.mjs), then the
-// local servers (scripts/bootstrap.mjs), and compiles the CLI (scripts/build-cli.mjs). Quiet when
+// local servers (scripts/bootstrap.mjs), the Python MCP server the tests call
+// (scripts/ensure-mcp-servers.mjs), and compiles the CLI (scripts/build-cli.mjs). Quiet when
 // nothing to do.
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -37,9 +38,11 @@ await buildCli();
 
 const { bootstrap } = await import("./bootstrap.mjs");
 const { ensureBubblewrap } = await import("./ensure-bubblewrap.mjs");
+const { ensureMcpServers } = await import("./ensure-mcp-servers.mjs");
 ensureBubblewrap();
 try {
   bootstrap();
+  ensureMcpServers();
 } catch (error) {
   process.stderr.write(`keel bootstrap failed: ${error.message}\n`);
   process.exit(1);

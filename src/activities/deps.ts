@@ -1,5 +1,6 @@
 /** What activities need from the worker process: created once per process, shared by every call. */
 import type { EnvironmentStore } from "../environments/store";
+import type { McpConnections } from "../mcp/connections";
 import type { ModelCatalog } from "../providers/models";
 import type { Provider } from "../providers/types";
 import type { SessionStore } from "../store/session-store";
@@ -32,4 +33,6 @@ export interface ActivityDeps {
   liveEvents?: LiveEventOptions | false;
   /** Calls handed to runner environments (absent: runs naming one fail their tool calls). */
   environments?: EnvironmentStore;
+  /** The worker's MCP clients (one connection per session and server). */
+  mcp?: McpConnections;
 }

@@ -34,6 +34,7 @@ import type { ActivityDeps } from "./deps";
 import { failpoint } from "./failpoints";
 import { whileHeartbeating } from "./heartbeat";
 import { DEFAULT_LIVE_EVENT_OPTIONS, liveEventSink, withLiveTail } from "./live-events";
+import { runMcpCall } from "./mcp-tools";
 import { entryConflict, storeWriteFailures } from "./store-failures";
 import type { ExecuteToolInput, ExecuteToolResult } from "./types";
 import { restoreMissingWorkspace } from "./workspace-activities";
@@ -45,21 +46,24 @@ const PARTIAL_CHARS = 2_000;
 /** Least time between two published updates of one tool (each carries the output so far). */
 const UPDATE_INTERVAL_MS = 1_000;
 
-export function executeToolActivity({
-  store,
-  markers,
-  snapshots,
-  snapshotMaxBytes,
-  workspaceRoot,
-  workerTaskQueue,
-  sandbox,
-  liveEvents = DEFAULT_LIVE_EVENT_OPTIONS,
-}: ActivityDeps) {
+export function executeToolActivity(deps: ActivityDeps) {
+  const {
+    store,
+    markers,
+    snapshots,
+    snapshotMaxBytes,
+    workspaceRoot,
+    workerTaskQueue,
+    sandbox,
+    liveEvents = DEFAULT_LIVE_EVENT_OPTIONS,
+  } = deps;
   return async function executeTool(input: ExecuteToolInput): Promise<ExecuteToolResult> {
     const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
     const ctx = Context.current();
     const call = await toolCallOf(store, input);
-    if (ctx.info.attempt > 1 || toolNamed(call.name)?.replay !== "safe") {
+    // An MCP tool's class is the one the run recorded from its server's annotations.
+    const replay = input.mcp?.replay ?? toolNamed(call.name)?.replay;
+    if (ctx.info.attempt > 1 || replay !== "safe") {
       const stored = await store.getEntry(ref, input.slot.seq);
       if (stored) return summarize(resultOf(stored, input.slot.id), "adopted");
     }
@@ -74,7 +78,7 @@ export function executeToolActivity({
       return storeWriteFailures(() => store.putEntry(ref, input.slot.seq, entry));
     };
 
-    if (toolNamed(call.name)?.replay === "unsafe") {
+    if (replay === "unsafe") {
       const firstStart = await markers.markStarted(
         ref,
         { kind: "toolCall", resultSlot: input.slot, toolCallId: call.id },
@@ -109,32 +113,37 @@ export function executeToolActivity({
       }
       const live = liveEventSink(liveEvents);
       let lastUpdate = 0;
-      const result = await whileHeartbeating(ctx, "running", (heartbeat) =>
-        runToolCall(toolCall, {
+      const result = await whileHeartbeating(ctx, "running", (heartbeat) => {
+        const onUpdate = (update: ToolUpdate) => {
+          heartbeat({ phase: "update" });
+          if (Date.now() - lastUpdate < UPDATE_INTERVAL_MS) return;
+          lastUpdate = Date.now();
+          live.publish({
+            type: "tool_execution_update",
+            toolCallId: call.id,
+            toolName: call.name,
+            attempt: ctx.info.attempt,
+            partial: tailOf(update),
+          });
+        };
+        if (input.mcp) {
+          const args = toolCall.arguments;
+          return runMcpCall(deps, ref, input.network, input.mcp, args, ctx.cancellationSignal, onUpdate);
+        }
+        return runToolCall(toolCall, {
           workspace,
           sandbox: { ...sandbox, network: input.network ?? "none", tenantId: input.tenantId },
           signal: ctx.cancellationSignal,
-          onUpdate: (update) => {
-            heartbeat({ phase: "update" });
-            if (Date.now() - lastUpdate < UPDATE_INTERVAL_MS) return;
-            lastUpdate = Date.now();
-            live.publish({
-              type: "tool_execution_update",
-              toolCallId: call.id,
-              toolName: call.name,
-              attempt: ctx.info.attempt,
-              partial: tailOf(update),
-            });
-          },
-        }),
-      ).catch(async (error: unknown) => {
+          onUpdate,
+        });
+      }).catch(async (error: unknown) => {
         await live.close();
         throw error;
       });
       liveTail = await live.settle();
       // Before the result is stored: a stored result always has a snapshot at least as new, so a
       // worker that takes the workspace over after a crash restores this call's changes.
-      if (toolNamed(call.name)?.replay !== "safe") {
+      if (replay !== "safe") {
         await snapshotBeforeResult({ snapshots, snapshotMaxBytes }, ref, workspace.dir, input.slot, call.id);
       }
       return result;

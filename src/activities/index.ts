@@ -6,6 +6,7 @@ import { compactActivity } from "./compact";
 import type { ActivityDeps } from "./deps";
 import { executeToolActivity } from "./execute-tool";
 import { llmTurnActivity } from "./llm-turn";
+import { listMcpToolsActivity } from "./mcp-tools";
 import { runnerToolActivity } from "./runner-tool";
 import { scheduledRunActivities } from "./scheduled-runs";
 import { sessionActivities } from "./session-activities";
@@ -27,6 +28,7 @@ export function createActivities(deps: ActivityDeps): KeelActivities {
     branch: branchActivity(deps),
     postChatReply: chatReplyActivity(deps),
     ...scheduledRunActivities(),
+    listMcpTools: listMcpToolsActivity(deps),
   };
   return deps.singleTenant === undefined ? activities : servingOnlyTenant(deps.singleTenant, activities);
 }

@@ -22,6 +22,7 @@ import { type AssistantMessage, toolCallsOf } from "../core/messages";
 import { backoffMs, LLM_RETRY } from "../core/retry-policy";
 import { createMessageEntry } from "../core/session-entries";
 import type { SessionEntry } from "../core/session-types";
+import { mcpToolSpecs } from "../mcp/tool-names";
 import { withUniqueToolCallIds } from "../providers/tool-call-ids";
 import type { ModelInfo } from "../providers/types";
 import { toolNamed, toolSpecs } from "../tools";
@@ -104,7 +105,11 @@ export function llmTurnActivity({
       (heartbeat) =>
         provider.complete(
           model,
-          { systemPrompt: input.systemPrompt, messages, tools: toolSpecs(tools) },
+          {
+            systemPrompt: input.systemPrompt,
+            messages,
+            tools: [...toolSpecs(tools), ...mcpToolSpecs(input.mcpTools)],
+          },
           {
             thinkingLevel: input.thinkingLevel,
             signal: ctx.cancellationSignal,

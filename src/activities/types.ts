@@ -8,8 +8,10 @@ import type { Usage } from "../core/messages";
 import type { ChatReplyTarget, SessionCursor } from "../core/run-types";
 import type { SessionRef } from "../core/session-ref";
 import type { SessionEntry } from "../core/session-types";
+import type { McpServerSettings, McpToolList } from "../mcp/types";
 import type { ThinkingLevel } from "../providers/types";
 import type { Isolation, NetworkPolicy } from "../tools/sandbox";
+import type { ReplayClass } from "../tools/types";
 import type { WorkspaceSource } from "../tools/workspace";
 import type { ScheduledRunActivities } from "./scheduled-runs";
 
@@ -120,6 +122,8 @@ export interface LlmTurnInput extends SessionRef {
   systemPrompt?: string;
   thinkingLevel: ThinkingLevel;
   tools: string[];
+  /** MCP tools the model may call (the run's recorded list; absent: none). */
+  mcpTools?: McpToolList;
   /** Entries written before the call (user messages of this turn), in order. */
   writesFirst: EntryWrite[];
   /** The assistant entry this call produces; its parent is the context's leaf. */
@@ -168,6 +172,8 @@ export interface ExecuteToolInput extends SessionRef {
   slot: EntrySlot;
   /** The run's network policy for processes the tool starts (RunSettings.network; default "none"). */
   network?: NetworkPolicy;
+  /** An MCP tool: its server and name, and the replay class the run recorded for it. */
+  mcp?: McpCallTarget & { replay: ReplayClass };
 }
 
 /** A tool call handed to the runners of a runner environment (`executeToolOnRunner`). */
@@ -225,6 +231,18 @@ export interface PostChatReplyInput extends SessionRef {
   reason: string;
 }
 
+export interface ListMcpToolsInput extends SessionRef {
+  servers: McpServerSettings[];
+  /** The run's network policy: a stdio server gets "full" only where bash would, else none. */
+  network?: NetworkPolicy;
+}
+
+/** The MCP part of an `executeTool` input: the server (its settings) and the tool's own name. */
+export interface McpCallTarget {
+  server: McpServerSettings;
+  tool: string;
+}
+
 export interface KeelActivities extends ScheduledRunActivities {
   openSession(input: OpenSessionInput): Promise<OpenSessionResult>;
   appendEntries(input: AppendEntriesInput): Promise<AppendEntriesResult>;
@@ -237,4 +255,5 @@ export interface KeelActivities extends ScheduledRunActivities {
   compact(input: CompactInput): Promise<CompactResult>;
   branch(input: BranchInput): Promise<BranchResult>;
   postChatReply(input: PostChatReplyInput): Promise<{ posted: boolean }>;
+  listMcpTools(input: ListMcpToolsInput): Promise<McpToolList>;
 }

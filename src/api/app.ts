@@ -27,6 +27,7 @@ import type { JsonObjects } from "./json-objects";
 import { ProblemError, type ProblemSlug, problemResponse } from "./problems";
 import { createRouter } from "./router";
 import { environmentRoutes, registerEnvironmentAuth } from "./routes/environments";
+import { mcpRoutes } from "./routes/mcp";
 import { runRoutes } from "./routes/runs";
 import { scheduleRoutes } from "./routes/schedules";
 import { sessionRoutes } from "./routes/sessions";
@@ -228,5 +229,6 @@ export function createApp(dependencies: ApiDependencies) {
     .route("/", transferRoutes(deps))
     .route("/", viewerRoutes(deps))
     .route("/", scheduleRoutes(deps))
-    .route("/", environmentRoutes(deps));
+    .route("/", environmentRoutes(deps))
+    .route("/", mcpRoutes(deps));
 }

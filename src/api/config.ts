@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import { z } from "zod";
 import { booleanFlag, describeIssues } from "../core/env-settings";
 import { TEMPORAL_ENV, type TemporalSettings, temporalSettings } from "../core/temporal-settings";
+import { type McpPolicy, mcpPolicyFromEnv } from "../mcp/policy";
 import { configuredBaseUrls, type Family, type ModelUrlEntry, parseModelUrls } from "../providers/model-urls";
 import { type S3Settings, s3SettingsFromEnv } from "../store/s3-config";
 import { isValidId } from "../store/session-keys";
@@ -71,6 +72,8 @@ export interface OutboundSettings {
   providerBaseUrls: Partial<Record<Family, string>>;
   /** KEEL_GIT_HOSTS. */
   gitHosts: GitHosts;
+  /** KEEL_MCP_SECRETS and KEEL_MCP_HOSTS. */
+  mcp?: McpPolicy;
 }
 
 export interface SlackConfig {
@@ -149,6 +152,7 @@ export function apiConfigFromEnv(env: NodeJS.ProcessEnv = process.env): ApiConfi
       modelUrls: parseModelUrls(values.KEEL_MODEL_URLS),
       providerBaseUrls: configuredBaseUrls(env),
       gitHosts: parseGitHosts(values.KEEL_GIT_HOSTS),
+      mcp: mcpPolicyFromEnv(env),
     };
   } catch (error) {
     throw new Error(`Invalid API configuration: ${error instanceof Error ? error.message : String(error)}`);

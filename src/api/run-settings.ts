@@ -31,5 +31,6 @@ export function runSettingsFrom(
   if (body.environment !== undefined) settings.environment = body.environment;
   if (body.environmentWaitSeconds !== undefined)
     settings.timeouts = { ...settings.timeouts, environmentWaitMs: body.environmentWaitSeconds * 1000 };
+  if (body.mcpServers !== undefined) settings.mcpServers = body.mcpServers;
   return settings;
 }

@@ -10,6 +10,7 @@ import { abortCommand, approveCommand } from "./commands/control";
 import { deleteCommand } from "./commands/delete";
 import { envCommand, runnerCommand } from "./commands/environments";
 import { eventsCommand } from "./commands/events";
+import { mcpCommand } from "./commands/mcp";
 import { followUpCommand, interruptCommand, runCommand, sendCommand, steerCommand } from "./commands/message";
 import { scheduleCommand } from "./commands/schedule";
 import { sessionsCommand, showCommand } from "./commands/sessions";
@@ -39,6 +40,7 @@ const COMMANDS: Record<string, Command> = {
   schedule: scheduleCommand,
   env: envCommand,
   runner: runnerCommand,
+  mcp: mcpCommand,
 };
 
 function usage(): string {

@@ -38,6 +38,7 @@ export type AgentEventBody =
       /** The stored result, when a client filled it in (the run never sends it: history stays small). */
       result?: ToolResultMessage;
     }
+  | { type: "mcp_server_unavailable"; server: string; error: string }
   | { type: "compaction_start"; reason: "threshold" | "overflow"; tokensBefore: number }
   | { type: "compaction_end"; entryId?: string; tokensBefore: number; error?: string }
   | { type: "approval_requested"; toolCallId: string; toolName: string; args: Record<string, unknown> }

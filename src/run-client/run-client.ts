@@ -6,11 +6,13 @@
  */
 import { type Client, QueryNotRegisteredError } from "@temporalio/client";
 import type { AgentEvent } from "../core/events";
+import type { McpToolList } from "../mcp/types";
 import {
   abortSignal,
   abortStateQuery,
   approveSignal,
   eventsQuery,
+  mcpToolsQuery,
   stateQuery,
 } from "../workflows/definitions";
 import type {
@@ -165,6 +167,13 @@ export class RunClient {
     const runId = await this.runs.newestRunId(ref);
     if (runId === undefined) return undefined;
     return this.runs.pinned(ref, runId).query(stateQuery);
+  }
+
+  /** The MCP tool list the session's newest run recorded (null: none), undefined without a run. */
+  async mcpTools(ref: SessionRef): Promise<McpToolList | null | undefined> {
+    const runId = await this.runs.newestRunId(ref);
+    if (runId === undefined) return undefined;
+    return this.runs.pinned(ref, runId).query(mcpToolsQuery);
   }
 
   /**

@@ -98,6 +98,10 @@ export interface SandboxPolicy extends SandboxConfig {
   network: NetworkPolicy;
   /** The tenant the call runs for (checked against `fullNetwork`). */
   tenantId?: string;
+  /** Host folders bound read-only at the same path (where an MCP server's program lives). */
+  readOnlyPaths?: string[];
+  /** Environment beyond the allowlist (an MCP server's own, secrets resolved on the worker). */
+  extraEnv?: Record<string, string>;
 }
 
 export const DEFAULT_SANDBOX_POLICY: SandboxPolicy = {
@@ -208,6 +212,7 @@ export function bwrapArguments(
     "--cap-drop",
     "ALL",
     ...systemMounts(),
+    ...(policy.readOnlyPaths ?? []).flatMap((dir) => ["--ro-bind", dir, dir]),
     "--proc",
     "/proc",
     "--dev",
@@ -261,7 +266,7 @@ export function bashCommandLine(
       ? {
           file: "bash",
           args: ["-c", body],
-          env: commandEnvironment({ passEnv: policy.passEnv, sandboxed: false }),
+          env: { ...commandEnvironment({ passEnv: policy.passEnv, sandboxed: false }), ...policy.extraEnv },
           cwd: workspaceDir,
         }
       : {
@@ -275,6 +280,7 @@ export function bashCommandLine(
                 policy,
                 {
                   ...commandEnvironment({ passEnv: policy.passEnv, sandboxed: true }),
+                  ...policy.extraEnv,
                   ...(allowlist ? EGRESS_PROXY_ENV : {}),
                 },
                 egressDir,

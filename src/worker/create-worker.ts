@@ -69,6 +69,7 @@ export async function createKeelWorkers(config: WorkerConfig): Promise<KeelWorke
       executeTool: activities.executeTool,
       snapshotWorkspace: activities.snapshotWorkspace,
       restoreWorkspace: activities.restoreWorkspace,
+      listMcpTools: activities.listMcpTools,
     },
     maxConcurrentActivityTaskExecutions: config.maxConcurrentActivities,
     ...common,

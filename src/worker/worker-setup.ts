@@ -8,6 +8,8 @@ import { createActivities } from "../activities";
 import { DEFAULT_LIVE_EVENT_OPTIONS } from "../activities/live-events";
 import type { KeelActivities } from "../activities/types";
 import { EnvironmentStore } from "../environments/store";
+import { McpConnections } from "../mcp/connections";
+import { mcpMountsFromEnv, mcpPolicyFromEnv } from "../mcp/policy";
 import { loadCatalog } from "../providers/models";
 import { createProvider } from "../providers/registry";
 import { EntryCache } from "../store/entry-cache";
@@ -41,6 +43,7 @@ export function workerActivities(config: WorkerConfig, s3: S3Client, toolTaskQue
     gitHosts: config.gitHosts,
     liveEvents: config.liveEvents ?? DEFAULT_LIVE_EVENT_OPTIONS,
     environments: new EnvironmentStore(s3, config.s3.bucket, config.s3.prefix),
+    mcp: new McpConnections(mcpPolicyFromEnv(process.env), mcpMountsFromEnv(process.env)),
   });
 }
 

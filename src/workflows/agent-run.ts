@@ -40,6 +40,7 @@ import {
   stoppedBy,
   writeEntries,
 } from "./run/lifecycle";
+import { listMcpServers } from "./run/mcp";
 import { callModel, closeInterruptedCall, compactAfterOverflow, compactNow } from "./run/model-calls";
 import { createRunRecord, emit, newSlot, pushPending, queuedCount, recordModelUsage } from "./run/state";
 import { openRunStream } from "./run/stream";
@@ -75,6 +76,7 @@ export async function agentRun(input: RunInput): Promise<RunResult> {
     }
     if (!input.carried) emit(run, { type: "agent_start", runId: workflowInfo().runId });
     setStatus(ctx, "running");
+    await listMcpServers(ctx);
     return await runTurns(ctx, input);
   } catch (error) {
     // An activity failed for good (retries exhausted, non-retryable, timed out): the run ends as

@@ -1,6 +1,8 @@
 /** Signals, updates and queries of the run workflow: the names clients and the workflow share. */
+
 import { defineQuery, defineSignal, defineUpdate } from "@temporalio/workflow";
 import type { AgentEvent } from "../core/events";
+import type { McpToolList } from "../mcp/types";
 import type {
   AbortRequest,
   AbortResult,
@@ -53,5 +55,7 @@ export interface StreamPage {
   more: boolean;
 }
 export const streamQuery = defineQuery<StreamPage, [number]>("stream");
+/** The MCP tool list the run recorded at its start (null: the run has no MCP servers, or has not listed yet). */
+export const mcpToolsQuery = defineQuery<McpToolList | null>("mcpTools");
 
 export { AbortRefusal, DeliveryRefusal } from "../core/failure-types";

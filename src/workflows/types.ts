@@ -10,6 +10,7 @@ import { DEFAULT_QUEUE_CAPACITY, LIVE_RUN_DELIVERY_MODES, type QueueMode } from 
 import type { ChatReplyTarget, SessionCursor } from "../core/run-types";
 import type { SessionRef } from "../core/session-ref";
 import type { ToolCallState } from "../core/tool-registry";
+import type { McpServerSettings, McpToolList } from "../mcp/types";
 import type { ThinkingLevel } from "../providers/types";
 import type { NetworkPolicy } from "../tools/sandbox";
 import type { WorkspaceSource } from "../tools/workspace";
@@ -91,6 +92,8 @@ export interface RunSettings {
   hooks: string[];
   /** Where the run's final answer is posted when it ends (runs started from a chat thread). */
   chatReply?: ChatReplyTarget;
+  /** MCP tool servers whose tools the model may call as `<server>__<tool>` (docs/tools.md, "MCP servers"). */
+  mcpServers?: McpServerSettings[];
 }
 
 export interface RunTimeouts {
@@ -152,6 +155,8 @@ export interface CarriedState {
   recentDeliveries?: RecentDelivery[];
   /** The run stream's last few items and its offsets (absent from runs that had no stream). */
   stream?: WorkflowStreamState;
+  /** The MCP tool list recorded at the run's start: every execution offers the same tools. */
+  mcpTools?: McpToolList;
 }
 
 /**

@@ -42,6 +42,8 @@ function toolBatch(step: number): ScriptedToolCall[] {
         { name: "read", arguments: { path: "notes.md" } },
         { name: "bash", arguments: { command: "sleep 2; echo slept >> log.txt; echo ok" } },
         { name: "ls", arguments: { path: "." } },
+        // An MCP call (server-everything on stdio, in the sandbox; read-only, so repeated after a kill).
+        { name: "everything__echo", arguments: { message: "chaos" } },
       ];
     case 2:
       return [

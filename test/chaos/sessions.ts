@@ -4,7 +4,9 @@
  * abort and wait for that run too. What happened is recorded for the checks and the report; nothing here throws
  * on a misbehaving run.
  */
+
 import { setTimeout as sleep } from "node:timers/promises";
+import { everythingServer } from "../support/mcp-servers";
 import { ApiGaveUpError, type ChaosApiClient } from "./api-client";
 import type { FaultPlayer } from "./faults";
 import type { SessionPlan } from "./plan";
@@ -143,7 +145,7 @@ async function send(
   try {
     const answer = await api.post(
       `/v1/sessions/${record.plan.sessionId}/messages`,
-      { text, delivery, model: "local-chat" },
+      { text, delivery, model: "local-chat", mcpServers: [everythingServer()] },
       key,
     );
     sent.attempts = answer.attempts;

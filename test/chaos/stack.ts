@@ -21,6 +21,7 @@ import { writeWorkflowBundle } from "../../src/cli/devstack/workflow-bundle";
 import { type LocalLlmServer, startLocalLlmServer } from "../../src/providers/local-server";
 import { createS3Client, s3SettingsToEnv } from "../../src/store/s3-config";
 import { SessionStore } from "../../src/store/session-store";
+import { MCP_WORKER_ENV } from "../support/mcp-servers";
 
 export const CHAOS_TENANT = "chaos";
 /** A local-only key for the chaos tenant (the API listens on loopback only). */
@@ -154,6 +155,8 @@ export async function startChaosStack(options: StackOptions = {}): Promise<Chaos
     KEEL_WORKSPACE_ROOT: workspaceRoot,
     OPENAI_API_KEY: LOCAL_LLM_KEY,
     OPENAI_BASE_URL: llm.openaiBaseURL,
+    // Where the scenario's MCP server lives (read-only inside the sandbox).
+    ...MCP_WORKER_ENV,
     ...(role === "secondary"
       ? { KEEL_SHUTDOWN_GRACE_SECONDS: String(SECONDARY_SHUTDOWN_GRACE_SECONDS) }
       : {}),

@@ -112,6 +112,7 @@ export function messageBodyOptions(deps: RouteContext): MessageBodyOptions {
       catalog: () => deps.catalog.list(),
     }),
     ...(outbound ? { gitHosts: outbound.gitHosts } : {}),
+    ...(outbound?.mcp ? { mcp: outbound.mcp } : {}),
     fullNetworkOffered: (deps.config.fullNetwork ?? "off") !== "off",
   };
 }
@@ -131,19 +132,26 @@ export function refuseFullNetwork(
 }
 
 /**
- * 404 `environment-not-found` unless `environment` is absent, "worker", or one of the tenant's own
- * environments (messages, schedules).
+ * 404 `environment-not-found` unless the body's `environment` is absent, "worker", or one of the
+ * tenant's own environments; 400 when a runner environment comes with MCP servers, which run on the
+ * worker that lists them (not built for runners yet). For messages and schedules.
  */
 export async function requireEnvironment(
   deps: RouteContext,
   tenantId: string,
-  environment: string | undefined,
+  { environment, mcpServers }: { environment?: string; mcpServers?: readonly unknown[] },
 ): Promise<void> {
   if (environment === undefined || environment === "worker") return;
   if (!deps.environments || !(await deps.environments.store.get(tenantId, environment)))
     throw new ProblemError(
       "environment-not-found",
       `No environment ${JSON.stringify(environment)}: keel env list shows yours.`,
+    );
+  if (mcpServers !== undefined && mcpServers.length > 0)
+    throw new ProblemError(
+      "invalid-request",
+      "MCP servers run on a worker: they cannot be combined with a runner environment yet (drop `mcpServers` or `environment`).",
+      { errors: [{ path: "mcpServers", message: "not available with a runner environment" }] },
     );
 }
 
@@ -154,7 +162,7 @@ export function runRoutes(deps: RouteContext) {
       const { sessionId } = c.req.valid("param");
       const body = c.req.valid("json");
       refuseFullNetwork(deps, c.get("tenantId"), body.network, "message");
-      await requireEnvironment(deps, c.get("tenantId"), body.environment);
+      await requireEnvironment(deps, c.get("tenantId"), body);
       const settings = runSettingsFrom(body, { ...DEFAULT_RUN_SETTINGS, model: deps.config.defaultModel });
       const runs = await deps.runs();
       const idempotencyKey = c.req.header(IDEMPOTENCY_HEADER);

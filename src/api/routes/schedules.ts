@@ -104,7 +104,7 @@ export function scheduleRoutes(deps: RouteContext) {
     .openapi(createSchedule(messageBodyOptions(deps)), async (c) => {
       const body = c.req.valid("json");
       refuseFullNetwork(deps, c.get("tenantId"), body.network, "schedule");
-      await requireEnvironment(deps, c.get("tenantId"), body.environment);
+      await requireEnvironment(deps, c.get("tenantId"), body);
       const settings = runSettingsFrom(
         { ...body, delivery: "auto" },
         { ...DEFAULT_RUN_SETTINGS, model: deps.config.defaultModel },

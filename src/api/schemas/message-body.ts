@@ -6,6 +6,8 @@
  */
 
 import { z } from "@hono/zod-openapi";
+import type { McpPolicy } from "../../mcp/policy";
+import { mcpServersSchema } from "../../mcp/schema";
 import { MODEL_SPEC_APIS, modelFromSpec } from "../../providers/model-spec";
 import { ModelUrlPolicy } from "../../providers/model-urls";
 import { MAX_NETWORK_ALLOWLIST, parseAllowlist } from "../../tools/egress-proxy";
@@ -72,6 +74,8 @@ export interface MessageBodyOptions {
   gitHosts?: GitHosts;
   /** Network "full" is offered to some tenant (KEEL_SANDBOX_NETWORK_FULL is not off); default false. */
   fullNetworkOffered?: boolean;
+  /** Secrets and internal hosts runs' MCP servers may name (KEEL_MCP_SECRETS, KEEL_MCP_HOSTS). */
+  mcp?: McpPolicy;
 }
 
 const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
@@ -295,6 +299,7 @@ export function messageBodySchema(options: MessageBodyOptions) {
         .max(Object.keys(HOOK_SETS).length)
         .optional()
         .openapi({ description: "Built-in hook sets applied to the run, in order (docs/architecture.md)" }),
+      mcpServers: mcpServersSchema(options.mcp).optional(),
     })
     .openapi("MessageRequest", {
       description:

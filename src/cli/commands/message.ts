@@ -58,6 +58,7 @@ export const MESSAGE_OPTIONS = {
   "workspace-git": { type: "string" },
   "workspace-ref": { type: "string" },
   env: { type: "string" },
+  mcp: { type: "string", multiple: true },
 } as const;
 
 const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/;
@@ -139,6 +140,8 @@ export function messageBody(
   if (policy) body.policy = policy;
   const limits = limitsFrom(values);
   if (limits) body.limits = limits;
+  const mcp = listOption(values.mcp).map(mcpServerFrom);
+  if (mcp.length > 0) body.mcpServers = mcp;
   const dir = values["workspace-dir"];
   const git = values["workspace-git"];
   if (typeof dir === "string" && typeof git === "string") {
@@ -150,6 +153,23 @@ export function messageBody(
     body.workspace = { type: "git", url: git, ...(typeof ref === "string" ? { ref } : {}) };
   }
   return body;
+}
+
+type McpServer = NonNullable<MessageBody["mcpServers"]>[number];
+
+/**
+ * One `--mcp name=https://…` (a Streamable HTTP server) or `--mcp name=command arg…` (a stdio
+ * server the worker starts in the run's sandbox; words split at spaces, no quoting).
+ */
+export function mcpServerFrom(spec: string): McpServer {
+  const equals = spec.indexOf("=");
+  const name = spec.slice(0, Math.max(0, equals)).trim();
+  const target = spec.slice(equals + 1).trim();
+  if (equals < 0 || !name || !target)
+    throw new UsageError(`--mcp needs name=command… or name=https://… (got ${JSON.stringify(spec)})`);
+  if (/^https?:\/\//.test(target)) return { name, url: target };
+  const [command, ...args] = target.split(/\s+/);
+  return { name, command: command as string, ...(args.length > 0 ? { args } : {}) };
 }
 
 /**
@@ -229,7 +249,7 @@ async function deliver(
 }
 
 const COMMON_FLAGS =
-  "[--follow [--no-stream]] [--model M] [--system TEXT] [--tools a,b] [--allow|--ask|--deny TOOL[:REGEX]]... [--default-policy allow|ask|deny] [--approval-timeout 10m] [--hooks a,b] [--max-turns N] [--max-tool-calls N] [--max-cost USD] [--workspace-dir DIR | --workspace-git URL [--workspace-ref REF]] [--env NAME]";
+  "[--follow [--no-stream]] [--model M] [--system TEXT] [--tools a,b] [--allow|--ask|--deny TOOL[:REGEX]]... [--default-policy allow|ask|deny] [--approval-timeout 10m] [--hooks a,b] [--max-turns N] [--max-tool-calls N] [--max-cost USD] [--workspace-dir DIR | --workspace-git URL [--workspace-ref REF]] [--env NAME] [--mcp NAME=COMMAND…|NAME=URL]...";
 
 /** Explains the run options (shown by `keel run --help` and friends). */
 export const RUN_OPTIONS_HELP = `Run options (they apply when the message starts a run):
@@ -247,6 +267,10 @@ export const RUN_OPTIONS_HELP = `Run options (they apply when the message starts
   --workspace-dir DIR | --workspace-git URL [--workspace-ref REF]
                            what the run's workspace starts from
   --env NAME               run the tools in environment NAME (keel env list; default: the worker)
+  --mcp NAME=COMMAND ARGS… | --mcp NAME=https://…
+                           an MCP tool server, repeatable: a command the worker starts inside the
+                           run's sandbox (the workspace is /workspace), or a Streamable HTTP URL; the
+                           model sees its tools as NAME__TOOL (docs/tools.md, "MCP servers")
   --follow, -f             show the run live until it ends (exit 1 if it fails or is aborted): the
                            answer as it is written (thinking dimmed), bash output as it comes
   --no-stream              with --follow: whole messages only, no live text

@@ -144,6 +144,25 @@ export function runnerToolActivities(timeouts: RunTimeouts) {
   });
 }
 
+/**
+ * Listing MCP tools runs on the worker holding the workspace (stdio servers start there). A server
+ * that does not answer is reported in the result, so a failed attempt is the worker's own.
+ */
+export function mcpListingActivities(taskQueue: string, timeouts: RunTimeouts) {
+  return proxyActivities<KeelActivities>({
+    taskQueue,
+    scheduleToStartTimeout: toolScheduleToStartOf(taskQueue, timeouts),
+    startToCloseTimeout: "5 minutes",
+    heartbeatTimeout: heartbeatTimeoutOf(timeouts),
+    retry: {
+      initialInterval: "1 second",
+      backoffCoefficient: 2,
+      maximumInterval: "10 seconds",
+      maximumAttempts: 10,
+    },
+  });
+}
+
 /** Workspace snapshots run on the worker holding the workspace; they heartbeat while they upload. */
 export function snapshotActivities(taskQueue: string, timeouts: RunTimeouts) {
   return proxyActivities<KeelActivities>({

@@ -16,6 +16,7 @@ import {
   deliverUpdate,
   deliveryQuery,
   eventsQuery,
+  mcpToolsQuery,
   stateQuery,
 } from "../definitions";
 import {
@@ -153,6 +154,7 @@ export function registerHandlers(ctx: RunContext): void {
   setHandler(deliveryQuery, (deliveryId: string) => deliveryAnswer(run, deliveryId));
   setHandler(abortStateQuery, () => abortState(run));
   setHandler(eventsQuery, (afterSeq: number) => eventsSince(run, afterSeq));
+  setHandler(mcpToolsQuery, () => run.mcpTools ?? null);
 }
 
 /**

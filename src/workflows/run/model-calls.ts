@@ -31,6 +31,7 @@ export async function callModel(
         systemPrompt: run.settings.systemPrompt,
         thinkingLevel: run.next.thinkingLevel,
         tools: run.settings.tools,
+        ...(run.mcpTools ? { mcpTools: run.mcpTools } : {}),
         writesFirst,
         slot,
       },

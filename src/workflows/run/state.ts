@@ -3,6 +3,7 @@
  * workflow injects its deterministic clock and random source (`RunClock`), so these functions run
  * the same in a replay and in a unit test.
  */
+
 import type { EntrySlot, ToolCallSummary } from "../../activities/types";
 import {
   type AgentEvent,
@@ -23,6 +24,7 @@ import {
   transitionToolCall,
 } from "../../core/tool-registry";
 import { addUsage, emptyUsage } from "../../core/usage";
+import type { McpToolList } from "../../mcp/types";
 import type { NextTurnSettings } from "../hooks";
 import type {
   ApprovalDecision,
@@ -101,6 +103,8 @@ export interface RunRecord {
   recentDeliveries: RecentDelivery[];
   /** Messages delivered by signal after the run's end: the next run starts with them (`HandOver`). */
   late: QueuedMessage[];
+  /** The MCP tools listed at the run's start (carried across continue-as-new); unset without servers. */
+  mcpTools?: McpToolList;
   /** Where emitted events go besides the buffer (the run's stream); unset in pure tests. */
   publish?: (event: AgentEvent) => void;
 }
@@ -147,6 +151,7 @@ export function createRunRecord(input: RunInput, clock: RunClock): RunRecord {
     signalsSeen: 0,
     updatesSeen: 0,
     recentDeliveries: [...(carried?.recentDeliveries ?? handedOver?.deliveries ?? [])],
+    ...(carried?.mcpTools ? { mcpTools: carried.mcpTools } : {}),
     late: [],
   };
 }

@@ -19,6 +19,7 @@ import {
 import type { RunContext } from "./context";
 import { syntheticToolResult } from "./entries";
 import { cancellable, endCall, publishDetails, setStatus, writeEntries } from "./lifecycle";
+import { mcpTarget } from "./mcp";
 import { type BatchCall, emit, moveCall, startBatch } from "./state";
 
 /** Times a tool call follows its workspace to a new worker before the run fails. */
@@ -144,6 +145,7 @@ async function executeCall(
   const { run } = ctx;
   moveCall(run, call.summary.id, "running");
   emit(run, { type: "tool_execution_start", toolCallId: call.summary.id, toolName: call.summary.name });
+  const mcp = mcpTarget(run, call.summary.name);
   const input = {
     ...run.ref,
     assistantSeq,
@@ -152,8 +154,10 @@ async function executeCall(
     argumentsOverride: args,
     slot: call.slot,
     ...(run.settings.network !== undefined ? { network: run.settings.network } : {}),
+    ...(mcp ? { mcp } : {}),
   };
-  const environment = runnerEnvironment(ctx);
+  // MCP servers run on the worker that listed them (the API refuses them with a runner environment).
+  const environment = mcp ? undefined : runnerEnvironment(ctx);
   for (let moves = 0; ; moves++) {
     try {
       const result =
@@ -173,7 +177,7 @@ async function executeCall(
               ],
             );
       ctx.stream.publishLive(result.live);
-      if (MUTATING_TOOLS.has(call.summary.name)) ctx.ranMutatingTool = true;
+      if (MUTATING_TOOLS.has(call.summary.name) || (mcp && mcp.replay !== "safe")) ctx.ranMutatingTool = true;
       endCall(ctx, call, result.isError ? "failed" : "completed", result.isError);
       return;
     } catch (error) {
@@ -197,7 +201,7 @@ function runnerEnvironment(ctx: RunContext): string | undefined {
  * the run, parallel calls included (they share the claim in flight); a failed claim is forgotten,
  * so the next call claims again.
  */
-async function workspaceTaskQueue(ctx: RunContext): Promise<string> {
+export async function workspaceTaskQueue(ctx: RunContext): Promise<string> {
   const { run } = ctx;
   // The newest stored entry before the batch (the assistant message): a worker without the
   // workspace restores the snapshot of it or of its nearest snapshotted ancestor.

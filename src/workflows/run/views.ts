@@ -24,6 +24,7 @@ export function carry(run: RunRecord): CarriedState {
     nextEventSeq: run.events.nextSeq,
     emptyResponses: run.emptyResponses,
     recentDeliveries: run.recentDeliveries,
+    ...(run.mcpTools ? { mcpTools: run.mcpTools } : {}),
   };
 }
 

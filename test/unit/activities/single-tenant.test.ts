@@ -24,6 +24,7 @@ function recordingActivities(reached: string[]): KeelActivities {
     startScheduledRun: record("startScheduledRun"),
     awaitScheduledRun: record("awaitScheduledRun"),
     abortScheduledRun: record("abortScheduledRun"),
+    listMcpTools: record("listMcpTools"),
   };
 }
 

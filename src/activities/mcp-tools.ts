@@ -1,0 +1,99 @@
+/**
+ * MCP activities: `listMcpTools` at a run's start (on the worker holding the session's workspace,
+ * where its stdio servers run), and the MCP branch of `executeTool`. The list is the activity's
+ * result, so it is in the run's history and carried across continue-as-new: replays and later
+ * executions offer the model exactly the tools this listing found.
+ */
+import { realpath } from "node:fs/promises";
+import { Context } from "@temporalio/activity";
+import { callServerTool, DEFAULT_MCP_TIMEOUT_MS, listServerTools } from "../mcp/calls";
+import { type McpConnections, type McpSessionContext, messageOf } from "../mcp/connections";
+import type { McpServerListing, McpToolList } from "../mcp/types";
+import type { SessionRef } from "../store/session-keys";
+import { prepareWorkspace, type ToolOutput, type ToolUpdate, workspaceFor } from "../tools";
+import type { NetworkPolicy } from "../tools/sandbox";
+import type { ActivityDeps } from "./deps";
+import { whileHeartbeating } from "./heartbeat";
+import type { ListMcpToolsInput, McpCallTarget } from "./types";
+
+export function listMcpToolsActivity(deps: ActivityDeps) {
+  return async function listMcpTools(input: ListMcpToolsInput): Promise<McpToolList> {
+    const ctx = Context.current();
+    const connections = requireConnections(deps);
+    const session = await sessionContext(deps, input, input.network);
+    const servers = await whileHeartbeating(ctx, "listing", () =>
+      Promise.all(
+        input.servers.map(async (server): Promise<McpServerListing> => {
+          try {
+            const tools = await connections.with(session, server, (client) =>
+              listServerTools(client, server),
+            );
+            return { server: server.name, status: "ready", tools };
+          } catch (error) {
+            return { server: server.name, status: "unavailable", error: messageOf(error).slice(0, 1_000) };
+          }
+        }),
+      ),
+    );
+    return { servers };
+  };
+}
+
+/**
+ * Runs one MCP call for `executeTool`: never throws for the server's sake (an unavailable server,
+ * a timeout, a crash, an abort are error results). Progress notifications become `onUpdate` text.
+ */
+export async function runMcpCall(
+  deps: ActivityDeps,
+  ref: SessionRef,
+  network: NetworkPolicy | undefined,
+  target: McpCallTarget,
+  args: Record<string, unknown>,
+  signal: AbortSignal,
+  onUpdate: (update: ToolUpdate) => void,
+): Promise<ToolOutput> {
+  const session = await sessionContext(deps, ref, network);
+  const { server, tool } = target;
+  try {
+    return await requireConnections(deps).with(session, server, (client) =>
+      callServerTool(client, tool, args, {
+        signal,
+        timeoutMs: server.timeoutMs ?? DEFAULT_MCP_TIMEOUT_MS,
+        onProgress: ({ progress, total, message }) =>
+          onUpdate({
+            content: [
+              {
+                type: "text",
+                text: `progress ${progress}${total !== undefined ? `/${total}` : ""}${message ? `: ${message}` : ""}`,
+              },
+            ],
+          }),
+      }),
+    );
+  } catch (error) {
+    return {
+      content: [{ type: "text", text: messageOf(error) }],
+      isError: true,
+      details: { serverUnavailable: true },
+    };
+  }
+}
+
+async function sessionContext(
+  deps: ActivityDeps,
+  ref: SessionRef,
+  network: NetworkPolicy | undefined,
+): Promise<McpSessionContext> {
+  const workspace = workspaceFor(deps.workspaceRoot, ref.tenantId, ref.sessionId);
+  await prepareWorkspace(workspace);
+  return {
+    sessionKey: `${ref.tenantId}/${ref.sessionId}`,
+    workspaceDir: await realpath(workspace.dir),
+    sandbox: { ...deps.sandbox, network: network ?? "none", tenantId: ref.tenantId },
+  };
+}
+
+function requireConnections(deps: ActivityDeps): McpConnections {
+  if (!deps.mcp) throw new Error("this worker has no MCP client configured");
+  return deps.mcp;
+}

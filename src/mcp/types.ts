@@ -1,0 +1,61 @@
+/**
+ * MCP tool servers as run settings, and the tool list a run records: plain data, shared by the
+ * API, the workflow and the worker (no runtime imports: the workflow bundle takes this file).
+ */
+import type { ReplayClass } from "../tools/types";
+
+/** A value sent to a server: literal text, or the name of a worker environment variable holding a secret. */
+export type McpValue = string | { secret: string };
+
+/** Replay classes an operator may give a tool by name, overriding its annotations. */
+export type McpReplayOverrides = Record<string, ReplayClass>;
+
+interface McpServerCommon {
+  /** `[a-z0-9_-]`, at most 32 characters, no `__` (the separator of the model-facing names). */
+  name: string;
+  /** Longest wait for one call's answer (default 60 s); the call then ends with an error result. */
+  timeoutMs?: number;
+  /** Replay class per tool name, instead of the one its annotations give. */
+  replay?: McpReplayOverrides;
+}
+
+/** A server the worker starts as a process inside the session's sandbox, speaking MCP on stdio. */
+export interface McpStdioServer extends McpServerCommon {
+  command: string;
+  args?: string[];
+  /** Environment of the process; secrets by reference, resolved on the worker. */
+  env?: Record<string, McpValue>;
+}
+
+/** A Streamable HTTP server reached through the worker's egress policy. */
+export interface McpHttpServer extends McpServerCommon {
+  url: string;
+  /** Request headers; secrets by reference, resolved on the worker. */
+  headers?: Record<string, McpValue>;
+}
+
+export type McpServerSettings = McpStdioServer | McpHttpServer;
+
+export function isHttpServer(server: McpServerSettings): server is McpHttpServer {
+  return "url" in server;
+}
+
+/** One tool of a server as the model sees it, with the replay class the run applies. */
+export interface McpToolEntry {
+  /** The tool's own name on its server. */
+  tool: string;
+  description: string;
+  /** The tool's input JSON Schema, as the server gave it. */
+  inputSchema: Record<string, unknown>;
+  replay: ReplayClass;
+}
+
+/** What listing one server found: its tools, or why it is unavailable. */
+export type McpServerListing =
+  | { server: string; status: "ready"; tools: McpToolEntry[] }
+  | { server: string; status: "unavailable"; error: string };
+
+/** The run's recorded tool list: listed once at the run's start, carried across continue-as-new. */
+export interface McpToolList {
+  servers: McpServerListing[];
+}

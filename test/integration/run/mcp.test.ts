@@ -1,0 +1,295 @@
+/**
+ * MCP tool servers in runs, through the real Temporal and S3 servers, with the local LLM server
+ * calling their tools by scenario: server-everything (text, an image, structured content,
+ * progress), server-filesystem confined to the workspace, mcp-server-time (Python); a server that
+ * crashes mid-call, one that is too slow (timeout), an abort during a call, a call behind `ask`,
+ * the tool list across continue-as-new, and a server down at start.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { AgentEvent } from "../../../src/core/events";
+import { workspaceFor } from "../../../src/tools/workspace";
+import { type RunSettings, runWorkflowId } from "../../../src/workflows/types";
+import {
+  crashingEverythingServer,
+  everythingServer,
+  filesystemServer,
+  MCP_WORKER_ENV,
+  timeServer,
+} from "../../support/mcp-servers";
+import {
+  createRunStage,
+  eventually,
+  expectIntactSession,
+  messagesOf,
+  type RunStage,
+} from "../../support/run-harness";
+
+let stage: RunStage;
+
+beforeAll(async () => {
+  stage = await createRunStage();
+  await stage.startWorker(MCP_WORKER_ENV);
+});
+
+afterAll(async () => {
+  await stage?.close();
+});
+
+type Call = { name: string; arguments: Record<string, unknown> };
+
+/** Starts a run whose model makes `calls` (one turn, in parallel) and then answers with the last result. */
+async function runCalling(name: string, calls: Call[], settings: Partial<RunSettings>) {
+  stage.llm.addScenario(name, {
+    turns: [{ toolCalls: calls }],
+    after: { text: "Result: {{lastToolResult}}" },
+  });
+  const ref = stage.newSession();
+  await stage.runs.deliver(ref, { text: `[scenario:${name}] go`, mode: "auto" }, stage.settings(settings));
+  return ref;
+}
+
+function toolResults(entries: Awaited<ReturnType<RunStage["entries"]>>) {
+  return messagesOf(entries).flatMap((message) => (message.role === "toolResult" ? [message] : []));
+}
+
+function textOf(result: { content: { type: string; text?: string }[] }): string {
+  return result.content.flatMap((block) => (block.type === "text" ? [block.text ?? ""] : [])).join("\n");
+}
+
+async function allEvents(ref: { tenantId: string; sessionId: string }): Promise<AgentEvent[]> {
+  return stage.runs.events(ref, 0);
+}
+
+test("server-everything: text, an image and structured content come back as tool results; the model saw the tools with their schemas", async () => {
+  const ref = await runCalling(
+    "mcp-everything",
+    [
+      { name: "everything__echo", arguments: { message: "hello mcp" } },
+      { name: "everything__get-sum", arguments: { a: 2, b: 40 } },
+      { name: "everything__get-tiny-image", arguments: {} },
+      { name: "everything__get-structured-content", arguments: { location: "Chicago" } },
+    ],
+    { mcpServers: [everythingServer()] },
+  );
+  expect((await stage.result(ref)).status).toBe("completed");
+  const results = toolResults(await expectIntactSession(stage, ref));
+  expect(results.map((result) => result.isError)).toEqual([false, false, false, false]);
+  expect(textOf(results[0]!)).toBe("Echo: hello mcp");
+  expect(textOf(results[1]!)).toContain("42");
+  expect(results[2]!.content.some((block) => block.type === "image" && block.mimeType === "image/png")).toBe(
+    true,
+  );
+  expect(results[3]!.details).toMatchObject({ structuredContent: { conditions: expect.any(String) } });
+
+  const request = stage.llm.journal().find((entry) => entry.scenario === "mcp-everything")?.body as {
+    tools?: { function?: { name: string; parameters: { properties?: Record<string, unknown> } } }[];
+  };
+  const echo = request.tools?.find((tool) => tool.function?.name === "everything__echo");
+  expect(echo?.function?.parameters.properties).toHaveProperty("message");
+  expect(request.tools?.map((tool) => tool.function?.name)).toContain("bash");
+  // What the run saw is recorded as the listing activity's result.
+  const history = await stage.client.workflow.getHandle(runWorkflowId(ref)).fetchHistory();
+  const listed = (history.events ?? []).filter(
+    (event) => event.activityTaskScheduledEventAttributes?.activityType?.name === "listMcpTools",
+  );
+  expect(listed).toHaveLength(1);
+});
+
+test("server-filesystem is confined to the workspace; mcp-server-time (Python) answers", async () => {
+  const ref = await runCalling(
+    "mcp-fs-time",
+    [
+      { name: "fs__write_file", arguments: { path: "/workspace/note.txt", content: "from mcp" } },
+      { name: "fs__read_text_file", arguments: { path: "/etc/hostname" } },
+      { name: "time__get_current_time", arguments: { timezone: "Etc/UTC" } },
+    ],
+    { mcpServers: [filesystemServer(), timeServer()], toolExecution: "sequential" },
+  );
+  expect((await stage.result(ref)).status).toBe("completed");
+  const results = toolResults(await expectIntactSession(stage, ref));
+  expect(results[0]).toMatchObject({ isError: false });
+  const workspace = workspaceFor(stage.workspaceRoot, ref.tenantId, ref.sessionId).dir;
+  expect(readFileSync(join(workspace, "note.txt"), "utf8")).toBe("from mcp");
+  expect(results[1]).toMatchObject({ isError: true });
+  expect(textOf(results[1]!)).toMatch(/denied|outside/i);
+  expect(results[2]).toMatchObject({ isError: false });
+  expect(textOf(results[2]!)).toContain("Etc/UTC");
+});
+
+test("a long call's progress notifications reach the run's stream as tool updates", async () => {
+  const ref = await runCalling(
+    "mcp-progress",
+    [{ name: "everything__trigger-long-running-operation", arguments: { duration: 4, steps: 4 } }],
+    { mcpServers: [everythingServer()] },
+  );
+  expect((await stage.result(ref)).status).toBe("completed");
+  const results = toolResults(await expectIntactSession(stage, ref));
+  expect(textOf(results[0]!)).toContain("Long running operation completed");
+  const stream = await stage.client.workflow
+    .getHandle(runWorkflowId(ref))
+    .query<{ items: { topic: string; data: unknown }[] }, [number]>("stream", 0);
+  const updates = stream.items.filter(
+    (item) => item.topic === "live" && JSON.stringify(item.data).includes("tool_execution_update"),
+  );
+  expect(JSON.stringify(updates)).toMatch(/progress \d\/4/);
+});
+
+test("a server that crashes mid-call: the call ends with an error result, the run goes on", async () => {
+  const ref = await runCalling(
+    "mcp-crash-server",
+    [{ name: "everything__trigger-long-running-operation", arguments: { duration: 20, steps: 2 } }],
+    { mcpServers: [crashingEverythingServer(4)] },
+  );
+  expect((await stage.result(ref)).status).toBe("completed");
+  const results = toolResults(await expectIntactSession(stage, ref));
+  expect(results[0]).toMatchObject({ isError: true });
+  expect(textOf(results[0]!)).toMatch(/closed the connection/);
+});
+
+test("a server slower than its timeout: the call ends with a timeout result", async () => {
+  const ref = await runCalling(
+    "mcp-hang",
+    [{ name: "everything__trigger-long-running-operation", arguments: { duration: 30, steps: 1 } }],
+    { mcpServers: [everythingServer({ timeoutMs: 2_000 })] },
+  );
+  expect((await stage.result(ref)).status).toBe("completed");
+  const results = toolResults(await expectIntactSession(stage, ref));
+  expect(results[0]).toMatchObject({ isError: true });
+  expect(textOf(results[0]!)).toContain("did not answer within 2 seconds");
+});
+
+test("abort during an MCP call: the call is cancelled and the run ends aborted", async () => {
+  const ref = await runCalling(
+    "mcp-abort",
+    [{ name: "everything__trigger-long-running-operation", arguments: { duration: 60, steps: 60 } }],
+    { mcpServers: [everythingServer()] },
+  );
+  await eventually(async () => {
+    const state = await stage.runs.state(ref);
+    return state?.pendingToolCalls.some((call) => call.state === "running") ? true : undefined;
+  });
+  const started = Date.now();
+  await stage.runs.abort(ref, { reason: "enough" });
+  const result = await stage.result(ref);
+  expect(result.status).toBe("aborted");
+  expect(Date.now() - started).toBeLessThan(20_000);
+  const results = toolResults(await expectIntactSession(stage, ref));
+  expect(results[0]).toMatchObject({ isError: true });
+});
+
+test("an MCP tool behind ask waits for approval by its name and arguments", async () => {
+  const ref = await runCalling(
+    "mcp-ask",
+    [{ name: "everything__echo", arguments: { message: "needs a yes" } }],
+    {
+      mcpServers: [everythingServer()],
+      policy: {
+        rules: [{ tool: "everything__echo", argumentsPattern: "needs a yes", action: "ask" }],
+        default: "allow",
+        approvalTimeoutMs: 60_000,
+      },
+    },
+  );
+  const state = await eventually(async () => {
+    const current = await stage.runs.state(ref);
+    return current?.status === "waiting_approval" ? current : undefined;
+  });
+  const pending = state.pendingToolCalls[0]!;
+  expect(pending.name).toBe("everything__echo");
+  await stage.runs.approve(ref, { toolCallId: pending.toolCallId, decision: "approve" });
+  expect((await stage.result(ref)).status).toBe("completed");
+  expect(textOf(toolResults(await stage.entries(ref))[0]!)).toBe("Echo: needs a yes");
+});
+
+test("the tool list is listed once and carried across continue-as-new", async () => {
+  stage.llm.addScenario("mcp-can", {
+    turns: [
+      { toolCalls: [{ name: "everything__echo", arguments: { message: "one" } }] },
+      { toolCalls: [{ name: "everything__echo", arguments: { message: "two" } }] },
+    ],
+    after: { text: "Result: {{lastToolResult}}" },
+  });
+  const ref = stage.newSession();
+  const settings = stage.settings({ mcpServers: [everythingServer()] });
+  settings.limits = { ...settings.limits, turnsPerExecution: 1 };
+  await stage.runs.deliver(ref, { text: "[scenario:mcp-can] go", mode: "auto" }, settings);
+  expect((await stage.result(ref)).status).toBe("completed");
+  const results = toolResults(await expectIntactSession(stage, ref));
+  expect(results.map(textOf)).toEqual(["Echo: one", "Echo: two"]);
+  // Every execution after the first offered the tools without listing them again.
+  const requests = stage.llm.journal().filter((entry) => entry.scenario === "mcp-can");
+  expect(requests.length).toBeGreaterThanOrEqual(3);
+  for (const request of requests) expect(JSON.stringify(request.body)).toContain("everything__echo");
+  const handle = stage.client.workflow.getHandle(runWorkflowId(ref));
+  const latest = await handle.fetchHistory();
+  const scheduled = (latest.events ?? []).map(
+    (event) => event.activityTaskScheduledEventAttributes?.activityType?.name,
+  );
+  expect(scheduled).not.toContain("listMcpTools");
+});
+
+test("a server down at start is reported and offers no tools; the run does not fail", async () => {
+  const ref = await runCalling(
+    "mcp-down",
+    [{ name: "everything__echo", arguments: { message: "still here" } }],
+    {
+      mcpServers: [everythingServer(), { name: "broken", command: "/nonexistent/server" }],
+    },
+  );
+  expect((await stage.result(ref)).status).toBe("completed");
+  const events = await allEvents(ref);
+  const down = events.find((event) => event.type === "mcp_server_unavailable");
+  expect(down).toMatchObject({ server: "broken" });
+  // What `keel mcp list` shows: the run's recorded list (the mcpTools query).
+  const recorded = await stage.runs.mcpTools(ref);
+  expect(recorded?.servers.map((listing) => [listing.server, listing.status])).toEqual([
+    ["everything", "ready"],
+    ["broken", "unavailable"],
+  ]);
+  expect(textOf(toolResults(await stage.entries(ref))[0]!)).toBe("Echo: still here");
+  const request = stage.llm.journal().find((entry) => entry.scenario === "mcp-down")?.body;
+  expect(JSON.stringify(request)).not.toContain("broken__");
+});
+
+test("an HTTP server on a loopback address is refused by the egress policy", async () => {
+  const ref = await runCalling("mcp-http-refused", [{ name: "inside__echo", arguments: {} }], {
+    mcpServers: [{ name: "inside", url: "http://127.0.0.1:9000/mcp" }],
+  });
+  expect((await stage.result(ref)).status).toBe("completed");
+  const down = (await allEvents(ref)).find((event) => event.type === "mcp_server_unavailable");
+  expect(JSON.stringify(down)).toMatch(/loopback/);
+  expect(existsSync(workspaceFor(stage.workspaceRoot, ref.tenantId, ref.sessionId).dir)).toBe(true);
+});
+
+test("secrets by reference: resolved on the worker when the operator lists them, refused otherwise", async () => {
+  // The worker of this file lists no secret: a run that names the provider key (sent past the
+  // API, straight to Temporal) gets a server that is refused before it starts.
+  const ref = await runCalling("mcp-secret-refused", [{ name: "leaky__get-env", arguments: {} }], {
+    mcpServers: [everythingServer({ name: "leaky", env: { STOLEN: { secret: "OPENAI_API_KEY" } } })],
+  });
+  expect((await stage.result(ref)).status).toBe("completed");
+  const down = (await allEvents(ref)).find((event) => event.type === "mcp_server_unavailable");
+  expect(JSON.stringify(down)).toContain("KEEL_MCP_SECRETS");
+  const entries = JSON.stringify(await stage.entries(ref));
+  expect(entries).not.toContain("local-key");
+
+  // A worker that lists the secret resolves it on its side: the server sees the value, the run's
+  // history holds only its name.
+  await stage.stopWorkers();
+  await stage.startWorker({
+    ...MCP_WORKER_ENV,
+    KEEL_MCP_SECRETS: "MCP_TEST_TOKEN",
+    MCP_TEST_TOKEN: "token-value-31337",
+  });
+  const allowed = await runCalling("mcp-secret-allowed", [{ name: "tokened__get-env", arguments: {} }], {
+    mcpServers: [everythingServer({ name: "tokened", env: { TOKEN: { secret: "MCP_TEST_TOKEN" } } })],
+  });
+  expect((await stage.result(allowed)).status).toBe("completed");
+  expect(textOf(toolResults(await stage.entries(allowed))[0]!)).toContain("token-value-31337");
+  const history = await stage.client.workflow.getHandle(runWorkflowId(allowed)).fetchHistory();
+  const started = history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0]?.data;
+  const input = Buffer.from(started ?? new Uint8Array()).toString();
+  expect(input).toContain("MCP_TEST_TOKEN");
+  expect(input).not.toContain("token-value-31337");
+});

@@ -1,0 +1,140 @@
+import { messageBodySchema } from "../../../src/api/schemas";
+import { mcpServerFrom } from "../../../src/cli/commands/message";
+import { mcpPolicyFromEnv } from "../../../src/mcp/policy";
+import { mcpServersSchema } from "../../../src/mcp/schema";
+import { findMcpTool, mcpToolSpecs, replayClassOf, splitMcpToolName } from "../../../src/mcp/tool-names";
+import { decidePolicy } from "../../../src/workflows/policy";
+
+const policy = { secrets: ["GITHUB_TOKEN"], privateHosts: ["mcp.internal"] };
+const schema = mcpServersSchema(policy);
+
+test("a stdio and an HTTP server with secrets by reference are accepted", () => {
+  const servers = [
+    {
+      name: "fs",
+      command: "node",
+      args: ["server.js", "/workspace"],
+      env: { TOKEN: { secret: "GITHUB_TOKEN" }, MODE: "x" },
+    },
+    {
+      name: "tracker_1",
+      url: "https://mcp.example.com/mcp",
+      headers: { Authorization: { secret: "GITHUB_TOKEN" } },
+    },
+    { name: "inside", url: "http://mcp.internal:8080/mcp" },
+  ];
+  expect(schema.safeParse(servers).success).toBe(true);
+});
+
+test.each([
+  ["a name with capitals", [{ name: "Files", command: "x" }]],
+  ["a name with the separator", [{ name: "a__b", command: "x" }]],
+  [
+    "two servers with one name",
+    [
+      { name: "a", command: "x" },
+      { name: "a", command: "y" },
+    ],
+  ],
+  [
+    "a secret the operator did not list",
+    [{ name: "a", command: "x", env: { K: { secret: "OPENAI_API_KEY" } } }],
+  ],
+  [
+    "a header secret the operator did not list",
+    [{ name: "a", url: "https://h.example/", headers: { X: { secret: "AWS_SECRET_ACCESS_KEY" } } }],
+  ],
+  ["a loopback URL", [{ name: "a", url: "http://127.0.0.1:9000/mcp" }]],
+  ["the metadata endpoint", [{ name: "a", url: "http://169.254.169.254/latest" }]],
+  ["localhost", [{ name: "a", url: "http://localhost:9000/mcp" }]],
+  ["an IPv4-mapped loopback", [{ name: "a", url: "http://[::ffff:127.0.0.1]/mcp" }]],
+  ["credentials in the URL", [{ name: "a", url: "https://user:pw@h.example/mcp" }]],
+  ["a file URL", [{ name: "a", url: "file:///etc/passwd" }]],
+  ["both command and url", [{ name: "a", command: "x", url: "https://h.example/" }]],
+])("refused: %s", (_what, servers) => {
+  expect(schema.safeParse(servers).success).toBe(false);
+});
+
+test("the message body takes mcpServers, with the deployment's policy", () => {
+  const body = messageBodySchema({ modelIds: ["m"], allowDirectoryWorkspaces: false, mcp: policy });
+  expect(body.safeParse({ text: "hi", mcpServers: [{ name: "t", command: "python3" }] }).success).toBe(true);
+  const strict = messageBodySchema({ modelIds: ["m"], allowDirectoryWorkspaces: false });
+  const refused = strict.safeParse({
+    text: "hi",
+    mcpServers: [{ name: "t", command: "x", env: { K: { secret: "GITHUB_TOKEN" } } }],
+  });
+  expect(refused.success).toBe(false);
+  expect(JSON.stringify(refused.error)).toContain("KEEL_MCP_SECRETS");
+});
+
+test("the policy is read from the environment and refuses malformed names", () => {
+  expect(mcpPolicyFromEnv({ KEEL_MCP_SECRETS: "A, B_2", KEEL_MCP_HOSTS: "Mcp.Internal." })).toEqual({
+    secrets: ["A", "B_2"],
+    privateHosts: ["mcp.internal"],
+  });
+  expect(() => mcpPolicyFromEnv({ KEEL_MCP_SECRETS: "A=1" })).toThrow(/KEEL_MCP_SECRETS/);
+});
+
+test("replay classes come from annotations unless the operator overrides them", () => {
+  expect(replayClassOf("t", { readOnlyHint: true }, undefined)).toBe("safe");
+  expect(replayClassOf("t", { readOnlyHint: false, idempotentHint: true }, undefined)).toBe(
+    "idempotent-with-check",
+  );
+  expect(replayClassOf("t", { destructiveHint: true }, undefined)).toBe("unsafe");
+  expect(replayClassOf("t", undefined, undefined)).toBe("unsafe");
+  expect(replayClassOf("t", { readOnlyHint: true }, { t: "unsafe" })).toBe("unsafe");
+});
+
+test("model-facing names are <server>__<tool>; unavailable servers offer nothing", () => {
+  expect(splitMcpToolName("fs__read_file")).toEqual({ server: "fs", tool: "read_file" });
+  expect(splitMcpToolName("everything__get-sum")).toEqual({ server: "everything", tool: "get-sum" });
+  expect(splitMcpToolName("read")).toBeUndefined();
+  const list = {
+    servers: [
+      {
+        server: "fs",
+        status: "ready" as const,
+        tools: [
+          { tool: "read_file", description: "d", inputSchema: { type: "object" }, replay: "safe" as const },
+        ],
+      },
+      { server: "down", status: "unavailable" as const, error: "spawn failed" },
+    ],
+  };
+  expect(mcpToolSpecs(list)).toEqual([
+    { name: "fs__read_file", description: "d", parameters: { type: "object" } },
+  ]);
+  expect(findMcpTool(list, "fs__read_file")?.entry.replay).toBe("safe");
+  expect(findMcpTool(list, "down__x")).toBeUndefined();
+});
+
+test("keel run --mcp: a command with its arguments, or an HTTP URL", () => {
+  expect(mcpServerFrom("fs=node /opt/fs/index.js /workspace")).toEqual({
+    name: "fs",
+    command: "node",
+    args: ["/opt/fs/index.js", "/workspace"],
+  });
+  expect(mcpServerFrom("tracker=https://mcp.example.com/mcp")).toEqual({
+    name: "tracker",
+    url: "https://mcp.example.com/mcp",
+  });
+  expect(() => mcpServerFrom("no-equals")).toThrow(/--mcp/);
+  expect(() => mcpServerFrom("=node x")).toThrow(/--mcp/);
+});
+
+test("policy rules name MCP tools exactly, or every tool of a server with <server>__*", () => {
+  const policy = {
+    rules: [
+      { tool: "fs__write_file", action: "ask" as const },
+      { tool: "fs__*", action: "allow" as const },
+      { tool: "everything__*", argumentsPattern: "secret", action: "deny" as const },
+    ],
+    default: "deny" as const,
+    approvalTimeoutMs: 1_000,
+  };
+  expect(decidePolicy(policy, "fs__write_file", "{}")).toBe("ask");
+  expect(decidePolicy(policy, "fs__read_text_file", "{}")).toBe("allow");
+  expect(decidePolicy(policy, "everything__echo", '{"message":"secret"}')).toBe("deny");
+  expect(decidePolicy(policy, "fsx__read", "{}")).toBe("deny");
+  expect(decidePolicy(policy, "bash", "{}")).toBe("deny");
+});
