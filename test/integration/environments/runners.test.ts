@@ -441,3 +441,27 @@ test("approval then runner: the runner runs the arguments the person approved, a
   });
   expect(result?.role === "toolResult" && result.content).toContainEqual({ type: "text", text: "edited" });
 });
+
+test("a message naming an unknown environment, or a runner environment with MCP servers, is refused", async () => {
+  const sessionId = uniqueName("session");
+  const message = (json: Record<string, unknown>) =>
+    api.call("POST", `/v1/sessions/${sessionId}/messages`, {
+      key: api.keys.a,
+      json: { text: "go", ...json },
+    });
+  expectProblem(await message({ environment: "nowhere" }), 404, "environment-not-found");
+  // Another tenant's environment is unknown too.
+  const theirs = await newEnvironment(api.keys.b);
+  expectProblem(await message({ environment: theirs.name }), 404, "environment-not-found");
+  const mine = await newEnvironment(api.keys.a);
+  const refused = await message({
+    environment: mine.name,
+    mcpServers: [{ name: "everything", command: "npx", args: ["mcp-server-everything"] }],
+  });
+  expectProblem(refused, 400, "invalid-request");
+  expect(refused.body.errors).toEqual([
+    { path: "mcpServers", message: "not available with a runner environment" },
+  ]);
+  // Nothing was started for the session.
+  expect((await api.call("GET", `/v1/sessions/${sessionId}`, { key: api.keys.a })).status).toBe(404);
+});
