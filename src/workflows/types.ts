@@ -3,6 +3,7 @@
  * Plain data only (it travels through Temporal payloads and is carried across continue-as-new).
  */
 import type { WorkflowStreamState } from "@temporalio/workflow-streams/workflow";
+import type { AgentDefinition } from "../core/agents";
 import { type CompactionSettings, DEFAULT_COMPACTION_SETTINGS } from "../core/compaction-settings";
 import { AGENT_END_STATUSES } from "../core/events";
 import type { Usage } from "../core/messages";
@@ -61,7 +62,7 @@ export interface RunSettings {
   model: string;
   systemPrompt?: string;
   thinkingLevel: ThinkingLevel;
-  /** Names of the built-in tools the model may call. */
+  /** Names of the built-in tools the model may call (`task` offers the sub-agents: core/agents.ts). */
   tools: string[];
   toolExecution: "sequential" | "parallel";
   policy: ToolPolicy;
@@ -86,6 +87,8 @@ export interface RunSettings {
   hooks: string[];
   /** Where the run's final answer is posted when it ends (runs started from a chat thread). */
   chatReply?: ChatReplyTarget;
+  /** Agents the `task` tool may delegate to, besides the built-in ones (core/agents.ts). */
+  agents?: AgentDefinition[];
 }
 
 export interface RunTimeouts {
@@ -173,6 +176,8 @@ export interface RunInput extends SessionRef {
   carried?: CarriedState;
   /** Set when the previous run of the session ended with messages that arrived after its end. */
   handedOver?: HandOver;
+  /** Set on a sub-agent's run: the parent session and the `task` call it answers. */
+  parent?: { sessionId: string; toolCallId: string };
   /**
    * What its starter knows the run's code to be, at least (`RUN_VERSION`); absent in runs started
    * before it existed. See `RUN_VERSION`.
@@ -323,6 +328,8 @@ export interface RunResult {
   nextSeq: number;
   /** Messages the run accepted (queued) but ended without reading: they were not delivered. */
   unprocessed?: QueuedMessage[];
+  /** A sub-agent's run: the start of its last answer (what its parent's `task` call reports). */
+  answer?: string;
   /**
    * The latest deliveries the run took, by id, with their answers: a retry of one after the run
    * closed (its idempotency record lost) is answered from here instead of starting a new run.

@@ -32,4 +32,6 @@ export interface RunContext {
   stream: RunStream;
   /** `RunInput.runVersion`, 0 when absent. */
   runVersion: number;
+  /** A sub-agent's run (`RunInput.parent`): it calls only the tools it was given. */
+  subAgent?: boolean;
 }

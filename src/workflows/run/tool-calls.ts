@@ -14,6 +14,7 @@ import type { RunContext } from "./context";
 import { syntheticToolResult } from "./entries";
 import { cancellable, endCall, publishDetails, setStatus, writeEntries } from "./lifecycle";
 import { type BatchCall, emit, moveCall, startBatch } from "./state";
+import { isTaskCall, runTaskCall } from "./task-calls";
 
 /** Times a tool call follows its workspace to a new worker before the run fails. */
 const MAX_WORKSPACE_MOVES = 3;
@@ -64,6 +65,13 @@ async function snapshotAfter(ctx: RunContext, batch: BatchCall[]): Promise<void>
 async function handleCall(ctx: RunContext, call: BatchCall, assistantSeq: number): Promise<void> {
   const { run } = ctx;
   const { summary } = call;
+  // A sub-agent was given a subset of its parent's tools: the model may name others, never run them.
+  if (ctx.subAgent && !run.settings.tools.includes(summary.name))
+    return refuse(
+      ctx,
+      call,
+      `Tool call refused: ${summary.name} is not one of this agent's tools (${run.settings.tools.join(", ")}).`,
+    );
   const action = decidePolicy(run.settings.policy, summary.name, summary.argumentsPreview);
   if (action === "deny")
     return refuse(ctx, call, `Tool call denied by policy: ${summary.name} is not allowed.`);
@@ -76,6 +84,8 @@ async function handleCall(ctx: RunContext, call: BatchCall, assistantSeq: number
   }
   const blocked = blockReason(ctx.hooks, summary);
   if (blocked) return refuse(ctx, call, `Tool call blocked: ${blocked}.`);
+  if (isTaskCall(run.settings, summary.name) && takesPatch(PATCHES.subAgents, ctx.runVersion))
+    return runTaskCall(ctx, call, args);
   await executeCall(ctx, call, assistantSeq, args);
 }
 
