@@ -58,7 +58,7 @@ export async function agentRun(input: RunInput): Promise<RunResult> {
     llm: llmActivities(input.settings.timeouts),
     stream,
     runVersion: input.runVersion ?? 0,
-    ...(input.parent ? { subAgent: true } : {}),
+    ...(input.parent ? { subAgent: true, forkedAt: input.parent.forkedAt } : {}),
   };
   setRunAttributes(
     ctx,

@@ -176,8 +176,12 @@ export interface RunInput extends SessionRef {
   carried?: CarriedState;
   /** Set when the previous run of the session ended with messages that arrived after its end. */
   handedOver?: HandOver;
-  /** Set on a sub-agent's run: the parent session and the `task` call it answers. */
-  parent?: { sessionId: string; toolCallId: string };
+  /**
+   * Set on a sub-agent's run: the parent session, the `task` call it answers, and the parent's
+   * entry (the assistant message with the call) whose workspace snapshot the child's workspace
+   * starts from (a fork).
+   */
+  parent?: { sessionId: string; toolCallId: string; forkedAt: string };
   /**
    * What its starter knows the run's code to be, at least (`RUN_VERSION`); absent in runs started
    * before it existed. See `RUN_VERSION`.

@@ -7,6 +7,7 @@
  */
 import { WorkflowExecutionAlreadyStartedError } from "@temporalio/common";
 import {
+  ActivityFailure,
   CancellationScope,
   ChildWorkflowFailure,
   condition,
@@ -27,6 +28,7 @@ import { emptyUsage } from "../../core/usage";
 import { abortSignal } from "../definitions";
 import { runAttributes } from "../search-attributes";
 import { type RunInput, type RunResult, type RunSettings, runWorkflowId, startedStatus } from "../types";
+import { snapshotActivities } from "./activity-options";
 import type { RunContext } from "./context";
 import { syntheticToolResult } from "./entries";
 import { endCall, writeEntries } from "./lifecycle";
@@ -69,19 +71,26 @@ export function childSettings(
   };
 }
 
+/** What a `task` call needs of its batch: the assistant entry, edited arguments, the workspace. */
+export interface TaskCallContext {
+  assistantSeq: number;
+  /** The arguments an approver edited, if any. */
+  args?: Record<string, unknown>;
+  /** The task queue of the worker holding the run's workspace (claimed once per run). */
+  workspaceQueue: () => Promise<string>;
+}
+
 /**
- * Runs one `task` call (with the arguments an approver edited, if any): starts the child, waits for its end (sending an abort of the parent on to
- * it), adds its usage to the run's and stores the result (its answer, or an error result when
- * the child did not complete). After the parent's abort nothing is stored: the abort closes it.
+ * Runs one `task` call: snapshots the parent's workspace at the call's assistant entry (once per
+ * batch; the child's workspace starts from it), starts the child, waits for its end (sending an
+ * abort of the parent on to it), adds its usage to the run's and stores the result (its answer,
+ * or an error result when the child did not complete). After the parent's abort nothing is
+ * stored: the abort closes the call.
  */
-export async function runTaskCall(
-  ctx: RunContext,
-  call: BatchCall,
-  approvedArgs?: Record<string, unknown>,
-): Promise<void> {
+export async function runTaskCall(ctx: RunContext, call: BatchCall, batch: TaskCallContext): Promise<void> {
   const { run } = ctx;
   const { summary } = call;
-  const json = approvedArgs ? JSON.stringify(approvedArgs) : summary.argumentsPreview;
+  const json = batch.args ? JSON.stringify(batch.args) : summary.argumentsPreview;
   const parsed = parseTaskArguments(json, availableAgents(run.settings.agents));
   if (!parsed.ok) {
     await writeEntries(ctx, [syntheticToolResult(call, parsed.error, run.clock.now())]);
@@ -89,13 +98,24 @@ export async function runTaskCall(
   }
   moveCall(run, summary.id, "running");
   emit(run, { type: "tool_execution_start", toolCallId: summary.id, toolName: summary.name });
+  // The batch's first slot follows the assistant entry (the others follow the results before them).
+  const forkedAt = run.batch[0]?.slot.parentId;
+  if (!forkedAt) throw new Error("a tool batch's first slot has no parent entry");
+  try {
+    await forkPoint(ctx, forkedAt, batch);
+  } catch (error) {
+    if (!(error instanceof ActivityFailure)) throw error;
+    const why = `task not started: the workspace could not be recorded for the agent (${error.cause?.message ?? error.message})`;
+    await writeEntries(ctx, [syntheticToolResult(call, why, run.clock.now())]);
+    return endCall(ctx, call, "failed", true);
+  }
   const ref = { tenantId: run.ref.tenantId, sessionId: childSessionId(run.ref.sessionId, summary.id) };
   const settings = childSettings(run.settings, parsed.agent, run.usage.cost.total);
   const input: RunInput = {
     ...ref,
     settings,
     handedOver: { messages: [{ text: parsed.prompt, acceptedAt: run.clock.now() }], deliveries: [] },
-    parent: { sessionId: run.ref.sessionId, toolCallId: summary.id },
+    parent: { sessionId: run.ref.sessionId, toolCallId: summary.id, forkedAt },
     ...(ctx.runVersion > 0 ? { runVersion: ctx.runVersion } : {}),
   };
   const outcome = await CancellationScope.nonCancellable(() => awaitChild(ctx, input));
@@ -116,6 +136,31 @@ export async function runTaskCall(
   const isError = result.status !== "completed";
   await writeEntries(ctx, [syntheticToolResult(call, text, run.clock.now(), isError)]);
   endCall(ctx, call, isError ? "failed" : "completed", isError);
+}
+
+/**
+ * Records the parent's workspace as the state after `entryId` (the assistant entry with the
+ * calls): the children of the batch restore it into their own workspaces. One snapshot serves the
+ * batch's calls; a failed one is forgotten, so the next call tries again.
+ */
+async function forkPoint(ctx: RunContext, entryId: string, batch: TaskCallContext): Promise<void> {
+  if (ctx.taskFork?.entryId !== entryId) {
+    const taken = (async () => {
+      const queue = await batch.workspaceQueue();
+      await snapshotActivities(queue, ctx.run.settings.timeouts).snapshotWorkspace.executeWithOptions(
+        { summary: "snapshot for sub-agents" },
+        [{ ...ctx.run.ref, afterEntryId: entryId, afterSeq: batch.assistantSeq }],
+      );
+    })();
+    ctx.taskFork = { entryId, taken };
+  }
+  const fork = ctx.taskFork;
+  try {
+    await fork.taken;
+  } catch (error) {
+    if (ctx.taskFork === fork) ctx.taskFork = undefined;
+    throw error;
+  }
 }
 
 type ChildOutcome = { kind: "result"; result: RunResult } | { kind: "failed"; error: string };

@@ -55,6 +55,7 @@ async function snapshotAfter(ctx: RunContext, batch: BatchCall[]): Promise<void>
       { summary: `snapshot after ${batch.length} tool call(s)` },
       [{ ...ctx.run.ref, afterEntryId: last.slot.id, afterSeq: last.slot.seq }],
     );
+    ctx.forkedAt = undefined;
   } catch (error) {
     if (!(error instanceof ActivityFailure)) throw error;
     log.warn("the workspace snapshot failed; the run goes on", { error: String(error.cause ?? error) });
@@ -85,7 +86,7 @@ async function handleCall(ctx: RunContext, call: BatchCall, assistantSeq: number
   const blocked = blockReason(ctx.hooks, summary);
   if (blocked) return refuse(ctx, call, `Tool call blocked: ${blocked}.`);
   if (isTaskCall(run.settings, summary.name) && takesPatch(PATCHES.subAgents, ctx.runVersion))
-    return runTaskCall(ctx, call, args);
+    return runTaskCall(ctx, call, { assistantSeq, args, workspaceQueue: () => workspaceTaskQueue(ctx) });
   await executeCall(ctx, call, assistantSeq, args);
 }
 
@@ -186,11 +187,12 @@ async function workspaceTaskQueue(ctx: RunContext): Promise<string> {
   const { run } = ctx;
   // The newest stored entry before the batch (the assistant message): a worker without the
   // workspace restores the snapshot of it or of its nearest snapshotted ancestor.
-  const leafId = run.batch[0]?.slot.parentId ?? run.cursor?.leafId ?? undefined;
+  // A forked sub-agent's workspace is its parent's at the fork point until it records its own.
+  const leafId = ctx.forkedAt ?? run.batch[0]?.slot.parentId ?? run.cursor?.leafId ?? undefined;
   const claimWorkspace = () => {
     // A session this run created has no snapshot to look for, until its first claim (which may
-    // record the source's files) has been tried.
-    const newSession = ctx.unclaimedNewSession === true;
+    // record the source's files) has been tried; a fork's is its parent's.
+    const newSession = ctx.unclaimedNewSession === true && ctx.forkedAt === undefined;
     ctx.unclaimedNewSession = false;
     return claim
       .claimWorkspace({

@@ -85,6 +85,51 @@ test("a task call runs the explore agent as a child run and returns its answer a
   expect(description.raw.workflowExecutionInfo?.parentExecution?.workflowId).toBe(runWorkflowId(ref));
 });
 
+test("the child's workspace is a fork of the parent's at the call: it reads the parent's edits, its own stay in its session", async () => {
+  stage().llm.addScenario("sub-fork-parent", {
+    turns: [
+      {
+        toolCalls: [{ name: "write", arguments: { path: "notes/plan.txt", content: "parent wrote this\n" } }],
+      },
+      {
+        toolCalls: [
+          { name: "task", arguments: { agent: "writer", prompt: "[scenario:sub-fork-child] read the plan" } },
+        ],
+      },
+      { toolCalls: [{ name: "ls", arguments: { path: "notes" } }] },
+      { text: "Parent sees: {{lastToolResult}}" },
+    ],
+  });
+  stage().llm.addScenario("sub-fork-child", {
+    turns: [
+      { toolCalls: [{ name: "read", arguments: { path: "notes/plan.txt" } }] },
+      { toolCalls: [{ name: "write", arguments: { path: "notes/child.txt", content: "child\n" } }] },
+      { text: "Child read: {{lastToolResult}}" },
+    ],
+  });
+  const ref = stage().newSession();
+  const settings = {
+    ...withTask(),
+    agents: [{ name: "writer", description: "writes", tools: ["read", "write"] }],
+  };
+  await stage().runs.deliver(ref, { text: "[scenario:sub-fork-parent] go", mode: "auto" }, settings);
+  expect((await stage().result(ref)).status).toBe("completed");
+  const messages = messagesOf(await stage().entries(ref));
+  const [callId] = toolCallIds(messages).slice(1);
+  const childRef = { tenantId: ref.tenantId, sessionId: childSessionId(ref.sessionId, callId ?? "") };
+  const childMessages = messagesOf(await stage().entries(childRef));
+  const read = childMessages.find((message) => message.role === "toolResult" && message.toolName === "read");
+  expect(read?.role === "toolResult" && read.content[0]).toEqual({
+    type: "text",
+    text: "parent wrote this",
+  });
+  // The fork is the child's: the parent's workspace does not get the child's file.
+  const last = messages.at(-1);
+  const listing = last?.role === "assistant" && last.content[0]?.type === "text" ? last.content[0].text : "";
+  expect(listing).toContain("plan.txt");
+  expect(listing).not.toContain("child.txt");
+});
+
 test("two task calls in one batch run in parallel; a failing child is an error result", async () => {
   stage().llm.addScenario("sub-two", {
     turns: [
