@@ -78,6 +78,11 @@ test("a task call runs the explore agent as a child run and returns its answer a
     ["ls", false],
     ["bash", true],
   ]);
+  const refused = childResults[1];
+  expect(refused?.role === "toolResult" && refused.content[0]).toEqual({
+    type: "text",
+    text: "Tool call refused: bash is not one of this agent's tools (read, grep, find, ls).",
+  });
   const header = await stage().store.getHeader(childRef);
   expect(header.parentSession).toBe(ref.sessionId);
   // A child workflow of the parent's, in Temporal.
