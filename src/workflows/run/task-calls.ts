@@ -104,7 +104,8 @@ export async function runTaskCall(ctx: RunContext, call: BatchCall, batch: TaskC
   try {
     await forkPoint(ctx, forkedAt, batch);
   } catch (error) {
-    if (!(error instanceof ActivityFailure)) throw error;
+    // Cut short by the parent's abort: the abort closes the call.
+    if (!(error instanceof ActivityFailure) || run.abortReason !== undefined) throw error;
     const why = `task not started: the workspace could not be recorded for the agent (${error.cause?.message ?? error.message})`;
     await writeEntries(ctx, [syntheticToolResult(call, why, run.clock.now())]);
     return endCall(ctx, call, "failed", true);
