@@ -15,10 +15,11 @@
  */
 
 import { ApplicationFailure, CancelledFailure, Context } from "@temporalio/activity";
+import { MAX_TASK_ARGUMENTS_CHARS, TASK_TOOL_NAME, taskToolSpec } from "../core/agents";
 import type { AssistantMessageDelta } from "../core/events";
 import { FailureType } from "../core/failure-types";
 import { CONTEXT_OVERFLOW_PREFIX, FAILED_MARKER, INTERRUPTED_MARKER } from "../core/markers";
-import { type AssistantMessage, toolCallsOf } from "../core/messages";
+import { type AssistantMessage, type ToolSpec, toolCallsOf } from "../core/messages";
 import { backoffMs, LLM_RETRY } from "../core/retry-policy";
 import { createMessageEntry } from "../core/session-entries";
 import type { SessionEntry } from "../core/session-types";
@@ -108,7 +109,7 @@ export function llmTurnActivity({
           {
             systemPrompt: input.systemPrompt,
             messages,
-            tools: [...toolSpecs(tools), ...mcpToolSpecs(input.mcpTools)],
+            tools: [...toolSpecs(tools), ...taskSpec(input), ...mcpToolSpecs(input.mcpTools)],
           },
           {
             thinkingLevel: input.thinkingLevel,
@@ -241,15 +242,21 @@ function toolCallIdsOn(path: readonly SessionEntry[]): Set<string> {
   );
 }
 
+/** The `task` tool's spec, when the run offers it (its tools name it and it has agents). */
+function taskSpec(input: LlmTurnInput): ToolSpec[] {
+  return input.tools.includes(TASK_TOOL_NAME) && input.agents?.length ? [taskToolSpec(input.agents)] : [];
+}
+
 function summarize(message: AssistantMessage, adopted: boolean, contextWindow: number): LlmTurnResult {
   const text = message.content.flatMap((block) => (block.type === "text" ? [block.text] : [])).join("\n");
   const toolCalls: ToolCallSummary[] = toolCallsOf(message).map((call) => {
     const json = JSON.stringify(call.arguments);
+    // The workflow reads a task call's arguments from here: they get more room.
+    const limit = call.name === TASK_TOOL_NAME ? MAX_TASK_ARGUMENTS_CHARS : ARGUMENTS_PREVIEW_CHARS;
     return {
       id: call.id,
       name: call.name,
-      argumentsPreview:
-        json.length > ARGUMENTS_PREVIEW_CHARS ? `${json.slice(0, ARGUMENTS_PREVIEW_CHARS)}…` : json,
+      argumentsPreview: json.length > limit ? `${json.slice(0, limit)}…` : json,
       label: labelOf(call.arguments),
     };
   });

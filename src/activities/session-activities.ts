@@ -17,7 +17,7 @@ export function sessionActivities({ store }: ActivityDeps) {
       const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
       const { created } = await store.createSession(
         ref,
-        createSessionHeader(input.sessionId, new Date().toISOString(), input.cwd),
+        createSessionHeader(input.sessionId, new Date().toISOString(), input.cwd, input.parentSession),
       );
       // A session created just now has no entries: nothing to read or repair.
       if (created) return { nextSeq: 0, leafId: null, created: true };

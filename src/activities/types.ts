@@ -33,6 +33,8 @@ export interface EntrySlot {
 export interface OpenSessionInput extends SessionRef {
   /** Working directory recorded in a new session's header. */
   cwd: string;
+  /** The session a sub-agent's session was started from (its header's `parentSession`). */
+  parentSession?: string;
 }
 
 export interface OpenSessionResult extends SessionCursor {
@@ -124,6 +126,8 @@ export interface LlmTurnInput extends SessionRef {
   tools: string[];
   /** MCP tools the model may call (the run's recorded list; absent: none). */
   mcpTools?: McpToolList;
+  /** The agents the `task` tool offers (when `tools` names it): names and descriptions. */
+  agents?: { name: string; description: string }[];
   /** Entries written before the call (user messages of this turn), in order. */
   writesFirst: EntryWrite[];
   /** The assistant entry this call produces; its parent is the context's leaf. */

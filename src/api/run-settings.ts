@@ -14,6 +14,7 @@ export function runSettingsFrom(
   if (body.model !== undefined) settings.model = body.model;
   if (body.systemPrompt !== undefined) settings.systemPrompt = body.systemPrompt;
   if (body.tools !== undefined) settings.tools = [...new Set(body.tools)];
+  if (body.agents !== undefined) settings.agents = body.agents.map((agent) => ({ ...agent }));
   if (body.hooks !== undefined) settings.hooks = [...new Set(body.hooks)];
   if (body.limits !== undefined) settings.limits = { ...defaults.limits, ...body.limits };
   if (body.policy !== undefined) {

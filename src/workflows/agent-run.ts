@@ -59,6 +59,7 @@ export async function agentRun(input: RunInput): Promise<RunResult> {
     llm: llmActivities(input.settings.timeouts),
     stream,
     runVersion: input.runVersion ?? 0,
+    ...(input.parent ? { subAgent: true, forkedAt: input.parent.forkedAt } : {}),
   };
   setRunAttributes(
     ctx,
@@ -70,7 +71,11 @@ export async function agentRun(input: RunInput): Promise<RunResult> {
   try {
     if (run.abortReason !== undefined && !run.cursor) return await finish(ctx, "aborted", run.abortReason);
     if (!run.cursor) {
-      const { created, ...cursor } = await storage.openSession({ ...run.ref, cwd: sessionCwd(run.ref) });
+      const { created, ...cursor } = await storage.openSession({
+        ...run.ref,
+        cwd: sessionCwd(run.ref),
+        ...(input.parent ? { parentSession: input.parent.sessionId } : {}),
+      });
       run.cursor = cursor;
       ctx.unclaimedNewSession = created === true;
     }

@@ -38,6 +38,8 @@ export const PATCHES = {
   claimWorkspaceOnce: { id: "claim-workspace-once", addedIn: UNRELEASED, inRunVersion: 1 },
   /** A batch that ran a tool that may change files is followed by a workspace snapshot. */
   workspaceSnapshots: { id: "workspace-snapshots", addedIn: UNRELEASED, inRunVersion: 1 },
+  /** A `task` call runs a sub-agent as a child workflow (run/task-calls.ts). */
+  subAgents: { id: "sub-agents", addedIn: UNRELEASED },
   /** Branching restores the workspace as it was at the entry. */
   branchRestoresWorkspace: { id: "branch-restores-workspace", addedIn: UNRELEASED },
 } as const satisfies Record<string, PatchRecord>;

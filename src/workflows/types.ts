@@ -3,6 +3,7 @@
  * Plain data only (it travels through Temporal payloads and is carried across continue-as-new).
  */
 import type { WorkflowStreamState } from "@temporalio/workflow-streams/workflow";
+import type { AgentDefinition } from "../core/agents";
 import { type CompactionSettings, DEFAULT_COMPACTION_SETTINGS } from "../core/compaction-settings";
 import { AGENT_END_STATUSES } from "../core/events";
 import type { Usage } from "../core/messages";
@@ -62,7 +63,7 @@ export interface RunSettings {
   model: string;
   systemPrompt?: string;
   thinkingLevel: ThinkingLevel;
-  /** Names of the built-in tools the model may call. */
+  /** Names of the built-in tools the model may call (`task` offers the sub-agents: core/agents.ts). */
   tools: string[];
   toolExecution: "sequential" | "parallel";
   policy: ToolPolicy;
@@ -94,6 +95,8 @@ export interface RunSettings {
   chatReply?: ChatReplyTarget;
   /** MCP tool servers whose tools the model may call as `<server>__<tool>` (docs/tools.md, "MCP servers"). */
   mcpServers?: McpServerSettings[];
+  /** Agents the `task` tool may delegate to, besides the built-in ones (core/agents.ts). */
+  agents?: AgentDefinition[];
 }
 
 export interface RunTimeouts {
@@ -185,6 +188,12 @@ export interface RunInput extends SessionRef {
   carried?: CarriedState;
   /** Set when the previous run of the session ended with messages that arrived after its end. */
   handedOver?: HandOver;
+  /**
+   * Set on a sub-agent's run: the parent session, the `task` call it answers, and the parent's
+   * entry (the assistant message with the call) whose workspace snapshot the child's workspace
+   * starts from (a fork).
+   */
+  parent?: { sessionId: string; toolCallId: string; forkedAt: string };
   /**
    * What its starter knows the run's code to be, at least (`RUN_VERSION`); absent in runs started
    * before it existed. See `RUN_VERSION`.
@@ -335,6 +344,8 @@ export interface RunResult {
   nextSeq: number;
   /** Messages the run accepted (queued) but ended without reading: they were not delivered. */
   unprocessed?: QueuedMessage[];
+  /** A sub-agent's run: the start of its last answer (what its parent's `task` call reports). */
+  answer?: string;
   /**
    * The latest deliveries the run took, by id, with their answers: a retry of one after the run
    * closed (its idempotency record lost) is answered from here instead of starting a new run.

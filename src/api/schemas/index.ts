@@ -3,6 +3,7 @@
  * generate the OpenAPI document (`GET /v1/openapi.json`); shapes the core already defines (usage,
  * statuses, delivery modes, policy actions) are taken from it, not restated.
  */
+export * from "./agents";
 export * from "./message-body";
 export * from "./params";
 export * from "./problem";

@@ -18,9 +18,9 @@ import {
   isLocalGitSource,
   parseGitHosts,
 } from "../../tools/git-source";
-import { builtinTools } from "../../tools/index";
 import { HOOK_SETS } from "../../workflows/hooks";
 import { DELIVERY_MODES, POLICY_ACTIONS } from "../../workflows/types";
+import { agentDefinitionsSchema, RUN_TOOL_NAMES } from "./agents";
 
 export const MAX_MESSAGE_TEXT_CHARS = 1_000_000;
 export const MAX_SYSTEM_PROMPT_CHARS = 200_000;
@@ -29,8 +29,6 @@ export const MAX_PATTERN_CHARS = 1_000;
 /** Longest approval wait a caller may ask for: one week. */
 export const MAX_APPROVAL_TIMEOUT_MS = 7 * 24 * 60 * 60 * 1000;
 export const MIN_APPROVAL_TIMEOUT_MS = 1_000;
-
-const builtinToolNames = builtinTools.map((tool) => tool.name) as [string, ...string[]];
 
 function compiles(pattern: string): boolean {
   try {
@@ -277,7 +275,8 @@ export function messageBodySchema(options: MessageBodyOptions) {
           "Model id from the catalog, or a model named in one line: openai-compatible:<model>@<base URL> (also openai-responses:, anthropic-compatible:); the base URL must be one the operator allows (its configured base URLs, the catalog's, KEEL_MODEL_URLS)",
       }),
       systemPrompt: z.string().max(MAX_SYSTEM_PROMPT_CHARS).optional(),
-      tools: z.array(z.enum(builtinToolNames)).max(builtinToolNames.length).optional(),
+      tools: z.array(z.enum(RUN_TOOL_NAMES)).max(RUN_TOOL_NAMES.length).optional(),
+      agents: agentDefinitionsSchema(model).optional(),
       policy: ToolPolicySchema.optional(),
       workspace: workspaceSourceSchema(options.allowDirectoryWorkspaces, options.gitHosts).optional(),
       limits: RunLimitsSchema.optional(),
@@ -303,7 +302,7 @@ export function messageBodySchema(options: MessageBodyOptions) {
     })
     .openapi("MessageRequest", {
       description:
-        "model, systemPrompt, tools, policy, workspace, limits, network and hooks apply when the message starts a run; a message delivered to a live run leaves that run's settings unchanged.",
+        "model, systemPrompt, tools, agents, policy, workspace, limits, network and hooks apply when the message starts a run; a message delivered to a live run leaves that run's settings unchanged.",
     });
 }
 

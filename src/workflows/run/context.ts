@@ -32,4 +32,13 @@ export interface RunContext {
   stream: RunStream;
   /** `RunInput.runVersion`, 0 when absent. */
   runVersion: number;
+  /** A sub-agent's run (`RunInput.parent`): it calls only the tools it was given. */
+  subAgent?: boolean;
+  /**
+   * A sub-agent's workspace is a fork of its parent's at this parent entry: its claims restore
+   * that snapshot (through the header's `parentSession`) until it records one of its own.
+   */
+  forkedAt?: string;
+  /** The snapshot `task` calls of this batch fork their children's workspaces from. */
+  taskFork?: { entryId: string; taken: Promise<void> };
 }

@@ -31,13 +31,18 @@ export function userMessageWrites(run: RunRecord, messages: QueuedMessage[]): En
 }
 
 /** An error result for a call that did not run to completion (refused, aborted, unfinished). */
-export function syntheticToolResult(call: BatchCall, text: string, timestamp: number): EntryWrite {
+export function syntheticToolResult(
+  call: BatchCall,
+  text: string,
+  timestamp: number,
+  isError = true,
+): EntryWrite {
   const message: ToolResultMessage = {
     role: "toolResult",
     toolCallId: call.summary.id,
     toolName: call.summary.name,
     content: [{ type: "text", text }],
-    isError: true,
+    isError,
     timestamp,
   };
   return { seq: call.slot.seq, entry: createMessageEntry(call.slot, message) };

@@ -198,6 +198,7 @@ export async function finish(
     leafId: run.cursor?.leafId ?? null,
     nextSeq: run.cursor?.nextSeq ?? 0,
     ...(unprocessed.length > 0 ? { unprocessed } : {}),
+    ...(ctx.subAgent ? { answer: run.lastAssistantText } : {}),
     deliveries: run.recentDeliveries.filter((delivery) => delivery.result !== undefined),
   };
 }

@@ -7,6 +7,7 @@ import type { EntrySlot, EntryWrite, LlmTurnResult } from "../../activities/type
 import type { RunContext } from "./context";
 import { cancellable, closeModelCall } from "./lifecycle";
 import { emit, newSlot, releaseSlot } from "./state";
+import { taskAgentsFor } from "./task-calls";
 
 /**
  * The turn's model call, cancellable by abort and interrupt; it writes the turn's user messages
@@ -32,6 +33,7 @@ export async function callModel(
         thinkingLevel: run.next.thinkingLevel,
         tools: run.settings.tools,
         ...(run.mcpTools ? { mcpTools: run.mcpTools } : {}),
+        agents: taskAgentsFor(run.settings),
         writesFirst,
         slot,
       },

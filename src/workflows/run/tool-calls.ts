@@ -21,6 +21,7 @@ import { syntheticToolResult } from "./entries";
 import { cancellable, endCall, publishDetails, setStatus, writeEntries } from "./lifecycle";
 import { mcpTarget } from "./mcp";
 import { type BatchCall, emit, moveCall, startBatch } from "./state";
+import { isTaskCall, runTaskCall } from "./task-calls";
 
 /** Times a tool call follows its workspace to a new worker before the run fails. */
 const MAX_WORKSPACE_MOVES = 3;
@@ -63,6 +64,7 @@ async function snapshotAfter(ctx: RunContext, batch: BatchCall[]): Promise<void>
       { summary: `snapshot after ${batch.length} tool call(s)` },
       [{ ...ctx.run.ref, afterEntryId: last.slot.id, afterSeq: last.slot.seq }],
     );
+    ctx.forkedAt = undefined;
   } catch (error) {
     if (!(error instanceof ActivityFailure)) throw error;
     log.warn("the workspace snapshot failed; the run goes on", { error: String(error.cause ?? error) });
@@ -73,6 +75,13 @@ async function snapshotAfter(ctx: RunContext, batch: BatchCall[]): Promise<void>
 async function handleCall(ctx: RunContext, call: BatchCall, assistantSeq: number): Promise<void> {
   const { run } = ctx;
   const { summary } = call;
+  // A sub-agent was given a subset of its parent's tools: the model may name others, never run them.
+  if (ctx.subAgent && !run.settings.tools.includes(summary.name))
+    return refuse(
+      ctx,
+      call,
+      `Tool call refused: ${summary.name} is not one of this agent's tools (${run.settings.tools.join(", ")}).`,
+    );
   const action = decidePolicy(run.settings.policy, summary.name, summary.argumentsPreview);
   if (action === "deny")
     return refuse(ctx, call, `Tool call denied by policy: ${summary.name} is not allowed.`);
@@ -85,6 +94,8 @@ async function handleCall(ctx: RunContext, call: BatchCall, assistantSeq: number
   }
   const blocked = blockReason(ctx.hooks, summary);
   if (blocked) return refuse(ctx, call, `Tool call blocked: ${blocked}.`);
+  if (isTaskCall(run.settings, summary.name) && takesPatch(PATCHES.subAgents, ctx.runVersion))
+    return runTaskCall(ctx, call, { assistantSeq, args, workspaceQueue: () => workspaceTaskQueue(ctx) });
   await executeCall(ctx, call, assistantSeq, args);
 }
 
@@ -205,11 +216,12 @@ export async function workspaceTaskQueue(ctx: RunContext): Promise<string> {
   const { run } = ctx;
   // The newest stored entry before the batch (the assistant message): a worker without the
   // workspace restores the snapshot of it or of its nearest snapshotted ancestor.
-  const leafId = run.batch[0]?.slot.parentId ?? run.cursor?.leafId ?? undefined;
+  // A forked sub-agent's workspace is its parent's at the fork point until it records its own.
+  const leafId = ctx.forkedAt ?? run.batch[0]?.slot.parentId ?? run.cursor?.leafId ?? undefined;
   const claimWorkspace = () => {
     // A session this run created has no snapshot to look for, until its first claim (which may
-    // record the source's files) has been tried.
-    const newSession = ctx.unclaimedNewSession === true;
+    // record the source's files) has been tried; a fork's is its parent's.
+    const newSession = ctx.unclaimedNewSession === true && ctx.forkedAt === undefined;
     ctx.unclaimedNewSession = false;
     return claim
       .claimWorkspace({

@@ -201,6 +201,32 @@ const representativeRuns: Array<{
     },
   },
   {
+    // A task call: the explore agent as a child workflow (patch sub-agents), in a fork of the
+    // parent's workspace, its answer the call's result.
+    name: "task-call-child-run",
+    drive: async (stage, ref) => {
+      stage.llm.addScenario("replay-task", {
+        turns: [
+          {
+            toolCalls: [
+              { name: "task", arguments: { agent: "explore", prompt: "[scenario:replay-task-child] x" } },
+            ],
+          },
+        ],
+        after: { text: "done" },
+      });
+      stage.llm.addScenario("replay-task-child", {
+        turns: [{ toolCalls: [{ name: "ls", arguments: {} }] }],
+        after: { text: "explored" },
+      });
+      await stage.runs.deliver(
+        ref,
+        { text: "[scenario:replay-task] go", mode: "auto" },
+        stage.settings({ tools: ["read", "ls", "task"] }),
+      );
+    },
+  },
+  {
     // A model call that fails for good: the run closes the session and ends as failed.
     name: "failed-model-call",
     drive: async (stage, ref) => {

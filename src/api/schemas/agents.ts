@@ -1,0 +1,45 @@
+/**
+ * The sub-agents a run may delegate to with the `task` tool (src/core/agents.ts), as a message
+ * body names them. An agent's model is checked like the run's own (the caller passes that schema);
+ * its tools are built-in tools, never `task` (no nesting), and the run keeps only those the
+ * parent has.
+ */
+import { z } from "@hono/zod-openapi";
+import { TASK_TOOL_NAME } from "../../core/agents";
+import { builtinTools } from "../../tools/index";
+
+export const MAX_AGENTS = 20;
+export const MAX_AGENT_DESCRIPTION_CHARS = 2_000;
+const MAX_AGENT_SYSTEM_PROMPT_CHARS = 200_000;
+const MAX_AGENT_TURNS = 1_000;
+
+const builtinToolNames = builtinTools.map((tool) => tool.name) as [string, ...string[]];
+
+/** The tools a run may be given: the built-ins, and `task` (the sub-agents). */
+export const RUN_TOOL_NAMES = [...builtinToolNames, TASK_TOOL_NAME] as [string, ...string[]];
+
+/** A run's agent definitions; `model` is the schema the run's own model is checked by. */
+export function agentDefinitionsSchema(model: z.ZodType<string>) {
+  return z
+    .array(
+      z
+        .object({
+          name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/),
+          description: z.string().min(1).max(MAX_AGENT_DESCRIPTION_CHARS),
+          systemPrompt: z.string().max(MAX_AGENT_SYSTEM_PROMPT_CHARS).optional(),
+          model: model.optional(),
+          tools: z.array(z.enum(builtinToolNames)).max(builtinToolNames.length).optional(),
+          maxTurns: z.number().int().min(1).max(MAX_AGENT_TURNS).optional(),
+        })
+        .strict()
+        .openapi("AgentDefinition"),
+    )
+    .max(MAX_AGENTS)
+    .refine((agents) => new Set(agents.map((agent) => agent.name)).size === agents.length, {
+      message: "agent names must be unique",
+    })
+    .openapi({
+      description:
+        'Agents the `task` tool may delegate to (with "task" in tools), besides the built-in `explore`; an agent of that name replaces it. A child gets only the tools its parent has (docs/tools.md, "task").',
+    });
+}

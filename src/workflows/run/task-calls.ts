@@ -1,0 +1,196 @@
+/**
+ * The `task` tool: a call delegates to a sub-agent, run as a Temporal child workflow (the same
+ * `agentRun`) on its own session. The child's session id derives from the parent session and the
+ * call's id, so a retried or replayed start names the same workflow and never starts it twice; an
+ * abort of the parent is sent on to the child (which closes its session like any abort), and a
+ * parent closed without that (terminated) has its children cancelled by Temporal.
+ */
+import { WorkflowExecutionAlreadyStartedError } from "@temporalio/common";
+import {
+  ActivityFailure,
+  CancellationScope,
+  ChildWorkflowFailure,
+  condition,
+  ParentClosePolicy,
+  startChild,
+} from "@temporalio/workflow";
+import {
+  type AgentDefinition,
+  availableAgents,
+  childSessionId,
+  childTools,
+  DEFAULT_AGENT_MAX_TURNS,
+  parseTaskArguments,
+  TASK_TOOL_NAME,
+  taskResultText,
+} from "../../core/agents";
+import { emptyUsage } from "../../core/usage";
+import { abortSignal } from "../definitions";
+import { runAttributes } from "../search-attributes";
+import { type RunInput, type RunResult, type RunSettings, runWorkflowId, startedStatus } from "../types";
+import { snapshotActivities } from "./activity-options";
+import type { RunContext } from "./context";
+import { syntheticToolResult } from "./entries";
+import { endCall, writeEntries } from "./lifecycle";
+import { type BatchCall, emit, moveCall, recordModelUsage } from "./state";
+
+/** Whether `name` is the run's `task` tool (the run offers it: its tools name it). */
+export function isTaskCall(settings: RunSettings, name: string): boolean {
+  return name === TASK_TOOL_NAME && settings.tools.includes(TASK_TOOL_NAME);
+}
+
+/** The agents' names and descriptions for the model call, when the run offers `task`. */
+export function taskAgentsFor(settings: RunSettings): { name: string; description: string }[] | undefined {
+  if (!settings.tools.includes(TASK_TOOL_NAME)) return undefined;
+  return availableAgents(settings.agents).map(({ name, description }) => ({ name, description }));
+}
+
+/**
+ * A child's settings: the parent's, narrowed by the agent (its model, prompt, tools — only those
+ * the parent has —, turns), the parent's policy and hooks kept, and a cost budget of what the
+ * parent has left of its own. No chat reply, no agents of its own (no nesting yet).
+ */
+export function childSettings(
+  parent: RunSettings,
+  agent: AgentDefinition,
+  parentSpentUsd: number,
+): RunSettings {
+  const { chatReply: _chatReply, agents: _agents, systemPrompt: _systemPrompt, ...kept } = parent;
+  const budget = parent.limits.maxCostUsd;
+  return {
+    ...kept,
+    model: agent.model ?? parent.model,
+    ...(agent.systemPrompt !== undefined ? { systemPrompt: agent.systemPrompt } : {}),
+    tools: childTools(parent.tools, agent),
+    limits: {
+      ...parent.limits,
+      maxTurns: Math.min(agent.maxTurns ?? DEFAULT_AGENT_MAX_TURNS, parent.limits.maxTurns),
+      // A budget the parent has spent leaves the child a token one (0 would mean "no budget").
+      maxCostUsd: budget > 0 ? Math.max(budget - parentSpentUsd, 1e-9) : 0,
+    },
+  };
+}
+
+/** What a `task` call needs of its batch: the assistant entry, edited arguments, the workspace. */
+export interface TaskCallContext {
+  assistantSeq: number;
+  /** The arguments an approver edited, if any. */
+  args?: Record<string, unknown>;
+  /** The task queue of the worker holding the run's workspace (claimed once per run). */
+  workspaceQueue: () => Promise<string>;
+}
+
+/**
+ * Runs one `task` call: snapshots the parent's workspace at the call's assistant entry (once per
+ * batch; the child's workspace starts from it), starts the child, waits for its end (sending an
+ * abort of the parent on to it), adds its usage to the run's and stores the result (its answer,
+ * or an error result when the child did not complete). After the parent's abort nothing is
+ * stored: the abort closes the call.
+ */
+export async function runTaskCall(ctx: RunContext, call: BatchCall, batch: TaskCallContext): Promise<void> {
+  const { run } = ctx;
+  const { summary } = call;
+  const json = batch.args ? JSON.stringify(batch.args) : summary.argumentsPreview;
+  const parsed = parseTaskArguments(json, availableAgents(run.settings.agents));
+  if (!parsed.ok) {
+    await writeEntries(ctx, [syntheticToolResult(call, parsed.error, run.clock.now())]);
+    return endCall(ctx, call, "failed", true);
+  }
+  moveCall(run, summary.id, "running");
+  emit(run, { type: "tool_execution_start", toolCallId: summary.id, toolName: summary.name });
+  // The batch's first slot follows the assistant entry (the others follow the results before them).
+  const forkedAt = run.batch[0]?.slot.parentId;
+  if (!forkedAt) throw new Error("a tool batch's first slot has no parent entry");
+  try {
+    await forkPoint(ctx, forkedAt, batch);
+  } catch (error) {
+    // Cut short by the parent's abort: the abort closes the call.
+    if (!(error instanceof ActivityFailure) || run.abortReason !== undefined) throw error;
+    const why = `task not started: the workspace could not be recorded for the agent (${error.cause?.message ?? error.message})`;
+    await writeEntries(ctx, [syntheticToolResult(call, why, run.clock.now())]);
+    return endCall(ctx, call, "failed", true);
+  }
+  const ref = { tenantId: run.ref.tenantId, sessionId: childSessionId(run.ref.sessionId, summary.id) };
+  const settings = childSettings(run.settings, parsed.agent, run.usage.cost.total);
+  const input: RunInput = {
+    ...ref,
+    settings,
+    handedOver: { messages: [{ text: parsed.prompt, acceptedAt: run.clock.now() }], deliveries: [] },
+    parent: { sessionId: run.ref.sessionId, toolCallId: summary.id, forkedAt },
+    ...(ctx.runVersion > 0 ? { runVersion: ctx.runVersion } : {}),
+  };
+  const outcome = await CancellationScope.nonCancellable(() => awaitChild(ctx, input));
+  if (outcome.kind === "result") recordModelUsage(run, outcome.result.usage);
+  if (run.abortReason !== undefined) return;
+  const result: Pick<RunResult, "status" | "reason" | "usage" | "answer"> =
+    outcome.kind === "result"
+      ? outcome.result
+      : { status: "failed", reason: outcome.error, usage: emptyUsage() };
+  const text = taskResultText({
+    agent: parsed.agent.name,
+    sessionId: ref.sessionId,
+    status: result.status,
+    reason: result.reason,
+    answer: result.answer ?? "",
+    usage: result.usage,
+  });
+  const isError = result.status !== "completed";
+  await writeEntries(ctx, [syntheticToolResult(call, text, run.clock.now(), isError)]);
+  endCall(ctx, call, isError ? "failed" : "completed", isError);
+}
+
+/**
+ * Records the parent's workspace as the state after `entryId` (the assistant entry with the
+ * calls): the children of the batch restore it into their own workspaces. One snapshot serves the
+ * batch's calls; a failed one is forgotten, so the next call tries again.
+ */
+async function forkPoint(ctx: RunContext, entryId: string, batch: TaskCallContext): Promise<void> {
+  if (ctx.taskFork?.entryId !== entryId) {
+    const taken = (async () => {
+      const queue = await batch.workspaceQueue();
+      await snapshotActivities(queue, ctx.run.settings.timeouts).snapshotWorkspace.executeWithOptions(
+        { summary: "snapshot for sub-agents" },
+        [{ ...ctx.run.ref, afterEntryId: entryId, afterSeq: batch.assistantSeq }],
+      );
+    })();
+    ctx.taskFork = { entryId, taken };
+  }
+  const fork = ctx.taskFork;
+  try {
+    await fork.taken;
+  } catch (error) {
+    if (ctx.taskFork === fork) ctx.taskFork = undefined;
+    throw error;
+  }
+}
+
+type ChildOutcome = { kind: "result"; result: RunResult } | { kind: "failed"; error: string };
+
+/** Starts the child and waits for its result; an abort of the parent is sent on to the child. */
+async function awaitChild(ctx: RunContext, input: RunInput): Promise<ChildOutcome> {
+  const { run } = ctx;
+  try {
+    const child = await startChild<(input: RunInput) => Promise<RunResult>>("agentRun", {
+      workflowId: runWorkflowId(input),
+      args: [input],
+      parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
+      typedSearchAttributes: runAttributes(input, startedStatus(ctx.runVersion)),
+    });
+    let ended = false;
+    const result = child.result().finally(() => {
+      ended = true;
+    });
+    // Keeps an early rejection from being reported as unhandled while the condition waits.
+    result.catch(() => undefined);
+    await condition(() => ended || run.abortReason !== undefined);
+    if (!ended) await child.signal(abortSignal, `the parent run was aborted: ${run.abortReason}`);
+    return { kind: "result", result: await result };
+  } catch (error) {
+    // The child ended without a result (terminated, cancelled, timed out) or could not start.
+    if (error instanceof ChildWorkflowFailure)
+      return { kind: "failed", error: error.cause?.message ?? error.message };
+    if (error instanceof WorkflowExecutionAlreadyStartedError)
+      return { kind: "failed", error: error.message };
+    throw error;
+  }
+}

@@ -1,0 +1,216 @@
+/**
+ * Sub-agents through the real stack: a `task` call runs a child workflow on its own session and
+ * its answer comes back as the call's result; children run in parallel; a failed child is an
+ * error result; an abort of the parent aborts the child.
+ */
+import { childSessionId } from "../../../src/core/agents";
+import type { ToolResultMessage } from "../../../src/core/messages";
+import { DEFAULT_RUN_SETTINGS, runWorkflowId } from "../../../src/workflows/types";
+import { messagesOf, modelCalled, runStageForSuite } from "../../support/run-harness";
+
+jest.setTimeout(120_000);
+
+const stage = runStageForSuite();
+
+const withTask = () => stage().settings({ tools: [...DEFAULT_RUN_SETTINGS.tools, "task"] });
+
+function taskResults(messages: ReturnType<typeof messagesOf>): ToolResultMessage[] {
+  return messages.filter(
+    (message): message is ToolResultMessage => message.role === "toolResult" && message.toolName === "task",
+  );
+}
+
+function toolCallIds(messages: ReturnType<typeof messagesOf>): string[] {
+  return messages.flatMap((message) =>
+    message.role === "assistant" ? message.content.flatMap((b) => (b.type === "toolCall" ? [b.id] : [])) : [],
+  );
+}
+
+test("a task call runs the explore agent as a child run and returns its answer and usage", async () => {
+  stage().llm.addScenario("sub-parent", {
+    turns: [
+      {
+        toolCalls: [
+          { name: "task", arguments: { agent: "explore", prompt: "[scenario:sub-child] list it" } },
+        ],
+      },
+      { text: "Parent got: {{lastToolResult}}" },
+    ],
+  });
+  stage().llm.addScenario("sub-child", {
+    turns: [
+      {
+        toolCalls: [
+          { name: "ls", arguments: {} },
+          { name: "bash", arguments: { command: "echo hi" } },
+        ],
+      },
+      { text: "The child looked around." },
+    ],
+  });
+  const ref = stage().newSession();
+  await stage().runs.deliver(ref, { text: "[scenario:sub-parent] delegate", mode: "auto" }, withTask());
+  const result = await stage().result(ref);
+  expect(result.status).toBe("completed");
+
+  const messages = messagesOf(await stage().entries(ref));
+  const [callId] = toolCallIds(messages);
+  const childRef = { tenantId: ref.tenantId, sessionId: childSessionId(ref.sessionId, callId ?? "") };
+  const [taskResult] = taskResults(messages);
+  expect(taskResult?.isError).toBe(false);
+  const text = taskResult?.content[0]?.type === "text" ? taskResult.content[0].text : "";
+  expect(text).toContain("The child looked around.");
+  expect(text).toContain(`session ${childRef.sessionId}`);
+
+  const child = await stage().result(childRef);
+  expect(child).toMatchObject({ status: "completed", answer: "The child looked around." });
+  // The child's model calls count in the parent's usage.
+  const parentOwn = messages.reduce(
+    (sum, message) => sum + (message.role === "assistant" ? message.usage.totalTokens : 0),
+    0,
+  );
+  expect(result.usage.totalTokens).toBe(parentOwn + child.usage.totalTokens);
+
+  // The child is read-only: bash was refused, ls ran; its header names the parent.
+  const childMessages = messagesOf(await stage().entries(childRef));
+  const childResults = childMessages.filter((message) => message.role === "toolResult");
+  expect(childResults.map((message) => [message.toolName, message.isError])).toEqual([
+    ["ls", false],
+    ["bash", true],
+  ]);
+  const refused = childResults[1];
+  expect(refused?.role === "toolResult" && refused.content[0]).toEqual({
+    type: "text",
+    text: "Tool call refused: bash is not one of this agent's tools (read, grep, find, ls).",
+  });
+  const header = await stage().store.getHeader(childRef);
+  expect(header.parentSession).toBe(ref.sessionId);
+  // A child workflow of the parent's, in Temporal.
+  const description = await stage().client.workflow.getHandle(runWorkflowId(childRef)).describe();
+  expect(description.raw.workflowExecutionInfo?.parentExecution?.workflowId).toBe(runWorkflowId(ref));
+});
+
+test("the child's workspace is a fork of the parent's at the call: it reads the parent's edits, its own stay in its session", async () => {
+  stage().llm.addScenario("sub-fork-parent", {
+    turns: [
+      {
+        toolCalls: [{ name: "write", arguments: { path: "notes/plan.txt", content: "parent wrote this\n" } }],
+      },
+      {
+        toolCalls: [
+          { name: "task", arguments: { agent: "writer", prompt: "[scenario:sub-fork-child] read the plan" } },
+        ],
+      },
+      { toolCalls: [{ name: "ls", arguments: { path: "notes" } }] },
+      { text: "Parent sees: {{lastToolResult}}" },
+    ],
+  });
+  stage().llm.addScenario("sub-fork-child", {
+    turns: [
+      { toolCalls: [{ name: "read", arguments: { path: "notes/plan.txt" } }] },
+      { toolCalls: [{ name: "write", arguments: { path: "notes/child.txt", content: "child\n" } }] },
+      { text: "Child read: {{lastToolResult}}" },
+    ],
+  });
+  const ref = stage().newSession();
+  const settings = {
+    ...withTask(),
+    agents: [{ name: "writer", description: "writes", tools: ["read", "write"] }],
+  };
+  await stage().runs.deliver(ref, { text: "[scenario:sub-fork-parent] go", mode: "auto" }, settings);
+  expect((await stage().result(ref)).status).toBe("completed");
+  const messages = messagesOf(await stage().entries(ref));
+  const [callId] = toolCallIds(messages).slice(1);
+  const childRef = { tenantId: ref.tenantId, sessionId: childSessionId(ref.sessionId, callId ?? "") };
+  const childMessages = messagesOf(await stage().entries(childRef));
+  const read = childMessages.find((message) => message.role === "toolResult" && message.toolName === "read");
+  expect(read?.role === "toolResult" && read.content[0]).toEqual({
+    type: "text",
+    text: "parent wrote this",
+  });
+  // The fork is the child's: the parent's workspace does not get the child's file.
+  const last = messages.at(-1);
+  const listing = last?.role === "assistant" && last.content[0]?.type === "text" ? last.content[0].text : "";
+  expect(listing).toContain("plan.txt");
+  expect(listing).not.toContain("child.txt");
+});
+
+test("two task calls in one batch run in parallel; a failing child is an error result", async () => {
+  stage().llm.addScenario("sub-two", {
+    turns: [
+      {
+        toolCalls: [
+          { name: "task", arguments: { agent: "explore", prompt: "[scenario:sub-slow] one" } },
+          { name: "task", arguments: { agent: "explore", prompt: "[scenario:sub-slow] two" } },
+          { name: "task", arguments: { agent: "broken", prompt: "fail please" } },
+          { name: "task", arguments: { agent: "nobody", prompt: "who?" } },
+        ],
+      },
+      { text: "done" },
+    ],
+  });
+  stage().llm.addScenario("sub-slow", {
+    turns: [{ toolCalls: [{ name: "bash", arguments: { command: "sleep 2" } }] }, { text: "slow done" }],
+  });
+  const ref = stage().newSession();
+  const settings = {
+    ...withTask(),
+    agents: [
+      { name: "explore", description: "sleeps", tools: ["bash"] },
+      { name: "broken", description: "fails", model: "no-such-model" },
+    ],
+  };
+  const started = Date.now();
+  await stage().runs.deliver(ref, { text: "[scenario:sub-two] fan out", mode: "auto" }, settings);
+  const result = await stage().result(ref);
+  expect(result.status).toBe("completed");
+  const results = taskResults(messagesOf(await stage().entries(ref)));
+  expect(results.map((message) => message.isError)).toEqual([false, false, true, true]);
+  const texts = results.map((message) =>
+    message.content[0]?.type === "text" ? message.content[0].text : "",
+  );
+  expect(texts[0]).toContain("slow done");
+  expect(texts[2]).toContain("Agent broken failed");
+  expect(texts[3]).toContain('Unknown agent "nobody"');
+  // Two children sleeping 2 s each, in parallel: well under the 4 s one after the other needs.
+  const children = await Promise.all(
+    toolCallIds(messagesOf(await stage().entries(ref)))
+      .slice(0, 2)
+      .map(async (id) => {
+        const handle = stage().client.workflow.getHandle(
+          runWorkflowId({ tenantId: ref.tenantId, sessionId: childSessionId(ref.sessionId, id) }),
+        );
+        const info = await handle.describe();
+        return { start: info.startTime.getTime(), close: info.closeTime?.getTime() ?? 0 };
+      }),
+  );
+  const [a, b] = children;
+  expect(a && b && a.start < b.close && b.start < a.close).toBe(true);
+  expect(Date.now() - started).toBeGreaterThan(2_000);
+});
+
+test("abort of the parent aborts the child, and both sessions are closed", async () => {
+  stage().llm.addScenario("sub-abort", {
+    turns: [
+      { toolCalls: [{ name: "task", arguments: { agent: "explore", prompt: "[scenario:sub-hung] x" } }] },
+    ],
+  });
+  stage().llm.addScenario("sub-hung", { turns: [], after: { text: "never" } });
+  stage().llm.addFaults([{ kind: "hang", match: { scenario: "sub-hung" } }]);
+  const ref = stage().newSession();
+  await stage().runs.deliver(ref, { text: "[scenario:sub-abort] go", mode: "auto" }, withTask());
+  await modelCalled(stage(), "sub-hung");
+  expect(await stage().runs.signalAbort(ref, "stop all")).toBe("sent");
+  const result = await stage().result(ref);
+  expect(result).toMatchObject({ status: "aborted", reason: "stop all" });
+
+  const messages = messagesOf(await stage().entries(ref));
+  const [callId] = toolCallIds(messages);
+  const childRef = { tenantId: ref.tenantId, sessionId: childSessionId(ref.sessionId, callId ?? "") };
+  const child = await stage().result(childRef);
+  expect(child.status).toBe("aborted");
+  expect(child.reason).toContain("stop all");
+  expect(taskResults(messages).map((message) => message.isError)).toEqual([true]);
+  const childMessages = messagesOf(await stage().entries(childRef));
+  expect(childMessages.at(-1)).toMatchObject({ role: "assistant", stopReason: "aborted" });
+});

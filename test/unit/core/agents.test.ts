@@ -1,0 +1,114 @@
+import { runSettingsFrom } from "../../../src/api/run-settings";
+import { messageBodySchema } from "../../../src/api/schemas";
+import {
+  availableAgents,
+  childSessionId,
+  childTools,
+  EXPLORE_AGENT,
+  parseTaskArguments,
+  taskToolSpec,
+} from "../../../src/core/agents";
+import { loadCatalog } from "../../../src/providers/models";
+import { ID_PATTERN } from "../../../src/store/session-keys";
+import { childSettings } from "../../../src/workflows/run/task-calls";
+import { DEFAULT_RUN_SETTINGS } from "../../../src/workflows/types";
+
+describe("sub-agent definitions", () => {
+  test("a child never gets a tool its parent lacks, nor task itself", () => {
+    expect(childTools(["read", "ls", "task"], EXPLORE_AGENT)).toEqual(["read", "ls"]);
+    expect(childTools(["read", "bash", "task"], { name: "x", description: "x" })).toEqual(["read", "bash"]);
+    expect(childTools(["read"], { name: "x", description: "x", tools: ["bash", "read"] })).toEqual(["read"]);
+  });
+
+  test("child settings narrow the parent's: model, prompt, turns, the budget left", () => {
+    const parent = {
+      ...DEFAULT_RUN_SETTINGS,
+      systemPrompt: "parent prompt",
+      tools: ["read", "bash", "task"],
+      limits: { ...DEFAULT_RUN_SETTINGS.limits, maxCostUsd: 1 },
+      agents: [{ name: "a", description: "a" }],
+      chatReply: { kind: "slack" as const, channel: "C", threadTs: "1" },
+    };
+    const child = childSettings(parent, { ...EXPLORE_AGENT, model: "other", maxTurns: 3 }, 0.25);
+    expect(child).toMatchObject({
+      model: "other",
+      systemPrompt: EXPLORE_AGENT.systemPrompt,
+      tools: ["read"],
+    });
+    expect(child.limits).toMatchObject({ maxTurns: 3, maxCostUsd: 0.75 });
+    expect(child.agents).toBeUndefined();
+    expect(child.chatReply).toBeUndefined();
+    // A spent budget leaves a token one, never "no budget" (0).
+    expect(childSettings(parent, EXPLORE_AGENT, 2).limits.maxCostUsd).toBeGreaterThan(0);
+    expect(childSettings(parent, { name: "p", description: "p" }, 0).systemPrompt).toBeUndefined();
+  });
+
+  test("a child's session id is a valid id, the same for the same call, another for another call", () => {
+    const long = "s".repeat(128);
+    for (const parent of ["session-1", long]) {
+      const id = childSessionId(parent, "call|weird/id:1");
+      expect(id).toMatch(ID_PATTERN);
+      expect(childSessionId(parent, "call|weird/id:1")).toBe(id);
+      expect(childSessionId(parent, "call|weird/id:2")).not.toBe(id);
+    }
+    expect(childSessionId(`${long}a`.slice(1), "c")).not.toBe(childSessionId(`${long}b`.slice(1), "c"));
+  });
+
+  test("task arguments the model got wrong are readable errors", () => {
+    const agents = availableAgents([]);
+    expect(parseTaskArguments('{"agent":"explore","prompt":"look"}', agents)).toMatchObject({
+      ok: true,
+      prompt: "look",
+    });
+    expect(parseTaskArguments('{"agent":"explore","prompt":"lo…', agents)).toMatchObject({ ok: false });
+    expect(parseTaskArguments('{"agent":"x","prompt":"p"}', agents)).toEqual({
+      ok: false,
+      error: 'Unknown agent "x". Available agents: explore.',
+    });
+    expect(parseTaskArguments('{"agent":"explore","prompt":" "}', agents)).toMatchObject({ ok: false });
+  });
+
+  test("run definitions come first and replace a built-in of the same name; the spec lists them", () => {
+    const agents = availableAgents([
+      { name: "explore", description: "mine" },
+      { name: "fix", description: "fixes" },
+    ]);
+    expect(agents.map((agent) => [agent.name, agent.description])).toEqual([
+      ["explore", "mine"],
+      ["fix", "fixes"],
+    ]);
+    const spec = taskToolSpec(agents);
+    expect(spec.description).toContain("- fix: fixes");
+    expect(spec.parameters).toMatchObject({ required: ["agent", "prompt"] });
+  });
+
+  test("the message body takes task and agents; an agent's model is checked like the run's", () => {
+    const modelIds = loadCatalog()
+      .list()
+      .map((model) => model.id);
+    const schema = messageBodySchema({ modelIds, allowDirectoryWorkspaces: false });
+    const settings = runSettingsFrom(
+      schema.parse({
+        text: "x",
+        tools: ["read", "task"],
+        agents: [{ name: "r", description: "reads", tools: ["read"] }],
+      }),
+    );
+    expect(settings).toMatchObject({ tools: ["read", "task"], agents: [{ name: "r", tools: ["read"] }] });
+    expect(() =>
+      schema.parse({ text: "x", agents: [{ name: "r", description: "d", model: "nope" }] }),
+    ).toThrow();
+    expect(() =>
+      schema.parse({ text: "x", agents: [{ name: "r", description: "d", tools: ["task"] }] }),
+    ).toThrow();
+    expect(() =>
+      schema.parse({
+        text: "x",
+        agents: [
+          { name: "r", description: "d" },
+          { name: "r", description: "e" },
+        ],
+      }),
+    ).toThrow();
+  });
+});
