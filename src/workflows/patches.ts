@@ -38,6 +38,8 @@ export const PATCHES = {
   claimWorkspaceOnce: { id: "claim-workspace-once", addedIn: UNRELEASED, inRunVersion: 1 },
   /** A batch that ran a tool that may change files is followed by a workspace snapshot. */
   workspaceSnapshots: { id: "workspace-snapshots", addedIn: UNRELEASED, inRunVersion: 1 },
+  /** A call to a tool the run was not given (not in `tools`, not a listed MCP tool) is refused. */
+  offeredToolsOnly: { id: "offered-tools-only", addedIn: UNRELEASED },
   /** A `task` call runs a sub-agent as a child workflow (run/task-calls.ts). */
   subAgents: { id: "sub-agents", addedIn: UNRELEASED },
   /** Branching restores the workspace as it was at the entry. */

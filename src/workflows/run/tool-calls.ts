@@ -75,12 +75,14 @@ async function snapshotAfter(ctx: RunContext, batch: BatchCall[]): Promise<void>
 async function handleCall(ctx: RunContext, call: BatchCall, assistantSeq: number): Promise<void> {
   const { run } = ctx;
   const { summary } = call;
-  // A sub-agent was given a subset of its parent's tools: the model may name others, never run them.
-  if (ctx.subAgent && !run.settings.tools.includes(summary.name))
+  // The model may name any tool; only those the run was given run (a sub-agent's are a subset of
+  // its parent's). Runs started before this check ran such calls: the patch keeps them replaying.
+  const offered = run.settings.tools.includes(summary.name) || mcpTarget(run, summary.name) !== undefined;
+  if (!offered && (ctx.subAgent || takesPatch(PATCHES.offeredToolsOnly, ctx.runVersion)))
     return refuse(
       ctx,
       call,
-      `Tool call refused: ${summary.name} is not one of this agent's tools (${run.settings.tools.join(", ")}).`,
+      `Tool call refused: ${summary.name} is not one of this ${ctx.subAgent ? "agent" : "run"}'s tools (${run.settings.tools.join(", ")}).`,
     );
   const action = decidePolicy(run.settings.policy, summary.name, summary.argumentsPreview);
   if (action === "deny")

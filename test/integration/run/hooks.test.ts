@@ -100,3 +100,24 @@ test("stop-on-tool-error ends the run after the turn whose tool failed; think-af
     [2, "high"],
   ]);
 });
+
+test("a tool the run was not given is refused, never run: the model naming bash in a run of ls only", async () => {
+  const ref = stage.newSession();
+  await stage.runs.deliver(
+    ref,
+    { text: "[scenario:hooked] go", mode: "auto" },
+    stage.settings({ tools: ["ls"] }),
+  );
+  expect((await stage.result(ref)).status).toBe("completed");
+  const results = messagesOf(await stage.entries(ref)).filter((message) => message.role === "toolResult");
+  expect(results.map((result) => result.role === "toolResult" && [result.toolName, result.isError])).toEqual([
+    ["bash", true],
+    ["ls", false],
+    ["bash", true],
+  ]);
+  expect(results[0]).toMatchObject({
+    content: [{ text: "Tool call refused: bash is not one of this run's tools (ls)." }],
+  });
+  // `echo one` never ran: the refusal is the whole result, no command output.
+  expect(JSON.stringify(results)).not.toContain("one\\n");
+});
