@@ -15,6 +15,7 @@ import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { ApiClient } from "../cli/client";
 import { ApiError } from "../cli/client";
+import type { ClaimedCall } from "../environments/calls";
 import { ID_PATTERN } from "../store/session-keys";
 import { prepareWorkspace, runToolCall } from "../tools";
 import type { NetworkPolicy, SandboxConfig } from "../tools/sandbox";
@@ -36,15 +37,6 @@ export interface RunnerOptions {
   signal?: AbortSignal;
 }
 
-type Claimed = {
-  callId: string;
-  claimId: string;
-  attempt: number;
-  sessionId: string;
-  toolCall: { id: string; name: string; arguments: Record<string, unknown> };
-  network?: unknown;
-};
-
 /** Pause after a failed claim (API unreachable, 5xx) before the next. */
 const RETRY_MS = 1_000;
 
@@ -62,7 +54,7 @@ export async function runRunner(options: RunnerOptions): Promise<void> {
       await Promise.race(running);
       continue;
     }
-    let call: Claimed | undefined;
+    let call: ClaimedCall | undefined;
     try {
       const response = await client.response(
         client.api.v1.environments[":name"]["calls:claim"].$post(
@@ -70,7 +62,7 @@ export async function runRunner(options: RunnerOptions): Promise<void> {
           { init: signal ? { signal } : {} },
         ),
       );
-      call = response.status === 200 ? ((await response.json()) as Claimed) : undefined;
+      call = response.status === 200 ? ((await response.json()) as ClaimedCall) : undefined;
     } catch (error) {
       if (signal?.aborted) break;
       if (error instanceof ApiError && (error.status === 401 || error.status === 404)) {
@@ -89,7 +81,7 @@ export async function runRunner(options: RunnerOptions): Promise<void> {
 }
 
 /** Runs one claimed call: heartbeats while it runs, aborts it when told to, posts its output. */
-async function runCall(options: RunnerOptions, call: Claimed): Promise<void> {
+async function runCall(options: RunnerOptions, call: ClaimedCall): Promise<void> {
   const { client, environment, log } = options;
   const param = { name: environment, callId: call.callId };
   log({ msg: "call claimed", callId: call.callId, tool: call.toolCall.name, attempt: call.attempt });

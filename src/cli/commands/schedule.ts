@@ -4,6 +4,7 @@
  * Run options are `keel run`'s.
  */
 import type { InferRequestType } from "hono/client";
+import type { ScheduleView } from "../../api/schedules";
 import { parseDuration } from "../../workflows/schedules";
 import { type ApiClient, EXIT, type ExitCode, UsageError } from "../client";
 import { type Command, type CommandContext, parseCommand, printJson } from "../command";
@@ -27,23 +28,6 @@ const CREATE_OPTIONS = {
   paused: { type: "boolean", default: false },
   note: { type: "string" },
 } as const;
-
-/** A schedule as the API answers it (the fields printed here). */
-interface ScheduleView {
-  scheduleId: string;
-  temporalScheduleId: string;
-  cron?: string;
-  timezone?: string;
-  every?: string;
-  sessionId?: string;
-  overlap: string;
-  onApproval: string;
-  summary: string;
-  paused: boolean;
-  note?: string;
-  nextRuns: string[];
-  recentRuns: Array<{ scheduledAt: string; workflowId: string }>;
-}
 
 function timingOf(view: ScheduleView): string {
   if (view.every !== undefined) return `every ${view.every}`;

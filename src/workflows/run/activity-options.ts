@@ -97,6 +97,21 @@ export function llmActivities(timeouts: RunTimeouts) {
   });
 }
 
+/**
+ * Retries of a tool call, on a worker or a runner. A tool's own errors become error results, so a
+ * failed attempt is the infrastructure's: a killed worker or runner (heartbeat timeout) or S3 out
+ * of reach. Retry for as long as session writes are: an S3 outage of a minute must not end the
+ * run. Retries never run a tool twice where that is unsafe (a `bash` whose start is recorded
+ * answers "outcome unknown").
+ */
+const TOOL_CALL_RETRY = {
+  initialInterval: "1 second",
+  backoffCoefficient: 2,
+  maximumInterval: "10 seconds",
+  maximumAttempts: 30,
+  nonRetryableErrorTypes: [FailureType.entryConflict],
+};
+
 /** Tool activities run on the worker that holds the session's workspace (its own task queue). */
 export function toolActivities(taskQueue: string, timeouts: RunTimeouts) {
   return proxyActivities<KeelActivities>({
@@ -106,17 +121,7 @@ export function toolActivities(taskQueue: string, timeouts: RunTimeouts) {
     startToCloseTimeout: "15 minutes",
     heartbeatTimeout: heartbeatTimeoutOf(timeouts),
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-    // A tool's own errors become error results, so a failed attempt is the infrastructure's: a
-    // killed worker (heartbeat timeout) or S3 out of reach. Retry for as long as session writes
-    // are: an S3 outage of a minute must not end the run. Retries never run a tool twice where
-    // that is unsafe (a `bash` whose start is recorded answers "outcome unknown").
-    retry: {
-      initialInterval: "1 second",
-      backoffCoefficient: 2,
-      maximumInterval: "10 seconds",
-      maximumAttempts: 30,
-      nonRetryableErrorTypes: [FailureType.entryConflict],
-    },
+    retry: TOOL_CALL_RETRY,
   });
 }
 
@@ -134,13 +139,7 @@ export function runnerToolActivities(timeouts: RunTimeouts) {
     startToCloseTimeout: (timeouts.environmentWaitMs ?? DEFAULT_ENVIRONMENT_WAIT_MS) + 15 * 60_000,
     heartbeatTimeout: heartbeatTimeoutOf(timeouts),
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-    retry: {
-      initialInterval: "1 second",
-      backoffCoefficient: 2,
-      maximumInterval: "10 seconds",
-      maximumAttempts: 30,
-      nonRetryableErrorTypes: [FailureType.entryConflict],
-    },
+    retry: TOOL_CALL_RETRY,
   });
 }
 
