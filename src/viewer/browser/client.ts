@@ -1,3 +1,4 @@
+// Over 400 lines: shipped as the source text of one function (its hash is the page's CSP), so it cannot be split into modules.
 /**
  * The session viewer's one browser script. `viewerClient` is shipped as its source text
  * (`../page.ts` inlines `viewerClient.toString()` and allows it by its hash), so it must not refer
