@@ -32,6 +32,8 @@ export function runSettingsFrom(
   if (body.environment !== undefined) settings.environment = body.environment;
   if (body.environmentWaitSeconds !== undefined)
     settings.timeouts = { ...settings.timeouts, environmentWaitMs: body.environmentWaitSeconds * 1000 };
-  if (body.mcpServers !== undefined) settings.mcpServers = body.mcpServers;
+  // One server per name (what the document can state): a later one of the same name replaces it.
+  if (body.mcpServers !== undefined)
+    settings.mcpServers = [...new Map(body.mcpServers.map((server) => [server.name, server])).values()];
   return settings;
 }

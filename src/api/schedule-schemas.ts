@@ -4,7 +4,6 @@
  */
 import { z } from "@hono/zod-openapi";
 import {
-  DURATION_PATTERN,
   MAX_SCHEDULE_ID_CHARS,
   OVERLAP_POLICIES,
   parseDuration,
@@ -40,8 +39,17 @@ export const ScheduleParamsSchema = z.object({ scheduleId: ScheduleIdSchema });
  * and `every`, a cron expression Temporal can read), are checked by `scheduleTimingOf` and refused
  * with 422 `invalid-schedule`.
  */
-const duration = (name: string) =>
-  z.string().max(32).regex(DURATION_PATTERN, `${name} is a duration such as 90s, 15m, 1h30m or 1d`);
+const duration = (name: string, atLeast: RegExp, least: string) =>
+  z
+    .string()
+    .max(32)
+    // One pattern (the document holds one): a duration's form with a part of at least `least`.
+    .regex(atLeast, `${name} is a duration of at least ${least} such as 90s, 15m, 1h30m or 1d`);
+
+/** Durations with a part of a second or more (so the whole is 1 s or more), in the document's words. */
+const AT_LEAST_A_SECOND = /^(\d+(ms|s|m|h|d))*0*[1-9]\d*(s|m|h|d)(\d+(ms|s|m|h|d))*$/;
+/** Durations with a part of ten seconds or more. */
+const AT_LEAST_TEN_SECONDS = /^(\d+(ms|s|m|h|d))*(0*[1-9]\d*(m|h|d)|0*[1-9]\d+s)(\d+(ms|s|m|h|d))*$/;
 
 /** The body of `POST /v1/schedules`: when, what, how overlapping firings and approvals go, and run settings. */
 export function scheduleBodySchema(options: MessageBodyOptions) {
@@ -68,7 +76,7 @@ export function scheduleBodySchema(options: MessageBodyOptions) {
         .regex(/^[A-Za-z0-9_+/-]+$/, "an IANA time zone name such as Europe/Berlin")
         .optional()
         .openapi({ description: "Time zone of `cron` (default UTC)" }),
-      every: duration("every").optional().openapi({
+      every: duration("every", AT_LEAST_A_SECOND, "1s").optional().openapi({
         description: "When it fires, as an interval (`15m`, `1h`, `1d`); give `cron` or `every`",
       }),
       sessionId: z
@@ -86,10 +94,12 @@ export function scheduleBodySchema(options: MessageBodyOptions) {
           description:
             "A firing while the previous firing's run still goes: `skip` it, `buffer-one` (run it after; one at most waits), or `cancel-previous` (abort the running one, then start)",
         }),
-      catchupWindow: duration("catchupWindow").default(DEFAULT_CATCHUP_WINDOW).openapi({
-        description:
-          "A firing missed while Temporal itself was down still starts when it is back within this window (default 10m); firings while only workers are down start on time and wait for a worker",
-      }),
+      catchupWindow: duration("catchupWindow", AT_LEAST_TEN_SECONDS, "10s")
+        .default(DEFAULT_CATCHUP_WINDOW)
+        .openapi({
+          description:
+            "A firing missed while Temporal itself was down still starts when it is back within this window (default 10m); firings while only workers are down start on time and wait for a worker",
+        }),
       onApproval: z
         .enum(UNATTENDED_APPROVALS as [string, ...string[]])
         .default("deny")
@@ -101,6 +111,8 @@ export function scheduleBodySchema(options: MessageBodyOptions) {
       note: z.string().max(1_000).optional().openapi({ description: "A note shown with the schedule" }),
     })
     .openapi("ScheduleRequest", {
+      // Exactly one of `cron` and `every`, `timezone` with `cron` only (the server checks the same).
+      oneOf: [{ required: ["cron"] }, { required: ["every"], not: { required: ["timezone"] } }],
       description:
         "The run settings (model, systemPrompt, tools, policy, workspace, limits, network, hooks) are a message's; `text` is the prompt every firing delivers. Exactly one of `cron` and `every`; `timezone` with `cron` only; `every` at least 1 s, `catchupWindow` at least 10 s; else 422 invalid-schedule.",
     });

@@ -10,29 +10,52 @@ import { MCP_SERVER_NAME } from "./tool-names";
 export const MAX_MCP_SERVERS = 10;
 
 export function mcpServersSchema(policy: McpPolicy = { secrets: [], privateHosts: [] }) {
-  const secretRef = z
-    .object({ secret: z.string().min(1).max(128) })
-    .refine((ref) => policy.secrets.includes(ref.secret), {
-      error: (issue) =>
-        `the secret ${JSON.stringify((issue.input as { secret?: unknown }).secret)} is not one the operator lets MCP servers have (${MCP_SECRETS_SETTING})`,
-    });
-  const value = z.union([z.string().max(4_096), secretRef]);
-  const values = (key: z.ZodString) =>
-    z.record(key, value).refine((record) => Object.keys(record).length <= 50, "at most 50 entries");
+  // The document names the secrets the operator lists; with none listed, values are text only.
+  const [firstSecret, ...otherSecrets] = policy.secrets;
+  const value =
+    firstSecret === undefined
+      ? z
+          .string({
+            error: (issue) =>
+              typeof issue.input === "object" && issue.input !== null
+                ? `no secrets are offered to MCP servers here: the operator lists them in ${MCP_SECRETS_SETTING}`
+                : undefined,
+          })
+          .max(4_096)
+      : z.union([
+          z.string().max(4_096),
+          z.object({
+            secret: z.enum([firstSecret, ...otherSecrets], {
+              error: (issue) =>
+                `the secret ${JSON.stringify(issue.input)} is not one the operator lets MCP servers have (${MCP_SECRETS_SETTING})`,
+            }),
+          }),
+        ]);
+  // The key pattern and the count are stated to the document too (it does not read a record's key schema).
+  const values = (key: RegExp, what: string) =>
+    z
+      .record(z.string().regex(key, what), value)
+      .refine((record) => Object.keys(record).length <= 50, "at most 50 entries")
+      // `propertyNames` is JSON Schema (OpenAPI 3.1) the metadata type does not list; it is passed through.
+      .openapi({ maxProperties: 50, ...({ propertyNames: { pattern: key.source } } as object) });
   const common = {
     name: z.string().regex(MCP_SERVER_NAME, "lower-case letters, digits, _ and - (at most 32, no __)"),
     timeoutMs: z.number().int().min(100).max(3_600_000).optional(),
     replay: z
       .record(z.string().min(1).max(128), z.enum(["safe", "idempotent-with-check", "unsafe"]))
       .optional()
-      .openapi({ description: "Replay class per tool name, overriding the tool's annotations" }),
+      .openapi({
+        description: "Replay class per tool name, overriding the tool's annotations",
+        // See `values` below: the key's bounds, passed through to the document.
+        ...({ propertyNames: { minLength: 1, maxLength: 128 } } as object),
+      }),
   };
   const stdio = z
     .object({
       ...common,
       command: z.string().min(1).max(1_024),
       args: z.array(z.string().max(4_096)).max(100).optional(),
-      env: values(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name")).optional(),
+      env: values(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name").optional(),
     })
     .strict();
   const http = z
@@ -41,24 +64,39 @@ export function mcpServersSchema(policy: McpPolicy = { secrets: [], privateHosts
       url: z
         .string()
         .max(2_048)
+        .regex(
+          mcpUrlPattern(policy),
+          "an http(s) URL of a public host name, or of a host KEEL_MCP_HOSTS lists",
+        )
         .superRefine((text, ctx) => {
           const refusal = mcpUrlRefusal(text) ?? internalHostRefusal(text, policy);
           if (refusal) ctx.addIssue({ code: "custom", message: refusal });
         }),
-      headers: values(z.string().regex(/^[A-Za-z0-9-]{1,128}$/, "a header name")).optional(),
+      headers: values(/^[A-Za-z0-9-]{1,128}$/, "a header name").optional(),
     })
     .strict();
   return z
     .array(z.union([stdio, http]))
     .max(MAX_MCP_SERVERS)
-    .refine(
-      (servers) => new Set(servers.map((server) => server.name)).size === servers.length,
-      "names must differ",
-    )
     .openapi({
       description:
-        "MCP tool servers of the run: {name, command, args?, env?} started inside the run's sandbox, or {name, url, headers?} (Streamable HTTP). Values are text or {secret: NAME}, a worker environment variable the operator lists in KEEL_MCP_SECRETS. The model sees their tools as <name>__<tool>.",
+        "MCP tool servers of the run: {name, command, args?, env?} started inside the run's sandbox, or {name, url, headers?} (Streamable HTTP). Values are text or {secret: NAME}, a worker environment variable the operator lists in KEEL_MCP_SECRETS. The model sees their tools as <name>__<tool>. A later server of the same name replaces an earlier one.",
     });
+}
+
+/**
+ * The URLs the document allows: http(s), no user info, a host name with a dot and a letter-led last
+ * label (never an IP literal or `localhost`, which the server refuses unless listed), or a host the
+ * operator lists (KEEL_MCP_HOSTS), then an optional port and path.
+ */
+function mcpUrlPattern(policy: McpPolicy): RegExp {
+  const escaped = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  const listed = policy.privateHosts.map((host) =>
+    isIP(host) === 6 ? `\\[${escaped(host)}\\]` : escaped(host),
+  );
+  const hosts = ["[A-Za-z0-9-]+(\\.[A-Za-z0-9-]+)*\\.[A-Za-z][A-Za-z0-9-]*", ...listed].join("|");
+  const port = "(:(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3}))?";
+  return new RegExp(`^https?://(${hosts})${port}([/?#][^\\s]*)?$`);
 }
 
 /** An IP-literal host that is not public and not allowed by the operator (names are checked when connecting). */

@@ -8,7 +8,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { ToolResultBlockSchema } from "../../core/messages";
 import { claimCall, completeCall, heartbeatCall, type RunnerCallDeps } from "../../environments/calls";
-import { ENVIRONMENT_KINDS, isEnvironmentName } from "../../environments/store";
+import { ENVIRONMENT_KINDS, ENVIRONMENT_NAME, isEnvironmentName } from "../../environments/store";
 import type { RouteContext } from "../app";
 import { bearerAuth, singleTenantOnly } from "../auth";
 import { ProblemError } from "../problems";
@@ -23,6 +23,8 @@ const MAX_CLAIM_WAIT_SECONDS = 20;
 const NameParams = z.object({
   name: z
     .string()
+    // The pattern is in the document; `worker` (the built-in kind's name) is refused besides.
+    .regex(ENVIRONMENT_NAME)
     .refine(isEnvironmentName, { error: "an environment name: [A-Za-z0-9][A-Za-z0-9_-]{0,62}, not `worker`" })
     .openapi({ param: { name: "name", in: "path" }, example: "laptop" }),
 });

@@ -39,6 +39,8 @@ export function agentDefinitionsSchema(model: z.ZodType<string>) {
       message: "agent names must be unique",
     })
     .openapi({
+      // JSON Schema cannot say "names differ": it says no two agents are the same, the server checks names.
+      uniqueItems: true,
       description:
         'Agents the `task` tool may delegate to (with "task" in tools), besides the built-in `explore`; an agent of that name replaces it. A child gets only the tools its parent has (docs/tools.md, "task").',
     });

@@ -13,6 +13,31 @@ describe("run settings from a message body", () => {
   const settingsOf = (body: unknown, allowDirectoryWorkspaces = false) =>
     runSettingsFrom(schemaFor(allowDirectoryWorkspaces).parse(body));
 
+  test("MCP servers: one per name, a later one of the same name replacing an earlier one", () => {
+    const settings = settingsOf({
+      text: "x",
+      mcpServers: [
+        { name: "a", command: "first" },
+        { name: "b", url: "https://mcp.example.com/b" },
+        { name: "a", command: "second" },
+      ],
+    });
+    expect(settings.mcpServers).toEqual([
+      { name: "a", command: "second" },
+      { name: "b", url: "https://mcp.example.com/b" },
+    ]);
+    // Addresses the server refuses are outside the document's URL pattern too.
+    for (const url of [
+      "http://127.0.0.1/mcp",
+      "http://localhost:8080/",
+      "https://user@mcp.example.com/",
+      "ftp://a.b/",
+    ])
+      expect(MessageBodySchema.safeParse({ text: "x", mcpServers: [{ name: "a", url }] }).success).toBe(
+        false,
+      );
+  });
+
   test("defaults, then the caller's choices", () => {
     expect(settingsOf({ text: "x" })).toEqual(DEFAULT_RUN_SETTINGS);
     const settings = settingsOf({

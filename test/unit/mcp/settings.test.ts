@@ -30,13 +30,6 @@ test.each([
   ["a name with capitals", [{ name: "Files", command: "x" }]],
   ["a name with the separator", [{ name: "a__b", command: "x" }]],
   [
-    "two servers with one name",
-    [
-      { name: "a", command: "x" },
-      { name: "a", command: "y" },
-    ],
-  ],
-  [
     "a secret the operator did not list",
     [{ name: "a", command: "x", env: { K: { secret: "OPENAI_API_KEY" } } }],
   ],
