@@ -212,7 +212,6 @@ export function bwrapArguments(
     "--cap-drop",
     "ALL",
     ...systemMounts(),
-    ...(policy.readOnlyPaths ?? []).flatMap((dir) => ["--ro-bind", dir, dir]),
     "--proc",
     "/proc",
     "--dev",
@@ -221,6 +220,8 @@ export function bwrapArguments(
     String(policy.limits.tmpBytes),
     "--tmpfs",
     SANDBOX_TMP,
+    // After the private /tmp: a folder beneath /tmp (a checkout there) must not be hidden by it.
+    ...(policy.readOnlyPaths ?? []).flatMap((dir) => ["--ro-bind", dir, dir]),
     "--bind",
     workspaceDir,
     SANDBOX_WORKSPACE_PATH,

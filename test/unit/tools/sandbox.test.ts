@@ -556,6 +556,24 @@ describe("the command's view of the host", () => {
     }
   });
 
+  it("a read-only folder the operator names is visible at its path, even beneath /tmp, and cannot be written", async () => {
+    // makeSandbox's base is beneath the host's /tmp, as a checkout in /tmp would be.
+    const shared = path.join(sandbox.base, "programs");
+    await fs.mkdir(shared);
+    await fs.writeFile(path.join(shared, "tool.txt"), "program\n");
+    const reading = await makeSandbox({ ...POLICY, readOnlyPaths: [shared] });
+    try {
+      const out = await reading.run("bash", {
+        command: `cat ${shared}/tool.txt; touch ${shared}/x 2>&1; echo done`,
+      });
+      const text = textOf(out);
+      expect(text).toContain("program");
+      expect(text).toContain("Read-only file system");
+    } finally {
+      await removeSandbox(reading);
+    }
+  });
+
   it("the workspace is mounted nosuid and nodev; mountinfo names its host path, which leads nowhere", async () => {
     const out = textOf(
       await sandbox.run("bash", {
