@@ -7,8 +7,11 @@
  * they say otherwise).
  */
 import Ajv2020, { type ValidateFunction } from "ajv/dist/2020";
+import { EnvironmentStore } from "../../../src/environments/store";
 import { parseModelUrls } from "../../../src/providers/model-urls";
+import { ToolCallMarkers } from "../../../src/store/tool-call-markers";
 import { parseGitHosts } from "../../../src/tools/git-source";
+import { s3Client, s3Settings } from "../../support/integration-env";
 import { eventually } from "../../support/run-harness";
 import { type ApiResponse, type ApiStage, type CallOptions, createApiStage } from "./api-stage";
 
@@ -32,7 +35,14 @@ const exercised = new Set<string>();
 
 beforeAll(async () => {
   // One-line models may name the local LLM server: a model without prices, whose usage says so.
+  const s3 = s3Settings();
   api = await createApiStage({
+    overrides: {
+      environments: {
+        store: new EnvironmentStore(s3Client(), s3.bucket, s3.prefix),
+        markers: new ToolCallMarkers(s3Client(), s3),
+      },
+    },
     config: (stage) => ({
       outbound: {
         modelUrls: parseModelUrls(stage.llm.url),
@@ -234,6 +244,41 @@ test("every operation's answers match the document", async () => {
   expect((await call("POST", `${SCHEDULE}/trigger`, { scheduleId }, { json: {} })).status).toBe(202);
   expect((await call("DELETE", SCHEDULE, { scheduleId })).status).toBe(200);
   expect((await call("GET", SCHEDULE, { scheduleId })).status).toBe(404);
+  // The MCP tool list the session's run recorded (none here).
+  expect((await call("GET", `${SESSION}/mcp-tools`, { sessionId })).status).toBe(200);
+  // Runner environments: made, read, a token issued; the runner's side with that token (no call
+  // waits, and a call it does not hold is refused); the token revoked, the environment deleted.
+  const ENVIRONMENT = "/v1/environments/{name}";
+  const name = `conformance-${Date.now()}`;
+  expect((await call("POST", "/v1/environments", {}, { json: { name } })).status).toBe(201);
+  expect((await call("GET", "/v1/environments", {})).status).toBe(200);
+  expect((await call("GET", ENVIRONMENT, { name })).status).toBe(200);
+  const issued = await call("POST", `${ENVIRONMENT}/tokens`, { name });
+  expect(issued.status).toBe(201);
+  const runner = { key: issued.body.token as string };
+  expect(
+    (await call("POST", `${ENVIRONMENT}/calls:claim`, { name }, { ...runner, json: { waitSeconds: 0 } }))
+      .status,
+  ).toBe(204);
+  const callId = "session-x.7";
+  const held = { name, callId };
+  const claimId = "not-held";
+  expect(
+    (await call("POST", `${ENVIRONMENT}/calls/{callId}/heartbeat`, held, { ...runner, json: { claimId } }))
+      .status,
+  ).toBe(404);
+  const output = { content: [{ type: "text", text: "x" }], isError: false };
+  expect(
+    (
+      await call("POST", `${ENVIRONMENT}/calls/{callId}/result`, held, {
+        ...runner,
+        json: { claimId, output },
+      })
+    ).status,
+  ).toBe(404);
+  const tokenId = issued.body.tokenId as string;
+  expect((await call("DELETE", `${ENVIRONMENT}/tokens/{tokenId}`, { name, tokenId })).status).toBe(204);
+  expect((await call("DELETE", ENVIRONMENT, { name })).status).toBe(204);
   // The session tree.
   const label = await call(
     "POST",
