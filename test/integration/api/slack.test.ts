@@ -164,7 +164,10 @@ test("a mapped team's run is its tenant's, with the team's tools: read-only by d
   );
   const ref = threadRef(threadTs);
   expect((await api.stage.result(ref)).status).toBe("completed");
-  expect(await toolResults(ref)).toEqual(["Tool call denied by policy: write is not allowed."]);
+  // The team's tools are read-only: write is not one of them, so it is refused before the policy.
+  expect(await toolResults(ref)).toEqual([
+    "Tool call refused: write is not one of this run's tools (read, grep, find, ls).",
+  ]);
   expect(
     existsSync(join(workspaceFor(api.stage.workspaceRoot, ref.tenantId, ref.sessionId).dir, "pwned.txt")),
   ).toBe(false);
@@ -204,7 +207,7 @@ test("a team mapped with allow/ask lists: its tenant's session, bash waits for a
   ).toBe(202);
   expect((await api.stage.result(ref)).status).toBe("completed");
   const results = await toolResults(ref);
-  expect(results).toContain("Tool call denied by policy: write is not allowed.");
+  expect(results).toContain("Tool call refused: write is not one of this run's tools (read, ls, bash).");
   const dir = workspaceFor(api.stage.workspaceRoot, ref.tenantId, ref.sessionId).dir;
   expect(existsSync(join(dir, "w.txt"))).toBe(false);
   expect(existsSync(join(dir, "b.txt"))).toBe(true);
