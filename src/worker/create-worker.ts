@@ -15,7 +15,7 @@ import { createS3Client } from "../store/s3-config";
 import { WorkspaceSnapshots } from "../store/workspace-snapshots";
 import type { WorkerConfig } from "./config";
 import { log } from "./log";
-import { commonWorkerOptions, workerActivities } from "./worker-setup";
+import { commonWorkerOptions, mcpConnectionsFromEnv, workerActivities } from "./worker-setup";
 
 const DEFAULT_SHUTDOWN_GRACE_MS = 60_000;
 
@@ -44,7 +44,8 @@ export async function createKeelWorkers(config: WorkerConfig): Promise<KeelWorke
   const connection = await NativeConnection.connect(temporalConnectOptions(config.temporal));
   const s3 = createS3Client(config.s3);
   const ownTaskQueue = workspaceTaskQueue(config.taskQueue, config.workspaceRoot);
-  const activities = workerActivities(config, s3, ownTaskQueue);
+  const mcp = mcpConnectionsFromEnv();
+  const activities = workerActivities(config, s3, ownTaskQueue, mcp);
   const common = {
     ...commonWorkerOptions(config, s3),
     // A draining worker lets in-flight activities finish (ECS gives 120 s after SIGTERM).
@@ -84,6 +85,8 @@ export async function createKeelWorkers(config: WorkerConfig): Promise<KeelWorke
         await Promise.all([shared.run(), own.run()]);
       } finally {
         eviction.stop();
+        // Pooled MCP server processes would keep the process alive until their idle close.
+        await mcp.closeAll();
         await connection.close();
         s3.destroy();
       }

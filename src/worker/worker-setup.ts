@@ -25,7 +25,12 @@ import { log } from "./log";
  * The activities over one S3 client; tool calls of sessions this worker holds go to `toolTaskQueue`.
  * Checks the tool sandbox first (throws when it cannot start and KEEL_SANDBOX=off is not set).
  */
-export function workerActivities(config: WorkerConfig, s3: S3Client, toolTaskQueue: string): KeelActivities {
+export function workerActivities(
+  config: WorkerConfig,
+  s3: S3Client,
+  toolTaskQueue: string,
+  mcp: McpConnections = mcpConnectionsFromEnv(),
+): KeelActivities {
   checkSandbox(config.sandbox, config.singleTenant);
   const catalog = loadCatalog();
   return createActivities({
@@ -43,8 +48,13 @@ export function workerActivities(config: WorkerConfig, s3: S3Client, toolTaskQue
     gitHosts: config.gitHosts,
     liveEvents: config.liveEvents ?? DEFAULT_LIVE_EVENT_OPTIONS,
     environments: new EnvironmentStore(s3, config.s3.bucket, config.s3.prefix),
-    mcp: new McpConnections(mcpPolicyFromEnv(process.env), mcpMountsFromEnv(process.env)),
+    mcp,
   });
+}
+
+/** The worker's MCP connections (KEEL_MCP_SECRETS, KEEL_MCP_HOSTS, KEEL_MCP_MOUNTS); closed at shutdown. */
+export function mcpConnectionsFromEnv(env: NodeJS.ProcessEnv = process.env): McpConnections {
+  return new McpConnections(mcpPolicyFromEnv(env), mcpMountsFromEnv(env));
 }
 
 /** Worker options every Keel worker shares. */
