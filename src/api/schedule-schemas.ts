@@ -114,7 +114,7 @@ export function scheduleBodySchema(options: MessageBodyOptions) {
       // Exactly one of `cron` and `every`, `timezone` with `cron` only (the server checks the same).
       oneOf: [{ required: ["cron"] }, { required: ["every"], not: { required: ["timezone"] } }],
       description:
-        "The run settings (model, systemPrompt, tools, policy, workspace, limits, network, hooks) are a message's; `text` is the prompt every firing delivers. Exactly one of `cron` and `every`; `timezone` with `cron` only; `every` at least 1 s, `catchupWindow` at least 10 s; else 422 invalid-schedule.",
+        "The run settings (model, systemPrompt, tools, policy, workspace, limits, network, hooks) are a message's; `text` is the prompt every firing delivers. Exactly one of `cron` and `every`, `timezone` with `cron` only (else 422 invalid-schedule); `every` at least 1 s, `catchupWindow` at least 10 s (their patterns).",
     });
 }
 
