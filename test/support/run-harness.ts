@@ -35,6 +35,8 @@ import {
 } from "./integration-env";
 
 const projectRoot = resolve(__dirname, "../..");
+/** How long `stop()` waits after SIGTERM: below jest's 60 s hook timeout, so a hung worker fails the hook with its output instead of hanging the suite. */
+const STOP_TIMEOUT_MS = 50_000;
 
 export interface WorkerProcess {
   child: ChildProcess;
@@ -135,7 +137,21 @@ export async function createRunStage(): Promise<RunStage> {
       },
       async stop() {
         if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
-        await exited;
+        // A worker that does not finish shutting down is a defect to report, not a reason to hang
+        // the suite until jest's own timeout: kill it and fail with what it printed.
+        let timer: NodeJS.Timeout | undefined;
+        const hung = new Promise<"hung">((done) => {
+          timer = setTimeout(() => done("hung"), STOP_TIMEOUT_MS);
+        });
+        const outcome = await Promise.race([exited, hung]);
+        clearTimeout(timer);
+        if (outcome === "hung") {
+          child.kill("SIGKILL");
+          await exited;
+          throw new Error(
+            `worker did not stop within ${STOP_TIMEOUT_MS} ms of SIGTERM:\n${output.slice(-4000)}`,
+          );
+        }
       },
       exited: () => exited,
     };
