@@ -414,6 +414,7 @@ function crossTenantAttempts(): Attempt[] {
     ["GET", "events", (ctx, id) => ctx.api.get(`/v1/sessions/${id}/events?after=0`)],
     ["GET", "entries", (ctx, id) => ctx.api.get(`/v1/sessions/${id}/entries`)],
     ["GET", "export", (ctx, id) => ctx.api.get(`/v1/sessions/${id}/export`)],
+    ["GET", "view", (ctx, id) => ctx.api.get(`/v1/sessions/${id}/view`)],
     ["GET", "export-workspace", (ctx, id) => ctx.api.get(`/v1/sessions/${id}/export?workspace=true`)],
     ["GET", "list", (ctx) => ctx.api.get("/v1/sessions?limit=100")],
     [
