@@ -25,9 +25,11 @@ export function listMcpToolsActivity(deps: ActivityDeps) {
       Promise.all(
         input.servers.map(async (server): Promise<McpServerListing> => {
           try {
-            const tools = await connections.with(session, server, (client) =>
-              listServerTools(client, server),
-            );
+            const tools = await connections.with(session, server, async (client) => {
+              const listed = await listServerTools(client, server);
+              connections.markListed(session, server);
+              return listed;
+            });
             return { server: server.name, status: "ready", tools };
           } catch (error) {
             return { server: server.name, status: "unavailable", error: messageOf(error).slice(0, 1_000) };
@@ -79,6 +81,19 @@ export async function runMcpCall(
   }
 }
 
+/**
+ * The session's servers that announced a changed tool list since their last listing on this
+ * worker (for `ExecuteToolResult.mcpToolsChanged`): the run lists them again before the model's
+ * next turn.
+ */
+export function mcpToolsChangedFor(deps: ActivityDeps, ref: SessionRef): string[] {
+  return deps.mcp?.changedServers({ sessionKey: sessionKeyOf(ref) }) ?? [];
+}
+
+function sessionKeyOf(ref: SessionRef): string {
+  return `${ref.tenantId}/${ref.sessionId}`;
+}
+
 async function sessionContext(
   deps: ActivityDeps,
   ref: SessionRef,
@@ -87,7 +102,7 @@ async function sessionContext(
   const workspace = workspaceFor(deps.workspaceRoot, ref.tenantId, ref.sessionId);
   await prepareWorkspace(workspace);
   return {
-    sessionKey: `${ref.tenantId}/${ref.sessionId}`,
+    sessionKey: sessionKeyOf(ref),
     workspaceDir: await realpath(workspace.dir),
     sandbox: { ...deps.sandbox, network: network ?? "none", tenantId: ref.tenantId },
   };

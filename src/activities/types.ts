@@ -195,6 +195,8 @@ export interface ExecuteToolResult {
   preview: string;
   /** Live events the attempt had not sent when it ended; the run publishes them (see `LiveEventSink.settle`). */
   live?: LiveEvent[];
+  /** After an MCP call: the run's servers that announced a changed tool list (listed again before the next turn). */
+  mcpToolsChanged?: string[];
 }
 
 export interface CompactInput extends SessionRef {

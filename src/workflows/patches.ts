@@ -42,6 +42,8 @@ export const PATCHES = {
   offeredToolsOnly: { id: "offered-tools-only", addedIn: UNRELEASED },
   /** A `task` call runs a sub-agent as a child workflow (run/task-calls.ts). */
   subAgents: { id: "sub-agents", addedIn: UNRELEASED },
+  /** MCP servers that announced a changed tool list during a batch are listed again after it. */
+  mcpToolsRelisted: { id: "mcp-tools-relisted", addedIn: UNRELEASED },
   /** Branching restores the workspace as it was at the entry. */
   branchRestoresWorkspace: { id: "branch-restores-workspace", addedIn: UNRELEASED },
 } as const satisfies Record<string, PatchRecord>;

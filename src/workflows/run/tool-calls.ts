@@ -19,7 +19,7 @@ import {
 import type { RunContext } from "./context";
 import { syntheticToolResult } from "./entries";
 import { cancellable, endCall, publishDetails, setStatus, writeEntries } from "./lifecycle";
-import { mcpTarget } from "./mcp";
+import { mcpTarget, relistChangedMcpServers } from "./mcp";
 import { type BatchCall, emit, moveCall, startBatch } from "./state";
 import { isTaskCall, runTaskCall } from "./task-calls";
 
@@ -43,6 +43,7 @@ export async function runTools(
     }
   });
   await snapshotAfter(ctx, batch);
+  await relistChangedMcpServers(ctx);
 }
 
 /**
@@ -191,6 +192,7 @@ async function executeCall(
             );
       ctx.stream.publishLive(result.live);
       if (MUTATING_TOOLS.has(call.summary.name) || (mcp && mcp.replay !== "safe")) ctx.ranMutatingTool = true;
+      for (const server of result.mcpToolsChanged ?? []) (ctx.mcpToolsChanged ??= new Set()).add(server);
       endCall(ctx, call, result.isError ? "failed" : "completed", result.isError);
       return;
     } catch (error) {
