@@ -192,7 +192,8 @@ async function executeCall(
             );
       ctx.stream.publishLive(result.live);
       if (MUTATING_TOOLS.has(call.summary.name) || (mcp && mcp.replay !== "safe")) ctx.ranMutatingTool = true;
-      for (const server of result.mcpToolsChanged ?? []) (ctx.mcpToolsChanged ??= new Set()).add(server);
+      if (result.mcpToolsChanged)
+        ctx.mcpToolsChanged = new Set([...(ctx.mcpToolsChanged ?? []), ...result.mcpToolsChanged]);
       endCall(ctx, call, result.isError ? "failed" : "completed", result.isError);
       return;
     } catch (error) {
