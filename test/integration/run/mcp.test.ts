@@ -99,6 +99,17 @@ test("server-everything: text, an image and structured content come back as tool
     (event) => event.activityTaskScheduledEventAttributes?.activityType?.name === "listMcpTools",
   );
   expect(listed).toHaveLength(1);
+  // The tools ride in the history once (the listing's result); model calls name them by digest.
+  const turnInputs = (history.events ?? []).flatMap((event) => {
+    const scheduled = event.activityTaskScheduledEventAttributes;
+    if (scheduled?.activityType?.name !== "llmTurn") return [];
+    return [Buffer.from(scheduled.input?.payloads?.[0]?.data ?? new Uint8Array()).toString()];
+  });
+  expect(turnInputs.length).toBeGreaterThanOrEqual(2);
+  for (const input of turnInputs) {
+    expect(input).toContain('"mcpToolRefs":[{"server":"everything","digest":"');
+    expect(input).not.toContain("inputSchema");
+  }
 });
 
 test("server-filesystem is confined to the workspace; mcp-server-time (Python) answers", async () => {
