@@ -95,11 +95,27 @@ async function handleCall(ctx: RunContext, call: BatchCall, assistantSeq: number
     if (decision.kind === "refused") return refuse(ctx, call, `Tool call not executed: ${decision.why}.`);
     args = decision.args;
   }
-  const blocked = blockReason(ctx.hooks, summary);
+  const blocked = blockReason(ctx.hooks, summary, { mayChange: mayChange(ctx, summary.name) });
   if (blocked) return refuse(ctx, call, `Tool call blocked: ${blocked}.`);
   if (isTaskCall(run.settings, summary.name) && takesPatch(PATCHES.subAgents, ctx.runVersion))
     return runTaskCall(ctx, call, { assistantSeq, args, workspaceQueue: () => workspaceTaskQueue(ctx) });
   await executeCall(ctx, call, assistantSeq, args);
+}
+
+/**
+ * Whether the call `name` may change anything, for hooks: a writing built-in, or an MCP tool that
+ * is not `safe`. Runs whose hooks saw MCP tools as never changing anything keep replaying
+ * (the patch is asked only where the answer differs, and only for runs with hooks).
+ */
+function mayChange(ctx: RunContext, name: string): boolean {
+  if (MUTATING_TOOLS.has(name)) return true;
+  const mcp = mcpTarget(ctx.run, name);
+  return (
+    mcp !== undefined &&
+    mcp.replay !== "safe" &&
+    ctx.hooks.length > 0 &&
+    takesPatch(PATCHES.hooksSeeMcpTools, ctx.runVersion)
+  );
 }
 
 async function refuse(ctx: RunContext, call: BatchCall, text: string): Promise<void> {

@@ -4,7 +4,7 @@
  * progress), server-filesystem confined to the workspace, mcp-server-time (Python); a server that
  * crashes mid-call, one that is too slow (timeout), an abort during a call, a call behind `ask`,
  * the tool list across continue-as-new, a server down at start, and a server whose tool list
- * changes during the run, and server-everything as a Streamable HTTP server.
+ * changes during the run, server-everything as a Streamable HTTP server, and the read-only hook.
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -391,4 +391,29 @@ test("a Streamable HTTP server: refused at a loopback address the operator did n
   } finally {
     await remote.stop();
   }
+});
+
+test("the read-only hook lets MCP tools annotated read-only run and blocks the others", async () => {
+  const ref = await runCalling(
+    "mcp-read-only",
+    [
+      { name: "everything__echo", arguments: { message: "just looking" } },
+      { name: "everything__toggle-simulated-logging", arguments: {} },
+    ],
+    { mcpServers: [everythingServer()], hooks: ["read-only"] },
+  );
+  expect((await stage.result(ref)).status).toBe("completed");
+  const results = toolResults(await expectIntactSession(stage, ref));
+  expect(textOf(results[0]!)).toBe("Echo: just looking");
+  expect(results[1]).toMatchObject({ isError: true });
+  expect(textOf(results[1]!)).toBe(
+    "Tool call blocked: everything__toggle-simulated-logging is blocked: this run is read-only.",
+  );
+  // Blocked before it ran: no activity was scheduled for it.
+  const history = await stage.client.workflow.getHandle(runWorkflowId(ref)).fetchHistory();
+  const summaries = (history.events ?? []).map((event) =>
+    Buffer.from(event.userMetadata?.summary?.data ?? new Uint8Array()).toString(),
+  );
+  expect(summaries.some((summary) => summary.includes("everything__echo"))).toBe(true);
+  expect(summaries.some((summary) => summary.includes("toggle-simulated-logging"))).toBe(false);
 });
