@@ -70,6 +70,7 @@ test("a server down at start shows as unavailable with its reason; a session wit
     "broken=/nonexistent/server --flag",
   ]);
   expect(run.code).toBe(0);
+  expect(run.stdout).toContain("  ✗ MCP server broken unavailable: MCP server broken is unavailable: ");
   const listed = await keel(["mcp", "list", sessionId]);
   expect(listed.code).toBe(0);
   expect(listed.stdout).toMatch(/^broken: unavailable: MCP server broken is unavailable: /m);
