@@ -185,7 +185,7 @@ async function main(): Promise<void> {
         ["---", "---:", "---:"],
       ),
       "",
-      `The one-time listing result (server-everything's 13 tools with their schemas) is ${mcp.listingBytes} bytes of the MCP run's history; every llmTurn input also carries the list (see docs/tools.md, "Listed once, recorded").`,
+      `The one-time listing result (server-everything's 13 tools with their schemas) is ${mcp.listingBytes} bytes of the MCP run's history; each llmTurn input names it by digest (see docs/tools.md, "Listed once, recorded"; before the list was stored by digest, every llmTurn input carried it: 16831 bytes per turn).`,
       "",
       "Reproduce: `npx tsx bench/mcp-calls.ts` (BENCH_TURNS, BENCH_CALLS).",
     ].join("\n");

@@ -3,6 +3,7 @@ import type { EnvironmentStore } from "../environments/store";
 import type { McpConnections } from "../mcp/connections";
 import type { ModelCatalog } from "../providers/models";
 import type { Provider } from "../providers/types";
+import type { McpToolListings } from "../store/mcp-tool-listings";
 import type { SessionStore } from "../store/session-store";
 import type { ToolCallMarkers } from "../store/tool-call-markers";
 import type { WorkspaceSnapshots } from "../store/workspace-snapshots";
@@ -35,4 +36,6 @@ export interface ActivityDeps {
   environments?: EnvironmentStore;
   /** The worker's MCP clients (one connection per session and server). */
   mcp?: McpConnections;
+  /** MCP tool listings by digest (written by `listMcpTools`, read by `llmTurn`). */
+  mcpListings?: McpToolListings;
 }

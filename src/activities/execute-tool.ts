@@ -34,7 +34,7 @@ import type { ActivityDeps } from "./deps";
 import { failpoint } from "./failpoints";
 import { whileHeartbeating } from "./heartbeat";
 import { DEFAULT_LIVE_EVENT_OPTIONS, liveEventSink, withLiveTail } from "./live-events";
-import { runMcpCall } from "./mcp-tools";
+import { mcpToolsChangedFor, runMcpCall } from "./mcp-tools";
 import { entryConflict, storeWriteFailures } from "./store-failures";
 import type { ExecuteToolInput, ExecuteToolResult } from "./types";
 import { restoreMissingWorkspace } from "./workspace-activities";
@@ -152,8 +152,12 @@ export function executeToolActivity(deps: ActivityDeps) {
     failpoint("executeTool.afterWrite");
     if (ctx.cancellationSignal.aborted)
       throw new CancelledFailure("the tool was cancelled; its output is stored");
+    const changed = input.mcp ? mcpToolsChangedFor(deps, ref) : [];
     return withLiveTail(
-      summarize(resultOf(entry, input.slot.id), written ? "executed" : "adopted"),
+      {
+        ...summarize(resultOf(entry, input.slot.id), written ? "executed" : "adopted"),
+        ...(changed.length > 0 ? { mcpToolsChanged: changed } : {}),
+      },
       liveTail,
     );
   };

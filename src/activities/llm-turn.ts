@@ -33,18 +33,15 @@ import { failpoint } from "./failpoints";
 import { whileHeartbeating } from "./heartbeat";
 import { DEFAULT_LIVE_EVENT_OPTIONS, type LiveEventSink, liveEventSink, withLiveTail } from "./live-events";
 import { nextRetryDelayMs, providerErrorFailure, tallyBefore } from "./llm-retry";
+import { mcpToolsOfTurn } from "./mcp-tools";
 import { entryConflict, storeWriteFailures } from "./store-failures";
 import type { LlmTurnInput, LlmTurnResult, ToolCallSummary } from "./types";
 
 const PREVIEW_CHARS = 500;
 const ARGUMENTS_PREVIEW_CHARS = 300;
 
-export function llmTurnActivity({
-  store,
-  provider,
-  catalog,
-  liveEvents = DEFAULT_LIVE_EVENT_OPTIONS,
-}: ActivityDeps) {
+export function llmTurnActivity(deps: ActivityDeps) {
+  const { store, provider, catalog, liveEvents = DEFAULT_LIVE_EVENT_OPTIONS } = deps;
   return async function llmTurn(input: LlmTurnInput): Promise<LlmTurnResult> {
     const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
     const model = catalog.find(input.model);
@@ -98,6 +95,7 @@ export function llmTurnActivity({
       const tool = toolNamed(name);
       return tool ? [tool] : [];
     });
+    const mcpTools = await mcpToolsOfTurn(deps, input);
 
     const carried = tallyBefore(ctx);
     const outcome = await whileHeartbeating(
@@ -109,7 +107,7 @@ export function llmTurnActivity({
           {
             systemPrompt: input.systemPrompt,
             messages,
-            tools: [...toolSpecs(tools), ...taskSpec(input), ...mcpToolSpecs(input.mcpTools)],
+            tools: [...toolSpecs(tools), ...taskSpec(input), ...mcpToolSpecs(mcpTools)],
           },
           {
             thinkingLevel: input.thinkingLevel,

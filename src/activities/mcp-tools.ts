@@ -8,13 +8,13 @@ import { realpath } from "node:fs/promises";
 import { Context } from "@temporalio/activity";
 import { callServerTool, DEFAULT_MCP_TIMEOUT_MS, listServerTools } from "../mcp/calls";
 import { type McpConnections, type McpSessionContext, messageOf } from "../mcp/connections";
-import type { McpServerListing, McpToolList } from "../mcp/types";
+import type { McpServerListing, McpToolEntry, McpToolList } from "../mcp/types";
 import type { SessionRef } from "../store/session-keys";
 import { prepareWorkspace, type ToolOutput, type ToolUpdate, workspaceFor } from "../tools";
 import type { NetworkPolicy } from "../tools/sandbox";
 import type { ActivityDeps } from "./deps";
 import { whileHeartbeating } from "./heartbeat";
-import type { ListMcpToolsInput, McpCallTarget } from "./types";
+import type { ListMcpToolsInput, LlmTurnInput, McpCallTarget } from "./types";
 
 export function listMcpToolsActivity(deps: ActivityDeps) {
   return async function listMcpTools(input: ListMcpToolsInput): Promise<McpToolList> {
@@ -25,10 +25,13 @@ export function listMcpToolsActivity(deps: ActivityDeps) {
       Promise.all(
         input.servers.map(async (server): Promise<McpServerListing> => {
           try {
-            const tools = await connections.with(session, server, (client) =>
-              listServerTools(client, server),
-            );
-            return { server: server.name, status: "ready", tools };
+            const tools = await connections.with(session, server, async (client) => {
+              const listed = await listServerTools(client, server);
+              connections.markListed(session, server);
+              return listed;
+            });
+            const digest = await storeListing(deps, input, tools);
+            return { server: server.name, status: "ready", tools, ...(digest ? { digest } : {}) };
           } catch (error) {
             return { server: server.name, status: "unavailable", error: messageOf(error).slice(0, 1_000) };
           }
@@ -37,6 +40,45 @@ export function listMcpToolsActivity(deps: ActivityDeps) {
     );
     return { servers };
   };
+}
+
+/**
+ * Stores a server's tools by digest for the run's model calls (McpToolListings); undefined when
+ * this worker has no store or the write failed: the run then passes the list itself.
+ */
+async function storeListing(
+  deps: ActivityDeps,
+  ref: SessionRef,
+  tools: McpToolEntry[],
+): Promise<string | undefined> {
+  try {
+    return await deps.mcpListings?.put(ref, tools);
+  } catch (error) {
+    Context.current().log.warn("the MCP tool listing could not be stored; model calls carry it", {
+      error: messageOf(error),
+    });
+    return undefined;
+  }
+}
+
+/** The run's MCP tools for a model call: the list itself, or read by the digests of its listings. */
+export async function mcpToolsOfTurn(
+  deps: ActivityDeps,
+  input: LlmTurnInput,
+): Promise<McpToolList | undefined> {
+  if (!input.mcpToolRefs) return input.mcpTools;
+  const listings = deps.mcpListings;
+  if (!listings) throw new Error("this worker has no MCP tool listing store configured");
+  const servers = await Promise.all(
+    input.mcpToolRefs.map(
+      async ({ server, digest }): Promise<McpServerListing> => ({
+        server,
+        status: "ready",
+        tools: await listings.get(input, digest),
+      }),
+    ),
+  );
+  return { servers };
 }
 
 /**
@@ -79,6 +121,19 @@ export async function runMcpCall(
   }
 }
 
+/**
+ * The session's servers that announced a changed tool list since their last listing on this
+ * worker (for `ExecuteToolResult.mcpToolsChanged`): the run lists them again before the model's
+ * next turn.
+ */
+export function mcpToolsChangedFor(deps: ActivityDeps, ref: SessionRef): string[] {
+  return deps.mcp?.changedServers({ sessionKey: sessionKeyOf(ref) }) ?? [];
+}
+
+function sessionKeyOf(ref: SessionRef): string {
+  return `${ref.tenantId}/${ref.sessionId}`;
+}
+
 async function sessionContext(
   deps: ActivityDeps,
   ref: SessionRef,
@@ -87,7 +142,7 @@ async function sessionContext(
   const workspace = workspaceFor(deps.workspaceRoot, ref.tenantId, ref.sessionId);
   await prepareWorkspace(workspace);
   return {
-    sessionKey: `${ref.tenantId}/${ref.sessionId}`,
+    sessionKey: sessionKeyOf(ref),
     workspaceDir: await realpath(workspace.dir),
     sandbox: { ...deps.sandbox, network: network ?? "none", tenantId: ref.tenantId },
   };

@@ -124,8 +124,10 @@ export interface LlmTurnInput extends SessionRef {
   systemPrompt?: string;
   thinkingLevel: ThinkingLevel;
   tools: string[];
-  /** MCP tools the model may call (the run's recorded list; absent: none). */
+  /** MCP tools the model may call (the run's recorded list; absent: none)... */
   mcpTools?: McpToolList;
+  /** ...or, when every listing was stored by digest, those digests (the activity reads the tools). */
+  mcpToolRefs?: McpToolRef[];
   /** The agents the `task` tool offers (when `tools` names it): names and descriptions. */
   agents?: { name: string; description: string }[];
   /** Entries written before the call (user messages of this turn), in order. */
@@ -195,6 +197,8 @@ export interface ExecuteToolResult {
   preview: string;
   /** Live events the attempt had not sent when it ended; the run publishes them (see `LiveEventSink.settle`). */
   live?: LiveEvent[];
+  /** After an MCP call: the run's servers that announced a changed tool list (listed again before the next turn). */
+  mcpToolsChanged?: string[];
 }
 
 export interface CompactInput extends SessionRef {
@@ -239,6 +243,12 @@ export interface ListMcpToolsInput extends SessionRef {
   servers: McpServerSettings[];
   /** The run's network policy: a stdio server gets "full" only where bash would, else none. */
   network?: NetworkPolicy;
+}
+
+/** A ready server's listing as an `llmTurn` input names it: stored once, read by digest. */
+export interface McpToolRef {
+  server: string;
+  digest: string;
 }
 
 /** The MCP part of an `executeTool` input: the server (its settings) and the tool's own name. */

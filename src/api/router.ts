@@ -7,6 +7,7 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import type { TenantVariables } from "./auth";
 import { ProblemError } from "./problems";
+import { reportedIssues } from "./schema-issues";
 
 export type ApiEnv = { Variables: TenantVariables };
 /** A router before any route is added (the Slack routes and the app shell take this). */
@@ -19,10 +20,7 @@ export function createRouter(): ApiRouter {
   return new OpenAPIHono<ApiEnv>({
     defaultHook: (result) => {
       if (!result.success) {
-        const errors = result.error.issues.map((issue) => ({
-          path: issue.path.join("."),
-          message: issue.message,
-        }));
+        const errors = reportedIssues(result.error.issues);
         // The first problems in `detail` too: clients that show only the detail still say what is wrong.
         // A union reports one problem once per branch: each is named once.
         const named = [

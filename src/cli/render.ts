@@ -124,6 +124,10 @@ export function formatEvent(
     }
     case "approval_resolved":
       return `  ! tool call ${event.toolCallId} ${approvalOutcome(event.decision)}`;
+    case "mcp_server_unavailable":
+      return `  ✗ MCP server ${event.server} unavailable: ${oneLine(event.error, 300)}`;
+    case "mcp_tools_changed":
+      return `  ⚙ MCP server ${event.server} changed its tools: ${event.tools.length} now`;
     case "compaction_start":
       return `  ⇣ compacting (${event.reason}, ${event.tokensBefore} tokens)`;
     case "compaction_end":

@@ -39,6 +39,8 @@ export type AgentEventBody =
       result?: ToolResultMessage;
     }
   | { type: "mcp_server_unavailable"; server: string; error: string }
+  /** A server announced a changed tool list and was listed again: the model sees `tools` from the next turn. */
+  | { type: "mcp_tools_changed"; server: string; tools: string[] }
   | { type: "compaction_start"; reason: "threshold" | "overflow"; tokensBefore: number }
   | { type: "compaction_end"; entryId?: string; tokensBefore: number; error?: string }
   | { type: "approval_requested"; toolCallId: string; toolName: string; args: Record<string, unknown> }

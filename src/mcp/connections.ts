@@ -11,6 +11,7 @@ import { createHash } from "node:crypto";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { guardedFetch } from "../net/guarded-fetch";
 import { bashCommandLine, type SandboxPolicy } from "../tools/sandbox";
 import { MCP_SECRETS_SETTING, type McpPolicy } from "./policy";
@@ -44,6 +45,10 @@ interface Pooled {
   client: Promise<Client>;
   idle?: NodeJS.Timeout;
   busy: number;
+  /** The server's name in the run's settings. */
+  server: string;
+  /** The server sent `notifications/tools/list_changed` since its tools were last listed. */
+  toolsChanged: boolean;
 }
 
 export class McpConnections {
@@ -66,13 +71,21 @@ export class McpConnections {
     server: McpServerSettings,
     use: (client: Client) => Promise<T>,
   ): Promise<T> {
-    const key = `${context.sessionKey}/${server.name}/${digest(server)}`;
+    const key = poolKey(context, server);
     let pooled = this.pool.get(key);
     if (!pooled) {
       const forget = () => {
         if (this.pool.get(key) === created) this.pool.delete(key);
       };
-      const created: Pooled = { busy: 0, client: this.connect(context, server, forget) };
+      const changed = () => {
+        created.toolsChanged = true;
+      };
+      const created: Pooled = {
+        busy: 0,
+        server: server.name,
+        toolsChanged: false,
+        client: this.connect(context, server, forget, changed),
+      };
       created.client.catch(forget);
       pooled = created;
       this.pool.set(key, pooled);
@@ -89,6 +102,26 @@ export class McpConnections {
         entry.idle.unref();
       }
     }
+  }
+
+  /**
+   * The session's servers that said their tool list changed (`notifications/tools/list_changed`)
+   * since it was last listed on this worker, in no particular order.
+   */
+  changedServers(context: Pick<McpSessionContext, "sessionKey">): string[] {
+    const prefix = `${context.sessionKey}/`;
+    return [...this.pool.entries()].flatMap(([key, pooled]) =>
+      key.startsWith(prefix) && pooled.toolsChanged ? [pooled.server] : [],
+    );
+  }
+
+  /**
+   * Records that `server`'s tools were just listed: a change it announced before the listing's
+   * answer is in that answer (notifications and answers arrive in order on one connection).
+   */
+  markListed(context: McpSessionContext, server: McpServerSettings): void {
+    const pooled = this.pool.get(poolKey(context, server));
+    if (pooled) pooled.toolsChanged = false;
   }
 
   /** Closes every connection (worker shutdown). */
@@ -108,6 +141,7 @@ export class McpConnections {
     context: McpSessionContext,
     server: McpServerSettings,
     onClose: () => void,
+    onToolsChanged: () => void,
   ): Promise<Client> {
     let transport: Transport;
     let stdio: CommandLineTransport | undefined;
@@ -136,6 +170,7 @@ export class McpConnections {
     }
     const client = new Client({ name: "keel", version: "1" }, { capabilities: {} });
     client.onclose = onClose;
+    client.setNotificationHandler(ToolListChangedNotificationSchema, onToolsChanged);
     try {
       await client.connect(transport, { timeout: CONNECT_TIMEOUT_MS });
     } catch (error) {
@@ -167,6 +202,10 @@ export class McpConnections {
     }
     return out;
   }
+}
+
+function poolKey(context: McpSessionContext, server: McpServerSettings): string {
+  return `${context.sessionKey}/${server.name}/${digest(server)}`;
 }
 
 /** Settings identify a connection: a run that changes a server's settings gets a new one. */

@@ -3,6 +3,7 @@
  * class from the server's own annotations unless the operator overrides it. Pure (runs in the
  * workflow too).
  */
+import type { LlmTurnInput, McpToolRef } from "../activities/types";
 import type { ToolSpec } from "../core/messages";
 import type { ReplayClass } from "../tools/types";
 import type { McpServerSettings, McpToolEntry, McpToolList } from "./types";
@@ -60,6 +61,22 @@ export function mcpToolSpecs(list: McpToolList | undefined): ToolSpec[] {
         }))
       : [],
   );
+}
+
+/**
+ * How an `llmTurn` input carries the run's MCP tools: by digest when every ready listing was
+ * stored (the history then holds a server's tools once, in its listing), else the list itself
+ * (listings recorded before they were stored, or whose store failed).
+ */
+export function mcpToolsForTurn(
+  list: McpToolList | undefined,
+): Pick<LlmTurnInput, "mcpTools" | "mcpToolRefs"> {
+  if (!list) return {};
+  const refs = list.servers.flatMap((listing) =>
+    listing.status === "ready" ? [{ server: listing.server, digest: listing.digest }] : [],
+  );
+  if (refs.every((ref): ref is McpToolRef => ref.digest !== undefined)) return { mcpToolRefs: refs };
+  return { mcpTools: list };
 }
 
 /** The recorded entry of a model-facing name, with its server's name, if the run listed it. */

@@ -52,7 +52,13 @@ export interface McpToolEntry {
 
 /** What listing one server found: its tools, or why it is unavailable. */
 export type McpServerListing =
-  | { server: string; status: "ready"; tools: McpToolEntry[] }
+  | {
+      server: string;
+      status: "ready";
+      tools: McpToolEntry[];
+      /** Where the worker stored `tools` (store/mcp-tool-listings.ts): model calls pass this instead. */
+      digest?: string;
+    }
   | { server: string; status: "unavailable"; error: string };
 
 /** The run's recorded tool list: listed once at the run's start, carried across continue-as-new. */

@@ -11,15 +11,18 @@
  * Differences from the long-running worker: there is no per-process task queue — every activity,
  * tool calls included, runs on the shared queue — and session workspaces live in this execution
  * environment's /tmp; a tool call that lands on an environment without the workspace restores it
- * from its snapshot in S3 first (docs/deploy.md, "Lambda workers").
+ * from its snapshot in S3 first (docs/deploy.md, "Lambda workers"). MCP servers a run's calls
+ * started are closed when the invocation returns: a frozen environment must not keep their
+ * processes (or HTTP sessions) for a later invocation that may never come.
  */
 import { runWorker } from "@temporalio/lambda-worker";
 import { z } from "zod";
+import type { McpConnections } from "../mcp/connections";
 import { createS3Client } from "../store/s3-config";
 import { workerConfigFromEnv } from "./config";
 import { log } from "./log";
 import { resolveSecretEnv } from "./secrets";
-import { commonWorkerOptions, workerActivities } from "./worker-setup";
+import { commonWorkerOptions, mcpConnectionsFromEnv, workerActivities } from "./worker-setup";
 
 /** The handler `runWorker` builds. */
 type LambdaWorkerHandler = ReturnType<typeof runWorker>;
@@ -34,14 +37,21 @@ const DeploymentEnvSchema = z.object({
   KEEL_WORKER_BUILD_ID: z.string().min(1),
 });
 
+/** The `runWorker` handler and the MCP connections its activities open. */
+interface Environment {
+  run: LambdaWorkerHandler;
+  mcp: McpConnections;
+}
+
 /** Resolves secrets, validates configuration and builds the `runWorker` handler: once per environment. */
-async function createHandler(): Promise<LambdaWorkerHandler> {
+async function createHandler(): Promise<Environment> {
   await resolveSecretEnv();
   const config = workerConfigFromEnv();
   const deployment = DeploymentEnvSchema.parse(process.env);
   const s3 = createS3Client(config.s3);
   // No per-invocation queue can outlive the invocation: tool calls use the shared queue.
-  const activities = workerActivities(config, s3, config.taskQueue);
+  const mcp = mcpConnectionsFromEnv();
+  const activities = workerActivities(config, s3, config.taskQueue, mcp);
   if (!config.workflowBundlePath) throw new Error("KEEL_WORKFLOW_BUNDLE is required on Lambda");
   const workflowBundlePath = config.workflowBundlePath;
   log("info", "lambda worker configured", {
@@ -50,7 +60,7 @@ async function createHandler(): Promise<LambdaWorkerHandler> {
     deploymentName: deployment.KEEL_WORKER_DEPLOYMENT_NAME,
     buildId: deployment.KEEL_WORKER_BUILD_ID,
   });
-  return runWorker(
+  const run = runWorker(
     { deploymentName: deployment.KEEL_WORKER_DEPLOYMENT_NAME, buildId: deployment.KEEL_WORKER_BUILD_ID },
     (lambdaConfig) => {
       lambdaConfig.namespace = config.temporal.namespace;
@@ -70,9 +80,10 @@ async function createHandler(): Promise<LambdaWorkerHandler> {
       });
     },
   );
+  return { run, mcp };
 }
 
-let initialization: Promise<LambdaWorkerHandler> | undefined;
+let initialization: Promise<Environment> | undefined;
 
 /** The Lambda entry point. A failed initialization is retried by the next invocation. */
 export async function handler(event: unknown, context: LambdaContext): Promise<void> {
@@ -83,6 +94,10 @@ export async function handler(event: unknown, context: LambdaContext): Promise<v
     });
     throw error;
   });
-  const run = await initialization;
-  await run(event, context);
+  const { run, mcp } = await initialization;
+  try {
+    await run(event, context);
+  } finally {
+    await mcp.closeAll();
+  }
 }

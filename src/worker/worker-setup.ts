@@ -13,6 +13,7 @@ import { mcpMountsFromEnv, mcpPolicyFromEnv } from "../mcp/policy";
 import { loadCatalog } from "../providers/models";
 import { createProvider } from "../providers/registry";
 import { EntryCache } from "../store/entry-cache";
+import { McpToolListings } from "../store/mcp-tool-listings";
 import { keelDataConverter } from "../store/payload-storage";
 import { SessionStore } from "../store/session-store";
 import { ToolCallMarkers } from "../store/tool-call-markers";
@@ -49,6 +50,7 @@ export function workerActivities(
     liveEvents: config.liveEvents ?? DEFAULT_LIVE_EVENT_OPTIONS,
     environments: new EnvironmentStore(s3, config.s3.bucket, config.s3.prefix),
     mcp,
+    mcpListings: new McpToolListings(s3, config.s3),
   });
 }
 

@@ -4,7 +4,6 @@
  * the same decisions. Add a hook set by adding an entry to `HOOK_SETS`.
  */
 import type { ToolCallSummary } from "../activities/types";
-import { MUTATING_TOOLS } from "../core/tool-replay";
 import type { ThinkingLevel } from "./types";
 
 /** What a finished turn looked like. */
@@ -24,13 +23,23 @@ export interface NextTurnSettings {
   thinkingLevel: ThinkingLevel;
 }
 
+/** What the run knows of a tool call beyond its summary. */
+export interface ToolCallFacts {
+  /**
+   * The call may change the workspace or the world: a built-in that writes (MUTATING_TOOLS), or
+   * an MCP tool whose replay class is not `safe` (its server did not say `readOnlyHint`, nor did
+   * the operator class it `safe`).
+   */
+  mayChange: boolean;
+}
+
 export interface RunHooks {
   /** After a turn's tool calls: a reason to end the run now (completed), or undefined. */
   shouldStopAfterTurn?(outcome: TurnOutcome): string | undefined;
   /** Before the next model call: settings to change from then on, or undefined. */
   prepareNextTurn?(outcome: TurnOutcome, current: NextTurnSettings): Partial<NextTurnSettings> | undefined;
   /** Before a tool call runs (after the policy allowed it): a reason to block it, or undefined. */
-  beforeToolCall?(call: ToolCallSummary): string | undefined;
+  beforeToolCall?(call: ToolCallSummary, facts: ToolCallFacts): string | undefined;
 }
 
 export const HOOK_SETS: Readonly<Record<string, RunHooks>> = {
@@ -38,10 +47,10 @@ export const HOOK_SETS: Readonly<Record<string, RunHooks>> = {
   "single-turn": {
     shouldStopAfterTurn: (outcome) => `single-turn run ended after turn ${outcome.turn}`,
   },
-  /** Looking only: tools that change the workspace are blocked (the model reads why). */
+  /** Looking only: tools that may change the workspace (or, for MCP tools, anything) are blocked (the model reads why). */
   "read-only": {
-    beforeToolCall: (call) =>
-      MUTATING_TOOLS.has(call.name) ? `${call.name} is blocked: this run is read-only` : undefined,
+    beforeToolCall: (call, facts) =>
+      facts.mayChange ? `${call.name} is blocked: this run is read-only` : undefined,
   },
   /** End the run as soon as a tool call fails, for a person to look at. */
   "stop-on-tool-error": {
@@ -88,9 +97,13 @@ export function nextTurnSettings(
 }
 
 /** First reason any hook gives to block `call`. */
-export function blockReason(hooks: readonly RunHooks[], call: ToolCallSummary): string | undefined {
+export function blockReason(
+  hooks: readonly RunHooks[],
+  call: ToolCallSummary,
+  facts: ToolCallFacts,
+): string | undefined {
   for (const hook of hooks) {
-    const reason = hook.beforeToolCall?.(call);
+    const reason = hook.beforeToolCall?.(call, facts);
     if (reason) return reason;
   }
   return undefined;

@@ -42,6 +42,10 @@ export const PATCHES = {
   offeredToolsOnly: { id: "offered-tools-only", addedIn: UNRELEASED },
   /** A `task` call runs a sub-agent as a child workflow (run/task-calls.ts). */
   subAgents: { id: "sub-agents", addedIn: UNRELEASED },
+  /** MCP servers that announced a changed tool list during a batch are listed again after it. */
+  mcpToolsRelisted: { id: "mcp-tools-relisted", addedIn: UNRELEASED },
+  /** Hooks see MCP tools that are not `safe` as tools that may change things (`read-only` blocks them). */
+  hooksSeeMcpTools: { id: "hooks-see-mcp-tools", addedIn: UNRELEASED },
   /** Branching restores the workspace as it was at the entry. */
   branchRestoresWorkspace: { id: "branch-restores-workspace", addedIn: UNRELEASED },
 } as const satisfies Record<string, PatchRecord>;

@@ -41,4 +41,6 @@ export interface RunContext {
   forkedAt?: string;
   /** The snapshot `task` calls of this batch fork their children's workspaces from. */
   taskFork?: { entryId: string; taken: Promise<void> };
+  /** MCP servers whose calls in this batch reported a changed tool list (listed again after it). */
+  mcpToolsChanged?: Set<string>;
 }

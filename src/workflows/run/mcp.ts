@@ -3,10 +3,14 @@
  * the session's workspace (where stdio servers run), and the list is kept in the run's state and
  * carried across continue-as-new, so every model call and every replay sees the same tools. A
  * server that cannot be listed is reported (`mcp_server_unavailable`) and offers no tools; the
- * run goes on.
+ * run goes on. A server that announces a changed list (`notifications/tools/list_changed`) during
+ * a batch of calls is listed again after the batch (`mcp_tools_changed`): the new list replaces
+ * its old one in the run's state, and the model sees it from the next turn.
  */
 import type { ExecuteToolInput } from "../../activities/types";
-import { findMcpTool } from "../../mcp/tool-names";
+import { findMcpTool, mcpToolName } from "../../mcp/tool-names";
+import type { McpServerSettings, McpToolList } from "../../mcp/types";
+import { PATCHES, takesPatch } from "../patches";
 import { mcpListingActivities } from "./activity-options";
 import type { RunContext } from "./context";
 import { emit, type RunRecord } from "./state";
@@ -17,9 +21,44 @@ export async function listMcpServers(ctx: RunContext): Promise<void> {
   const { run } = ctx;
   const servers = run.settings.mcpServers ?? [];
   if (servers.length === 0 || run.mcpTools) return;
+  const list = await listTools(ctx, servers, "list");
+  run.mcpTools = list;
+  reportUnavailable(run, list);
+}
+
+/**
+ * Lists again the servers whose calls in the batch just run reported a changed tool list, and
+ * replaces their listings in the run's state (an unavailable server then offers no tools).
+ */
+export async function relistChangedMcpServers(ctx: RunContext): Promise<void> {
+  const changed = ctx.mcpToolsChanged;
+  ctx.mcpToolsChanged = undefined;
+  const { run } = ctx;
+  if (!changed || !run.mcpTools || !takesPatch(PATCHES.mcpToolsRelisted, ctx.runVersion)) return;
+  const servers = (run.settings.mcpServers ?? []).filter((server) => changed.has(server.name));
+  if (servers.length === 0) return;
+  const list = await listTools(ctx, servers, "list again");
+  run.mcpTools = {
+    servers: run.mcpTools.servers.map(
+      (listing) => list.servers.find((fresh) => fresh.server === listing.server) ?? listing,
+    ),
+  };
+  reportUnavailable(run, list);
+  for (const listing of list.servers) {
+    if (listing.status === "ready")
+      emit(run, {
+        type: "mcp_tools_changed",
+        server: listing.server,
+        tools: listing.tools.map((entry) => mcpToolName(listing.server, entry.tool)),
+      });
+  }
+}
+
+async function listTools(ctx: RunContext, servers: McpServerSettings[], verb: string): Promise<McpToolList> {
+  const { run } = ctx;
   const queue = await workspaceTaskQueue(ctx);
-  const list = await mcpListingActivities(queue, run.settings.timeouts).listMcpTools.executeWithOptions(
-    { summary: `list MCP tools: ${servers.map((server) => server.name).join(", ")}` },
+  return mcpListingActivities(queue, run.settings.timeouts).listMcpTools.executeWithOptions(
+    { summary: `${verb} MCP tools: ${servers.map((server) => server.name).join(", ")}` },
     [
       {
         ...run.ref,
@@ -28,7 +67,9 @@ export async function listMcpServers(ctx: RunContext): Promise<void> {
       },
     ],
   );
-  run.mcpTools = list;
+}
+
+function reportUnavailable(run: RunRecord, list: McpToolList): void {
   for (const listing of list.servers) {
     if (listing.status === "unavailable")
       emit(run, { type: "mcp_server_unavailable", server: listing.server, error: listing.error });

@@ -4,6 +4,7 @@
  */
 import { CancellationScope } from "@temporalio/workflow";
 import type { EntrySlot, EntryWrite, LlmTurnResult } from "../../activities/types";
+import { mcpToolsForTurn } from "../../mcp/tool-names";
 import type { RunContext } from "./context";
 import { cancellable, closeModelCall } from "./lifecycle";
 import { emit, newSlot, releaseSlot } from "./state";
@@ -32,7 +33,7 @@ export async function callModel(
         systemPrompt: run.settings.systemPrompt,
         thinkingLevel: run.next.thinkingLevel,
         tools: run.settings.tools,
-        ...(run.mcpTools ? { mcpTools: run.mcpTools } : {}),
+        ...mcpToolsForTurn(run.mcpTools),
         agents: taskAgentsFor(run.settings),
         writesFirst,
         slot,

@@ -19,7 +19,7 @@ import {
 import type { RunContext } from "./context";
 import { syntheticToolResult } from "./entries";
 import { cancellable, endCall, publishDetails, setStatus, writeEntries } from "./lifecycle";
-import { mcpTarget } from "./mcp";
+import { mcpTarget, relistChangedMcpServers } from "./mcp";
 import { type BatchCall, emit, moveCall, startBatch } from "./state";
 import { isTaskCall, runTaskCall } from "./task-calls";
 
@@ -43,6 +43,7 @@ export async function runTools(
     }
   });
   await snapshotAfter(ctx, batch);
+  await relistChangedMcpServers(ctx);
 }
 
 /**
@@ -94,11 +95,27 @@ async function handleCall(ctx: RunContext, call: BatchCall, assistantSeq: number
     if (decision.kind === "refused") return refuse(ctx, call, `Tool call not executed: ${decision.why}.`);
     args = decision.args;
   }
-  const blocked = blockReason(ctx.hooks, summary);
+  const blocked = blockReason(ctx.hooks, summary, { mayChange: mayChange(ctx, summary.name) });
   if (blocked) return refuse(ctx, call, `Tool call blocked: ${blocked}.`);
   if (isTaskCall(run.settings, summary.name) && takesPatch(PATCHES.subAgents, ctx.runVersion))
     return runTaskCall(ctx, call, { assistantSeq, args, workspaceQueue: () => workspaceTaskQueue(ctx) });
   await executeCall(ctx, call, assistantSeq, args);
+}
+
+/**
+ * Whether the call `name` may change anything, for hooks: a writing built-in, or an MCP tool that
+ * is not `safe`. Runs whose hooks saw MCP tools as never changing anything keep replaying
+ * (the patch is asked only where the answer differs, and only for runs with hooks).
+ */
+function mayChange(ctx: RunContext, name: string): boolean {
+  if (MUTATING_TOOLS.has(name)) return true;
+  const mcp = mcpTarget(ctx.run, name);
+  return (
+    mcp !== undefined &&
+    mcp.replay !== "safe" &&
+    ctx.hooks.length > 0 &&
+    takesPatch(PATCHES.hooksSeeMcpTools, ctx.runVersion)
+  );
 }
 
 async function refuse(ctx: RunContext, call: BatchCall, text: string): Promise<void> {
@@ -191,6 +208,8 @@ async function executeCall(
             );
       ctx.stream.publishLive(result.live);
       if (MUTATING_TOOLS.has(call.summary.name) || (mcp && mcp.replay !== "safe")) ctx.ranMutatingTool = true;
+      if (result.mcpToolsChanged)
+        ctx.mcpToolsChanged = new Set([...(ctx.mcpToolsChanged ?? []), ...result.mcpToolsChanged]);
       endCall(ctx, call, result.isError ? "failed" : "completed", result.isError);
       return;
     } catch (error) {

@@ -2,9 +2,10 @@
  * The Lambda worker entry (`src/worker/lambda.ts`) against the real Temporal dev server with a fake
  * Lambda context: one invocation picks up a run's workflow and activity tasks (tool calls
  * included, on the shared task queue), and returns before the invocation's deadline; a workspace
- * missing from the environment's disk is restored from its snapshot in S3.
+ * missing from the environment's disk is restored from its snapshot in S3; the MCP servers an
+ * invocation started are closed when it returns.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { indexPathOf } from "../../../src/store/workspace-tree";
 import { lockPathOf, workspaceFor } from "../../../src/tools/workspace";
@@ -17,6 +18,7 @@ import {
   uniqueName,
   workflowBundlePath,
 } from "../../support/integration-env";
+import { everythingServer, MCP_WORKER_ENV } from "../../support/mcp-servers";
 import { createRunStage, messagesOf, modelCalled, type RunStage } from "../../support/run-harness";
 
 jest.setTimeout(120_000);
@@ -51,6 +53,7 @@ beforeAll(async () => {
     OPENAI_BASE_URL: stage.llm.openaiBaseURL,
     ANTHROPIC_API_KEY: "local-key",
     ANTHROPIC_BASE_URL: stage.llm.anthropicBaseURL,
+    ...MCP_WORKER_ENV,
   });
   // What `temporal worker deployment set-current-version` does after a deploy: route the task
   // queue's work to this version (before any of its workers has polled).
@@ -206,4 +209,44 @@ test("a workspace made from a directory source comes back on an environment that
     text: "Read: from the source folder",
   });
   await invocation;
+});
+
+/** Processes whose command line holds `marker`. */
+function processesWith(marker: string): string[] {
+  return readdirSync("/proc").filter((pid) => {
+    if (!/^\d+$/.test(pid)) return false;
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(marker);
+    } catch {
+      return false; // gone meanwhile
+    }
+  });
+}
+
+test("the MCP servers an invocation's calls started are closed when it returns", async () => {
+  stage.llm.addScenario("lambda-mcp", {
+    turns: [{ toolCalls: [{ name: "everything__echo", arguments: { message: "from lambda" } }] }],
+    after: { text: "Result: {{lastToolResult}}" },
+  });
+  // server-everything reads its first argument only: the marker finds its process.
+  const marker = uniqueName("lambda-mcp-marker");
+  const server = everythingServer();
+  const invocation = handler({}, fakeContext(Date.now() + INVOCATION_MS));
+  const ref = stage.newSession();
+  await stage.runs.deliver(
+    ref,
+    { text: "[scenario:lambda-mcp] go", mode: "auto" },
+    stage.settings({ mcpServers: [{ ...server, args: [...(server.args ?? []), marker] }] }),
+  );
+  expect((await stage.result(ref)).status).toBe("completed");
+  const last = messagesOf(await stage.entries(ref)).at(-1);
+  expect(last?.role === "assistant" && last.content[0]).toEqual({
+    type: "text",
+    text: "Result: Echo: from lambda",
+  });
+  // Kept while the invocation polls (the connection serves the session's next call)...
+  expect(processesWith(marker).length).toBeGreaterThan(0);
+  await invocation;
+  // ...and gone once it returned.
+  expect(processesWith(marker)).toEqual([]);
 });

@@ -3,18 +3,23 @@
  * calling their tools by scenario: server-everything (text, an image, structured content,
  * progress), server-filesystem confined to the workspace, mcp-server-time (Python); a server that
  * crashes mid-call, one that is too slow (timeout), an abort during a call, a call behind `ask`,
- * the tool list across continue-as-new, and a server down at start.
+ * the tool list across continue-as-new, a server down at start, and a server whose tool list
+ * changes during the run, server-everything as a Streamable HTTP server, and the read-only hook.
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { Worker } from "@temporalio/worker";
 import type { AgentEvent } from "../../../src/core/events";
 import { workspaceFor } from "../../../src/tools/workspace";
 import { type RunSettings, runWorkflowId } from "../../../src/workflows/types";
+import { workflowBundlePath } from "../../support/integration-env";
 import {
+  changingServer,
   crashingEverythingServer,
   everythingServer,
   filesystemServer,
   MCP_WORKER_ENV,
+  startEverythingHttp,
   timeServer,
 } from "../../support/mcp-servers";
 import {
@@ -94,6 +99,17 @@ test("server-everything: text, an image and structured content come back as tool
     (event) => event.activityTaskScheduledEventAttributes?.activityType?.name === "listMcpTools",
   );
   expect(listed).toHaveLength(1);
+  // The tools ride in the history once (the listing's result); model calls name them by digest.
+  const turnInputs = (history.events ?? []).flatMap((event) => {
+    const scheduled = event.activityTaskScheduledEventAttributes;
+    if (scheduled?.activityType?.name !== "llmTurn") return [];
+    return [Buffer.from(scheduled.input?.payloads?.[0]?.data ?? new Uint8Array()).toString()];
+  });
+  expect(turnInputs.length).toBeGreaterThanOrEqual(2);
+  for (const input of turnInputs) {
+    expect(input).toContain('"mcpToolRefs":[{"server":"everything","digest":"');
+    expect(input).not.toContain("inputSchema");
+  }
 });
 
 test("server-filesystem is confined to the workspace; mcp-server-time (Python) answers", async () => {
@@ -292,4 +308,112 @@ test("secrets by reference: resolved on the worker when the operator lists them,
   const input = Buffer.from(started ?? new Uint8Array()).toString();
   expect(input).toContain("MCP_TEST_TOKEN");
   expect(input).not.toContain("token-value-31337");
+});
+
+test("a server that announces a changed tool list is listed again; the model sees the new tool from the next turn, across continue-as-new and replay", async () => {
+  stage.llm.addScenario("mcp-list-changed", {
+    turns: [
+      { toolCalls: [{ name: "changing__enable-extra", arguments: {} }] },
+      { toolCalls: [{ name: "changing__extra", arguments: {} }] },
+    ],
+    after: { text: "Result: {{lastToolResult}}" },
+  });
+  const ref = stage.newSession();
+  const settings = stage.settings({ mcpServers: [changingServer()] });
+  settings.limits = { ...settings.limits, turnsPerExecution: 1 };
+  await stage.runs.deliver(ref, { text: "[scenario:mcp-list-changed] go", mode: "auto" }, settings);
+  expect((await stage.result(ref)).status).toBe("completed");
+  const results = toolResults(await expectIntactSession(stage, ref));
+  expect(results.map(textOf)).toEqual(["extra enabled", "extra answered"]);
+
+  const offered = stage.llm
+    .journal()
+    .filter((entry) => entry.scenario === "mcp-list-changed")
+    .map((entry) => JSON.stringify(entry.body).includes('"changing__extra"'));
+  expect(offered[0]).toBe(false);
+  expect(offered.slice(1).every(Boolean)).toBe(true);
+  const recorded = await stage.runs.mcpTools(ref);
+  const names = recorded?.servers.flatMap((listing) =>
+    listing.status === "ready" ? listing.tools.map((entry) => entry.tool) : [],
+  );
+  expect(names).toEqual(["enable-extra", "extra"]);
+
+  // The first execution listed again (and said so); it replays against the current code.
+  const latest = await stage.client.workflow.getHandle(runWorkflowId(ref)).fetchHistory();
+  const first = latest.events?.[0]?.workflowExecutionStartedEventAttributes?.firstExecutionRunId ?? undefined;
+  const firstRun = stage.client.workflow.getHandle(runWorkflowId(ref), first);
+  const events = await firstRun.query<AgentEvent[], [number]>("events", 0);
+  expect(events.find((event) => event.type === "mcp_tools_changed")).toMatchObject({
+    type: "mcp_tools_changed",
+    server: "changing",
+    tools: ["changing__enable-extra", "changing__extra"],
+  });
+  const history = await firstRun.fetchHistory();
+  const scheduled = (history.events ?? []).map(
+    (event) => event.activityTaskScheduledEventAttributes?.activityType?.name,
+  );
+  expect(scheduled.filter((name) => name === "listMcpTools")).toHaveLength(2);
+  await Worker.runReplayHistory({ workflowBundle: { codePath: workflowBundlePath() } }, history);
+});
+
+test("a Streamable HTTP server: refused at a loopback address the operator did not allow, called end to end once it does", async () => {
+  const remote = await startEverythingHttp();
+  try {
+    const server = { name: "remote", url: remote.url };
+    const refused = await runCalling(
+      "mcp-http-not-allowed",
+      [{ name: "remote__echo", arguments: { message: "nope" } }],
+      { mcpServers: [server] },
+    );
+    expect((await stage.result(refused)).status).toBe("completed");
+    const down = (await allEvents(refused)).find((event) => event.type === "mcp_server_unavailable");
+    expect(JSON.stringify(down)).toMatch(/loopback/);
+    expect(textOf(toolResults(await stage.entries(refused))[0]!)).toMatch(/not one of this run's tools/);
+
+    await stage.stopWorkers();
+    await stage.startWorker({ ...MCP_WORKER_ENV, KEEL_MCP_HOSTS: "127.0.0.1" });
+    const ref = await runCalling(
+      "mcp-http",
+      [
+        { name: "remote__echo", arguments: { message: "over http" } },
+        { name: "remote__get-sum", arguments: { a: 20, b: 22 } },
+        { name: "remote__trigger-long-running-operation", arguments: { duration: 2, steps: 2 } },
+      ],
+      { mcpServers: [server] },
+    );
+    expect((await stage.result(ref)).status).toBe("completed");
+    const results = toolResults(await expectIntactSession(stage, ref));
+    expect(results.map((result) => result.isError)).toEqual([false, false, false]);
+    expect(textOf(results[0]!)).toBe("Echo: over http");
+    expect(textOf(results[1]!)).toContain("42");
+    expect(textOf(results[2]!)).toContain("Long running operation completed");
+    expect((await stage.runs.mcpTools(ref))?.servers[0]).toMatchObject({ server: "remote", status: "ready" });
+  } finally {
+    await remote.stop();
+  }
+});
+
+test("the read-only hook lets MCP tools annotated read-only run and blocks the others", async () => {
+  const ref = await runCalling(
+    "mcp-read-only",
+    [
+      { name: "everything__echo", arguments: { message: "just looking" } },
+      { name: "everything__toggle-simulated-logging", arguments: {} },
+    ],
+    { mcpServers: [everythingServer()], hooks: ["read-only"] },
+  );
+  expect((await stage.result(ref)).status).toBe("completed");
+  const results = toolResults(await expectIntactSession(stage, ref));
+  expect(textOf(results[0]!)).toBe("Echo: just looking");
+  expect(results[1]).toMatchObject({ isError: true });
+  expect(textOf(results[1]!)).toBe(
+    "Tool call blocked: everything__toggle-simulated-logging is blocked: this run is read-only.",
+  );
+  // Blocked before it ran: no activity was scheduled for it.
+  const history = await stage.client.workflow.getHandle(runWorkflowId(ref)).fetchHistory();
+  const summaries = (history.events ?? []).map((event) =>
+    Buffer.from(event.userMetadata?.summary?.data ?? new Uint8Array()).toString(),
+  );
+  expect(summaries.some((summary) => summary.includes("everything__echo"))).toBe(true);
+  expect(summaries.some((summary) => summary.includes("toggle-simulated-logging"))).toBe(false);
 });

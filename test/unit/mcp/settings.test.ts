@@ -2,7 +2,13 @@ import { messageBodySchema } from "../../../src/api/schemas";
 import { mcpServerFrom } from "../../../src/cli/commands/message";
 import { mcpPolicyFromEnv } from "../../../src/mcp/policy";
 import { mcpServersSchema } from "../../../src/mcp/schema";
-import { findMcpTool, mcpToolSpecs, replayClassOf, splitMcpToolName } from "../../../src/mcp/tool-names";
+import {
+  findMcpTool,
+  mcpToolSpecs,
+  mcpToolsForTurn,
+  replayClassOf,
+  splitMcpToolName,
+} from "../../../src/mcp/tool-names";
 import { decidePolicy } from "../../../src/workflows/policy";
 
 const policy = { secrets: ["GITHUB_TOKEN"], privateHosts: ["mcp.internal"] };
@@ -99,6 +105,20 @@ test("model-facing names are <server>__<tool>; unavailable servers offer nothing
   ]);
   expect(findMcpTool(list, "fs__read_file")?.entry.replay).toBe("safe");
   expect(findMcpTool(list, "down__x")).toBeUndefined();
+});
+
+test("a model call names the listings by digest when every ready one was stored, else carries the list", () => {
+  const tools = [{ tool: "echo", description: "d", inputSchema: {}, replay: "safe" as const }];
+  const stored = {
+    servers: [
+      { server: "a", status: "ready" as const, tools, digest: "1".repeat(64) },
+      { server: "down", status: "unavailable" as const, error: "spawn failed" },
+    ],
+  };
+  expect(mcpToolsForTurn(stored)).toEqual({ mcpToolRefs: [{ server: "a", digest: "1".repeat(64) }] });
+  const older = { servers: [...stored.servers, { server: "b", status: "ready" as const, tools }] };
+  expect(mcpToolsForTurn(older)).toEqual({ mcpTools: older });
+  expect(mcpToolsForTurn(undefined)).toEqual({});
 });
 
 test("keel run --mcp: a command with its arguments, or an HTTP URL", () => {
