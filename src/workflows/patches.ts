@@ -42,6 +42,11 @@ export const PATCHES = {
   offeredToolsOnly: { id: "offered-tools-only", addedIn: UNRELEASED },
   /** A `task` call runs a sub-agent as a child workflow (run/task-calls.ts). */
   subAgents: { id: "sub-agents", addedIn: UNRELEASED },
+  /**
+   * A `task` call's result is written by an activity that reads the child's full final answer
+   * from its session (cut at the output limits), not from the child's 500-character preview.
+   */
+  taskResultFromSession: { id: "task-result-from-session", addedIn: UNRELEASED },
   /** Branching restores the workspace as it was at the entry. */
   branchRestoresWorkspace: { id: "branch-restores-workspace", addedIn: UNRELEASED },
 } as const satisfies Record<string, PatchRecord>;
