@@ -97,3 +97,55 @@ test("a task call's child events come nested in the parent's stream; steering th
     "Child heard: steered into the child",
   );
 });
+
+test("a child's approval request shows in the parent's stream and is approved through the API on the child session", async () => {
+  api.stage.llm.addScenario("nest-ask-parent", {
+    turns: [
+      {
+        toolCalls: [{ name: "task", arguments: { agent: "shell", prompt: "[scenario:nest-ask-child] run" } }],
+      },
+    ],
+    after: { text: "Parent read: {{lastToolResult}}" },
+  });
+  api.stage.llm.addScenario("nest-ask-child", {
+    turns: [{ toolCalls: [{ name: "bash", arguments: { command: "echo approved-in-child" } }] }],
+    after: { text: "Child saw: {{lastToolResult}}" },
+  });
+  const sessionId = api.sessionId();
+  const sent = await api.call("POST", `/v1/sessions/${sessionId}/messages`, {
+    json: {
+      text: "[scenario:nest-ask-parent] go",
+      tools: [...DEFAULT_RUN_SETTINGS.tools, "task"],
+      agents: [{ name: "shell", description: "runs commands", tools: ["bash"] }],
+      policy: { rules: [{ tool: "bash", action: "ask" }], default: "allow" },
+    },
+  });
+  expect(sent.status).toBe(202);
+
+  let approval: Promise<number> | undefined;
+  const events = await readSse(await open(sessionId), (seen) => {
+    const asked = seen
+      .filter((event) => event.event === "child")
+      .map((event) => JSON.parse(event.data!) as Marked)
+      .find((event) => event.type === "approval_requested");
+    if (asked?.type === "approval_requested" && !approval)
+      approval = api
+        .call("POST", `/v1/sessions/${asked.child!.sessionId}/approvals/${asked.toolCallId}`, {
+          json: { decision: "approve" },
+        })
+        .then((response) => response.status);
+    return parentEnded(seen);
+  });
+  expect(await approval).toBe(202);
+  const childEvents = events
+    .filter((event) => event.event === "child")
+    .map((event) => JSON.parse(event.data!) as Marked);
+  expect(childEvents.map((event) => event.type)).toEqual(
+    expect.arrayContaining(["approval_requested", "approval_resolved", "agent_end"]),
+  );
+  const messages = messagesOf(await api.stage.entries({ tenantId: api.tenants.a, sessionId }));
+  const last = messages.at(-1);
+  expect(last?.role === "assistant" && last.content[0]?.type === "text" && last.content[0].text).toContain(
+    "approved-in-child",
+  );
+});
