@@ -59,7 +59,18 @@ export class ChildEvents {
       toolCallId: event.toolCallId,
     };
     const forwarder: Forwarder = { stopping: false, done: Promise.resolve() };
-    forwarder.done = this.forward(mark, forwarder);
+    // A child that cannot be read does not end the parent's stream: the client is told, once.
+    forwarder.done = this.forward(mark, forwarder).catch((error: unknown) =>
+      this.closed.aborted
+        ? undefined
+        : this.stream.writeSSE({
+            event: "child_error",
+            data: JSON.stringify({
+              child: mark,
+              message: `the sub-agent's events cannot be read: ${String(error)}`,
+            }),
+          }),
+    );
     this.forwarders.set(event.toolCallId, forwarder);
   }
 

@@ -5,6 +5,7 @@
  */
 import { childSessionId } from "../../../src/core/agents";
 import type { ToolResultMessage } from "../../../src/core/messages";
+import { SessionNotFoundError } from "../../../src/store/session-errors";
 import { DEFAULT_RUN_SETTINGS, runWorkflowId } from "../../../src/workflows/types";
 import {
   eventually,
@@ -205,6 +206,8 @@ test("two task calls in one batch run in parallel; a failing child is an error r
   const [a, b] = children;
   expect(a && b && a.start < b.close && b.start < a.close).toBe(true);
   expect(Date.now() - started).toBeGreaterThan(2_000);
+  await expectIntactSession(stage(), ref);
+  for (const index of [0, 1, 2]) await expectIntactSession(stage(), await childOf(ref, index));
 });
 
 test("abort of the parent aborts the child, and both sessions are closed", async () => {
@@ -329,7 +332,14 @@ test("a child's tool call awaiting approval is approved on the child's session; 
   };
   await stage().runs.deliver(ref, { text: "[scenario:sub-ask-parent] go", mode: "auto" }, settings);
   const childRef = await eventually(async () => {
-    const ids = toolCallIds(messagesOf(await stage().entries(ref)));
+    // The session is created by the run's first activity: until then there is nothing to read.
+    const entries = await stage()
+      .entries(ref)
+      .catch((error: unknown) => {
+        if (error instanceof SessionNotFoundError) return [];
+        throw error;
+      });
+    const ids = toolCallIds(messagesOf(entries));
     return ids[0] ? { tenantId: ref.tenantId, sessionId: childSessionId(ref.sessionId, ids[0]) } : undefined;
   });
   const waiting = await eventually(async () => {
