@@ -11,6 +11,7 @@ import { runnerToolActivity } from "./runner-tool";
 import { scheduledRunActivities } from "./scheduled-runs";
 import { sessionActivities } from "./session-activities";
 import { servingOnlyTenant } from "./single-tenant";
+import { taskResultActivity } from "./task-result";
 import type { KeelActivities } from "./types";
 import { workspaceActivities } from "./workspace-activities";
 
@@ -24,6 +25,7 @@ export function createActivities(deps: ActivityDeps): KeelActivities {
     llmTurn: llmTurnActivity(deps),
     executeTool: executeToolActivity(deps),
     executeToolOnRunner: runnerToolActivity(deps),
+    storeTaskResult: taskResultActivity(deps),
     compact: compactActivity(deps),
     branch: branchActivity(deps),
     postChatReply: chatReplyActivity(deps),

@@ -201,6 +201,23 @@ export interface ExecuteToolResult {
   mcpToolsChanged?: string[];
 }
 
+/** A `task` call's end: what `storeTaskResult` writes at the call's slot in the parent session. */
+export interface StoreTaskResultInput extends SessionRef {
+  slot: EntrySlot;
+  toolCallId: string;
+  toolName: string;
+  agent: string;
+  /** The child's session: its final answer is read from there. */
+  child: SessionRef;
+  status: string;
+  reason: string;
+  usage: Usage;
+  /** The child completed because a limit or a hook stopped it: an error result. */
+  cutShort: boolean;
+  /** False when the child never ran (no session to read an answer from). */
+  readAnswer: boolean;
+}
+
 export interface CompactInput extends SessionRef {
   model: string;
   reserveTokens: number;
@@ -266,6 +283,7 @@ export interface KeelActivities extends ScheduledRunActivities {
   llmTurn(input: LlmTurnInput): Promise<LlmTurnResult>;
   executeTool(input: ExecuteToolInput): Promise<ExecuteToolResult>;
   executeToolOnRunner(input: RunnerToolInput): Promise<ExecuteToolResult>;
+  storeTaskResult(input: StoreTaskResultInput): Promise<ExecuteToolResult>;
   compact(input: CompactInput): Promise<CompactResult>;
   branch(input: BranchInput): Promise<BranchResult>;
   postChatReply(input: PostChatReplyInput): Promise<{ posted: boolean }>;

@@ -11,6 +11,7 @@ import type { AgentEvent } from "../core/events";
 import type { RunClient } from "../run-client/run-client";
 import type { FeedItem } from "../run-client/run-feed";
 import type { SessionRef } from "../workflows/types";
+import { ChildEvents } from "./child-events";
 import { liveState } from "./routes/common";
 
 /** How often the fallback loop (a run without a stream) asks the run for new events. */
@@ -42,6 +43,8 @@ export interface EventStreamOptions {
   runOpen: boolean;
   /** Told when the run's stream cannot be read and the events query is polled instead. */
   onFallback: (error: unknown) => void;
+  /** Send the events of the run's sub-agents too, nested (src/api/child-events.ts). */
+  children?: boolean;
 }
 
 /**
@@ -58,13 +61,29 @@ export async function streamRunEvents(
   const closed = new AbortController();
   stream.onAbort(() => closed.abort());
   const deadline = options.maxSeconds > 0 ? Date.now() + options.maxSeconds * 1000 : Number.POSITIVE_INFINITY;
+  const children = options.children ? new ChildEvents(stream, runs, ref, closed.signal) : undefined;
+  try {
+    await streamEvents(stream, runs, ref, resume, options, { closed, deadline, children });
+  } finally {
+    await children?.close();
+  }
+}
+
+async function streamEvents(
+  stream: SSEStreamingApi,
+  runs: RunClient,
+  ref: SessionRef,
+  resume: ResumePoint,
+  options: EventStreamOptions,
+  { closed, deadline, children }: { closed: AbortController; deadline: number; children?: ChildEvents },
+): Promise<void> {
   let sentSeq = resume.seq;
   /** The numbered event the feed showed last (undefined until it shows one). */
   let feedSeq: number | undefined;
   let position = 0;
 
   const send = async (event: AgentEvent) => {
-    await stream.writeSSE({ id: String(event.seq), event: event.type, data: JSON.stringify(event) });
+    await sendNumbered(stream, event, children);
     sentSeq = event.seq;
   };
   /** Numbered events after the last sent, below `beforeSeq`, from the run's query. */
@@ -115,7 +134,7 @@ export async function streamRunEvents(
     }
     if (end?.kind === "failed") {
       options.onFallback(end.error);
-      return pollEvents(stream, runs, ref, sentSeq, deadline, closed.signal);
+      return pollEvents(stream, runs, ref, sentSeq, deadline, closed.signal, children);
     }
   }
 }
@@ -132,13 +151,14 @@ async function pollEvents(
   startAfter: number,
   deadline: number,
   closed: AbortSignal,
+  children: ChildEvents | undefined,
 ): Promise<void> {
   let after = startAfter;
   let lastWrite = Date.now();
   while (!closed.aborted && Date.now() < deadline) {
     const events = await runs.events(ref, after);
     for (const event of events) {
-      await stream.writeSSE({ id: String(event.seq), event: event.type, data: JSON.stringify(event) });
+      await sendNumbered(stream, event, children);
       after = event.seq;
       lastWrite = Date.now();
       if (event.type === "agent_end") return;
@@ -155,4 +175,11 @@ async function pollEvents(
     }
     await stream.sleep(EVENT_POLL_INTERVAL_MS);
   }
+}
+
+/** Writes a numbered run event; `children` nests a `task` call's child events around it. */
+async function sendNumbered(stream: SSEStreamingApi, event: AgentEvent, children: ChildEvents | undefined) {
+  await children?.before(event);
+  await stream.writeSSE({ id: String(event.seq), event: event.type, data: JSON.stringify(event) });
+  children?.after(event);
 }

@@ -191,6 +191,8 @@ export const notices = {
     `[Showing lines ${first}-${last} of ${total} (${formatSize(MAX_OUTPUT_BYTES)} limit). ${whereFullOutput(fullOutput, true)}]`,
   bashPartialLine: (shownBytes: number, line: number, fullOutput: string | undefined) =>
     `[Showing the last ${formatSize(shownBytes)} of line ${line}. ${whereFullOutput(fullOutput, false)}]`,
+  taskAnswer: (shown: number, total: number, sessionId: string) =>
+    `[Showing lines 1-${shown} of ${total} of the agent's answer (${formatSize(MAX_OUTPUT_BYTES)} limit). Full answer: the last message of session ${sessionId}]`,
   matchLimit: (limit: number) =>
     `${limit} matches limit reached. Use limit=${limit * 2} for more, or refine pattern`,
   resultLimit: (limit: number) =>

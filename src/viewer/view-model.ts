@@ -4,6 +4,7 @@
  * browser turns it into DOM with `textContent` only, so nothing in a session (model output, tool
  * output, file names) is ever parsed as HTML.
  */
+import { childSessionId, TASK_TOOL_NAME } from "../core/agents";
 import type { AgentMessage, AssistantMessage, ToolResultMessage, Usage } from "../core/messages";
 import { indexSession } from "../core/session-tree";
 import type { SessionEntry, SessionHeader } from "../core/session-types";
@@ -12,8 +13,11 @@ import type { SessionEntry, SessionHeader } from "../core/session-types";
 export type ViewBlock =
   | { type: "text"; text: string }
   | { type: "thinking"; text: string }
-  /** A tool call the model asked for; `args` is its arguments as indented JSON. */
-  | { type: "tool_call"; id: string; name: string; args: string }
+  /**
+   * A tool call the model asked for; `args` is its arguments as indented JSON. A `task` call names
+   * its sub-agent's session (`subSession`, derived from this session and the call id).
+   */
+  | { type: "tool_call"; id: string; name: string; args: string; subSession?: string }
   /** Output of a tool or a shell command; `error` when it failed. */
   | { type: "output"; text: string; error?: boolean }
   /** A unified diff (an edit's result). */
@@ -113,6 +117,9 @@ export function buildViewModel(
       onLeafPath: onPath.has(entry.id),
       ...describeEntry(entry),
     };
+    for (const block of node.blocks)
+      if (block.type === "tool_call" && block.name === TASK_TOOL_NAME && block.id)
+        block.subSession = childSessionId(sessionId, block.id);
     const label = index.labels.get(entry.id);
     if (label !== undefined) node.label = label;
     if (node.kind === "assistant" && entry.type === "message" && entry.message.role === "assistant") {

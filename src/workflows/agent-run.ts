@@ -106,7 +106,7 @@ async function runTurns(ctx: RunContext, input: RunInput): Promise<RunResult> {
       }
       continue;
     }
-    if (start.kind === "finish") return finish(ctx, "completed", start.reason);
+    if (start.kind === "finish") return finish(ctx, "completed", start.reason, { cutShort: true });
     if (start.kind === "continue_as_new") {
       ctx.stream.detach();
       await condition(allHandlersFinished);
@@ -185,7 +185,7 @@ async function runTurns(ctx: RunContext, input: RunInput): Promise<RunResult> {
       toolCalls: result.toolCalls,
       failedToolCalls: run.failedToolCalls,
     });
-    if (next.kind === "finish") return finish(ctx, "completed", next.reason);
+    if (next.kind === "finish") return finish(ctx, "completed", next.reason, { cutShort: true });
     run.next = next.next;
   }
 }

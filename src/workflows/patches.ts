@@ -46,6 +46,11 @@ export const PATCHES = {
   mcpToolsRelisted: { id: "mcp-tools-relisted", addedIn: UNRELEASED },
   /** Hooks see MCP tools that are not `safe` as tools that may change things (`read-only` blocks them). */
   hooksSeeMcpTools: { id: "hooks-see-mcp-tools", addedIn: UNRELEASED },
+  /**
+   * A `task` call's result is written by an activity that reads the child's full final answer
+   * from its session (cut at the output limits), not from the child's 500-character preview.
+   */
+  taskResultFromSession: { id: "task-result-from-session", addedIn: UNRELEASED },
   /** Branching restores the workspace as it was at the entry. */
   branchRestoresWorkspace: { id: "branch-restores-workspace", addedIn: UNRELEASED },
 } as const satisfies Record<string, PatchRecord>;

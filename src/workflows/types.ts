@@ -346,6 +346,8 @@ export interface RunResult {
   unprocessed?: QueuedMessage[];
   /** A sub-agent's run: the start of its last answer (what its parent's `task` call reports). */
   answer?: string;
+  /** A sub-agent's run stopped by a limit or a hook before it finished its task. */
+  cutShort?: boolean;
   /**
    * The latest deliveries the run took, by id, with their answers: a retry of one after the run
    * closed (its idempotency record lost) is answered from here instead of starting a new run.

@@ -29,8 +29,12 @@ export function callTagOf(text: string): string | undefined {
   return TAG_PATTERN.exec(text)?.[1];
 }
 
-/** The tool batch of step `step` (cycling): files first written, then read, edited and searched. */
-function toolBatch(step: number): ScriptedToolCall[] {
+/**
+ * The tool batch of step `step` (cycling): files first written, then read (by the session and by
+ * a sub-agent, which plays `scenario` as a follow-up: one read, then its report), edited and
+ * searched.
+ */
+function toolBatch(step: number, scenario: string): ScriptedToolCall[] {
   switch (step % 4) {
     case 0:
       return [
@@ -44,6 +48,14 @@ function toolBatch(step: number): ScriptedToolCall[] {
         { name: "ls", arguments: { path: "." } },
         // An MCP call (server-everything on stdio, in the sandbox; read-only, so repeated after a kill).
         { name: "everything__echo", arguments: { message: "chaos" } },
+        // A sub-agent: a child workflow on its own session, in a fork of this workspace.
+        {
+          name: "task",
+          arguments: {
+            agent: "explore",
+            prompt: `[scenario:${scenario}] A ${FOLLOW_UP_WORD} for a sub-agent: read notes.md and report.`,
+          },
+        },
       ];
     case 2:
       return [
@@ -58,8 +70,8 @@ function toolBatch(step: number): ScriptedToolCall[] {
   }
 }
 
-/** The scenario of one session: `toolTurns` tool turns per prompt, one after a follow-up. */
-export function chaosScenario(toolTurns: number): Scenario {
+/** The scenario `name` of one session: `toolTurns` tool turns per prompt, one after a follow-up. */
+export function chaosScenario(name: string, toolTurns: number): Scenario {
   const reply = (request: NormalizedRequest): Turn => {
     const tag = `[call:${requestDigest(request)}]`;
     const lastUser = request.messages.findLastIndex((message) => message.role === "user");
@@ -71,7 +83,7 @@ export function chaosScenario(toolTurns: number): Scenario {
     if (steps < (followUp ? 1 : toolTurns)) {
       return {
         text: `${tag} Step ${steps + 1}.`,
-        toolCalls: followUp ? [{ name: "read", arguments: { path: "notes.md" } }] : toolBatch(steps),
+        toolCalls: followUp ? [{ name: "read", arguments: { path: "notes.md" } }] : toolBatch(steps, name),
       };
     }
     return { text: `${tag} Finished after ${steps} tool turns.` };
@@ -81,7 +93,7 @@ export function chaosScenario(toolTurns: number): Scenario {
 
 /** Registers the session's scenario and its slow model calls on the local LLM server. */
 export function registerSessionScenario(llm: LocalLlmServer, session: SessionPlan): void {
-  llm.addScenario(session.scenario, chaosScenario(session.toolTurns));
+  llm.addScenario(session.scenario, chaosScenario(session.scenario, session.toolTurns));
   llm.addFaults([
     { kind: "slow", match: { scenario: session.scenario }, rate: 1, latencyMs: session.modelLatencyMs },
   ]);

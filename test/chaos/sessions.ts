@@ -6,11 +6,16 @@
  */
 
 import { setTimeout as sleep } from "node:timers/promises";
+import { TASK_TOOL_NAME } from "../../src/core/agents";
+import { DEFAULT_RUN_SETTINGS } from "../../src/workflows/types";
 import { everythingServer } from "../support/mcp-servers";
 import { ApiGaveUpError, type ChaosApiClient } from "./api-client";
 import type { FaultPlayer } from "./faults";
 import type { SessionPlan } from "./plan";
 import { FOLLOW_UP_WORD } from "./scenario";
+
+/** The default tools and `task`: the scenario delegates a read to the built-in `explore` agent. */
+const CHAOS_TOOLS = [...DEFAULT_RUN_SETTINGS.tools, TASK_TOOL_NAME];
 
 const POLL_INTERVAL_MS = 1_000;
 /** An abort planned after a kill waits this long at most for one. */
@@ -145,7 +150,7 @@ async function send(
   try {
     const answer = await api.post(
       `/v1/sessions/${record.plan.sessionId}/messages`,
-      { text, delivery, model: "local-chat", mcpServers: [everythingServer()] },
+      { text, delivery, model: "local-chat", tools: CHAOS_TOOLS, mcpServers: [everythingServer()] },
       key,
     );
     sent.attempts = answer.attempts;

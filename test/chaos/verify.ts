@@ -6,6 +6,7 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { HeadObjectCommand } from "@aws-sdk/client-s3";
+import { childSessionId, TASK_TOOL_NAME } from "../../src/core/agents";
 import type { SessionEntry } from "../../src/core/session-types";
 import { createS3Client } from "../../src/store/s3-config";
 import { SessionNotFoundError } from "../../src/store/session-errors";
@@ -31,6 +32,8 @@ export interface Verdict {
   entriesChecked: number;
   sessionsExported: number;
   sessionsOpenedByPi: number;
+  /** Sub-agent sessions (children of task calls) checked, exported and opened with the others. */
+  subAgentSessions: number;
   /** Aborted sessions whose follow-up run completed on an intact session. */
   usableAfterAbort: number;
   /** Per session, what the API and Temporal said and what is stored. */
@@ -85,6 +88,19 @@ async function storedAnswers(
   }
 }
 
+/** The sub-agent sessions of `sessionId`'s task calls. */
+function taskChildren(sessionId: string, entries: readonly SessionEntry[]): string[] {
+  return entries.flatMap((entry) =>
+    entry.type === "message" && entry.message.role === "assistant"
+      ? entry.message.content.flatMap((block) =>
+          block.type === "toolCall" && block.name === TASK_TOOL_NAME
+            ? [childSessionId(sessionId, block.id)]
+            : [],
+        )
+      : [],
+  );
+}
+
 function openWithPi(files: string[]): PiOpenResult[] {
   if (files.length === 0) return [];
   const output = execFileSync(process.execPath, [join(__dirname, "pi-open.mjs"), ...files], {
@@ -117,6 +133,28 @@ export async function verifySessions(
     records.map((record) => record.plan.sessionId),
     stack.workflowBundlePath,
   );
+  /** Exports the session through the API for pi to open (a failure is a violation). */
+  const exportSession = async (sessionId: string, entries: SessionEntry[]) => {
+    const exportFailure = (detail: string) => violations.push({ sessionId, kind: "export_failed", detail });
+    let answer: ApiAnswer;
+    try {
+      answer = await api.get(`/v1/sessions/${sessionId}/export`);
+    } catch (error) {
+      if (!(error instanceof ApiGaveUpError)) throw error;
+      exportFailure(error.message);
+      return;
+    }
+    if (answer.status !== 200) {
+      exportFailure(`HTTP ${answer.status}: ${answer.text.slice(0, 300)}`);
+      return;
+    }
+    const file = join(exportDir, `${sessionId}.jsonl`);
+    writeFileSync(file, answer.text);
+    exported.push({ sessionId, file, entries });
+  };
+  /** Sub-agents' sessions, found from their parents' task calls. */
+  const children: string[] = [];
+
   for (const record of records) {
     const sessionId = record.plan.sessionId;
     const sessionExecutions = executions.get(sessionId) ?? [];
@@ -152,23 +190,42 @@ export async function verifySessions(
     violations.push(...sessionViolations);
     if (sessionViolations.length === 0 && runViolations.length === 0) intact.add(sessionId);
     answers.push(...(await storedAnswers(stack, sessionId, stored.entries)));
+    children.push(...taskChildren(sessionId, entries));
+    await exportSession(sessionId, entries);
+  }
 
-    const exportFailure = (detail: string) => violations.push({ sessionId, kind: "export_failed", detail });
-    let answer: ApiAnswer;
+  // Each child: its executions replay, its session is intact (a task call an abort cut before its
+  // child started has none), its answers count for repeats, and pi opens its export.
+  const childExecutions = await describeExecutions(
+    temporal.address,
+    temporal.namespace,
+    CHAOS_TENANT,
+    children,
+    stack.workflowBundlePath,
+  );
+  for (const sessionId of children) {
+    for (const execution of childExecutions.get(sessionId) ?? []) {
+      if (execution.replayError === undefined) continue;
+      violations.push({
+        sessionId,
+        kind: "history_not_replayable",
+        detail: `run ${execution.runId} (${execution.status}): ${execution.replayError}`,
+      });
+    }
+    let stored: Awaited<ReturnType<ChaosStack["store"]["readEntries"]>>;
     try {
-      answer = await api.get(`/v1/sessions/${sessionId}/export`);
+      stored = await stack.store.readEntries({ tenantId: CHAOS_TENANT, sessionId });
     } catch (error) {
-      if (!(error instanceof ApiGaveUpError)) throw error;
-      exportFailure(error.message);
+      if (!(error instanceof SessionNotFoundError)) throw error;
       continue;
     }
-    if (answer.status !== 200) {
-      exportFailure(`HTTP ${answer.status}: ${answer.text.slice(0, 300)}`);
-      continue;
-    }
-    const file = join(exportDir, `${sessionId}.jsonl`);
-    writeFileSync(file, answer.text);
-    exported.push({ sessionId, file, entries });
+    entriesChecked += stored.entries.length;
+    violations.push(...checkStoredSession(sessionId, stored));
+    answers.push(...(await storedAnswers(stack, sessionId, stored.entries)));
+    await exportSession(
+      sessionId,
+      stored.entries.map(({ entry }) => entry),
+    );
   }
 
   let openedByPi = 0;
@@ -227,6 +284,7 @@ export async function verifySessions(
     entriesChecked,
     sessionsExported: exported.length,
     sessionsOpenedByPi: openedByPi,
+    subAgentSessions: children.length,
     usableAfterAbort,
   };
 }

@@ -256,6 +256,7 @@ export function runRoutes(deps: RouteContext) {
           (stream) =>
             streamRunEvents(stream, runs, ref, from, {
               deltas: query.deltas !== "false",
+              children: query.children === "true",
               maxSeconds: deps.config.sseMaxSeconds,
               runOpen: live !== undefined,
               onFallback: (error) =>

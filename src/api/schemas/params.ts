@@ -86,6 +86,14 @@ export const EventsQuerySchema = z.object({
       description:
         "Event stream only: `false` leaves out live events (message_update, tool_execution_update); default true",
     }),
+  children: z
+    .enum(["true", "false"])
+    .optional()
+    .openapi({
+      param: { name: "children", in: "query" },
+      description:
+        "Event stream only: `true` adds the numbered events of the run's sub-agents, as SSE events named `child` with `child: {sessionId, toolCallId}`; default false",
+    }),
 });
 
 export const ExportQuerySchema = z.object({

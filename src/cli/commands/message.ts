@@ -19,6 +19,7 @@ import {
   printJson,
 } from "../command";
 import { EventPrinter } from "../render";
+import { agentsFrom } from "./agents-option";
 import { EventDetails, followRun } from "./follow";
 
 type PostMessage = ApiClient["api"]["v1"]["sessions"][":sessionId"]["messages"]["$post"];
@@ -59,6 +60,7 @@ export const MESSAGE_OPTIONS = {
   "workspace-ref": { type: "string" },
   env: { type: "string" },
   mcp: { type: "string", multiple: true },
+  agents: { type: "string" },
 } as const;
 
 const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/;
@@ -133,6 +135,7 @@ export function messageBody(
   if (typeof values.system === "string") body.systemPrompt = values.system;
   const tools = commaList(values.tools);
   if (tools) body.tools = tools;
+  if (typeof values.agents === "string") body.agents = agentsFrom(values.agents, tools);
   const hooks = commaList(values.hooks);
   if (hooks) body.hooks = hooks;
   if (typeof values.env === "string") body.environment = values.env;
@@ -249,7 +252,7 @@ async function deliver(
 }
 
 const COMMON_FLAGS =
-  "[--follow [--no-stream]] [--model M] [--system TEXT] [--tools a,b] [--allow|--ask|--deny TOOL[:REGEX]]... [--default-policy allow|ask|deny] [--approval-timeout 10m] [--hooks a,b] [--max-turns N] [--max-tool-calls N] [--max-cost USD] [--workspace-dir DIR | --workspace-git URL [--workspace-ref REF]] [--env NAME] [--mcp NAME=COMMAND…|NAME=URL]...";
+  "[--follow [--no-stream]] [--model M] [--system TEXT] [--tools a,b] [--allow|--ask|--deny TOOL[:REGEX]]... [--default-policy allow|ask|deny] [--approval-timeout 10m] [--hooks a,b] [--max-turns N] [--max-tool-calls N] [--max-cost USD] [--workspace-dir DIR | --workspace-git URL [--workspace-ref REF]] [--env NAME] [--mcp NAME=COMMAND…|NAME=URL]... [--agents FILE]";
 
 /** Explains the run options (shown by `keel run --help` and friends). */
 export const RUN_OPTIONS_HELP = `Run options (they apply when the message starts a run):
@@ -271,6 +274,9 @@ export const RUN_OPTIONS_HELP = `Run options (they apply when the message starts
                            an MCP tool server, repeatable: a command the worker starts inside the
                            run's sandbox (the workspace is /workspace), or a Streamable HTTP URL; the
                            model sees its tools as NAME__TOOL (docs/tools.md, "MCP servers")
+  --agents FILE            sub-agents the run may delegate to with the task tool (needs task in
+                           --tools): a JSON array of {name, description, systemPrompt?, model?,
+                           tools?, maxTurns?} (docs/tools.md, "task")
   --follow, -f             show the run live until it ends (exit 1 if it fails or is aborted): the
                            answer as it is written (thinking dimmed), bash output as it comes
   --no-stream              with --follow: whole messages only, no live text

@@ -48,6 +48,19 @@ async function promptAndUsage(
 ): Promise<Pick<SessionDetails, "firstPrompt" | "usage">> {
   let firstPrompt: string | undefined;
   let usage = emptyUsage();
+  await forEachMessage(client, sessionId, (message) => {
+    if (message.role === "user") firstPrompt ??= oneLine(textOf(message), PROMPT_CHARS);
+    if (message.role === "assistant") usage = addUsage(usage, message.usage);
+  });
+  return { ...(firstPrompt !== undefined ? { firstPrompt } : {}), usage };
+}
+
+/** Calls `visit` with each stored message of the session, in order (one request per 1,000 entries). */
+export async function forEachMessage(
+  client: ApiClient,
+  sessionId: string,
+  visit: (message: AgentMessage) => void,
+): Promise<void> {
   let after: number | undefined;
   for (;;) {
     const page = await client.json(
@@ -62,11 +75,8 @@ async function promptAndUsage(
     for (const { seq, entry } of page.entries) {
       after = seq;
       const { type, message } = entry as EntryView;
-      if (type !== "message" || !message) continue;
-      if (message.role === "user") firstPrompt ??= oneLine(textOf(message), PROMPT_CHARS);
-      if (message.role === "assistant") usage = addUsage(usage, message.usage);
+      if (type === "message" && message) visit(message);
     }
-    if (page.nextAfter === undefined || page.entries.length === 0)
-      return { ...(firstPrompt !== undefined ? { firstPrompt } : {}), usage };
+    if (page.nextAfter === undefined || page.entries.length === 0) return;
   }
 }

@@ -4,6 +4,7 @@ import { type ApiClient, EXIT, UsageError } from "../client";
 import { type Command, integerOption, parseCommand, printJson } from "../command";
 import { formatUsage, formatUsd } from "../render";
 import { type SessionDetails, sessionDetails } from "./session-details";
+import { subAgentLines } from "./sub-agents";
 
 type ListSessions = ApiClient["api"]["v1"]["sessions"]["$get"];
 type SessionListItem = InferResponseType<ListSessions, 200>["sessions"][number];
@@ -160,6 +161,7 @@ export const showCommand: Command = {
         lines.push(`pending  ${call.name} ${call.toolCallId} (${call.state})`);
       }
     }
+    lines.push(...(await subAgentLines(client, sessionId)));
     context.out.write(`${lines.join("\n")}\n`);
     return EXIT.ok;
   },

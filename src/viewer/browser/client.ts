@@ -73,6 +73,15 @@ export function viewerClient(): void {
     return anchor;
   }
 
+  /**
+   * A `task` call's sub-run: live, a link to the child session's viewer page (a sibling of this
+   * page, same origin: the id is derived, not model text, and is encoded); in an export, its id.
+   */
+  function subRun(sessionId: string): HTMLElement {
+    if (config.mode !== "live") return element("span", "sub-run", `sub-run: session ${sessionId}`);
+    return link(new URL(encodeURIComponent(sessionId), location.href).href, `sub-run: session ${sessionId}`);
+  }
+
   function askForKey(problem?: string): void {
     app.replaceChildren();
     const form = element("form", "key");
@@ -341,6 +350,7 @@ export function viewerClient(): void {
         head.append(element("span", "tool", `→ ${block.name}`));
         if (block.id && current?.temporalRunsUrl)
           head.append(link(current.temporalRunsUrl, "tool call in Temporal"));
+        if (block.subSession) head.append(subRun(block.subSession));
         call.append(head, longText("args", "arguments", block.args));
         return call;
       }

@@ -144,11 +144,15 @@ export async function closeOpenCalls(ctx: RunContext, text: string, state: ToolC
   }
 }
 
-/** Ends the run: no message is accepted from here on; a chat thread gets the answer. */
+/**
+ * Ends the run: no message is accepted from here on; a chat thread gets the answer. `cutShort`: a
+ * limit or a hook stopped the run before the model was done (a sub-agent's parent is told).
+ */
 export async function finish(
   ctx: RunContext,
   final: RunResult["status"],
   reason: string,
+  { cutShort = false } = {},
 ): Promise<RunResult> {
   const { run } = ctx;
   run.endReason = reason;
@@ -198,7 +202,7 @@ export async function finish(
     leafId: run.cursor?.leafId ?? null,
     nextSeq: run.cursor?.nextSeq ?? 0,
     ...(unprocessed.length > 0 ? { unprocessed } : {}),
-    ...(ctx.subAgent ? { answer: run.lastAssistantText } : {}),
+    ...(ctx.subAgent ? { answer: run.lastAssistantText, ...(cutShort ? { cutShort } : {}) } : {}),
     deliveries: run.recentDeliveries.filter((delivery) => delivery.result !== undefined),
   };
 }

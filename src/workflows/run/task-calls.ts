@@ -26,9 +26,10 @@ import {
 } from "../../core/agents";
 import { emptyUsage } from "../../core/usage";
 import { abortSignal } from "../definitions";
+import { PATCHES, takesPatch } from "../patches";
 import { runAttributes } from "../search-attributes";
 import { type RunInput, type RunResult, type RunSettings, runWorkflowId, startedStatus } from "../types";
-import { snapshotActivities } from "./activity-options";
+import { snapshotActivities, storage } from "./activity-options";
 import type { RunContext } from "./context";
 import { syntheticToolResult } from "./entries";
 import { endCall, writeEntries } from "./lifecycle";
@@ -126,6 +127,24 @@ export async function runTaskCall(ctx: RunContext, call: BatchCall, batch: TaskC
     outcome.kind === "result"
       ? outcome.result
       : { status: "failed", reason: outcome.error, usage: emptyUsage() };
+  if (takesPatch(PATCHES.taskResultFromSession, ctx.runVersion)) {
+    const stored = await CancellationScope.nonCancellable(() =>
+      storage.storeTaskResult({
+        ...run.ref,
+        slot: call.slot,
+        toolCallId: summary.id,
+        toolName: summary.name,
+        agent: parsed.agent.name,
+        child: ref,
+        status: result.status,
+        reason: result.reason,
+        usage: result.usage,
+        cutShort: outcome.kind === "result" && outcome.result.cutShort === true,
+        readAnswer: outcome.kind === "result",
+      }),
+    );
+    return endCall(ctx, call, stored.isError ? "failed" : "completed", stored.isError);
+  }
   const text = taskResultText({
     agent: parsed.agent.name,
     sessionId: ref.sessionId,

@@ -227,6 +227,35 @@ const representativeRuns: Array<{
     },
   },
   {
+    // A task call whose result is written by the `storeTaskResult` activity from the child's
+    // session (patch task-result-from-session); the child is cut short by its turn limit.
+    name: "task-call-result-from-session",
+    drive: async (stage, ref) => {
+      stage.llm.addScenario("replay-task-result", {
+        turns: [
+          {
+            toolCalls: [
+              { name: "task", arguments: { agent: "lister", prompt: "[scenario:replay-task-lister] x" } },
+            ],
+          },
+        ],
+        after: { text: "done" },
+      });
+      stage.llm.addScenario("replay-task-lister", {
+        turns: [],
+        after: { toolCalls: [{ name: "ls", arguments: {} }] },
+      });
+      await stage.runs.deliver(
+        ref,
+        { text: "[scenario:replay-task-result] go", mode: "auto" },
+        stage.settings({
+          tools: ["read", "ls", "task"],
+          agents: [{ name: "lister", description: "lists", tools: ["ls"], maxTurns: 1 }],
+        }),
+      );
+    },
+  },
+  {
     // A model call that fails for good: the run closes the session and ends as failed.
     name: "failed-model-call",
     drive: async (stage, ref) => {

@@ -5,12 +5,24 @@
  */
 import { childSessionId } from "../../../src/core/agents";
 import type { ToolResultMessage } from "../../../src/core/messages";
+import { SessionNotFoundError } from "../../../src/store/session-errors";
 import { DEFAULT_RUN_SETTINGS, runWorkflowId } from "../../../src/workflows/types";
-import { messagesOf, modelCalled, runStageForSuite } from "../../support/run-harness";
+import {
+  eventually,
+  expectIntactSession,
+  messagesOf,
+  modelCalled,
+  runStageForSuite,
+} from "../../support/run-harness";
 
 jest.setTimeout(120_000);
 
 const stage = runStageForSuite();
+
+/** A child's report longer than any preview (the result carries all of it). */
+const LONG_REPORT = Array.from({ length: 60 }, (_, i) => `finding ${i}: ${"detail ".repeat(8).trim()}`).join(
+  "\n",
+);
 
 const withTask = () => stage().settings({ tools: [...DEFAULT_RUN_SETTINGS.tools, "task"] });
 
@@ -45,7 +57,7 @@ test("a task call runs the explore agent as a child run and returns its answer a
           { name: "bash", arguments: { command: "echo hi" } },
         ],
       },
-      { text: "The child looked around." },
+      { text: `The child looked around.\n${LONG_REPORT}` },
     ],
   });
   const ref = stage().newSession();
@@ -59,11 +71,18 @@ test("a task call runs the explore agent as a child run and returns its answer a
   const [taskResult] = taskResults(messages);
   expect(taskResult?.isError).toBe(false);
   const text = taskResult?.content[0]?.type === "text" ? taskResult.content[0].text : "";
-  expect(text).toContain("The child looked around.");
+  // The whole answer, not a preview of it; the child's session and usage beside it.
+  expect(text).toContain(`The child looked around.\n${LONG_REPORT}`);
   expect(text).toContain(`session ${childRef.sessionId}`);
 
   const child = await stage().result(childRef);
-  expect(child).toMatchObject({ status: "completed", answer: "The child looked around." });
+  expect(child.status).toBe("completed");
+  expect(taskResult?.details).toEqual({
+    agent: "explore",
+    childSessionId: childRef.sessionId,
+    status: "completed",
+    usage: child.usage,
+  });
   // The child's model calls count in the parent's usage.
   const parentOwn = messages.reduce(
     (sum, message) => sum + (message.role === "assistant" ? message.usage.totalTokens : 0),
@@ -187,6 +206,8 @@ test("two task calls in one batch run in parallel; a failing child is an error r
   const [a, b] = children;
   expect(a && b && a.start < b.close && b.start < a.close).toBe(true);
   expect(Date.now() - started).toBeGreaterThan(2_000);
+  await expectIntactSession(stage(), ref);
+  for (const index of [0, 1, 2]) await expectIntactSession(stage(), await childOf(ref, index));
 });
 
 test("abort of the parent aborts the child, and both sessions are closed", async () => {
@@ -211,6 +232,130 @@ test("abort of the parent aborts the child, and both sessions are closed", async
   expect(child.status).toBe("aborted");
   expect(child.reason).toContain("stop all");
   expect(taskResults(messages).map((message) => message.isError)).toEqual([true]);
-  const childMessages = messagesOf(await stage().entries(childRef));
+  const childMessages = messagesOf(await expectIntactSession(stage(), childRef));
   expect(childMessages.at(-1)).toMatchObject({ role: "assistant", stopReason: "aborted" });
+  await expectIntactSession(stage(), ref);
+});
+
+/** The child session of the run's `index`th tool call. */
+async function childOf(ref: { tenantId: string; sessionId: string }, index = 0) {
+  const id = toolCallIds(messagesOf(await stage().entries(ref)))[index] ?? "";
+  return { tenantId: ref.tenantId, sessionId: childSessionId(ref.sessionId, id) };
+}
+
+test("a child stopped by its turn limit is an error result the parent's model reads", async () => {
+  stage().llm.addScenario("sub-limit-parent", {
+    turns: [
+      { toolCalls: [{ name: "task", arguments: { agent: "looper", prompt: "[scenario:sub-loop] go on" } }] },
+      { text: "Parent read: {{lastToolResult}}" },
+    ],
+  });
+  stage().llm.addScenario("sub-loop", { turns: [], after: { toolCalls: [{ name: "ls", arguments: {} }] } });
+  const ref = stage().newSession();
+  const settings = {
+    ...withTask(),
+    agents: [{ name: "looper", description: "never stops", tools: ["ls"], maxTurns: 2 }],
+  };
+  await stage().runs.deliver(ref, { text: "[scenario:sub-limit-parent] go", mode: "auto" }, settings);
+  expect((await stage().result(ref)).status).toBe("completed");
+  const childRef = await childOf(ref);
+  expect(await stage().result(childRef)).toMatchObject({
+    status: "completed",
+    reason: "turn limit reached (2)",
+    cutShort: true,
+  });
+  const messages = messagesOf(await expectIntactSession(stage(), ref));
+  const [result] = taskResults(messages);
+  expect(result).toMatchObject({ isError: true, details: { cutShort: true, status: "completed" } });
+  const last = messages.at(-1);
+  const read = last?.role === "assistant" && last.content[0]?.type === "text" ? last.content[0].text : "";
+  expect(read).toContain("Agent looper stopped before finishing: turn limit reached (2)");
+  await expectIntactSession(stage(), childRef);
+});
+
+test("the parent's cost budget counts its children: a child stops at what is left, then the parent", async () => {
+  stage().llm.addScenario("sub-budget-parent", {
+    turns: [
+      { toolCalls: [{ name: "task", arguments: { agent: "looper", prompt: "[scenario:sub-spend] go on" } }] },
+    ],
+    after: { text: "the parent went on" },
+  });
+  stage().llm.addScenario("sub-spend", { turns: [], after: { toolCalls: [{ name: "ls", arguments: {} }] } });
+  const ref = stage().newSession();
+  const budget = 0.003;
+  const settings = {
+    ...withTask(),
+    agents: [{ name: "looper", description: "spends", tools: ["ls"] }],
+    limits: { ...withTask().limits, maxCostUsd: budget },
+  };
+  await stage().runs.deliver(ref, { text: "[scenario:sub-budget-parent] go", mode: "auto" }, settings);
+  const result = await stage().result(ref);
+  const childRef = await childOf(ref);
+  const child = await stage().result(childRef);
+  expect(child).toMatchObject({ status: "completed", cutShort: true });
+  expect(child.reason).toMatch(/^cost budget reached/);
+  // The child had a turn or more before its share ran out, and ran well short of its turn limit.
+  expect(child.turns).toBeGreaterThan(1);
+  const messages = messagesOf(await expectIntactSession(stage(), ref));
+  const parentOwn = messages.reduce(
+    (sum, message) => sum + (message.role === "assistant" ? message.usage.cost.total : 0),
+    0,
+  );
+  expect(result.usage.cost.total).toBeCloseTo(parentOwn + child.usage.cost.total, 10);
+  // Its children's spending used up the parent's budget: it stops without another model call.
+  expect(result).toMatchObject({ status: "completed", reason: `cost budget reached ($${budget})` });
+  expect(messages.map((message) => message.role)).toEqual(["user", "assistant", "toolResult"]);
+  expect(taskResults(messages)[0]).toMatchObject({ isError: true });
+  await expectIntactSession(stage(), childRef);
+});
+
+test("a child's tool call awaiting approval is approved on the child's session; the parent gets the answer", async () => {
+  stage().llm.addScenario("sub-ask-parent", {
+    turns: [
+      { toolCalls: [{ name: "task", arguments: { agent: "shell", prompt: "[scenario:sub-ask] run it" } }] },
+      { text: "Parent read: {{lastToolResult}}" },
+    ],
+  });
+  stage().llm.addScenario("sub-ask", {
+    turns: [{ toolCalls: [{ name: "bash", arguments: { command: "echo approved-run" } }] }],
+    after: { text: "Child saw: {{lastToolResult}}" },
+  });
+  const ref = stage().newSession();
+  const settings = {
+    ...withTask(),
+    agents: [{ name: "shell", description: "runs commands", tools: ["bash"] }],
+    policy: {
+      rules: [{ tool: "bash", action: "ask" as const }],
+      default: "allow" as const,
+      approvalTimeoutMs: 60_000,
+    },
+  };
+  await stage().runs.deliver(ref, { text: "[scenario:sub-ask-parent] go", mode: "auto" }, settings);
+  const childRef = await eventually(async () => {
+    // The session is created by the run's first activity: until then there is nothing to read.
+    const entries = await stage()
+      .entries(ref)
+      .catch((error: unknown) => {
+        if (error instanceof SessionNotFoundError) return [];
+        throw error;
+      });
+    const ids = toolCallIds(messagesOf(entries));
+    return ids[0] ? { tenantId: ref.tenantId, sessionId: childSessionId(ref.sessionId, ids[0]) } : undefined;
+  });
+  const waiting = await eventually(async () => {
+    const state = await stage()
+      .runs.state(childRef)
+      .catch(() => undefined);
+    return state?.pendingToolCalls.find((call) => call.state === "awaiting_approval");
+  });
+  expect(waiting.name).toBe("bash");
+  expect(await stage().runs.approve(childRef, { toolCallId: waiting.toolCallId, decision: "approve" })).toBe(
+    "sent",
+  );
+  expect((await stage().result(ref)).status).toBe("completed");
+  const messages = messagesOf(await expectIntactSession(stage(), ref));
+  const [result] = taskResults(messages);
+  expect(result?.isError).toBe(false);
+  expect(result?.content[0]?.type === "text" && result.content[0].text).toContain("approved-run");
+  await expectIntactSession(stage(), childRef);
 });

@@ -18,6 +18,7 @@ function recordingActivities(reached: string[]): KeelActivities {
     llmTurn: record("llmTurn"),
     executeTool: record("executeTool"),
     executeToolOnRunner: record("executeToolOnRunner"),
+    storeTaskResult: record("storeTaskResult"),
     compact: record("compact"),
     branch: record("branch"),
     postChatReply: record("postChatReply"),

@@ -14,6 +14,7 @@ function summaryWith(kinds: string[]) {
     entriesChecked: 0,
     sessionsExported: 0,
     sessionsOpenedByPi: 0,
+    subAgentSessions: 0,
     usableAfterAbort: 0,
     sessions: [],
   };

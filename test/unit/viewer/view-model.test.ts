@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { childSessionId } from "../../../src/core/agents";
 import { parseSession } from "../../../src/core/session-codec";
 import type { SessionEntry } from "../../../src/core/session-types";
 import { temporalRunsUrl, viewerLinkMarkdown } from "../../../src/viewer/links";
@@ -208,4 +209,47 @@ test("viewerLinkMarkdown links a run to its session's viewer page", () => {
   expect(viewerLinkMarkdown("http://127.0.0.1:8787/", "s 1")).toBe(
     "[Transcript of session s 1](http://127.0.0.1:8787/view/sessions/s%201)",
   );
+});
+
+test("a task call names its sub-agent's session (the sub-run the page links to)", () => {
+  const entries: SessionEntry[] = [
+    {
+      type: "message",
+      id: "e1",
+      parentId: null,
+      timestamp: "2026-01-01T00:00:00.000Z",
+      message: {
+        role: "assistant",
+        content: [
+          {
+            type: "toolCall",
+            id: "call_task",
+            name: "task",
+            arguments: { agent: "explore", prompt: "look" },
+          },
+          { type: "toolCall", id: "call_ls", name: "ls", arguments: {} },
+        ],
+        api: "x",
+        provider: "x",
+        model: "x",
+        usage: {
+          input: 0,
+          output: 0,
+          cacheRead: 0,
+          cacheWrite: 0,
+          totalTokens: 0,
+          cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+        },
+        stopReason: "toolUse",
+        timestamp: 1,
+      },
+    },
+  ];
+  const [task, ls] = node(buildViewModel("parent", undefined, entries), "e1").blocks;
+  expect(task).toMatchObject({
+    type: "tool_call",
+    name: "task",
+    subSession: childSessionId("parent", "call_task"),
+  });
+  expect(ls).not.toHaveProperty("subSession");
 });

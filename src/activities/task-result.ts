@@ -1,0 +1,95 @@
+/**
+ * The `task` call's result: the child session's final answer in full (cut like other tool output,
+ * at the output limits, with a notice naming the child session that keeps all of it), its usage
+ * and its session id, written at the call's slot in the parent session. The answer is read here
+ * from the child's session rather than passed through the workflow, so the parent's history
+ * carries only a short summary however long the answer is.
+ */
+import { taskResultText } from "../core/agents";
+import type { ToolResultMessage } from "../core/messages";
+import { createMessageEntry } from "../core/session-entries";
+import type { SessionEntry } from "../core/session-types";
+import { notices, truncateHead } from "../tools/truncate";
+import type { ActivityDeps } from "./deps";
+import { summarize } from "./execute-tool";
+import { storeWriteFailures } from "./store-failures";
+import type { ExecuteToolResult, StoreTaskResultInput } from "./types";
+
+/** The text of the last assistant message of `entries` that has any (the child's final answer). */
+export function finalAnswer(entries: readonly SessionEntry[]): string {
+  for (let i = entries.length - 1; i >= 0; i--) {
+    const entry = entries[i];
+    if (entry?.type !== "message" || entry.message.role !== "assistant") continue;
+    const text = entry.message.content
+      .flatMap((block) => (block.type === "text" ? [block.text] : []))
+      .join("\n")
+      .trim();
+    if (text) return text;
+  }
+  return "";
+}
+
+/**
+ * The result message of a `task` call: the head of `answer` within the output limits (a notice
+ * names the child session when it was cut), the child's status and usage; `details` carries the
+ * child session id, status, usage and the truncation for clients.
+ */
+export function taskResultMessage(
+  input: Omit<StoreTaskResultInput, "tenantId" | "sessionId" | "slot" | "readAnswer">,
+  answer: string,
+  timestamp: number,
+): ToolResultMessage {
+  const truncation = truncateHead(answer);
+  const shown = truncation.truncated
+    ? `${truncation.content}\n\n${notices.taskAnswer(truncation.outputLines, truncation.totalLines, input.child.sessionId)}`
+    : answer;
+  const isError = input.status !== "completed" || input.cutShort;
+  return {
+    role: "toolResult",
+    toolCallId: input.toolCallId,
+    toolName: input.toolName,
+    content: [
+      {
+        type: "text",
+        text: taskResultText({
+          agent: input.agent,
+          sessionId: input.child.sessionId,
+          status: input.cutShort ? "stopped before finishing" : input.status,
+          reason: input.reason,
+          answer: shown,
+          usage: input.usage,
+        }),
+      },
+    ],
+    details: {
+      agent: input.agent,
+      childSessionId: input.child.sessionId,
+      status: input.status,
+      ...(input.cutShort ? { cutShort: true } : {}),
+      usage: input.usage,
+      ...(truncation.truncated ? { truncation } : {}),
+    },
+    isError,
+    timestamp,
+  };
+}
+
+export function taskResultActivity({ store }: ActivityDeps) {
+  /** Writes the `task` call's result at its slot; a result already stored there is kept. */
+  return async function storeTaskResult(input: StoreTaskResultInput): Promise<ExecuteToolResult> {
+    const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
+    const stored = await store.getEntry(ref, input.slot.seq);
+    if (stored?.type === "message" && stored.message.role === "toolResult")
+      return summarize(stored.message, "adopted");
+    const answer = input.readAnswer
+      ? finalAnswer(
+          (await store.readEntries(input.child, { untilGap: true })).entries.map((item) => item.entry),
+        )
+      : "";
+    const message = taskResultMessage(input, answer, Date.now());
+    const entry = createMessageEntry(input.slot, message);
+    // A different entry at the slot fails as a conflict; the same one (a retry's) is adopted.
+    const { written } = await storeWriteFailures(() => store.putEntry(ref, input.slot.seq, entry));
+    return summarize(message, written ? "executed" : "adopted");
+  };
+}

@@ -1,0 +1,132 @@
+/**
+ * Sub-agents when workers die: the child's workflow id derives from the parent's tool call, so a
+ * worker killed mid-child or while a parent waits for its children never starts a child twice; the
+ * child resumes on the next worker and the parent gets its answer. Each test kills the worker that
+ * holds the parent and its children (the stage's workers all serve one task queue) and checks both
+ * sessions' invariants at the end.
+ */
+import { childSessionId } from "../../../src/core/agents";
+import type { ToolResultMessage } from "../../../src/core/messages";
+import { DEFAULT_RUN_SETTINGS, runWorkflowId } from "../../../src/workflows/types";
+import { expectIntactSession, messagesOf, modelCalled, runStageForSuite } from "../../support/run-harness";
+
+jest.setTimeout(180_000);
+
+// Each test starts its workers (and kills some): the stage starts none.
+const stage = runStageForSuite({ workersPerTest: true });
+
+const withTask = () => stage().settings({ tools: [...DEFAULT_RUN_SETTINGS.tools, "task"] });
+
+type Ref = { tenantId: string; sessionId: string };
+
+/** The child sessions of the parent's task calls, in call order. */
+async function childrenOf(ref: Ref): Promise<Ref[]> {
+  return messagesOf(await stage().entries(ref)).flatMap((message) =>
+    message.role === "assistant"
+      ? message.content.flatMap((block) =>
+          block.type === "toolCall" && block.name === "task"
+            ? [{ tenantId: ref.tenantId, sessionId: childSessionId(ref.sessionId, block.id) }]
+            : [],
+        )
+      : [],
+  );
+}
+
+/** Child workflows the parent's history started (one per task call when none started twice). */
+async function childStarts(ref: Ref): Promise<string[]> {
+  const events = (await stage().client.workflow.getHandle(runWorkflowId(ref)).fetchHistory()).events ?? [];
+  return events.flatMap((event) => {
+    const id = event.startChildWorkflowExecutionInitiatedEventAttributes?.workflowId;
+    return id ? [id] : [];
+  });
+}
+
+function taskResults(messages: ReturnType<typeof messagesOf>): ToolResultMessage[] {
+  return messages.filter(
+    (message): message is ToolResultMessage => message.role === "toolResult" && message.toolName === "task",
+  );
+}
+
+test("killed right after the child's first answer was stored: the child resumes, started once", async () => {
+  stage().llm.addScenario("subcrash-parent", {
+    turns: [
+      {
+        toolCalls: [{ name: "task", arguments: { agent: "explore", prompt: "[scenario:subcrash-child] x" } }],
+      },
+    ],
+    after: { text: "Parent read: {{lastToolResult}}" },
+  });
+  stage().llm.addScenario("subcrash-child", {
+    turns: [{ toolCalls: [{ name: "ls", arguments: {} }] }],
+    after: { text: "child report" },
+  });
+  // The second model call of the process is the child's first.
+  const first = await stage().startWorker({ KEEL_FAILPOINTS: "llmTurn.afterWrite@2" });
+  const ref = stage().newSession();
+  await stage().runs.deliver(ref, { text: "[scenario:subcrash-parent] go", mode: "auto" }, withTask());
+  await first.exited();
+  const second = await stage().startWorker();
+  expect((await stage().result(ref)).status).toBe("completed");
+  const [childRef] = await childrenOf(ref);
+  if (!childRef) throw new Error("no task call");
+  expect(await childStarts(ref)).toEqual([runWorkflowId(childRef)]);
+  const child = await stage().result(childRef);
+  expect(child.status).toBe("completed");
+  // The stored answer was adopted: the child's first model call was made once.
+  const childCalls = stage()
+    .llm.journal()
+    .filter((entry) => entry.scenario === "subcrash-child");
+  expect(childCalls.map((entry) => entry.turn)).toEqual([0, 1]);
+  const childMessages = messagesOf(await expectIntactSession(stage(), childRef));
+  expect(childMessages.map((message) => message.role)).toEqual([
+    "user",
+    "assistant",
+    "toolResult",
+    "assistant",
+  ]);
+  const messages = messagesOf(await expectIntactSession(stage(), ref));
+  const [result] = taskResults(messages);
+  expect(result?.isError).toBe(false);
+  expect(result?.content[0]?.type === "text" && result.content[0].text).toContain("child report");
+  await second.stop();
+});
+
+test("killed while two children run: neither starts twice, the parent gets both answers", async () => {
+  stage().llm.addScenario("subcrash-fan", {
+    turns: [
+      {
+        toolCalls: [
+          { name: "task", arguments: { agent: "explore", prompt: "[scenario:subcrash-slow] one" } },
+          { name: "task", arguments: { agent: "explore", prompt: "[scenario:subcrash-slow] two" } },
+        ],
+      },
+    ],
+    after: { text: "both back" },
+  });
+  stage().llm.addScenario("subcrash-slow", { turns: [], after: { text: "slow child done" } });
+  // The children's first model call hangs on the first worker; the new worker's call answers.
+  stage().llm.addFaults([
+    { kind: "slow", match: { scenario: "subcrash-slow", turn: 0 }, times: 2, latencyMs: 30_000 },
+  ]);
+  const first = await stage().startWorker();
+  const ref = stage().newSession();
+  await stage().runs.deliver(ref, { text: "[scenario:subcrash-fan] go", mode: "auto" }, withTask());
+  await modelCalled(stage(), "subcrash-slow");
+  await first.kill();
+  const second = await stage().startWorker();
+  expect((await stage().result(ref)).status).toBe("completed");
+  const children = await childrenOf(ref);
+  expect(children).toHaveLength(2);
+  expect((await childStarts(ref)).sort()).toEqual(children.map(runWorkflowId).sort());
+  for (const childRef of children) {
+    expect((await stage().result(childRef)).status).toBe("completed");
+    const childMessages = messagesOf(await expectIntactSession(stage(), childRef));
+    expect(childMessages.map((message) => message.role)).toEqual(["user", "assistant"]);
+  }
+  const messages = messagesOf(await expectIntactSession(stage(), ref));
+  const results = taskResults(messages);
+  expect(results.map((message) => message.isError)).toEqual([false, false]);
+  for (const result of results)
+    expect(result.content[0]?.type === "text" && result.content[0].text).toContain("slow child done");
+  await second.stop();
+});
