@@ -44,6 +44,8 @@ export const PATCHES = {
   subAgents: { id: "sub-agents", addedIn: UNRELEASED },
   /** Branching restores the workspace as it was at the entry. */
   branchRestoresWorkspace: { id: "branch-restores-workspace", addedIn: UNRELEASED },
+  /** A run that reaches its budget pauses at the next turn boundary instead of ending (run/pause.ts). */
+  budgetPause: { id: "budget-pause", addedIn: UNRELEASED },
 } as const satisfies Record<string, PatchRecord>;
 
 /**
