@@ -26,7 +26,7 @@ const setBudget = createRoute({
     params: SessionParamsSchema,
     body: { required: true, content: { "application/json": { schema: BudgetBodySchema } } },
   },
-  responses: { 202: answered, ...problemResponses(409, 413, 415, 422) },
+  responses: { 202: answered, ...problemResponses(409, 413, 415) },
 });
 
 const resume = createRoute({
@@ -38,7 +38,7 @@ const resume = createRoute({
     params: SessionParamsSchema,
     body: { required: false, content: { "application/json": { schema: ResumeBodySchema } } },
   },
-  responses: { 202: answered, ...problemResponses(409, 413, 415, 422) },
+  responses: { 202: answered, ...problemResponses(409, 413, 415) },
 });
 
 /** Sends the request to the session's live run and answers what became of it. */
