@@ -141,9 +141,19 @@ async function measure(fairness: boolean): Promise<ModeResult> {
     const alone = phaseOf(await tenantB(stack, runs, `${label}-alone`));
     const aScenario = scenario(stack, `fair-a-${label}`);
     const aStarted = Date.now();
-    const burst = Promise.all(Array.from({ length: A_RUNS }, () => run(stack, runs, "tenant-a", aScenario)));
+    // Settled, not raced: a failed A run is reported after B's phase, never left running on a
+    // closed stack.
+    const burst = Promise.allSettled(
+      Array.from({ length: A_RUNS }, () => run(stack, runs, "tenant-a", aScenario)),
+    );
     const contended = phaseOf(await tenantB(stack, runs, `${label}-burst`));
-    const aEnded = Math.max(...(await burst).map((done) => done.endedAt));
+    const settled = await burst;
+    const failed = settled.filter((outcome) => outcome.status === "rejected");
+    if (failed.length > 0)
+      throw new Error(`${failed.length} of A's runs failed: ${String(failed[0]?.reason)}`);
+    const aEnded = Math.max(
+      ...settled.map((outcome) => (outcome.status === "fulfilled" ? outcome.value.endedAt : 0)),
+    );
     const result: ModeResult = {
       fairness,
       alone,
