@@ -15,6 +15,7 @@
  * Writes bench/results/tenant-fairness.md and .json.
  */
 import { randomUUID } from "node:crypto";
+import { loadavg } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { RunClient } from "../src/run-client/run-client";
 import { type RunResult, runWorkflowId } from "../src/workflows/types";
@@ -60,6 +61,8 @@ interface ModeResult {
   contended: Phase;
   /** From A's first start request until its last run ended. */
   aWallMs: number;
+  /** The machine's 1-minute load average when A's burst ended (shared machine: other work counts). */
+  loadAverage: number;
   ratios: { ttftP95: number; durationP95: number; durationP50: number };
 }
 
@@ -114,18 +117,23 @@ async function tenantB(stack: BenchStack, runs: RunClient, label: string): Promi
     const name = scenario(stack, `fair-b-${label}-${index}`);
     started.push(
       run(stack, runs, "tenant-b", name).then(({ startedAt, endedAt }) => {
-        const first = stack.llm
+        // The earliest delta of any attempt (a call retried under load may have sent none).
+        const deltas = stack.llm
           .journal()
           .filter((entry) => entry.scenario === name)
-          .sort((a, b) => a.seq - b.seq)[0];
-        const firstDelta = first?.deltaSentAt?.[0];
-        if (firstDelta === undefined) throw new Error(`no streamed delta for ${name}`);
+          .flatMap((entry) => entry.deltaSentAt?.slice(0, 1) ?? []);
+        if (deltas.length === 0) throw new Error(`no streamed delta for ${name}`);
+        const firstDelta = Math.min(...deltas);
         return { ttftMs: firstDelta - startedAt, durationMs: endedAt - startedAt };
       }),
     );
     if (index < B_RUNS - 1) await sleep(B_INTERVAL_MS);
   }
-  return Promise.all(started);
+  // Settled first: nothing is left running when a failure closes the stack.
+  const settled = await Promise.allSettled(started);
+  const failed = settled.find((outcome) => outcome.status === "rejected");
+  if (failed) throw failed.reason;
+  return settled.flatMap((outcome) => (outcome.status === "fulfilled" ? [outcome.value] : []));
 }
 
 async function measure(fairness: boolean): Promise<ModeResult> {
@@ -146,7 +154,12 @@ async function measure(fairness: boolean): Promise<ModeResult> {
     const burst = Promise.allSettled(
       Array.from({ length: A_RUNS }, () => run(stack, runs, "tenant-a", aScenario)),
     );
-    const contended = phaseOf(await tenantB(stack, runs, `${label}-burst`));
+    const contended = phaseOf(
+      await tenantB(stack, runs, `${label}-burst`).catch(async (error: unknown) => {
+        await burst;
+        throw error;
+      }),
+    );
     const settled = await burst;
     const failed = settled.filter((outcome) => outcome.status === "rejected");
     if (failed.length > 0)
@@ -159,6 +172,7 @@ async function measure(fairness: boolean): Promise<ModeResult> {
       alone,
       contended,
       aWallMs: aEnded - aStarted,
+      loadAverage: loadavg()[0] ?? 0,
       ratios: {
         ttftP95: contended.ttft.p95 / alone.ttft.p95,
         durationP95: contended.duration.p95 / alone.duration.p95,
@@ -172,6 +186,9 @@ async function measure(fairness: boolean): Promise<ModeResult> {
     await stack.close();
   }
 }
+
+/** A's burst with every slot busy: its model calls × latency ÷ slots. */
+const idealBurstMs = (A_RUNS * (TOOL_TURNS + 1) * LATENCY_MS) / WORKER_SLOTS;
 
 function report(results: ModeResult[]): string {
   const machine = machineInfo();
@@ -195,10 +212,16 @@ function report(results: ModeResult[]): string {
         seconds(result.contended.ttft.p95),
         seconds(result.contended.duration.p50),
         seconds(result.contended.duration.p95),
-        `TTFT p95 ${ratio(result.ratios.ttftP95)}, duration p95 ${ratio(result.ratios.durationP95)} (${result.ratios.durationP95 <= GOAL ? "met" : "not met"}); A's burst took ${seconds(result.aWallMs)} s`,
+        `TTFT p95 ${ratio(result.ratios.ttftP95)}, duration p95 ${ratio(result.ratios.durationP95)} (${result.ratios.durationP95 <= GOAL ? "met" : "not met"}); A's burst took ${seconds(result.aWallMs)} s (ideal ${seconds(idealBurstMs)} s), load average ${fixed(result.loadAverage)}`,
       ],
     ];
   });
+  const on = results.find((result) => result.fairness);
+  const off = results.find((result) => !result.fairness);
+  const comparison =
+    on && off
+      ? `Fairness on ÷ off, B during A's burst: TTFT p95 ${ratio(on.contended.ttft.p95 / off.contended.ttft.p95)}, duration p95 ${ratio(on.contended.duration.p95 / off.contended.duration.p95)}, duration p50 ${ratio(on.contended.duration.p50 / off.contended.duration.p50)}. Goal (B's p95 duration within ${GOAL}× of alone) with fairness on: ${on.ratios.durationP95 <= GOAL ? "met" : "not met"}.`
+      : "";
   return [
     "# Tenant fairness",
     "",
@@ -219,6 +242,8 @@ function report(results: ModeResult[]): string {
       rows,
       ["---", "---", "---:", "---:", "---:", "---:", "---"],
     ),
+    "",
+    comparison,
     "",
     "Run: `npx tsx bench/tenant-fairness.ts` (BENCH_A_RUNS, BENCH_B_RUNS, BENCH_B_INTERVAL_MS, BENCH_LATENCY_MS, BENCH_WORKER_SLOTS, BENCH_MODES=on,off).",
   ].join("\n");
