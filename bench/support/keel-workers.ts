@@ -70,6 +70,8 @@ export function startWorkerProcess(
   stack: BenchStack,
   taskQueue: string,
   s3: S3Settings = stack.s3.settings,
+  /** Overrides of its environment (e.g. a smaller KEEL_MAX_CONCURRENT_ACTIVITIES). */
+  env: Record<string, string> = {},
 ): Promise<WorkerProcess> {
   const config = workerConfig(stack, taskQueue, s3);
   return spawnWorkerProcess("src/worker/main.ts", {
@@ -82,5 +84,6 @@ export function startWorkerProcess(
     ...s3SettingsToEnv(config.s3),
     OPENAI_API_KEY: LOCAL_API_KEY,
     OPENAI_BASE_URL: stack.llm.openaiBaseURL,
+    ...env,
   });
 }

@@ -65,7 +65,11 @@ export async function bundleWorkflows(workflowsPath: string, dir: string, name: 
   return path;
 }
 
-export async function startBenchStack(llmOptions: LocalLlmServerOptions = {}): Promise<BenchStack> {
+export async function startBenchStack(
+  llmOptions: LocalLlmServerOptions = {},
+  /** The dev server's settings: `fairness: false` turns dispatch by fairness key off (default on). */
+  temporalOptions: { fairness?: boolean } = {},
+): Promise<BenchStack> {
   quietTemporalLogs();
   const dir = mkdtempSync(join(tmpdir(), "keel-bench-"));
   const temporalDir = join(dir, "temporal");
@@ -73,7 +77,7 @@ export async function startBenchStack(llmOptions: LocalLlmServerOptions = {}): P
   mkdirSync(temporalDir);
   mkdirSync(s3Dir);
   const [temporal, s3, keelBundlePath, llm] = await Promise.all([
-    startTemporalDevServer({ dataDir: temporalDir }),
+    startTemporalDevServer({ dataDir: temporalDir, ...temporalOptions }),
     startS3DevServer({ dataDir: s3Dir, bucket: BENCH_BUCKET }),
     bundleWorkflows("src/workflows/index.ts", dir, "keel-workflows"),
     startLocalLlmServer(llmOptions),

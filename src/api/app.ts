@@ -26,6 +26,7 @@ import { idempotency } from "./idempotency";
 import type { JsonObjects } from "./json-objects";
 import { ProblemError, type ProblemSlug, problemResponse } from "./problems";
 import { createRouter } from "./router";
+import { budgetRoutes } from "./routes/budget";
 import { environmentRoutes, registerEnvironmentAuth } from "./routes/environments";
 import { mcpRoutes } from "./routes/mcp";
 import { runRoutes } from "./routes/runs";
@@ -225,6 +226,7 @@ export function createApp(dependencies: ApiDependencies) {
   return app
     .route("/", sessionRoutes(deps))
     .route("/", runRoutes(deps))
+    .route("/", budgetRoutes(deps))
     .route("/", treeRoutes(deps))
     .route("/", transferRoutes(deps))
     .route("/", viewerRoutes(deps))

@@ -6,6 +6,7 @@
  */
 import { ApiError, EXIT, type ExitCode, exitCodeOf, hintFor, UsageError } from "./client";
 import type { Command, CommandContext } from "./command";
+import { budgetCommand, resumeCommand } from "./commands/budget";
 import { abortCommand, approveCommand } from "./commands/control";
 import { deleteCommand } from "./commands/delete";
 import { envCommand, runnerCommand } from "./commands/environments";
@@ -26,6 +27,8 @@ const COMMANDS: Record<string, Command> = {
   interrupt: interruptCommand,
   abort: abortCommand,
   approve: approveCommand,
+  resume: resumeCommand,
+  budget: budgetCommand,
   sessions: sessionsCommand,
   show: showCommand,
   events: eventsCommand,

@@ -132,6 +132,14 @@ export function formatEvent(
       return `  ⇣ compacting (${event.reason}, ${event.tokensBefore} tokens)`;
     case "compaction_end":
       return event.error ? `  ⇣ compaction failed: ${oneLine(event.error)}` : "  ⇣ compacted";
+    case "run_paused": {
+      const line = `  ⏸ paused: ${oneLine(event.message)} (until ${new Date(event.until).toISOString()})`;
+      return sessionId === undefined
+        ? line
+        : `${line}\n    raise: keel budget ${sessionId} --max-cost USD    resume: keel resume ${sessionId}`;
+    }
+    case "run_resumed":
+      return "  ▶ resumed";
     case "agent_end": {
       const usage = event.usage ? ` · ${formatUsage(event.usage)}` : "";
       return `■ run ${event.status}${event.reason ? ` (${oneLine(event.reason)})` : ""}${usage}`;
@@ -166,6 +174,8 @@ function waitingLabel(event: AgentEvent): string {
       return `running ${event.toolName}`;
     case "approval_requested":
       return "waiting for approval";
+    case "run_paused":
+      return "paused";
     case "compaction_start":
       return "compacting";
     default:

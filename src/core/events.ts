@@ -41,6 +41,10 @@ export type AgentEventBody =
   | { type: "mcp_server_unavailable"; server: string; error: string }
   /** A server announced a changed tool list and was listed again: the model sees `tools` from the next turn. */
   | { type: "mcp_tools_changed"; server: string; tools: string[] }
+  /** The run stopped at a turn boundary because a budget was reached; it waits until `until` (epoch ms). */
+  | { type: "run_paused"; reason: { type: string; [field: string]: unknown }; message: string; until: number }
+  /** A paused run goes on (its budget was raised, or someone resumed it), with these budgets (0 = none). */
+  | { type: "run_resumed"; maxCostUsd: number; maxTokens: number }
   | { type: "compaction_start"; reason: "threshold" | "overflow"; tokensBefore: number }
   | { type: "compaction_end"; entryId?: string; tokensBefore: number; error?: string }
   | { type: "approval_requested"; toolCallId: string; toolName: string; args: Record<string, unknown> }

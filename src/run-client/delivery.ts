@@ -28,6 +28,7 @@ import {
   type SessionRef,
   startedStatus,
 } from "../workflows/types";
+import { tenantPriority } from "./fairness";
 import type { SessionRuns } from "./session-runs";
 
 /** A delivery refused by the run (busy, queue full, ended, invalid): `type` says which. */
@@ -158,6 +159,7 @@ export class Delivery {
         // Set with the start, the run does not upsert them again (an upsert is a billed Action).
         typedSearchAttributes: runAttributes({ ...ref, settings }, startedStatus(RUN_VERSION)),
         workflowIdConflictPolicy: "FAIL",
+        priority: tenantPriority(ref.tenantId),
         staticSummary: summaryLine(request.text),
         // The Temporal UI shows it under "User Metadata": the way from the run to its transcript.
         ...(this.apiPublicUrl ? { staticDetails: viewerLinkMarkdown(this.apiPublicUrl, ref.sessionId) } : {}),

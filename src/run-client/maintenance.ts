@@ -18,6 +18,7 @@ import type {
   LabelSessionResult,
 } from "../workflows/session-maintenance";
 import { runWorkflowId, type SessionRef } from "../workflows/types";
+import { tenantPriority } from "./fairness";
 import { FOLLOWS_RUN_MEMO, NO_RUN, type SessionRuns } from "./session-runs";
 
 /** gRPC's NOT_FOUND status code, as Temporal's service answers it. */
@@ -107,6 +108,7 @@ export class Maintenance {
         taskQueue: this.taskQueue,
         args: [input] as Parameters<Workflows[W]>,
         workflowIdConflictPolicy: "FAIL",
+        priority: tenantPriority(ref.tenantId),
         staticSummary: `${workflowType} ${ref.sessionId}`,
         memo: { [FOLLOWS_RUN_MEMO]: follows ?? NO_RUN },
       });

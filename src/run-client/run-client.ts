@@ -11,6 +11,7 @@ import {
   abortSignal,
   abortStateQuery,
   approveSignal,
+  budgetSignal,
   eventsQuery,
   mcpToolsQuery,
   stateQuery,
@@ -27,6 +28,7 @@ import {
   type AbortRequest,
   type AbortResult,
   type ApprovalDecision,
+  type BudgetRequest,
   DEFAULT_ABORT_REASON,
   type DeliverRequest,
   type RunSettings,
@@ -52,6 +54,17 @@ import {
  */
 export type AbortOutcome =
   | ({ kind: "answered"; runId: string } & AbortResult)
+  | { kind: "signalled"; runId: string }
+  | { kind: "not-live" }
+  | { kind: "no-run" };
+
+/**
+ * What became of a budget change: the run `answered` with its state once it took the change (for a
+ * `resume` of a run paused at its own budget: once it went on), or did not answer in time and the
+ * change was `signalled` (the run applies it when a worker picks it up), or there was no live run.
+ */
+export type BudgetOutcome =
+  | { kind: "answered"; runId: string; state: RunState }
   | { kind: "signalled"; runId: string }
   | { kind: "not-live" }
   | { kind: "no-run" };
@@ -154,6 +167,31 @@ export class RunClient {
     return this.runs.signalLive(ref, (handle) => handle.signal(abortSignal, reason));
   }
 
+  /**
+   * Changes the live run's budgets and/or resumes it when paused (the `budget` signal, recorded
+   * with every worker down), then reads its state until it shows the change.
+   */
+  async setBudget(
+    ref: SessionRef,
+    request: BudgetRequest,
+    options: AbortOptions = {},
+  ): Promise<BudgetOutcome> {
+    const live = await this.runs.liveRun(ref);
+    if (live.kind !== "live") return live;
+    const { handle, runId } = live;
+    if ((await this.runs.sendLive(handle, (pinned) => pinned.signal(budgetSignal, request))) !== "sent") {
+      return { kind: "not-live" };
+    }
+    const state = await this.runs.askUntilSeen(
+      Date.now() + (options.answerWaitMs ?? ANSWER_WAIT_MS),
+      async () => {
+        const current = await handle.query(stateQuery);
+        return tookBudget(current, request) ? current : null;
+      },
+    );
+    return state ? { kind: "answered", runId, state } : { kind: "signalled", runId };
+  }
+
   /** Delivers an approval decision to the live run (worker not needed, like `abort`). */
   approve(ref: SessionRef, decision: ApprovalDecision): Promise<SignalOutcome> {
     return this.runs.signalLive(ref, (handle) => handle.signal(approveSignal, decision));
@@ -223,4 +261,22 @@ export class RunClient {
   handle(ref: SessionRef) {
     return this.client.workflow.getHandle(runWorkflowId(ref));
   }
+}
+
+/**
+ * Whether the run's state shows a budget request taken: its budgets are the ones asked for, and a
+ * resume of a run paused at its own budget has let it go on (or end).
+ */
+function tookBudget(state: RunState, request: BudgetRequest): boolean {
+  if (state.status !== "paused" && state.status !== "running" && state.status !== "waiting_approval") {
+    return true;
+  }
+  const budget = state.budget;
+  if (!budget) return true;
+  // A resume may lift the budget it names (0): either value shows the request was taken.
+  const shows = (asked: number | undefined, now: number) =>
+    asked === undefined || now === asked || (request.resume === true && now === 0);
+  if (!shows(request.maxCostUsd, budget.maxCostUsd) || !shows(request.maxTokens, budget.maxTokens))
+    return false;
+  return !(request.resume && state.status === "paused" && state.pause?.reason.type === "runBudget");
 }

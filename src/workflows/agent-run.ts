@@ -17,7 +17,9 @@ import {
 import type { LlmTurnResult } from "../activities/types";
 import { EMPTY_RESPONSE_NUDGE, INTERRUPTED_TOOL_RESULT_TEXT } from "../core/markers";
 import { hooksNamed } from "./hooks";
+import { PATCHES, takesPatch } from "./patches";
 import { llmActivities, storage } from "./run/activity-options";
+import { budgetReached } from "./run/budget";
 import type { RunContext } from "./run/context";
 import {
   compactionDue,
@@ -42,6 +44,7 @@ import {
 } from "./run/lifecycle";
 import { listMcpServers } from "./run/mcp";
 import { callModel, closeInterruptedCall, compactAfterOverflow, compactNow } from "./run/model-calls";
+import { pauseAtBudget } from "./run/pause";
 import { createRunRecord, emit, newSlot, pushPending, queuedCount, recordModelUsage } from "./run/state";
 import { openRunStream } from "./run/stream";
 import { runTools } from "./run/tool-calls";
@@ -114,8 +117,18 @@ async function runTurns(ctx: RunContext, input: RunInput): Promise<RunResult> {
       const { handedOver: _handedOver, ...next } = input;
       return continueAsNew<typeof agentRun>({
         ...next,
+        // The run's own settings: a `budget` signal may have changed its limits.
+        settings: run.settings,
         carried: { ...carry(run), stream: ctx.stream.carried() },
       });
+    }
+
+    const reached = budgetReached(run);
+    if (reached && !ctx.subAgent && takesPatch(PATCHES.budgetPause, ctx.runVersion)) {
+      const paused = await pauseAtBudget(ctx, reached);
+      if (paused.kind === "aborted") return abortRun(ctx);
+      if (paused.kind === "timed_out") return finish(ctx, "completed", paused.reason);
+      continue;
     }
 
     // A retry after compacting for an overflow continues the same turn.
@@ -186,6 +199,12 @@ async function runTurns(ctx: RunContext, input: RunInput): Promise<RunResult> {
       failedToolCalls: run.failedToolCalls,
     });
     if (next.kind === "finish") return finish(ctx, "completed", next.reason, { cutShort: true });
+    if (
+      next.kind === "budget_reached" &&
+      (ctx.subAgent || !takesPatch(PATCHES.budgetPause, ctx.runVersion))
+    ) {
+      return finish(ctx, "completed", next.reason, { cutShort: true });
+    }
     run.next = next.next;
   }
 }

@@ -8,6 +8,7 @@ import type {
   AbortResult,
   AbortState,
   ApprovalDecision,
+  BudgetRequest,
   DeliverRequest,
   DeliverResult,
   DeliveryAnswer,
@@ -42,6 +43,12 @@ export const abortStateQuery = defineQuery<AbortState>("abortState");
  */
 export const abortUpdate = defineUpdate<AbortResult, [AbortRequest]>("abortRun");
 export const approveSignal = defineSignal<[ApprovalDecision]>("approve");
+/**
+ * Changes the run's budgets and, with `resume`, lets a paused run go on past the budget it reached
+ * (run/budget.ts). A signal like abort: recorded by the server with every worker down; the state
+ * query shows its effect (`budget`, `status`, `pause`).
+ */
+export const budgetSignal = defineSignal<[BudgetRequest]>("budget");
 export const stateQuery = defineQuery<RunState>("state");
 /** Buffered events with a sequence number greater than the argument (oldest first). */
 export const eventsQuery = defineQuery<AgentEvent[], [number]>("events");

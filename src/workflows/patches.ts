@@ -53,6 +53,8 @@ export const PATCHES = {
   taskResultFromSession: { id: "task-result-from-session", addedIn: UNRELEASED },
   /** Branching restores the workspace as it was at the entry. */
   branchRestoresWorkspace: { id: "branch-restores-workspace", addedIn: UNRELEASED },
+  /** A run that reaches its budget pauses at the next turn boundary instead of ending (run/pause.ts). */
+  budgetPause: { id: "budget-pause", addedIn: UNRELEASED },
 } as const satisfies Record<string, PatchRecord>;
 
 /**

@@ -15,6 +15,7 @@ import type { McpServerSettings, McpToolList } from "../mcp/types";
 import type { ThinkingLevel } from "../providers/types";
 import type { NetworkPolicy } from "../tools/sandbox";
 import type { WorkspaceSource } from "../tools/workspace";
+import type { RunPause } from "./pause-types";
 
 /** How a message reaches a session: `auto` starts a run or steers the live one; see docs/architecture.md. */
 export const DELIVERY_MODES = ["auto", ...LIVE_RUN_DELIVERY_MODES] as const;
@@ -46,6 +47,13 @@ export interface RunLimits {
   maxToolCalls: number;
   /** Stop once the run's cost reaches this many US dollars (0 = no budget). */
   maxCostUsd: number;
+  /** Pause once the run has used this many tokens, input and output (0 or absent = no budget). */
+  maxTokens?: number;
+  /**
+   * How long a run paused at its budget waits for a raise or a resume before it ends (seconds;
+   * absent = `DEFAULT_PAUSE_TIMEOUT_SECONDS`).
+   */
+  pauseTimeoutSeconds?: number;
   /**
    * Turns per workflow execution: the run continues as new (same run, fresh history) after this
    * many, or earlier when Temporal suggests it.
@@ -126,6 +134,12 @@ export const DEFAULT_RUN_SETTINGS: RunSettings = {
 
 export type { ChatReplyTarget, SessionCursor } from "../core/run-types";
 export type { SessionRef } from "../core/session-ref";
+export {
+  type BudgetRequest,
+  DEFAULT_PAUSE_TIMEOUT_SECONDS,
+  type PauseReason,
+  type RunPause,
+} from "./pause-types";
 
 export interface QueuedMessage {
   text: string;
@@ -296,7 +310,13 @@ export interface AbortResult {
 
 /** How a run ended by itself (as its `agent_end` event says): the last three of `RUN_STATUSES`. */
 export const RUN_END_STATUSES = AGENT_END_STATUSES;
-export const RUN_STATUSES = ["starting", "running", "waiting_approval", ...RUN_END_STATUSES] as const;
+export const RUN_STATUSES = [
+  "starting",
+  "running",
+  "waiting_approval",
+  "paused",
+  ...RUN_END_STATUSES,
+] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
 export type RunEndStatus = (typeof RUN_END_STATUSES)[number];
 
@@ -322,6 +342,10 @@ export interface RunState {
   /** Why a failed run failed, when an activity failed for good: its failure type and message. */
   error?: RunError;
   lastEventSeq: number;
+  /** Set while the run is paused (status `paused`): why, since when and until when it waits. */
+  pause?: RunPause;
+  /** The run's budgets now (0 = none); absent from runs older than budgets that pause. */
+  budget?: { maxCostUsd: number; maxTokens: number };
   /**
    * The run this one continues (continue-as-new: a long run's next execution, or the run that
    * reads messages handed over at a run's end); absent for a run that was started.

@@ -60,7 +60,7 @@ const deleteSession = createRoute({
 
 export function sessionStatus(run: LatestRun | undefined): z.infer<typeof SessionStatusSchema> {
   const state = liveState(run);
-  if (state?.status === "waiting_approval") return "waiting_approval";
+  if (state?.status === "waiting_approval" || state?.status === "paused") return state.status;
   if (state?.status === "running" || state?.status === "starting") return "running";
   return "idle";
 }
@@ -82,6 +82,8 @@ function runView({ runId, state, failure, result }: LatestRun): RunView {
     view.usage = state.usage;
     view.cost = state.usage.cost.total;
     if (state.endReason !== undefined) view.endReason = state.endReason;
+    if (state.pause && !failure) view.pause = state.pause;
+    if (state.budget) view.budget = state.budget;
     if (state.previousRunId !== undefined) view.previousRunId = state.previousRunId;
   } else if (result) {
     view.turn = result.turns;

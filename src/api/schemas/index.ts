@@ -4,6 +4,7 @@
  * statuses, delivery modes, policy actions) are taken from it, not restated.
  */
 export * from "./agents";
+export * from "./budget";
 export * from "./message-body";
 export * from "./params";
 export * from "./problem";

@@ -149,17 +149,27 @@ export function workspaceSourceSchema(
 
 /** Largest turn / tool-call limit a caller may set. */
 export const MAX_RUN_LIMIT = 100_000;
+/** Largest token budget a caller may set (a run's or a raise). */
+export const MAX_TOKEN_BUDGET = 1_000_000_000_000;
+/** Longest pause a caller may ask for: 30 days. */
+export const MAX_PAUSE_TIMEOUT_SECONDS = 30 * 24 * 60 * 60;
 
 export const RunLimitsSchema = z
   .object({
     maxTurns: z.number().int().min(1).max(MAX_RUN_LIMIT).optional(),
     maxToolCalls: z.number().int().min(0).max(MAX_RUN_LIMIT).optional(),
-    maxCostUsd: z
-      .number()
-      .min(0)
-      .max(1_000_000)
-      .optional()
-      .openapi({ description: "Stop once the run's cost reaches this many US dollars (0 = no budget)" }),
+    maxCostUsd: z.number().min(0).max(1_000_000).optional().openapi({
+      description:
+        "Pause the run at the next turn boundary once its cost reaches this many US dollars (0 = no budget); see `POST /v1/sessions/{sessionId}/budget`",
+    }),
+    maxTokens: z.number().int().min(0).max(MAX_TOKEN_BUDGET).optional().openapi({
+      description:
+        "Pause the run at the next turn boundary once it has used this many tokens, input and output (0 = no budget)",
+    }),
+    pauseTimeoutSeconds: z.number().int().min(1).max(MAX_PAUSE_TIMEOUT_SECONDS).optional().openapi({
+      description:
+        "How long a run paused at a budget waits for a raise or a resume before it ends as completed (default 86400: one day)",
+    }),
   })
   .openapi("RunLimits");
 

@@ -4,6 +4,7 @@ import { z } from "@hono/zod-openapi";
 import { UsageSchema as CoreUsageSchema } from "../../core/messages";
 import { SessionHeaderSchema } from "../../core/session-types";
 import type { MaintenanceKind } from "../../run-client/session-runs";
+import { RunBudgetSchema, RunPauseSchema } from "./budget";
 import { RunErrorSchema, RunViewStatusSchema } from "./runs";
 
 /** A run's token counts and cost: the core's own shape (`core/messages.ts`), as the run reports it. */
@@ -16,7 +17,7 @@ export const PendingToolCallSchema = z.object({
   argumentsPreview: z.string(),
 });
 
-export const SessionStatusSchema = z.enum(["idle", "running", "waiting_approval"]);
+export const SessionStatusSchema = z.enum(["idle", "running", "waiting_approval", "paused"]);
 
 export const SessionViewSchema = z
   .object({
@@ -36,6 +37,10 @@ export const SessionViewSchema = z
         cost: z.number().optional().openapi({ description: "US dollars" }),
         pendingToolCalls: z.array(PendingToolCallSchema),
         endReason: z.string().optional(),
+        pause: RunPauseSchema.optional().openapi({
+          description: "Set while the run is paused at a budget: why, and until when it waits",
+        }),
+        budget: RunBudgetSchema.optional(),
         previousRunId: z.string().optional().openapi({
           description:
             "The run this one continues (continue-as-new): a long run's next execution, or the run that reads messages handed over at a run's end",

@@ -109,16 +109,22 @@ export function policyFrom(values: OptionValues): ToolPolicy | undefined {
   };
 }
 
+/** `--max-cost`: an amount of US dollars such as 0.50 (UsageError otherwise). */
+export function costOption(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^\d+(\.\d+)?$/.test(value))
+    throw new UsageError("--max-cost must be an amount of US dollars, e.g. 0.50");
+  return Number(value);
+}
+
 function limitsFrom(values: OptionValues): MessageBody["limits"] {
   const maxTurns = integerOption(values["max-turns"] as string | undefined, "max-turns", 1);
   const maxToolCalls = integerOption(values["max-tool-calls"] as string | undefined, "max-tool-calls");
-  const cost = values["max-cost"];
-  if (typeof cost === "string" && !/^\d+(\.\d+)?$/.test(cost))
-    throw new UsageError("--max-cost must be an amount of US dollars, e.g. 0.50");
+  const maxCostUsd = costOption(values["max-cost"] as string | undefined);
   const limits = {
     ...(maxTurns !== undefined ? { maxTurns } : {}),
     ...(maxToolCalls !== undefined ? { maxToolCalls } : {}),
-    ...(typeof cost === "string" ? { maxCostUsd: Number(cost) } : {}),
+    ...(maxCostUsd !== undefined ? { maxCostUsd } : {}),
   };
   return Object.keys(limits).length > 0 ? limits : undefined;
 }
@@ -266,7 +272,8 @@ export const RUN_OPTIONS_HELP = `Run options (they apply when the message starts
   --approval-timeout D     how long an ask waits for \`keel approve\` (90s, 15m, 2h; then it is refused)
   --hooks a,b              built-in hook sets: single-turn, read-only, stop-on-tool-error, …
   --max-turns N, --max-tool-calls N, --max-cost USD
-                           limits of the run (the run ends when one is reached)
+                           limits of the run (the run ends when a turn or tool-call limit is
+                           reached; at its cost budget it pauses until \`keel resume\`)
   --workspace-dir DIR | --workspace-git URL [--workspace-ref REF]
                            what the run's workspace starts from
   --env NAME               run the tools in environment NAME (keel env list; default: the worker)

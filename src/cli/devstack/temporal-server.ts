@@ -28,6 +28,8 @@ export interface TemporalDevServerOptions {
   port?: number;
   uiPort?: number;
   namespace?: string;
+  /** Dispatch tasks by fairness key (default true; the tenant-fairness benchmark compares off). */
+  fairness?: boolean;
 }
 
 /**
@@ -41,6 +43,12 @@ const DEV_SERVER_DYNAMIC_CONFIG = [
   "history.transferProcessorMaxPollRPS=1000",
   "history.visibilityProcessorMaxPollRPS=1000",
 ];
+
+/**
+ * Tenants share the task queues fairly: tasks are dispatched by their fairness key (the tenant,
+ * run-client/fairness.ts) in proportion to its weight, not in arrival order.
+ */
+const FAIRNESS_DYNAMIC_CONFIG = "matching.enableFairness=true";
 
 export function startTemporalDevServer(options: TemporalDevServerOptions): Promise<TemporalDevServer> {
   // With the gRPC port given and the UI port free, a collision on the UI or metrics port is
@@ -71,7 +79,10 @@ async function startTemporalDevServerOnce(options: TemporalDevServerOptions): Pr
     "warn",
     "--log-format",
     "json",
-    ...DEV_SERVER_DYNAMIC_CONFIG.flatMap((setting) => ["--dynamic-config-value", setting]),
+    ...[
+      ...DEV_SERVER_DYNAMIC_CONFIG,
+      ...(options.fairness === false ? [] : [FAIRNESS_DYNAMIC_CONFIG]),
+    ].flatMap((setting) => ["--dynamic-config-value", setting]),
     ...keelSearchAttributes.flatMap((key) => ["--search-attribute", `${key.name}=Keyword`]),
     ...(options.persist ? ["--db-filename", join(options.dataDir, "temporal.sqlite")] : []),
   ];

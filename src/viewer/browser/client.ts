@@ -23,7 +23,7 @@ export interface ViewerConfig {
 }
 
 /** `GET /v1/sessions/{id}/view`: the view model and whether a run is working now. */
-export type LiveViewModel = ViewModel & { status: "running" | "waiting_approval" | "idle" };
+export type LiveViewModel = ViewModel & { status: "running" | "waiting_approval" | "paused" | "idle" };
 
 export function viewerClient(): void {
   const KEY_STORAGE = "keel-api-key";

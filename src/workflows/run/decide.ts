@@ -25,6 +25,7 @@ import {
   MAX_ABORT_REASON_CHARS,
   type QueuedMessage,
 } from "../types";
+import { budgetReached } from "./budget";
 import { type QueueName, type RunRecord, take } from "./state";
 
 /** Signals and updates accepted before continuing as new, below Temporal's per-run caps (10k / 2k). */
@@ -127,8 +128,15 @@ export function decideAfterModel(run: RunRecord, result: LlmTurnResult): AfterMo
   return result.toolCalls.length > 0 ? { kind: "run_tools" } : { kind: "answered" };
 }
 
-/** After a turn's tool calls: end the run (with why) or go on with these model settings. */
-export type AfterTurn = { kind: "finish"; reason: string } | { kind: "continue"; next: NextTurnSettings };
+/**
+ * After a turn's tool calls: end the run (with why) or go on with these model settings. A run
+ * budget reached (`budget_reached`) ends a run whose code predates pausing and a sub-agent's run;
+ * any other run goes on to the next turn boundary, where it pauses if it has more to do.
+ */
+export type AfterTurn =
+  | { kind: "finish"; reason: string }
+  | { kind: "budget_reached"; reason: string; next: NextTurnSettings }
+  | { kind: "continue"; next: NextTurnSettings };
 
 export function decideAfterTurn(run: RunRecord, hooks: readonly RunHooks[], outcome: TurnOutcome): AfterTurn {
   const stop = stopReasonAfterTurn(hooks, outcome);
@@ -144,10 +152,16 @@ export function decideAfterTurn(run: RunRecord, hooks: readonly RunHooks[], outc
       reason: `cost budget ($${limits.maxCostUsd}) cannot be checked: the model has no known prices`,
     };
   }
-  if (limits.maxCostUsd > 0 && run.usage.cost.total >= limits.maxCostUsd) {
-    return { kind: "finish", reason: `cost budget reached ($${limits.maxCostUsd})` };
+  const next = nextTurnSettings(hooks, outcome, run.next);
+  const reached = budgetReached(run);
+  if (reached?.type === "runBudget") {
+    const limit =
+      reached.budget === "cost"
+        ? `cost budget reached ($${reached.limit})`
+        : `token budget reached (${reached.limit})`;
+    return { kind: "budget_reached", reason: limit, next };
   }
-  return { kind: "continue", next: nextTurnSettings(hooks, outcome, run.next) };
+  return { kind: "continue", next };
 }
 
 /** Where a valid delivery goes. */

@@ -1,5 +1,5 @@
 /**
- * The run's message handlers: deliverMessage, abort and approve (signals), deliver and abortRun
+ * The run's message handlers: deliverMessage, abort, approve and budget (signals), deliver and abortRun
  * (updates), state, events, delivery and abortState (queries). Whoever sends them — the API, a chat integration, the Temporal CLI — the
  * payload is checked here; the updates refuse bad input with a typed failure, the signals ignore
  * what they cannot use and log why.
@@ -12,6 +12,7 @@ import {
   abortStateQuery,
   abortUpdate,
   approveSignal,
+  budgetSignal,
   deliverSignal,
   deliverUpdate,
   deliveryQuery,
@@ -29,6 +30,7 @@ import {
   type DeliveryAnswer,
   type DeliverySignal,
 } from "../types";
+import { applyBudget, parseBudgetRequest } from "./budget";
 import type { RunContext } from "./context";
 import { validateAbort, validateDelivery } from "./decide";
 import { callState, queuedMessages } from "./state";
@@ -146,6 +148,19 @@ export function registerHandlers(ctx: RunContext): void {
     }
     if (callState(run, decision.toolCallId) === "awaiting_approval")
       run.decisions.set(decision.toolCallId, decision);
+  });
+
+  setHandler(budgetSignal, (input: unknown) => {
+    run.signalsSeen += 1;
+    if (run.ended) return;
+    const request = parseBudgetRequest(input);
+    if (!request) {
+      log.warn(
+        "budget: ignored a request that is not {maxCostUsd?, maxTokens?: number ≥ 0, resume?: boolean}",
+      );
+      return;
+    }
+    applyBudget(run, request);
   });
 
   // The run this one continues, so a client holding its id can tell the session's run follows it.

@@ -35,8 +35,8 @@ export function publishDetails({ run }: RunContext): void {
   const cost = run.usage.cost.total.toFixed(4);
   const last = run.lastAssistantText ? `\n\n${run.lastAssistantText.slice(0, PREVIEW_CHARS)}` : "";
   const unsandboxed = run.unsandboxed ? " · ⚠ tools run without a sandbox" : "";
-  const why =
-    run.ended && run.endReason ? ` (${run.endReason.replace(/\s+/g, " ").slice(0, PREVIEW_CHARS)})` : "";
+  const said = run.ended ? run.endReason : run.pause?.message;
+  const why = said ? ` (${said.replace(/\s+/g, " ").slice(0, PREVIEW_CHARS)})` : "";
   setCurrentDetails(
     `**${run.status}**${why} · turn ${run.turn} · ${run.toolCallCount} tool calls · ${run.usage.totalTokens} tokens · $${cost}${unsandboxed}${last}`,
   );

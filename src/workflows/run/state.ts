@@ -32,6 +32,7 @@ import type {
   RecentDelivery,
   RunError,
   RunInput,
+  RunPause,
   RunSettings,
   RunStatus,
   SessionCursor,
@@ -57,7 +58,8 @@ export type QueueName = "pending" | "steering" | "followUp";
 
 export interface RunRecord {
   readonly ref: SessionRef;
-  readonly settings: RunSettings;
+  /** The run's settings; a `budget` signal changes its limits (run/budget.ts). */
+  settings: RunSettings;
   readonly clock: RunClock;
   status: RunStatus;
   /** A message started this run: later messages are steered, queued or refused. */
@@ -94,6 +96,8 @@ export interface RunRecord {
   /** The worker holding the workspace runs tool processes without a sandbox (KEEL_SANDBOX=off). */
   unsandboxed: boolean;
   endReason?: string;
+  /** Set while the run is paused at a budget (run/pause.ts). */
+  pause?: RunPause;
   /** Set when an activity failed for good and ended the run. */
   error?: RunError;
   ended: boolean;

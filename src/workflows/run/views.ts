@@ -84,6 +84,8 @@ export function stateAnswer(run: RunRecord): RunState {
     lastAssistantText: run.lastAssistantText.slice(0, 2_000),
     endReason: run.endReason,
     ...(run.error ? { error: run.error } : {}),
+    ...(run.pause ? { pause: run.pause } : {}),
+    budget: { maxCostUsd: run.settings.limits.maxCostUsd, maxTokens: run.settings.limits.maxTokens ?? 0 },
     lastEventSeq: run.events.nextSeq - 1,
   };
 }

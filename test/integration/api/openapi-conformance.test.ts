@@ -177,6 +177,28 @@ test("a run's session view, with the usage of a model without prices, is what th
   expect(view.body.run.usage.cost.unpriced).toBe(true);
 });
 
+/** A session whose run paused at its cost budget after its first turn (a tool call), as its view shows. */
+async function pausedAtBudget(scenario: string): Promise<{ sessionId: string }> {
+  api.stage.llm.addScenario(scenario, {
+    turns: [{ toolCalls: [{ name: "ls", arguments: {} }] }],
+    after: { text: "Done" },
+  });
+  const sessionId = api.sessionId();
+  const started = await call(
+    "POST",
+    `${SESSION}/messages`,
+    { sessionId },
+    { json: { text: `[scenario:${scenario}] go`, limits: { maxCostUsd: 0.000_001 } } },
+  );
+  expect(started.status).toBe(202);
+  const view = await sessionWhere(sessionId, "paused");
+  expect(view.body.run).toMatchObject({
+    status: "paused",
+    pause: { reason: { type: "runBudget", budget: "cost" } },
+  });
+  return { sessionId };
+}
+
 test("every operation's answers match the document", async () => {
   const sessionId = api.sessionId();
   const key = `conformance-${sessionId}`;
@@ -322,8 +344,22 @@ test("every operation's answers match the document", async () => {
   );
   expect(aborted.status).toBe(202);
   await sessionWhere(waiting.sessionId, "idle");
+  // A run paused at its cost budget: a raise too small leaves it paused, a resume lets it go on.
+  const paused = await pausedAtBudget("conformance-budget");
+  const small = await call("POST", `${SESSION}/budget`, paused, { json: { maxCostUsd: 0.000_001_1 } });
+  expect(small.status).toBe(202);
+  expect(small.body).toMatchObject({ answered: true, status: "paused", budget: { maxCostUsd: 0.000_001_1 } });
+  const resumed = await call("POST", `${SESSION}/resume`, paused, { json: {} });
+  expect(resumed.status).toBe(202);
+  expect(resumed.body).toMatchObject({ answered: true, budget: { maxCostUsd: 0 } });
+  await sessionWhere(paused.sessionId, "idle");
   // Problems.
   expect((await call("POST", `${SESSION}/abort`, { sessionId }, { json: {} })).status).toBe(409);
+  expect((await call("POST", `${SESSION}/budget`, { sessionId }, { json: { maxTokens: 10 } })).status).toBe(
+    409,
+  );
+  expect((await call("POST", `${SESSION}/resume`, { sessionId }, { json: {} })).status).toBe(409);
+  expect((await call("POST", `${SESSION}/budget`, { sessionId }, { json: {} })).status).toBe(400);
   expect((await call("GET", SESSION, { sessionId: api.sessionId() })).status).toBe(404);
   expect((await call("GET", "/v1/sessions", {}, { query: "?limit=0" })).status).toBe(400);
   expect((await call("GET", SESSION, { sessionId }, { key: null })).status).toBe(401);

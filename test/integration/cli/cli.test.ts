@@ -224,6 +224,45 @@ test("abort stops a live run and prints the queued messages it never read; follo
   expect(listed.stdout).toMatch(new RegExp(`^${sessionId}  aborted  \\$\\d+\\.\\d{4}  `, "m"));
 });
 
+test("a run paused at its cost budget: following shows the pause and how to go on; budget and resume", async () => {
+  stage.llm.addScenario("cli-budget", {
+    turns: [{ toolCalls: [{ name: "ls", arguments: {} }] }],
+    after: { text: "listed" },
+  });
+  const sessionId = uniqueName("cli");
+  const follower = keel([
+    "run",
+    "[scenario:cli-budget] list",
+    "--session",
+    sessionId,
+    "--max-cost",
+    "0.000001",
+    "--follow",
+  ]);
+  await eventually(
+    async () => ((await keel(["show", sessionId, "--json"])).stdout.includes('"paused"') ? true : undefined),
+    60_000,
+    "the run paused",
+  );
+  const small = await keel(["budget", sessionId, "--max-cost", "0.0000011"]);
+  expect(small).toMatchObject({ code: 0 });
+  expect(small.stdout).toMatch(
+    new RegExp(
+      `^session ${sessionId}: paused · budget \\$0\\.0000011, ∞ tokens \\(still paused: cost budget reached`,
+    ),
+  );
+  const resumed = await keel(["resume", sessionId]);
+  expect(resumed.code).toBe(0);
+  expect(resumed.stdout).not.toContain("still paused");
+  const followed = await follower;
+  expect(followed.code).toBe(0);
+  expect(followed.stdout).toContain(`⏸ paused: cost budget reached`);
+  expect(followed.stdout).toContain(`resume: keel resume ${sessionId}`);
+  expect(followed.stdout).toMatch(/▶ resumed[\s\S]*■ run completed/);
+  // Nothing is live any more.
+  expect((await keel(["resume", sessionId])).code).toBe(3);
+});
+
 test("Ctrl-C while following says the run goes on and how to get back to it", async () => {
   slowEchoScenario(stage, "cli-ctrl-c", 20_000);
   const sessionId = uniqueName("cli");

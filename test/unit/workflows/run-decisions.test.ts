@@ -226,13 +226,22 @@ describe("decideAfterTurn", () => {
     expect(decideAfterTurn(run, [], outcome).kind).toBe("continue");
   });
 
-  test("the cost budget ends the run", () => {
+  test("a reached cost or token budget is reported with the next turn's settings (the run pauses or ends)", () => {
     const run = record({ limits: { ...DEFAULT_RUN_SETTINGS.limits, maxCostUsd: 0.5 } });
     run.usage = { ...emptyUsage(), cost: { ...emptyUsage().cost, total: 0.5 } };
     expect(decideAfterTurn(run, [], outcome)).toEqual({
-      kind: "finish",
+      kind: "budget_reached",
       reason: "cost budget reached ($0.5)",
+      next: { model: "local-chat", thinkingLevel: "off" },
     });
+    const tokens = record({ limits: { ...DEFAULT_RUN_SETTINGS.limits, maxTokens: 100 } });
+    tokens.usage = { ...emptyUsage(), totalTokens: 100 };
+    expect(decideAfterTurn(tokens, [], outcome)).toMatchObject({
+      kind: "budget_reached",
+      reason: "token budget reached (100)",
+    });
+    tokens.usage = { ...emptyUsage(), totalTokens: 99 };
+    expect(decideAfterTurn(tokens, [], outcome).kind).toBe("continue");
   });
 
   test("a cost budget on a model without prices stops the run instead of being ignored", () => {

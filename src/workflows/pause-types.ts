@@ -1,0 +1,34 @@
+/** A run paused at a budget: why, how it shows, and the `budget` signal that lifts it (docs/architecture.md, "Paused"). */
+
+/** How long a paused run waits for a raise or a resume by default: one day. */
+export const DEFAULT_PAUSE_TIMEOUT_SECONDS = 24 * 60 * 60;
+
+/**
+ * Why a run paused at a turn boundary. A union so that other budgets can pause a run too: the
+ * run's own limits today; a tenant's budget is the seam `tenantBudget` (its source is the
+ * tenant usage ledger, which does not feed runs yet: see run/budget.ts).
+ */
+export type PauseReason =
+  | { type: "runBudget"; budget: "cost" | "tokens"; limit: number; used: number }
+  | { type: "tenantBudget"; budget: string; message: string };
+
+/** A paused run as its state query and the session view show it. */
+export interface RunPause {
+  reason: PauseReason;
+  /** One line saying why (the same text as the Temporal UI's details). */
+  message: string;
+  /** Epoch ms at which it paused, and at which the pause times out. */
+  since: number;
+  until: number;
+}
+
+/**
+ * The `budget` signal's argument: new budgets for the run (a field left out keeps its value; 0
+ * removes that budget) and, with `resume`, continue a paused run even when its budget is still
+ * reached (that budget is then removed). Accepted while the run runs or is paused.
+ */
+export interface BudgetRequest {
+  maxCostUsd?: number;
+  maxTokens?: number;
+  resume?: boolean;
+}

@@ -1,0 +1,43 @@
+/**
+ * A run paused at a budget. It pauses only at a turn boundary (no model call or tool call in
+ * flight: nothing is cut off or lost), shows itself paused (status `paused` in its state, its
+ * `KeelStatus` search attribute and its current details, a `run_paused` event) and waits for a
+ * `budget` signal that lifts it, an abort, or its pause timeout. A paused run holds no worker: a
+ * worker that dies meanwhile is replaced by any other, which waits on the same timer.
+ */
+import { condition } from "@temporalio/workflow";
+import type { PauseReason } from "../types";
+import { budgetReached, describePause, pauseTimeoutMs } from "./budget";
+import type { RunContext } from "./context";
+import { setStatus } from "./lifecycle";
+import { emit } from "./state";
+
+/** How a pause ended: the budget no longer stops the run, an abort arrived, or it timed out. */
+export type PauseOutcome = { kind: "resumed" } | { kind: "aborted" } | { kind: "timed_out"; reason: string };
+
+/** Pauses the run for `reason` until it may go on, is aborted, or the pause times out. */
+export async function pauseAtBudget(ctx: RunContext, reason: PauseReason): Promise<PauseOutcome> {
+  const { run } = ctx;
+  const message = describePause(reason);
+  const timeoutMs = pauseTimeoutMs(run.settings.limits);
+  const since = run.clock.now();
+  run.pause = { reason, message, since, until: since + timeoutMs };
+  setStatus(ctx, "paused");
+  emit(run, { type: "run_paused", reason, message, until: run.pause.until });
+  const woke = await condition(
+    () => run.abortReason !== undefined || budgetReached(run) === undefined,
+    timeoutMs,
+  );
+  run.pause = undefined;
+  if (run.abortReason !== undefined) return { kind: "aborted" };
+  if (!woke) {
+    return {
+      kind: "timed_out",
+      reason: `${message}; paused for ${Math.round(timeoutMs / 1000)} s without a raise or a resume`,
+    };
+  }
+  const { limits } = run.settings;
+  emit(run, { type: "run_resumed", maxCostUsd: limits.maxCostUsd, maxTokens: limits.maxTokens ?? 0 });
+  setStatus(ctx, "running");
+  return { kind: "resumed" };
+}
