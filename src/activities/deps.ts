@@ -6,6 +6,7 @@ import type { Provider } from "../providers/types";
 import type { SessionStore } from "../store/session-store";
 import type { ToolCallMarkers } from "../store/tool-call-markers";
 import type { WorkspaceSnapshots } from "../store/workspace-snapshots";
+import type { TenantUsage } from "../tenants/usage";
 import type { GitHosts } from "../tools/git-source";
 import type { SandboxConfig } from "../tools/sandbox";
 import type { LiveEventOptions } from "./live-events";
@@ -35,4 +36,6 @@ export interface ActivityDeps {
   environments?: EnvironmentStore;
   /** The worker's MCP clients (one connection per session and server). */
   mcp?: McpConnections;
+  /** Where each tenant's usage is recorded per day (absent: not recorded). */
+  usage?: TenantUsage;
 }

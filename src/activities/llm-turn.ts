@@ -44,6 +44,7 @@ export function llmTurnActivity({
   provider,
   catalog,
   liveEvents = DEFAULT_LIVE_EVENT_OPTIONS,
+  usage,
 }: ActivityDeps) {
   return async function llmTurn(input: LlmTurnInput): Promise<LlmTurnResult> {
     const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
@@ -60,6 +61,14 @@ export function llmTurnActivity({
     let result: LlmTurnResult;
     try {
       result = await callModel(input, model, live);
+      // Keyed by the turn's slot and the day it was first scheduled: a retry writes the same record.
+      await usage?.recordTurn(input.tenantId, {
+        sessionId: input.sessionId,
+        slotSeq: input.slot.seq,
+        atMs: Context.current().info.scheduledTimestampMs,
+        tokens: result.usage.totalTokens,
+        costUsd: result.usage.cost.total,
+      });
     } catch (error) {
       await live.close();
       throw error;

@@ -19,6 +19,7 @@ import { InvalidIdError } from "../store/session-keys";
 import type { SessionStore } from "../store/session-store";
 import type { ToolCallMarkers } from "../store/tool-call-markers";
 import type { WorkspaceSnapshots } from "../store/workspace-snapshots";
+import { adminAuth } from "./admin-auth";
 import { allowedMethods, isAllowed, literalMethods } from "./allowed-methods";
 import { bearerAuth, singleTenantOnly } from "./auth";
 import type { ApiConfig } from "./config";
@@ -26,6 +27,7 @@ import { idempotency } from "./idempotency";
 import type { JsonObjects } from "./json-objects";
 import { ProblemError, type ProblemSlug, problemResponse } from "./problems";
 import { createRouter } from "./router";
+import { adminRoutes } from "./routes/admin";
 import { environmentRoutes, registerEnvironmentAuth } from "./routes/environments";
 import { mcpRoutes } from "./routes/mcp";
 import { runRoutes } from "./routes/runs";
@@ -35,6 +37,7 @@ import { transferRoutes } from "./routes/transfer";
 import { treeRoutes } from "./routes/tree";
 import { viewerRoutes } from "./routes/viewer";
 import { registerSlackRoutes } from "./slack/events";
+import type { TenantServices } from "./tenant-runs";
 import { type UnavailableDependency, unavailableDependency } from "./unavailable";
 
 export const API_VERSION = "0.1.0";
@@ -51,6 +54,7 @@ export type ApiConfigSubset = Pick<
   | "defaultModel"
   | "singleTenant"
 > &
+  Partial<Pick<ApiConfig, "adminKeyDigests">> &
   Partial<Pick<ApiConfig, "outbound" | "viewer">>;
 
 export interface ApiDependencies {
@@ -72,6 +76,8 @@ export interface ApiDependencies {
   log?: (record: Record<string, unknown>) => void;
   /** Environments and runner calls (absent: no environment routes are served). */
   environments?: { store: EnvironmentStore; markers: ToolCallMarkers };
+  /** Tenants, keys, settings and quotas kept in S3 (absent: static keys only, no admin API). */
+  tenants?: TenantServices;
 }
 
 /**
@@ -201,11 +207,12 @@ export function createApp(dependencies: ApiDependencies) {
   // `/v1/schedules/*` matches `/v1/schedules` too: listed once, so its middleware runs once per
   // request (twice would claim the Idempotency-Key twice and refuse the create as in use).
   for (const path of ["/v1/sessions", "/v1/sessions/*", "/v1/schedules/*"]) {
-    app.use(path, bearerAuth(deps.config.apiKeys));
+    app.use(path, bearerAuth(deps.config.apiKeys, deps.tenants?.keys));
     if (singleTenant !== undefined) app.use(path, singleTenantOnly(singleTenant));
     app.use(path, limit, idempotency(deps.objects, deps.now, deps.log));
   }
   app.use("/v1/integrations/*", limit);
+  app.use("/v1/admin/*", adminAuth(deps.config.adminKeyDigests ?? []), limit);
   registerEnvironmentAuth(app, deps);
   for (const path of ["/v1/environments", "/v1/environments/*"]) app.use(path, limit);
 
@@ -230,5 +237,6 @@ export function createApp(dependencies: ApiDependencies) {
     .route("/", viewerRoutes(deps))
     .route("/", scheduleRoutes(deps))
     .route("/", environmentRoutes(deps))
-    .route("/", mcpRoutes(deps));
+    .route("/", mcpRoutes(deps))
+    .route("/", adminRoutes(deps));
 }

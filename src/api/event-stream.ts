@@ -42,6 +42,8 @@ export interface EventStreamOptions {
   runOpen: boolean;
   /** Told when the run's stream cannot be read and the events query is polled instead. */
   onFallback: (error: unknown) => void;
+  /** Ends the stream when aborted (the caller's key was revoked). */
+  stop?: AbortSignal;
 }
 
 /**
@@ -57,6 +59,7 @@ export async function streamRunEvents(
 ): Promise<void> {
   const closed = new AbortController();
   stream.onAbort(() => closed.abort());
+  options.stop?.addEventListener("abort", () => closed.abort(), { once: true });
   const deadline = options.maxSeconds > 0 ? Date.now() + options.maxSeconds * 1000 : Number.POSITIVE_INFINITY;
   let sentSeq = resume.seq;
   /** The numbered event the feed showed last (undefined until it shows one). */

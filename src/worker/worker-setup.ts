@@ -17,6 +17,7 @@ import { keelDataConverter } from "../store/payload-storage";
 import { SessionStore } from "../store/session-store";
 import { ToolCallMarkers } from "../store/tool-call-markers";
 import { WorkspaceSnapshots } from "../store/workspace-snapshots";
+import { TenantUsage } from "../tenants/usage";
 import { probeSandbox, type SandboxConfig } from "../tools/sandbox";
 import type { WorkerConfig } from "./config";
 import { log } from "./log";
@@ -49,6 +50,7 @@ export function workerActivities(
     liveEvents: config.liveEvents ?? DEFAULT_LIVE_EVENT_OPTIONS,
     environments: new EnvironmentStore(s3, config.s3.bucket, config.s3.prefix),
     mcp,
+    usage: new TenantUsage(s3, config.s3.bucket, config.s3.prefix),
   });
 }
 
