@@ -69,6 +69,7 @@ export function llmTurnActivity({
         tokens: result.usage.totalTokens,
         costUsd: result.usage.cost.total,
       });
+      failpoint("llmTurn.afterUsage");
     } catch (error) {
       await live.close();
       throw error;

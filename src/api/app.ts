@@ -35,6 +35,7 @@ import { scheduleRoutes } from "./routes/schedules";
 import { sessionRoutes } from "./routes/sessions";
 import { transferRoutes } from "./routes/transfer";
 import { treeRoutes } from "./routes/tree";
+import { usageRoutes } from "./routes/usage";
 import { viewerRoutes } from "./routes/viewer";
 import { registerSlackRoutes } from "./slack/events";
 import type { TenantServices } from "./tenant-runs";
@@ -206,7 +207,7 @@ export function createApp(dependencies: ApiDependencies) {
   const { singleTenant } = deps.config;
   // `/v1/schedules/*` matches `/v1/schedules` too: listed once, so its middleware runs once per
   // request (twice would claim the Idempotency-Key twice and refuse the create as in use).
-  for (const path of ["/v1/sessions", "/v1/sessions/*", "/v1/schedules/*"]) {
+  for (const path of ["/v1/sessions", "/v1/sessions/*", "/v1/schedules/*", "/v1/usage"]) {
     app.use(path, bearerAuth(deps.config.apiKeys, deps.tenants?.keys));
     if (singleTenant !== undefined) app.use(path, singleTenantOnly(singleTenant));
     app.use(path, limit, idempotency(deps.objects, deps.now, deps.log));
@@ -238,5 +239,6 @@ export function createApp(dependencies: ApiDependencies) {
     .route("/", scheduleRoutes(deps))
     .route("/", environmentRoutes(deps))
     .route("/", mcpRoutes(deps))
-    .route("/", adminRoutes(deps));
+    .route("/", adminRoutes(deps))
+    .route("/", usageRoutes(deps));
 }

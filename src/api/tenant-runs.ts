@@ -19,8 +19,10 @@ import { KeyResolver } from "../tenants/key-cache";
 import { modelRefusal } from "../tenants/settings";
 import { TenantStore } from "../tenants/store";
 import type { TenantSettings } from "../tenants/types";
+import { TenantUsage, tenantBudgetState } from "../tenants/usage";
 import { WorkflowType } from "../workflows/references";
 import type { SessionRef } from "../workflows/types";
+import type { RouteContext } from "./app";
 import { ProblemError } from "./problems";
 import type { MessageBody, MessageBodyOptions } from "./schemas";
 import { tenantDefaultsSchema } from "./schemas/tenants";
@@ -30,6 +32,7 @@ export interface TenantServices {
   store: TenantStore;
   keys: KeyResolver;
   quotas: QuotaGate;
+  usage: TenantUsage;
 }
 
 /** The part of a message body a tenant's defaults may fill. */
@@ -141,6 +144,18 @@ export async function claimHeld(
   return !closedAfterClaim && now - claim.claimedAt < CLAIM_GRACE_MS;
 }
 
+/**
+ * Counts a run the API started in its tenant's usage (once per run id). A failed write is logged,
+ * not answered: the run has started, and the message must not be sent again.
+ */
+export async function recordRunStart(deps: RouteContext, ref: SessionRef, runId: string): Promise<void> {
+  try {
+    await deps.tenants?.usage.recordRun(ref.tenantId, { sessionId: ref.sessionId, runId, atMs: deps.now() });
+  } catch (error) {
+    deps.log({ level: "warn", msg: "the run start was not recorded in usage", error: String(error) });
+  }
+}
+
 /** The tenant store in the deployment's bucket, its key cache and quota gate. */
 export function tenantServices(
   s3: S3Client,
@@ -148,12 +163,23 @@ export function tenantServices(
   runs: () => Promise<RunClient>,
 ): TenantServices {
   const store = new TenantStore(s3, settings.bucket, settings.prefix);
+  const usage = new TenantUsage(s3, settings.bucket, settings.prefix);
   return {
     store,
     keys: new KeyResolver(store),
+    usage,
     quotas: new QuotaGate({
       store,
       isHeld: async (tenantId, claim) => claimHeld(await runs(), tenantId, claim, Date.now()),
+      checkBudget: async (tenantId, quotas) => {
+        const budget = await tenantBudgetState(usage, tenantId, quotas);
+        if (budget.reached !== undefined)
+          throw new QuotaExceededError(
+            budget.reached,
+            quotas[budget.reached] ?? 0,
+            budget.resetsInSeconds ?? 60,
+          );
+      },
     }),
   };
 }

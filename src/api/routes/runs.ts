@@ -25,7 +25,7 @@ import {
   messageBodySchema,
   SessionParamsSchema,
 } from "../schemas";
-import { admitStart, sessionRunIsLive, withTenantSettings } from "../tenant-runs";
+import { admitStart, recordRunStart, sessionRunIsLive, withTenantSettings } from "../tenant-runs";
 import {
   idempotencyHeaderParam,
   liveState,
@@ -194,6 +194,7 @@ export function runRoutes(deps: RouteContext) {
       }
       // A concurrent message started the run first: this one went to it.
       if (delivered.delivery !== "started") await admission?.release();
+      else await recordRunStart(deps, ref, delivered.runId);
       return c.json(
         {
           sessionId,
