@@ -36,20 +36,24 @@ export const CreateKeyBodySchema = z
   .object({ label: z.string().min(1).max(200).optional() })
   .openapi("CreateApiKeyRequest");
 
-export const ApiKeyViewSchema = z
-  .object({
-    id: z.string(),
-    label: z.string().optional(),
-    createdAt: z.string(),
-    revokedAt: z.string().optional(),
-  })
-  .openapi("ApiKey");
+const apiKeyFields = {
+  id: z.string(),
+  label: z.string().optional(),
+  createdAt: z.string(),
+  revokedAt: z.string().optional(),
+};
 
-export const CreatedKeySchema = ApiKeyViewSchema.extend({
-  key: z
-    .string()
-    .openapi({ description: "The API key: shown in this answer only (only its sha256 is stored)" }),
-}).openapi("CreatedApiKey");
+export const ApiKeyViewSchema = z.object(apiKeyFields).openapi("ApiKey");
+
+/** Not an extension of `ApiKey`: the document states one closed object either way. */
+export const CreatedKeySchema = z
+  .object({
+    ...apiKeyFields,
+    key: z
+      .string()
+      .openapi({ description: "The API key: shown in this answer only (only its sha256 is stored)" }),
+  })
+  .openapi("CreatedApiKey");
 
 export const ApiKeyListSchema = z.object({ keys: z.array(ApiKeyViewSchema) }).openapi("ApiKeyList");
 
@@ -107,8 +111,8 @@ export const UsageDaySchema = z
     costUsd: z.number(),
     toolSeconds: z.number(),
   })
-  .openapi("UsageDay");
+  .openapi("TenantUsageDay");
 
 export const UsageSchema = z
   .object({ tenantId: z.string(), from: z.string(), to: z.string(), days: z.array(UsageDaySchema) })
-  .openapi("Usage");
+  .openapi("TenantUsage");
