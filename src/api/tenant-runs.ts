@@ -44,7 +44,7 @@ type RunFields = Omit<MessageBody, "text" | "delivery">;
  * stored defaults no longer pass the deployment's rules, 403 `model-not-allowed` naming the
  * setting that refuses a model.
  */
-export function withTenantSettings<B extends MessageBody>(
+export function withTenantSettings<B extends Pick<MessageBody, "model" | "agents">>(
   settings: TenantSettings,
   body: B,
   options: MessageBodyOptions,

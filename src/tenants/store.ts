@@ -12,7 +12,6 @@
  */
 import { randomBytes } from "node:crypto";
 import { ListObjectsV2Command, type S3Client } from "@aws-sdk/client-s3";
-import type { z } from "zod";
 import { sha256Hex } from "../api/auth";
 import { JsonObjects } from "../api/json-objects";
 import { listObjects } from "../store/s3-requests";
@@ -147,11 +146,6 @@ export class TenantStore {
 
   async putSettings(tenantId: string, settings: TenantSettings): Promise<void> {
     await this.objects.overwrite(`${this.folder(tenantId)}settings.json`, settings);
-  }
-
-  /** A small JSON object under the tenant's folder (quota leases and counters, usage records). */
-  read<T>(tenantId: string, name: string, schema: z.ZodType<T>): Promise<T | undefined> {
-    return this.objects.read(`${this.folder(tenantId)}${name}`, schema);
   }
 
   private keyRecordKey(tenantId: string, keyId: string): string {
