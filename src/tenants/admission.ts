@@ -136,6 +136,7 @@ export class QuotaGate {
       if (count >= limit) throw new QuotaExceededError("runsPerMinute", limit, retryAfter);
       return { minute, count: count + 1 };
     });
+    // Every attempt lost a race to other starts: refused as at the rate limit, to retry shortly.
     if (!changed) throw new QuotaExceededError("runsPerMinute", limit, 1);
     return {
       release: async () => {
