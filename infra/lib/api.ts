@@ -63,6 +63,9 @@ export class KeelApi extends Construct {
         ...secretArnEnvironment(secrets),
         ...singleTenantEnvironment(config),
         KEEL_API_SSE_MAX_SECONDS: String(SSE_MAX_SECONDS_BEHIND_GATEWAY),
+        ...(config.api.adminKeySha256?.length
+          ? { KEEL_ADMIN_KEY_SHA256: config.api.adminKeySha256.join(",") }
+          : {}),
       },
       bundling: localBundling(),
     });

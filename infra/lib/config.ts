@@ -148,6 +148,10 @@ export const KeelInfraConfigSchema = z.object({
       entry: z.string().default("src/api/lambda.ts"),
       /** Secret whose value is KEEL_API_KEYS (hashed bearer keys mapped to tenants). */
       apiKeysSecretArn: secretArn.optional(),
+      /** KEEL_ADMIN_KEY_SHA256: sha256 hex digests of the operator's admin keys (a digest, not a secret). */
+      adminKeySha256: z
+        .array(z.string().regex(/^[0-9a-f]{64}$/, "the lowercase sha256 hex digest of an admin key"))
+        .optional(),
       memoryMiB: z.number().int().min(128).max(10_240).default(1024),
       timeoutSeconds: z.number().int().min(3).max(29).default(29),
       throttle: z

@@ -7,6 +7,7 @@ import type { McpToolListings } from "../store/mcp-tool-listings";
 import type { SessionStore } from "../store/session-store";
 import type { ToolCallMarkers } from "../store/tool-call-markers";
 import type { WorkspaceSnapshots } from "../store/workspace-snapshots";
+import type { TenantUsage } from "../tenants/usage";
 import type { GitHosts } from "../tools/git-source";
 import type { SandboxConfig } from "../tools/sandbox";
 import type { LiveEventOptions } from "./live-events";
@@ -38,4 +39,6 @@ export interface ActivityDeps {
   mcp?: McpConnections;
   /** MCP tool listings by digest (written by `listMcpTools`, read by `llmTurn`). */
   mcpListings?: McpToolListings;
+  /** Where each tenant's usage is recorded per day (absent: not recorded). */
+  usage?: TenantUsage;
 }

@@ -96,6 +96,7 @@ export function executeToolActivity(deps: ActivityDeps) {
       }
     }
 
+    const startedMs = Date.now();
     const workspace = workspaceFor(workspaceRoot, input.tenantId, input.sessionId);
     // The run claimed the workspace once, but this worker may not have it (any Lambda execution
     // environment takes tool tasks of the shared queue; idle eviction may have removed it): the
@@ -149,6 +150,8 @@ export function executeToolActivity(deps: ActivityDeps) {
       return result;
     });
     const { entry, written } = await write(toToolResultMessage(toolCall, output, Date.now()));
+    // Only the attempt that stored the result counts its time (never twice; lost if it dies now).
+    if (written) await recordToolTime(deps, ref, input.slot.seq, startedMs);
     failpoint("executeTool.afterWrite");
     if (ctx.cancellationSignal.aborted)
       throw new CancelledFailure("the tool was cancelled; its output is stored");
@@ -161,6 +164,23 @@ export function executeToolActivity(deps: ActivityDeps) {
       liveTail,
     );
   };
+}
+
+/** Adds the call's duration to its tenant's usage; a failure is logged, never thrown. */
+async function recordToolTime(deps: ActivityDeps, ref: SessionRef, slotSeq: number, startedMs: number) {
+  try {
+    await deps.usage?.recordTool(ref.tenantId, {
+      sessionId: ref.sessionId,
+      slotSeq,
+      atMs: startedMs,
+      ms: Date.now() - startedMs,
+    });
+  } catch (error) {
+    Context.current().log.warn("the tool call's usage was not recorded", {
+      sessionId: ref.sessionId,
+      error: error instanceof Error ? error.message : String(error),
+    });
+  }
 }
 
 /**

@@ -6,6 +6,7 @@
  */
 export type FailpointName =
   | "llmTurn.afterWrite"
+  | "llmTurn.afterUsage"
   | "executeTool.afterWrite"
   | "claimWorkspace.start"
   | "claimWorkspace.afterSource";

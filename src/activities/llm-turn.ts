@@ -41,7 +41,7 @@ const PREVIEW_CHARS = 500;
 const ARGUMENTS_PREVIEW_CHARS = 300;
 
 export function llmTurnActivity(deps: ActivityDeps) {
-  const { store, provider, catalog, liveEvents = DEFAULT_LIVE_EVENT_OPTIONS } = deps;
+  const { store, provider, catalog, liveEvents = DEFAULT_LIVE_EVENT_OPTIONS, usage } = deps;
   return async function llmTurn(input: LlmTurnInput): Promise<LlmTurnResult> {
     const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
     const model = catalog.find(input.model);
@@ -57,6 +57,15 @@ export function llmTurnActivity(deps: ActivityDeps) {
     let result: LlmTurnResult;
     try {
       result = await callModel(input, model, live);
+      // Keyed by the turn's slot and the day it was first scheduled: a retry writes the same record.
+      await usage?.recordTurn(input.tenantId, {
+        sessionId: input.sessionId,
+        slotSeq: input.slot.seq,
+        atMs: Context.current().info.scheduledTimestampMs,
+        tokens: result.usage.totalTokens,
+        costUsd: result.usage.cost.total,
+      });
+      failpoint("llmTurn.afterUsage");
     } catch (error) {
       await live.close();
       throw error;

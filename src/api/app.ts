@@ -19,6 +19,7 @@ import { InvalidIdError } from "../store/session-keys";
 import type { SessionStore } from "../store/session-store";
 import type { ToolCallMarkers } from "../store/tool-call-markers";
 import type { WorkspaceSnapshots } from "../store/workspace-snapshots";
+import { adminAuth } from "./admin-auth";
 import { allowedMethods, isAllowed, literalMethods } from "./allowed-methods";
 import { bearerAuth, singleTenantOnly } from "./auth";
 import type { ApiConfig } from "./config";
@@ -27,6 +28,7 @@ import type { JsonObjects } from "./json-objects";
 import { ProblemError, type ProblemSlug, problemResponse } from "./problems";
 import { createRouter } from "./router";
 import { budgetRoutes } from "./routes/budget";
+import { adminRoutes } from "./routes/admin";
 import { environmentRoutes, registerEnvironmentAuth } from "./routes/environments";
 import { mcpRoutes } from "./routes/mcp";
 import { runRoutes } from "./routes/runs";
@@ -34,8 +36,10 @@ import { scheduleRoutes } from "./routes/schedules";
 import { sessionRoutes } from "./routes/sessions";
 import { transferRoutes } from "./routes/transfer";
 import { treeRoutes } from "./routes/tree";
+import { usageRoutes } from "./routes/usage";
 import { viewerRoutes } from "./routes/viewer";
 import { registerSlackRoutes } from "./slack/events";
+import type { TenantServices } from "./tenant-runs";
 import { type UnavailableDependency, unavailableDependency } from "./unavailable";
 
 export const API_VERSION = "0.1.0";
@@ -52,6 +56,7 @@ export type ApiConfigSubset = Pick<
   | "defaultModel"
   | "singleTenant"
 > &
+  Partial<Pick<ApiConfig, "adminKeyDigests">> &
   Partial<Pick<ApiConfig, "outbound" | "viewer">>;
 
 export interface ApiDependencies {
@@ -73,6 +78,8 @@ export interface ApiDependencies {
   log?: (record: Record<string, unknown>) => void;
   /** Environments and runner calls (absent: no environment routes are served). */
   environments?: { store: EnvironmentStore; markers: ToolCallMarkers };
+  /** Tenants, keys, settings and quotas kept in S3 (absent: static keys only, no admin API). */
+  tenants?: TenantServices;
 }
 
 /**
@@ -201,12 +208,13 @@ export function createApp(dependencies: ApiDependencies) {
   const { singleTenant } = deps.config;
   // `/v1/schedules/*` matches `/v1/schedules` too: listed once, so its middleware runs once per
   // request (twice would claim the Idempotency-Key twice and refuse the create as in use).
-  for (const path of ["/v1/sessions", "/v1/sessions/*", "/v1/schedules/*"]) {
-    app.use(path, bearerAuth(deps.config.apiKeys));
+  for (const path of ["/v1/sessions", "/v1/sessions/*", "/v1/schedules/*", "/v1/usage"]) {
+    app.use(path, bearerAuth(deps.config.apiKeys, deps.tenants?.keys));
     if (singleTenant !== undefined) app.use(path, singleTenantOnly(singleTenant));
     app.use(path, limit, idempotency(deps.objects, deps.now, deps.log));
   }
   app.use("/v1/integrations/*", limit);
+  app.use("/v1/admin/*", adminAuth(deps.config.adminKeyDigests ?? []), limit);
   registerEnvironmentAuth(app, deps);
   for (const path of ["/v1/environments", "/v1/environments/*"]) app.use(path, limit);
 
@@ -232,5 +240,7 @@ export function createApp(dependencies: ApiDependencies) {
     .route("/", viewerRoutes(deps))
     .route("/", scheduleRoutes(deps))
     .route("/", environmentRoutes(deps))
-    .route("/", mcpRoutes(deps));
+    .route("/", mcpRoutes(deps))
+    .route("/", adminRoutes(deps))
+    .route("/", usageRoutes(deps));
 }

@@ -1,9 +1,11 @@
 /**
  * Bearer API keys mapped to tenants. Keys are configured only as sha256 digests; a presented key
- * is hashed and compared against every configured digest in constant time.
+ * is hashed and compared against every configured digest in constant time, then, when no static
+ * key matches, looked up by digest in the tenant store (keys issued through the admin API).
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { MiddlewareHandler } from "hono";
+import type { KeyResolver } from "../tenants/key-cache";
 import type { ApiKeys } from "./config";
 import { ProblemError } from "./problems";
 
@@ -29,14 +31,38 @@ export interface TenantVariables {
   tenantId: string;
   /** Set for a request authenticated with a runner token: the one environment it serves. */
   runnerEnvironment?: string;
+  /**
+   * Whether the credential of this request still authenticates its tenant (a stored key can be
+   * revoked while a long request, an event stream, is open). Absent: it cannot be revoked.
+   */
+  stillAuthorized?: () => Promise<boolean>;
 }
 
-/** Sets `tenantId` from `Authorization: Bearer <key>`, or answers 401. */
-export function bearerAuth(apiKeys: ApiKeys): MiddlewareHandler<{ Variables: TenantVariables }> {
+/** The bearer key of a request, or undefined (absent, malformed or too long). */
+export function bearerKey(header: string | undefined): string | undefined {
+  const value = header ?? "";
+  return value.length <= MAX_AUTHORIZATION_LENGTH ? BEARER.exec(value)?.[1] : undefined;
+}
+
+/**
+ * Sets `tenantId` from `Authorization: Bearer <key>` (a static key, else one in the tenant store
+ * `stored` resolves), or answers 401.
+ */
+export function bearerAuth(
+  apiKeys: ApiKeys,
+  stored?: KeyResolver,
+): MiddlewareHandler<{ Variables: TenantVariables }> {
   return async (c, next) => {
-    const header = c.req.header("authorization") ?? "";
-    const match = header.length <= MAX_AUTHORIZATION_LENGTH ? BEARER.exec(header) : null;
-    const tenantId = match?.[1] ? tenantOfKey(apiKeys, match[1]) : undefined;
+    const key = bearerKey(c.req.header("authorization"));
+    let tenantId = key !== undefined ? tenantOfKey(apiKeys, key) : undefined;
+    if (key !== undefined && tenantId === undefined && stored) {
+      const digest = sha256Hex(key);
+      const storedTenant = await stored.tenantOf(digest);
+      if (storedTenant !== undefined) {
+        tenantId = storedTenant;
+        c.set("stillAuthorized", async () => (await stored.tenantOf(digest)) === storedTenant);
+      }
+    }
     if (!tenantId) {
       throw new ProblemError(
         "unauthorized",
@@ -67,4 +93,31 @@ export function singleTenantOnly(tenantId: string): MiddlewareHandler<{ Variable
     }
     await next();
   };
+}
+
+/** How often an open event stream checks that its credential still authenticates. */
+export const CREDENTIAL_RECHECK_MS = 1_000;
+
+/**
+ * A signal aborted once `stillAuthorized` answers false (checked every CREDENTIAL_RECHECK_MS),
+ * for long requests whose key may be revoked while they are open; never aborted without a check.
+ * `dispose` stops the checks.
+ */
+export function whileAuthorized(stillAuthorized: (() => Promise<boolean>) | undefined): {
+  signal: AbortSignal;
+  dispose: () => void;
+} {
+  const controller = new AbortController();
+  if (!stillAuthorized) return { signal: controller.signal, dispose: () => undefined };
+  const timer = setInterval(() => {
+    stillAuthorized().then(
+      (ok) => {
+        if (!ok) controller.abort();
+      },
+      // A failed check (storage down) keeps the stream: the next check decides.
+      () => undefined,
+    );
+  }, CREDENTIAL_RECHECK_MS);
+  timer.unref();
+  return { signal: controller.signal, dispose: () => clearInterval(timer) };
 }

@@ -32,6 +32,8 @@ const ApiEnvSchema = z.object({
   KEEL_DEFAULT_MODEL: z.string().min(1).default(DEFAULT_RUN_SETTINGS.model),
   KEEL_API_KEYS: z.string().optional(),
   KEEL_API_KEYS_FILE: z.string().optional(),
+  /** Comma-separated sha256 digests of the operator's keys for the admin API (unset: no admin access). */
+  KEEL_ADMIN_KEY_SHA256: z.string().optional(),
   KEEL_API_BODY_LIMIT_BYTES: z.coerce.number().int().positive().default(DEFAULT_BODY_LIMIT_BYTES),
   KEEL_API_PORT: z.coerce.number().int().min(0).max(65_535).default(DEFAULT_API_PORT),
   /** Lets callers start a workspace from a directory on the worker machine (off by default). */
@@ -93,6 +95,8 @@ export interface ApiConfig {
   defaultModel: string;
   s3: S3Settings;
   apiKeys: ApiKeys;
+  /** KEEL_ADMIN_KEY_SHA256: digests of the operator's admin keys (never tenant keys). */
+  adminKeyDigests: string[];
   bodyLimitBytes: number;
   port: number;
   allowDirectoryWorkspaces: boolean;
@@ -135,6 +139,25 @@ export function parseApiKeys(text: string, source: string): ApiKeys {
   return parsed.data;
 }
 
+/** KEEL_ADMIN_KEY_SHA256's digests; a digest that is also a tenant's key is refused. */
+function parseAdminDigests(text: string | undefined, apiKeys: ApiKeys): string[] {
+  const digests = (text ?? "")
+    .split(",")
+    .map((digest) => digest.trim())
+    .filter(Boolean);
+  for (const digest of digests) {
+    if (!SHA256_HEX.test(digest))
+      throw new Error(
+        "Invalid API configuration: KEEL_ADMIN_KEY_SHA256: every entry must be the lowercase sha256 hex digest of an admin key",
+      );
+    if (digest in apiKeys)
+      throw new Error(
+        "Invalid API configuration: KEEL_ADMIN_KEY_SHA256 names a tenant's API key; use a separate key",
+      );
+  }
+  return digests;
+}
+
 /** Throws one readable error listing every invalid variable (secret values are never shown). */
 export function apiConfigFromEnv(env: NodeJS.ProcessEnv = process.env): ApiConfig {
   const parsed = ApiEnvSchema.safeParse(env);
@@ -146,6 +169,7 @@ export function apiConfigFromEnv(env: NodeJS.ProcessEnv = process.env): ApiConfi
       : {}),
     ...(values.KEEL_API_KEYS ? parseApiKeys(values.KEEL_API_KEYS, "KEEL_API_KEYS") : {}),
   };
+  const adminKeyDigests = parseAdminDigests(values.KEEL_ADMIN_KEY_SHA256, apiKeys);
   let outbound: OutboundSettings;
   try {
     outbound = {
@@ -197,6 +221,7 @@ export function apiConfigFromEnv(env: NodeJS.ProcessEnv = process.env): ApiConfi
     defaultModel: values.KEEL_DEFAULT_MODEL,
     s3: s3SettingsFromEnv(env),
     apiKeys,
+    adminKeyDigests,
     bodyLimitBytes: values.KEEL_API_BODY_LIMIT_BYTES,
     port: values.KEEL_API_PORT,
     allowDirectoryWorkspaces: values.KEEL_API_ALLOW_DIRECTORY_WORKSPACES,

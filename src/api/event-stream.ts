@@ -45,6 +45,8 @@ export interface EventStreamOptions {
   onFallback: (error: unknown) => void;
   /** Send the events of the run's sub-agents too, nested (src/api/child-events.ts). */
   children?: boolean;
+  /** Ends the stream when aborted (the caller's key was revoked). */
+  stop?: AbortSignal;
 }
 
 /**
@@ -60,6 +62,7 @@ export async function streamRunEvents(
 ): Promise<void> {
   const closed = new AbortController();
   stream.onAbort(() => closed.abort());
+  options.stop?.addEventListener("abort", () => closed.abort(), { once: true });
   const deadline = options.maxSeconds > 0 ? Date.now() + options.maxSeconds * 1000 : Number.POSITIVE_INFINITY;
   const children = options.children ? new ChildEvents(stream, runs, ref, closed.signal) : undefined;
   try {

@@ -10,6 +10,7 @@ import { type ApiApp, createApp } from "./app";
 import type { ApiConfig } from "./config";
 import { JsonObjects } from "./json-objects";
 import { LazyRunClient } from "./temporal";
+import { tenantServices } from "./tenant-runs";
 
 export interface ApiRuntime {
   app: ApiApp;
@@ -33,6 +34,7 @@ export function createApiRuntime(config: ApiConfig): ApiRuntime {
     snapshots: new WorkspaceSnapshots(s3, config.s3),
     objects: new JsonObjects(s3, config.s3.bucket, config.s3.prefix),
     catalog: loadCatalog(),
+    tenants: tenantServices(s3, config.s3, () => temporal.get()),
     environments: {
       store: new EnvironmentStore(s3, config.s3.bucket, config.s3.prefix),
       markers: new ToolCallMarkers(s3, config.s3),

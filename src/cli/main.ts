@@ -7,6 +7,7 @@
 import { ApiError, EXIT, type ExitCode, exitCodeOf, hintFor, UsageError } from "./client";
 import type { Command, CommandContext } from "./command";
 import { budgetCommand, resumeCommand } from "./commands/budget";
+import { adminCommand, usageCommand } from "./commands/admin";
 import { abortCommand, approveCommand } from "./commands/control";
 import { deleteCommand } from "./commands/delete";
 import { envCommand, runnerCommand } from "./commands/environments";
@@ -44,6 +45,8 @@ const COMMANDS: Record<string, Command> = {
   env: envCommand,
   runner: runnerCommand,
   mcp: mcpCommand,
+  usage: usageCommand,
+  admin: adminCommand,
 };
 
 function usage(): string {

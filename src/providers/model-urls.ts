@@ -97,7 +97,7 @@ export interface ModelUrlPolicyOptions {
  * at or under the entry's, both in the form the SDK uses (`sdkBaseUrl`: a path-less OpenAI URL
  * means `/v1`).
  */
-function covers(api: ModelApi, entry: string, candidate: string): boolean {
+export function covers(api: ModelApi, entry: string, candidate: string): boolean {
   if (!URL.canParse(entry) || !URL.canParse(candidate)) return false;
   const a = new URL(sdkBaseUrl(api, entry));
   const b = new URL(sdkBaseUrl(api, candidate));

@@ -18,6 +18,7 @@ import { keelDataConverter } from "../store/payload-storage";
 import { SessionStore } from "../store/session-store";
 import { ToolCallMarkers } from "../store/tool-call-markers";
 import { WorkspaceSnapshots } from "../store/workspace-snapshots";
+import { TenantUsage } from "../tenants/usage";
 import { probeSandbox, type SandboxConfig } from "../tools/sandbox";
 import type { WorkerConfig } from "./config";
 import { log } from "./log";
@@ -51,6 +52,7 @@ export function workerActivities(
     environments: new EnvironmentStore(s3, config.s3.bucket, config.s3.prefix),
     mcp,
     mcpListings: new McpToolListings(s3, config.s3),
+    usage: new TenantUsage(s3, config.s3.bucket, config.s3.prefix),
   });
 }
 

@@ -6,6 +6,7 @@ import { RunNotAnsweringError } from "../../run-client/session-runs";
 import { FULL_NETWORK_REFUSAL, fullNetworkAllowed } from "../../tools/network-access";
 import { DEFAULT_RUN_SETTINGS } from "../../workflows/types";
 import type { RouteContext } from "../app";
+import { whileAuthorized } from "../auth";
 import { resumePointOf, streamRunEvents } from "../event-stream";
 import { deliveryId, IDEMPOTENCY_HEADER } from "../idempotency";
 import { ProblemError } from "../problems";
@@ -24,6 +25,7 @@ import {
   messageBodySchema,
   SessionParamsSchema,
 } from "../schemas";
+import { admitStart, recordRunStart, sessionRunIsLive, withTenantSettings } from "../tenant-runs";
 import {
   idempotencyHeaderParam,
   liveState,
@@ -156,22 +158,43 @@ export async function requireEnvironment(
 }
 
 export function runRoutes(deps: RouteContext) {
-  const postMessage = postMessageRoute(messageBodyOptions(deps));
+  const bodyOptions = messageBodyOptions(deps);
+  const postMessage = postMessageRoute(bodyOptions);
   return createRouter()
     .openapi(postMessage, async (c) => {
       const { sessionId } = c.req.valid("param");
-      const body = c.req.valid("json");
+      const tenantSettings = (await deps.tenants?.store.getSettings(c.get("tenantId"))) ?? {};
+      const body = withTenantSettings(
+        tenantSettings,
+        c.req.valid("json"),
+        bodyOptions,
+        deps.config.defaultModel,
+      );
       refuseFullNetwork(deps, c.get("tenantId"), body.network, "message");
       await requireEnvironment(deps, c.get("tenantId"), body);
       const settings = runSettingsFrom(body, { ...DEFAULT_RUN_SETTINGS, model: deps.config.defaultModel });
       const runs = await deps.runs();
+      const ref = refOf(c, sessionId);
+      // A message to a live run is a delivery, not a start: only a start is admitted (quotas).
+      const admission =
+        deps.tenants &&
+        (await admitStart(deps.tenants, tenantSettings, ref, () => sessionRunIsLive(runs, ref)));
       const idempotencyKey = c.req.header(IDEMPOTENCY_HEADER);
-      const delivered = await runs.deliver(
-        refOf(c, sessionId),
-        { text: body.text, mode: body.delivery },
-        settings,
-        idempotencyKey !== undefined ? { deliveryId: deliveryId(c.get("tenantId"), idempotencyKey) } : {},
-      );
+      let delivered: Awaited<ReturnType<typeof runs.deliver>>;
+      try {
+        delivered = await runs.deliver(
+          ref,
+          { text: body.text, mode: body.delivery },
+          settings,
+          idempotencyKey !== undefined ? { deliveryId: deliveryId(c.get("tenantId"), idempotencyKey) } : {},
+        );
+      } catch (error) {
+        await admission?.release();
+        throw error;
+      }
+      // A concurrent message started the run first: this one went to it.
+      if (delivered.delivery !== "started") await admission?.release();
+      else await recordRunStart(deps, ref, delivered.runId);
       return c.json(
         {
           sessionId,
@@ -251,6 +274,7 @@ export function runRoutes(deps: RouteContext) {
         // A run started after the one the client followed numbers its events from 1 again.
         const live = liveState(run);
         const from = live && live.lastEventSeq < resume.seq ? { seq: 0 } : resume;
+        const authorized = whileAuthorized(c.get("stillAuthorized"));
         return streamSSE(
           c,
           (stream) =>
@@ -259,6 +283,7 @@ export function runRoutes(deps: RouteContext) {
               children: query.children === "true",
               maxSeconds: deps.config.sseMaxSeconds,
               runOpen: live !== undefined,
+              stop: authorized.signal,
               onFallback: (error) =>
                 deps.log({
                   level: "warn",
@@ -266,7 +291,7 @@ export function runRoutes(deps: RouteContext) {
                   path: c.req.path,
                   error: String(error),
                 }),
-            }),
+            }).finally(authorized.dispose),
           async (error, stream) => {
             deps.onFailure?.(error);
             deps.log({ level: "warn", msg: "event stream failed", path: c.req.path, error: String(error) });

@@ -19,6 +19,7 @@ import {
 } from "../schedule-schemas";
 import { TenantSchedules } from "../schedules";
 import { AcceptedSchema, type MessageBodyOptions } from "../schemas";
+import { withTenantSettings } from "../tenant-runs";
 import { idempotencyHeaderParam, problemResponses } from "./common";
 import { messageBodyOptions, refuseFullNetwork, requireEnvironment } from "./runs";
 
@@ -100,9 +101,17 @@ export function scheduleRoutes(deps: RouteContext) {
     const runs = await deps.runs();
     return new TenantSchedules(runs.client, runs.taskQueue, c.get("tenantId"));
   };
+  const bodyOptions = messageBodyOptions(deps);
   return createRouter()
-    .openapi(createSchedule(messageBodyOptions(deps)), async (c) => {
-      const body = c.req.valid("json");
+    .openapi(createSchedule(bodyOptions), async (c) => {
+      // The tenant's settings when the schedule is made (its runs are not admitted: docs/api.md, "Quotas").
+      const tenantSettings = (await deps.tenants?.store.getSettings(c.get("tenantId"))) ?? {};
+      const body = withTenantSettings(
+        tenantSettings,
+        c.req.valid("json"),
+        bodyOptions,
+        deps.config.defaultModel,
+      );
       refuseFullNetwork(deps, c.get("tenantId"), body.network, "schedule");
       await requireEnvironment(deps, c.get("tenantId"), body);
       const settings = runSettingsFrom(

@@ -7,6 +7,7 @@ import { createHash } from "node:crypto";
 import { type ApiApp, type ApiDependencies, createApp } from "../../../src/api/app";
 import type { SlackConfig } from "../../../src/api/config";
 import { JsonObjects } from "../../../src/api/json-objects";
+import { tenantServices } from "../../../src/api/tenant-runs";
 import { loadCatalog } from "../../../src/providers/models";
 import { WorkspaceSnapshots } from "../../../src/store/workspace-snapshots";
 import { s3Client, s3Settings, uniqueName } from "../../support/integration-env";
@@ -19,6 +20,8 @@ export interface ApiStage {
   app: ApiApp;
   /** API keys of two tenants; tenant A is the run stage's tenant. */
   keys: { a: string; b: string };
+  /** The operator's key for the admin API (KEEL_ADMIN_KEY_SHA256). */
+  adminKey: string;
   tenants: { a: string; b: string };
   objects: JsonObjects;
   call: Caller;
@@ -64,12 +67,14 @@ export async function createApiStage(
   if (options.withWorker !== false) await stage.startWorker(options.workerEnv);
   const keys = { a: `key-a-${uniqueName("k")}`, b: `key-b-${uniqueName("k")}` };
   const tenants = { a: stage.tenantId, b: uniqueName("tenant") };
+  const adminKey = `admin-${uniqueName("k")}`;
   const s3 = s3Client();
   const settings = s3Settings();
   const objects = new JsonObjects(s3, settings.bucket, settings.prefix);
   const dependencies: ApiDependencies = {
     config: {
       apiKeys: { [sha256(keys.a)]: tenants.a, [sha256(keys.b)]: tenants.b },
+      adminKeyDigests: [sha256(adminKey)],
       bodyLimitBytes: 256 * 1024,
       allowDirectoryWorkspaces: false,
       sseMaxSeconds: 0,
@@ -83,6 +88,7 @@ export async function createApiStage(
     objects,
     catalog: loadCatalog(),
     log: () => undefined,
+    tenants: tenantServices(s3, settings, async () => stage.runs),
     ...options.overrides,
   };
   const app = createApp(dependencies);
@@ -113,6 +119,7 @@ export async function createApiStage(
     stage,
     app,
     keys,
+    adminKey,
     tenants,
     objects,
     call: callerOf(app),

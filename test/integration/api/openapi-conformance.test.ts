@@ -198,6 +198,67 @@ async function pausedAtBudget(scenario: string): Promise<{ sessionId: string }> 
   });
   return { sessionId };
 }
+// The admin API and usage reads, as the operator and as a tenant (a start over a quota included).
+test("the admin API and usage reads match the document (before the operations are counted)", async () => {
+  const sessionId = api.sessionId();
+  const TENANTS = "/v1/admin/tenants";
+  const admin = { key: api.adminKey };
+  const tenantId = `conformance-${sessionId}`;
+  expect(
+    (await call("POST", TENANTS, {}, { ...admin, json: { id: tenantId, name: "Conformance" } })).status,
+  ).toBe(201);
+  expect((await call("POST", TENANTS, {}, { ...admin, json: { id: tenantId } })).status).toBe(409);
+  expect((await call("GET", TENANTS, {}, { key: api.keys.a })).status).toBe(401);
+  expect((await call("GET", TENANTS, {}, admin)).status).toBe(200);
+  expect((await call("GET", `${TENANTS}/{tenantId}`, { tenantId }, admin)).status).toBe(200);
+  expect((await call("GET", `${TENANTS}/{tenantId}`, { tenantId: "nobody" }, admin)).status).toBe(404);
+  const issued = await call(
+    "POST",
+    `${TENANTS}/{tenantId}/keys`,
+    { tenantId },
+    { ...admin, json: { label: "ci" } },
+  );
+  expect(issued.status).toBe(201);
+  expect((await call("GET", `${TENANTS}/{tenantId}/keys`, { tenantId }, admin)).status).toBe(200);
+  const settings = {
+    models: ["local-*"],
+    defaults: { policy: { rules: [{ tool: "bash", action: "ask" }] }, limits: { maxTurns: 5 } },
+    quotas: { concurrentRuns: 0 },
+  };
+  expect(
+    (await call("PUT", `${TENANTS}/{tenantId}/settings`, { tenantId }, { ...admin, json: settings })).status,
+  ).toBe(200);
+  expect(
+    (await call("PUT", `${TENANTS}/{tenantId}/settings`, { tenantId }, { ...admin, json: { models: "x" } }))
+      .status,
+  ).toBe(400);
+  expect((await call("GET", `${TENANTS}/{tenantId}/settings`, { tenantId }, admin)).status).toBe(200);
+  // The tenant's own key: its settings refuse a model (403), its quota a start (429).
+  const key = issued.body.key as string;
+  const message = (json: unknown) =>
+    call("POST", `${SESSION}/messages`, { sessionId: api.sessionId() }, { key, json });
+  expect((await message({ text: "hi", model: "gpt-4.1" })).status).toBe(403);
+  expect((await message({ text: "hi" })).status).toBe(429);
+  expect((await call("GET", "/v1/usage", {}, { key })).status).toBe(200);
+  expect((await call("GET", "/v1/usage", {}, { key, query: "?from=2026-02-01&to=2026-01-01" })).status).toBe(
+    400,
+  );
+  expect((await call("GET", `${TENANTS}/{tenantId}/usage`, { tenantId }, admin)).status).toBe(200);
+  const keyId = issued.body.id as string;
+  expect(
+    (await call("DELETE", `${TENANTS}/{tenantId}/keys/{keyId}`, { tenantId, keyId }, admin)).status,
+  ).toBe(200);
+  expect(
+    (
+      await call(
+        "DELETE",
+        `${TENANTS}/{tenantId}/keys/{keyId}`,
+        { tenantId, keyId: "key_0000000000000000" },
+        admin,
+      )
+    ).status,
+  ).toBe(404);
+});
 
 test("every operation's answers match the document", async () => {
   const sessionId = api.sessionId();

@@ -1,0 +1,118 @@
+/**
+ * Schemas of the admin API (tenants, their keys and settings) and of usage reads: the same zod
+ * schemas validate requests and make the OpenAPI document.
+ */
+import { z } from "@hono/zod-openapi";
+import { ID_PATTERN } from "../../store/session-keys";
+import { QuotasSchema } from "../../tenants/types";
+import { type MessageBodyOptions, messageBodySchema } from "./message-body";
+
+export const TenantIdParamSchema = z
+  .string()
+  .regex(ID_PATTERN, `tenant ids match ${ID_PATTERN.source}`)
+  .openapi({ param: { name: "tenantId", in: "path" }, example: "acme" });
+
+export const TenantParamsSchema = z.object({ tenantId: TenantIdParamSchema });
+
+export const KeyParamsSchema = z.object({
+  tenantId: TenantIdParamSchema,
+  keyId: z
+    .string()
+    .regex(/^key_[0-9a-f]{16}$/)
+    .openapi({ param: { name: "keyId", in: "path" }, example: "key_0123456789abcdef" }),
+});
+
+export const CreateTenantBodySchema = z
+  .object({ id: z.string().regex(ID_PATTERN), name: z.string().min(1).max(200).optional() })
+  .openapi("CreateTenantRequest");
+
+export const TenantViewSchema = z
+  .object({ id: z.string(), name: z.string().optional(), createdAt: z.string() })
+  .openapi("Tenant");
+
+export const TenantListSchema = z.object({ tenants: z.array(TenantViewSchema) }).openapi("TenantList");
+
+export const CreateKeyBodySchema = z
+  .object({ label: z.string().min(1).max(200).optional() })
+  .openapi("CreateApiKeyRequest");
+
+const apiKeyFields = {
+  id: z.string(),
+  label: z.string().optional(),
+  createdAt: z.string(),
+  revokedAt: z.string().optional(),
+};
+
+export const ApiKeyViewSchema = z.object(apiKeyFields).openapi("ApiKey");
+
+/** Not an extension of `ApiKey`: the document states one closed object either way. */
+export const CreatedKeySchema = z
+  .object({
+    ...apiKeyFields,
+    key: z
+      .string()
+      .openapi({ description: "The API key: shown in this answer only (only its sha256 is stored)" }),
+  })
+  .openapi("CreatedApiKey");
+
+export const ApiKeyListSchema = z.object({ keys: z.array(ApiKeyViewSchema) }).openapi("ApiKeyList");
+
+export const QuotasViewSchema = QuotasSchema.openapi("TenantQuotas", {
+  description:
+    "Limits checked before a run starts (absent: unlimited): live runs at once, runs started per UTC minute, tokens and cost (US dollars) per UTC day and month",
+});
+
+/** A tenant's default run settings: a message body's run settings, every field optional. */
+export function tenantDefaultsSchema(options: MessageBodyOptions) {
+  return messageBodySchema(options).omit({ text: true, delivery: true }).partial();
+}
+
+/** The settings body for a deployment (the defaults are checked against what it allows). */
+export function tenantSettingsSchema(options: MessageBodyOptions) {
+  return z
+    .object({
+      models: z.array(z.string().min(1).max(512)).max(200).optional().openapi({
+        description:
+          "Model ids or one-line specs the tenant may use (`*` matches any characters); absent: all",
+      }),
+      modelHosts: z.array(z.url().max(512)).max(100).optional().openapi({
+        description:
+          "Base URLs one-line models may name, each within what the operator allows (KEEL_MODEL_URLS, configured base URLs); absent: all the operator allows",
+      }),
+      defaults: tenantDefaultsSchema(options).optional().openapi({
+        description:
+          "Run settings applied under each message's own when it starts a run (the message's fields win); checked like a message's",
+      }),
+      quotas: QuotasViewSchema.optional(),
+    })
+    .strict()
+    .openapi("TenantSettings");
+}
+
+export const UsageQuerySchema = z.object({
+  from: z
+    .string()
+    .regex(/^\d{4}-\d{2}-\d{2}$/)
+    .optional()
+    .openapi({ description: "First UTC day (YYYY-MM-DD); default: 30 days before `to`" }),
+  to: z
+    .string()
+    .regex(/^\d{4}-\d{2}-\d{2}$/)
+    .optional()
+    .openapi({ description: "Last UTC day (YYYY-MM-DD), included; default: today" }),
+});
+
+export const UsageDaySchema = z
+  .object({
+    day: z.string(),
+    runs: z.number().int(),
+    turns: z.number().int(),
+    tokens: z.number().int(),
+    costUsd: z.number(),
+    toolSeconds: z.number(),
+  })
+  .openapi("TenantUsageDay");
+
+export const UsageSchema = z
+  .object({ tenantId: z.string(), from: z.string(), to: z.string(), days: z.array(UsageDaySchema) })
+  .openapi("TenantUsage");
