@@ -29,6 +29,8 @@ export interface TenantVariables {
   tenantId: string;
   /** Set for a request authenticated with a runner token: the one environment it serves. */
   runnerEnvironment?: string;
+  /** Set for a launched runner's token: the one session it serves. */
+  runnerSession?: string;
 }
 
 /** Sets `tenantId` from `Authorization: Bearer <key>`, or answers 401. */

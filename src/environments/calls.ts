@@ -49,7 +49,7 @@ export interface RunnerCallDeps {
 const CLAIM_POLL_MS = 500;
 
 /**
- * Claims the oldest waiting call of the environment, waiting up to `waitMs` for one. Undefined
+ * Claims the oldest waiting call of the environment (of one session, with `sessionId`), waiting up to `waitMs` for one. Undefined
  * when none came. Calls that must not run again are answered here and never handed out.
  */
 export async function claimCall(
@@ -57,11 +57,18 @@ export async function claimCall(
   tenantId: string,
   environment: string,
   waitMs: number,
-  options: { signal?: AbortSignal; stillAuthorized?: () => Promise<boolean> } = {},
+  options: {
+    signal?: AbortSignal;
+    stillAuthorized?: () => Promise<boolean>;
+    /** A launched runner's token: that session's calls only. */
+    sessionId?: string;
+  } = {},
 ): Promise<ClaimedCall | undefined> {
   const deadline = deps.now() + waitMs;
+  const mine = (callId: string) =>
+    options.sessionId === undefined || callId.startsWith(`${options.sessionId}.`);
   for (;;) {
-    const callIds = await deps.environments.callIds(tenantId, environment);
+    const callIds = (await deps.environments.callIds(tenantId, environment)).filter(mine);
     // A long poll outlives its authentication: a token revoked meanwhile takes no call.
     if (callIds.length > 0 && options.stillAuthorized && !(await options.stillAuthorized())) return undefined;
     for (const callId of callIds) {

@@ -15,6 +15,7 @@ import { ProblemError } from "../problems";
 import type { ApiEnv, ApiRouter } from "../router";
 import { createRouter } from "../router";
 import { runnerAuth } from "../runner-auth";
+import { SessionIdSchema } from "../schemas/params";
 import { problemResponses } from "./common";
 
 /** Longest a claim waits for a call (API Gateway ends a request after 29 s). */
@@ -34,6 +35,8 @@ const CallParams = NameParams.extend({
     .regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,127}\.[0-9]{1,12}$/)
     .openapi({ param: { name: "callId", in: "path" } }),
 });
+const WorkspaceParams = NameParams.extend({ sessionId: SessionIdSchema });
+const GZIP = "application/gzip";
 const TokenParams = NameParams.extend({
   tokenId: z
     .string()
@@ -187,8 +190,35 @@ const postResult = createRoute({
   responses: { 200: json(z.object({ stored: z.literal(true) }), "Stored"), ...problemResponses() },
 });
 
+const WORKSPACE = "/v1/environments/{name}/sessions/{sessionId}/workspace";
+const getWorkspace = createRoute({
+  method: "get",
+  path: WORKSPACE,
+  summary:
+    "Runner token only: the session's workspace as its runner last stored it (a session archive), to restore it on a new runner",
+  request: { params: WorkspaceParams },
+  responses: {
+    200: {
+      description: "The archive",
+      content: { [GZIP]: { schema: z.string().openapi({ format: "binary" }) } },
+    },
+    ...problemResponses(),
+  },
+});
+const putWorkspace = createRoute({
+  method: "put",
+  path: WORKSPACE,
+  summary: "Runner token only: store the session's workspace (a session archive), replacing the previous one",
+  request: {
+    params: WorkspaceParams,
+    body: { required: true, content: { [GZIP]: { schema: { type: "string", format: "binary" } } } },
+  },
+  responses: { 204: { description: "Stored" }, ...problemResponses(413, 415) },
+});
+
 /** Paths only runner tokens may use (everything else under /v1/environments takes an API key). */
-const RUNNER_PATH = /^\/v1\/environments\/[^/]+\/calls(:claim|\/[^/]+\/(heartbeat|result))$/;
+const RUNNER_PATH =
+  /^\/v1\/environments\/[^/]+\/(calls(:claim|\/[^/]+\/(heartbeat|result))|sessions\/[^/]+\/workspace)$/;
 
 /** The two kinds of credential the environment routes take, by path. */
 export function registerEnvironmentAuth(app: ApiRouter, deps: RouteContext): void {
@@ -210,6 +240,22 @@ function runnerScope(c: Context<ApiEnv>, name: string): { tenantId: string; envi
   // A token of another environment (or tenant) learns nothing: the same answer as a missing one.
   if (c.get("runnerEnvironment") !== name) throw new ProblemError("environment-not-found");
   return { tenantId: c.get("tenantId"), environment: name };
+}
+
+/**
+ * The session's workspace for the runner token's own environment and, for a launched runner's
+ * token, its own session only (another session: the same answer as a missing snapshot).
+ */
+function workspaceScope(
+  c: Context<ApiEnv>,
+  name: string,
+  sessionId: string,
+): { tenantId: string; environment: string } {
+  const scope = runnerScope(c, name);
+  const only = c.get("runnerSession");
+  if (only !== undefined && only !== sessionId)
+    throw new ProblemError("not-found", "No workspace is stored for this session.");
+  return scope;
 }
 
 /** API keys may not use runner routes, runner tokens may not manage environments. */
@@ -295,8 +341,10 @@ export function environmentRoutes(deps: RouteContext) {
       const scope = runnerScope(c, name);
       const body = ClaimBody.parse((await c.req.json().catch(() => ({}))) ?? {});
       const token = /^Bearer (.+)$/.exec(c.req.header("authorization") ?? "")?.[1] ?? "";
+      const session = c.get("runnerSession");
       const call = await claimCall(calls, scope.tenantId, scope.environment, body.waitSeconds * 1000, {
         signal: c.req.raw.signal,
+        ...(session !== undefined ? { sessionId: session } : {}),
         stillAuthorized: async () => (await environments.tokenOwner(token)) !== undefined,
       });
       return call ? c.json(call, 200) : c.body(null, 204);
@@ -322,5 +370,26 @@ export function environmentRoutes(deps: RouteContext) {
           "This runner no longer holds the call; its result is not stored.",
         );
       return c.json({ stored: true as const }, 200);
+    })
+    .openapi(getWorkspace, async (c) => {
+      const { environments } = served();
+      const { name, sessionId } = c.req.valid("param");
+      const scope = workspaceScope(c, name, sessionId);
+      const archive = await environments.getWorkspace(scope.tenantId, scope.environment, sessionId);
+      if (!archive) throw new ProblemError("not-found", "No workspace is stored for this session.");
+      return c.body(archive as Uint8Array<ArrayBuffer>, 200, { "content-type": GZIP });
+    })
+    .openapi(putWorkspace, async (c) => {
+      const { environments } = served();
+      const { name, sessionId } = c.req.valid("param");
+      const scope = workspaceScope(c, name, sessionId);
+      if ((c.req.header("content-type") ?? "").split(";")[0]?.trim() !== GZIP)
+        throw new ProblemError("unsupported-media-type", "Send the session archive as application/gzip.");
+      const body = new Uint8Array(await c.req.arrayBuffer());
+      // Only a gzip stream is kept; the runner that restores it unpacks it with the archive's checks.
+      if (body[0] !== 0x1f || body[1] !== 0x8b)
+        throw new ProblemError("unsupported-media-type", "The body is not a gzip stream.");
+      await environments.putWorkspace(scope.tenantId, scope.environment, sessionId, body);
+      return c.body(null, 204);
     });
 }

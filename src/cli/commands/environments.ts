@@ -93,13 +93,16 @@ export const envCommand: Command = {
 };
 
 export const runnerCommand: Command = {
-  usage: "keel runner --env <name> [--workspace DIR] [--workspace-root DIR] [--concurrency N]",
+  usage:
+    "keel runner --env <name> [--workspace DIR] [--workspace-root DIR] [--concurrency N] [--snapshots] [--idle-exit SECONDS]",
   summary: "run the tool calls of an environment on this machine (token: KEEL_RUNNER_TOKEN or --token)",
   help: `Connects out to the API (--url / KEEL_API_URL) with a runner token and runs the environment's tool calls until Ctrl-C.
   --workspace DIR       every call acts on this directory (an existing checkout)
   --workspace-root DIR  else one directory per session below this (default ~/.keel/runner/<env>)
   --concurrency N       calls run at once (default 4)
   --token TOKEN         the runner token (default $KEEL_RUNNER_TOKEN)
+  --snapshots           restore each session's workspace from the API, store it there after each call (an ephemeral host)
+  --idle-exit SECONDS   stop after this long without a call (launched runners)
 Commands run in the bubblewrap sandbox; KEEL_SANDBOX=off runs them unsandboxed (a host without user namespaces).`,
   async run(argv, context) {
     const parsed = parseCommand(
@@ -110,6 +113,8 @@ Commands run in the bubblewrap sandbox; KEEL_SANDBOX=off runs them unsandboxed (
         "workspace-root": { type: "string" },
         concurrency: { type: "string" },
         token: { type: "string" },
+        snapshots: { type: "boolean" },
+        "idle-exit": { type: "string" },
       },
       { min: 0, max: 0, names: "no positional arguments" },
       context,
@@ -126,6 +131,7 @@ Commands run in the bubblewrap sandbox; KEEL_SANDBOX=off runs them unsandboxed (
     const log = (record: Record<string, unknown>) =>
       context.err(`${JSON.stringify({ time: new Date().toISOString(), ...record })}\n`);
     const workspace = parsed.values.workspace as string | undefined;
+    const idleExit = integerOption(parsed.values["idle-exit"] as string | undefined, "idle-exit", 1);
     log({ msg: "runner started", environment, api: parsed.apiUrl, ...(workspace ? { workspace } : {}) });
     await runRunner({
       client: new ApiClient({ baseUrl: parsed.apiUrl, apiKey: token }),
@@ -142,6 +148,8 @@ Commands run in the bubblewrap sandbox; KEEL_SANDBOX=off runs them unsandboxed (
         fullNetwork: "on",
       },
       concurrency: integerOption(parsed.values.concurrency as string | undefined, "concurrency", 1) ?? 4,
+      snapshots: parsed.values.snapshots === true,
+      ...(idleExit !== undefined ? { idleExitMs: idleExit * 1000 } : {}),
       log,
       signal: stop.signal,
     });
