@@ -11,7 +11,7 @@ import { ApiClient, EXIT, UsageError } from "../client";
 import { type Command, integerOption, parseCommand, printJson } from "../command";
 
 const ENV_USAGE =
-  "keel env create <name> | list | show <name> | token <name> | revoke <name> <token id> | delete <name>";
+  "keel env create <name> [--kind runner|launched] | list | show <name> | token <name> | revoke <name> <token id> | delete <name>";
 
 export const envCommand: Command = {
   usage: ENV_USAGE,
@@ -20,7 +20,7 @@ export const envCommand: Command = {
   async run(argv, context) {
     const parsed = parseCommand(
       argv,
-      { description: { type: "string" } },
+      { description: { type: "string" }, kind: { type: "string" } },
       { min: 1, max: 3, names: ENV_USAGE },
       context,
     );
@@ -38,9 +38,12 @@ export const envCommand: Command = {
     switch (action) {
       case "create": {
         const description = parsed.values.description as string | undefined;
+        const kind = (parsed.values.kind as string | undefined) ?? "runner";
+        if (kind !== "runner" && kind !== "launched")
+          throw new UsageError("--kind is `runner` (you start its runners) or `launched` (Keel does)");
         const created = await client.json(
           environments.$post({
-            json: { name: needName(), kind: "runner", ...(description ? { description } : {}) },
+            json: { name: needName(), kind, ...(description ? { description } : {}) },
           }),
         );
         show(created, `created environment ${created.name} (${created.kind})\n`);
