@@ -45,8 +45,13 @@ export interface RunnerCallDeps {
   now: () => number;
 }
 
-/** How often a long-polling claim looks for new calls. */
-const CLAIM_POLL_MS = 500;
+/**
+ * How a long-polling claim learns of a new call: it reads the environment's doorbell (rewritten
+ * with every call) every DOORBELL_POLL_MS and lists the calls when it changed, and at least every
+ * CLAIM_POLL_MS (a ring that failed, a call left by a dead runner's claim).
+ */
+const DOORBELL_POLL_MS = 50;
+const CLAIM_POLL_MS = 5_000;
 
 /**
  * Claims the oldest waiting call of the environment (of one session, with `sessionId`), waiting up to `waitMs` for one. Undefined
@@ -68,6 +73,8 @@ export async function claimCall(
   const mine = (callId: string) =>
     options.sessionId === undefined || callId.startsWith(`${options.sessionId}.`);
   for (;;) {
+    // Read before listing: a call put after the list changes it, and the wait below sees that.
+    const rung = await deps.environments.doorbell(tenantId, environment);
     const callIds = (await deps.environments.callIds(tenantId, environment)).filter(mine);
     // A long poll outlives its authentication: a token revoked meanwhile takes no call.
     if (callIds.length > 0 && options.stillAuthorized && !(await options.stillAuthorized())) return undefined;
@@ -75,8 +82,12 @@ export async function claimCall(
       const claimed = await tryClaim(deps, tenantId, environment, callId);
       if (claimed) return claimed;
     }
-    if (deps.now() + CLAIM_POLL_MS > deadline || options.signal?.aborted) return undefined;
-    await sleep(CLAIM_POLL_MS);
+    const until = Math.min(deadline, deps.now() + CLAIM_POLL_MS);
+    while (deps.now() < until && !options.signal?.aborted) {
+      await sleep(Math.min(DOORBELL_POLL_MS, Math.max(0, until - deps.now())));
+      if ((await deps.environments.doorbell(tenantId, environment)) !== rung) break;
+    }
+    if (deps.now() >= deadline || options.signal?.aborted) return undefined;
   }
 }
 

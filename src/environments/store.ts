@@ -6,6 +6,7 @@
  * {prefix}tenants/{t}/environments/{name}/environment.json     the environment
  * {prefix}tenants/{t}/environments/{name}/tokens/{tokenId}.json a token's index entry (its digest)
  * {prefix}tenants/{t}/environments/{name}/calls/{callId}.json   a tool call for the environment's runners
+ * {prefix}tenants/{t}/environments/{name}/doorbell.json         rewritten with every new call (wakes claims)
  * {prefix}tenants/{t}/environments/{name}/workspaces/{session}.tar.gz  a session's workspace, stored by its runner
  * {prefix}runner-tokens/{sha256 of the token}.json              token → tenant + environment
  * ```
@@ -83,6 +84,8 @@ export const RunnerCallSchema = z.object({
   expired: z.literal(true).optional(),
 });
 export type RunnerCall = z.infer<typeof RunnerCallSchema>;
+
+const DoorbellSchema = z.object({ at: z.number() });
 
 /** The id of the call filling result slot `seq` of session `sessionId` (`.` is in no session id). */
 export function runnerCallId(sessionId: string, seq: number): string {
@@ -204,9 +207,22 @@ export class EnvironmentStore {
     return `${this.folder(tenantId, environment)}calls/${callId}.json`;
   }
 
-  /** Writes (or replaces, for a new attempt) the call for the environment's runners. */
-  putCall(call: RunnerCall): Promise<void> {
-    return this.objects.overwrite(this.callKey(call.tenantId, call.environment, call.callId), call);
+  /** Writes (or replaces, for a new attempt) the call for the environment's runners, and rings the doorbell. */
+  async putCall(call: RunnerCall): Promise<void> {
+    await this.objects.overwrite(this.callKey(call.tenantId, call.environment, call.callId), call);
+    await this.objects.overwrite(this.doorbellKey(call.tenantId, call.environment), { at: Date.now() });
+  }
+
+  /**
+   * The version of the environment's doorbell, which every `putCall` rewrites: claims waiting for a
+   * call read this small object often instead of listing the calls (a GET costs a twelfth of a LIST).
+   */
+  async doorbell(tenantId: string, environment: string): Promise<string | undefined> {
+    return (await this.objects.readVersioned(this.doorbellKey(tenantId, environment), DoorbellSchema))?.etag;
+  }
+
+  private doorbellKey(tenantId: string, environment: string): string {
+    return `${this.folder(tenantId, environment)}doorbell.json`;
   }
 
   readCall(
