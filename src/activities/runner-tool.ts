@@ -41,7 +41,10 @@ export function runnerToolActivity({
     const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
     const ctx = Context.current();
     const call = await toolCallOf(store, input);
-    const stored = await store.getEntry(ref, input.slot.seq);
+    const [stored, environment] = await Promise.all([
+      store.getEntry(ref, input.slot.seq),
+      environments.get(input.tenantId, input.environment),
+    ]);
     if (stored) return summarize(resultOf(stored, input.slot.id), "adopted");
 
     const callId = runnerCallId(input.sessionId, input.slot.seq);
@@ -62,7 +65,7 @@ export function runnerToolActivity({
     // A launched environment gets a runner for this session from this worker's launcher, asked
     // again while the call waits: one that died or stopped idle is replaced.
     let launch: (() => Promise<void>) | undefined;
-    if ((await environments.get(input.tenantId, input.environment))?.kind === "launched") {
+    if (environment?.kind === "launched") {
       if (!launcher)
         return failWith(
           `Environment \`${input.environment}\` is launched, but this deployment's workers launch no runners (KEEL_LAUNCHER); the call did not run.`,

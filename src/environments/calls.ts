@@ -16,6 +16,7 @@ import {
 } from "@temporalio/client";
 import { resultOf, summarize, withApprovedEdit } from "../activities/execute-tool";
 import type { ExecuteToolResult } from "../activities/types";
+import type { LiveEvent } from "../core/events";
 import { UNKNOWN_OUTCOME_TEXT } from "../core/markers";
 import { createMessageEntry } from "../core/session-entries";
 import type { SessionStore } from "../store/session-store";
@@ -42,6 +43,8 @@ export interface RunnerCallDeps {
   store: SessionStore;
   markers: ToolCallMarkers;
   completion: () => Promise<ActivityCompletion>;
+  /** Publishes a live event to the run of the call's session (best effort: a failure is dropped). */
+  publishLive?: (call: RunnerCall, event: LiveEvent) => Promise<void>;
   now: () => number;
 }
 
@@ -169,11 +172,23 @@ export async function heartbeatCall(
   environment: string,
   callId: string,
   claimId: string,
+  partial?: string,
 ): Promise<"ok" | "cancel" | "gone"> {
   const call = await heldCall(deps, tenantId, environment, callId, claimId);
   if (!call) return "gone";
   try {
     await (await deps.completion()).heartbeat(Buffer.from(call.taskToken, "base64"), { phase: "runner" });
+    // The tool's output so far, to the run's stream as an in-worker tool's would go.
+    if (partial !== undefined && deps.publishLive)
+      await deps
+        .publishLive(call, {
+          type: "tool_execution_update",
+          toolCallId: call.toolCall.id,
+          toolName: call.toolCall.name,
+          attempt: call.attempt,
+          partial,
+        })
+        .catch(() => undefined);
     return "ok";
   } catch (error) {
     if (error instanceof ActivityCancelledError) return "cancel";

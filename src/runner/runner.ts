@@ -13,6 +13,8 @@
 import { mkdir, stat } from "node:fs/promises";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { tailOf } from "../activities/execute-tool";
+import { DEFAULT_LIVE_EVENT_OPTIONS } from "../activities/live-events";
 import type { ApiClient } from "../cli/client";
 import { ApiError } from "../cli/client";
 import type { ClaimedCall } from "../environments/calls";
@@ -45,6 +47,9 @@ export interface RunnerOptions {
   log: (record: Record<string, unknown>) => void;
   signal?: AbortSignal;
 }
+
+/** Characters of live output one call sends at most (as an in-worker tool publishes per attempt). */
+const LIVE_MAX_CHARS = DEFAULT_LIVE_EVENT_OPTIONS.maxChars;
 
 /** Pause after a failed claim (API unreachable, 5xx) before the next. */
 const RETRY_MS = 1_000;
@@ -119,12 +124,18 @@ async function runCall(
   log({ msg: "call claimed", callId: call.callId, tool: call.toolCall.name, attempt: call.attempt });
   const abort = new AbortController();
   let lost = false;
+  // The tool's output so far, sent with the next heartbeat when it changed (at most LIVE_MAX_CHARS in all).
+  let partial: string | undefined;
+  let liveChars = 0;
   const beat = async () => {
+    const fresh = partial !== undefined && liveChars < LIVE_MAX_CHARS ? partial : undefined;
+    partial = undefined;
+    if (fresh !== undefined) liveChars += fresh.length;
     try {
       const answer = await client.json(
         client.api.v1.environments[":name"].calls[":callId"].heartbeat.$post({
           param,
-          json: { claimId: call.claimId },
+          json: { claimId: call.claimId, ...(fresh !== undefined ? { partial: fresh } : {}) },
         }),
       );
       if (answer.cancel && !abort.signal.aborted) {
@@ -155,6 +166,9 @@ async function runCall(
             workspace,
             sandbox: { ...options.sandbox, network: (call.network as NetworkPolicy | undefined) ?? "none" },
             signal: abort.signal,
+            onUpdate: (update) => {
+              partial = tailOf(update);
+            },
           });
     if (options.snapshots && !(workspace instanceof Error) && !lost && mayChangeWorkspace(call))
       await storeWorkspace(client, environment, call.sessionId, workspace.dir).catch((error: unknown) =>

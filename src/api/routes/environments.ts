@@ -5,10 +5,13 @@
  * docs/api.md, "Environments"; design: docs/architecture.md, "Environments".
  */
 import { createRoute, z } from "@hono/zod-openapi";
+import { WorkflowStreamClient } from "@temporalio/workflow-streams/client";
 import type { Context } from "hono";
+import { type LiveEvent, RUN_STREAM_TOPIC } from "../../core/events";
 import { ToolResultBlockSchema } from "../../core/messages";
 import { claimCall, completeCall, heartbeatCall, type RunnerCallDeps } from "../../environments/calls";
 import { ENVIRONMENT_KINDS, ENVIRONMENT_NAME, isEnvironmentName } from "../../environments/store";
+import { runWorkflowId } from "../../workflows/types";
 import type { RouteContext } from "../app";
 import { bearerAuth, singleTenantOnly } from "../auth";
 import { ProblemError } from "../problems";
@@ -18,6 +21,8 @@ import { runnerAuth } from "../runner-auth";
 import { SessionIdSchema } from "../schemas/params";
 import { problemResponses } from "./common";
 
+/** Longest `partial` a heartbeat carries (the tail runners send is at most 2 000 characters). */
+const PARTIAL_MAX_CHARS = 4_000;
 /** Longest a claim waits for a call (API Gateway ends a request after 29 s). */
 const MAX_CLAIM_WAIT_SECONDS = 20;
 
@@ -86,7 +91,14 @@ const ClaimedCallView = z
     network: z.unknown().optional(),
   })
   .openapi("RunnerCall");
-const HeartbeatBody = z.object({ claimId: z.string().min(1).max(64) });
+const HeartbeatBody = z.object({
+  claimId: z.string().min(1).max(64),
+  partial: z
+    .string()
+    .max(PARTIAL_MAX_CHARS)
+    .optional()
+    .openapi({ description: "The tool's output so far (its tail), published to the run's stream" }),
+});
 const HeartbeatAnswer = z.object({
   cancel: z
     .boolean()
@@ -276,6 +288,12 @@ export function environmentRoutes(deps: RouteContext) {
       store: deps.store,
       markers,
       completion: async () => (await deps.runs()).activityCompletion(),
+      publishLive: async (call, event) => {
+        const ref = { tenantId: call.tenantId, sessionId: call.sessionId };
+        const stream = WorkflowStreamClient.create((await deps.runs()).client, runWorkflowId(ref));
+        stream.topic<LiveEvent>(RUN_STREAM_TOPIC.live).publish(event);
+        await stream.flush();
+      },
       now: deps.now,
     };
     return { environments: store, calls };
@@ -353,8 +371,8 @@ export function environmentRoutes(deps: RouteContext) {
       const { calls } = served();
       const { name, callId } = c.req.valid("param");
       const scope = runnerScope(c, name);
-      const { claimId } = c.req.valid("json");
-      const answer = await heartbeatCall(calls, scope.tenantId, scope.environment, callId, claimId);
+      const { claimId, partial } = c.req.valid("json");
+      const answer = await heartbeatCall(calls, scope.tenantId, scope.environment, callId, claimId, partial);
       if (answer === "gone")
         throw new ProblemError("call-not-found", "This runner no longer holds the call; stop it.");
       return c.json({ cancel: answer === "cancel" }, 200);

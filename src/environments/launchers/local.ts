@@ -121,13 +121,15 @@ export class LocalLauncher implements Launcher {
       tail = (tail + chunk.toString()).slice(-2_000);
     });
     const exited = new Promise<void>((done) => {
-      child.once("close", (code, signal) => {
+      let ended = false;
+      const end = (fields: Record<string, unknown>, failed: boolean) => {
+        if (ended) return;
+        ended = true;
         this.runners.delete(key);
-        log(code === 0 ? "info" : "warn", "launched runner stopped", {
+        log(failed ? "warn" : "info", "launched runner stopped", {
           key,
-          code,
-          signal,
-          tail,
+          ...fields,
+          ...(failed ? { tail } : {}),
         });
         // Its token dies with it; its directory (the workspaces it restored) too.
         void tokens
@@ -135,11 +137,11 @@ export class LocalLauncher implements Launcher {
           .catch((error: unknown) => log("warn", "runner token not revoked", { key, error: String(error) }))
           .then(() => rm(dir, { recursive: true, force: true }))
           .finally(done);
-      });
+      };
+      child.once("close", (code, signal) => end({ code, signal }, code !== 0));
+      // A process that could not start emits no `close` on every platform: ended here too.
+      child.once("error", (error) => end({ error: String(error) }, true));
     });
-    child.once("error", (error) =>
-      log("warn", "launched runner did not start", { key, error: String(error) }),
-    );
     this.runners.set(key, { child, exited });
     log("info", "runner launched", { key, pid: child.pid, sandboxed });
   }
