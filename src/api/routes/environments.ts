@@ -1,3 +1,4 @@
+// Over 400 lines: the environment routes share one path space and two kinds of credential (API key, runner token); their declarations, scoping and handlers read best together.
 /**
  * Environments (where a session's tools run) and their runners' routes. A tenant's API key
  * manages environments and runner tokens; a runner token (one tenant, one environment) claims
