@@ -177,7 +177,8 @@ test("a launched runner killed during bash: a new runner takes the session over,
   // bash it died in: runs.txt is not there).
   expect(texts[2]).toContain("written before\n");
   expect(texts[2]).toContain("runs.txt: No such file");
-  expect(launchesFor(ref.sessionId)).toBe(2);
+  // A new runner took over (and, with this test's 4 s idle stop, possibly another for the last call).
+  expect(launchesFor(ref.sessionId)).toBeGreaterThanOrEqual(2);
 });
 
 test("runner tokens reach only their own tenant's, environment's and (launched) session's workspace", async () => {
