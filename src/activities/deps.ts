@@ -1,4 +1,5 @@
 /** What activities need from the worker process: created once per process, shared by every call. */
+import type { Launcher } from "../environments/launchers/types";
 import type { EnvironmentStore } from "../environments/store";
 import type { McpConnections } from "../mcp/connections";
 import type { ModelCatalog } from "../providers/models";
@@ -35,6 +36,8 @@ export interface ActivityDeps {
   liveEvents?: LiveEventOptions | false;
   /** Calls handed to runner environments (absent: runs naming one fail their tool calls). */
   environments?: EnvironmentStore;
+  /** Starts runners for `launched` environments (absent: their calls fail, saying so). */
+  launcher?: Launcher;
   /** The worker's MCP clients (one connection per session and server). */
   mcp?: McpConnections;
   /** MCP tool listings by digest (written by `listMcpTools`, read by `llmTurn`). */

@@ -229,7 +229,7 @@ export async function toolCallOf(
 }
 
 /** The update's text, its last `PARTIAL_CHARS` characters when longer (the run's history carries it). */
-function tailOf(update: ToolUpdate): string {
+export function tailOf(update: ToolUpdate): string {
   const text = update.content.flatMap((block) => (block.type === "text" ? [block.text] : [])).join("\n");
   return text.length > PARTIAL_CHARS ? text.slice(-PARTIAL_CHARS) : text;
 }

@@ -34,17 +34,49 @@ export function runnerToolActivity({
   store,
   environments,
   liveEvents = DEFAULT_LIVE_EVENT_OPTIONS,
+  launcher,
 }: ActivityDeps) {
   return async function executeToolOnRunner(input: RunnerToolInput): Promise<ExecuteToolResult> {
     if (!environments) throw new Error("this worker has no environment store");
     const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
     const ctx = Context.current();
     const call = await toolCallOf(store, input);
-    const stored = await store.getEntry(ref, input.slot.seq);
+    const [stored, environment] = await Promise.all([
+      store.getEntry(ref, input.slot.seq),
+      environments.get(input.tenantId, input.environment),
+    ]);
     if (stored) return summarize(resultOf(stored, input.slot.id), "adopted");
 
     const callId = runnerCallId(input.sessionId, input.slot.seq);
     const toolCall: ToolCallBlock = { ...call, arguments: input.argumentsOverride ?? call.arguments };
+    const failWith = async (text: string): Promise<ExecuteToolResult> => {
+      let message = toToolResultMessage(
+        toolCall,
+        { content: [{ type: "text", text }], isError: true },
+        Date.now(),
+      );
+      if (input.argumentsOverride)
+        message = withApprovedEdit(message, call.arguments, input.argumentsOverride);
+      const { entry } = await storeWriteFailures(() =>
+        store.putEntry(ref, input.slot.seq, createMessageEntry(input.slot, message)),
+      );
+      return summarize(resultOf(entry, input.slot.id), "executed");
+    };
+    // A launched environment gets a runner for this session from this worker's launcher, asked
+    // again while the call waits: one that died or stopped idle is replaced.
+    let launch: (() => Promise<void>) | undefined;
+    if (environment?.kind === "launched") {
+      if (!launcher)
+        return failWith(
+          `Environment \`${input.environment}\` is launched, but this deployment's workers launch no runners (KEEL_LAUNCHER); the call did not run.`,
+        );
+      const request = {
+        tenantId: input.tenantId,
+        environment: input.environment,
+        sessionId: input.sessionId,
+      };
+      launch = () => launcher.ensure(request);
+    }
     await environments.putCall({
       callId,
       tenantId: input.tenantId,
@@ -65,6 +97,7 @@ export function runnerToolActivity({
     let announced = false;
     const outcome = await whileHeartbeating(ctx, waiting, async () => {
       for (;;) {
+        await launch?.();
         const current = await environments.readCall(input.tenantId, input.environment, callId);
         // Claimed by a runner of this attempt, or already answered and removed by the API.
         if (!current || current.value.attempt !== ctx.info.attempt || current.value.claim) return "claimed";
@@ -95,16 +128,8 @@ export function runnerToolActivity({
     if (outcome === "claimed") throw new CompleteAsyncError();
     // The expired call stays until the API removes it (workers may not delete objects).
     if (outcome === "cancelled") throw new CancelledFailure("the call was cancelled before a runner took it");
-    const text = `No runner of environment \`${input.environment}\` took this call within ${Math.round(input.waitMs / 1000)} s; it did not run.`;
-    let message = toToolResultMessage(
-      toolCall,
-      { content: [{ type: "text", text }], isError: true },
-      Date.now(),
+    return failWith(
+      `No runner of environment \`${input.environment}\` took this call within ${Math.round(input.waitMs / 1000)} s; it did not run.`,
     );
-    if (input.argumentsOverride) message = withApprovedEdit(message, call.arguments, input.argumentsOverride);
-    const { entry } = await storeWriteFailures(() =>
-      store.putEntry(ref, input.slot.seq, createMessageEntry(input.slot, message)),
-    );
-    return summarize(resultOf(entry, input.slot.id), "executed");
   };
 }

@@ -36,6 +36,8 @@ export interface TenantVariables {
    * revoked while a long request, an event stream, is open). Absent: it cannot be revoked.
    */
   stillAuthorized?: () => Promise<boolean>;
+  /** Set for a launched runner's token: the one session it serves. */
+  runnerSession?: string;
 }
 
 /** The bearer key of a request, or undefined (absent, malformed or too long). */

@@ -1,6 +1,6 @@
 /**
  * Runner tokens (`keel runner`): a bearer token that belongs to one tenant and one environment
- * (src/environments/store.ts). Looked up by its sha256 digest on every request, so a revoked token
+ * (src/environments/store.ts) and, for a launched runner's, one session. Looked up by its sha256 digest on every request, so a revoked token
  * is refused from the next request on.
  */
 import type { MiddlewareHandler } from "hono";
@@ -27,6 +27,7 @@ export function runnerAuth(
     }
     c.set("tenantId", owner.tenantId);
     c.set("runnerEnvironment", owner.environment);
+    if (owner.sessionId !== undefined) c.set("runnerSession", owner.sessionId);
     await next();
   };
 }

@@ -160,6 +160,11 @@ export class ApiClient {
     yield* readEventStream(response.body as unknown as AsyncIterable<Uint8Array>);
   }
 
+  /** A request to `path` (below the base URL) outside the typed routes (binary bodies): 2xx, else ApiError. */
+  request(path: string, init: RequestInit = {}): Promise<Response> {
+    return this.send(`${this.baseUrl}${path}`, init);
+  }
+
   /**
    * `fetch` for `hc`: adds the bearer key and (on POSTs) one Idempotency-Key kept across
    * retries, so a retried request never acts twice; retries `503` after `Retry-After`; turns

@@ -16,6 +16,7 @@ import {
 } from "@temporalio/client";
 import { resultOf, summarize, withApprovedEdit } from "../activities/execute-tool";
 import type { ExecuteToolResult } from "../activities/types";
+import type { LiveEvent } from "../core/events";
 import { UNKNOWN_OUTCOME_TEXT } from "../core/markers";
 import { createMessageEntry } from "../core/session-entries";
 import type { SessionStore } from "../store/session-store";
@@ -42,14 +43,21 @@ export interface RunnerCallDeps {
   store: SessionStore;
   markers: ToolCallMarkers;
   completion: () => Promise<ActivityCompletion>;
+  /** Publishes a live event to the run of the call's session (best effort: a failure is dropped). */
+  publishLive?: (call: RunnerCall, event: LiveEvent) => Promise<void>;
   now: () => number;
 }
 
-/** How often a long-polling claim looks for new calls. */
-const CLAIM_POLL_MS = 500;
+/**
+ * How a long-polling claim learns of a new call: it reads the environment's doorbell (rewritten
+ * with every call) every DOORBELL_POLL_MS and lists the calls when it changed, and at least every
+ * CLAIM_POLL_MS (a ring that failed, a call left by a dead runner's claim).
+ */
+const DOORBELL_POLL_MS = 50;
+const CLAIM_POLL_MS = 5_000;
 
 /**
- * Claims the oldest waiting call of the environment, waiting up to `waitMs` for one. Undefined
+ * Claims the oldest waiting call of the environment (of one session, with `sessionId`), waiting up to `waitMs` for one. Undefined
  * when none came. Calls that must not run again are answered here and never handed out.
  */
 export async function claimCall(
@@ -57,19 +65,32 @@ export async function claimCall(
   tenantId: string,
   environment: string,
   waitMs: number,
-  options: { signal?: AbortSignal; stillAuthorized?: () => Promise<boolean> } = {},
+  options: {
+    signal?: AbortSignal;
+    stillAuthorized?: () => Promise<boolean>;
+    /** A launched runner's token: that session's calls only. */
+    sessionId?: string;
+  } = {},
 ): Promise<ClaimedCall | undefined> {
   const deadline = deps.now() + waitMs;
+  const mine = (callId: string) =>
+    options.sessionId === undefined || callId.startsWith(`${options.sessionId}.`);
   for (;;) {
-    const callIds = await deps.environments.callIds(tenantId, environment);
+    // Read before listing: a call put after the list changes it, and the wait below sees that.
+    const rung = await deps.environments.doorbell(tenantId, environment);
+    const callIds = (await deps.environments.callIds(tenantId, environment)).filter(mine);
     // A long poll outlives its authentication: a token revoked meanwhile takes no call.
     if (callIds.length > 0 && options.stillAuthorized && !(await options.stillAuthorized())) return undefined;
     for (const callId of callIds) {
       const claimed = await tryClaim(deps, tenantId, environment, callId);
       if (claimed) return claimed;
     }
-    if (deps.now() + CLAIM_POLL_MS > deadline || options.signal?.aborted) return undefined;
-    await sleep(CLAIM_POLL_MS);
+    const until = Math.min(deadline, deps.now() + CLAIM_POLL_MS);
+    while (deps.now() < until && !options.signal?.aborted) {
+      await sleep(Math.min(DOORBELL_POLL_MS, Math.max(0, until - deps.now())));
+      if ((await deps.environments.doorbell(tenantId, environment)) !== rung) break;
+    }
+    if (deps.now() >= deadline || options.signal?.aborted) return undefined;
   }
 }
 
@@ -151,11 +172,23 @@ export async function heartbeatCall(
   environment: string,
   callId: string,
   claimId: string,
+  partial?: string,
 ): Promise<"ok" | "cancel" | "gone"> {
   const call = await heldCall(deps, tenantId, environment, callId, claimId);
   if (!call) return "gone";
   try {
     await (await deps.completion()).heartbeat(Buffer.from(call.taskToken, "base64"), { phase: "runner" });
+    // The tool's output so far, to the run's stream as an in-worker tool's would go.
+    if (partial !== undefined && deps.publishLive)
+      await deps
+        .publishLive(call, {
+          type: "tool_execution_update",
+          toolCallId: call.toolCall.id,
+          toolName: call.toolCall.name,
+          attempt: call.attempt,
+          partial,
+        })
+        .catch(() => undefined);
     return "ok";
   } catch (error) {
     if (error instanceof ActivityCancelledError) return "cancel";

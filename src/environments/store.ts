@@ -6,6 +6,8 @@
  * {prefix}tenants/{t}/environments/{name}/environment.json     the environment
  * {prefix}tenants/{t}/environments/{name}/tokens/{tokenId}.json a token's index entry (its digest)
  * {prefix}tenants/{t}/environments/{name}/calls/{callId}.json   a tool call for the environment's runners
+ * {prefix}tenants/{t}/environments/{name}/doorbell.json         rewritten with every new call (wakes claims)
+ * {prefix}tenants/{t}/environments/{name}/workspaces/{session}.tar.gz  a session's workspace, stored by its runner
  * {prefix}runner-tokens/{sha256 of the token}.json              token → tenant + environment
  * ```
  *
@@ -15,14 +17,16 @@
  * at once never take the same call.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { ListObjectsV2Command, type S3Client } from "@aws-sdk/client-s3";
+import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import { z } from "zod";
 import { JsonObjects } from "../api/json-objects";
+import { isNotFound } from "../store/s3-requests";
 import { ID_PATTERN } from "../store/session-keys";
 
 /** Where a session's tools run. `worker` is the built-in default and cannot be created. */
 export const WORKER_ENVIRONMENT = "worker";
-export const ENVIRONMENT_KINDS = ["runner"] as const;
+/** `runner`: `keel runner` processes the tenant starts; `launched`: Keel starts one per session (launchers/). */
+export const ENVIRONMENT_KINDS = ["runner", "launched"] as const;
 /** Environment names: like session ids, at most 63 characters, and never `worker`. */
 export const ENVIRONMENT_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/;
 
@@ -39,6 +43,8 @@ const TokenRecordSchema = z.object({
   environment: z.string(),
   tokenId: z.string(),
   createdAt: z.string(),
+  /** A launched runner's token serves this one session only. */
+  sessionId: z.string().optional(),
 });
 export type RunnerTokenRecord = z.infer<typeof TokenRecordSchema>;
 
@@ -78,6 +84,8 @@ export const RunnerCallSchema = z.object({
   expired: z.literal(true).optional(),
 });
 export type RunnerCall = z.infer<typeof RunnerCallSchema>;
+
+const DoorbellSchema = z.object({ at: z.number() });
 
 /** The id of the call filling result slot `seq` of session `sessionId` (`.` is in no session id). */
 export function runnerCallId(sessionId: string, seq: number): string {
@@ -132,8 +140,17 @@ export class EnvironmentStore {
     return true;
   }
 
-  /** A new token for the environment: the secret (returned once, never stored) and its id. */
-  async issueToken(tenantId: string, environment: string): Promise<{ token: string; tokenId: string }> {
+  /**
+   * A new token for the environment: the secret (returned once, never stored) and its id. With
+   * `sessionId` (a launched runner's) it takes that session's calls and snapshot only.
+   */
+  async issueToken(
+    tenantId: string,
+    environment: string,
+    options: { sessionId?: string } = {},
+  ): Promise<{ token: string; tokenId: string }> {
+    if (options.sessionId !== undefined && !ID_PATTERN.test(options.sessionId))
+      throw new Error(`invalid session id ${JSON.stringify(options.sessionId)}`);
     const tokenId = randomBytes(6).toString("hex");
     const token = `keel_rt_${tokenId}_${randomBytes(32).toString("base64url")}`;
     const digest = sha256Hex(token);
@@ -143,7 +160,13 @@ export class EnvironmentStore {
       digest,
       createdAt,
     });
-    await this.objects.overwrite(this.tokenKey(digest), { tenantId, environment, tokenId, createdAt });
+    await this.objects.overwrite(this.tokenKey(digest), {
+      tenantId,
+      environment,
+      tokenId,
+      createdAt,
+      ...(options.sessionId !== undefined ? { sessionId: options.sessionId } : {}),
+    });
     return { token, tokenId };
   }
 
@@ -184,9 +207,22 @@ export class EnvironmentStore {
     return `${this.folder(tenantId, environment)}calls/${callId}.json`;
   }
 
-  /** Writes (or replaces, for a new attempt) the call for the environment's runners. */
-  putCall(call: RunnerCall): Promise<void> {
-    return this.objects.overwrite(this.callKey(call.tenantId, call.environment, call.callId), call);
+  /** Writes (or replaces, for a new attempt) the call for the environment's runners, and rings the doorbell. */
+  async putCall(call: RunnerCall): Promise<void> {
+    await this.objects.overwrite(this.callKey(call.tenantId, call.environment, call.callId), call);
+    await this.objects.overwrite(this.doorbellKey(call.tenantId, call.environment), { at: Date.now() });
+  }
+
+  /**
+   * The version of the environment's doorbell, which every `putCall` rewrites: claims waiting for a
+   * call read this small object often instead of listing the calls (a GET costs a twelfth of a LIST).
+   */
+  async doorbell(tenantId: string, environment: string): Promise<string | undefined> {
+    return (await this.objects.readVersioned(this.doorbellKey(tenantId, environment), DoorbellSchema))?.etag;
+  }
+
+  private doorbellKey(tenantId: string, environment: string): string {
+    return `${this.folder(tenantId, environment)}doorbell.json`;
   }
 
   readCall(
@@ -214,6 +250,49 @@ export class EnvironmentStore {
   async callIds(tenantId: string, environment: string): Promise<string[]> {
     const folder = `${this.folder(tenantId, environment)}calls/`;
     return (await this.keys(folder)).map((key) => key.slice(folder.length).replace(/\.json$/, ""));
+  }
+
+  /** Where a runner stores the workspace of `sessionId` (a session archive: workspace-archive.ts). */
+  workspaceKey(tenantId: string, environment: string, sessionId: string): string {
+    if (!ID_PATTERN.test(sessionId)) throw new Error(`invalid session id ${JSON.stringify(sessionId)}`);
+    return `${this.folder(tenantId, environment)}workspaces/${sessionId}.tar.gz`;
+  }
+
+  /** Stores a session's workspace archive (replacing the previous one). */
+  async putWorkspace(
+    tenantId: string,
+    environment: string,
+    sessionId: string,
+    body: Uint8Array,
+  ): Promise<void> {
+    await this.s3.send(
+      new PutObjectCommand({
+        Bucket: this.bucket,
+        Key: this.workspaceKey(tenantId, environment, sessionId),
+        Body: body,
+        ContentType: "application/gzip",
+      }),
+    );
+  }
+
+  /** The session's workspace archive, or undefined when its runner stored none. */
+  async getWorkspace(
+    tenantId: string,
+    environment: string,
+    sessionId: string,
+  ): Promise<Uint8Array | undefined> {
+    try {
+      const object = await this.s3.send(
+        new GetObjectCommand({
+          Bucket: this.bucket,
+          Key: this.workspaceKey(tenantId, environment, sessionId),
+        }),
+      );
+      return object.Body ? await object.Body.transformToByteArray() : undefined;
+    } catch (error) {
+      if (isNotFound(error)) return undefined;
+      throw error;
+    }
   }
 
   /** Keys under `folder` (with a delimiter: the common prefixes instead). */

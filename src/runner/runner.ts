@@ -10,17 +10,20 @@
  * stops heartbeating; the run's heartbeat timeout hands the call to another runner under the
  * usual replay rules (docs/architecture.md, "Environments").
  */
-import { mkdir } from "node:fs/promises";
+import { mkdir, stat } from "node:fs/promises";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { tailOf } from "../activities/execute-tool";
+import { DEFAULT_LIVE_EVENT_OPTIONS } from "../activities/live-events";
 import type { ApiClient } from "../cli/client";
 import { ApiError } from "../cli/client";
 import type { ClaimedCall } from "../environments/calls";
 import { ID_PATTERN } from "../store/session-keys";
-import { prepareWorkspace, runToolCall } from "../tools";
+import { prepareWorkspace, runToolCall, toolNamed } from "../tools";
 import type { NetworkPolicy, SandboxConfig } from "../tools/sandbox";
 import type { ToolOutput } from "../tools/types";
 import type { Workspace } from "../tools/workspace";
+import { restoreWorkspace, storeWorkspace } from "./workspace-sync";
 
 export interface RunnerOptions {
   client: ApiClient;
@@ -33,32 +36,58 @@ export interface RunnerOptions {
   concurrency?: number;
   /** How often a running call heartbeats (default 1 s; the run's heartbeat timeout is at most 8 s). */
   heartbeatMs?: number;
+  /**
+   * Restore each session's workspace from the API when this runner first meets it, and store it
+   * there after every call that may change it, before the call's result (an ephemeral runner:
+   * the next one restores what this one left).
+   */
+  snapshots?: boolean;
+  /** Stop after this long with no call running and none claimed (a launched runner); default never. */
+  idleExitMs?: number;
   log: (record: Record<string, unknown>) => void;
   signal?: AbortSignal;
 }
 
+/** Characters of live output one call sends at most (as an in-worker tool publishes per attempt). */
+const LIVE_MAX_CHARS = DEFAULT_LIVE_EVENT_OPTIONS.maxChars;
+
 /** Pause after a failed claim (API unreachable, 5xx) before the next. */
 const RETRY_MS = 1_000;
 
+/** Longest claim long poll (the API's limit). */
+const CLAIM_WAIT_SECONDS = 20;
+
 /**
- * Claims and runs calls until `signal` aborts. Resolves then; rejects when the token is refused
- * (401: revoked or wrong) or the environment is not the token's (404).
+ * Claims and runs calls until `signal` aborts (or, with `idleExitMs`, until idle that long).
+ * Resolves then; rejects when the token is refused (401: revoked or wrong) or the environment is
+ * not the token's (404).
  */
 export async function runRunner(options: RunnerOptions): Promise<void> {
   const { client, environment, log, signal } = options;
   const limit = options.concurrency ?? 4;
   // One long poll at a time (each costs the API S3 lists), and only while a slot is free.
   const running = new Set<Promise<void>>();
+  const restores = new Map<string, Promise<Workspace>>();
+  let activeAt = Date.now();
   while (!signal?.aborted) {
     if (running.size >= limit) {
       await Promise.race(running);
       continue;
     }
+    let waitSeconds = CLAIM_WAIT_SECONDS;
+    if (options.idleExitMs !== undefined && running.size === 0) {
+      const idleLeft = activeAt + options.idleExitMs - Date.now();
+      if (idleLeft <= 0) {
+        log({ msg: "idle: runner stops", idleMs: options.idleExitMs });
+        break;
+      }
+      waitSeconds = Math.min(CLAIM_WAIT_SECONDS, Math.ceil(idleLeft / 1000));
+    }
     let call: ClaimedCall | undefined;
     try {
       const response = await client.response(
         client.api.v1.environments[":name"]["calls:claim"].$post(
-          { param: { name: environment }, json: { waitSeconds: 20 } },
+          { param: { name: environment }, json: { waitSeconds } },
           { init: signal ? { signal } : {} },
         ),
       );
@@ -74,25 +103,39 @@ export async function runRunner(options: RunnerOptions): Promise<void> {
       continue;
     }
     if (!call) continue;
-    const task: Promise<void> = runCall(options, call).finally(() => running.delete(task));
+    activeAt = Date.now();
+    const task: Promise<void> = runCall(options, call, restores).finally(() => {
+      running.delete(task);
+      activeAt = Date.now();
+    });
     running.add(task);
   }
   await Promise.allSettled(running);
 }
 
 /** Runs one claimed call: heartbeats while it runs, aborts it when told to, posts its output. */
-async function runCall(options: RunnerOptions, call: ClaimedCall): Promise<void> {
+async function runCall(
+  options: RunnerOptions,
+  call: ClaimedCall,
+  restores: Map<string, Promise<Workspace>>,
+): Promise<void> {
   const { client, environment, log } = options;
   const param = { name: environment, callId: call.callId };
   log({ msg: "call claimed", callId: call.callId, tool: call.toolCall.name, attempt: call.attempt });
   const abort = new AbortController();
   let lost = false;
+  // The tool's output so far, sent with the next heartbeat when it changed (at most LIVE_MAX_CHARS in all).
+  let partial: string | undefined;
+  let liveChars = 0;
   const beat = async () => {
+    const fresh = partial !== undefined && liveChars < LIVE_MAX_CHARS ? partial : undefined;
+    partial = undefined;
+    if (fresh !== undefined) liveChars += fresh.length;
     try {
       const answer = await client.json(
         client.api.v1.environments[":name"].calls[":callId"].heartbeat.$post({
           param,
-          json: { claimId: call.claimId },
+          json: { claimId: call.claimId, ...(fresh !== undefined ? { partial: fresh } : {}) },
         }),
       );
       if (answer.cancel && !abort.signal.aborted) {
@@ -110,7 +153,9 @@ async function runCall(options: RunnerOptions, call: ClaimedCall): Promise<void>
   const timer = setInterval(() => void beat(), options.heartbeatMs ?? 1_000);
   let output: ToolOutput;
   try {
-    const workspace = await workspaceOf(options, call.sessionId).catch((error: unknown) => error as Error);
+    const workspace = await workspaceOf(options, call.sessionId, restores).catch(
+      (error: unknown) => error as Error,
+    );
     output =
       workspace instanceof Error
         ? {
@@ -121,7 +166,14 @@ async function runCall(options: RunnerOptions, call: ClaimedCall): Promise<void>
             workspace,
             sandbox: { ...options.sandbox, network: (call.network as NetworkPolicy | undefined) ?? "none" },
             signal: abort.signal,
+            onUpdate: (update) => {
+              partial = tailOf(update);
+            },
           });
+    if (options.snapshots && !(workspace instanceof Error) && !lost && mayChangeWorkspace(call))
+      await storeWorkspace(client, environment, call.sessionId, workspace.dir).catch((error: unknown) =>
+        log({ level: "warn", msg: "workspace not stored", callId: call.callId, error: String(error) }),
+      );
   } finally {
     clearInterval(timer);
   }
@@ -150,12 +202,47 @@ async function runCall(options: RunnerOptions, call: ClaimedCall): Promise<void>
   }
 }
 
-/** The directory a call acts on: `--workspace`, or the session's own folder under the root. */
-async function workspaceOf(options: RunnerOptions, sessionId: string): Promise<Workspace> {
+/** Whether the call's tool may change files (read-only tools are `safe` to replay). */
+const mayChangeWorkspace = (call: ClaimedCall) => toolNamed(call.toolCall.name)?.replay !== "safe";
+
+/**
+ * The directory a call acts on: `--workspace`, or the session's own folder under the root —
+ * restored from the session's stored workspace the first time (with `snapshots`; one restore per
+ * session however many of its calls arrive at once).
+ */
+async function workspaceOf(
+  options: RunnerOptions,
+  sessionId: string,
+  restores: Map<string, Promise<Workspace>>,
+): Promise<Workspace> {
   if (options.workspace !== undefined) return { dir: path.resolve(options.workspace) };
   if (!ID_PATTERN.test(sessionId)) throw new Error(`invalid session id ${JSON.stringify(sessionId)}`);
   await mkdir(options.workspaceRoot, { recursive: true });
   const workspace = { dir: path.join(path.resolve(options.workspaceRoot), sessionId) };
-  await prepareWorkspace(workspace);
-  return workspace;
+  if (!options.snapshots) {
+    await prepareWorkspace(workspace);
+    return workspace;
+  }
+  let restored = restores.get(sessionId);
+  if (!restored) {
+    restored = (async () => {
+      const present = await stat(workspace.dir).then(
+        () => true,
+        () => false,
+      );
+      if (!present) {
+        const how = await restoreWorkspace(options.client, options.environment, sessionId, workspace.dir);
+        options.log({
+          msg: "workspace restored",
+          sessionId,
+          from: how === "restored" ? "snapshot" : "empty",
+        });
+      }
+      return workspace;
+    })();
+    restores.set(sessionId, restored);
+    // A failed restore is tried again by the session's next call.
+    restored.catch(() => restores.delete(sessionId));
+  }
+  return restored;
 }

@@ -5,6 +5,7 @@ import { z } from "zod";
 import { DEFAULT_LIVE_EVENT_OPTIONS, type LiveEventOptions } from "../activities/live-events";
 import { booleanFlag, describeIssues } from "../core/env-settings";
 import { TEMPORAL_ENV, type TemporalSettings, temporalSettings } from "../core/temporal-settings";
+import { DEFAULT_LAUNCHED_IDLE_SECONDS } from "../environments/launchers/types";
 import { MODEL_URLS_SETTING, type ModelUrlEntry, parseModelUrls } from "../providers/model-urls";
 import type { ProviderConfig } from "../providers/registry";
 import { type S3Settings, s3SettingsFromEnv } from "../store/s3-config";
@@ -112,6 +113,12 @@ const WorkerEnvSchema = z.object({
   KEEL_MODEL_URLS: z.string().optional(),
   /** Hosts git workspace sources may name (git-source.ts); unset: DEFAULT_GIT_HOSTS. */
   KEEL_GIT_HOSTS: z.string().optional(),
+  /** `local`: this worker starts the runners of `launched` environments (environments/launchers/local.ts). */
+  KEEL_LAUNCHER: z.enum(["local"]).optional(),
+  /** The API's URL as launched runners reach it (required with KEEL_LAUNCHER). */
+  KEEL_LAUNCHER_API_URL: z.url().optional(),
+  /** A launched runner with no call for this long stops. */
+  KEEL_LAUNCHER_IDLE_SECONDS: z.coerce.number().int().positive().default(DEFAULT_LAUNCHED_IDLE_SECONDS),
   KEEL_SANDBOX_MAX_SECONDS: z.coerce
     .number()
     .positive()
@@ -139,6 +146,8 @@ export interface WorkerConfig {
   gitHosts?: GitHosts;
   /** How live events go to run streams, or false (KEEL_LIVE_EVENTS, KEEL_LIVE_EVENTS_INTERVAL_MS; default on, 250 ms). */
   liveEvents?: LiveEventOptions | false;
+  /** Runners this worker launches for `launched` environments (KEEL_LAUNCHER=local); absent: none. */
+  launcher?: { kind: "local"; apiUrl: string; idleMs: number };
 }
 
 /** Throws one readable error listing every invalid variable (values of secrets are never shown). */
@@ -189,6 +198,7 @@ export function workerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Worke
     gitHosts,
     ...(values.KEEL_SINGLE_TENANT !== undefined ? { singleTenant: values.KEEL_SINGLE_TENANT } : {}),
     snapshotMaxBytes: values.KEEL_SNAPSHOT_MAX_BYTES,
+    ...launcherSettings(values),
     workspaceIdleEvictMs: values.KEEL_WORKSPACE_IDLE_EVICT_SECONDS * 1000,
     sandbox: {
       isolation: values.KEEL_SANDBOX === "off" ? "off" : "bwrap",
@@ -233,4 +243,19 @@ function outboundSettings(
 /** `record` without its undefined fields (unset options keep the providers' defaults). */
 function definedOnly<T extends object>(record: T): Partial<T> {
   return Object.fromEntries(Object.entries(record).filter(([, value]) => value !== undefined)) as Partial<T>;
+}
+
+function launcherSettings(values: z.infer<typeof WorkerEnvSchema>): Pick<WorkerConfig, "launcher"> {
+  if (values.KEEL_LAUNCHER === undefined) return {};
+  if (values.KEEL_LAUNCHER_API_URL === undefined)
+    throw new Error(
+      "Invalid worker configuration: KEEL_LAUNCHER needs KEEL_LAUNCHER_API_URL (the API's URL for its runners).",
+    );
+  return {
+    launcher: {
+      kind: values.KEEL_LAUNCHER,
+      apiUrl: values.KEEL_LAUNCHER_API_URL,
+      idleMs: values.KEEL_LAUNCHER_IDLE_SECONDS * 1000,
+    },
+  };
 }

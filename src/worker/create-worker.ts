@@ -15,7 +15,12 @@ import { createS3Client } from "../store/s3-config";
 import { WorkspaceSnapshots } from "../store/workspace-snapshots";
 import type { WorkerConfig } from "./config";
 import { log } from "./log";
-import { commonWorkerOptions, mcpConnectionsFromEnv, workerActivities } from "./worker-setup";
+import {
+  commonWorkerOptions,
+  launcherFromConfig,
+  mcpConnectionsFromEnv,
+  workerActivities,
+} from "./worker-setup";
 
 const DEFAULT_SHUTDOWN_GRACE_MS = 60_000;
 
@@ -45,7 +50,8 @@ export async function createKeelWorkers(config: WorkerConfig): Promise<KeelWorke
   const s3 = createS3Client(config.s3);
   const ownTaskQueue = workspaceTaskQueue(config.taskQueue, config.workspaceRoot);
   const mcp = mcpConnectionsFromEnv();
-  const activities = workerActivities(config, s3, ownTaskQueue, mcp);
+  const launcher = launcherFromConfig(config, s3);
+  const activities = workerActivities(config, s3, ownTaskQueue, mcp, launcher);
   const common = {
     ...commonWorkerOptions(config, s3),
     // A draining worker lets in-flight activities finish (ECS gives 120 s after SIGTERM).
@@ -87,6 +93,7 @@ export async function createKeelWorkers(config: WorkerConfig): Promise<KeelWorke
         eviction.stop();
         // Pooled MCP server processes would keep the process alive until their idle close.
         await mcp.closeAll();
+        await launcher?.close();
         await connection.close();
         s3.destroy();
       }

@@ -3,10 +3,13 @@
  * options and the tool sandbox check.
  */
 
+import { join } from "node:path";
 import type { S3Client } from "@aws-sdk/client-s3";
 import { createActivities } from "../activities";
 import { DEFAULT_LIVE_EVENT_OPTIONS } from "../activities/live-events";
 import type { KeelActivities } from "../activities/types";
+import { LocalLauncher } from "../environments/launchers/local";
+import type { Launcher } from "../environments/launchers/types";
 import { EnvironmentStore } from "../environments/store";
 import { McpConnections } from "../mcp/connections";
 import { mcpMountsFromEnv, mcpPolicyFromEnv } from "../mcp/policy";
@@ -32,6 +35,7 @@ export function workerActivities(
   s3: S3Client,
   toolTaskQueue: string,
   mcp: McpConnections = mcpConnectionsFromEnv(),
+  launcher?: Launcher,
 ): KeelActivities {
   checkSandbox(config.sandbox, config.singleTenant);
   const catalog = loadCatalog();
@@ -53,6 +57,21 @@ export function workerActivities(
     mcp,
     mcpListings: new McpToolListings(s3, config.s3),
     usage: new TenantUsage(s3, config.s3.bucket, config.s3.prefix),
+    ...(launcher ? { launcher } : {}),
+  });
+}
+
+/** The launcher of `launched` environments' runners this worker's configuration asks for, if any. */
+export function launcherFromConfig(config: WorkerConfig, s3: S3Client): Launcher | undefined {
+  if (!config.launcher) return undefined;
+  return new LocalLauncher({
+    apiUrl: config.launcher.apiUrl,
+    idleMs: config.launcher.idleMs,
+    tokens: new EnvironmentStore(s3, config.s3.bucket, config.s3.prefix),
+    // Beside the tenants' folders (a leading dot is in no tenant id).
+    root: join(config.workspaceRoot, ".launched"),
+    isolation: config.sandbox.isolation,
+    log,
   });
 }
 

@@ -1,3 +1,4 @@
+// Over 400 lines: the environment routes share one path space and two kinds of credential (API key, runner token); their declarations, scoping and handlers read best together.
 /**
  * Environments (where a session's tools run) and their runners' routes. A tenant's API key
  * manages environments and runner tokens; a runner token (one tenant, one environment) claims
@@ -5,18 +6,24 @@
  * docs/api.md, "Environments"; design: docs/architecture.md, "Environments".
  */
 import { createRoute, z } from "@hono/zod-openapi";
+import { WorkflowStreamClient } from "@temporalio/workflow-streams/client";
 import type { Context } from "hono";
+import { type LiveEvent, RUN_STREAM_TOPIC } from "../../core/events";
 import { ToolResultBlockSchema } from "../../core/messages";
 import { claimCall, completeCall, heartbeatCall, type RunnerCallDeps } from "../../environments/calls";
 import { ENVIRONMENT_KINDS, ENVIRONMENT_NAME, isEnvironmentName } from "../../environments/store";
+import { runWorkflowId } from "../../workflows/types";
 import type { RouteContext } from "../app";
 import { bearerAuth, singleTenantOnly } from "../auth";
 import { ProblemError } from "../problems";
 import type { ApiEnv, ApiRouter } from "../router";
 import { createRouter } from "../router";
 import { runnerAuth } from "../runner-auth";
+import { SessionIdSchema } from "../schemas/params";
 import { problemResponses } from "./common";
 
+/** Longest `partial` a heartbeat carries (the tail runners send is at most 2 000 characters). */
+const PARTIAL_MAX_CHARS = 4_000;
 /** Longest a claim waits for a call (API Gateway ends a request after 29 s). */
 const MAX_CLAIM_WAIT_SECONDS = 20;
 
@@ -34,6 +41,8 @@ const CallParams = NameParams.extend({
     .regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,127}\.[0-9]{1,12}$/)
     .openapi({ param: { name: "callId", in: "path" } }),
 });
+const WorkspaceParams = NameParams.extend({ sessionId: SessionIdSchema });
+const GZIP = "application/gzip";
 const TokenParams = NameParams.extend({
   tokenId: z
     .string()
@@ -83,7 +92,14 @@ const ClaimedCallView = z
     network: z.unknown().optional(),
   })
   .openapi("RunnerCall");
-const HeartbeatBody = z.object({ claimId: z.string().min(1).max(64) });
+const HeartbeatBody = z.object({
+  claimId: z.string().min(1).max(64),
+  partial: z
+    .string()
+    .max(PARTIAL_MAX_CHARS)
+    .optional()
+    .openapi({ description: "The tool's output so far (its tail), published to the run's stream" }),
+});
 const HeartbeatAnswer = z.object({
   cancel: z
     .boolean()
@@ -187,12 +203,39 @@ const postResult = createRoute({
   responses: { 200: json(z.object({ stored: z.literal(true) }), "Stored"), ...problemResponses() },
 });
 
+const WORKSPACE = "/v1/environments/{name}/sessions/{sessionId}/workspace";
+const getWorkspace = createRoute({
+  method: "get",
+  path: WORKSPACE,
+  summary:
+    "Runner token only: the session's workspace as its runner last stored it (a session archive), to restore it on a new runner",
+  request: { params: WorkspaceParams },
+  responses: {
+    200: {
+      description: "The archive",
+      content: { [GZIP]: { schema: z.string().openapi({ format: "binary" }) } },
+    },
+    ...problemResponses(),
+  },
+});
+const putWorkspace = createRoute({
+  method: "put",
+  path: WORKSPACE,
+  summary: "Runner token only: store the session's workspace (a session archive), replacing the previous one",
+  request: {
+    params: WorkspaceParams,
+    body: { required: true, content: { [GZIP]: { schema: { type: "string", format: "binary" } } } },
+  },
+  responses: { 204: { description: "Stored" }, ...problemResponses(413, 415) },
+});
+
 /** Paths only runner tokens may use (everything else under /v1/environments takes an API key). */
-const RUNNER_PATH = /^\/v1\/environments\/[^/]+\/calls(:claim|\/[^/]+\/(heartbeat|result))$/;
+const RUNNER_PATH =
+  /^\/v1\/environments\/[^/]+\/(calls(:claim|\/[^/]+\/(heartbeat|result))|sessions\/[^/]+\/workspace)$/;
 
 /** The two kinds of credential the environment routes take, by path. */
 export function registerEnvironmentAuth(app: ApiRouter, deps: RouteContext): void {
-  const tenantAuth = bearerAuth(deps.config.apiKeys);
+  const tenantAuth = bearerAuth(deps.config.apiKeys, deps.tenants?.keys);
   const runner = deps.environments ? runnerAuth(deps.environments.store) : undefined;
   const { singleTenant } = deps.config;
   for (const path of ["/v1/environments", "/v1/environments/*"]) {
@@ -210,6 +253,22 @@ function runnerScope(c: Context<ApiEnv>, name: string): { tenantId: string; envi
   // A token of another environment (or tenant) learns nothing: the same answer as a missing one.
   if (c.get("runnerEnvironment") !== name) throw new ProblemError("environment-not-found");
   return { tenantId: c.get("tenantId"), environment: name };
+}
+
+/**
+ * The session's workspace for the runner token's own environment and, for a launched runner's
+ * token, its own session only (another session: the same answer as a missing snapshot).
+ */
+function workspaceScope(
+  c: Context<ApiEnv>,
+  name: string,
+  sessionId: string,
+): { tenantId: string; environment: string } {
+  const scope = runnerScope(c, name);
+  const only = c.get("runnerSession");
+  if (only !== undefined && only !== sessionId)
+    throw new ProblemError("not-found", "No workspace is stored for this session.");
+  return scope;
 }
 
 /** API keys may not use runner routes, runner tokens may not manage environments. */
@@ -230,6 +289,12 @@ export function environmentRoutes(deps: RouteContext) {
       store: deps.store,
       markers,
       completion: async () => (await deps.runs()).activityCompletion(),
+      publishLive: async (call, event) => {
+        const ref = { tenantId: call.tenantId, sessionId: call.sessionId };
+        const stream = WorkflowStreamClient.create((await deps.runs()).client, runWorkflowId(ref));
+        stream.topic<LiveEvent>(RUN_STREAM_TOPIC.live).publish(event);
+        await stream.flush();
+      },
       now: deps.now,
     };
     return { environments: store, calls };
@@ -295,8 +360,10 @@ export function environmentRoutes(deps: RouteContext) {
       const scope = runnerScope(c, name);
       const body = ClaimBody.parse((await c.req.json().catch(() => ({}))) ?? {});
       const token = /^Bearer (.+)$/.exec(c.req.header("authorization") ?? "")?.[1] ?? "";
+      const session = c.get("runnerSession");
       const call = await claimCall(calls, scope.tenantId, scope.environment, body.waitSeconds * 1000, {
         signal: c.req.raw.signal,
+        ...(session !== undefined ? { sessionId: session } : {}),
         stillAuthorized: async () => (await environments.tokenOwner(token)) !== undefined,
       });
       return call ? c.json(call, 200) : c.body(null, 204);
@@ -305,8 +372,8 @@ export function environmentRoutes(deps: RouteContext) {
       const { calls } = served();
       const { name, callId } = c.req.valid("param");
       const scope = runnerScope(c, name);
-      const { claimId } = c.req.valid("json");
-      const answer = await heartbeatCall(calls, scope.tenantId, scope.environment, callId, claimId);
+      const { claimId, partial } = c.req.valid("json");
+      const answer = await heartbeatCall(calls, scope.tenantId, scope.environment, callId, claimId, partial);
       if (answer === "gone")
         throw new ProblemError("call-not-found", "This runner no longer holds the call; stop it.");
       return c.json({ cancel: answer === "cancel" }, 200);
@@ -322,5 +389,26 @@ export function environmentRoutes(deps: RouteContext) {
           "This runner no longer holds the call; its result is not stored.",
         );
       return c.json({ stored: true as const }, 200);
+    })
+    .openapi(getWorkspace, async (c) => {
+      const { environments } = served();
+      const { name, sessionId } = c.req.valid("param");
+      const scope = workspaceScope(c, name, sessionId);
+      const archive = await environments.getWorkspace(scope.tenantId, scope.environment, sessionId);
+      if (!archive) throw new ProblemError("not-found", "No workspace is stored for this session.");
+      return c.body(archive as Uint8Array<ArrayBuffer>, 200, { "content-type": GZIP });
+    })
+    .openapi(putWorkspace, async (c) => {
+      const { environments } = served();
+      const { name, sessionId } = c.req.valid("param");
+      const scope = workspaceScope(c, name, sessionId);
+      if ((c.req.header("content-type") ?? "").split(";")[0]?.trim() !== GZIP)
+        throw new ProblemError("unsupported-media-type", "Send the session archive as application/gzip.");
+      const body = new Uint8Array(await c.req.arrayBuffer());
+      // Only a gzip stream is kept; the runner that restores it unpacks it with the archive's checks.
+      if (body[0] !== 0x1f || body[1] !== 0x8b)
+        throw new ProblemError("unsupported-media-type", "The body is not a gzip stream.");
+      await environments.putWorkspace(scope.tenantId, scope.environment, sessionId, body);
+      return c.body(null, 204);
     });
 }

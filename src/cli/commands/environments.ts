@@ -11,7 +11,7 @@ import { ApiClient, EXIT, UsageError } from "../client";
 import { type Command, integerOption, parseCommand, printJson } from "../command";
 
 const ENV_USAGE =
-  "keel env create <name> | list | show <name> | token <name> | revoke <name> <token id> | delete <name>";
+  "keel env create <name> [--kind runner|launched] | list | show <name> | token <name> | revoke <name> <token id> | delete <name>";
 
 export const envCommand: Command = {
   usage: ENV_USAGE,
@@ -20,7 +20,7 @@ export const envCommand: Command = {
   async run(argv, context) {
     const parsed = parseCommand(
       argv,
-      { description: { type: "string" } },
+      { description: { type: "string" }, kind: { type: "string" } },
       { min: 1, max: 3, names: ENV_USAGE },
       context,
     );
@@ -38,9 +38,12 @@ export const envCommand: Command = {
     switch (action) {
       case "create": {
         const description = parsed.values.description as string | undefined;
+        const kind = (parsed.values.kind as string | undefined) ?? "runner";
+        if (kind !== "runner" && kind !== "launched")
+          throw new UsageError("--kind is `runner` (you start its runners) or `launched` (Keel does)");
         const created = await client.json(
           environments.$post({
-            json: { name: needName(), kind: "runner", ...(description ? { description } : {}) },
+            json: { name: needName(), kind, ...(description ? { description } : {}) },
           }),
         );
         show(created, `created environment ${created.name} (${created.kind})\n`);
@@ -93,13 +96,16 @@ export const envCommand: Command = {
 };
 
 export const runnerCommand: Command = {
-  usage: "keel runner --env <name> [--workspace DIR] [--workspace-root DIR] [--concurrency N]",
+  usage:
+    "keel runner --env <name> [--workspace DIR] [--workspace-root DIR] [--concurrency N] [--snapshots] [--idle-exit SECONDS]",
   summary: "run the tool calls of an environment on this machine (token: KEEL_RUNNER_TOKEN or --token)",
   help: `Connects out to the API (--url / KEEL_API_URL) with a runner token and runs the environment's tool calls until Ctrl-C.
   --workspace DIR       every call acts on this directory (an existing checkout)
   --workspace-root DIR  else one directory per session below this (default ~/.keel/runner/<env>)
   --concurrency N       calls run at once (default 4)
   --token TOKEN         the runner token (default $KEEL_RUNNER_TOKEN)
+  --snapshots           restore each session's workspace from the API, store it there after each call (an ephemeral host)
+  --idle-exit SECONDS   stop after this long without a call (launched runners)
 Commands run in the bubblewrap sandbox; KEEL_SANDBOX=off runs them unsandboxed (a host without user namespaces).`,
   async run(argv, context) {
     const parsed = parseCommand(
@@ -110,6 +116,8 @@ Commands run in the bubblewrap sandbox; KEEL_SANDBOX=off runs them unsandboxed (
         "workspace-root": { type: "string" },
         concurrency: { type: "string" },
         token: { type: "string" },
+        snapshots: { type: "boolean" },
+        "idle-exit": { type: "string" },
       },
       { min: 0, max: 0, names: "no positional arguments" },
       context,
@@ -126,6 +134,7 @@ Commands run in the bubblewrap sandbox; KEEL_SANDBOX=off runs them unsandboxed (
     const log = (record: Record<string, unknown>) =>
       context.err(`${JSON.stringify({ time: new Date().toISOString(), ...record })}\n`);
     const workspace = parsed.values.workspace as string | undefined;
+    const idleExit = integerOption(parsed.values["idle-exit"] as string | undefined, "idle-exit", 1);
     log({ msg: "runner started", environment, api: parsed.apiUrl, ...(workspace ? { workspace } : {}) });
     await runRunner({
       client: new ApiClient({ baseUrl: parsed.apiUrl, apiKey: token }),
@@ -142,6 +151,8 @@ Commands run in the bubblewrap sandbox; KEEL_SANDBOX=off runs them unsandboxed (
         fullNetwork: "on",
       },
       concurrency: integerOption(parsed.values.concurrency as string | undefined, "concurrency", 1) ?? 4,
+      snapshots: parsed.values.snapshots === true,
+      ...(idleExit !== undefined ? { idleExitMs: idleExit * 1000 } : {}),
       log,
       signal: stop.signal,
     });

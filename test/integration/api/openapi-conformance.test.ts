@@ -359,6 +359,19 @@ test("every operation's answers match the document", async () => {
       })
     ).status,
   ).toBe(404);
+  // A session's workspace: none stored yet; a body that is no gzip stream is refused.
+  const WORKSPACE = `${ENVIRONMENT}/sessions/{sessionId}/workspace`;
+  const ofSession = { name, sessionId: "session-x" };
+  expect((await call("GET", WORKSPACE, ofSession, runner)).status).toBe(404);
+  expect(
+    (
+      await call("PUT", WORKSPACE, ofSession, {
+        ...runner,
+        body: "not gzip",
+        headers: { "content-type": "application/gzip" },
+      })
+    ).status,
+  ).toBe(415);
   const tokenId = issued.body.tokenId as string;
   expect((await call("DELETE", `${ENVIRONMENT}/tokens/{tokenId}`, { name, tokenId })).status).toBe(204);
   expect((await call("DELETE", ENVIRONMENT, { name })).status).toBe(204);

@@ -157,6 +157,37 @@ test("a run's bash and write calls run on the runner, in its workspace, not on t
   expect(texts[1]).toContain("from the runner\nran-here");
 });
 
+test("a runner's bash output reaches the run's stream while it runs", async () => {
+  const env = await newEnvironment();
+  startRunner(env.name, env.token, ["--workspace-root", workspaceRoot()]);
+  api.stage.llm.addScenario("runner-live", {
+    turns: [
+      {
+        toolCalls: [
+          {
+            name: "bash",
+            arguments: { command: "echo tick-one; sleep 2; echo tick-two; sleep 2; echo end" },
+          },
+        ],
+      },
+    ],
+    after: { text: "done" },
+  });
+  const { ref, delivered } = runOn(env.name, "runner-live");
+  await delivered;
+  // While the command still runs (its result is not stored yet), its first line is on the stream.
+  const live = await eventually(async () => {
+    const page = await api.stage.client.workflow.getHandle(runWorkflowId(ref)).query(streamQuery, 0);
+    return page.items.find(
+      (item) => item.topic === "live" && (item.data as { partial?: string }).partial?.includes("tick-one"),
+    );
+  });
+  expect((live.data as { type: string }).type).toBe("tool_execution_update");
+  expect((live.data as { partial: string }).partial).not.toContain("end");
+  expect((await api.stage.result(ref)).status).toBe("completed");
+  expect(toolTexts(await api.stage.entries(ref))[0]).toContain("tick-one\ntick-two\nend");
+});
+
 test("a runner acting on an existing directory changes those files", async () => {
   const env = await newEnvironment();
   const checkout = workspaceRoot();

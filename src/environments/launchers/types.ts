@@ -1,0 +1,34 @@
+/**
+ * Launchers: how Keel starts a runner per session for a `launched` environment and stops it when
+ * the session goes idle (docs/environments.md, "Launched environments").
+ *
+ * The worker activity that hands a call to the environment (activities/runner-tool.ts) asks its
+ * launcher to make sure a runner serves the call's session, and asks again while the call waits,
+ * so a runner that died or stopped idle is replaced. A launched runner gets only a runner token
+ * scoped to its tenant, environment and session, and the API's URL: never the worker's Temporal,
+ * S3 or provider credentials.
+ */
+import type { EnvironmentStore } from "../store";
+
+/** The session a runner is wanted for. */
+export interface LaunchRequest {
+  tenantId: string;
+  environment: string;
+  sessionId: string;
+}
+
+export interface Launcher {
+  /**
+   * Makes sure a runner serves the session: starts one unless the one this launcher started for
+   * it still runs. Resolves once it is started (not once it has connected); cheap when it runs.
+   */
+  ensure(request: LaunchRequest): Promise<void>;
+  /** Stops every runner this launcher started and revokes their tokens (worker shutdown). */
+  close(): Promise<void>;
+}
+
+/** Issuing and revoking the session-scoped tokens a launcher gives its runners. */
+export type LauncherTokens = Pick<EnvironmentStore, "issueToken" | "revoke">;
+
+/** Default idle time after which a launched runner stops (KEEL_LAUNCHER_IDLE_SECONDS). */
+export const DEFAULT_LAUNCHED_IDLE_SECONDS = 300;
