@@ -6,6 +6,8 @@ import { createS3Client } from "../store/s3-config";
 import { SessionStore } from "../store/session-store";
 import { ToolCallMarkers } from "../store/tool-call-markers";
 import { WorkspaceSnapshots } from "../store/workspace-snapshots";
+import { startTelemetry } from "../telemetry/sdk";
+import { telemetrySettingsFromEnv } from "../telemetry/settings";
 import { type ApiApp, createApp } from "./app";
 import type { ApiConfig } from "./config";
 import { JsonObjects } from "./json-objects";
@@ -16,7 +18,10 @@ export interface ApiRuntime {
   close(): Promise<void>;
 }
 
+/** The app over its dependencies; starts telemetry first when KEEL_OTEL_ENDPOINT is set. */
 export function createApiRuntime(config: ApiConfig): ApiRuntime {
+  const telemetrySettings = telemetrySettingsFromEnv("keel-api");
+  const telemetry = telemetrySettings ? startTelemetry(telemetrySettings) : undefined;
   const s3 = createS3Client(config.s3);
   const store = new SessionStore(s3, config.s3);
   const temporal = new LazyRunClient(
@@ -43,6 +48,7 @@ export function createApiRuntime(config: ApiConfig): ApiRuntime {
     async close() {
       await temporal.close();
       s3.destroy();
+      await telemetry?.shutdown();
     },
   };
 }
