@@ -18,9 +18,9 @@ export interface ApiRuntime {
   close(): Promise<void>;
 }
 
-/** The app over its dependencies; starts telemetry first when KEEL_OTEL_ENDPOINT is set. */
-export function createApiRuntime(config: ApiConfig): ApiRuntime {
-  const telemetrySettings = telemetrySettingsFromEnv("keel-api");
+/** The app over its dependencies; starts telemetry first when `env` sets KEEL_OTEL_ENDPOINT. */
+export function createApiRuntime(config: ApiConfig, env: NodeJS.ProcessEnv = process.env): ApiRuntime {
+  const telemetrySettings = telemetrySettingsFromEnv("keel-api", env);
   const telemetry = telemetrySettings ? startTelemetry(telemetrySettings) : undefined;
   const s3 = createS3Client(config.s3);
   const store = new SessionStore(s3, config.s3);

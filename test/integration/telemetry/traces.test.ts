@@ -5,11 +5,12 @@
  * the takeover shows as a second attempt. Metrics sent to the same OTLP endpoint reach the
  * Prometheus exporter inside Jaeger.
  */
-import { mkdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Client, Connection } from "@temporalio/client";
-import { bundleWorkflowCode } from "@temporalio/worker";
+import { historyFromJSON } from "@temporalio/common/lib/proto-utils";
+import { bundleWorkflowCode, Worker } from "@temporalio/worker";
 import { type JaegerServer, startJaeger } from "../../../src/cli/devstack/jaeger-server";
 import { RunClient } from "../../../src/run-client/run-client";
 import { keelDataConverter } from "../../../src/store/payload-storage";
@@ -253,4 +254,14 @@ test("a run whose worker was killed mid-call is one trace: API, first worker, th
   expect(metrics).toMatch(/keel_activity_schedule_to_start/);
   expect(metrics).toMatch(/keel_runs[^\n]*keel_run_outcome="completed"/);
   await second.stop();
+});
+
+test("the committed histories replay on the traced workflow bundle (turning tracing on breaks no run in flight)", async () => {
+  const dir = resolve(__dirname, "../../fixtures/histories");
+  const files = readdirSync(dir).filter((file) => file.endsWith(".json"));
+  expect(files.length).toBeGreaterThan(0);
+  for (const file of files) {
+    const history = historyFromJSON(JSON.parse(readFileSync(join(dir, file), "utf8")));
+    await Worker.runReplayHistory({ workflowBundle: { codePath: bundlePath } }, history, file);
+  }
 });
