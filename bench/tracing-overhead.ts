@@ -121,13 +121,34 @@ async function main(): Promise<void> {
       "API request: no middleware (off)",
     ),
   };
+  const added = (a: string, b: string) =>
+    Number((((results[a] as number) - (results[b] as number)) / 1000).toFixed(1));
+  const addedMicroseconds = {
+    "model call, telemetry on": added(
+      "model call: traced provider, telemetry on",
+      "model call: raw provider (off)",
+    ),
+    "API request, telemetry on": added(
+      "API request: request spans, telemetry on",
+      "API request: no middleware (off)",
+    ),
+  };
   const machine = {
     cpus: cpus().length,
     model: cpus()[0]?.model,
     loadavg: loadavg().map((l) => l.toFixed(2)),
   };
   const date = new Date().toISOString();
-  const json = { date, machine, ops: OPS, rounds: ROUNDS, nsPerOp: results, ratios, otlpExports: exports };
+  const json = {
+    date,
+    machine,
+    ops: OPS,
+    rounds: ROUNDS,
+    nsPerOp: results,
+    ratios,
+    addedMicroseconds,
+    otlpExports: exports,
+  };
   const out = join(__dirname, "results");
   writeFileSync(join(out, "tracing-overhead.json"), `${JSON.stringify(json, null, 2)}\n`);
   const md = [
@@ -147,6 +168,10 @@ async function main(): Promise<void> {
     "| ratio | value |",
     "|---|---|",
     ...Object.entries(ratios).map(([name, value]) => `| ${name} | ${value}× |`),
+    "",
+    "| added per operation | µs |",
+    "|---|---|",
+    ...Object.entries(addedMicroseconds).map(([name, value]) => `| ${name} | ${value} |`),
     "",
     `OTLP exports received by the local sink during the run: ${exports}.`,
     "",
