@@ -364,6 +364,7 @@ export async function runDev(argv: string[], out: Output = stdoutOutput): Promis
         s3: stack.s3,
         workspaceRoot,
         apiUrl: api.url,
+        ...(jaeger ? { tracesUrl: jaeger.uiUrl } : {}),
       }).then(
         () => out.write("The stack stays up. Press Ctrl-C to stop.\n"),
         (error: unknown) => {
