@@ -5,9 +5,9 @@
  * is on.
  *
  * Keel's activity interceptor runs inside Temporal's activity span and adds what shows a retry or
- * a takeover for what it is: the attempt number, whether an earlier attempt left heartbeat
- * details (it died mid-way, and this worker took over), the queue the attempt came from and how
- * long it waited there. Tool calls get a span of their own with tool name, replay class and
+ * a takeover for what it is: the attempt number (a takeover after a worker died is the next
+ * attempt, run by another process: its `service.instance.id` differs), the queue the attempt came
+ * from and how long it waited there. Tool calls get a span of their own with tool name, replay class and
  * outcome.
  */
 import { type Attributes, context, SpanStatusCode, trace } from "@opentelemetry/api";
@@ -96,8 +96,6 @@ class KeelActivityInterceptor implements ActivityInboundCallsInterceptor {
     const attributes: Attributes = {
       "temporal.activity.attempt": info.attempt,
       "temporal.activity.retry": info.attempt > 1,
-      // An earlier attempt that heartbeated and then stopped (its worker died): this one took over.
-      "temporal.activity.takeover": info.attempt > 1 && info.heartbeatDetails !== undefined,
       "temporal.task_queue": info.taskQueue,
       "temporal.activity.schedule_to_start_ms": Math.round(waitSeconds * 1000),
       ...(scope ? { "keel.tenant_id": scope.tenantId, "keel.session_id": scope.sessionId } : {}),
