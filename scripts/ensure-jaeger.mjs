@@ -4,10 +4,22 @@
 // test. Jaeger's module has replace directives, so `go install module@version` refuses it; it is
 // built from a scratch module that requires it as a tool. Needs Go (1.24+) on PATH; without Go it
 // says so and leaves Jaeger out (the tracing test then fails with the same advice). The build
-// cache is private to the build and removed after it (gigabytes no later build reuses); the
-// downloaded modules stay in Go's module cache. Idempotent and quiet when in place.
+// cache is private to the build and removed after it (over a gigabyte no later build reuses); the
+// downloaded modules stay in Go's module cache. The binary is also kept per user, by version
+// (`~/.cache/keel/jaeger-<version>/jaeger`, or under XDG_CACHE_HOME), so another clone on the same
+// machine (CI's fresh clone of each submission) copies it instead of compiling for minutes again.
+// Idempotent and quiet when in place.
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
+import { homedir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -17,6 +29,20 @@ const version = JSON.parse(readFileSync(join(root, "scripts/tool-versions.json")
 export const JAEGER_DIR = join(root, ".keel/tools/jaeger");
 export const JAEGER_BIN = join(JAEGER_DIR, "jaeger");
 const stampFile = join(JAEGER_DIR, ".installed");
+const userCopy = join(
+  process.env.XDG_CACHE_HOME || join(homedir(), ".cache"),
+  "keel",
+  `jaeger-${version}`,
+  "jaeger",
+);
+
+/** Copies `from` to `to` through a temporary name, so a half-written binary is never in place. */
+function copyInto(from, to) {
+  mkdirSync(dirname(to), { recursive: true });
+  copyFileSync(from, `${to}.partial`);
+  chmodSync(`${to}.partial`, 0o755);
+  renameSync(`${to}.partial`, to);
+}
 
 function goVersion() {
   try {
@@ -34,10 +60,15 @@ export function jaegerInstalled() {
 /** Builds Jaeger unless it is in place; returns false (after saying why) when Go is missing. */
 export function ensureJaeger() {
   if (jaegerInstalled()) return true;
+  if (existsSync(userCopy)) {
+    copyInto(userCopy, JAEGER_BIN);
+    writeFileSync(stampFile, version);
+    return true;
+  }
   const go = goVersion();
   if (!go) {
     process.stderr.write(
-      `keel: Go is not installed, so Jaeger ${version} (the trace receiver of \`keel dev --traces\` and the tracing test) is not built. Install Go 1.24+ (https://go.dev/dl/) and run \`npm run ensure\`.\n`,
+      `keel: Go is not installed, so Jaeger ${version} (the trace receiver of \`keel dev --traces\` and the tracing test) is not built. Install Go 1.24+ (Debian: apt-get install golang-go, if its version is recent enough) and run \`npm run ensure\`.\n`,
     );
     return false;
   }
@@ -52,7 +83,9 @@ export function ensureJaeger() {
   );
   run(["mod", "init", "keel-jaeger"]);
   run(["get", "-tool", `${MODULE}/cmd/jaeger@${version}`]);
-  run(["build", "-trimpath", "-ldflags=-s -w", "-o", JAEGER_BIN, `${MODULE}/cmd/jaeger`]);
+  run(["build", "-trimpath", "-ldflags=-s -w", "-o", join(build, "jaeger"), `${MODULE}/cmd/jaeger`]);
+  copyInto(join(build, "jaeger"), userCopy);
+  copyInto(join(build, "jaeger"), JAEGER_BIN);
   rmSync(build, { recursive: true, force: true });
   writeFileSync(stampFile, version);
   process.stderr.write(`keel: Jaeger ${version} built in ${Math.round((Date.now() - started) / 1000)} s\n`);
