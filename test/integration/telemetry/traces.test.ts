@@ -129,7 +129,7 @@ test("a run whose worker was killed mid-call is one trace: API, first worker, th
     after: { text: "done" },
   });
   api.stage.llm.addFaults([
-    { kind: "slow", match: { scenario: "traced-crash", turn: 1 }, times: 1, latencyMs: 60_000 },
+    { kind: "slow", match: { scenario: "traced-crash", turn: 1 }, times: 1, latencyMs: 20_000 },
   ]);
   const first = await api.stage.startWorker(tracedWorkerEnv());
   const sessionId = api.sessionId();
