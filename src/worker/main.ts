@@ -18,7 +18,8 @@ async function main(): Promise<void> {
     taskQueue: config.taskQueue,
     ownTaskQueue: workers.ownTaskQueue,
     namespace: config.temporal.namespace,
-    telemetry: telemetry ? telemetry.settings.endpoint : "off",
+    // On or off only: an endpoint URL may carry credentials.
+    telemetry: telemetry ? "on" : "off",
   });
   await workers.run();
   await telemetry?.shutdown();
