@@ -20,6 +20,8 @@ import type { SessionStore } from "../store/session-store";
 import type { ToolCallMarkers } from "../store/tool-call-markers";
 import type { WorkspaceSnapshots } from "../store/workspace-snapshots";
 import { adminAuth } from "./admin-auth";
+import { traceRequests } from "../telemetry/http";
+import { instrumentation } from "../telemetry/instrumentation";
 import { allowedMethods, isAllowed, literalMethods } from "./allowed-methods";
 import { bearerAuth, singleTenantOnly } from "./auth";
 import type { ApiConfig } from "./config";
@@ -182,6 +184,7 @@ export function createApp(dependencies: ApiDependencies) {
     log: dependencies.log ?? defaultLog,
   };
   const app = createRouter();
+  if (instrumentation()) app.use("*", traceRequests());
   app.onError((error, c) => errorResponse(error, c, deps));
   app.notFound((c) => {
     const allowed = allowedMethods(app.routes, c.req.path);

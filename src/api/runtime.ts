@@ -6,6 +6,8 @@ import { createS3Client } from "../store/s3-config";
 import { SessionStore } from "../store/session-store";
 import { ToolCallMarkers } from "../store/tool-call-markers";
 import { WorkspaceSnapshots } from "../store/workspace-snapshots";
+import { startTelemetry } from "../telemetry/sdk";
+import { telemetrySettingsFromEnv } from "../telemetry/settings";
 import { type ApiApp, createApp } from "./app";
 import type { ApiConfig } from "./config";
 import { JsonObjects } from "./json-objects";
@@ -17,7 +19,10 @@ export interface ApiRuntime {
   close(): Promise<void>;
 }
 
-export function createApiRuntime(config: ApiConfig): ApiRuntime {
+/** The app over its dependencies; starts telemetry first when `env` sets KEEL_OTEL_ENDPOINT. */
+export function createApiRuntime(config: ApiConfig, env: NodeJS.ProcessEnv = process.env): ApiRuntime {
+  const telemetrySettings = telemetrySettingsFromEnv("keel-api", env);
+  const telemetry = telemetrySettings ? startTelemetry(telemetrySettings) : undefined;
   const s3 = createS3Client(config.s3);
   const store = new SessionStore(s3, config.s3);
   const temporal = new LazyRunClient(
@@ -45,6 +50,7 @@ export function createApiRuntime(config: ApiConfig): ApiRuntime {
     async close() {
       await temporal.close();
       s3.destroy();
+      await telemetry?.shutdown();
     },
   };
 }

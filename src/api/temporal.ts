@@ -9,6 +9,7 @@ import { Client, Connection } from "@temporalio/client";
 import type { DataConverter } from "@temporalio/common";
 import { type TemporalSettings, temporalConnectOptions } from "../core/temporal-settings";
 import { RunClient } from "../run-client/run-client";
+import { clientTelemetryOptions } from "../telemetry/client";
 
 /** gRPC status codes that mean the connection (not the request) failed. */
 const CONNECTION_FAILURE_CODES = new Set([
@@ -111,6 +112,7 @@ export class LazyRunClient {
       connection,
       namespace: this.settings.namespace,
       ...(this.dataConverter ? { dataConverter: this.dataConverter } : {}),
+      ...clientTelemetryOptions(),
     });
     const live: LiveConnection = {
       connection,

@@ -36,6 +36,8 @@ export interface DemoOptions {
   workspaceRoot: string;
   /** The API's address: the demo prints the session's viewer page there. */
   apiUrl?: string;
+  /** Jaeger's address (`keel dev --traces`): the demo prints the session's traces there. */
+  tracesUrl?: string;
 }
 
 export interface DemoResult {
@@ -65,6 +67,12 @@ export function temporalUiListLink(uiUrl: string, namespace: string, query: stri
 }
 
 /** Runs the demo; resolves when its run has ended. Throws when the API refuses it. */
+/** Jaeger's query API for the traces of one session's runs (its activities carry `keel.session_id`). */
+export function sessionTracesLink(jaegerUrl: string, sessionId: string): string {
+  const tags = encodeURIComponent(JSON.stringify({ "keel.session_id": sessionId }));
+  return `${jaegerUrl}/api/traces?service=keel-worker&tags=${tags}`;
+}
+
 export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   const { client, out } = options;
   const sessionId = `demo-${new Date().toISOString().replace(/[-:]/g, "").replace(/\..*$/, "").replace("T", "-")}`;
@@ -108,6 +116,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
       `Run ${status ?? "ended"}. Look at it:`,
       ...(uiLink ? [`  Temporal UI   ${uiLink}`] : []),
       ...(options.apiUrl ? [`  transcript    ${options.apiUrl}${viewerPagePath(sessionId)}`] : []),
+      ...(options.tracesUrl ? [`  traces        ${sessionTracesLink(options.tracesUrl, sessionId)}`] : []),
       ...(options.temporal.uiUrl
         ? [
             `  failed runs   ${temporalUiListLink(options.temporal.uiUrl, options.temporal.namespace, 'KeelStatus = "failed"')}`,

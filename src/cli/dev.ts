@@ -26,6 +26,7 @@ import { loadCatalog } from "../providers/models";
 import { type S3Settings, s3SettingsFromEnv, s3SettingsToEnv } from "../store/s3-config";
 import { ApiClient, EXIT, type ExitCode, UsageError } from "./client";
 import { DEMO_TENANT, runDemo } from "./demo";
+import { type JaegerServer, startJaeger } from "./devstack/jaeger-server";
 import { freePort } from "./devstack/ports";
 import { startS3DevServer } from "./devstack/s3-server";
 import { startTemporalDevServer } from "./devstack/temporal-server";
@@ -40,7 +41,7 @@ export interface DevStack {
   stop(): Promise<void>;
 }
 
-const DEFAULT_PORTS = { temporal: 7233, temporalUi: 8233, s3: 8333, api: 8787 };
+const DEFAULT_PORTS = { temporal: 7233, temporalUi: 8233, s3: 8333, api: 8787, jaegerUi: 16686 };
 
 /** The local API key of `keel dev` (loopback only, tenant `dev`); not a secret. */
 export const DEV_API_KEY = "keel-dev-key";
@@ -58,12 +59,16 @@ const REAL_PROVIDER_MODELS = [
 ] as const;
 const LOCAL_MODEL = "local-chat";
 
-export const devUsage = `Usage: keel dev [--no-demo] [--model M]
+export const devUsage = `Usage: keel dev [--no-demo] [--model M] [--traces]
 
 Runs the local stack (Temporal dev server + UI, S3 server, local LLM server when no
 OPENAI_API_KEY / ANTHROPIC_API_KEY is set, worker, HTTP API), then a demo run in a copy of
 examples/sample-project. Ctrl-C stops everything. KEEL_DATA_DIR moves the state folder
 (default .keel/data).
+
+--traces also starts Jaeger (built by \`npm run ensure\`) and sends the API's and the
+worker's traces and metrics to it; its address is printed beside the Temporal UI's. Without
+it, KEEL_OTEL_ENDPOINT (when set) is passed on to the API and the worker.
 `;
 
 /** The preferred port when it is free, another free port otherwise. */
@@ -171,11 +176,11 @@ async function step<T>(out: Output, label: string, action: () => Promise<T>): Pr
 
 /** Runs the local stack in the foreground until SIGINT / SIGTERM. */
 export async function runDev(argv: string[], out: Output = stdoutOutput): Promise<ExitCode> {
-  let values: { "no-demo"?: boolean; model?: string };
+  let values: { "no-demo"?: boolean; model?: string; traces?: boolean };
   try {
     values = parseArgs({
       args: argv,
-      options: { "no-demo": { type: "boolean" }, model: { type: "string" } },
+      options: { "no-demo": { type: "boolean" }, model: { type: "string" }, traces: { type: "boolean" } },
       strict: true,
     }).values;
   } catch (error) {
@@ -198,11 +203,29 @@ export async function runDev(argv: string[], out: Output = stdoutOutput): Promis
   };
 
   try {
+    let jaeger: JaegerServer | undefined;
+    if (values.traces) {
+      const jaegerDir = join(dataDir, "jaeger");
+      mkdirSync(jaegerDir, { recursive: true });
+      const uiPort = await portOr(DEFAULT_PORTS.jaegerUi);
+      jaeger = await step(out, "Jaeger (traces and metrics)", () =>
+        startJaeger({ dataDir: jaegerDir, uiPort }),
+      );
+      const server = jaeger;
+      stops.push(() => server.process.stop());
+    }
+    // Telemetry of the API (in this process) and the worker: Jaeger's, or the operator's receiver.
+    const otelEndpoint = jaeger?.otlpEndpoint ?? env.KEEL_OTEL_ENDPOINT;
+    const telemetryEnv: Record<string, string | undefined> = otelEndpoint
+      ? { KEEL_OTEL_ENDPOINT: otelEndpoint, KEEL_OTEL_CAPTURE_CONTENT: env.KEEL_OTEL_CAPTURE_CONTENT }
+      : {};
     const [stack, bundlePath] = await step(
       out,
       "Temporal dev server + web UI, S3 server, workflow bundle",
       async () => {
-        const bundle = writeWorkflowBundle(join(dataDir, "workflow-bundle.js"));
+        const bundle = writeWorkflowBundle(join(dataDir, "workflow-bundle.js"), {
+          traced: Boolean(otelEndpoint),
+        });
         const servers = await startDevStack(env);
         stops.push(() => servers.stop());
         return [servers, await bundle] as const;
@@ -265,6 +288,7 @@ export async function runDev(argv: string[], out: Output = stdoutOutput): Promis
             KEEL_WORKFLOW_BUNDLE: bundlePath,
             KEEL_WORKSPACE_ROOT: workspaceRoot,
             KEEL_MODELS_FILE: env.KEEL_MODELS_FILE,
+            ...telemetryEnv,
           },
         },
         (line) => {
@@ -290,7 +314,7 @@ export async function runDev(argv: string[], out: Output = stdoutOutput): Promis
         ...(stack.temporal.uiUrl ? { KEEL_TEMPORAL_UI_URL: stack.temporal.uiUrl } : {}),
         KEEL_API_PUBLIC_URL: `http://127.0.0.1:${apiPort}`,
       });
-      const runtime = createApiRuntime(config);
+      const runtime = createApiRuntime(config, telemetryEnv);
       const { server, port } = await startApiServer(runtime.app, apiPort);
       return { runtime, server: server as Server, url: `http://127.0.0.1:${port}` };
     });
@@ -309,6 +333,14 @@ export async function runDev(argv: string[], out: Output = stdoutOutput): Promis
         "Keel local stack is up:",
         `  Temporal      ${stack.temporal.address} (namespace ${stack.temporal.namespace})`,
         ...(stack.temporal.uiUrl ? [`  Temporal UI   ${stack.temporal.uiUrl}`] : []),
+        ...(jaeger
+          ? [
+              `  Traces        ${jaeger.uiUrl} (Jaeger; a run's trace as JSON: ${jaeger.uiUrl}/api/traces?service=keel-api)`,
+              `  Metrics       ${jaeger.metricsUrl}`,
+            ]
+          : otelEndpoint
+            ? [`  Telemetry     ${otelEndpoint} (OTLP)`]
+            : []),
         `  S3            ${stack.s3.endpoint ?? "AWS S3"} (bucket ${stack.s3.bucket})`,
         `  LLM           ${llm ? `local LLM server ${llm.url} (model ${model})` : `model ${model}`}`,
         `  worker        pid ${worker.current().pid}, task queue ${serverEnv.KEEL_TASK_QUEUE}, workspaces in ${workspaceRoot}, log ${workerLog} (restarted when it dies)`,
@@ -332,6 +364,7 @@ export async function runDev(argv: string[], out: Output = stdoutOutput): Promis
         s3: stack.s3,
         workspaceRoot,
         apiUrl: api.url,
+        ...(jaeger ? { tracesUrl: jaeger.uiUrl } : {}),
       }).then(
         () => out.write("The stack stays up. Press Ctrl-C to stop.\n"),
         (error: unknown) => {

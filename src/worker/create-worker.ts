@@ -13,6 +13,8 @@ import { evictIdleWorkspaces } from "../activities/workspace-eviction";
 import { temporalConnectOptions } from "../core/temporal-settings";
 import { createS3Client } from "../store/s3-config";
 import { WorkspaceSnapshots } from "../store/workspace-snapshots";
+import type { Telemetry } from "../telemetry/sdk";
+import { workerTelemetryOptions } from "../telemetry/worker";
 import type { WorkerConfig } from "./config";
 import { log } from "./log";
 import {
@@ -45,7 +47,8 @@ export function workspaceTaskQueue(taskQueue: string, workspaceRoot: string, hos
   return `${taskQueue}/worker/${host}-${root}`;
 }
 
-export async function createKeelWorkers(config: WorkerConfig): Promise<KeelWorkers> {
+/** The workers; with `telemetry` (tracing on) both carry its interceptors and sinks. */
+export async function createKeelWorkers(config: WorkerConfig, telemetry?: Telemetry): Promise<KeelWorkers> {
   const connection = await NativeConnection.connect(temporalConnectOptions(config.temporal));
   const s3 = createS3Client(config.s3);
   const ownTaskQueue = workspaceTaskQueue(config.taskQueue, config.workspaceRoot);
@@ -56,6 +59,7 @@ export async function createKeelWorkers(config: WorkerConfig): Promise<KeelWorke
     ...commonWorkerOptions(config, s3),
     // A draining worker lets in-flight activities finish (ECS gives 120 s after SIGTERM).
     shutdownGraceTime: config.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS,
+    ...workerTelemetryOptions(telemetry),
   };
   const shared = await Worker.create({
     connection,

@@ -2,6 +2,8 @@
  * The long-running worker process: `tsx src/worker/main.ts`. Configuration from KEEL_* variables
  * (see docs/architecture.md); SIGINT / SIGTERM drain in-flight tasks and stop it.
  */
+import { startTelemetry } from "../telemetry/sdk";
+import { telemetrySettingsFromEnv } from "../telemetry/settings";
 import { workerConfigFromEnv } from "./config";
 import { createKeelWorkers } from "./create-worker";
 import { installTemporalLogging, log } from "./log";
@@ -9,13 +11,18 @@ import { installTemporalLogging, log } from "./log";
 async function main(): Promise<void> {
   const config = workerConfigFromEnv();
   installTemporalLogging();
-  const workers = await createKeelWorkers(config);
+  const telemetrySettings = telemetrySettingsFromEnv("keel-worker");
+  const telemetry = telemetrySettings ? startTelemetry(telemetrySettings) : undefined;
+  const workers = await createKeelWorkers(config, telemetry);
   log("info", "worker started", {
     taskQueue: config.taskQueue,
     ownTaskQueue: workers.ownTaskQueue,
     namespace: config.temporal.namespace,
+    // On or off only: an endpoint URL may carry credentials.
+    telemetry: telemetry ? "on" : "off",
   });
   await workers.run();
+  await telemetry?.shutdown();
   log("info", "worker stopped", {});
 }
 

@@ -22,6 +22,8 @@ import { SessionStore } from "../store/session-store";
 import { ToolCallMarkers } from "../store/tool-call-markers";
 import { WorkspaceSnapshots } from "../store/workspace-snapshots";
 import { TenantUsage } from "../tenants/usage";
+import { instrumentation } from "../telemetry/instrumentation";
+import { tracedProvider } from "../telemetry/model-calls";
 import { probeSandbox, type SandboxConfig } from "../tools/sandbox";
 import type { WorkerConfig } from "./config";
 import { log } from "./log";
@@ -39,11 +41,12 @@ export function workerActivities(
 ): KeelActivities {
   checkSandbox(config.sandbox, config.singleTenant);
   const catalog = loadCatalog();
+  // The catalog's base URLs are places the operator configured: they get the family's key.
+  const provider = createProvider({ ...config.providers, catalog });
   return createActivities({
     store: new SessionStore(s3, config.s3, { cache: new EntryCache() }),
     markers: new ToolCallMarkers(s3, config.s3),
-    // The catalog's base URLs are places the operator configured: they get the family's key.
-    provider: createProvider({ ...config.providers, catalog }),
+    provider: instrumentation() ? tracedProvider(provider) : provider,
     catalog,
     workspaceRoot: config.workspaceRoot,
     workerTaskQueue: toolTaskQueue,

@@ -1,0 +1,47 @@
+/**
+ * Telemetry settings. Off unless `KEEL_OTEL_ENDPOINT` names an OTLP/HTTP receiver (the base URL:
+ * traces go to `<endpoint>/v1/traces`, metrics to `<endpoint>/v1/metrics`). Keel's own variable,
+ * not the standard `OTEL_EXPORTER_OTLP_ENDPOINT`: a process that inherits the standard one from
+ * its platform (a sidecar, an agent's environment) does not start exporting run data unasked.
+ * Prompt and completion text go into spans only with `KEEL_OTEL_CAPTURE_CONTENT=true`: they are
+ * the tenant's data, and a trace store usually has wider access than the session store.
+ */
+
+export interface TelemetrySettings {
+  /** The OTLP/HTTP base URL, without a trailing slash. */
+  endpoint: string;
+  /** `service.name` of this process's spans and metrics (`OTEL_SERVICE_NAME` overrides). */
+  serviceName: string;
+  /** Put prompts and completions on model-call spans. */
+  captureContent: boolean;
+  /** How often metrics are exported, in milliseconds (`KEEL_OTEL_METRICS_INTERVAL_MS`, default 15 s). */
+  metricsIntervalMs: number;
+}
+
+const DEFAULT_METRICS_INTERVAL_MS = 15_000;
+
+/** The settings from the environment, or undefined when telemetry is off (no endpoint set). */
+export function telemetrySettingsFromEnv(
+  defaultServiceName: string,
+  env: NodeJS.ProcessEnv = process.env,
+): TelemetrySettings | undefined {
+  const endpoint = env.KEEL_OTEL_ENDPOINT?.trim();
+  if (!endpoint) return undefined;
+  let url: URL;
+  try {
+    url = new URL(endpoint);
+  } catch {
+    throw new Error(`KEEL_OTEL_ENDPOINT is not a URL: ${endpoint}`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:")
+    throw new Error(`KEEL_OTEL_ENDPOINT must be an http(s) URL (OTLP over HTTP): ${endpoint}`);
+  const interval = Number(env.KEEL_OTEL_METRICS_INTERVAL_MS ?? DEFAULT_METRICS_INTERVAL_MS);
+  if (!Number.isInteger(interval) || interval < 100)
+    throw new Error("KEEL_OTEL_METRICS_INTERVAL_MS must be an integer of at least 100");
+  return {
+    endpoint: endpoint.replace(/\/+$/, ""),
+    serviceName: env.OTEL_SERVICE_NAME?.trim() || defaultServiceName,
+    captureContent: env.KEEL_OTEL_CAPTURE_CONTENT === "true",
+    metricsIntervalMs: interval,
+  };
+}

@@ -1,0 +1,161 @@
+/**
+ * A worker's telemetry: Temporal's OpenTelemetry interceptors (workflow, activity and the
+ * worker's own client) plus Keel's activity interceptor, and the sinks that take workflow spans
+ * and run outcomes out of the workflow sandbox. Everything here is installed only when telemetry
+ * is on.
+ *
+ * Keel's activity interceptor runs inside Temporal's activity span and adds what shows a retry or
+ * a takeover for what it is: the attempt number (a takeover after a worker died is the next
+ * attempt, run by another process: its `service.instance.id` differs), the queue the attempt came
+ * from and how long it waited there. Tool calls get a span of their own with tool name, replay class and
+ * outcome.
+ */
+import { type Attributes, context, SpanStatusCode, trace } from "@opentelemetry/api";
+import type { Context as ActivityContext } from "@temporalio/activity";
+import {
+  makeWorkflowExporter,
+  OpenTelemetryActivityInboundInterceptor,
+  OpenTelemetryActivityOutboundInterceptor,
+  OpenTelemetryWorkflowClientInterceptor,
+} from "@temporalio/interceptors-opentelemetry";
+import type {
+  ActivityExecuteInput,
+  ActivityInboundCallsInterceptor,
+  InjectedSinks,
+  Next,
+  WorkerInterceptors,
+} from "@temporalio/worker";
+import type { ExecuteToolInput, ExecuteToolResult, LlmTurnInput } from "../activities/types";
+import { TOOL_REPLAY_CLASSES } from "../core/tool-replay";
+import { instrumentation, keelInstruments, keelTracer, withRunScope } from "./instrumentation";
+import type { Telemetry } from "./sdk";
+import type { KeelTelemetrySinks } from "./workflow-sinks";
+
+/** The workflow interceptor modules a traced workflow bundle includes. */
+export function workflowInterceptorModules(): string[] {
+  return [require.resolve("./workflow-interceptors")];
+}
+
+/** Interceptors and sinks for `Worker.create`, or nothing when telemetry is off. */
+export function workerTelemetryOptions(telemetry: Telemetry | undefined): {
+  interceptors?: WorkerInterceptors;
+  sinks?: InjectedSinks<KeelTelemetrySinks>;
+} {
+  if (!telemetry) return {};
+  return {
+    interceptors: {
+      client: { workflow: [new OpenTelemetryWorkflowClientInterceptor()] },
+      workflowModules: workflowInterceptorModules(),
+      activity: [
+        (ctx) => ({
+          inbound: new OpenTelemetryActivityInboundInterceptor(ctx),
+          outbound: new OpenTelemetryActivityOutboundInterceptor(ctx),
+        }),
+        (ctx) => ({ inbound: new KeelActivityInterceptor(ctx) }),
+      ],
+    },
+    sinks: {
+      exporter: makeWorkflowExporter(telemetry.spanProcessor, telemetry.resource),
+      keelTelemetry: {
+        runEnded: {
+          fn: (info, outcome) => {
+            keelInstruments().runs.add(1, {
+              "keel.run.outcome": outcome,
+              "keel.workflow.type": info.workflowType,
+            });
+          },
+        },
+      },
+    },
+  };
+}
+
+/** Input fields every session activity carries. */
+function runScopeOf(args: unknown[]): { tenantId: string; sessionId: string } | undefined {
+  const first = args[0] as { tenantId?: unknown; sessionId?: unknown } | undefined;
+  return typeof first?.tenantId === "string" && typeof first.sessionId === "string"
+    ? { tenantId: first.tenantId, sessionId: first.sessionId }
+    : undefined;
+}
+
+const TOOL_ACTIVITIES = new Set(["executeTool", "executeToolOnRunner"]);
+
+class KeelActivityInterceptor implements ActivityInboundCallsInterceptor {
+  constructor(private readonly ctx: ActivityContext) {}
+
+  async execute(input: ActivityExecuteInput, next: Next<ActivityInboundCallsInterceptor, "execute">) {
+    if (!instrumentation()) return next(input);
+    const { info } = this.ctx;
+    const instruments = keelInstruments();
+    const waitSeconds = Math.max(0, Date.now() - info.currentAttemptScheduledTimestampMs) / 1000;
+    instruments.queueWait.record(waitSeconds, {
+      "temporal.activity.type": info.activityType,
+      "temporal.task_queue.kind": info.taskQueue.includes("/worker/") ? "worker" : "shared",
+    });
+    const scope = runScopeOf(input.args);
+    const attributes: Attributes = {
+      "temporal.activity.attempt": info.attempt,
+      "temporal.activity.retry": info.attempt > 1,
+      "temporal.task_queue": info.taskQueue,
+      "temporal.activity.schedule_to_start_ms": Math.round(waitSeconds * 1000),
+      ...(scope ? { "keel.tenant_id": scope.tenantId, "keel.session_id": scope.sessionId } : {}),
+    };
+    trace.getActiveSpan()?.setAttributes(attributes);
+    const run = () => (TOOL_ACTIVITIES.has(info.activityType) ? this.toolCall(input, next) : next(input));
+    const started = performance.now();
+    try {
+      return await (scope ? context.with(withRunScope(context.active(), scope), run) : run());
+    } finally {
+      if (info.activityType === "llmTurn") {
+        const model = (input.args[0] as LlmTurnInput).model;
+        instruments.turnDuration.record((performance.now() - started) / 1000, {
+          "gen_ai.request.model": model,
+          ...(scope ? { "keel.tenant_id": scope.tenantId } : {}),
+        });
+      }
+    }
+  }
+
+  /** A tool call as an `execute_tool` span (GenAI conventions) with Keel's outcome and replay class. */
+  private toolCall(input: ActivityExecuteInput, next: Next<ActivityInboundCallsInterceptor, "execute">) {
+    const call = input.args[0] as ExecuteToolInput;
+    const replay =
+      call.mcp?.replay ?? TOOL_REPLAY_CLASSES[call.toolName as keyof typeof TOOL_REPLAY_CLASSES] ?? "unsafe";
+    const started = performance.now();
+    return keelTracer().startActiveSpan(
+      `execute_tool ${call.toolName}`,
+      {
+        attributes: {
+          "gen_ai.operation.name": "execute_tool",
+          "gen_ai.tool.name": call.toolName,
+          "gen_ai.tool.call.id": call.toolCallId,
+          "keel.tool.replay_class": replay,
+          "temporal.activity.attempt": this.ctx.info.attempt,
+          ...(call.mcp ? { "keel.tool.mcp_tool": call.mcp.tool } : {}),
+        },
+      },
+      async (span) => {
+        let outcome = "exception";
+        try {
+          const result = (await next(input)) as ExecuteToolResult;
+          outcome = result.isError ? `${result.outcome}_error` : result.outcome;
+          span.setAttribute("keel.tool.outcome", result.outcome);
+          span.setAttribute("keel.tool.is_error", result.isError);
+          if (result.isError) span.setStatus({ code: SpanStatusCode.ERROR });
+          return result;
+        } catch (error) {
+          span.recordException(error as Error);
+          span.setStatus({ code: SpanStatusCode.ERROR });
+          throw error;
+        } finally {
+          span.end();
+          keelInstruments().toolDuration.record((performance.now() - started) / 1000, {
+            "gen_ai.tool.name": call.toolName,
+            "keel.tool.outcome": outcome,
+            "keel.tool.replay_class": replay,
+          });
+        }
+      },
+    );
+  }
+}

@@ -1,0 +1,279 @@
+/**
+ * Traces and metrics against a real receiver (Jaeger, built by `npm run ensure`): a run started
+ * through the API, whose worker is killed during the model call and replaced, arrives as one
+ * trace with the right parents across the API, the first worker and the worker that took over;
+ * the takeover shows as a second attempt. Metrics sent to the same OTLP endpoint reach the
+ * Prometheus exporter inside Jaeger.
+ */
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { Client, Connection } from "@temporalio/client";
+import { historyFromJSON } from "@temporalio/common/lib/proto-utils";
+import { bundleWorkflowCode, Worker } from "@temporalio/worker";
+import { type JaegerServer, startJaeger } from "../../../src/cli/devstack/jaeger-server";
+import { RunClient } from "../../../src/run-client/run-client";
+import { keelDataConverter } from "../../../src/store/payload-storage";
+import { clientTelemetryOptions } from "../../../src/telemetry/client";
+import { startTelemetry, type Telemetry } from "../../../src/telemetry/sdk";
+import { workflowInterceptorModules } from "../../../src/telemetry/worker";
+import {
+  s3Client,
+  s3Settings,
+  temporalAddress,
+  temporalNamespace,
+  testTmpDir,
+  uniqueName,
+} from "../../support/integration-env";
+import { eventually, expectIntactSession } from "../../support/run-harness";
+import { type ApiStage, createApiStage } from "../api/api-stage";
+
+jest.setTimeout(240_000);
+
+let jaeger: JaegerServer;
+let telemetry: Telemetry;
+let api: ApiStage;
+let bundlePath: string;
+let connection: Connection;
+let s3: ReturnType<typeof s3Client>;
+
+interface JaegerSpan {
+  traceID: string;
+  spanID: string;
+  operationName: string;
+  references: { refType: string; spanID: string }[];
+  tags: { key: string; value: unknown }[];
+  processID: string;
+}
+interface JaegerTrace {
+  traceID: string;
+  spans: JaegerSpan[];
+  processes: Record<string, { serviceName: string; tags: { key: string; value: unknown }[] }>;
+}
+
+beforeAll(async () => {
+  const dir = join(testTmpDir(), uniqueName("jaeger"));
+  mkdirSync(dir, { recursive: true });
+  const bundle = bundleWorkflowCode({
+    workflowsPath: require.resolve("../../../src/workflows"),
+    workflowInterceptorModules: workflowInterceptorModules(),
+    logger: { trace() {}, debug() {}, info() {}, warn() {}, log() {}, error: console.error },
+  });
+  jaeger = await startJaeger({ dataDir: dir });
+  bundlePath = join(dir, "traced-workflow-bundle.js");
+  writeFileSync(bundlePath, (await bundle).code);
+  // This process is the API: its spans are the run's first ones.
+  telemetry = startTelemetry({
+    endpoint: jaeger.otlpEndpoint,
+    serviceName: "keel-api",
+    captureContent: false,
+    metricsIntervalMs: 500,
+  });
+  s3 = s3Client();
+  connection = await Connection.connect({ address: temporalAddress(), connectTimeout: "60 seconds" });
+  const client = new Client({
+    connection,
+    namespace: temporalNamespace(),
+    dataConverter: keelDataConverter(s3, s3Settings()),
+    ...clientTelemetryOptions(),
+  });
+  api = await createApiStage({
+    withWorker: false,
+    overrides: {
+      // The stage's client, with the trace interceptor; crashed workers are noticed in seconds.
+      runs: async () => withQuickTimeouts(new RunClient(client, api.stage.taskQueue)),
+    },
+  });
+});
+
+afterAll(async () => {
+  await api?.stage.stopWorkers();
+  await api?.close();
+  await telemetry?.shutdown();
+  await connection?.close();
+  s3?.destroy();
+  await jaeger?.process.stop();
+});
+
+/** `runs` whose deliveries carry the short timeouts the crash tests use. */
+function withQuickTimeouts(runs: RunClient): RunClient {
+  const deliver = runs.deliver.bind(runs);
+  runs.deliver = (ref, request, settings, options) =>
+    deliver(
+      ref,
+      request,
+      { ...settings, timeouts: { ...settings.timeouts, heartbeatMs: 4_000, toolScheduleToStartMs: 5_000 } },
+      options,
+    );
+  return runs;
+}
+
+function tracedWorkerEnv(): Record<string, string> {
+  return {
+    KEEL_OTEL_ENDPOINT: jaeger.otlpEndpoint,
+    KEEL_OTEL_METRICS_INTERVAL_MS: "500",
+    KEEL_WORKFLOW_BUNDLE: bundlePath,
+  };
+}
+
+async function jaegerGet<T>(path: string): Promise<T> {
+  const response = await fetch(`${jaeger.uiUrl}${path}`);
+  if (!response.ok) throw new Error(`${path}: HTTP ${response.status}`);
+  return ((await response.json()) as { data: T }).data;
+}
+
+const tag = (span: JaegerSpan, key: string) => span.tags.find((candidate) => candidate.key === key)?.value;
+
+test("a run whose worker was killed mid-call is one trace: API, first worker, the worker that took over", async () => {
+  api.stage.llm.addScenario("traced-crash", {
+    turns: [{ toolCalls: [{ name: "ls", arguments: {} }] }],
+    after: { text: "done" },
+  });
+  api.stage.llm.addFaults([
+    { kind: "slow", match: { scenario: "traced-crash", turn: 1 }, times: 1, latencyMs: 20_000 },
+  ]);
+  const first = await api.stage.startWorker(tracedWorkerEnv());
+  const sessionId = api.sessionId();
+  const sent = await api.call("POST", `/v1/sessions/${sessionId}/messages`, {
+    json: { text: "[scenario:traced-crash] list the files" },
+  });
+  expect(sent.status).toBe(202);
+  const ref = { tenantId: api.tenants.a, sessionId };
+  // The first worker ran the first turn and the tool call, and is in the second model call.
+  await eventually(
+    async () =>
+      api.stage.llm.journal().some((entry) => entry.scenario === "traced-crash" && entry.turn === 1)
+        ? true
+        : undefined,
+    60_000,
+  );
+  // Its finished spans go out in batches every second: the crash comes once they arrived.
+  await eventually(
+    async () => {
+      const traces = await jaegerGet<JaegerTrace[]>(
+        `/api/traces?service=keel-worker&tags=${encodeURIComponent(JSON.stringify({ "keel.session_id": sessionId }))}`,
+      );
+      const names = traces.flatMap((found) => found.spans.map((span) => span.operationName));
+      return names.includes("execute_tool ls") && names.includes("chat local-chat") ? true : undefined;
+    },
+    30_000,
+    "the first worker's spans in Jaeger",
+  );
+  await first.kill();
+  const second = await api.stage.startWorker(tracedWorkerEnv());
+  expect((await api.stage.result(ref)).status).toBe("completed");
+  // Tracing leaves the run's own random numbers (its entry ids) alone: the replayed run agrees
+  // with the session the first worker wrote.
+  await expectIntactSession(api.stage, ref);
+  await telemetry.flush();
+
+  const workflowId = `keel-run/${api.tenants.a}/${sessionId}`;
+  const trace = await eventually(
+    async () => {
+      const traces = await jaegerGet<JaegerTrace[]>(
+        `/api/traces?service=keel-api&tags=${encodeURIComponent(JSON.stringify({ "url.path": `/v1/sessions/${sessionId}/messages` }))}&limit=5`,
+      );
+      const found = traces[0];
+      if (!found) return undefined;
+      const full = (await jaegerGet<JaegerTrace[]>(`/api/traces/${found.traceID}`))[0];
+      // Complete once the workflow span (ended by the second worker) and the answer's model call arrived.
+      const names = full?.spans.map((span) => span.operationName) ?? [];
+      return names.includes("RunWorkflow:agentRun") &&
+        names.filter((n) => n === "chat local-chat").length >= 2
+        ? full
+        : undefined;
+    },
+    60_000,
+    "the run's trace in Jaeger",
+  );
+
+  const byId = new Map(trace.spans.map((span) => [span.spanID, span]));
+  const parentOf = (span: JaegerSpan) =>
+    byId.get(span.references.find((r) => r.refType === "CHILD_OF")?.spanID ?? "");
+  const serviceOf = (span: JaegerSpan) => trace.processes[span.processID]?.serviceName;
+  const instanceOf = (span: JaegerSpan) =>
+    trace.processes[span.processID]?.tags.find((t) => t.key === "service.instance.id")?.value;
+  const named = (name: string) => trace.spans.filter((span) => span.operationName === name);
+
+  // One tree: every span but the request's has its parent in the trace (the takeover's too).
+  for (const span of trace.spans)
+    if (span !== named("POST /v1/sessions/:sessionId/messages")[0]) expect(parentOf(span)).toBeDefined();
+
+  // The API request is the root; the workflow's start is its child; the workflow runs under it.
+  const request = named("POST /v1/sessions/:sessionId/messages")[0];
+  expect(request && serviceOf(request)).toBe("keel-api");
+  expect(request?.references).toEqual([]);
+  const runWorkflow = named("RunWorkflow:agentRun")[0] as JaegerSpan;
+  expect(serviceOf(runWorkflow)).toBe("keel-worker");
+  let ancestor = parentOf(runWorkflow);
+  while (ancestor && ancestor !== request) ancestor = parentOf(ancestor);
+  expect(ancestor).toBe(request);
+  expect(tag(runWorkflow, "workflowId")).toBe(workflowId);
+
+  // Every activity span hangs under the workflow's StartActivity span of the same activity.
+  const activities = trace.spans.filter((span) => span.operationName.startsWith("RunActivity:"));
+  for (const activity of activities) {
+    const parent = parentOf(activity);
+    expect(parent?.operationName).toBe(activity.operationName.replace("RunActivity:", "StartActivity:"));
+    expect(parentOf(parent as JaegerSpan)).toBe(runWorkflow);
+  }
+
+  // The first worker's finished work (the first model call, the tool call) is in the trace, from
+  // another process than the second model call, which was a takeover: attempt 2 of its activity.
+  const calls = named("chat local-chat");
+  const firstCall = calls.find(
+    (span) => tag(parentOf(span) as JaegerSpan, "temporal.activity.attempt") === 1,
+  );
+  const takenOver = calls.find(
+    (span) => tag(parentOf(span) as JaegerSpan, "temporal.activity.attempt") === 2,
+  );
+  expect(firstCall && takenOver).toBeTruthy();
+  const takeoverActivity = parentOf(takenOver as JaegerSpan) as JaegerSpan;
+  expect(takeoverActivity.operationName).toBe("RunActivity:llmTurn");
+  expect(tag(takeoverActivity, "temporal.activity.retry")).toBe(true);
+  expect(instanceOf(takenOver as JaegerSpan)).not.toBe(instanceOf(firstCall as JaegerSpan));
+  expect(instanceOf(takenOver as JaegerSpan)).toBe(instanceOf(runWorkflow));
+
+  // Model calls carry the GenAI conventions (and no prompt content: capture is off).
+  expect(Object.fromEntries((takenOver as JaegerSpan).tags.map((t) => [t.key, t.value]))).toMatchObject({
+    "gen_ai.operation.name": "chat",
+    "gen_ai.request.model": "local-chat",
+    "gen_ai.provider.name": expect.any(String),
+    "gen_ai.usage.input_tokens": expect.any(Number),
+    "gen_ai.usage.output_tokens": expect.any(Number),
+    "keel.tenant_id": api.tenants.a,
+  });
+  expect(tag(takenOver as JaegerSpan, "gen_ai.input.messages")).toBeUndefined();
+  expect(tag(firstCall as JaegerSpan, "gen_ai.response.finish_reasons")).toBeDefined();
+
+  // The tool call: its own span under its activity, with name, replay class and outcome.
+  const tool = named("execute_tool ls")[0] as JaegerSpan;
+  expect(parentOf(tool)?.operationName).toBe("RunActivity:executeTool");
+  expect(tag(tool, "gen_ai.tool.name")).toBe("ls");
+  expect(tag(tool, "keel.tool.replay_class")).toBe("safe");
+  expect(tag(tool, "keel.tool.outcome")).toBe("executed");
+
+  // Metrics reached the receiver: tokens by tenant and model, tool latency, queue waits, outcomes.
+  const metrics = await eventually(
+    async () => {
+      const text = await (await fetch(jaeger.metricsUrl)).text();
+      return text.includes("keel_runs") ? text : undefined;
+    },
+    30_000,
+    "the run's metrics",
+  );
+  expect(metrics).toMatch(new RegExp(`keel_model_tokens[^\\n]*keel_tenant_id="${api.tenants.a}"`));
+  expect(metrics).toMatch(/keel_tool_duration[^\n]*gen_ai_tool_name="ls"/);
+  expect(metrics).toMatch(/keel_activity_schedule_to_start/);
+  expect(metrics).toMatch(/keel_runs[^\n]*keel_run_outcome="completed"/);
+  await second.stop();
+});
+
+test("the committed histories replay on the traced workflow bundle (turning tracing on breaks no run in flight)", async () => {
+  const dir = resolve(__dirname, "../../fixtures/histories");
+  const files = readdirSync(dir).filter((file) => file.endsWith(".json"));
+  expect(files.length).toBeGreaterThan(0);
+  for (const file of files) {
+    const history = historyFromJSON(JSON.parse(readFileSync(join(dir, file), "utf8")));
+    await Worker.runReplayHistory({ workflowBundle: { codePath: bundlePath } }, history, file);
+  }
+});
