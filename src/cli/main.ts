@@ -6,8 +6,8 @@
  */
 import { ApiError, EXIT, type ExitCode, exitCodeOf, hintFor, UsageError } from "./client";
 import type { Command, CommandContext } from "./command";
-import { budgetCommand, resumeCommand } from "./commands/budget";
 import { adminCommand, usageCommand } from "./commands/admin";
+import { budgetCommand, resumeCommand } from "./commands/budget";
 import { abortCommand, approveCommand } from "./commands/control";
 import { deleteCommand } from "./commands/delete";
 import { envCommand, runnerCommand } from "./commands/environments";
