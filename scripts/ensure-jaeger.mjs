@@ -11,6 +11,7 @@
 // Idempotent and quiet when in place.
 import { execFileSync } from "node:child_process";
 import {
+  chmodSync,
   copyFileSync,
   existsSync,
   mkdirSync,
