@@ -9,6 +9,7 @@ import { parseModelUrls } from "../../../src/providers/model-urls";
 import { KEY_CACHE_SECONDS } from "../../../src/tenants/key-cache";
 import { parseGitHosts } from "../../../src/tools/git-source";
 import { uniqueName } from "../../support/integration-env";
+import { everythingServer, MCP_WORKER_ENV } from "../../support/mcp-servers";
 import { eventually } from "../../support/run-harness";
 import { readSse } from "../../support/sse";
 import { type ApiResponse, type ApiStage, createApiStage, expectProblem } from "./api-stage";
@@ -17,6 +18,7 @@ let api: ApiStage;
 
 beforeAll(async () => {
   api = await createApiStage({
+    workerEnv: MCP_WORKER_ENV,
     config: (stage) => ({
       outbound: {
         modelUrls: parseModelUrls(`${stage.llm.url},http://models.internal.example/v1`),
@@ -218,6 +220,25 @@ describe("settings", () => {
     await api.stage.runs.signalAbort({ tenantId: api.tenants.a, sessionId: waiting }, "test over");
     expect((await admin("PUT", `/${api.tenants.a}/settings`, {})).status).toBe(200);
   });
+});
+
+test("a tenant's default MCP servers reach its runs: the run lists their tools", async () => {
+  const { tenantId, key } = await newTenant();
+  const put = await admin("PUT", `/${tenantId}/settings`, { defaults: { mcpServers: [everythingServer()] } });
+  expect(put.status).toBe(200);
+  const sessionId = api.sessionId();
+  expect((await message(sessionId, key, { text: "hi" })).status).toBe(202);
+  expect((await api.stage.result({ tenantId, sessionId })).status).toBe("completed");
+  const listed = await api.call("GET", `/v1/sessions/${sessionId}/mcp-tools`, { key });
+  expect(listed.status).toBe(200);
+  const names = JSON.stringify(listed.body);
+  expect(names).toContain("everything__echo");
+  // Another tenant's run is given none.
+  const other = api.sessionId();
+  expect((await message(other, api.keys.b, { text: "hi" })).status).toBe(202);
+  expect((await api.stage.result({ tenantId: api.tenants.b, sessionId: other })).status).toBe("completed");
+  const none = await api.call("GET", `/v1/sessions/${other}/mcp-tools`, { key: api.keys.b });
+  expect(JSON.stringify(none.body)).not.toContain("everything__echo");
 });
 
 describe("quotas", () => {
