@@ -40,3 +40,4 @@ def before_call(context, case, kwargs):
         # The pattern holds for the unique key too (printable ASCII, no space at either end).
         if pattern.search(unique):
             headers[name] = unique
+

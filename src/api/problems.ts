@@ -45,6 +45,7 @@ export const PROBLEMS = {
   "malformed-request": { status: 400, title: "The HTTP request cannot be parsed" },
   "unsupported-media-type": { status: 415, title: "Unsupported content type" },
   "invalid-schedule": { status: 422, title: "The schedule cannot be made as asked" },
+  "invalid-range": { status: 422, title: "The range asked for is not one that can be read" },
   "idempotency-key-reused": {
     status: 422,
     title: "The Idempotency-Key was used with a different request",

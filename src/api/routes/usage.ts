@@ -22,7 +22,7 @@ const tenantUsage = createRoute({
   path: "/v1/usage",
   summary: `The caller's usage per UTC day: runs started, model turns, tokens, cost, tool seconds (at most ${MAX_USAGE_DAYS} days)`,
   request: { query: UsageQuerySchema },
-  responses: { 200: { description: "Usage", ...json }, ...problemResponses(501) },
+  responses: { 200: { description: "Usage", ...json }, ...problemResponses(422, 501) },
 });
 
 const adminUsage = createRoute({
@@ -31,18 +31,34 @@ const adminUsage = createRoute({
   summary: "A tenant's usage per UTC day (operator key: KEEL_ADMIN_KEY_SHA256)",
   security: [{ bearer: [] }],
   request: { params: TenantParamsSchema, query: UsageQuerySchema },
-  responses: { 200: { description: "Usage", ...json }, ...problemResponses(501) },
+  responses: { 200: { description: "Usage", ...json }, ...problemResponses(422, 501) },
 });
+
+/** Whether `day` (YYYY-MM-DD) names a real UTC day. */
+function isCalendarDay(day: string): boolean {
+  const time = Date.parse(`${day}T00:00:00Z`);
+  return Number.isFinite(time) && dayOf(time) === day;
+}
 
 export function usageRoutes(deps: RouteContext) {
   const read = async (tenantId: string, query: { from?: string; to?: string }) => {
     if (!deps.tenants) throw new ProblemError("not-implemented", "This deployment keeps no tenant store.");
+    // The document states a day's form; a form that is no calendar day (2026-02-30) or a range the
+    // document cannot state (from after to, too long) is 422.
+    for (const [path, day] of [
+      ["from", query.from],
+      ["to", query.to],
+    ] as const)
+      if (day !== undefined && !isCalendarDay(day))
+        throw new ProblemError("invalid-range", "from and to must be calendar days (YYYY-MM-DD).", {
+          errors: [{ path, message: "not a calendar day" }],
+        });
     const to = query.to ?? dayOf(deps.now());
     const from = query.from ?? dayOf(Date.parse(`${to}T00:00:00Z`) - (DEFAULT_USAGE_DAYS - 1) * DAY_MS);
     const span = (Date.parse(`${to}T00:00:00Z`) - Date.parse(`${from}T00:00:00Z`)) / DAY_MS + 1;
     if (!(span >= 1 && span <= MAX_USAGE_DAYS))
       throw new ProblemError(
-        "invalid-request",
+        "invalid-range",
         `from must be a valid day on or before to, at most ${MAX_USAGE_DAYS} days before it.`,
         { errors: [{ path: "from", message: "out of range" }] },
       );

@@ -20,12 +20,8 @@ const budgetFields = {
     .openapi({ description: "The run's new token budget (0 = none); left out: unchanged" }),
 };
 
-export const BudgetBodySchema = z
-  .object(budgetFields)
-  .refine((body) => body.maxCostUsd !== undefined || body.maxTokens !== undefined, {
-    message: "give maxCostUsd, maxTokens or both",
-  })
-  .openapi("BudgetRequest");
+/** Neither field changes nothing: the answer is then the run's state and budgets as they are. */
+export const BudgetBodySchema = z.object(budgetFields).openapi("BudgetRequest");
 
 export const ResumeBodySchema = z.object(budgetFields).openapi("ResumeRequest");
 
