@@ -58,9 +58,14 @@ beforeAll(async () => {
     workflowInterceptorModules: workflowInterceptorModules(),
     logger: { trace() {}, debug() {}, info() {}, warn() {}, log() {}, error: console.error },
   });
-  jaeger = await startJaeger({ dataDir: dir });
+  // Settle the bundling even when Jaeger cannot start: a compile left running would throw into the
+  // next suite this jest worker loads.
+  const started = await Promise.allSettled([startJaeger({ dataDir: dir }), bundle]);
+  if (started[0].status === "rejected") throw started[0].reason;
+  if (started[1].status === "rejected") throw started[1].reason;
+  jaeger = started[0].value;
   bundlePath = join(dir, "traced-workflow-bundle.js");
-  writeFileSync(bundlePath, (await bundle).code);
+  writeFileSync(bundlePath, started[1].value.code);
   // This process is the API: its spans are the run's first ones.
   telemetry = startTelemetry({
     endpoint: jaeger.otlpEndpoint,
