@@ -570,6 +570,16 @@ test("GET /v1/openapi.json documents every route; /healthz answers without a key
       "/v1/environments/{name}/calls:claim",
       "/v1/environments/{name}/calls/{callId}/heartbeat",
       "/v1/environments/{name}/calls/{callId}/result",
+      "/v1/environments/{name}/sessions/{sessionId}/workspace",
+      "/v1/sessions/{sessionId}/budget",
+      "/v1/sessions/{sessionId}/resume",
+      "/v1/usage",
+      "/v1/admin/tenants",
+      "/v1/admin/tenants/{tenantId}",
+      "/v1/admin/tenants/{tenantId}/keys",
+      "/v1/admin/tenants/{tenantId}/keys/{keyId}",
+      "/v1/admin/tenants/{tenantId}/settings",
+      "/v1/admin/tenants/{tenantId}/usage",
     ].sort(),
   );
   expect(
