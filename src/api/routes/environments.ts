@@ -293,7 +293,9 @@ export function environmentRoutes(deps: RouteContext) {
         const ref = { tenantId: call.tenantId, sessionId: call.sessionId };
         const stream = WorkflowStreamClient.create((await deps.runs()).client, runWorkflowId(ref));
         stream.topic<LiveEvent>(RUN_STREAM_TOPIC.live).publish(event);
-        await stream.flush();
+        // Disposing flushes and stops the client's background flusher, which otherwise wakes
+        // every batch interval for as long as the API process lives (one per published event).
+        await stream[Symbol.asyncDispose]();
       },
       now: deps.now,
     };

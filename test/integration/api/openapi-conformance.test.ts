@@ -241,7 +241,7 @@ test("the admin API and usage reads match the document (before the operations ar
   expect((await message({ text: "hi" })).status).toBe(429);
   expect((await call("GET", "/v1/usage", {}, { key })).status).toBe(200);
   expect((await call("GET", "/v1/usage", {}, { key, query: "?from=2026-02-01&to=2026-01-01" })).status).toBe(
-    400,
+    422,
   );
   expect((await call("GET", `${TENANTS}/{tenantId}/usage`, { tenantId }, admin)).status).toBe(200);
   const keyId = issued.body.id as string;
@@ -433,7 +433,9 @@ test("every operation's answers match the document", async () => {
     409,
   );
   expect((await call("POST", `${SESSION}/resume`, { sessionId }, { json: {} })).status).toBe(409);
-  expect((await call("POST", `${SESSION}/budget`, { sessionId }, { json: {} })).status).toBe(400);
+  expect((await call("POST", `${SESSION}/budget`, { sessionId }, { json: { maxTokens: -1 } })).status).toBe(
+    400,
+  );
   expect((await call("GET", SESSION, { sessionId: api.sessionId() })).status).toBe(404);
   expect((await call("GET", "/v1/sessions", {}, { query: "?limit=0" })).status).toBe(400);
   expect((await call("GET", SESSION, { sessionId }, { key: null })).status).toBe(401);

@@ -52,7 +52,7 @@ test("a turn recorded before its worker died is counted once; the tenant and the
   // Another tenant's usage is its own.
   const other = await api.call("GET", `/v1/usage?from=${today}&to=${today}`, { key: api.keys.b });
   expect(other.body.days[0]).toMatchObject({ runs: 0, turns: 0, tokens: 0 });
-  expectProblem(await api.call("GET", "/v1/usage?from=2020-01-01&to=2026-01-01"), 400, "invalid-request");
+  expectProblem(await api.call("GET", "/v1/usage?from=2020-01-01&to=2026-01-01"), 422, "invalid-range");
 
   // With the day's tokens at the quota, the next start is refused before anything starts.
   expect(

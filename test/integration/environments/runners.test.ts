@@ -6,6 +6,7 @@ import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { ServerType } from "@hono/node-server";
+import { WorkflowStreamClient } from "@temporalio/workflow-streams/client";
 import { startApiServer } from "../../../src/api/server";
 import { UNKNOWN_OUTCOME_TEXT } from "../../../src/core/markers";
 import { EnvironmentStore } from "../../../src/environments/store";
@@ -158,6 +159,10 @@ test("a run's bash and write calls run on the runner, in its workspace, not on t
 });
 
 test("a runner's bash output reaches the run's stream while it runs", async () => {
+  // Each stream client the API opens to publish is disposed: a client left open keeps a flusher
+  // waking for as long as the API process lives.
+  const opened = jest.spyOn(WorkflowStreamClient, "create");
+  const disposed = jest.spyOn(WorkflowStreamClient.prototype, Symbol.asyncDispose);
   const env = await newEnvironment();
   startRunner(env.name, env.token, ["--workspace-root", workspaceRoot()]);
   api.stage.llm.addScenario("runner-live", {
@@ -186,6 +191,10 @@ test("a runner's bash output reaches the run's stream while it runs", async () =
   expect((live.data as { partial: string }).partial).not.toContain("end");
   expect((await api.stage.result(ref)).status).toBe("completed");
   expect(toolTexts(await api.stage.entries(ref))[0]).toContain("tick-one\ntick-two\nend");
+  expect(opened.mock.calls.length).toBeGreaterThan(0);
+  expect(disposed.mock.calls.length).toBe(opened.mock.calls.length);
+  opened.mockRestore();
+  disposed.mockRestore();
 });
 
 test("a runner acting on an existing directory changes those files", async () => {
