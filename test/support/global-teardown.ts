@@ -11,12 +11,12 @@ export default async function globalTeardown(): Promise<void> {
     if (!process.env.KEEL_KEEP_TEST_DATA) rmSync(servers.dir, { recursive: true, force: true });
   }
   // On a two-core machine jest runs the tests in its own process, so a handle a test (or the code
-  // under test) leaves open keeps the whole run from exiting until CI's limit. Name what is left
-  // and end with jest's own exit code. Unref'd: it never keeps the process alive by itself.
+  // under test) leaves open keeps the whole run from exiting until CI's limit. A leak is a defect:
+  // name what is left and fail the run. Unref'd: it never keeps the process alive by itself.
   setTimeout(() => {
     console.error(
-      `jest did not exit ${EXIT_GRACE_MS / 1000} s after the run; still open: ${process.getActiveResourcesInfo().join(", ")}`,
+      `jest did not exit ${EXIT_GRACE_MS / 1000} s after the run, failing it; still open: ${process.getActiveResourcesInfo().join(", ")}`,
     );
-    process.exit();
+    process.exit(1);
   }, EXIT_GRACE_MS).unref();
 }

@@ -40,6 +40,7 @@ beforeAll(async () => {
 }, 240_000);
 
 afterEach(async () => {
+  jest.restoreAllMocks();
   await Promise.all(runners.splice(0).map((runner) => runner.kill()));
 });
 
@@ -193,8 +194,6 @@ test("a runner's bash output reaches the run's stream while it runs", async () =
   expect(toolTexts(await api.stage.entries(ref))[0]).toContain("tick-one\ntick-two\nend");
   expect(opened.mock.calls.length).toBeGreaterThan(0);
   expect(disposed.mock.calls.length).toBe(opened.mock.calls.length);
-  opened.mockRestore();
-  disposed.mockRestore();
 });
 
 test("a runner acting on an existing directory changes those files", async () => {
