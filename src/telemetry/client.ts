@@ -4,7 +4,9 @@
  * telemetry is off.
  */
 import type { ClientOptions } from "@temporalio/client";
-import { OpenTelemetryWorkflowClientInterceptor } from "@temporalio/interceptors-opentelemetry";
+// The client entry alone: the package root also loads the worker plugin, whose require.resolve of
+// the workflow interceptors cannot be bundled into the API function.
+import { OpenTelemetryWorkflowClientInterceptor } from "@temporalio/interceptors-opentelemetry/lib/client";
 import { instrumentation } from "./instrumentation";
 
 export function clientTelemetryOptions(): Pick<ClientOptions, "interceptors"> {
