@@ -8,6 +8,7 @@ import type { McpToolListings } from "../store/mcp-tool-listings";
 import type { SessionStore } from "../store/session-store";
 import type { ToolCallMarkers } from "../store/tool-call-markers";
 import type { WorkspaceSnapshots } from "../store/workspace-snapshots";
+import type { TenantBudgetCheck } from "../tenants/budget-check";
 import type { TenantUsage } from "../tenants/usage";
 import type { GitHosts } from "../tools/git-source";
 import type { SandboxConfig } from "../tools/sandbox";
@@ -44,4 +45,6 @@ export interface ActivityDeps {
   mcpListings?: McpToolListings;
   /** Where each tenant's usage is recorded per day (absent: not recorded). */
   usage?: TenantUsage;
+  /** Whether a tenant has used up its token or cost budget (absent: tenant budgets pause nothing). */
+  tenantBudget?: TenantBudgetCheck;
 }

@@ -12,6 +12,7 @@ import { scheduledRunActivities } from "./scheduled-runs";
 import { sessionActivities } from "./session-activities";
 import { servingOnlyTenant } from "./single-tenant";
 import { taskResultActivity } from "./task-result";
+import { checkTenantBudgetActivity } from "./tenant-budget";
 import type { KeelActivities } from "./types";
 import { workspaceActivities } from "./workspace-activities";
 
@@ -31,6 +32,7 @@ export function createActivities(deps: ActivityDeps): KeelActivities {
     postChatReply: chatReplyActivity(deps),
     ...scheduledRunActivities(),
     listMcpTools: listMcpToolsActivity(deps),
+    checkTenantBudget: checkTenantBudgetActivity(deps),
   };
   return deps.singleTenant === undefined ? activities : servingOnlyTenant(deps.singleTenant, activities);
 }

@@ -27,6 +27,7 @@ import { mcpToolSpecs } from "../mcp/tool-names";
 import { withUniqueToolCallIds } from "../providers/tool-call-ids";
 import type { ModelInfo } from "../providers/types";
 import { toolNamed, toolSpecs } from "../tools";
+import type { TenantBudgetHold } from "../workflows/pause-types";
 import { entriesBefore, modelMessages, pathOf } from "./conversation";
 import type { ActivityDeps } from "./deps";
 import { failpoint } from "./failpoints";
@@ -41,7 +42,7 @@ const PREVIEW_CHARS = 500;
 const ARGUMENTS_PREVIEW_CHARS = 300;
 
 export function llmTurnActivity(deps: ActivityDeps) {
-  const { store, provider, catalog, liveEvents = DEFAULT_LIVE_EVENT_OPTIONS, usage } = deps;
+  const { store, provider, catalog, liveEvents = DEFAULT_LIVE_EVENT_OPTIONS, usage, tenantBudget } = deps;
   return async function llmTurn(input: LlmTurnInput): Promise<LlmTurnResult> {
     const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
     const model = catalog.find(input.model);
@@ -70,8 +71,25 @@ export function llmTurnActivity(deps: ActivityDeps) {
       await live.close();
       throw error;
     }
-    return withLiveTail(result, await live.settle());
+    const tenantBudget = await tenantBudgetAfterTurn(input.tenantId);
+    return withLiveTail(tenantBudget ? { ...result, tenantBudget } : result, await live.settle());
   };
+
+  /**
+   * The tenant budget the tenant has used up after this turn, if any (a cached answer: see
+   * tenants/budget-check.ts). Never throws: a failed read is logged and the run goes on, to be
+   * checked again after its next call; the API still refuses new runs over the budget.
+   */
+  async function tenantBudgetAfterTurn(tenantId: string): Promise<TenantBudgetHold | undefined> {
+    try {
+      return await tenantBudget?.reached(tenantId);
+    } catch (error) {
+      Context.current().log.warn("tenant budget not checked after the turn", {
+        error: error instanceof Error ? error.message : String(error),
+      });
+      return undefined;
+    }
+  }
 
   /** The call itself, streaming its deltas to `live` (see the module comment). */
   async function callModel(

@@ -13,6 +13,7 @@ import type { ThinkingLevel } from "../providers/types";
 import type { Isolation, NetworkPolicy } from "../tools/sandbox";
 import type { ReplayClass } from "../tools/types";
 import type { WorkspaceSource } from "../tools/workspace";
+import type { TenantBudgetHold } from "../workflows/pause-types";
 import type { ScheduledRunActivities } from "./scheduled-runs";
 
 /** A sequence number and an entry to write there (conditional create; a retry adopts). */
@@ -166,6 +167,8 @@ export interface LlmTurnResult {
   overflowStored?: boolean;
   /** Live events the attempt had not sent when it ended; the run publishes them (see `LiveEventSink.settle`). */
   live?: LiveEvent[];
+  /** The tenant has used up a token or cost budget (as of this call): the run pauses before its next turn. */
+  tenantBudget?: TenantBudgetHold;
 }
 
 export interface ExecuteToolInput extends SessionRef {
@@ -288,4 +291,6 @@ export interface KeelActivities extends ScheduledRunActivities {
   branch(input: BranchInput): Promise<BranchResult>;
   postChatReply(input: PostChatReplyInput): Promise<{ posted: boolean }>;
   listMcpTools(input: ListMcpToolsInput): Promise<McpToolList>;
+  /** The tenant budget the tenant has used up, asked afresh (a paused run asking whether it may go on); null: none. */
+  checkTenantBudget(input: { tenantId: string }): Promise<TenantBudgetHold | null>;
 }

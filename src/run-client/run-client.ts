@@ -278,5 +278,7 @@ function tookBudget(state: RunState, request: BudgetRequest): boolean {
     asked === undefined || now === asked || (request.resume === true && now === 0);
   if (!shows(request.maxCostUsd, budget.maxCostUsd) || !shows(request.maxTokens, budget.maxTokens))
     return false;
-  return !(request.resume && state.status === "paused" && state.pause?.reason.type === "runBudget");
+  // A resume lifts a run budget at once; a tenant's budget it asks about afresh first.
+  const stillWaiting = state.pause?.reason.type === "runBudget" || state.pause?.rechecking === true;
+  return !(request.resume && state.status === "paused" && stillWaiting);
 }

@@ -11,6 +11,7 @@ import type { ProviderConfig } from "../providers/registry";
 import { type S3Settings, s3SettingsFromEnv } from "../store/s3-config";
 import { isValidId } from "../store/session-keys";
 import { DEFAULT_SNAPSHOT_MAX_BYTES } from "../store/workspace-snapshots";
+import { DEFAULT_TENANT_BUDGET_RECHECK_MS } from "../tenants/budget-check";
 import { assertPassableNames } from "../tools/environment";
 import { type GitHosts, parseGitHosts } from "../tools/git-source";
 import { parseFullNetworkAccess } from "../tools/network-access";
@@ -113,6 +114,11 @@ const WorkerEnvSchema = z.object({
   KEEL_MODEL_URLS: z.string().optional(),
   /** Hosts git workspace sources may name (git-source.ts); unset: DEFAULT_GIT_HOSTS. */
   KEEL_GIT_HOSTS: z.string().optional(),
+  /** How often a run paused at its tenant's budget asks again whether it may go on (tenants/budget-check.ts). */
+  KEEL_TENANT_BUDGET_RECHECK_SECONDS: z.coerce
+    .number()
+    .positive()
+    .default(DEFAULT_TENANT_BUDGET_RECHECK_MS / 1000),
   /** `local`: this worker starts the runners of `launched` environments (environments/launchers/local.ts). */
   KEEL_LAUNCHER: z.enum(["local"]).optional(),
   /** The API's URL as launched runners reach it (required with KEEL_LAUNCHER). */
@@ -140,6 +146,8 @@ export interface WorkerConfig {
   /** The one tenant served (KEEL_SINGLE_TENANT); always set when the sandbox is off. */
   singleTenant?: string;
   snapshotMaxBytes: number;
+  /** How often a run paused at its tenant's budget asks again (ms; KEEL_TENANT_BUDGET_RECHECK_SECONDS). */
+  tenantBudgetRecheckMs?: number;
   /** 0 = never evict. */
   workspaceIdleEvictMs: number;
   /** Hosts git workspace sources may name (KEEL_GIT_HOSTS); default DEFAULT_GIT_HOSTS. */
@@ -198,6 +206,7 @@ export function workerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Worke
     gitHosts,
     ...(values.KEEL_SINGLE_TENANT !== undefined ? { singleTenant: values.KEEL_SINGLE_TENANT } : {}),
     snapshotMaxBytes: values.KEEL_SNAPSHOT_MAX_BYTES,
+    tenantBudgetRecheckMs: values.KEEL_TENANT_BUDGET_RECHECK_SECONDS * 1000,
     ...launcherSettings(values),
     workspaceIdleEvictMs: values.KEEL_WORKSPACE_IDLE_EVICT_SECONDS * 1000,
     sandbox: {

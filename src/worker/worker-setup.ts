@@ -23,6 +23,8 @@ import { ToolCallMarkers } from "../store/tool-call-markers";
 import { WorkspaceSnapshots } from "../store/workspace-snapshots";
 import { instrumentation } from "../telemetry/instrumentation";
 import { tracedProvider } from "../telemetry/model-calls";
+import { TenantBudgetCheck } from "../tenants/budget-check";
+import { TenantStore } from "../tenants/store";
 import { TenantUsage } from "../tenants/usage";
 import { probeSandbox, type SandboxConfig } from "../tools/sandbox";
 import type { WorkerConfig } from "./config";
@@ -43,6 +45,7 @@ export function workerActivities(
   const catalog = loadCatalog();
   // The catalog's base URLs are places the operator configured: they get the family's key.
   const provider = createProvider({ ...config.providers, catalog });
+  const usage = new TenantUsage(s3, config.s3.bucket, config.s3.prefix);
   return createActivities({
     store: new SessionStore(s3, config.s3, { cache: new EntryCache() }),
     markers: new ToolCallMarkers(s3, config.s3),
@@ -59,7 +62,10 @@ export function workerActivities(
     environments: new EnvironmentStore(s3, config.s3.bucket, config.s3.prefix),
     mcp,
     mcpListings: new McpToolListings(s3, config.s3),
-    usage: new TenantUsage(s3, config.s3.bucket, config.s3.prefix),
+    usage,
+    tenantBudget: new TenantBudgetCheck(new TenantStore(s3, config.s3.bucket, config.s3.prefix), usage, {
+      ...(config.tenantBudgetRecheckMs !== undefined ? { recheckAfterMs: config.tenantBudgetRecheckMs } : {}),
+    }),
     ...(launcher ? { launcher } : {}),
   });
 }

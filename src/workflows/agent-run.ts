@@ -156,6 +156,9 @@ async function runTurns(ctx: RunContext, input: RunInput): Promise<RunResult> {
       continue;
     }
     recordModelUsage(run, result.usage);
+    // The tenant's budget as of this call: results recorded before tenant budgets paused runs have none.
+    if (result.tenantBudget === undefined) run.tenantBudget = undefined;
+    else if (takesPatch(PATCHES.tenantBudgetPause, ctx.runVersion)) run.tenantBudget = result.tenantBudget;
     run.contextTokens = result.contextTokens;
     run.contextWindow = result.contextWindow;
     run.lastAssistantText = result.textPreview || run.lastAssistantText;

@@ -4,13 +4,24 @@
 export const DEFAULT_PAUSE_TIMEOUT_SECONDS = 24 * 60 * 60;
 
 /**
- * Why a run paused at a turn boundary. A union so that other budgets can pause a run too: the
- * run's own limits today; a tenant's budget is the seam `tenantBudget` (its source is the
- * tenant usage ledger, which does not feed runs yet: see run/budget.ts).
+ * Why a run paused at a turn boundary: its own limits (`runBudget`), or its tenant's token or
+ * cost quota for the day or month (`tenantBudget`, reported by the worker after each model call:
+ * tenants/budget-check.ts).
  */
 export type PauseReason =
   | { type: "runBudget"; budget: "cost" | "tokens"; limit: number; used: number }
   | { type: "tenantBudget"; budget: string; message: string };
+
+/** The tenant budget a run waits on: which quota, its limit and use, and one line saying so. */
+export interface TenantBudgetHold {
+  /** The quota's name (`tokensPerDay`, `costPerDayUsd`, `tokensPerMonth`, `costPerMonthUsd`). */
+  budget: string;
+  limit: number;
+  used: number;
+  message: string;
+  /** How long a run paused on it waits before asking again (ms). */
+  recheckAfterMs: number;
+}
 
 /** A paused run as its state query and the session view show it. */
 export interface RunPause {
@@ -20,6 +31,8 @@ export interface RunPause {
   /** Epoch ms at which it paused, and at which the pause times out. */
   since: number;
   until: number;
+  /** A resume asked whether the tenant's budget still holds the run; the answer is not in yet. */
+  rechecking?: boolean;
 }
 
 /**

@@ -15,7 +15,7 @@ import type { McpServerSettings, McpToolList } from "../mcp/types";
 import type { ThinkingLevel } from "../providers/types";
 import type { NetworkPolicy } from "../tools/sandbox";
 import type { WorkspaceSource } from "../tools/workspace";
-import type { RunPause } from "./pause-types";
+import type { RunPause, TenantBudgetHold } from "./pause-types";
 
 /** How a message reaches a session: `auto` starts a run or steers the live one; see docs/architecture.md. */
 export const DELIVERY_MODES = ["auto", ...LIVE_RUN_DELIVERY_MODES] as const;
@@ -139,6 +139,7 @@ export {
   DEFAULT_PAUSE_TIMEOUT_SECONDS,
   type PauseReason,
   type RunPause,
+  type TenantBudgetHold,
 } from "./pause-types";
 
 export interface QueuedMessage {
@@ -174,6 +175,8 @@ export interface CarriedState {
   stream?: WorkflowStreamState;
   /** The MCP tool list recorded at the run's start: every execution offers the same tools. */
   mcpTools?: McpToolList;
+  /** The tenant budget the run's last model call found used up (it pauses before its next turn). */
+  tenantBudget?: TenantBudgetHold;
 }
 
 /**

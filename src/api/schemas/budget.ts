@@ -37,7 +37,7 @@ export const PauseReasonSchema = z
   ])
   .openapi("PauseReason", {
     description:
-      "Why the run paused: its own budget (`runBudget`) or, reserved for tenant budgets, its tenant's (`tenantBudget`)",
+      "Why the run paused: its own budget (`runBudget`) or its tenant's token or cost quota (`tenantBudget`, `budget` names the quota)",
   });
 
 export const RunPauseSchema = z
@@ -46,6 +46,9 @@ export const RunPauseSchema = z
     message: z.string().openapi({ description: "Why, in one line" }),
     since: z.number().int().openapi({ description: "When it paused (epoch ms)" }),
     until: z.number().int().openapi({ description: "When the pause times out and the run ends (epoch ms)" }),
+    rechecking: z.boolean().optional().openapi({
+      description: "A resume asked whether the tenant is still over its budget; the answer is not in yet",
+    }),
   })
   .openapi("RunPause");
 

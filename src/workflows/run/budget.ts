@@ -1,7 +1,7 @@
 /**
- * Budgets that pause a run: which budget a run has reached (its own cost and token limits; a
- * tenant's budget is a seam, below), how a `budget` signal changes them, and the words a pause is
- * shown with. Pure, like `state.ts`: the workflow waits in `pause.ts`.
+ * Budgets that pause a run: which budget a run has reached (its own cost and token limits, then
+ * its tenant's as the last model call reported it), how a `budget` signal changes them, and the
+ * words a pause is shown with. Pure, like `state.ts`: the workflow waits in `pause.ts`.
  */
 import {
   type BudgetRequest,
@@ -12,8 +12,9 @@ import {
 import type { RunRecord } from "./state";
 
 /**
- * The budget the run has reached, if any: the first of cost, then tokens. A cost budget on a
- * model without prices is not here: it cannot be checked, so the run ends instead (decide.ts).
+ * The budget the run has reached, if any: the first of cost, tokens, then the tenant's. A cost
+ * budget on a model without prices is not here: it cannot be checked, so the run ends instead
+ * (decide.ts).
  */
 export function budgetReached(run: RunRecord): PauseReason | undefined {
   const { limits } = run.settings;
@@ -24,9 +25,9 @@ export function budgetReached(run: RunRecord): PauseReason | undefined {
   if (maxTokens > 0 && run.usage.totalTokens >= maxTokens) {
     return { type: "runBudget", budget: "tokens", limit: maxTokens, used: run.usage.totalTokens };
   }
-  // Seam: a tenant's budget (the tenant usage ledger) pauses the run here too, as
-  // `{ type: "tenantBudget", ... }`, once the ledger's totals reach the workflow (e.g. by a
-  // signal from the API when a tenant crosses its budget). Not built yet.
+  if (run.tenantBudget) {
+    return { type: "tenantBudget", budget: run.tenantBudget.budget, message: run.tenantBudget.message };
+  }
   return undefined;
 }
 
@@ -69,7 +70,8 @@ export function parseBudgetRequest(input: unknown): BudgetRequest | undefined {
 /**
  * Applies a budget request to the run's limits (carried into a continue-as-new and the run's
  * settings from then on). With `resume`, a run budget still reached after the new values is
- * removed: resuming means going on past it. A tenant's budget is not the run's to lift.
+ * removed: resuming means going on past it. A tenant's budget is not the run's to lift: a resume
+ * makes a run held by one ask again at once whether the tenant is still over it (pause.ts).
  */
 export function applyBudget(run: RunRecord, request: BudgetRequest): void {
   const limits: RunLimits = {
@@ -79,6 +81,7 @@ export function applyBudget(run: RunRecord, request: BudgetRequest): void {
   };
   run.settings = { ...run.settings, limits };
   if (!request.resume) return;
+  if (run.tenantBudget) run.recheckTenantBudget = true;
   for (let reached = budgetReached(run); reached?.type === "runBudget"; reached = budgetReached(run)) {
     const lifted =
       reached.budget === "cost" ? { maxCostUsd: 0 } : ({ maxTokens: 0 } satisfies Partial<RunLimits>);

@@ -129,8 +129,8 @@ export function decideAfterModel(run: RunRecord, result: LlmTurnResult): AfterMo
 }
 
 /**
- * After a turn's tool calls: end the run (with why) or go on with these model settings. A run
- * budget reached (`budget_reached`) ends a run whose code predates pausing and a sub-agent's run;
+ * After a turn's tool calls: end the run (with why) or go on with these model settings. A budget
+ * reached, the run's or its tenant's (`budget_reached`), ends a run whose code predates pausing and a sub-agent's run;
  * any other run goes on to the next turn boundary, where it pauses if it has more to do.
  */
 export type AfterTurn =
@@ -161,6 +161,7 @@ export function decideAfterTurn(run: RunRecord, hooks: readonly RunHooks[], outc
         : `token budget reached (${reached.limit})`;
     return { kind: "budget_reached", reason: limit, next };
   }
+  if (reached?.type === "tenantBudget") return { kind: "budget_reached", reason: reached.message, next };
   return { kind: "continue", next };
 }
 

@@ -2,11 +2,14 @@
  * A run paused at a budget. It pauses only at a turn boundary (no model call or tool call in
  * flight: nothing is cut off or lost), shows itself paused (status `paused` in its state, its
  * `KeelStatus` search attribute and its current details, a `run_paused` event) and waits for a
- * `budget` signal that lifts it, an abort, or its pause timeout. A paused run holds no worker: a
- * worker that dies meanwhile is replaced by any other, which waits on the same timer.
+ * `budget` signal that lifts it, an abort, or its pause timeout. A run paused at its tenant's
+ * budget asks the tenant's usage again from time to time, and at once on a resume, and goes on
+ * when the tenant is under budget. A paused run holds no worker: a worker that dies meanwhile is
+ * replaced by any other, which waits on the same timer.
  */
 import { condition } from "@temporalio/workflow";
 import type { PauseReason } from "../types";
+import { storage } from "./activity-options";
 import { budgetReached, describePause, pauseTimeoutMs } from "./budget";
 import type { RunContext } from "./context";
 import { setStatus } from "./lifecycle";
@@ -24,10 +27,12 @@ export async function pauseAtBudget(ctx: RunContext, reason: PauseReason): Promi
   run.pause = { reason, message, since, until: since + timeoutMs };
   setStatus(ctx, "paused");
   emit(run, { type: "run_paused", reason, message, until: run.pause.until });
-  const woke = await condition(
-    () => run.abortReason !== undefined || budgetReached(run) === undefined,
-    timeoutMs,
-  );
+  // Woken when the budget paused at no longer holds (lifted, or another one holds now).
+  const lifted = () => run.abortReason !== undefined || budgetReached(run)?.type !== reason.type;
+  const woke =
+    reason.type === "tenantBudget"
+      ? await untilTenantUnderBudget(ctx, lifted, run.pause.until)
+      : await condition(lifted, timeoutMs);
   run.pause = undefined;
   if (run.abortReason !== undefined) return { kind: "aborted" };
   if (!woke) {
@@ -40,4 +45,28 @@ export async function pauseAtBudget(ctx: RunContext, reason: PauseReason): Promi
   emit(run, { type: "run_resumed", maxCostUsd: limits.maxCostUsd, maxTokens: limits.maxTokens ?? 0 });
   setStatus(ctx, "running");
   return { kind: "resumed" };
+}
+
+/**
+ * Waits while the tenant's budget holds the run: asks afresh every `recheckAfterMs` the worker
+ * gave, and at once on a resume, until `lifted()` or `until` (epoch ms). False when it timed out.
+ */
+async function untilTenantUnderBudget(
+  ctx: RunContext,
+  lifted: () => boolean,
+  until: number,
+): Promise<boolean> {
+  const { run } = ctx;
+  for (;;) {
+    const left = until - run.clock.now();
+    if (left <= 0) return false;
+    const recheckAfterMs = run.tenantBudget?.recheckAfterMs ?? left;
+    await condition(() => lifted() || run.recheckTenantBudget === true, Math.min(left, recheckAfterMs));
+    if (lifted()) return true;
+    if (run.clock.now() >= until) return false;
+    run.recheckTenantBudget = false;
+    if (run.pause) run.pause.rechecking = true;
+    run.tenantBudget = (await storage.checkTenantBudget({ tenantId: run.ref.tenantId })) ?? undefined;
+    if (run.pause) run.pause.rechecking = false;
+  }
 }

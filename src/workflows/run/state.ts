@@ -26,6 +26,7 @@ import {
 import { addUsage, emptyUsage } from "../../core/usage";
 import type { McpToolList } from "../../mcp/types";
 import type { NextTurnSettings } from "../hooks";
+import type { TenantBudgetHold } from "../pause-types";
 import type {
   ApprovalDecision,
   QueuedMessage,
@@ -109,6 +110,10 @@ export interface RunRecord {
   late: QueuedMessage[];
   /** The MCP tools listed at the run's start (carried across continue-as-new); unset without servers. */
   mcpTools?: McpToolList;
+  /** The tenant budget the last model call found used up; cleared when the tenant is under it again. */
+  tenantBudget?: TenantBudgetHold;
+  /** A resume asked the paused run to check its tenant's budget now (run/pause.ts). */
+  recheckTenantBudget?: boolean;
   /** Where emitted events go besides the buffer (the run's stream); unset in pure tests. */
   publish?: (event: AgentEvent) => void;
 }
@@ -156,6 +161,7 @@ export function createRunRecord(input: RunInput, clock: RunClock): RunRecord {
     updatesSeen: 0,
     recentDeliveries: [...(carried?.recentDeliveries ?? handedOver?.deliveries ?? [])],
     ...(carried?.mcpTools ? { mcpTools: carried.mcpTools } : {}),
+    ...(carried?.tenantBudget ? { tenantBudget: carried.tenantBudget } : {}),
     late: [],
   };
 }

@@ -25,6 +25,7 @@ export function carry(run: RunRecord): CarriedState {
     emptyResponses: run.emptyResponses,
     recentDeliveries: run.recentDeliveries,
     ...(run.mcpTools ? { mcpTools: run.mcpTools } : {}),
+    ...(run.tenantBudget ? { tenantBudget: run.tenantBudget } : {}),
   };
 }
 

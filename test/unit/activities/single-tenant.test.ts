@@ -26,6 +26,7 @@ function recordingActivities(reached: string[]): KeelActivities {
     awaitScheduledRun: record("awaitScheduledRun"),
     abortScheduledRun: record("abortScheduledRun"),
     listMcpTools: record("listMcpTools"),
+    checkTenantBudget: record("checkTenantBudget"),
   };
 }
 

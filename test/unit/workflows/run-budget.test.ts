@@ -97,3 +97,34 @@ describe("applyBudget", () => {
     expect(raised.settings.limits).toMatchObject({ maxCostUsd: 5, maxTokens: 10 });
   });
 });
+
+describe("a tenant's budget", () => {
+  const hold = {
+    budget: "tokensPerDay",
+    limit: 100,
+    used: 150,
+    message: "the tenant's daily token budget is used up",
+    recheckAfterMs: 60_000,
+  };
+
+  test("holds the run after its own budgets, shown with the tenant's words", () => {
+    const run = spent({}, 0, 0);
+    run.tenantBudget = hold;
+    const reached = budgetReached(run);
+    expect(reached).toEqual({ type: "tenantBudget", budget: "tokensPerDay", message: hold.message });
+    expect(reached && describePause(reached)).toBe(hold.message);
+    const alsoOwn = spent({ maxTokens: 10 }, 0, 20);
+    alsoOwn.tenantBudget = hold;
+    expect(budgetReached(alsoOwn)).toMatchObject({ type: "runBudget", budget: "tokens" });
+  });
+
+  test("a resume does not lift it: it asks for a fresh check; a raise of the run's budgets asks nothing", () => {
+    const run = spent({ maxTokens: 10 }, 0, 20);
+    run.tenantBudget = hold;
+    applyBudget(run, { maxTokens: 1_000 });
+    expect(run.recheckTenantBudget).toBeUndefined();
+    applyBudget(run, { resume: true });
+    expect(run.recheckTenantBudget).toBe(true);
+    expect(budgetReached(run)).toMatchObject({ type: "tenantBudget" });
+  });
+});
