@@ -57,7 +57,8 @@ export const CreatedKeySchema = z
 
 export const ApiKeyListSchema = z.object({ keys: z.array(ApiKeyViewSchema) }).openapi("ApiKeyList");
 
-export const QuotasViewSchema = QuotasSchema.openapi("TenantQuotas", {
+// A fresh object of the OpenAPI-aware zod: `QuotasSchema` may be built before that zod is loaded.
+export const QuotasViewSchema = z.object(QuotasSchema.shape).openapi("TenantQuotas", {
   description:
     "Limits checked before a run starts (absent: unlimited): live runs at once, runs started per UTC minute, tokens and cost (US dollars) per UTC day and month",
 });
