@@ -55,6 +55,8 @@ export const PATCHES = {
   branchRestoresWorkspace: { id: "branch-restores-workspace", addedIn: UNRELEASED },
   /** A run that reaches its budget pauses at the next turn boundary instead of ending (run/pause.ts). */
   budgetPause: { id: "budget-pause", addedIn: UNRELEASED },
+  /** A parent's turn limit counts its sub-agents' turns; a child gets at most the turns left. */
+  subAgentTurns: { id: "sub-agent-turns", addedIn: UNRELEASED },
   /** A run whose tenant used up a token or cost budget pauses until the tenant is under it again. */
   tenantBudgetPause: { id: "tenant-budget-pause", addedIn: UNRELEASED },
 } as const satisfies Record<string, PatchRecord>;

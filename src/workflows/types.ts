@@ -154,6 +154,8 @@ export interface QueuedMessage {
 export interface CarriedState {
   cursor: SessionCursor;
   turn: number;
+  /** Turns its sub-agents' runs took (they count against its turn limit). */
+  subAgentTurns?: number;
   /** The model is owed a call: the previous execution ended its turn with tool results. */
   needsModel: boolean;
   /** Model and thinking level of the next call (hooks may have changed them). */

@@ -66,8 +66,10 @@ export function decideTurnStart(run: RunRecord, continueAsNewSuggested: boolean)
         : undefined;
   if (source === undefined) return { kind: "idle" };
   const { limits } = run.settings;
-  if (run.turn >= limits.maxTurns)
-    return { kind: "finish", reason: `turn limit reached (${limits.maxTurns})` };
+  if (run.turn + run.subAgentTurns >= limits.maxTurns) {
+    const counted = run.subAgentTurns > 0 ? `, ${run.subAgentTurns} of them its sub-agents'` : "";
+    return { kind: "finish", reason: `turn limit reached (${limits.maxTurns}${counted})` };
+  }
   if (
     continueAsNewSuggested ||
     run.turn - run.turnAtStart >= limits.turnsPerExecution ||

@@ -68,6 +68,8 @@ export interface RunRecord {
   /** Where the next entry goes; undefined until the session is opened. */
   cursor?: SessionCursor;
   turn: number;
+  /** Turns its sub-agents' runs took: they count against its turn limit with its own. */
+  subAgentTurns: number;
   /** Turn number when this execution started (turnsPerExecution counts from here). */
   readonly turnAtStart: number;
   toolCallCount: number;
@@ -136,6 +138,7 @@ export function createRunRecord(input: RunInput, clock: RunClock): RunRecord {
     cursor: carried?.cursor,
     turn: carried?.turn ?? 0,
     turnAtStart: carried?.turn ?? 0,
+    subAgentTurns: carried?.subAgentTurns ?? 0,
     toolCallCount: carried?.toolCallCount ?? 0,
     usage: carried?.usage ?? emptyUsage(),
     emptyResponses: carried?.emptyResponses ?? 0,

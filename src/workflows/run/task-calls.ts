@@ -48,13 +48,15 @@ export function taskAgentsFor(settings: RunSettings): { name: string; descriptio
 
 /**
  * A child's settings: the parent's, narrowed by the agent (its model, prompt, tools — only those
- * the parent has —, turns), the parent's policy and hooks kept, and a cost budget of what the
- * parent has left of its own. No chat reply, no agents of its own (no nesting yet).
+ * the parent has —, turns: at most `parentTurnsLeft` when given), the parent's policy and hooks
+ * kept, and a cost budget of what the parent has left of its own. No chat reply, no agents of its
+ * own (no nesting yet).
  */
 export function childSettings(
   parent: RunSettings,
   agent: AgentDefinition,
   parentSpentUsd: number,
+  parentTurnsLeft = parent.limits.maxTurns,
 ): RunSettings {
   const { chatReply: _chatReply, agents: _agents, systemPrompt: _systemPrompt, ...kept } = parent;
   const budget = parent.limits.maxCostUsd;
@@ -65,7 +67,8 @@ export function childSettings(
     tools: childTools(parent.tools, agent),
     limits: {
       ...parent.limits,
-      maxTurns: Math.min(agent.maxTurns ?? DEFAULT_AGENT_MAX_TURNS, parent.limits.maxTurns),
+      // At least one: a task call is only made by a parent with a turn to spare.
+      maxTurns: Math.max(1, Math.min(agent.maxTurns ?? DEFAULT_AGENT_MAX_TURNS, parentTurnsLeft)),
       // A budget the parent has spent leaves the child a token one (0 would mean "no budget").
       maxCostUsd: budget > 0 ? Math.max(budget - parentSpentUsd, 1e-9) : 0,
     },
@@ -112,7 +115,15 @@ export async function runTaskCall(ctx: RunContext, call: BatchCall, batch: TaskC
     return endCall(ctx, call, "failed", true);
   }
   const ref = { tenantId: run.ref.tenantId, sessionId: childSessionId(run.ref.sessionId, summary.id) };
-  const settings = childSettings(run.settings, parsed.agent, run.usage.cost.total);
+  // Runs started before sub-agents' turns counted keep the parent's whole turn limit for the child.
+  const treeTurns = takesPatch(PATCHES.subAgentTurns, ctx.runVersion);
+  const turnsLeft = run.settings.limits.maxTurns - run.turn - run.subAgentTurns;
+  const settings = childSettings(
+    run.settings,
+    parsed.agent,
+    run.usage.cost.total,
+    treeTurns ? turnsLeft : undefined,
+  );
   const input: RunInput = {
     ...ref,
     settings,
@@ -121,7 +132,10 @@ export async function runTaskCall(ctx: RunContext, call: BatchCall, batch: TaskC
     ...(ctx.runVersion > 0 ? { runVersion: ctx.runVersion } : {}),
   };
   const outcome = await CancellationScope.nonCancellable(() => awaitChild(ctx, input));
-  if (outcome.kind === "result") recordModelUsage(run, outcome.result.usage);
+  if (outcome.kind === "result") {
+    recordModelUsage(run, outcome.result.usage);
+    if (treeTurns) run.subAgentTurns += outcome.result.turns;
+  }
   if (run.abortReason !== undefined) return;
   const result: Pick<RunResult, "status" | "reason" | "usage" | "answer"> =
     outcome.kind === "result"

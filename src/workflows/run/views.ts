@@ -12,6 +12,7 @@ export function carry(run: RunRecord): CarriedState {
   return {
     cursor: run.cursor,
     turn: run.turn,
+    ...(run.subAgentTurns > 0 ? { subAgentTurns: run.subAgentTurns } : {}),
     next: run.next,
     needsModel: run.needsModel,
     contextTokens: run.contextTokens,

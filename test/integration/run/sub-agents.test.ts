@@ -273,6 +273,47 @@ test("a child stopped by its turn limit is an error result the parent's model re
   await expectIntactSession(stage(), childRef);
 });
 
+test("the parent's turn limit counts its children's turns: a child gets the turns left, then the parent stops", async () => {
+  stage().llm.addScenario("sub-turns-parent", {
+    turns: [
+      {
+        toolCalls: [
+          { name: "task", arguments: { agent: "looper", prompt: "[scenario:sub-turns-loop] go on" } },
+        ],
+      },
+    ],
+    after: { text: "the parent went on" },
+  });
+  stage().llm.addScenario("sub-turns-loop", {
+    turns: [],
+    after: { toolCalls: [{ name: "ls", arguments: {} }] },
+  });
+  const ref = stage().newSession();
+  const settings = {
+    ...withTask(),
+    agents: [{ name: "looper", description: "never stops", tools: ["ls"], maxTurns: 10 }],
+    limits: { ...withTask().limits, maxTurns: 3 },
+  };
+  await stage().runs.deliver(ref, { text: "[scenario:sub-turns-parent] go", mode: "auto" }, settings);
+  const result = await stage().result(ref);
+  const childRef = await childOf(ref);
+  // The parent took one turn (the task call): the child had the other two of its three.
+  expect(await stage().result(childRef)).toMatchObject({
+    status: "completed",
+    reason: "turn limit reached (2)",
+    turns: 2,
+    cutShort: true,
+  });
+  expect(result).toMatchObject({
+    status: "completed",
+    reason: "turn limit reached (3, 2 of them its sub-agents')",
+    turns: 1,
+  });
+  const messages = messagesOf(await expectIntactSession(stage(), ref));
+  expect(messages.map((message) => message.role)).toEqual(["user", "assistant", "toolResult"]);
+  await expectIntactSession(stage(), childRef);
+});
+
 test("the parent's cost budget counts its children: a child stops at what is left, then the parent", async () => {
   stage().llm.addScenario("sub-budget-parent", {
     turns: [

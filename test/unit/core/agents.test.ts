@@ -43,6 +43,13 @@ describe("sub-agent definitions", () => {
     expect(childSettings(parent, { name: "p", description: "p" }, 0).systemPrompt).toBeUndefined();
   });
 
+  test("a child gets at most the turns its parent has left, and at least one", () => {
+    const agent = { ...EXPLORE_AGENT, maxTurns: 10 };
+    expect(childSettings(DEFAULT_RUN_SETTINGS, agent, 0, 4).limits.maxTurns).toBe(4);
+    expect(childSettings(DEFAULT_RUN_SETTINGS, agent, 0, 0).limits.maxTurns).toBe(1);
+    expect(childSettings(DEFAULT_RUN_SETTINGS, agent, 0).limits.maxTurns).toBe(10);
+  });
+
   test("a child's session id is a valid id, the same for the same call, another for another call", () => {
     const long = "s".repeat(128);
     for (const parent of ["session-1", long]) {

@@ -112,6 +112,19 @@ describe("decideTurnStart", () => {
     expect(turnStart(run)).toEqual({ kind: "finish", reason: "turn limit reached (3)" });
   });
 
+  test("its sub-agents' turns count against the turn limit, and the reason says so", () => {
+    const run = record({ limits: { ...DEFAULT_RUN_SETTINGS.limits, maxTurns: 5 } });
+    run.turn = 2;
+    run.subAgentTurns = 2;
+    run.needsModel = true;
+    expect(turnStart(run)).toEqual({ kind: "turn", inputs: [] });
+    run.subAgentTurns = 3;
+    expect(turnStart(run)).toEqual({
+      kind: "finish",
+      reason: "turn limit reached (5, 3 of them its sub-agents')",
+    });
+  });
+
   test.each([
     ["pending", "steering"],
     ["followUp", "followUp"],
