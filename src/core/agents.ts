@@ -20,7 +20,10 @@ export interface AgentDefinition {
   systemPrompt?: string;
   /** Model id; the parent's model when absent. */
   model?: string;
-  /** Tools the child may call; only those its parent has too are kept. The parent's when absent. */
+  /**
+   * Tools the child may call; only those its parent has too are kept. The parent's (but `task`)
+   * when absent. `task` lets the child delegate in turn, to the same agents, up to MAX_SUB_AGENT_DEPTH.
+   */
   tools?: string[];
   /** Turns the child may take (default 20). */
   maxTurns?: number;
@@ -96,12 +99,21 @@ export function parseTaskArguments(json: string, agents: readonly AgentDefinitio
 }
 
 /**
- * The child's tools: the definition's, kept only where the parent has them too (a child never
- * gets more than its parent), never `task` itself (no nesting yet).
+ * How deep sub-agents nest: a run its user started is at depth 0, its children at 1; a run at
+ * this depth is not offered `task`, so a tree of delegations stays bounded.
  */
-export function childTools(parentTools: readonly string[], agent: AgentDefinition): string[] {
-  const wanted = agent.tools ?? parentTools;
-  return wanted.filter((name) => name !== TASK_TOOL_NAME && parentTools.includes(name));
+export const MAX_SUB_AGENT_DEPTH = 2;
+
+/**
+ * The tools of a child at `depth`: the definition's, kept only where the parent has them too (a
+ * child never gets more than its parent). `task` only when the definition names it and the child
+ * is less than MAX_SUB_AGENT_DEPTH deep; a definition without tools gets the parent's but `task`.
+ */
+export function childTools(parentTools: readonly string[], agent: AgentDefinition, depth = 1): string[] {
+  const wanted = agent.tools ?? parentTools.filter((name) => name !== TASK_TOOL_NAME);
+  return wanted.filter(
+    (name) => parentTools.includes(name) && (name !== TASK_TOOL_NAME || depth < MAX_SUB_AGENT_DEPTH),
+  );
 }
 
 /**

@@ -62,6 +62,7 @@ export async function agentRun(input: RunInput): Promise<RunResult> {
     llm: llmActivities(input.settings.timeouts),
     stream,
     runVersion: input.runVersion ?? 0,
+    depth: input.parent ? (input.parent.depth ?? 1) : 0,
     ...(input.parent ? { subAgent: true, forkedAt: input.parent.forkedAt } : {}),
   };
   setRunAttributes(

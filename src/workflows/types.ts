@@ -1,3 +1,4 @@
+// Over 400 lines: the one central types file of the workflows (their whole contract with callers), kept whole so it reads as one.
 /**
  * The run workflow's contract with its callers: input, settings, deliveries, state and result.
  * Plain data only (it travels through Temporal payloads and is carried across continue-as-new).
@@ -212,7 +213,13 @@ export interface RunInput extends SessionRef {
    * entry (the assistant message with the call) whose workspace snapshot the child's workspace
    * starts from (a fork).
    */
-  parent?: { sessionId: string; toolCallId: string; forkedAt: string };
+  parent?: {
+    sessionId: string;
+    toolCallId: string;
+    forkedAt: string;
+    /** How deep the run is: 1 (absent) for a child of a run its user started, 2 for its child. */
+    depth?: number;
+  };
   /**
    * What its starter knows the run's code to be, at least (`RUN_VERSION`); absent in runs started
    * before it existed. See `RUN_VERSION`.
@@ -375,6 +382,8 @@ export interface RunResult {
   unprocessed?: QueuedMessage[];
   /** A sub-agent's run: the start of its last answer (what its parent's `task` call reports). */
   answer?: string;
+  /** Turns its own sub-agents took (absent: none, or a run that did not count them). */
+  subAgentTurns?: number;
   /** A sub-agent's run stopped by a limit or a hook before it finished its task. */
   cutShort?: boolean;
   /**

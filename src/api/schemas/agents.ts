@@ -1,8 +1,8 @@
 /**
  * The sub-agents a run may delegate to with the `task` tool (src/core/agents.ts), as a message
  * body names them. An agent's model is checked like the run's own (the caller passes that schema);
- * its tools are built-in tools, never `task` (no nesting), and the run keeps only those the
- * parent has.
+ * its tools are built-in tools and `task` (an agent that delegates in turn, up to
+ * MAX_SUB_AGENT_DEPTH), and the run keeps only those the parent has.
  */
 import { z } from "@hono/zod-openapi";
 import { TASK_TOOL_NAME } from "../../core/agents";
@@ -28,7 +28,7 @@ export function agentDefinitionsSchema(model: z.ZodType<string>) {
           description: z.string().min(1).max(MAX_AGENT_DESCRIPTION_CHARS),
           systemPrompt: z.string().max(MAX_AGENT_SYSTEM_PROMPT_CHARS).optional(),
           model: model.optional(),
-          tools: z.array(z.enum(builtinToolNames)).max(builtinToolNames.length).optional(),
+          tools: z.array(z.enum(RUN_TOOL_NAMES)).max(RUN_TOOL_NAMES.length).optional(),
           maxTurns: z.number().int().min(1).max(MAX_AGENT_TURNS).optional(),
         })
         .strict()

@@ -34,6 +34,8 @@ export interface RunContext {
   runVersion: number;
   /** A sub-agent's run (`RunInput.parent`): it calls only the tools it was given. */
   subAgent?: boolean;
+  /** How deep in a tree of sub-agents the run is: 0 for a run its user started. */
+  depth: number;
   /**
    * A sub-agent's workspace is a fork of its parent's at this parent entry: its claims restore
    * that snapshot (through the header's `parentSession`) until it records one of its own.

@@ -198,6 +198,7 @@ export async function finish(
     status: final,
     reason,
     turns: run.turn,
+    ...(run.subAgentTurns > 0 ? { subAgentTurns: run.subAgentTurns } : {}),
     usage: run.usage,
     leafId: run.cursor?.leafId ?? null,
     nextSeq: run.cursor?.nextSeq ?? 0,

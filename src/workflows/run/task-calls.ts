@@ -48,23 +48,26 @@ export function taskAgentsFor(settings: RunSettings): { name: string; descriptio
 
 /**
  * A child's settings: the parent's, narrowed by the agent (its model, prompt, tools — only those
- * the parent has —, turns: at most `parentTurnsLeft` when given), the parent's policy and hooks
- * kept, and a cost budget of what the parent has left of its own. No chat reply, no agents of its
- * own (no nesting yet).
+ * the parent has, `task` only as `childTools` allows at the child's `depth` —, turns: at most
+ * `turnsLeft` when given), the parent's policy and hooks kept, and a cost budget of what the
+ * parent has left of its own (`spentUsd` spent). No chat reply; the parent's agents only when the
+ * child may delegate to them.
  */
 export function childSettings(
   parent: RunSettings,
   agent: AgentDefinition,
-  parentSpentUsd: number,
-  parentTurnsLeft = parent.limits.maxTurns,
+  left: { spentUsd: number; turnsLeft?: number; depth?: number },
 ): RunSettings {
-  const { chatReply: _chatReply, agents: _agents, systemPrompt: _systemPrompt, ...kept } = parent;
+  const { chatReply: _chatReply, agents, systemPrompt: _systemPrompt, ...kept } = parent;
   const budget = parent.limits.maxCostUsd;
+  const { spentUsd: parentSpentUsd, turnsLeft: parentTurnsLeft = parent.limits.maxTurns, depth = 1 } = left;
+  const tools = childTools(parent.tools, agent, depth);
   return {
     ...kept,
     model: agent.model ?? parent.model,
     ...(agent.systemPrompt !== undefined ? { systemPrompt: agent.systemPrompt } : {}),
-    tools: childTools(parent.tools, agent),
+    ...(agents !== undefined && tools.includes(TASK_TOOL_NAME) ? { agents } : {}),
+    tools,
     limits: {
       ...parent.limits,
       // At least one: a task call is only made by a parent with a turn to spare.
@@ -118,23 +121,29 @@ export async function runTaskCall(ctx: RunContext, call: BatchCall, batch: TaskC
   // Runs started before sub-agents' turns counted keep the parent's whole turn limit for the child.
   const treeTurns = takesPatch(PATCHES.subAgentTurns, ctx.runVersion);
   const turnsLeft = run.settings.limits.maxTurns - run.turn - run.subAgentTurns;
-  const settings = childSettings(
-    run.settings,
-    parsed.agent,
-    run.usage.cost.total,
-    treeTurns ? turnsLeft : undefined,
-  );
+  const depth = ctx.depth + 1;
+  const settings = childSettings(run.settings, parsed.agent, {
+    spentUsd: run.usage.cost.total,
+    ...(treeTurns ? { turnsLeft } : {}),
+    depth,
+  });
   const input: RunInput = {
     ...ref,
     settings,
     handedOver: { messages: [{ text: parsed.prompt, acceptedAt: run.clock.now() }], deliveries: [] },
-    parent: { sessionId: run.ref.sessionId, toolCallId: summary.id, forkedAt },
+    parent: {
+      sessionId: run.ref.sessionId,
+      toolCallId: summary.id,
+      forkedAt,
+      ...(depth > 1 ? { depth } : {}),
+    },
     ...(ctx.runVersion > 0 ? { runVersion: ctx.runVersion } : {}),
   };
   const outcome = await CancellationScope.nonCancellable(() => awaitChild(ctx, input));
   if (outcome.kind === "result") {
     recordModelUsage(run, outcome.result.usage);
-    if (treeTurns) run.subAgentTurns += outcome.result.turns;
+    // Its own turns and those of its children in turn.
+    if (treeTurns) run.subAgentTurns += outcome.result.turns + (outcome.result.subAgentTurns ?? 0);
   }
   if (run.abortReason !== undefined) return;
   const result: Pick<RunResult, "status" | "reason" | "usage" | "answer"> =

@@ -314,6 +314,64 @@ test("the parent's turn limit counts its children's turns: a child gets the turn
   await expectIntactSession(stage(), childRef);
 });
 
+test("sub-agents nest: a child that names task delegates in turn; the deepest level is offered no task", async () => {
+  stage().llm.addScenario("nest-root", {
+    turns: [
+      {
+        toolCalls: [{ name: "task", arguments: { agent: "lead", prompt: "[scenario:nest-lead] split it" } }],
+      },
+      { text: "root read: {{lastToolResult}}" },
+    ],
+  });
+  stage().llm.addScenario("nest-lead", {
+    turns: [
+      { toolCalls: [{ name: "task", arguments: { agent: "lead", prompt: "[scenario:nest-leaf] look" } }] },
+      { text: "lead read: {{lastToolResult}}" },
+    ],
+  });
+  // At the deepest level the model still tries to delegate: the call is refused, not run.
+  stage().llm.addScenario("nest-leaf", {
+    turns: [
+      { toolCalls: [{ name: "task", arguments: { agent: "lead", prompt: "[scenario:nest-leaf] deeper" } }] },
+      { text: "leaf done" },
+    ],
+  });
+  const ref = stage().newSession();
+  const settings = {
+    ...withTask(),
+    agents: [{ name: "lead", description: "splits work", tools: ["ls", "task"] }],
+  };
+  await stage().runs.deliver(ref, { text: "[scenario:nest-root] go", mode: "auto" }, settings);
+  const root = await stage().result(ref);
+  expect(root).toMatchObject({ status: "completed", reason: "the agent finished" });
+  const childRef = await childOf(ref);
+  const grandchildRef = await childOf(childRef);
+  const child = await stage().result(childRef);
+  const grandchild = await stage().result(grandchildRef);
+  expect(child).toMatchObject({ status: "completed", turns: 2, subAgentTurns: 2 });
+  expect(grandchild).toMatchObject({ status: "completed", turns: 2 });
+  expect(grandchild.subAgentTurns).toBeUndefined();
+  // The leaf's own task call was refused: an error result, and no great-grandchild session.
+  const leafMessages = messagesOf(await expectIntactSession(stage(), grandchildRef));
+  expect(taskResults(leafMessages)[0]).toMatchObject({ isError: true });
+  await expect(stage().entries(await childOf(grandchildRef))).rejects.toThrow(SessionNotFoundError);
+  // Answers travel up, and so does the usage of the whole tree.
+  const rootMessages = messagesOf(await expectIntactSession(stage(), ref));
+  expect(taskResults(rootMessages)[0]?.isError).toBe(false);
+  const last = rootMessages.at(-1);
+  const read = last?.role === "assistant" && last.content[0]?.type === "text" ? last.content[0].text : "";
+  expect(read).toContain("lead read:");
+  const own = rootMessages.reduce(
+    (sum, message) => sum + (message.role === "assistant" ? message.usage.totalTokens : 0),
+    0,
+  );
+  expect(root.usage.totalTokens).toBe(own + child.usage.totalTokens);
+  expect(child.usage.totalTokens).toBeGreaterThan(grandchild.usage.totalTokens);
+  // The root counts its children's and grandchildren's turns against its limit.
+  expect(root.subAgentTurns).toBe(4);
+  await expectIntactSession(stage(), childRef);
+});
+
 test("the parent's cost budget counts its children: a child stops at what is left, then the parent", async () => {
   stage().llm.addScenario("sub-budget-parent", {
     turns: [

@@ -5,6 +5,7 @@ import {
   childSessionId,
   childTools,
   EXPLORE_AGENT,
+  MAX_SUB_AGENT_DEPTH,
   parseTaskArguments,
   taskToolSpec,
 } from "../../../src/core/agents";
@@ -14,10 +15,19 @@ import { childSettings } from "../../../src/workflows/run/task-calls";
 import { DEFAULT_RUN_SETTINGS } from "../../../src/workflows/types";
 
 describe("sub-agent definitions", () => {
-  test("a child never gets a tool its parent lacks, nor task itself", () => {
+  test("a child never gets a tool its parent lacks, nor task unless its definition names it", () => {
     expect(childTools(["read", "ls", "task"], EXPLORE_AGENT)).toEqual(["read", "ls"]);
     expect(childTools(["read", "bash", "task"], { name: "x", description: "x" })).toEqual(["read", "bash"]);
     expect(childTools(["read"], { name: "x", description: "x", tools: ["bash", "read"] })).toEqual(["read"]);
+    const lead = { name: "lead", description: "delegates", tools: ["read", "task"] };
+    expect(childTools(["read", "task"], lead)).toEqual(["read", "task"]);
+    expect(childTools(["read"], lead)).toEqual(["read"]);
+  });
+
+  test("nesting is bounded: a child at the deepest level gets no task", () => {
+    const lead = { name: "lead", description: "delegates", tools: ["read", "task"] };
+    expect(childTools(["read", "task"], lead, MAX_SUB_AGENT_DEPTH - 1)).toContain("task");
+    expect(childTools(["read", "task"], lead, MAX_SUB_AGENT_DEPTH)).toEqual(["read"]);
   });
 
   test("child settings narrow the parent's: model, prompt, turns, the budget left", () => {
@@ -29,7 +39,11 @@ describe("sub-agent definitions", () => {
       agents: [{ name: "a", description: "a" }],
       chatReply: { kind: "slack" as const, channel: "C", threadTs: "1" },
     };
-    const child = childSettings(parent, { ...EXPLORE_AGENT, model: "other", maxTurns: 3 }, 0.25);
+    const child = childSettings(
+      parent,
+      { ...EXPLORE_AGENT, model: "other", maxTurns: 3 },
+      { spentUsd: 0.25 },
+    );
     expect(child).toMatchObject({
       model: "other",
       systemPrompt: EXPLORE_AGENT.systemPrompt,
@@ -38,16 +52,26 @@ describe("sub-agent definitions", () => {
     expect(child.limits).toMatchObject({ maxTurns: 3, maxCostUsd: 0.75 });
     expect(child.agents).toBeUndefined();
     expect(child.chatReply).toBeUndefined();
+    // A child that may delegate keeps the parent's agents.
+    const lead = childSettings(
+      parent,
+      { name: "lead", description: "l", tools: ["read", "task"] },
+      { spentUsd: 0 },
+    );
+    expect(lead.tools).toEqual(["read", "task"]);
+    expect(lead.agents).toEqual(parent.agents);
     // A spent budget leaves a token one, never "no budget" (0).
-    expect(childSettings(parent, EXPLORE_AGENT, 2).limits.maxCostUsd).toBeGreaterThan(0);
-    expect(childSettings(parent, { name: "p", description: "p" }, 0).systemPrompt).toBeUndefined();
+    expect(childSettings(parent, EXPLORE_AGENT, { spentUsd: 2 }).limits.maxCostUsd).toBeGreaterThan(0);
+    expect(
+      childSettings(parent, { name: "p", description: "p" }, { spentUsd: 0 }).systemPrompt,
+    ).toBeUndefined();
   });
 
   test("a child gets at most the turns its parent has left, and at least one", () => {
     const agent = { ...EXPLORE_AGENT, maxTurns: 10 };
-    expect(childSettings(DEFAULT_RUN_SETTINGS, agent, 0, 4).limits.maxTurns).toBe(4);
-    expect(childSettings(DEFAULT_RUN_SETTINGS, agent, 0, 0).limits.maxTurns).toBe(1);
-    expect(childSettings(DEFAULT_RUN_SETTINGS, agent, 0).limits.maxTurns).toBe(10);
+    expect(childSettings(DEFAULT_RUN_SETTINGS, agent, { spentUsd: 0, turnsLeft: 4 }).limits.maxTurns).toBe(4);
+    expect(childSettings(DEFAULT_RUN_SETTINGS, agent, { spentUsd: 0, turnsLeft: 0 }).limits.maxTurns).toBe(1);
+    expect(childSettings(DEFAULT_RUN_SETTINGS, agent, { spentUsd: 0 }).limits.maxTurns).toBe(10);
   });
 
   test("a child's session id is a valid id, the same for the same call, another for another call", () => {
@@ -105,8 +129,12 @@ describe("sub-agent definitions", () => {
     expect(() =>
       schema.parse({ text: "x", agents: [{ name: "r", description: "d", model: "nope" }] }),
     ).toThrow();
+    // An agent may name task (it delegates in turn), but no tool the deployment lacks.
+    expect(
+      schema.parse({ text: "x", agents: [{ name: "r", description: "d", tools: ["task"] }] }).agents,
+    ).toEqual([{ name: "r", description: "d", tools: ["task"] }]);
     expect(() =>
-      schema.parse({ text: "x", agents: [{ name: "r", description: "d", tools: ["task"] }] }),
+      schema.parse({ text: "x", agents: [{ name: "r", description: "d", tools: ["launch-missiles"] }] }),
     ).toThrow();
     expect(() =>
       schema.parse({
