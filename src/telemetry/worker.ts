@@ -16,6 +16,7 @@ import {
   makeWorkflowExporter,
   OpenTelemetryActivityInboundInterceptor,
   OpenTelemetryActivityOutboundInterceptor,
+  type OpenTelemetrySinks,
   OpenTelemetryWorkflowClientInterceptor,
 } from "@temporalio/interceptors-opentelemetry";
 import type {
@@ -34,6 +35,17 @@ import type { KeelTelemetrySinks } from "./workflow-sinks";
 /** The workflow interceptor modules a traced workflow bundle includes. */
 export function workflowInterceptorModules(): string[] {
   return [require.resolve("./workflow-interceptors")];
+}
+
+/**
+ * The sinks a traced workflow bundle calls, with nothing behind them: for replay workers
+ * (`Worker.runReplayHistory`). A replay must not export a run's workflow spans or count its outcome
+ * again; the SDK skips sink calls during a replay anyway, but logs "Workflow referenced an
+ * unregistered external sink" for every call to a sink the worker does not have.
+ */
+export function replayTelemetrySinks(): InjectedSinks<OpenTelemetrySinks & KeelTelemetrySinks> {
+  const nothing = { fn() {} };
+  return { exporter: { export: nothing }, keelTelemetry: { runEnded: nothing } };
 }
 
 /** Interceptors and sinks for `Worker.create`, or nothing when telemetry is off. */
