@@ -48,8 +48,16 @@ export function replayTelemetrySinks(): InjectedSinks<OpenTelemetrySinks & KeelT
   return { exporter: { export: nothing }, keelTelemetry: { runEnded: nothing } };
 }
 
-/** Interceptors and sinks for `Worker.create`, or nothing when telemetry is off. */
-export function workerTelemetryOptions(telemetry: Telemetry | undefined): {
+/**
+ * Interceptors and sinks for `Worker.create`, or nothing when telemetry is off. `bundling`: the
+ * worker bundles its workflows at start (`workflowsPath`), so the workflow interceptor modules go
+ * in; a prebuilt bundle has them already when it was built traced (and a bundled worker cannot
+ * resolve the modules' source files).
+ */
+export function workerTelemetryOptions(
+  telemetry: Telemetry | undefined,
+  { bundling }: { bundling: boolean },
+): {
   interceptors?: WorkerInterceptors;
   sinks?: InjectedSinks<KeelTelemetrySinks>;
 } {
@@ -57,7 +65,7 @@ export function workerTelemetryOptions(telemetry: Telemetry | undefined): {
   return {
     interceptors: {
       client: { workflow: [new OpenTelemetryWorkflowClientInterceptor()] },
-      workflowModules: workflowInterceptorModules(),
+      ...(bundling ? { workflowModules: workflowInterceptorModules() } : {}),
       activity: [
         (ctx) => ({
           inbound: new OpenTelemetryActivityInboundInterceptor(ctx),
