@@ -11,6 +11,7 @@
  * outcome.
  */
 import { type Attributes, context, SpanStatusCode, trace } from "@opentelemetry/api";
+import { baggageUtils } from "@opentelemetry/core";
 import type { Context as ActivityContext } from "@temporalio/activity";
 import {
   makeWorkflowExporter,
@@ -23,6 +24,7 @@ import type {
   ActivityExecuteInput,
   ActivityInboundCallsInterceptor,
   InjectedSinks,
+  MetricsExporterConfig,
   Next,
   WorkerInterceptors,
 } from "@temporalio/worker";
@@ -30,6 +32,7 @@ import type { ExecuteToolInput, ExecuteToolResult, LlmTurnInput } from "../activ
 import { TOOL_REPLAY_CLASSES } from "../core/tool-replay";
 import { instrumentation, keelInstruments, keelTracer, withRunScope } from "./instrumentation";
 import type { Telemetry } from "./sdk";
+import type { TelemetrySettings } from "./settings";
 import type { KeelTelemetrySinks } from "./workflow-sinks";
 
 /** The workflow interceptor modules a traced workflow bundle includes. */
@@ -87,6 +90,34 @@ export function workerTelemetryOptions(
         },
       },
     },
+  };
+}
+
+/**
+ * The Temporal SDK's own metrics (its native core's: task queue waits such as
+ * `temporal_workflow_task_schedule_to_start_latency` and
+ * `temporal_activity_schedule_to_start_latency`, poll and slot counts, ...) exported over
+ * OTLP/HTTP to the same receiver as Keel's, at the same interval, with the receiver's credentials
+ * from the standard `OTEL_EXPORTER_OTLP_HEADERS` / `OTEL_EXPORTER_OTLP_METRICS_HEADERS` (the core
+ * does not read them itself). For `Runtime.install`, which runs once, before any worker exists.
+ */
+export function temporalMetricsExporter(
+  settings: TelemetrySettings,
+  env: NodeJS.ProcessEnv = process.env,
+): MetricsExporterConfig {
+  return {
+    otel: {
+      url: `${settings.endpoint}/v1/metrics`,
+      http: true,
+      metricsExportInterval: settings.metricsIntervalMs,
+      headers: {
+        ...baggageUtils.parseKeyPairsIntoRecord(env.OTEL_EXPORTER_OTLP_HEADERS),
+        ...baggageUtils.parseKeyPairsIntoRecord(env.OTEL_EXPORTER_OTLP_METRICS_HEADERS),
+      },
+    },
+    // The process's service name on the exported resource, not the core's own on every point.
+    globalTags: { "service.name": settings.serviceName },
+    attachServiceName: false,
   };
 }
 

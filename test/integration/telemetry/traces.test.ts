@@ -3,8 +3,8 @@
  * through the API, whose worker (loading the traced bundle built as the image builds it) is killed
  * during the model call and replaced, arrives as one trace with the right parents across the API,
  * the first worker and the worker that took over (workflow spans included);
- * the takeover shows as a second attempt. Metrics sent to the same OTLP endpoint reach the
- * Prometheus exporter inside Jaeger.
+ * the takeover shows as a second attempt. Metrics sent to the same OTLP endpoint, Keel's and the
+ * Temporal SDK's (the workers' Runtime), reach the Prometheus exporter inside Jaeger.
  */
 import { execFile } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync } from "node:fs";
@@ -271,7 +271,9 @@ test("a run whose worker was killed mid-call is one trace: API, first worker, th
   const metrics = await eventually(
     async () => {
       const text = await (await fetch(jaeger.metricsUrl)).text();
-      return text.includes("keel_runs") ? text : undefined;
+      return text.includes("keel_runs") && text.includes("temporal_activity_schedule_to_start_latency")
+        ? text
+        : undefined;
     },
     30_000,
     "the run's metrics",
@@ -280,6 +282,9 @@ test("a run whose worker was killed mid-call is one trace: API, first worker, th
   expect(metrics).toMatch(/keel_tool_duration[^\n]*gen_ai_tool_name="ls"/);
   expect(metrics).toMatch(/keel_activity_schedule_to_start/);
   expect(metrics).toMatch(/keel_runs[^\n]*keel_run_outcome="completed"/);
+  // The Temporal SDK's own metrics from the workers' Runtime: queue waits of workflow and activity tasks.
+  expect(metrics).toMatch(/temporal_workflow_task_schedule_to_start_latency[^\n]*task_queue="/);
+  expect(metrics).toMatch(/temporal_activity_schedule_to_start_latency[^\n]*task_queue="/);
   await second.stop();
 });
 
