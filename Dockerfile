@@ -13,7 +13,8 @@ COPY infra/bundling ./infra/bundling
 # One file for the worker; packages stay in node_modules (native Temporal core, workflow runtime).
 RUN npx esbuild src/worker/main.ts --bundle --platform=node --target=node20 --format=cjs \
       --packages=external --sourcemap --outfile=dist/worker.js \
- && npx tsx infra/bundling/bundle-workflows.ts dist/workflow-bundle.js
+ && npx tsx infra/bundling/bundle-workflows.ts dist/workflow-bundle.js \
+ && npx tsx infra/bundling/bundle-workflows.ts --traced dist/workflow-bundle.traced.js
 
 FROM node:22-bookworm-slim AS deps
 WORKDIR /app
@@ -29,6 +30,7 @@ RUN apt-get update \
 ENV NODE_ENV=production \
     NODE_OPTIONS=--enable-source-maps \
     KEEL_WORKFLOW_BUNDLE=/app/dist/workflow-bundle.js \
+    KEEL_WORKFLOW_BUNDLE_TRACED=/app/dist/workflow-bundle.traced.js \
     KEEL_WORKSPACE_ROOT=/var/lib/keel/workspaces
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules

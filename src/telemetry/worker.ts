@@ -11,17 +11,20 @@
  * outcome.
  */
 import { type Attributes, context, SpanStatusCode, trace } from "@opentelemetry/api";
+import { baggageUtils } from "@opentelemetry/core";
 import type { Context as ActivityContext } from "@temporalio/activity";
 import {
   makeWorkflowExporter,
   OpenTelemetryActivityInboundInterceptor,
   OpenTelemetryActivityOutboundInterceptor,
+  type OpenTelemetrySinks,
   OpenTelemetryWorkflowClientInterceptor,
 } from "@temporalio/interceptors-opentelemetry";
 import type {
   ActivityExecuteInput,
   ActivityInboundCallsInterceptor,
   InjectedSinks,
+  MetricsExporterConfig,
   Next,
   WorkerInterceptors,
 } from "@temporalio/worker";
@@ -29,6 +32,7 @@ import type { ExecuteToolInput, ExecuteToolResult, LlmTurnInput } from "../activ
 import { TOOL_REPLAY_CLASSES } from "../core/tool-replay";
 import { instrumentation, keelInstruments, keelTracer, withRunScope } from "./instrumentation";
 import type { Telemetry } from "./sdk";
+import type { TelemetrySettings } from "./settings";
 import type { KeelTelemetrySinks } from "./workflow-sinks";
 
 /** The workflow interceptor modules a traced workflow bundle includes. */
@@ -36,8 +40,27 @@ export function workflowInterceptorModules(): string[] {
   return [require.resolve("./workflow-interceptors")];
 }
 
-/** Interceptors and sinks for `Worker.create`, or nothing when telemetry is off. */
-export function workerTelemetryOptions(telemetry: Telemetry | undefined): {
+/**
+ * The sinks a traced workflow bundle calls, with nothing behind them: for replay workers
+ * (`Worker.runReplayHistory`). A replay must not export a run's workflow spans or count its outcome
+ * again; the SDK skips sink calls during a replay anyway, but logs "Workflow referenced an
+ * unregistered external sink" for every call to a sink the worker does not have.
+ */
+export function replayTelemetrySinks(): InjectedSinks<OpenTelemetrySinks & KeelTelemetrySinks> {
+  const nothing = { fn() {} };
+  return { exporter: { export: nothing }, keelTelemetry: { runEnded: nothing } };
+}
+
+/**
+ * Interceptors and sinks for `Worker.create`, or nothing when telemetry is off. `bundling`: the
+ * worker bundles its workflows at start (`workflowsPath`), so the workflow interceptor modules go
+ * in; a prebuilt bundle has them already when it was built traced (and a bundled worker cannot
+ * resolve the modules' source files).
+ */
+export function workerTelemetryOptions(
+  telemetry: Telemetry | undefined,
+  { bundling }: { bundling: boolean },
+): {
   interceptors?: WorkerInterceptors;
   sinks?: InjectedSinks<KeelTelemetrySinks>;
 } {
@@ -45,7 +68,7 @@ export function workerTelemetryOptions(telemetry: Telemetry | undefined): {
   return {
     interceptors: {
       client: { workflow: [new OpenTelemetryWorkflowClientInterceptor()] },
-      workflowModules: workflowInterceptorModules(),
+      ...(bundling ? { workflowModules: workflowInterceptorModules() } : {}),
       activity: [
         (ctx) => ({
           inbound: new OpenTelemetryActivityInboundInterceptor(ctx),
@@ -67,6 +90,34 @@ export function workerTelemetryOptions(telemetry: Telemetry | undefined): {
         },
       },
     },
+  };
+}
+
+/**
+ * The Temporal SDK's own metrics (its native core's: task queue waits such as
+ * `temporal_workflow_task_schedule_to_start_latency` and
+ * `temporal_activity_schedule_to_start_latency`, poll and slot counts, ...) exported over
+ * OTLP/HTTP to the same receiver as Keel's, at the same interval, with the receiver's credentials
+ * from the standard `OTEL_EXPORTER_OTLP_HEADERS` / `OTEL_EXPORTER_OTLP_METRICS_HEADERS` (the core
+ * does not read them itself). For `Runtime.install`, which runs once, before any worker exists.
+ */
+export function temporalMetricsExporter(
+  settings: TelemetrySettings,
+  env: NodeJS.ProcessEnv = process.env,
+): MetricsExporterConfig {
+  return {
+    otel: {
+      url: `${settings.endpoint}/v1/metrics`,
+      http: true,
+      metricsExportInterval: settings.metricsIntervalMs,
+      headers: {
+        ...baggageUtils.parseKeyPairsIntoRecord(env.OTEL_EXPORTER_OTLP_HEADERS),
+        ...baggageUtils.parseKeyPairsIntoRecord(env.OTEL_EXPORTER_OTLP_METRICS_HEADERS),
+      },
+    },
+    // The process's service name on the exported resource, not the core's own on every point.
+    globalTags: { "service.name": settings.serviceName },
+    attachServiceName: false,
   };
 }
 

@@ -44,6 +44,11 @@ const WorkerEnvSchema = z.object({
    * Dockerfile does); bundled at start when unset.
    */
   KEEL_WORKFLOW_BUNDLE: z.string().optional(),
+  /**
+   * The same bundle with the tracing interceptors (`bundle-workflows.ts --traced`), loaded instead
+   * when KEEL_OTEL_ENDPOINT turns telemetry on (the image carries both).
+   */
+  KEEL_WORKFLOW_BUNDLE_TRACED: z.string().optional(),
   KEEL_MAX_CONCURRENT_ACTIVITIES: z.coerce.number().int().positive().default(200),
   /** On SIGTERM, in-flight activities get this long to finish before they are cancelled. */
   KEEL_SHUTDOWN_GRACE_SECONDS: z.coerce.number().nonnegative().default(60),
@@ -136,6 +141,8 @@ export interface WorkerConfig {
   taskQueue: string;
   workspaceRoot: string;
   workflowBundlePath?: string;
+  /** The traced prebuilt bundle a worker with telemetry on loads (KEEL_WORKFLOW_BUNDLE_TRACED). */
+  tracedWorkflowBundlePath?: string;
   maxConcurrentActivities: number;
   /** Default 60 s (KEEL_SHUTDOWN_GRACE_SECONDS). */
   shutdownGraceMs?: number;
@@ -185,6 +192,7 @@ export function workerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Worke
       intervalMs: values.KEEL_LIVE_EVENTS_INTERVAL_MS,
     },
     workflowBundlePath: values.KEEL_WORKFLOW_BUNDLE,
+    tracedWorkflowBundlePath: values.KEEL_WORKFLOW_BUNDLE_TRACED,
     maxConcurrentActivities: values.KEEL_MAX_CONCURRENT_ACTIVITIES,
     shutdownGraceMs: values.KEEL_SHUTDOWN_GRACE_SECONDS * 1000,
     s3: s3SettingsFromEnv(env),

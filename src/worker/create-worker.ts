@@ -55,18 +55,19 @@ export async function createKeelWorkers(config: WorkerConfig, telemetry?: Teleme
   const mcp = mcpConnectionsFromEnv();
   const launcher = launcherFromConfig(config, s3);
   const activities = workerActivities(config, s3, ownTaskQueue, mcp, launcher);
+  const bundle = workflowBundleOf(config, telemetry !== undefined);
   const common = {
     ...commonWorkerOptions(config, s3),
     // A draining worker lets in-flight activities finish (ECS gives 120 s after SIGTERM).
     shutdownGraceTime: config.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS,
-    ...workerTelemetryOptions(telemetry),
+    ...workerTelemetryOptions(telemetry, { bundling: bundle === undefined }),
   };
   const shared = await Worker.create({
     connection,
     namespace: config.temporal.namespace,
     taskQueue: config.taskQueue,
-    ...(config.workflowBundlePath
-      ? { workflowBundle: { codePath: config.workflowBundlePath } }
+    ...(bundle
+      ? { workflowBundle: { codePath: bundle } }
       : { workflowsPath: require.resolve("../workflows") }),
     activities,
     maxConcurrentActivityTaskExecutions: config.maxConcurrentActivities,
@@ -107,6 +108,15 @@ export async function createKeelWorkers(config: WorkerConfig, telemetry?: Teleme
       if (own.getState() === "RUNNING") own.shutdown();
     },
   };
+}
+
+/**
+ * The prebuilt workflow bundle the shared worker loads, if any: with telemetry on the traced one
+ * (KEEL_WORKFLOW_BUNDLE_TRACED) when given, so the run's workflow spans are made; otherwise
+ * KEEL_WORKFLOW_BUNDLE. Undefined: the worker bundles `src/workflows` at start.
+ */
+export function workflowBundleOf(config: WorkerConfig, traced: boolean): string | undefined {
+  return (traced ? config.tracedWorkflowBundlePath : undefined) ?? config.workflowBundlePath;
 }
 
 /** Evicts idle, fully snapshotted workspaces every quarter of the idle period (at most every minute). */

@@ -4,14 +4,15 @@
  */
 import { startTelemetry } from "../telemetry/sdk";
 import { telemetrySettingsFromEnv } from "../telemetry/settings";
+import { temporalMetricsExporter } from "../telemetry/worker";
 import { workerConfigFromEnv } from "./config";
 import { createKeelWorkers } from "./create-worker";
 import { installTemporalLogging, log } from "./log";
 
 async function main(): Promise<void> {
   const config = workerConfigFromEnv();
-  installTemporalLogging();
   const telemetrySettings = telemetrySettingsFromEnv("keel-worker");
+  installTemporalLogging(telemetrySettings && temporalMetricsExporter(telemetrySettings));
   const telemetry = telemetrySettings ? startTelemetry(telemetrySettings) : undefined;
   const workers = await createKeelWorkers(config, telemetry);
   log("info", "worker started", {

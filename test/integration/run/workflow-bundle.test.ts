@@ -28,6 +28,8 @@ test("the deployed workflow bundle loads in a worker, with a small source map wi
   const code = readFileSync(output, "utf8");
   expect(code).toContain("agentRun");
   expect(code).not.toMatch(/node_modules\/zod\//);
+  // Untraced: the tracing interceptors are in the `--traced` bundle only (telemetry/traces.test.ts).
+  expect(code).not.toContain("src/telemetry/workflow-interceptors.ts");
   const inline = code.slice(code.lastIndexOf("//# sourceMappingURL=data:"));
   const map = JSON.parse(Buffer.from(inline.slice(inline.indexOf("base64,") + 7), "base64").toString()) as {
     sources: string[];

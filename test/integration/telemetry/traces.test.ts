@@ -1,21 +1,24 @@
 /**
  * Traces and metrics against a real receiver (Jaeger, built by `npm run ensure`): a run started
- * through the API, whose worker is killed during the model call and replaced, arrives as one
- * trace with the right parents across the API, the first worker and the worker that took over;
- * the takeover shows as a second attempt. Metrics sent to the same OTLP endpoint reach the
- * Prometheus exporter inside Jaeger.
+ * through the API, whose worker (loading the traced bundle built as the image builds it) is killed
+ * during the model call and replaced, arrives as one trace with the right parents across the API,
+ * the first worker and the worker that took over (workflow spans included);
+ * the takeover shows as a second attempt. Metrics sent to the same OTLP endpoint, Keel's and the
+ * Temporal SDK's (the workers' Runtime), reach the Prometheus exporter inside Jaeger.
  */
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { execFile } from "node:child_process";
+import { mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { promisify } from "node:util";
 import { Client, Connection } from "@temporalio/client";
 import { historyFromJSON } from "@temporalio/common/lib/proto-utils";
-import { bundleWorkflowCode, Worker } from "@temporalio/worker";
+import { Runtime, Worker } from "@temporalio/worker";
 import { type JaegerServer, startJaeger } from "../../../src/cli/devstack/jaeger-server";
 import { RunClient } from "../../../src/run-client/run-client";
 import { keelDataConverter } from "../../../src/store/payload-storage";
 import { clientTelemetryOptions } from "../../../src/telemetry/client";
 import { startTelemetry, type Telemetry } from "../../../src/telemetry/sdk";
-import { workflowInterceptorModules } from "../../../src/telemetry/worker";
+import { replayTelemetrySinks } from "../../../src/telemetry/worker";
 import {
   s3Client,
   s3Settings,
@@ -53,19 +56,19 @@ interface JaegerTrace {
 beforeAll(async () => {
   const dir = join(testTmpDir(), uniqueName("jaeger"));
   mkdirSync(dir, { recursive: true });
-  const bundle = bundleWorkflowCode({
-    workflowsPath: require.resolve("../../../src/workflows"),
-    workflowInterceptorModules: workflowInterceptorModules(),
-    logger: { trace() {}, debug() {}, info() {}, warn() {}, log() {}, error: console.error },
-  });
-  // Settle the bundling even when Jaeger cannot start: a compile left running would throw into the
-  // next suite this jest worker loads.
+  // The traced bundle as the image builds it (KEEL_WORKFLOW_BUNDLE_TRACED); the workers get it
+  // beside the untraced test bundle and must pick it because telemetry is on.
+  bundlePath = join(dir, "workflow-bundle.traced.js");
+  const bundle = promisify(execFile)(
+    process.execPath,
+    ["--import", "tsx", "infra/bundling/bundle-workflows.ts", "--traced", bundlePath],
+    { cwd: resolve(__dirname, "../../..") },
+  );
+  // Settle the bundling even when Jaeger cannot start: a build left running would outlive the suite.
   const started = await Promise.allSettled([startJaeger({ dataDir: dir }), bundle]);
   if (started[0].status === "rejected") throw started[0].reason;
   if (started[1].status === "rejected") throw started[1].reason;
   jaeger = started[0].value;
-  bundlePath = join(dir, "traced-workflow-bundle.js");
-  writeFileSync(bundlePath, started[1].value.code);
   // This process is the API: its spans are the run's first ones.
   telemetry = startTelemetry({
     endpoint: jaeger.otlpEndpoint,
@@ -116,7 +119,7 @@ function tracedWorkerEnv(): Record<string, string> {
   return {
     KEEL_OTEL_ENDPOINT: jaeger.otlpEndpoint,
     KEEL_OTEL_METRICS_INTERVAL_MS: "500",
-    KEEL_WORKFLOW_BUNDLE: bundlePath,
+    KEEL_WORKFLOW_BUNDLE_TRACED: bundlePath,
   };
 }
 
@@ -127,6 +130,13 @@ async function jaegerGet<T>(path: string): Promise<T> {
 }
 
 const tag = (span: JaegerSpan, key: string) => span.tags.find((candidate) => candidate.key === key)?.value;
+
+test("the traced bundle built as the image builds it holds the tracing interceptors", () => {
+  const code = readFileSync(bundlePath, "utf8");
+  expect(code).toContain("src/telemetry/workflow-interceptors.ts");
+  expect(code).toContain("@temporalio/interceptors-opentelemetry/lib/workflow");
+  expect(code).not.toMatch(/node_modules\/zod\//);
+});
 
 test("a run whose worker was killed mid-call is one trace: API, first worker, the worker that took over", async () => {
   api.stage.llm.addScenario("traced-crash", {
@@ -261,7 +271,9 @@ test("a run whose worker was killed mid-call is one trace: API, first worker, th
   const metrics = await eventually(
     async () => {
       const text = await (await fetch(jaeger.metricsUrl)).text();
-      return text.includes("keel_runs") ? text : undefined;
+      return text.includes("keel_runs") && text.includes("temporal_activity_schedule_to_start_latency")
+        ? text
+        : undefined;
     },
     30_000,
     "the run's metrics",
@@ -270,15 +282,30 @@ test("a run whose worker was killed mid-call is one trace: API, first worker, th
   expect(metrics).toMatch(/keel_tool_duration[^\n]*gen_ai_tool_name="ls"/);
   expect(metrics).toMatch(/keel_activity_schedule_to_start/);
   expect(metrics).toMatch(/keel_runs[^\n]*keel_run_outcome="completed"/);
+  // The Temporal SDK's own metrics from the workers' Runtime: queue waits of workflow and activity tasks.
+  expect(metrics).toMatch(/temporal_workflow_task_schedule_to_start_latency[^\n]*task_queue="/);
+  expect(metrics).toMatch(/temporal_activity_schedule_to_start_latency[^\n]*task_queue="/);
   await second.stop();
 });
 
-test("the committed histories replay on the traced workflow bundle (turning tracing on breaks no run in flight)", async () => {
+test("the committed histories replay on the traced workflow bundle (turning tracing on breaks no run in flight), sinks registered", async () => {
   const dir = resolve(__dirname, "../../fixtures/histories");
   const files = readdirSync(dir).filter((file) => file.endsWith(".json"));
   expect(files.length).toBeGreaterThan(0);
-  for (const file of files) {
-    const history = historyFromJSON(JSON.parse(readFileSync(join(dir, file), "utf8")));
-    await Worker.runReplayHistory({ workflowBundle: { codePath: bundlePath } }, history, file);
+  // The replaying workflow calls the span exporter and outcome sinks: the replay worker has them,
+  // as no-ops, so nothing is logged about sinks it lacks.
+  const errors = jest.spyOn(Runtime.instance().logger, "error");
+  try {
+    for (const file of files) {
+      const history = historyFromJSON(JSON.parse(readFileSync(join(dir, file), "utf8")));
+      await Worker.runReplayHistory(
+        { workflowBundle: { codePath: bundlePath }, sinks: replayTelemetrySinks() },
+        history,
+        file,
+      );
+    }
+    expect(errors.mock.calls.map(([message]) => message)).toEqual([]);
+  } finally {
+    errors.mockRestore();
   }
 });

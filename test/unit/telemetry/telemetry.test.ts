@@ -15,6 +15,7 @@ import { AsyncLocalContextManager } from "../../../src/telemetry/context-manager
 import { enableInstrumentation } from "../../../src/telemetry/instrumentation";
 import { tracedProvider } from "../../../src/telemetry/model-calls";
 import { type TelemetrySettings, telemetrySettingsFromEnv } from "../../../src/telemetry/settings";
+import { temporalMetricsExporter } from "../../../src/telemetry/worker";
 
 describe("telemetry settings", () => {
   test("off unless KEEL_OTEL_ENDPOINT is set; the standard OTLP variable alone does not turn it on", () => {
@@ -47,6 +48,26 @@ describe("telemetry settings", () => {
     expect(() =>
       telemetrySettingsFromEnv("x", { KEEL_OTEL_ENDPOINT: "http://a", KEEL_OTEL_METRICS_INTERVAL_MS: "5" }),
     ).toThrow(/INTERVAL/);
+  });
+
+  test("the Temporal SDK's metrics go to the same receiver over OTLP/HTTP, with the standard headers", () => {
+    const settings = telemetrySettingsFromEnv("keel-worker", {
+      KEEL_OTEL_ENDPOINT: "https://otel.example/",
+      KEEL_OTEL_METRICS_INTERVAL_MS: "500",
+    }) as TelemetrySettings;
+    const env = {
+      OTEL_EXPORTER_OTLP_HEADERS: "authorization=Bearer%20abc,x-team=agents",
+      OTEL_EXPORTER_OTLP_METRICS_HEADERS: "x-team=metrics",
+    };
+    expect(temporalMetricsExporter(settings, env)).toMatchObject({
+      otel: {
+        url: "https://otel.example/v1/metrics",
+        http: true,
+        metricsExportInterval: 500,
+        headers: { authorization: "Bearer abc", "x-team": "metrics" },
+      },
+      globalTags: { "service.name": "keel-worker" },
+    });
   });
 });
 
