@@ -142,7 +142,7 @@ export class EcsWorkers extends Construct {
       });
     }
     storage.grantSessionAccess(this.taskDefinition.taskRole, { read: true, write: true });
-    this.runners?.grantLaunch(this.taskDefinition.taskRole);
+    this.runners?.grantLaunch(this.taskDefinition.taskRole, storage);
 
     const scaling = this.service.autoScaleTaskCount({
       minCapacity: workers.minCount,

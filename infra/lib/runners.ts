@@ -12,7 +12,8 @@
  *   writing the logs) is not visible to the container.
  * - Its security group only dials out (the API, and what the run's tools fetch).
  * - The workers may RunTask this task definition in this cluster, tag, describe, list and stop
- *   tasks of this cluster, and pass only the runner's two roles to ECS.
+ *   tasks of this cluster, pass only the runner's two roles to ECS, and delete runner tokens'
+ *   records (revocation; they issue them with the object writes they already have).
  */
 import { Duration, Stack } from "aws-cdk-lib";
 import * as ec2 from "aws-cdk-lib/aws-ec2";
@@ -22,6 +23,7 @@ import type * as logs from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
 import type { KeelInfraConfig, LaunchedEnvironmentsConfig } from "./config";
 import { keelLogGroup } from "./runtime";
+import { RUNNER_TOKENS_FOLDER, type SessionBucket } from "./storage";
 
 /** The runner container's name: the launcher's overrides name it (KEEL_LAUNCHER_FARGATE_CONTAINER). */
 export const RUNNER_CONTAINER = "runner";
@@ -104,9 +106,10 @@ export class FargateRunners extends Construct {
 
   /**
    * The workers' rights over runner tasks: run this task definition in this cluster (with tags),
-   * describe, list and stop this cluster's tasks, and pass the runner's two roles to ECS only.
+   * describe, list and stop this cluster's tasks, pass the runner's two roles to ECS only, and
+   * revoke the tokens they issue (delete a token's record and its environment's index entry).
    */
-  grantLaunch(workers: iam.IGrantable): void {
+  grantLaunch(workers: iam.IGrantable, storage: SessionBucket): void {
     const { cluster } = this.props;
     const inCluster = { ArnEquals: { "ecs:cluster": cluster.clusterArn } };
     const clusterTasks = Stack.of(this).formatArn({
@@ -145,6 +148,16 @@ export class FargateRunners extends Construct {
         actions: ["iam:PassRole"],
         resources: [this.taskDefinition.taskRole.roleArn, this.taskDefinition.obtainExecutionRole().roleArn],
         conditions: { StringEquals: { "iam:PassedToService": "ecs-tasks.amazonaws.com" } },
+      }),
+    );
+    principal.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: "RevokeRunnerTokens",
+        actions: ["s3:DeleteObject"],
+        resources: [
+          storage.bucket.arnForObjects(`${storage.prefix}${RUNNER_TOKENS_FOLDER}*`),
+          storage.bucket.arnForObjects(`${storage.prefix}tenants/*/environments/*/tokens/*`),
+        ],
       }),
     );
   }

@@ -143,6 +143,12 @@ test("the workers may run only the runner task in their cluster, manage only its
       { "Fn::GetAtt": [roleIdOf(runner.properties.ExecutionRoleArn), "Arn"] },
     ]);
     expect(pass?.Condition).toEqual({ StringEquals: { "iam:PassedToService": "ecs-tasks.amazonaws.com" } });
+    // Revoking the tokens it issues: their records and index entries, no other object.
+    const deletes = byAction("s3:DeleteObject");
+    expect(deletes).toHaveLength(1);
+    expect(text(deletes[0]?.Resource)).toMatch(
+      /"\/keel\/runner-tokens\/\*".*"\/keel\/tenants\/\*\/environments\/\*\/tokens\/\*"/,
+    );
     // No ECS or IAM action anywhere with an unscoped resource, but ListTasks (scoped by its condition).
     const wildcards = statements.filter(
       (statement) =>
@@ -175,7 +181,7 @@ test("without launchedEnvironments there is no runner task and the workers get n
   expect(() => taskWithContainer(withoutRunners, "runner")).toThrow(/no task definition/);
   const worker = taskWithContainer(withoutRunners, "worker");
   const actions = roleStatements(withoutRunners, roleIdOf(worker.properties.TaskRoleArn)).flatMap(actionsOf);
-  expect(actions.filter((action) => action.startsWith("ecs:") || action.startsWith("iam:"))).toEqual([]);
+  expect(actions.filter((action) => /^(ecs|iam):/.test(action) || action === "s3:DeleteObject")).toEqual([]);
   expect(environmentOf(worker.properties.ContainerDefinitions[0]!).KEEL_LAUNCHER).toBeUndefined();
 });
 
