@@ -88,7 +88,13 @@ export class FargateLauncher implements Launcher {
   constructor(private readonly options: FargateLauncherOptions) {
     const pollMs = options.pollMs ?? DEFAULT_POLL_MS;
     if (pollMs > 0) {
-      this.timer = setInterval(() => void this.reapStopped().catch(() => undefined), pollMs);
+      this.timer = setInterval(
+        () =>
+          void this.reapStopped().catch((error: unknown) =>
+            options.log("warn", "launched tasks not checked", { error: String(error) }),
+          ),
+        pollMs,
+      );
       this.timer.unref();
     }
   }
@@ -117,7 +123,10 @@ export class FargateLauncher implements Launcher {
     );
   }
 
-  /** Revokes the tokens of this launcher's tasks that ECS reports stopped (or no longer knows). */
+  /**
+   * Revokes the tokens of this launcher's tasks that ECS reports STOPPED or no longer knows
+   * (failure `MISSING`); a task ECS could not describe for another reason is asked about again.
+   */
   async reapStopped(): Promise<void> {
     const mine = [...this.known].filter(([, known]) => known.tokenId !== undefined);
     for (let i = 0; i < mine.length; i += DESCRIBE_BATCH) {
@@ -128,11 +137,15 @@ export class FargateLauncher implements Launcher {
           tasks: batch.map(([, known]) => known.taskArn),
         }),
       );
-      const live = new Set(
-        (described.tasks ?? []).filter((task) => task.lastStatus !== "STOPPED").map((task) => task.taskArn),
-      );
-      for (const [key, known] of batch)
-        if (!live.has(known.taskArn)) await this.forget(key, known, "stopped");
+      const gone = new Set([
+        ...(described.tasks ?? [])
+          .filter((task) => task.lastStatus === "STOPPED")
+          .map((task) => task.taskArn),
+        ...(described.failures ?? [])
+          .filter((failure) => failure.reason === "MISSING")
+          .map((failure) => failure.arn),
+      ]);
+      for (const [key, known] of batch) if (gone.has(known.taskArn)) await this.forget(key, known, "stopped");
     }
   }
 

@@ -33,6 +33,8 @@ class FakeEcs {
   readonly tasks = new Map<string, FakeTask>();
   /** Answers the next RunTask with a 500 after starting its task (an answer lost on the way). */
   failNextRunTaskAnswer = false;
+  /** Answers DescribeTasks with this failure for every task. */
+  describeFailure?: string;
   /** Answers RunTask with this failure and no task. */
   runTaskFailure?: string;
   private server?: Server;
@@ -78,6 +80,11 @@ class FakeEcs {
       }
       case "DescribeTasks": {
         const asked = body.tasks as string[];
+        if (this.describeFailure)
+          return {
+            status: 200,
+            body: { tasks: [], failures: asked.map((arn) => ({ arn, reason: this.describeFailure })) },
+          };
         const found = asked.map((arn) => this.tasks.get(arn)).filter((task) => task !== undefined);
         const missing = asked.filter((arn) => !this.tasks.has(arn));
         return {
@@ -303,7 +310,12 @@ test("idle stop: the poll notices the STOPPED task and revokes its token without
   expect(ecsFake.calls("DescribeTasks")).toHaveLength(1);
   expect(tokens.revoked).toEqual(["t1"]);
   expect(Object.keys(launched.tasks())).toEqual(["acme/ci/s2"]);
-  // A task ECS no longer knows counts as stopped too.
+  // A task ECS could not describe for another reason is asked about again, its token kept.
+  ecsFake.describeFailure = "ECS busy";
+  await launched.reapStopped();
+  expect(tokens.revoked).toEqual(["t1"]);
+  ecsFake.describeFailure = undefined;
+  // A task ECS no longer knows counts as stopped.
   ecsFake.tasks.clear();
   await launched.reapStopped();
   expect(tokens.revoked).toEqual(["t1", "t2"]);
