@@ -27,6 +27,8 @@ export class FakeEcs {
   readonly tasks = new Map<string, FakeTask>();
   /** Answers the next RunTask with a 500 after starting its task (an answer lost on the way). */
   failNextRunTaskAnswer = false;
+  /** ListTasks lists nothing (it is eventually consistent: a task just started may be missing). */
+  listTasksLags = false;
   /** Answers DescribeTasks with this failure for every task. */
   describeFailure?: string;
   /** Answers RunTask with this failure and no task. */
@@ -78,6 +80,7 @@ export class FakeEcs {
       case "RunTask":
         return this.runTask(body);
       case "ListTasks": {
+        if (this.listTasksLags) return { status: 200, body: { taskArns: [] } };
         const arns = [...this.tasks.values()]
           .filter((task) => task.startedBy === body.startedBy && task.desiredStatus === body.desiredStatus)
           .map((task) => task.taskArn);

@@ -15,9 +15,9 @@
  * a fresh one on the runner's first call: not built.)
  *
  * One task per session across workers: tasks carry `startedBy` = a digest of the session, and
- * `ensure` lists the cluster's tasks with it (desired status RUNNING, i.e. PENDING or RUNNING)
- * before starting one, so an activity retried on another worker finds the task the first attempt
- * started. RunTask's `clientToken` is the new token's id: the SDK's retries of one request (an
+ * `ensure` (when this launcher has no task of the session it knows to be there, by DescribeTasks)
+ * lists the cluster's tasks with it (desired status RUNNING, i.e. PENDING or RUNNING) before
+ * starting one, so an activity retried on another worker finds the task the first attempt started. RunTask's `clientToken` is the new token's id: the SDK's retries of one request (an
  * answer lost on the way) do not start a second task.
  *
  * Idle stop: the runner exits after `--idle-exit`; the launcher checks its own tasks every
@@ -131,22 +131,22 @@ export class FargateLauncher implements Launcher {
     const mine = [...this.known].filter(([, known]) => known.tokenId !== undefined);
     for (let i = 0; i < mine.length; i += DESCRIBE_BATCH) {
       const batch = mine.slice(i, i + DESCRIBE_BATCH);
-      const described = await this.options.ecs.send(
-        new DescribeTasksCommand({
-          cluster: this.options.cluster,
-          tasks: batch.map(([, known]) => known.taskArn),
-        }),
-      );
-      const gone = new Set([
-        ...(described.tasks ?? [])
-          .filter((task) => task.lastStatus === "STOPPED")
-          .map((task) => task.taskArn),
-        ...(described.failures ?? [])
-          .filter((failure) => failure.reason === "MISSING")
-          .map((failure) => failure.arn),
-      ]);
+      const gone = await this.stopped(batch.map(([, known]) => known.taskArn));
       for (const [key, known] of batch) if (gone.has(known.taskArn)) await this.forget(key, known, "stopped");
     }
+  }
+
+  /** Of these tasks (at most 100), those ECS reports STOPPED or does not know (`MISSING`). */
+  private async stopped(taskArns: string[]): Promise<Set<string | undefined>> {
+    const described = await this.options.ecs.send(
+      new DescribeTasksCommand({ cluster: this.options.cluster, tasks: taskArns }),
+    );
+    return new Set([
+      ...(described.tasks ?? []).filter((task) => task.lastStatus === "STOPPED").map((task) => task.taskArn),
+      ...(described.failures ?? [])
+        .filter((failure) => failure.reason === "MISSING")
+        .map((failure) => failure.arn),
+    ]);
   }
 
   /** Stops every task this launcher started and revokes their tokens (worker shutdown). */
@@ -174,23 +174,25 @@ export class FargateLauncher implements Launcher {
   }
 
   /**
-   * Asks ECS whether a task of the session is PENDING or RUNNING (this worker's or another's);
-   * revokes the token of this launcher's task if it is not among them; starts one if none is.
+   * This launcher's task of the session is asked about by its ARN (DescribeTasks answers at once,
+   * where ListTasks may not list a task started a moment ago): still there → nothing to do;
+   * stopped → its token is revoked. Without one, the cluster's tasks of the session (another
+   * worker's) are listed; none → a task is started.
    */
   private async verifyOrStart(key: string, request: LaunchRequest): Promise<void> {
+    const known = this.known.get(key);
+    if (known?.tokenId !== undefined) {
+      if (!(await this.stopped([known.taskArn])).has(known.taskArn)) {
+        known.checkedAt = Date.now();
+        return;
+      }
+      await this.forget(key, known, "stopped");
+    }
+    if (this.closed) return;
     const listed = await this.options.ecs.send(
       new ListTasksCommand({ cluster: this.options.cluster, startedBy: key, desiredStatus: "RUNNING" }),
     );
-    const live = listed.taskArns ?? [];
-    const known = this.known.get(key);
-    if (known?.tokenId !== undefined && !live.includes(known.taskArn))
-      await this.forget(key, known, "stopped");
-    if (this.closed) return;
-    if (known?.tokenId !== undefined && live.includes(known.taskArn)) {
-      known.checkedAt = Date.now();
-      return;
-    }
-    const running = live[0];
+    const running = listed.taskArns?.[0];
     if (running !== undefined) {
       // Another worker's task: this launcher neither stops it nor holds its token.
       this.known.set(key, { request, taskArn: running, checkedAt: Date.now() });
