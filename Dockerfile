@@ -1,4 +1,4 @@
-# Keel worker image (ECS on EC2 or Fargate, arm64). Build context: the repository root.
+# Keel worker image (ECS on EC2 or Fargate, arm64; also the launched runners' image). Build context: the repository root.
 #   docker build --platform linux/arm64 -t keel-worker .
 # Stage 1 compiles the worker with esbuild and prebuilds the workflow bundle; stage 2 installs
 # production dependencies only; the final stage runs as an unprivileged user.
@@ -11,8 +11,11 @@ COPY tsconfig.json ./
 COPY src ./src
 COPY infra/bundling ./infra/bundling
 # One file for the worker; packages stay in node_modules (native Temporal core, workflow runtime).
+# The CLI too: launched runners on Fargate run `node dist/cli.js runner` (infra/lib/runners.ts).
 RUN npx esbuild src/worker/main.ts --bundle --platform=node --target=node20 --format=cjs \
       --packages=external --sourcemap --outfile=dist/worker.js \
+ && npx esbuild src/cli/main.ts --bundle --platform=node --target=node20 --format=cjs \
+      --packages=external --sourcemap --outfile=dist/cli.js \
  && npx tsx infra/bundling/bundle-workflows.ts dist/workflow-bundle.js \
  && npx tsx infra/bundling/bundle-workflows.ts --traced dist/workflow-bundle.traced.js
 

@@ -83,6 +83,22 @@ const LambdaWorkersSchema = z.object({
   externalId: z.string().regex(/^[A-Za-z0-9_+=,.@-]{5,45}$/, "5–45 characters of [A-Za-z0-9_+=,.@-]"),
 });
 
+/**
+ * Launched environments on Fargate: the workers start one ECS Fargate task per session running
+ * `keel runner` (src/environments/launchers/fargate.ts, infra/lib/runners.ts).
+ */
+const LaunchedEnvironmentsSchema = z.object({
+  /** Fargate CPU units and memory of each runner task. */
+  cpu: z
+    .union([z.literal(256), z.literal(512), z.literal(1024), z.literal(2048), z.literal(4096)])
+    .default(1024),
+  memoryMiB: z.number().int().min(512).max(30_720).default(2048),
+  /** Task storage holding the session's workspace (21–200 GiB). */
+  ephemeralStorageGiB: z.number().int().min(21).max(200).default(21),
+  /** A runner with no call for this long stops (KEEL_LAUNCHER_IDLE_SECONDS). */
+  idleSeconds: z.number().int().positive().default(300),
+});
+
 const WorkersSchema = z.discriminatedUnion("mode", [
   Ec2WorkersSchema,
   FargateWorkersSchema,
@@ -173,6 +189,8 @@ export const KeelInfraConfigSchema = z.object({
     .regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/, "a tenant id")
     .optional(),
   workers: WorkersSchema.prefault({ mode: "ec2" }),
+  /** Set: the ECS workers launch a Fargate task per session for `launched` environments. */
+  launchedEnvironments: LaunchedEnvironmentsSchema.optional(),
   network: z
     .object({
       maxAzs: z.number().int().min(1).max(3).default(2),
@@ -206,6 +224,7 @@ export type Ec2WorkersConfig = z.infer<typeof Ec2WorkersSchema>;
 export type FargateWorkersConfig = z.infer<typeof FargateWorkersSchema>;
 export type EcsWorkersConfig = Ec2WorkersConfig | FargateWorkersConfig;
 export type LambdaWorkersConfig = z.infer<typeof LambdaWorkersSchema>;
+export type LaunchedEnvironmentsConfig = z.infer<typeof LaunchedEnvironmentsSchema>;
 export type WorkerMode = KeelInfraConfig["workers"]["mode"];
 
 /** Validates a parsed config; throws one error listing every problem with its path. */
@@ -228,6 +247,11 @@ export function parseInfraConfig(raw: unknown): KeelInfraConfig {
   if (workers.mode === "ec2" && config.network.natGateways === 0) {
     throw new Error(
       'Invalid Keel infrastructure config:\n  network.natGateways: workers.mode "ec2" needs at least 1 (ECS tasks on EC2 get no public IP, so they reach Temporal and the providers through NAT)',
+    );
+  }
+  if (workers.mode === "lambda" && config.launchedEnvironments !== undefined) {
+    throw new Error(
+      'Invalid Keel infrastructure config:\n  launchedEnvironments: needs workers.mode "ec2" or "fargate" (the Lambda workers have no VPC or cluster to start runner tasks in)',
     );
   }
   if (UNSANDBOXED_MODES.has(workers.mode) && config.singleTenant === undefined) {

@@ -25,6 +25,7 @@ import * as iam from "aws-cdk-lib/aws-iam";
 import type * as logs from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
 import type { Ec2WorkersConfig, EcsWorkersConfig, FargateWorkersConfig, KeelInfraConfig } from "./config";
+import { FargateRunners } from "./runners";
 import { keelEnvironment, keelLogGroup, providerEnvironment, REPO_ROOT, sandboxEnvironment } from "./runtime";
 import type { SecretBinding } from "./secrets";
 import type { SessionBucket } from "./storage";
@@ -46,7 +47,9 @@ export interface EcsWorkersProps {
   storage: SessionBucket;
   secrets: SecretBinding[];
   region: string;
-  /** The worker image; built from the repository's Dockerfile when unset. */
+  /** The API's URL: launched runners (config `launchedEnvironments`) reach the API there. */
+  apiUrl: string;
+  /** The worker image (and the launched runners'); built from the repository's Dockerfile when unset. */
   image?: ecs.ContainerImage;
 }
 
@@ -57,6 +60,8 @@ export class EcsWorkers extends Construct {
   readonly logGroup: logs.LogGroup;
   /** The instances of the `ec2` mode. */
   readonly autoScalingGroup?: autoscaling.AutoScalingGroup;
+  /** The runner tasks of launched environments, when the config enables them. */
+  readonly runners?: FargateRunners;
 
   constructor(scope: Construct, id: string, props: EcsWorkersProps) {
     super(scope, id);
@@ -99,12 +104,28 @@ export class EcsWorkers extends Construct {
       maxHealthyPercent: 200,
     };
     this.logGroup = keelLogGroup(this, "Logs", config);
+    const image =
+      props.image ??
+      ecs.ContainerImage.fromAsset(REPO_ROOT, { file: "Dockerfile", platform: Platform.LINUX_ARM64 });
+    if (config.launchedEnvironments) {
+      this.runners = new FargateRunners(this, "Runners", {
+        config,
+        launched: config.launchedEnvironments,
+        vpc,
+        cluster: this.cluster,
+        subnets,
+        assignPublicIp: publicSubnetsOnly,
+        apiUrl: props.apiUrl,
+        image,
+      });
+    }
+    const launcherEnvironment = this.runners?.workerEnvironment() ?? {};
 
     if (workers.mode === "ec2") {
       const { taskDefinition, autoScalingGroup, capacityProvider } = this.ec2Capacity(vpc, subnets, workers);
       this.taskDefinition = taskDefinition;
       this.autoScalingGroup = autoScalingGroup;
-      this.addWorkerContainer(props, { privileged: true });
+      this.addWorkerContainer(props, { privileged: true, image, launcherEnvironment });
       this.service = new ecs.Ec2Service(this, "Service", {
         ...serviceSettings,
         taskDefinition,
@@ -113,7 +134,7 @@ export class EcsWorkers extends Construct {
     } else {
       const taskDefinition = fargateTask(this, workers);
       this.taskDefinition = taskDefinition;
-      this.addWorkerContainer(props, { privileged: false });
+      this.addWorkerContainer(props, { privileged: false, image, launcherEnvironment });
       this.service = new ecs.FargateService(this, "Service", {
         ...serviceSettings,
         taskDefinition,
@@ -121,6 +142,7 @@ export class EcsWorkers extends Construct {
       });
     }
     storage.grantSessionAccess(this.taskDefinition.taskRole, { read: true, write: true });
+    this.runners?.grantLaunch(this.taskDefinition.taskRole, storage);
 
     const scaling = this.service.autoScaleTaskCount({
       minCapacity: workers.minCount,
@@ -194,12 +216,13 @@ export class EcsWorkers extends Construct {
   }
 
   /** The worker container, the same in both modes but for its privilege and sandbox settings. */
-  private addWorkerContainer(props: EcsWorkersProps, options: { privileged: boolean }): void {
+  private addWorkerContainer(
+    props: EcsWorkersProps,
+    options: { privileged: boolean; image: ecs.ContainerImage; launcherEnvironment: Record<string, string> },
+  ): void {
     const { config, workers, storage, secrets, region } = props;
     const container = this.taskDefinition.addContainer("worker", {
-      image:
-        props.image ??
-        ecs.ContainerImage.fromAsset(REPO_ROOT, { file: "Dockerfile", platform: Platform.LINUX_ARM64 }),
+      image: options.image,
       essential: true,
       user: CONTAINER_USER,
       privileged: options.privileged,
@@ -211,6 +234,7 @@ export class EcsWorkers extends Construct {
         KEEL_WORKSPACE_ROOT: CONTAINER_WORKSPACE_ROOT,
         KEEL_WORKFLOW_BUNDLE: CONTAINER_WORKFLOW_BUNDLE,
         KEEL_MAX_CONCURRENT_ACTIVITIES: String(workers.maxConcurrentActivities),
+        ...options.launcherEnvironment,
       },
       secrets: Object.fromEntries(
         secrets.map(({ envName, secret }) => [envName, ecs.Secret.fromSecretsManager(secret)]),

@@ -54,6 +54,7 @@ export class KeelStack extends Stack {
         storage: this.storage,
         secrets: secrets.worker,
         region,
+        apiUrl: this.api.url(config),
         image: props.workerImage,
       });
       this.monitoring.watchEcsService(ecsWorkers.cluster, ecsWorkers.service, workers.minCount);

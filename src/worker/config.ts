@@ -32,6 +32,19 @@ const headersJson = z.string().transform((text, ctx) => {
   return z.NEVER;
 });
 const milliseconds = z.coerce.number().int().positive();
+/** A comma-separated list of AWS resource ids with this prefix (`subnet-…`, `sg-…`), at least one. */
+const idList = (prefix: string) =>
+  z
+    .string()
+    .transform((text) =>
+      text
+        .split(",")
+        .map((id) => id.trim())
+        .filter(Boolean),
+    )
+    .refine((ids) => ids.length > 0 && ids.every((id) => new RegExp(`^${prefix}-[0-9a-f]{8,17}$`).test(id)), {
+      message: `must be comma-separated ${prefix}-… ids`,
+    });
 
 /** Default of KEEL_WORKSPACE_IDLE_EVICT_SECONDS: half an hour unused, then only S3 holds it. */
 export const DEFAULT_WORKSPACE_IDLE_EVICT_SECONDS = 1800;
@@ -124,8 +137,23 @@ const WorkerEnvSchema = z.object({
     .number()
     .positive()
     .default(DEFAULT_TENANT_BUDGET_RECHECK_MS / 1000),
-  /** `local`: this worker starts the runners of `launched` environments (environments/launchers/local.ts). */
-  KEEL_LAUNCHER: z.enum(["local"]).optional(),
+  /**
+   * Who starts the runners of `launched` environments: `local` (a process on this worker's machine,
+   * environments/launchers/local.ts) or `fargate` (an ECS Fargate task, launchers/fargate.ts).
+   */
+  KEEL_LAUNCHER: z.enum(["local", "fargate"]).optional(),
+  /** KEEL_LAUNCHER=fargate: the cluster (name or ARN) the runner tasks run in. */
+  KEEL_LAUNCHER_FARGATE_CLUSTER: z.string().min(1).optional(),
+  /** KEEL_LAUNCHER=fargate: the runner's task definition (family, family:revision or ARN). */
+  KEEL_LAUNCHER_FARGATE_TASK_DEFINITION: z.string().min(1).optional(),
+  /** KEEL_LAUNCHER=fargate: the runner container's name in it. */
+  KEEL_LAUNCHER_FARGATE_CONTAINER: z.string().min(1).default("runner"),
+  /** KEEL_LAUNCHER=fargate: comma-separated subnet ids of the runner tasks. */
+  KEEL_LAUNCHER_FARGATE_SUBNETS: idList("subnet").optional(),
+  /** KEEL_LAUNCHER=fargate: comma-separated security group ids of the runner tasks. */
+  KEEL_LAUNCHER_FARGATE_SECURITY_GROUPS: idList("sg").optional(),
+  /** KEEL_LAUNCHER=fargate: a public IP per task (public subnets without NAT); default false. */
+  KEEL_LAUNCHER_FARGATE_ASSIGN_PUBLIC_IP: booleanFlag.default(false),
   /** The API's URL as launched runners reach it (required with KEEL_LAUNCHER). */
   KEEL_LAUNCHER_API_URL: z.url().optional(),
   /** A launched runner with no call for this long stops. */
@@ -161,9 +189,23 @@ export interface WorkerConfig {
   gitHosts?: GitHosts;
   /** How live events go to run streams, or false (KEEL_LIVE_EVENTS, KEEL_LIVE_EVENTS_INTERVAL_MS; default on, 250 ms). */
   liveEvents?: LiveEventOptions | false;
-  /** Runners this worker launches for `launched` environments (KEEL_LAUNCHER=local); absent: none. */
-  launcher?: { kind: "local"; apiUrl: string; idleMs: number };
+  /** Runners this worker launches for `launched` environments (KEEL_LAUNCHER); absent: none. */
+  launcher?: LauncherConfig;
 }
+
+/** Where launched runners run: shared settings, and the ECS ones of `fargate`. */
+export type LauncherConfig = { apiUrl: string; idleMs: number } & (
+  | { kind: "local" }
+  | {
+      kind: "fargate";
+      cluster: string;
+      taskDefinition: string;
+      container: string;
+      subnets: string[];
+      securityGroups: string[];
+      assignPublicIp: boolean;
+    }
+);
 
 /** Throws one readable error listing every invalid variable (values of secrets are never shown). */
 export function workerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
@@ -268,11 +310,35 @@ function launcherSettings(values: z.infer<typeof WorkerEnvSchema>): Pick<WorkerC
     throw new Error(
       "Invalid worker configuration: KEEL_LAUNCHER needs KEEL_LAUNCHER_API_URL (the API's URL for its runners).",
     );
+  const shared = { apiUrl: values.KEEL_LAUNCHER_API_URL, idleMs: values.KEEL_LAUNCHER_IDLE_SECONDS * 1000 };
+  if (values.KEEL_LAUNCHER === "local") return { launcher: { kind: "local", ...shared } };
+  const {
+    KEEL_LAUNCHER_FARGATE_CLUSTER: cluster,
+    KEEL_LAUNCHER_FARGATE_TASK_DEFINITION: taskDefinition,
+    KEEL_LAUNCHER_FARGATE_SUBNETS: subnets,
+    KEEL_LAUNCHER_FARGATE_SECURITY_GROUPS: securityGroups,
+  } = values;
+  if (!cluster || !taskDefinition || !subnets || !securityGroups) {
+    const missing = Object.entries({
+      KEEL_LAUNCHER_FARGATE_CLUSTER: cluster,
+      KEEL_LAUNCHER_FARGATE_TASK_DEFINITION: taskDefinition,
+      KEEL_LAUNCHER_FARGATE_SUBNETS: subnets,
+      KEEL_LAUNCHER_FARGATE_SECURITY_GROUPS: securityGroups,
+    })
+      .filter(([, value]) => value === undefined)
+      .map(([name]) => name);
+    throw new Error(`Invalid worker configuration: KEEL_LAUNCHER=fargate needs ${missing.join(", ")}.`);
+  }
   return {
     launcher: {
-      kind: values.KEEL_LAUNCHER,
-      apiUrl: values.KEEL_LAUNCHER_API_URL,
-      idleMs: values.KEEL_LAUNCHER_IDLE_SECONDS * 1000,
+      kind: "fargate",
+      ...shared,
+      cluster,
+      taskDefinition,
+      container: values.KEEL_LAUNCHER_FARGATE_CONTAINER,
+      subnets,
+      securityGroups,
+      assignPublicIp: values.KEEL_LAUNCHER_FARGATE_ASSIGN_PUBLIC_IP,
     },
   };
 }

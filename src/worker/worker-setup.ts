@@ -4,10 +4,12 @@
  */
 
 import { join } from "node:path";
+import { ECSClient } from "@aws-sdk/client-ecs";
 import type { S3Client } from "@aws-sdk/client-s3";
 import { createActivities } from "../activities";
 import { DEFAULT_LIVE_EVENT_OPTIONS } from "../activities/live-events";
 import type { KeelActivities } from "../activities/types";
+import { FargateLauncher } from "../environments/launchers/fargate";
 import { LocalLauncher } from "../environments/launchers/local";
 import type { Launcher } from "../environments/launchers/types";
 import { EnvironmentStore } from "../environments/store";
@@ -72,11 +74,17 @@ export function workerActivities(
 
 /** The launcher of `launched` environments' runners this worker's configuration asks for, if any. */
 export function launcherFromConfig(config: WorkerConfig, s3: S3Client): Launcher | undefined {
-  if (!config.launcher) return undefined;
+  const { launcher } = config;
+  if (!launcher) return undefined;
+  const tokens = new EnvironmentStore(s3, config.s3.bucket, config.s3.prefix);
+  if (launcher.kind === "fargate") {
+    // Credentials and region: the worker's own (its task role, AWS_REGION), never the runner's.
+    return new FargateLauncher({ ...launcher, ecs: new ECSClient({}), tokens, log });
+  }
   return new LocalLauncher({
-    apiUrl: config.launcher.apiUrl,
-    idleMs: config.launcher.idleMs,
-    tokens: new EnvironmentStore(s3, config.s3.bucket, config.s3.prefix),
+    apiUrl: launcher.apiUrl,
+    idleMs: launcher.idleMs,
+    tokens,
     // Beside the tenants' folders (a leading dot is in no tenant id).
     root: join(config.workspaceRoot, ".launched"),
     isolation: config.sandbox.isolation,

@@ -198,10 +198,14 @@ describe("log groups", () => {
 
 /** The environment of the template's one worker container, as a name → value map. */
 function workerEnvironment(template: Template): Record<string, unknown> {
-  const task = Object.values(template.findResources("AWS::ECS::TaskDefinition"))[0]!;
-  const [container] = task.Properties.ContainerDefinitions as {
-    Environment: { Name: string; Value: unknown }[];
-  }[];
+  const containers = Object.values(template.findResources("AWS::ECS::TaskDefinition")).flatMap(
+    (task) =>
+      task.Properties.ContainerDefinitions as {
+        Name: string;
+        Environment: { Name: string; Value: unknown }[];
+      }[],
+  );
+  const container = containers.find((candidate) => candidate.Name === "worker");
   return Object.fromEntries(container!.Environment.map(({ Name, Value }) => [Name, Value]));
 }
 
