@@ -13,6 +13,7 @@ import type { ThinkingLevel } from "../providers/types";
 import type { Isolation, NetworkPolicy } from "../tools/sandbox";
 import type { ReplayClass } from "../tools/types";
 import type { WorkspaceSource } from "../tools/workspace";
+import type { RunPause } from "../workflows/pause-types";
 import type { ScheduledRunActivities } from "./scheduled-runs";
 
 /** A sequence number and an entry to write there (conditional create; a retry adopts). */
@@ -256,6 +257,13 @@ export interface PostChatReplyInput extends SessionRef {
   reason: string;
 }
 
+export interface PostPauseNoticeInput extends SessionRef {
+  target: ChatReplyTarget;
+  /** Id of the run execution: with `pause.since`, each pause is announced at most once. */
+  runId: string;
+  pause: RunPause;
+}
+
 export interface ListMcpToolsInput extends SessionRef {
   servers: McpServerSettings[];
   /** The run's network policy: a stdio server gets "full" only where bash would, else none. */
@@ -287,5 +295,6 @@ export interface KeelActivities extends ScheduledRunActivities {
   compact(input: CompactInput): Promise<CompactResult>;
   branch(input: BranchInput): Promise<BranchResult>;
   postChatReply(input: PostChatReplyInput): Promise<{ posted: boolean }>;
+  postPauseNotice(input: PostPauseNoticeInput): Promise<{ posted: boolean }>;
   listMcpTools(input: ListMcpToolsInput): Promise<McpToolList>;
 }

@@ -55,6 +55,8 @@ export const PATCHES = {
   branchRestoresWorkspace: { id: "branch-restores-workspace", addedIn: UNRELEASED },
   /** A run that reaches its budget pauses at the next turn boundary instead of ending (run/pause.ts). */
   budgetPause: { id: "budget-pause", addedIn: UNRELEASED },
+  /** A run from a chat thread announces its pause there (run/pause.ts, activities/chat-reply.ts). */
+  pauseChatNotice: { id: "pause-chat-notice", addedIn: UNRELEASED },
 } as const satisfies Record<string, PatchRecord>;
 
 /**

@@ -5,8 +5,10 @@
  * `budget` signal that lifts it, an abort, or its pause timeout. A paused run holds no worker: a
  * worker that dies meanwhile is replaced by any other, which waits on the same timer.
  */
-import { condition } from "@temporalio/workflow";
+import { CancellationScope, condition, log, workflowInfo } from "@temporalio/workflow";
+import { PATCHES, takesPatch } from "../patches";
 import type { PauseReason } from "../types";
+import { replies } from "./activity-options";
 import { budgetReached, describePause, pauseTimeoutMs } from "./budget";
 import type { RunContext } from "./context";
 import { setStatus } from "./lifecycle";
@@ -24,6 +26,7 @@ export async function pauseAtBudget(ctx: RunContext, reason: PauseReason): Promi
   run.pause = { reason, message, since, until: since + timeoutMs };
   setStatus(ctx, "paused");
   emit(run, { type: "run_paused", reason, message, until: run.pause.until });
+  await announcePause(ctx);
   const woke = await condition(
     () => run.abortReason !== undefined || budgetReached(run) === undefined,
     timeoutMs,
@@ -40,4 +43,20 @@ export async function pauseAtBudget(ctx: RunContext, reason: PauseReason): Promi
   emit(run, { type: "run_resumed", maxCostUsd: limits.maxCostUsd, maxTokens: limits.maxTokens ?? 0 });
   setStatus(ctx, "running");
   return { kind: "resumed" };
+}
+
+/** Tells the chat thread the run came from that it paused, and how to go on (best effort). */
+async function announcePause(ctx: RunContext): Promise<void> {
+  const { run } = ctx;
+  const target = run.settings.chatReply;
+  if (!target || !run.pause || !takesPatch(PATCHES.pauseChatNotice, ctx.runVersion)) return;
+  const pause = run.pause;
+  try {
+    await CancellationScope.nonCancellable(() =>
+      replies.postPauseNotice({ ...run.ref, target, runId: workflowInfo().runId, pause }),
+    );
+  } catch (error) {
+    // The pause stands; only the notice was lost (the API and the events still show it).
+    log.warn("posting the pause to chat failed", { error: String(error) });
+  }
 }
