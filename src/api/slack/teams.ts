@@ -1,7 +1,9 @@
 /**
  * Which Keel tenant each Slack workspace (team) belongs to, and what runs started from its
  * threads may do: an operator's mapping (KEEL_SLACK_TEAMS or KEEL_SLACK_TEAMS_FILE), validated
- * when the API starts. Events of a team that is not in it start nothing.
+ * when the API starts, and the tenants' own (`slack.teams` in their settings, the same tool lists:
+ * `SlackTeamToolsSchema`; tenants/slack-teams.ts). The operator's wins. Events of a team mapped
+ * nowhere start nothing.
  *
  * ```json
  * {
