@@ -530,21 +530,24 @@ test("a team mapped in tenant settings reaches that tenant; a team mapped elsewh
   expect((await api.stage.result(later.rivalRef)).status).toBe("completed");
 });
 
-test("a run paused at its budget says so in the thread; a reply from another team is refused; `resume` lets it finish", async () => {
+/**
+ * A run of a team mapped in a new tenant's settings whose default budget the first model call
+ * reaches: paused, with its pause announced in the thread.
+ */
+async function pausedSlackRun(scenario: string) {
   const tenant = await adminTenant();
   const team = freshTeamId();
   // Slack runs take the tenant's default limits: a budget the first model call already reaches.
   const settings = slackSettings({ [team]: {} }, { defaults: { limits: { maxCostUsd: 0.000001 } } });
   expect((await admin("PUT", `/${tenant.tenantId}/settings`, settings)).status).toBe(200);
-  api.stage.llm.addScenario("slack-pause", {
+  api.stage.llm.addScenario(scenario, {
     turns: [{ toolCalls: [{ name: "ls", arguments: {} }] }],
     after: { text: "all listed" },
   });
-  const threadTs = await mention(team, "[scenario:slack-pause] list");
+  const threadTs = await mention(team, `[scenario:${scenario}] list`);
   const ref = threadRef(threadTs, team, tenant.tenantId);
   const postsIn = (predicate: (text: string) => boolean) =>
     slack.posts.filter((post) => post.body.thread_ts === threadTs && predicate(post.body.text ?? ""));
-
   // The worker announces the pause in the thread: which budget, how to go on.
   const [notice] = await eventually(
     async () => {
@@ -559,6 +562,11 @@ test("a run paused at its budget says so in the thread; a reply from another tea
     /^Paused: cost budget reached \(\$0\.000001; used \$[\d.]+\)\. Reply `budget <usd>` \(e\.g\. `budget 5`\) to raise the cost budget, or `resume` to go on without it\. Without an answer the run ends at \d{4}-/,
   );
   expect((await api.stage.runs.state(ref))?.status).toBe("paused");
+  return { team, threadTs, ref, postsIn };
+}
+
+test("a run paused at its budget says so in the thread; a reply from another team is refused; `resume` lets it finish", async () => {
+  const { team, threadTs, ref, postsIn } = await pausedSlackRun("slack-pause");
 
   // The same thread's reply as another team's event reaches that team's own session: nothing.
   expect(
@@ -598,4 +606,20 @@ test("a run paused at its budget says so in the thread; a reply from another tea
   ).toEqual(["[scenario:slack-pause] list"]);
   const types = (await api.stage.runs.events(ref, 0)).map((event) => event.type);
   expect(types.indexOf("run_resumed")).toBeGreaterThan(types.indexOf("run_paused"));
+});
+
+test("`budget <usd>` in the thread raises the paused run's cost budget and it finishes", async () => {
+  const { team, threadTs, ref, postsIn } = await pausedSlackRun("slack-raise");
+  expect(
+    (await postEvent(eventCallback({ type: "message", text: "budget $5", thread_ts: threadTs }, team)))
+      .status,
+  ).toBe(200);
+  expect(await api.stage.result(ref)).toMatchObject({ status: "completed", reason: "the agent finished" });
+  expect(postsIn((text) => text.startsWith("The run goes on"))).toEqual([
+    expect.objectContaining({
+      body: expect.objectContaining({ text: "The run goes on (cost budget $5, token budget none)." }),
+    }),
+  ]);
+  expect((await api.stage.runs.state(ref))?.budget).toEqual({ maxCostUsd: 5, maxTokens: 0 });
+  await expectIntactSession(api.stage, ref);
 });
