@@ -18,7 +18,8 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { parseBudgetCommand } from "../../integrations/slack/budget-commands";
 import { postSlackReply, type SlackReply } from "../../integrations/slack/reply";
 import { DeliveryRefusedError } from "../../run-client/delivery";
-import { DEFAULT_RUN_SETTINGS, type SessionRef } from "../../workflows/types";
+import { modelRefusal } from "../../tenants/settings";
+import { DEFAULT_RUN_SETTINGS, type RunLimits, type SessionRef } from "../../workflows/types";
 import type { ApiApp, RouteContext } from "../app";
 import type { SlackConfig } from "../config";
 import { ProblemError } from "../problems";
@@ -155,13 +156,22 @@ async function handleThreadMessage(
     });
     return;
   }
+  const say = (text: string) =>
+    reply({ channel: message.thread.channel, threadTs: message.thread.threadTs, text }).catch((failure) =>
+      deps.log({ level: "warn", msg: "slack reply failed", error: String(failure) }),
+    );
+  const tenant = await tenantRunFields(deps, team.tenantId);
+  if (tenant.refusal !== undefined) {
+    await say(`The message was not delivered: ${tenant.refusal}`);
+    return;
+  }
   await saveSlackThread(deps.objects, ref, message.thread);
   try {
     // The worker posts the run's final answer into the thread when the run ends (and each pause).
     const settings = {
       ...DEFAULT_RUN_SETTINGS,
       model: deps.config.defaultModel,
-      limits: { ...DEFAULT_RUN_SETTINGS.limits, ...(await tenantLimits(deps, team.tenantId)) },
+      limits: { ...DEFAULT_RUN_SETTINGS.limits, ...tenant.limits },
       tools: team.tools,
       policy: team.policy,
       chatReply: {
@@ -179,9 +189,7 @@ async function handleThreadMessage(
       error.type === "QueueFull"
         ? "Too many messages are waiting for this run; try again when it has caught up."
         : `The message was not delivered: ${error.message}`;
-    await reply({ channel: message.thread.channel, threadTs: message.thread.threadTs, text }).catch(
-      (failure) => deps.log({ level: "warn", msg: "slack reply failed", error: String(failure) }),
-    );
+    await say(text);
   }
 }
 
@@ -202,13 +210,19 @@ async function slackTeamOf(
 }
 
 /**
- * The tenant's default limits (`defaults.limits` of its settings: turns, budgets, pause timeout)
- * for a run its Slack thread starts; none when they do not pass the deployment's rules.
+ * What the tenant's settings give a run its Slack thread starts: its default limits
+ * (`defaults.limits`: turns, budgets, pause timeout; none when they do not pass the deployment's
+ * rules), or why its settings refuse the deployment's default model (`models`), which Slack runs use.
  */
-async function tenantLimits(deps: RouteContext, tenantId: string) {
-  const defaults = (await deps.tenants?.store.getSettings(tenantId))?.defaults;
-  const parsed = RunLimitsSchema.safeParse(defaults?.limits ?? {});
-  return parsed.success ? parsed.data : {};
+async function tenantRunFields(
+  deps: RouteContext,
+  tenantId: string,
+): Promise<{ limits: Partial<RunLimits>; refusal?: string }> {
+  const settings = (await deps.tenants?.store.getSettings(tenantId)) ?? {};
+  const refusal = modelRefusal(settings, deps.config.defaultModel);
+  if (refusal) return { limits: {}, refusal: refusal.message };
+  const parsed = RunLimitsSchema.safeParse(settings.defaults?.limits ?? {});
+  return { limits: parsed.success ? parsed.data : {} };
 }
 
 export function registerSlackRoutes(app: ApiApp, deps: RouteContext): void {

@@ -623,3 +623,20 @@ test("`budget <usd>` in the thread raises the paused run's cost budget and it fi
   expect((await api.stage.runs.state(ref))?.budget).toEqual({ maxCostUsd: 5, maxTokens: 0 });
   await expectIntactSession(api.stage, ref);
 });
+
+test("a tenant whose settings refuse the deployment's default model starts no run from Slack, and says why", async () => {
+  const tenant = await adminTenant();
+  const team = freshTeamId();
+  const settings = slackSettings({ [team]: {} }, { models: ["some-other-model"] });
+  expect((await admin("PUT", `/${tenant.tenantId}/settings`, settings)).status).toBe(200);
+  const threadTs = await mention(team, "hello");
+  const ref = threadRef(threadTs, team, tenant.tenantId);
+  const refusal = await eventually(async () =>
+    slack.posts.find((post) => post.body.thread_ts === threadTs && post.authorization === "Bearer xoxb-test"),
+  );
+  expect(refusal.body.text).toBe(
+    'The message was not delivered: The model "local-chat" is not among this tenant\'s allowed models (tenant setting `models`).',
+  );
+  expect(await api.stage.runs.state(ref)).toBeUndefined();
+  expect(await readSlackThread(api.objects, ref)).toBeUndefined();
+});
