@@ -1,11 +1,29 @@
 /**
- * Posts a run's final answer into the chat thread it came from. At most once per run: a marker
- * is written before posting, so a retry after an unknown outcome does not post a second time
- * (a lost reply is better than a duplicate in a team's channel).
+ * Posts into the chat thread a run came from: its final answer, at most once per run, and each
+ * pause at a budget (why, and how to go on from the thread), at most once per pause. A marker is
+ * written before posting, so a retry after an unknown outcome does not post a second time (a lost
+ * reply is better than a duplicate in a team's channel).
  */
+import { pauseNoticeText } from "../integrations/slack/budget-commands";
 import { postSlackReply } from "../integrations/slack/reply";
 import type { ActivityDeps } from "./deps";
-import type { PostChatReplyInput } from "./types";
+import type { PostChatReplyInput, PostPauseNoticeInput } from "./types";
+
+export function pauseNoticeActivity({ markers }: ActivityDeps) {
+  return async function postPauseNotice(input: PostPauseNoticeInput): Promise<{ posted: boolean }> {
+    const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
+    const notice = `pause-${input.pause.since}`;
+    if (!(await markers.markStarted(ref, { kind: "chatReply", runId: input.runId, notice }, 1)))
+      return { posted: false };
+    const { reason, message, until } = input.pause;
+    await postSlackReply({
+      channel: input.target.channel,
+      threadTs: input.target.threadTs,
+      text: pauseNoticeText(reason, message, until),
+    });
+    return { posted: true };
+  };
+}
 
 export function chatReplyActivity({ store, markers }: ActivityDeps) {
   return async function postChatReply(input: PostChatReplyInput): Promise<{ posted: boolean }> {

@@ -1,7 +1,7 @@
 /** All activities of a worker, wired to the process's dependencies. */
 
 import { branchActivity } from "./branch";
-import { chatReplyActivity } from "./chat-reply";
+import { chatReplyActivity, pauseNoticeActivity } from "./chat-reply";
 import { compactActivity } from "./compact";
 import type { ActivityDeps } from "./deps";
 import { executeToolActivity } from "./execute-tool";
@@ -30,6 +30,7 @@ export function createActivities(deps: ActivityDeps): KeelActivities {
     compact: compactActivity(deps),
     branch: branchActivity(deps),
     postChatReply: chatReplyActivity(deps),
+    postPauseNotice: pauseNoticeActivity(deps),
     ...scheduledRunActivities(),
     listMcpTools: listMcpToolsActivity(deps),
     checkTenantBudget: checkTenantBudgetActivity(deps),

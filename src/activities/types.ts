@@ -13,7 +13,7 @@ import type { ThinkingLevel } from "../providers/types";
 import type { Isolation, NetworkPolicy } from "../tools/sandbox";
 import type { ReplayClass } from "../tools/types";
 import type { WorkspaceSource } from "../tools/workspace";
-import type { TenantBudgetHold } from "../workflows/pause-types";
+import type { RunPause, TenantBudgetHold } from "../workflows/pause-types";
 import type { ScheduledRunActivities } from "./scheduled-runs";
 
 /** A sequence number and an entry to write there (conditional create; a retry adopts). */
@@ -259,6 +259,13 @@ export interface PostChatReplyInput extends SessionRef {
   reason: string;
 }
 
+export interface PostPauseNoticeInput extends SessionRef {
+  target: ChatReplyTarget;
+  /** Id of the run execution: with `pause.since`, each pause is announced at most once. */
+  runId: string;
+  pause: RunPause;
+}
+
 export interface ListMcpToolsInput extends SessionRef {
   servers: McpServerSettings[];
   /** The run's network policy: a stdio server gets "full" only where bash would, else none. */
@@ -290,6 +297,7 @@ export interface KeelActivities extends ScheduledRunActivities {
   compact(input: CompactInput): Promise<CompactResult>;
   branch(input: BranchInput): Promise<BranchResult>;
   postChatReply(input: PostChatReplyInput): Promise<{ posted: boolean }>;
+  postPauseNotice(input: PostPauseNoticeInput): Promise<{ posted: boolean }>;
   listMcpTools(input: ListMcpToolsInput): Promise<McpToolList>;
   /** The tenant budget the tenant has used up, asked afresh (a paused run asking whether it may go on); null: none. */
   checkTenantBudget(input: { tenantId: string }): Promise<TenantBudgetHold | null>;

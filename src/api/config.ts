@@ -194,11 +194,6 @@ export function apiConfigFromEnv(env: NodeJS.ProcessEnv = process.env): ApiConfi
         : {}),
       ...(values.KEEL_SLACK_TEAMS ? parseSlackTeams(values.KEEL_SLACK_TEAMS, "KEEL_SLACK_TEAMS") : {}),
     };
-    if (Object.keys(teams).length === 0) {
-      throw new Error(
-        "Invalid API configuration: KEEL_SLACK_TEAMS (or KEEL_SLACK_TEAMS_FILE) is required with KEEL_SLACK_SIGNING_SECRET: map each Slack team to its tenant",
-      );
-    }
     const foreign = Object.entries(teams).filter(
       ([, team]) => values.KEEL_SINGLE_TENANT !== undefined && team.tenantId !== values.KEEL_SINGLE_TENANT,
     );

@@ -36,6 +36,7 @@ export const PROBLEMS = {
   "schedule-exists": { status: 409, title: "The schedule already exists" },
   "environment-exists": { status: 409, title: "The environment already exists" },
   "tenant-exists": { status: 409, title: "The tenant already exists" },
+  "slack-team-taken": { status: 409, title: "The Slack team is mapped to another tenant" },
   "idempotency-key-in-use": {
     status: 409,
     title: "A request with this Idempotency-Key is still being processed",

@@ -17,6 +17,7 @@ import {
 } from "../tenants/admission";
 import { KeyResolver } from "../tenants/key-cache";
 import { modelRefusal } from "../tenants/settings";
+import { StoredSlackTeams } from "../tenants/slack-teams";
 import { TenantStore } from "../tenants/store";
 import type { TenantSettings } from "../tenants/types";
 import { TenantUsage, tenantBudgetState } from "../tenants/usage";
@@ -33,6 +34,8 @@ export interface TenantServices {
   keys: KeyResolver;
   quotas: QuotaGate;
   usage: TenantUsage;
+  /** The Slack teams tenants map in their settings (cached like keys). */
+  slackTeams: StoredSlackTeams;
 }
 
 /** The part of a message body a tenant's defaults may fill. */
@@ -167,6 +170,7 @@ export function tenantServices(
   return {
     store,
     keys: new KeyResolver(store),
+    slackTeams: new StoredSlackTeams(store),
     usage,
     quotas: new QuotaGate({
       store,

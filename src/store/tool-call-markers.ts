@@ -31,7 +31,11 @@ export type MarkerSubject =
       /** The provider's tool-call id (any string); stored in the body only. */
       toolCallId: string;
     }
-  | { kind: "chatReply"; runId: string };
+  | {
+      kind: "chatReply";
+      runId: string /** A notice before the answer (a pause): its own marker. */;
+      notice?: string;
+    };
 
 function keySegment(what: string, value: string): string {
   if (!KEY_SEGMENT.test(value)) throw new Error(`invalid ${what} for a marker key: ${JSON.stringify(value)}`);
@@ -46,7 +50,9 @@ export function markerKey(prefix: string, ref: SessionRef, subject: MarkerSubjec
     case "toolCall":
       return `${folder}tool-calls/${formatSeq(subject.resultSlot.seq)}-${keySegment("entry id", subject.resultSlot.id)}.json`;
     case "chatReply":
-      return `${folder}chat-replies/${keySegment("run id", subject.runId)}.json`;
+      return `${folder}chat-replies/${keySegment("run id", subject.runId)}${
+        subject.notice === undefined ? "" : `-${keySegment("notice", subject.notice)}`
+      }.json`;
   }
 }
 

@@ -4,6 +4,7 @@
  * each tenant's settings (allowed models and one-line model hosts, default run settings, quotas).
  */
 import { z } from "zod";
+import { SLACK_TEAM_ID, SLACK_TEAM_ID_HINT, SlackTeamToolsSchema } from "../api/slack/teams";
 import { isValidId } from "../store/session-keys";
 
 export const TenantIdSchema = z
@@ -46,6 +47,22 @@ export type Quotas = z.infer<typeof QuotasSchema>;
 export type QuotaName = keyof Quotas;
 
 /**
+ * The Slack teams (workspaces) whose threads start the tenant's runs, each with its tool lists. A
+ * team belongs to one tenant at most (slack-teams.ts keeps the claim).
+ */
+/** Most Slack teams one tenant maps (each is a claim object written when the settings are). */
+export const MAX_SLACK_TEAMS = 100;
+
+export const SlackSettingsSchema = z
+  .object({
+    teams: z
+      .record(z.string().regex(SLACK_TEAM_ID, SLACK_TEAM_ID_HINT), SlackTeamToolsSchema)
+      .refine((teams) => Object.keys(teams).length <= MAX_SLACK_TEAMS, `at most ${MAX_SLACK_TEAMS} teams`),
+  })
+  .strict();
+export type SlackSettings = z.infer<typeof SlackSettingsSchema>;
+
+/**
  * A tenant's settings as stored. `defaults` is a partial message body (model, tools, policy,
  * network, environment, mcpServers, agents, …) validated against the deployment's message schema
  * when it is set and again when a run starts.
@@ -57,5 +74,6 @@ export const TenantSettingsSchema = z.object({
   modelHosts: z.array(z.string().min(1).max(512)).max(100).optional(),
   defaults: z.record(z.string(), z.unknown()).optional(),
   quotas: QuotasSchema.optional(),
+  slack: SlackSettingsSchema.optional(),
 });
 export type TenantSettings = z.infer<typeof TenantSettingsSchema>;

@@ -59,6 +59,8 @@ export const PATCHES = {
   subAgentTurns: { id: "sub-agent-turns", addedIn: UNRELEASED },
   /** A run whose tenant used up a token or cost budget pauses until the tenant is under it again. */
   tenantBudgetPause: { id: "tenant-budget-pause", addedIn: UNRELEASED },
+  /** A run from a chat thread announces its pause there (run/pause.ts, activities/chat-reply.ts). */
+  pauseChatNotice: { id: "pause-chat-notice", addedIn: UNRELEASED },
 } as const satisfies Record<string, PatchRecord>;
 
 /**

@@ -5,6 +5,7 @@
 import { createRoute, type z } from "@hono/zod-openapi";
 import { ModelUrlPolicy } from "../../providers/model-urls";
 import { hostsBeyondOperator } from "../../tenants/settings";
+import { putSettingsClaimingTeams, SlackTeamTakenError } from "../../tenants/slack-teams";
 import type { TenantStore } from "../../tenants/store";
 import type { ApiKeyRecord } from "../../tenants/types";
 import type { RouteContext } from "../app";
@@ -111,13 +112,13 @@ export function adminRoutes(deps: RouteContext) {
     method: "put",
     path: `${ADMIN}/{tenantId}/settings`,
     summary: summaryOf(
-      "Replace the tenant's settings: allowed models and one-line model hosts, default run settings, quotas",
+      "Replace the tenant's settings: allowed models and one-line model hosts, default run settings, quotas, Slack teams",
     ),
     security,
     request: { params: TenantParamsSchema, body: body(settingsSchema) },
     responses: {
       200: { description: "Stored", ...json(settingsSchema) },
-      ...problemResponses(501, 413, 415),
+      ...problemResponses(501, 409, 413, 415),
     },
   });
 
@@ -178,10 +179,21 @@ export function adminRoutes(deps: RouteContext) {
       refuseFullNetwork(deps, tenantId, settings.defaults?.network, "tenant's default run settings");
       // The defaults as sent (validated above): a run parses them again against the rules then.
       const sent = (await c.req.json()) as { defaults?: Record<string, unknown> };
-      await served().putSettings(tenantId, {
-        ...settings,
-        ...(sent.defaults ? { defaults: sent.defaults } : {}),
-      });
+      const stored = { ...settings, ...(sent.defaults ? { defaults: sent.defaults } : {}) };
+      try {
+        // The operator's mapping wins over every tenant's: a team it names is not a tenant's to take.
+        const operatorTeams = deps.config.slack?.teams ?? {};
+        const operators = Object.keys(stored.slack?.teams ?? {}).filter((team) =>
+          Object.hasOwn(operatorTeams, team),
+        );
+        if (operators.length > 0) throw new SlackTeamTakenError(operators.map((teamId) => ({ teamId })));
+        await putSettingsClaimingTeams(served(), tenantId, stored);
+      } catch (error) {
+        if (!(error instanceof SlackTeamTakenError)) throw error;
+        throw new ProblemError("slack-team-taken", error.message, {
+          teams: error.conflicts.map((conflict) => conflict.teamId),
+        });
+      }
       return c.json(settings, 200);
     });
 }

@@ -41,8 +41,11 @@ const resume = createRoute({
   responses: { 202: answered, ...problemResponses(409, 413, 415) },
 });
 
-/** Sends the request to the session's live run and answers what became of it. */
-async function change(deps: RouteContext, ref: SessionRef, request: BudgetRequest) {
+/**
+ * Sends the request to the session's live run and answers what became of it (the routes here
+ * and a Slack thread's `resume`/`budget` reply). Throws `no-active-run` or `session-not-found`.
+ */
+export async function changeBudget(deps: RouteContext, ref: SessionRef, request: BudgetRequest) {
   const runs = await deps.runs();
   const outcome: BudgetOutcome = await runs.setBudget(ref, request);
   switch (outcome.kind) {
@@ -73,10 +76,13 @@ export function budgetRoutes(deps: RouteContext) {
   return createRouter()
     .openapi(setBudget, async (c) => {
       const { sessionId } = c.req.valid("param");
-      return c.json(await change(deps, refOf(c, sessionId), c.req.valid("json")), 202);
+      return c.json(await changeBudget(deps, refOf(c, sessionId), c.req.valid("json")), 202);
     })
     .openapi(resume, async (c) => {
       const { sessionId } = c.req.valid("param");
-      return c.json(await change(deps, refOf(c, sessionId), { ...c.req.valid("json"), resume: true }), 202);
+      return c.json(
+        await changeBudget(deps, refOf(c, sessionId), { ...c.req.valid("json"), resume: true }),
+        202,
+      );
     });
 }

@@ -4,7 +4,7 @@
  */
 import { z } from "@hono/zod-openapi";
 import { ID_PATTERN } from "../../store/session-keys";
-import { QuotasSchema } from "../../tenants/types";
+import { QuotasSchema, SlackSettingsSchema } from "../../tenants/types";
 import { type MessageBodyOptions, messageBodySchema } from "./message-body";
 
 export const TenantIdParamSchema = z
@@ -63,6 +63,11 @@ export const QuotasViewSchema = z.object(QuotasSchema.shape).openapi("TenantQuot
     "Limits checked before a run starts (absent: unlimited): live runs at once, runs started per UTC minute, tokens and cost (US dollars) per UTC day and month",
 });
 
+export const SlackSettingsViewSchema = SlackSettingsSchema.openapi("TenantSlackSettings", {
+  description:
+    "Slack teams (workspace ids like T0123ABCD) whose threads start this tenant's runs, each with `allow` (tools used freely) and `ask` (tools whose every call waits for an approval); without lists, the read-only tools. A team belongs to one tenant only (409 `slack-team-taken` otherwise) and takes effect on every API instance within 5 s; a team in the operator's KEEL_SLACK_TEAMS is refused",
+});
+
 /** A tenant's default run settings: a message body's run settings, every field optional. */
 export function tenantDefaultsSchema(options: MessageBodyOptions) {
   return messageBodySchema(options).omit({ text: true, delivery: true }).partial();
@@ -85,6 +90,7 @@ export function tenantSettingsSchema(options: MessageBodyOptions) {
           "Run settings applied under each message's own when it starts a run (the message's fields win); checked like a message's",
       }),
       quotas: QuotasViewSchema.optional(),
+      slack: SlackSettingsViewSchema.optional(),
     })
     .strict()
     .openapi("TenantSettings");

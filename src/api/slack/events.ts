@@ -4,21 +4,28 @@
  * - an `app_mention` starts a run in the thread's session (or reaches the live one);
  * - a plain message in a thread that already has a session is delivered with `auto` (steers a
  *   busy run, starts a run when idle);
- * - a message that is exactly the stop word (default `stop`) aborts the thread's run.
- * Each Slack team maps to its tenant (KEEL_SLACK_TEAMS, see teams.ts); its runs get the tools and
- * policy of that mapping. An event of an unmapped team is acknowledged (so Slack does not retry
- * it), logged, and starts nothing.
+ * - a message that is exactly the stop word (default `stop`) aborts the thread's run;
+ * - a message that is a budget reply (`resume`, `budget <usd>`, `budget <n> tokens`) changes the
+ *   run's budget as the API's `/resume` and `/budget` do (budget-replies.ts).
+ * Each Slack team maps to its tenant (the operator's KEEL_SLACK_TEAMS, see teams.ts, first; then
+ * tenants' settings, tenants/slack-teams.ts); its runs get the tools and policy of that mapping
+ * and the tenant's default limits (budgets). An event of an unmapped team is acknowledged (so
+ * Slack does not retry it), logged, and starts nothing.
  * It answers 200 as soon as the message is delivered (Slack wants an answer within 3 s); the
  * run's answer is posted to the thread later, by the worker (see reply.ts).
  */
 import { createRoute, z } from "@hono/zod-openapi";
+import { parseBudgetCommand } from "../../integrations/slack/budget-commands";
 import { postSlackReply, type SlackReply } from "../../integrations/slack/reply";
 import { DeliveryRefusedError } from "../../run-client/delivery";
-import { DEFAULT_RUN_SETTINGS, type SessionRef } from "../../workflows/types";
+import { modelRefusal } from "../../tenants/settings";
+import { DEFAULT_RUN_SETTINGS, type RunLimits, type SessionRef } from "../../workflows/types";
 import type { ApiApp, RouteContext } from "../app";
 import type { SlackConfig } from "../config";
 import { ProblemError } from "../problems";
 import { problemResponses } from "../routes/common";
+import { RunLimitsSchema } from "../schemas/message-body";
+import { answerBudgetReply } from "./budget-replies";
 import { SLACK_SIGNATURE_HEADER, SLACK_TIMESTAMP_HEADER, verifySlackSignature } from "./signature";
 import type { SlackTeam } from "./teams";
 import {
@@ -41,6 +48,9 @@ const SlackEventSchema = z
     channel: z.string().optional(),
     ts: z.string().optional(),
     thread_ts: z.string().optional(),
+    /** The author's team (and, in a channel shared between organisations, `user_team`). */
+    team: z.string().optional(),
+    user_team: z.string().optional(),
   })
   .passthrough();
 
@@ -93,6 +103,8 @@ interface ThreadMessage {
   text: string;
   /** A mention may open a thread; a plain message only reaches threads that have a session. */
   opensThread: boolean;
+  /** The teams the author belongs to: the event's own team and any the event names. */
+  authorTeams: string[];
 }
 
 function threadMessageOf(payload: SlackPayload, event: SlackEvent): ThreadMessage | undefined {
@@ -100,16 +112,19 @@ function threadMessageOf(payload: SlackPayload, event: SlackEvent): ThreadMessag
   if (event.bot_id || event.subtype || !payload.team_id || !event.channel || !event.ts || !eventId)
     return undefined;
   const text = event.text ?? "";
+  const authorTeams = [...new Set([payload.team_id, event.team, event.user_team])].filter(
+    (team): team is string => team !== undefined,
+  );
   if (event.type === "app_mention") {
     const thread = { teamId: payload.team_id, channel: event.channel, threadTs: event.thread_ts ?? event.ts };
-    return { eventId, thread, text: stripMentions(text), opensThread: true };
+    return { eventId, thread, text: stripMentions(text), opensThread: true, authorTeams };
   }
   if (event.type === "message" && event.thread_ts) {
     // A message mentioning the app also arrives as app_mention; handle it once, there.
     const botUsers = (payload.authorizations ?? []).flatMap((a) => (a.user_id ? [a.user_id] : []));
     if (botUsers.some((user) => text.includes(`<@${user}`))) return undefined;
     const thread = { teamId: payload.team_id, channel: event.channel, threadTs: event.thread_ts };
-    return { eventId, thread, text: stripMentions(text), opensThread: false };
+    return { eventId, thread, text: stripMentions(text), opensThread: false, authorTeams };
   }
   return undefined;
 }
@@ -129,12 +144,34 @@ async function handleThreadMessage(
     await runs.signalAbort(ref, "stopped from Slack");
     return;
   }
+  const budget = parseBudgetCommand(message.text);
+  if (budget) {
+    await answerBudgetReply(deps, {
+      ref,
+      thread: message.thread,
+      request: budget,
+      authorTeams: message.authorTeams,
+      tenantOfTeam: async (teamId) => (await slackTeamOf(deps, slack, teamId))?.tenantId,
+      reply,
+    });
+    return;
+  }
+  const say = (text: string) =>
+    reply({ channel: message.thread.channel, threadTs: message.thread.threadTs, text }).catch((failure) =>
+      deps.log({ level: "warn", msg: "slack reply failed", error: String(failure) }),
+    );
+  const tenant = await tenantRunFields(deps, team.tenantId);
+  if (tenant.refusal !== undefined) {
+    await say(`The message was not delivered: ${tenant.refusal}`);
+    return;
+  }
   await saveSlackThread(deps.objects, ref, message.thread);
   try {
-    // The worker posts the run's final answer into the thread when the run ends.
+    // The worker posts the run's final answer into the thread when the run ends (and each pause).
     const settings = {
       ...DEFAULT_RUN_SETTINGS,
       model: deps.config.defaultModel,
+      limits: { ...DEFAULT_RUN_SETTINGS.limits, ...tenant.limits },
       tools: team.tools,
       policy: team.policy,
       chatReply: {
@@ -152,10 +189,40 @@ async function handleThreadMessage(
       error.type === "QueueFull"
         ? "Too many messages are waiting for this run; try again when it has caught up."
         : `The message was not delivered: ${error.message}`;
-    await reply({ channel: message.thread.channel, threadTs: message.thread.threadTs, text }).catch(
-      (failure) => deps.log({ level: "warn", msg: "slack reply failed", error: String(failure) }),
-    );
+    await say(text);
   }
+}
+
+/**
+ * The team an event's team id maps to: the operator's mapping (KEEL_SLACK_TEAMS) wins; then the
+ * tenants' settings. A deployment serving one tenant serves no other tenant's team.
+ */
+async function slackTeamOf(
+  deps: RouteContext,
+  slack: SlackConfig,
+  teamId: string,
+): Promise<SlackTeam | undefined> {
+  const team = Object.hasOwn(slack.teams, teamId)
+    ? slack.teams[teamId]
+    : await deps.tenants?.slackTeams.teamOf(teamId);
+  const only = deps.config.singleTenant;
+  return team && (only === undefined || team.tenantId === only) ? team : undefined;
+}
+
+/**
+ * What the tenant's settings give a run its Slack thread starts: its default limits
+ * (`defaults.limits`: turns, budgets, pause timeout; none when they do not pass the deployment's
+ * rules), or why its settings refuse the deployment's default model (`models`), which Slack runs use.
+ */
+async function tenantRunFields(
+  deps: RouteContext,
+  tenantId: string,
+): Promise<{ limits: Partial<RunLimits>; refusal?: string }> {
+  const settings = (await deps.tenants?.store.getSettings(tenantId)) ?? {};
+  const refusal = modelRefusal(settings, deps.config.defaultModel);
+  if (refusal) return { limits: {}, refusal: refusal.message };
+  const parsed = RunLimitsSchema.safeParse(settings.defaults?.limits ?? {});
+  return { limits: parsed.success ? parsed.data : {} };
 }
 
 export function registerSlackRoutes(app: ApiApp, deps: RouteContext): void {
@@ -188,13 +255,11 @@ export function registerSlackRoutes(app: ApiApp, deps: RouteContext): void {
         ? threadMessageOf(payload, payload.event)
         : undefined;
     if (!message) return c.json({ ok: true }, 200);
-    const team = Object.hasOwn(slack.teams, message.thread.teamId)
-      ? slack.teams[message.thread.teamId]
-      : undefined;
+    const team = await slackTeamOf(deps, slack, message.thread.teamId);
     if (!team) {
       deps.log({
         level: "warn",
-        msg: "slack event of an unmapped team ignored (add it to KEEL_SLACK_TEAMS to serve it)",
+        msg: "slack event of an unmapped team ignored (map it in a tenant's settings or KEEL_SLACK_TEAMS to serve it)",
         teamId: message.thread.teamId,
       });
       return c.json({ ok: true }, 200);

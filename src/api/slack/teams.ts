@@ -1,7 +1,9 @@
 /**
  * Which Keel tenant each Slack workspace (team) belongs to, and what runs started from its
  * threads may do: an operator's mapping (KEEL_SLACK_TEAMS or KEEL_SLACK_TEAMS_FILE), validated
- * when the API starts. Events of a team that is not in it start nothing.
+ * when the API starts, and the tenants' own (`slack.teams` in their settings, the same tool lists:
+ * `SlackTeamToolsSchema`; tenants/slack-teams.ts). The operator's wins. Events of a team mapped
+ * nowhere start nothing.
  *
  * ```json
  * {
@@ -24,29 +26,42 @@ import { DEFAULT_RUN_SETTINGS, type ToolPolicy } from "../../workflows/types";
 export const READ_ONLY_TOOLS: readonly string[] = ["read", "grep", "find", "ls"];
 
 /** Slack team ids: `T` then upper-case letters and digits (Enterprise Grid orgs: `E`). */
-const TEAM_ID = /^[TE][A-Z0-9]{2,30}$/;
-const SLACK_TEAM_ID_HINT = "not a Slack team id (Slack team ids look like T0123ABCD)";
+export const SLACK_TEAM_ID = /^[TE][A-Z0-9]{2,30}$/;
+export const SLACK_TEAM_ID_HINT = "not a Slack team id (Slack team ids look like T0123ABCD)";
 
 const toolName = z.enum(builtinTools.map((tool) => tool.name) as [string, ...string[]]);
 const tenantId = z.string().refine(isValidId, "a tenant id (^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$)");
+
+/** A team's tool lists: without them, the read-only tools. */
+const toolListFields = {
+  allow: z.array(toolName).default([...READ_ONLY_TOOLS]),
+  ask: z.array(toolName).default([]),
+};
+const noToolInBoth = [
+  (entry: { allow: string[]; ask: string[] }) => !entry.allow.some((tool) => entry.ask.includes(tool)),
+  { message: "a tool is in both allow and ask" },
+] as const;
+
+/**
+ * One team's tool lists in a tenant's settings (`slack.teams`, docs/integrations.md): the same
+ * lists, defaults and checks as the operator's mapping, without the tenant (it is the settings').
+ */
+export const SlackTeamToolsSchema = z
+  .object(toolListFields)
+  .strict()
+  .refine(...noToolInBoth);
 
 /** A bare tenant id is short for `{"tenant": id}`. */
 const TeamEntrySchema = z.preprocess(
   (entry) => (typeof entry === "string" ? { tenant: entry } : entry),
   z
-    .object({
-      tenant: tenantId,
-      allow: z.array(toolName).default([...READ_ONLY_TOOLS]),
-      ask: z.array(toolName).default([]),
-    })
+    .object({ tenant: tenantId, ...toolListFields })
     .strict()
-    .refine((entry) => !entry.allow.some((tool) => entry.ask.includes(tool)), {
-      message: "a tool is in both allow and ask",
-    }),
+    .refine(...noToolInBoth),
 );
 
 const TeamsSchema = z
-  .record(z.string().regex(TEAM_ID, SLACK_TEAM_ID_HINT), TeamEntrySchema)
+  .record(z.string().regex(SLACK_TEAM_ID, SLACK_TEAM_ID_HINT), TeamEntrySchema)
   .refine((teams) => Object.keys(teams).length > 0, "map at least one Slack team to a tenant");
 
 /** One Slack team's tenant and the tools and policy of the runs its threads start. */
@@ -84,7 +99,8 @@ export function parseSlackTeams(text: string, source: string): SlackTeams {
   );
 }
 
-function teamOf(tenantId: string, allow: readonly string[], ask: readonly string[]): SlackTeam {
+/** The team of `tenantId` whose runs get the tools `allow` (freely) and `ask` (each after an approval). */
+export function teamOf(tenantId: string, allow: readonly string[], ask: readonly string[]): SlackTeam {
   return {
     tenantId,
     tools: [...new Set([...allow, ...ask])],

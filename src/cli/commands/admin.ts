@@ -19,7 +19,7 @@ const asOperator = (context: CommandContext): CommandContext => ({
 export const adminCommand: Command = {
   usage: ADMIN_USAGE,
   summary: "administer tenants, their API keys, settings and usage (operator key: KEEL_ADMIN_KEY)",
-  help: "`keel admin key create TENANT` prints the new API key once. `settings set` replaces the settings with a JSON document (models, modelHosts, defaults, quotas).",
+  help: "`keel admin key create TENANT` prints the new API key once. `settings set` replaces the settings with a JSON document (models, modelHosts, defaults, quotas, slack).",
   async run(argv, context) {
     const parsed = parseCommand(
       argv,

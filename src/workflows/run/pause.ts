@@ -7,9 +7,10 @@
  * when the tenant is under budget. A paused run holds no worker: a worker that dies meanwhile is
  * replaced by any other, which waits on the same timer.
  */
-import { condition } from "@temporalio/workflow";
+import { CancellationScope, condition, log, workflowInfo } from "@temporalio/workflow";
+import { PATCHES, takesPatch } from "../patches";
 import type { PauseReason } from "../types";
-import { storage } from "./activity-options";
+import { replies, storage } from "./activity-options";
 import { budgetReached, describePause, pauseTimeoutMs } from "./budget";
 import type { RunContext } from "./context";
 import { setStatus } from "./lifecycle";
@@ -27,6 +28,7 @@ export async function pauseAtBudget(ctx: RunContext, reason: PauseReason): Promi
   run.pause = { reason, message, since, until: since + timeoutMs };
   setStatus(ctx, "paused");
   emit(run, { type: "run_paused", reason, message, until: run.pause.until });
+  await announcePause(ctx);
   // Woken when the budget paused at no longer holds (lifted, or another one holds now).
   const lifted = () => run.abortReason !== undefined || budgetReached(run)?.type !== reason.type;
   const woke =
@@ -68,5 +70,21 @@ async function untilTenantUnderBudget(
     if (run.pause) run.pause.rechecking = true;
     run.tenantBudget = (await storage.checkTenantBudget({ tenantId: run.ref.tenantId })) ?? undefined;
     if (run.pause) run.pause.rechecking = false;
+  }
+}
+
+/** Tells the chat thread the run came from that it paused, and how to go on (best effort). */
+async function announcePause(ctx: RunContext): Promise<void> {
+  const { run } = ctx;
+  const target = run.settings.chatReply;
+  if (!target || !run.pause || !takesPatch(PATCHES.pauseChatNotice, ctx.runVersion)) return;
+  const pause = run.pause;
+  try {
+    await CancellationScope.nonCancellable(() =>
+      replies.postPauseNotice({ ...run.ref, target, runId: workflowInfo().runId, pause }),
+    );
+  } catch (error) {
+    // The pause stands; only the notice was lost (the API and the events still show it).
+    log.warn("posting the pause to chat failed", { error: String(error) });
   }
 }

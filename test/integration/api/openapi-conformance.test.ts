@@ -224,6 +224,8 @@ test("the admin API and usage reads match the document (before the operations ar
     models: ["local-*"],
     defaults: { policy: { rules: [{ tool: "bash", action: "ask" }] }, limits: { maxTurns: 5 } },
     quotas: { concurrentRuns: 0 },
+    // A Slack team no earlier run claimed (claims stay in the bucket).
+    slack: { teams: { [`T${Date.now().toString(36).toUpperCase()}`]: { ask: ["bash"] } } },
   };
   expect(
     (await call("PUT", `${TENANTS}/{tenantId}/settings`, { tenantId }, { ...admin, json: settings })).status,

@@ -1,10 +1,14 @@
-/** The Slack integration: signatures, URL verification, threads as sessions, stop word, replies. */
+/**
+ * The Slack integration: signatures, URL verification, threads as sessions, stop word, replies,
+ * teams mapped in tenant settings, paused runs announced and resumed from the thread.
+ */
 
 import { existsSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { Client, WorkflowNotFoundError } from "@temporalio/client";
+import { FOREIGN_AUTHOR_TEXT } from "../../../src/api/slack/budget-replies";
 import { slackSignature } from "../../../src/api/slack/signature";
 import { parseSlackTeams } from "../../../src/api/slack/teams";
 import { readSlackThread, slackSessionId } from "../../../src/api/slack/threads";
@@ -13,8 +17,14 @@ import { RunClient } from "../../../src/run-client/run-client";
 import { keelDataConverter } from "../../../src/store/payload-storage";
 import { workspaceFor } from "../../../src/tools/workspace";
 import { runWorkflowId } from "../../../src/workflows/types";
-import { s3Client, s3Settings, temporalNamespace } from "../../support/integration-env";
-import { eventually, messagesOf, modelCalled, slowEchoScenario } from "../../support/run-harness";
+import { s3Client, s3Settings, temporalNamespace, uniqueName } from "../../support/integration-env";
+import {
+  eventually,
+  expectIntactSession,
+  messagesOf,
+  modelCalled,
+  slowEchoScenario,
+} from "../../support/run-harness";
 import { type ApiStage, createApiStage, expectProblem } from "./api-stage";
 
 const SIGNING_SECRET = "test-signing-secret";
@@ -396,4 +406,237 @@ test("postSlackReply posts into the thread through the Web API client at the con
       text: "All tests pass.",
     }),
   });
+});
+
+/** A Slack team id no earlier run of these tests has claimed (claims stay in the bucket). */
+function freshTeamId(): string {
+  return `T${Date.now().toString(36).toUpperCase()}${Math.floor(Math.random() * 36 ** 4)
+    .toString(36)
+    .toUpperCase()}`;
+}
+
+const admin = (method: string, path: string, json?: unknown) =>
+  api.call(method, `/v1/admin/tenants${path}`, {
+    key: api.adminKey,
+    ...(json !== undefined ? { json } : {}),
+  });
+
+/** A tenant made through the admin API, with one API key. */
+async function adminTenant(): Promise<{ tenantId: string; key: string }> {
+  const tenantId = uniqueName("slacktenant");
+  expect((await admin("POST", "", { id: tenantId })).status).toBe(201);
+  const created = await admin("POST", `/${tenantId}/keys`, {});
+  expect(created.status).toBe(201);
+  return { tenantId, key: created.body.key as string };
+}
+
+const slackSettings = (teams: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
+  ...extra,
+  slack: { teams },
+});
+
+/** A mention in a new thread of `team`; its thread ts. */
+async function mention(team: string, text: string): Promise<string> {
+  const threadTs = `${Date.now() / 1000 + Math.random()}`;
+  expect(
+    (
+      await postEvent(
+        eventCallback({ type: "app_mention", text: `<@${BOT_USER}> ${text}`, ts: threadTs }, team),
+      )
+    ).status,
+  ).toBe(200);
+  return threadTs;
+}
+
+test("a team mapped in tenant settings reaches that tenant; a team mapped elsewhere is refused; unmapping takes effect within seconds", async () => {
+  const owner = await adminTenant();
+  const rival = await adminTenant();
+  const team = freshTeamId();
+  const stored = await admin("PUT", `/${owner.tenantId}/settings`, slackSettings({ [team]: {} }));
+  expect(stored.status).toBe(200);
+  // Without lists, the read-only tools, as in the operator's mapping.
+  expect((await admin("GET", `/${owner.tenantId}/settings`)).body).toEqual({
+    slack: { teams: { [team]: { allow: ["read", "grep", "find", "ls"], ask: [] } } },
+  });
+
+  // The same team for another tenant: refused, naming the team; nothing of the rival's changes.
+  const taken = await admin(
+    "PUT",
+    `/${rival.tenantId}/settings`,
+    slackSettings({ [team]: { allow: ["read"] } }),
+  );
+  expectProblem(taken, 409, "slack-team-taken");
+  expect(taken.body.teams).toEqual([team]);
+  expect(taken.body.detail).toContain(`tenant ${owner.tenantId}`);
+  expect((await admin("GET", `/${rival.tenantId}/settings`)).body).toEqual({});
+  // A team of the operator's KEEL_SLACK_TEAMS is not a tenant's to take (the operator's mapping wins).
+  expectProblem(
+    await admin("PUT", `/${rival.tenantId}/settings`, slackSettings({ [TEAM]: {} })),
+    409,
+    "slack-team-taken",
+  );
+  // Invalid lists are refused as in the operator's mapping.
+  expectProblem(
+    await admin(
+      "PUT",
+      `/${rival.tenantId}/settings`,
+      slackSettings({ [team]: { allow: ["ls"], ask: ["ls"] } }),
+    ),
+    400,
+    "invalid-request",
+  );
+
+  // Two admins mapping one new team to two tenants at once: exactly one wins.
+  const raced = freshTeamId();
+  const answers = await Promise.all([
+    admin("PUT", `/${owner.tenantId}/settings`, slackSettings({ [team]: {}, [raced]: {} })),
+    admin("PUT", `/${rival.tenantId}/settings`, slackSettings({ [raced]: {} })),
+  ]);
+  expect(answers.map((answer) => answer.status).sort()).toEqual([200, 409]);
+  expect(answers.find((answer) => answer.status === 409)?.body.teams).toEqual([raced]);
+  const winner = answers[0]?.status === 200 ? owner : rival;
+  const loser = winner === owner ? rival : owner;
+  expect((await admin("GET", `/${winner.tenantId}/settings`)).body.slack.teams).toHaveProperty(raced);
+  expect((await admin("GET", `/${loser.tenantId}/settings`)).body.slack?.teams ?? {}).not.toHaveProperty(
+    raced,
+  );
+
+  // The team's events start runs under the owner's tenant, with its read-only tools.
+  api.stage.llm.addScenario("slack-settings-team", { turns: [], after: { text: "hello from settings" } });
+  const threadTs = await mention(team, "[scenario:slack-settings-team] hi");
+  const ref = threadRef(threadTs, team, owner.tenantId);
+  expect((await api.stage.result(ref)).status).toBe("completed");
+  const view = await api.call("GET", `/v1/sessions/${ref.sessionId}`, { key: owner.key });
+  expect(view.status).toBe(200);
+  expectProblem(
+    await api.call("GET", `/v1/sessions/${ref.sessionId}`, { key: rival.key }),
+    404,
+    "session-not-found",
+  );
+
+  // Unmapped: within the cache's seconds its events start nothing, and the rival may take it.
+  expect((await admin("PUT", `/${owner.tenantId}/settings`, {})).status).toBe(200);
+  expect((await admin("PUT", `/${rival.tenantId}/settings`, slackSettings({ [team]: {} }))).status).toBe(200);
+  const later = await eventually(
+    async () => {
+      const ts = await mention(team, "[scenario:slack-settings-team] again");
+      const rivalRef = threadRef(ts, team, rival.tenantId);
+      return (await readSlackThread(api.objects, rivalRef)) ? { ts, rivalRef } : undefined;
+    },
+    15_000,
+    "the team reached its new tenant",
+  );
+  expect(await readSlackThread(api.objects, threadRef(later.ts, team, owner.tenantId))).toBeUndefined();
+  expect((await api.stage.result(later.rivalRef)).status).toBe("completed");
+});
+
+/**
+ * A run of a team mapped in a new tenant's settings whose default budget the first model call
+ * reaches: paused, with its pause announced in the thread.
+ */
+async function pausedSlackRun(scenario: string) {
+  const tenant = await adminTenant();
+  const team = freshTeamId();
+  // Slack runs take the tenant's default limits: a budget the first model call already reaches.
+  const settings = slackSettings({ [team]: {} }, { defaults: { limits: { maxCostUsd: 0.000001 } } });
+  expect((await admin("PUT", `/${tenant.tenantId}/settings`, settings)).status).toBe(200);
+  api.stage.llm.addScenario(scenario, {
+    turns: [{ toolCalls: [{ name: "ls", arguments: {} }] }],
+    after: { text: "all listed" },
+  });
+  const threadTs = await mention(team, `[scenario:${scenario}] list`);
+  const ref = threadRef(threadTs, team, tenant.tenantId);
+  const postsIn = (predicate: (text: string) => boolean) =>
+    slack.posts.filter((post) => post.body.thread_ts === threadTs && predicate(post.body.text ?? ""));
+  // The worker announces the pause in the thread: which budget, how to go on.
+  const [notice] = await eventually(
+    async () => {
+      const found = postsIn((text) => text.startsWith("Paused:"));
+      return found.length > 0 ? found : undefined;
+    },
+    30_000,
+    "the pause was announced",
+  );
+  expect(notice?.authorization).toBe("Bearer xoxb-worker");
+  expect(notice?.body.text).toMatch(
+    /^Paused: cost budget reached \(\$0\.000001; used \$[\d.]+\)\. Reply `budget <usd>` \(e\.g\. `budget 5`\) to raise the cost budget, or `resume` to go on without it\. Without an answer the run ends at \d{4}-/,
+  );
+  expect((await api.stage.runs.state(ref))?.status).toBe("paused");
+  return { team, threadTs, ref, postsIn };
+}
+
+test("a run paused at its budget says so in the thread; a reply from another team is refused; `resume` lets it finish", async () => {
+  const { team, threadTs, ref, postsIn } = await pausedSlackRun("slack-pause");
+
+  // The same thread's reply as another team's event reaches that team's own session: nothing.
+  expect(
+    (await postEvent(eventCallback({ type: "message", text: "resume", thread_ts: threadTs }, TEAM))).status,
+  ).toBe(200);
+  // An author of another organisation in a shared channel (Slack Connect): refused, said so.
+  const foreign = eventCallback(
+    { type: "message", text: "budget 100", thread_ts: threadTs, user_team: TEAM },
+    team,
+  );
+  expect((await postEvent(foreign)).status).toBe(200);
+  expect(postsIn((text) => text === FOREIGN_AUTHOR_TEXT)).toHaveLength(1);
+  const paused = await api.stage.runs.state(ref);
+  expect(paused).toMatchObject({ status: "paused", budget: { maxCostUsd: 0.000001 } });
+  expect(await readSlackThread(api.objects, threadRef(threadTs, TEAM, api.tenants.a))).toBeUndefined();
+
+  // The team's own `resume`: the API's resume path; the run finishes and answers in the thread.
+  expect(
+    (await postEvent(eventCallback({ type: "message", text: " Resume ", thread_ts: threadTs }, team))).status,
+  ).toBe(200);
+  expect(await api.stage.result(ref)).toMatchObject({ status: "completed", reason: "the agent finished" });
+  expect(postsIn((text) => text.startsWith("The run goes on"))).toHaveLength(1);
+  await eventually(async () => (postsIn((text) => text === "all listed").length === 1 ? true : undefined));
+  expect(postsIn((text) => text.startsWith("Paused:"))).toHaveLength(1);
+  const entries = await expectIntactSession(api.stage, ref);
+  expect(messagesOf(entries).map((message) => message.role)).toEqual([
+    "user",
+    "assistant",
+    "toolResult",
+    "assistant",
+  ]);
+  // `resume` was a budget reply, not a message to the run.
+  expect(
+    messagesOf(entries)
+      .filter((message) => message.role === "user")
+      .map((message) => message.content),
+  ).toEqual(["[scenario:slack-pause] list"]);
+  const types = (await api.stage.runs.events(ref, 0)).map((event) => event.type);
+  expect(types.indexOf("run_resumed")).toBeGreaterThan(types.indexOf("run_paused"));
+});
+
+test("`budget <usd>` in the thread raises the paused run's cost budget and it finishes", async () => {
+  const { team, threadTs, ref, postsIn } = await pausedSlackRun("slack-raise");
+  expect(
+    (await postEvent(eventCallback({ type: "message", text: "budget $5", thread_ts: threadTs }, team)))
+      .status,
+  ).toBe(200);
+  expect(await api.stage.result(ref)).toMatchObject({ status: "completed", reason: "the agent finished" });
+  expect(postsIn((text) => text.startsWith("The run goes on"))).toEqual([
+    expect.objectContaining({
+      body: expect.objectContaining({ text: "The run goes on (cost budget $5, token budget none)." }),
+    }),
+  ]);
+  expect((await api.stage.runs.state(ref))?.budget).toEqual({ maxCostUsd: 5, maxTokens: 0 });
+  await expectIntactSession(api.stage, ref);
+});
+
+test("a tenant whose settings refuse the deployment's default model starts no run from Slack, and says why", async () => {
+  const tenant = await adminTenant();
+  const team = freshTeamId();
+  const settings = slackSettings({ [team]: {} }, { models: ["some-other-model"] });
+  expect((await admin("PUT", `/${tenant.tenantId}/settings`, settings)).status).toBe(200);
+  const threadTs = await mention(team, "hello");
+  const ref = threadRef(threadTs, team, tenant.tenantId);
+  const refusal = await eventually(async () =>
+    slack.posts.find((post) => post.body.thread_ts === threadTs && post.authorization === "Bearer xoxb-test"),
+  );
+  expect(refusal.body.text).toBe(
+    'The message was not delivered: The model "local-chat" is not among this tenant\'s allowed models (tenant setting `models`).',
+  );
+  expect(await api.stage.runs.state(ref)).toBeUndefined();
+  expect(await readSlackThread(api.objects, ref)).toBeUndefined();
 });

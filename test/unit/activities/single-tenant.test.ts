@@ -22,6 +22,7 @@ function recordingActivities(reached: string[]): KeelActivities {
     compact: record("compact"),
     branch: record("branch"),
     postChatReply: record("postChatReply"),
+    postPauseNotice: record("postPauseNotice"),
     startScheduledRun: record("startScheduledRun"),
     awaitScheduledRun: record("awaitScheduledRun"),
     abortScheduledRun: record("abortScheduledRun"),

@@ -21,13 +21,14 @@ describe("API keys", () => {
     expect(() => parseApiKeys("{plain-secret-key", "KEEL_API_KEYS")).toThrow(/^((?!plain-secret-key).)*$/);
   });
 
-  test("the environment gives a complete config; Slack needs its team mapping", () => {
+  test("the environment gives a complete config; Slack's team mapping may come from tenant settings", () => {
     const base = { KEEL_S3_BUCKET: "bucket", KEEL_API_KEYS: JSON.stringify(keys) };
     const config = apiConfigFromEnv(base);
     expect(config).toMatchObject({ apiKeys: keys, taskQueue: "keel", allowDirectoryWorkspaces: false });
     expect(config.slack).toBeUndefined();
     const slack = { ...base, KEEL_SLACK_SIGNING_SECRET: "s" };
-    expect(() => apiConfigFromEnv(slack)).toThrow(/KEEL_SLACK_TEAMS .* is required/);
+    // Without an operator mapping, teams come from tenant settings only (the admin API).
+    expect(apiConfigFromEnv(slack).slack).toMatchObject({ teams: {} });
     // The single tenant of old is refused with the way forward, never silently used for every team.
     expect(() => apiConfigFromEnv({ ...slack, KEEL_SLACK_TENANT: "alpha" })).toThrow(
       /KEEL_SLACK_TENANT is replaced by KEEL_SLACK_TEAMS/,
