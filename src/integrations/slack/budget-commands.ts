@@ -38,7 +38,8 @@ export function parseBudgetCommand(text: string): BudgetRequest | undefined {
 export function pauseNoticeText(reason: PauseReason, message: string, until: number): string {
   const ends = `Without an answer the run ends at ${new Date(until).toISOString()}.`;
   if (reason.type === "tenantBudget")
-    return `Paused: ${message}. It goes on when the tenant's budget is raised. ${ends}`;
+    // The message says when it goes on; `resume` only asks again whether the tenant is under it.
+    return `Paused: ${message}. Reply \`resume\` once the operator has raised it. ${ends}`;
   const raise =
     reason.budget === "cost"
       ? "`budget <usd>` (e.g. `budget 5`) to raise the cost budget"

@@ -39,7 +39,7 @@ describe("budget replies in a Slack thread", () => {
       "Paused: token budget reached (100; used 120). Reply `budget <n> tokens` to raise the token budget, or `resume` to go on without it. Without an answer the run ends at 2026-01-02T00:00:00.000Z.",
     );
     expect(pauseNoticeText({ type: "tenantBudget", budget: "day", message: "m" }, "m", until)).toMatch(
-      /^Paused: m\. It goes on when the tenant's budget is raised\./,
+      /^Paused: m\. Reply `resume` once the operator has raised it\./,
     );
   });
 });
