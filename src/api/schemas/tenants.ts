@@ -57,13 +57,14 @@ export const CreatedKeySchema = z
 
 export const ApiKeyListSchema = z.object({ keys: z.array(ApiKeyViewSchema) }).openapi("ApiKeyList");
 
-// A fresh object of the OpenAPI-aware zod: `QuotasSchema` may be built before that zod is loaded.
+// Fresh objects of the OpenAPI-aware zod: the tenant store's schemas may be built before that zod
+// is loaded (a module that imports the store first, e.g. a benchmark, would find no `.openapi`).
 export const QuotasViewSchema = z.object(QuotasSchema.shape).openapi("TenantQuotas", {
   description:
     "Limits checked before a run starts (absent: unlimited): live runs at once, runs started per UTC minute, tokens and cost (US dollars) per UTC day and month",
 });
 
-export const SlackSettingsViewSchema = SlackSettingsSchema.openapi("TenantSlackSettings", {
+export const SlackSettingsViewSchema = z.object(SlackSettingsSchema.shape).strict().openapi("TenantSlackSettings", {
   description:
     "Slack teams (workspace ids like T0123ABCD) whose threads start this tenant's runs, each with `allow` (tools used freely) and `ask` (tools whose every call waits for an approval); without lists, the read-only tools. A team belongs to one tenant only (409 `slack-team-taken` otherwise) and takes effect on every API instance within 5 s; a team in the operator's KEEL_SLACK_TEAMS is refused",
 });
