@@ -18,13 +18,16 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { parseBudgetCommand } from "../../integrations/slack/budget-commands";
 import { postSlackReply, type SlackReply } from "../../integrations/slack/reply";
 import { DeliveryRefusedError } from "../../run-client/delivery";
+import type { Admission } from "../../tenants/admission";
 import { modelRefusal } from "../../tenants/settings";
+import type { TenantSettings } from "../../tenants/types";
 import { DEFAULT_RUN_SETTINGS, type RunLimits, type SessionRef } from "../../workflows/types";
 import type { ApiApp, RouteContext } from "../app";
 import type { SlackConfig } from "../config";
 import { ProblemError } from "../problems";
 import { problemResponses } from "../routes/common";
 import { RunLimitsSchema } from "../schemas/message-body";
+import { admitStart, recordRunStart, sessionRunIsLive } from "../tenant-runs";
 import { answerBudgetReply } from "./budget-replies";
 import { SLACK_SIGNATURE_HEADER, SLACK_TIMESTAMP_HEADER, verifySlackSignature } from "./signature";
 import type { SlackTeam } from "./teams";
@@ -165,6 +168,17 @@ async function handleThreadMessage(
     await say(`The message was not delivered: ${tenant.refusal}`);
     return;
   }
+  // A message that would start a run is admitted under the tenant's quotas, as the API's are.
+  let admission: Admission | undefined;
+  try {
+    admission =
+      deps.tenants &&
+      (await admitStart(deps.tenants, tenant.settings, ref, () => sessionRunIsLive(runs, ref)));
+  } catch (error) {
+    if (!(error instanceof ProblemError) || error.slug !== "quota-exceeded") throw error;
+    await say(`The message was not delivered: ${error.message}`);
+    return;
+  }
   await saveSlackThread(deps.objects, ref, message.thread);
   try {
     // The worker posts the run's final answer into the thread when the run ends (and each pause).
@@ -180,10 +194,13 @@ async function handleThreadMessage(
         threadTs: message.thread.threadTs,
       },
     };
-    await runs.deliver(ref, { text: message.text, mode: "auto" }, settings, {
+    const delivered = await runs.deliver(ref, { text: message.text, mode: "auto" }, settings, {
       deliveryId: slackDeliveryId(team.tenantId, message.eventId),
     });
+    if (delivered.delivery === "started") await recordRunStart(deps, ref, delivered.runId);
+    else await admission?.release();
   } catch (error) {
+    await admission?.release();
     if (!(error instanceof DeliveryRefusedError)) throw error;
     const text =
       error.type === "QueueFull"
@@ -217,12 +234,12 @@ async function slackTeamOf(
 async function tenantRunFields(
   deps: RouteContext,
   tenantId: string,
-): Promise<{ limits: Partial<RunLimits>; refusal?: string }> {
+): Promise<{ settings: TenantSettings; limits: Partial<RunLimits>; refusal?: string }> {
   const settings = (await deps.tenants?.store.getSettings(tenantId)) ?? {};
   const refusal = modelRefusal(settings, deps.config.defaultModel);
-  if (refusal) return { limits: {}, refusal: refusal.message };
+  if (refusal) return { settings, limits: {}, refusal: refusal.message };
   const parsed = RunLimitsSchema.safeParse(settings.defaults?.limits ?? {});
-  return { limits: parsed.success ? parsed.data : {} };
+  return { settings, limits: parsed.success ? parsed.data : {} };
 }
 
 export function registerSlackRoutes(app: ApiApp, deps: RouteContext): void {

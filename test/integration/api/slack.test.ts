@@ -640,3 +640,20 @@ test("a tenant whose settings refuse the deployment's default model starts no ru
   expect(await api.stage.runs.state(ref)).toBeUndefined();
   expect(await readSlackThread(api.objects, ref)).toBeUndefined();
 });
+
+test("a start from Slack is admitted under the tenant's quotas: over one, no run starts and the thread says which", async () => {
+  const tenant = await adminTenant();
+  const team = freshTeamId();
+  const settings = slackSettings({ [team]: {} }, { quotas: { concurrentRuns: 0 } });
+  expect((await admin("PUT", `/${tenant.tenantId}/settings`, settings)).status).toBe(200);
+  const threadTs = await mention(team, "hello");
+  const ref = threadRef(threadTs, team, tenant.tenantId);
+  const refusal = await eventually(async () =>
+    slack.posts.find((post) => post.body.thread_ts === threadTs && post.authorization === "Bearer xoxb-test"),
+  );
+  expect(refusal.body.text).toMatch(
+    /^The message was not delivered: The tenant's quota concurrentRuns \(0\) is reached; retry after \d+ s\.$/,
+  );
+  expect(await api.stage.runs.state(ref)).toBeUndefined();
+  expect(await readSlackThread(api.objects, ref)).toBeUndefined();
+});
