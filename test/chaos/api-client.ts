@@ -48,6 +48,10 @@ export class ChaosApiClient {
     return this.send("POST", path, JSON.stringify(json), idempotencyKey);
   }
 
+  put(path: string, json: unknown): Promise<ApiAnswer> {
+    return this.send("PUT", path, JSON.stringify(json));
+  }
+
   delete(path: string): Promise<ApiAnswer> {
     return this.send("DELETE", path);
   }

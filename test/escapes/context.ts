@@ -62,6 +62,8 @@ export class EscapeContext {
     readonly s3: S3Client,
     /** The victim's session (with a workspace holding the victim canary). */
     readonly victimSession: string,
+    /** The operator's admin client (sets the victim's settings up and checks them; never the attacker's). */
+    readonly operatorApi?: ChaosApiClient,
   ) {}
 
   /** The workspace of `sessionId` of `tenant` on the worker's disk. */

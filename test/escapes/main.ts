@@ -6,7 +6,7 @@
  * Exit code: 0 nothing escaped, 1 an attempt escaped, 2 usage error or the suite itself failed
  * (the stack did not start, an attempt could not be carried out). docs/escapes.md.
  */
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import type { S3Client } from "@aws-sdk/client-s3";
 import { createS3Client } from "../../src/store/s3-config";
 import { ChaosApiClient } from "../chaos/api-client";
@@ -94,12 +94,15 @@ async function main(): Promise<number> {
     ANTHROPIC_API_KEY: `sk-ant-canary-${randomBytes(16).toString("hex")}`,
     ESCAPES_CANARY_SECRET: `canary-${randomBytes(16).toString("hex")}`,
   };
+  // The operator's admin key: the stack serves the admin API, as a deployment with tenants does.
+  const operatorKey = `keel-operator-${randomBytes(16).toString("hex")}`;
   const stack = await startChaosStack({
     name: "escapes",
     tenants: [ATTACKER_TENANT, VICTIM_TENANT, PROBE_TENANT],
     env: {
       // The suite's operator keeps a call's CPU time short, so the burn attempt is judged in seconds.
       KEEL_SANDBOX_CPU_SECONDS: "5",
+      KEEL_ADMIN_KEY_SHA256: createHash("sha256").update(operatorKey).digest("hex"),
       ...operatorEnv(),
       ESCAPES_CANARY_SECRET: secrets.ESCAPES_CANARY_SECRET,
     },
@@ -127,6 +130,7 @@ async function main(): Promise<number> {
       canaries,
       s3,
       "victim-session",
+      new ChaosApiClient(stack.apiUrl, operatorKey, API_CALL_BOUND_MS),
     );
     const victim = await ctx.play(
       ctx.victimSession,

@@ -3,6 +3,7 @@
  * cross-tenant routes that may create a session of the victim's id come last in API).
  */
 import type { Attempt } from "../attempt";
+import { adminAttempts } from "./admin";
 import { apiAttempts } from "./api";
 import { archiveAttempts } from "./archive";
 import { raceAttempts } from "./races";
@@ -13,6 +14,7 @@ import { spillAttempts } from "./spill";
 export const ALL_ATTEMPTS: readonly Attempt[] = [
   ...runnerAttempts,
   ...apiAttempts,
+  ...adminAttempts,
   ...sandboxAttempts,
   ...raceAttempts,
   ...spillAttempts,
