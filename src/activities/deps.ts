@@ -9,6 +9,7 @@ import type { SessionStore } from "../store/session-store";
 import type { ToolCallMarkers } from "../store/tool-call-markers";
 import type { WorkspaceSnapshots } from "../store/workspace-snapshots";
 import type { TenantBudgetCheck } from "../tenants/budget-check";
+import type { TenantStore } from "../tenants/store";
 import type { TenantUsage } from "../tenants/usage";
 import type { GitHosts } from "../tools/git-source";
 import type { SandboxConfig } from "../tools/sandbox";
@@ -45,6 +46,8 @@ export interface ActivityDeps {
   mcpListings?: McpToolListings;
   /** Where each tenant's usage is recorded per day (absent: not recorded). */
   usage?: TenantUsage;
+  /** The tenants' settings (quotas a schedule's firing is admitted under; absent: none checked). */
+  tenants?: TenantStore;
   /** Whether a tenant has used up its token or cost budget (absent: tenant budgets pause nothing). */
   tenantBudget?: TenantBudgetCheck;
 }

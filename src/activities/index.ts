@@ -31,7 +31,7 @@ export function createActivities(deps: ActivityDeps): KeelActivities {
     branch: branchActivity(deps),
     postChatReply: chatReplyActivity(deps),
     postPauseNotice: pauseNoticeActivity(deps),
-    ...scheduledRunActivities(),
+    ...scheduledRunActivities(deps),
     listMcpTools: listMcpToolsActivity(deps),
     checkTenantBudget: checkTenantBudgetActivity(deps),
   };

@@ -5,23 +5,16 @@
  * tenant's quotas before anything is started.
  */
 import type { S3Client } from "@aws-sdk/client-s3";
-import { WorkflowNotFoundError } from "@temporalio/client";
 import type { RunClient } from "../run-client/run-client";
 import type { S3Settings } from "../store/s3-config";
-import {
-  type Admission,
-  CLAIM_GRACE_MS,
-  QuotaExceededError,
-  QuotaGate,
-  type SlotClaim,
-} from "../tenants/admission";
+import { type Admission, QuotaExceededError, type QuotaGate } from "../tenants/admission";
 import { KeyResolver } from "../tenants/key-cache";
+import { admitRunStart, quotaGate } from "../tenants/run-quotas";
 import { modelRefusal } from "../tenants/settings";
 import { StoredSlackTeams } from "../tenants/slack-teams";
 import { TenantStore } from "../tenants/store";
 import type { TenantSettings } from "../tenants/types";
-import { TenantUsage, tenantBudgetState } from "../tenants/usage";
-import { WorkflowType } from "../workflows/references";
+import { TenantUsage } from "../tenants/usage";
 import type { SessionRef } from "../workflows/types";
 import type { RouteContext } from "./app";
 import { ProblemError } from "./problems";
@@ -90,61 +83,21 @@ export function quotaProblem(error: QuotaExceededError): ProblemError {
 }
 
 /**
- * Admits the start of `ref`'s run under the tenant's quotas; undefined when the tenant has none
- * or the session's run is live (`isLive`: the message is then a delivery, not a start). Throws
- * the 429 problem when a quota is reached, having started and kept nothing.
+ * Admits the start of `ref`'s run under the tenant's quotas (`admitRunStart`). Throws the 429
+ * problem when a quota is reached, having started and kept nothing.
  */
 export async function admitStart(
   tenants: TenantServices,
   settings: TenantSettings,
   ref: SessionRef,
-  isLive: () => Promise<boolean>,
+  runs: RunClient,
 ): Promise<Admission | undefined> {
-  if (settings.quotas === undefined || Object.keys(settings.quotas).length === 0) return undefined;
-  if (await isLive()) return undefined;
   try {
-    return await tenants.quotas.admit(ref.tenantId, ref.sessionId, settings.quotas);
+    return await admitRunStart(tenants.quotas, settings.quotas, ref, runs);
   } catch (error) {
     if (error instanceof QuotaExceededError) throw quotaProblem(error);
     throw error;
   }
-}
-
-/**
- * Whether the session's run is live: Temporal describes an open agent-run workflow under its id
- * (from the workflow's mutable state, not from visibility). What holds a concurrency slot.
- */
-export async function sessionRunIsLive(runs: RunClient, ref: SessionRef): Promise<boolean> {
-  try {
-    const description = await runs.handle(ref).describe();
-    return description.status.name === "RUNNING" && description.type === WorkflowType.agentRun;
-  } catch (error) {
-    if (error instanceof WorkflowNotFoundError) return false;
-    throw error;
-  }
-}
-
-/**
- * Whether a concurrency slot's claim still holds: its session's run is live, or no run of the
- * session closed after the claim and the claim is younger than CLAIM_GRACE_MS (its start may be
- * under way). A released claim (claimedAt 0) holds only while a run of the session is live.
- */
-export async function claimHeld(
-  runs: RunClient,
-  tenantId: string,
-  claim: SlotClaim,
-  now: number,
-): Promise<boolean> {
-  let description: Awaited<ReturnType<ReturnType<RunClient["handle"]>["describe"]>> | undefined;
-  try {
-    description = await runs.handle({ tenantId, sessionId: claim.sessionId }).describe();
-  } catch (error) {
-    if (!(error instanceof WorkflowNotFoundError)) throw error;
-  }
-  if (description?.status.name === "RUNNING")
-    return description.type === WorkflowType.agentRun || now - claim.claimedAt < CLAIM_GRACE_MS;
-  const closedAfterClaim = (description?.closeTime?.getTime() ?? 0) > claim.claimedAt;
-  return !closedAfterClaim && now - claim.claimedAt < CLAIM_GRACE_MS;
 }
 
 /**
@@ -172,18 +125,6 @@ export function tenantServices(
     keys: new KeyResolver(store),
     slackTeams: new StoredSlackTeams(store),
     usage,
-    quotas: new QuotaGate({
-      store,
-      isHeld: async (tenantId, claim) => claimHeld(await runs(), tenantId, claim, Date.now()),
-      checkBudget: async (tenantId, quotas) => {
-        const budget = await tenantBudgetState(usage, tenantId, quotas);
-        if (budget.reached !== undefined)
-          throw new QuotaExceededError(
-            budget.reached,
-            quotas[budget.reached] ?? 0,
-            budget.resetsInSeconds ?? 60,
-          );
-      },
-    }),
+    quotas: quotaGate(store, usage, runs),
   };
 }

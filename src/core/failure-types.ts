@@ -24,6 +24,8 @@ export const FailureType = {
   workspaceSourceRefused: "WorkspaceSourceRefused",
   /** The worker serves one tenant only (KEEL_SINGLE_TENANT) and the call is another's. Never retried. */
   tenantNotServed: "TenantNotServed",
+  /** A schedule's firing over its tenant's quota: it starts no run. Never retried. */
+  quotaExceeded: "QuotaExceeded",
 } as const;
 
 export type FailureTypeName = (typeof FailureType)[keyof typeof FailureType];

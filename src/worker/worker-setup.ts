@@ -48,6 +48,7 @@ export function workerActivities(
   // The catalog's base URLs are places the operator configured: they get the family's key.
   const provider = createProvider({ ...config.providers, catalog });
   const usage = new TenantUsage(s3, config.s3.bucket, config.s3.prefix);
+  const tenants = new TenantStore(s3, config.s3.bucket, config.s3.prefix);
   return createActivities({
     store: new SessionStore(s3, config.s3, { cache: new EntryCache() }),
     markers: new ToolCallMarkers(s3, config.s3),
@@ -65,7 +66,8 @@ export function workerActivities(
     mcp,
     mcpListings: new McpToolListings(s3, config.s3),
     usage,
-    tenantBudget: new TenantBudgetCheck(new TenantStore(s3, config.s3.bucket, config.s3.prefix), usage, {
+    tenants,
+    tenantBudget: new TenantBudgetCheck(tenants, usage, {
       ...(config.tenantBudgetRecheckMs !== undefined ? { recheckAfterMs: config.tenantBudgetRecheckMs } : {}),
     }),
     ...(launcher ? { launcher } : {}),

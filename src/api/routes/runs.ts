@@ -25,7 +25,7 @@ import {
   messageBodySchema,
   SessionParamsSchema,
 } from "../schemas";
-import { admitStart, recordRunStart, sessionRunIsLive, withTenantSettings } from "../tenant-runs";
+import { admitStart, recordRunStart, withTenantSettings } from "../tenant-runs";
 import {
   idempotencyHeaderParam,
   liveState,
@@ -176,9 +176,7 @@ export function runRoutes(deps: RouteContext) {
       const runs = await deps.runs();
       const ref = refOf(c, sessionId);
       // A message to a live run is a delivery, not a start: only a start is admitted (quotas).
-      const admission =
-        deps.tenants &&
-        (await admitStart(deps.tenants, tenantSettings, ref, () => sessionRunIsLive(runs, ref)));
+      const admission = deps.tenants && (await admitStart(deps.tenants, tenantSettings, ref, runs));
       const idempotencyKey = c.req.header(IDEMPOTENCY_HEADER);
       let delivered: Awaited<ReturnType<typeof runs.deliver>>;
       try {

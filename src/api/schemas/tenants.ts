@@ -64,10 +64,13 @@ export const QuotasViewSchema = z.object(QuotasSchema.shape).openapi("TenantQuot
     "Limits checked before a run starts (absent: unlimited): live runs at once, runs started per UTC minute, tokens and cost (US dollars) per UTC day and month",
 });
 
-export const SlackSettingsViewSchema = z.object(SlackSettingsSchema.shape).strict().openapi("TenantSlackSettings", {
-  description:
-    "Slack teams (workspace ids like T0123ABCD) whose threads start this tenant's runs, each with `allow` (tools used freely) and `ask` (tools whose every call waits for an approval); without lists, the read-only tools. A team belongs to one tenant only (409 `slack-team-taken` otherwise) and takes effect on every API instance within 5 s; a team in the operator's KEEL_SLACK_TEAMS is refused",
-});
+export const SlackSettingsViewSchema = z
+  .object(SlackSettingsSchema.shape)
+  .strict()
+  .openapi("TenantSlackSettings", {
+    description:
+      "Slack teams (workspace ids like T0123ABCD) whose threads start this tenant's runs, each with `allow` (tools used freely) and `ask` (tools whose every call waits for an approval); without lists, the read-only tools. A team belongs to one tenant only (409 `slack-team-taken` otherwise) and takes effect on every API instance within 5 s; a team in the operator's KEEL_SLACK_TEAMS is refused",
+  });
 
 /** A tenant's default run settings: a message body's run settings, every field optional. */
 export function tenantDefaultsSchema(options: MessageBodyOptions) {

@@ -27,7 +27,7 @@ import type { SlackConfig } from "../config";
 import { ProblemError } from "../problems";
 import { problemResponses } from "../routes/common";
 import { RunLimitsSchema } from "../schemas/message-body";
-import { admitStart, recordRunStart, sessionRunIsLive } from "../tenant-runs";
+import { admitStart, recordRunStart } from "../tenant-runs";
 import { answerBudgetReply } from "./budget-replies";
 import { SLACK_SIGNATURE_HEADER, SLACK_TIMESTAMP_HEADER, verifySlackSignature } from "./signature";
 import type { SlackTeam } from "./teams";
@@ -171,9 +171,7 @@ async function handleThreadMessage(
   // A message that would start a run is admitted under the tenant's quotas, as the API's are.
   let admission: Admission | undefined;
   try {
-    admission =
-      deps.tenants &&
-      (await admitStart(deps.tenants, tenant.settings, ref, () => sessionRunIsLive(runs, ref)));
+    admission = deps.tenants && (await admitStart(deps.tenants, tenant.settings, ref, runs));
   } catch (error) {
     if (!(error instanceof ProblemError) || error.slug !== "quota-exceeded") throw error;
     await say(`The message was not delivered: ${error.message}`);

@@ -53,10 +53,10 @@ const firingResult = (firing: Firing) =>
     .result() as Promise<ScheduledRunResult>;
 
 /** The schedule's firings (recent runs) once there are at least `count`. */
-async function firings(id: string, count: number, timeoutMs = 30_000) {
+async function firings(id: string, count: number, timeoutMs = 30_000, key?: string) {
   return eventually(
     async () => {
-      const view = (await get(id)).body;
+      const view = (await get(id, key)).body;
       return view.recentRuns.length >= count ? (view.recentRuns as Firing[]) : undefined;
     },
     timeoutMs,
@@ -373,4 +373,44 @@ test("refused: a malformed body or a duration under its minimum (400), cron and 
     "schedule-exists",
   );
   await api.call("DELETE", `/v1/schedules/${id}`);
+});
+
+test("a firing over its tenant's quota starts no run and fails saying which quota; under it, firings run again", async () => {
+  const scenario = echoScenario();
+  const id = uniqueName("quota");
+  const settings = `/v1/admin/tenants/${api.tenants.b}/settings`;
+  // Tenant B's key is the operator's static one; its settings live in the tenant store.
+  const made = await api.call("POST", "/v1/admin/tenants", { key: api.adminKey, json: { id: api.tenants.b } });
+  expect([201, 409]).toContain(made.status);
+  expect(
+    (await api.call("PUT", settings, { key: api.adminKey, json: { quotas: { concurrentRuns: 0 } } })).status,
+  ).toBe(200);
+  try {
+    await create(
+      { scheduleId: id, every: "1d", paused: true, text: `[scenario:${scenario}] report` },
+      api.keys.b,
+    );
+    expect((await post(id, "trigger", api.keys.b)).status).toBe(202);
+    const [first] = await firings(id, 1, 30_000, api.keys.b);
+    const failure = await firingResult(first!).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    // The activity's failure names the quota; nothing was started.
+    const cause = (failure as { cause?: { cause?: { message?: string; type?: string } } }).cause?.cause;
+    expect(cause).toMatchObject({ type: "QuotaExceeded" });
+    expect(cause?.message).toMatch(
+      /^the firing started no run: The tenant's quota concurrentRuns \(0\) is reached/,
+    );
+    expect(modelCalls(scenario)).toBe(0);
+
+    expect((await api.call("PUT", settings, { key: api.adminKey, json: {} })).status).toBe(200);
+    expect((await post(id, "trigger", api.keys.b)).status).toBe(202);
+    const recent = await firings(id, 2, 30_000, api.keys.b);
+    expect(await firingResult(recent[1]!)).toMatchObject({ status: "completed" });
+    expect(modelCalls(scenario)).toBe(1);
+  } finally {
+    await api.call("PUT", settings, { key: api.adminKey, json: {} });
+    await api.call("DELETE", `/v1/schedules/${id}`, { key: api.keys.b });
+  }
 });
