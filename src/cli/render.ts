@@ -107,8 +107,12 @@ export function formatEvent(
       lines.push(`    ${formatUsage(message.usage)} (run total ${formatUsd(totals.cost)})`);
       return lines.join("\n");
     }
-    case "tool_execution_start":
-      return `  ⚙ ${event.toolName}${formatArgs(event.args)}`;
+    case "tool_execution_start": {
+      // Where it runs, when not on the worker (a runner environment, an MCP server).
+      const where =
+        event.ranOn && event.ranOn !== "worker" && event.ranOn !== "sub-agent" ? ` @ ${event.ranOn}` : "";
+      return `  ⚙ ${event.toolName}${where}${formatArgs(event.args)}`;
+    }
     case "tool_execution_end": {
       // The stored result is what counts: an aborted call is stored as an error whatever the event says.
       const isError = event.result?.isError ?? event.isError;
@@ -171,7 +175,7 @@ function waitingLabel(event: AgentEvent): string {
     case "turn_start":
       return "waiting for the model";
     case "tool_execution_start":
-      return `running ${event.toolName}`;
+      return `running ${event.toolName}${event.ranOn && event.ranOn !== "worker" ? ` on ${event.ranOn}` : ""}`;
     case "approval_requested":
       return "waiting for approval";
     case "run_paused":

@@ -28,7 +28,14 @@ export type AgentEventBody =
   | { type: "turn_end"; turn: number; stopReason?: StopReason; errorMessage?: string }
   | { type: "message_start"; entryId: string; role: AgentMessage["role"] }
   | { type: "message_end"; entryId: string; role: AgentMessage["role"]; message?: AgentMessage }
-  | { type: "tool_execution_start"; toolCallId: string; toolName: string; args?: Record<string, unknown> }
+  | {
+      type: "tool_execution_start";
+      toolCallId: string;
+      toolName: string;
+      args?: Record<string, unknown>;
+      /** Where the call runs: `worker`, a runner environment's name, `mcp:<server>`, or `sub-agent`. */
+      ranOn?: string;
+    }
   | {
       type: "tool_execution_end";
       toolCallId: string;

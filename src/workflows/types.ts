@@ -338,6 +338,8 @@ export interface PendingToolCall {
   state: ToolCallState;
   /** Shortened JSON of the arguments. */
   argumentsPreview: string;
+  /** Where it runs: `worker`, a runner environment's name, `mcp:<server>`, or `sub-agent`. */
+  ranOn?: string;
 }
 
 export interface RunState {

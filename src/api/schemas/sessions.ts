@@ -15,6 +15,9 @@ export const PendingToolCallSchema = z.object({
   name: z.string(),
   state: z.string(),
   argumentsPreview: z.string(),
+  ranOn: z.string().optional().openapi({
+    description: "Where the call runs: `worker`, a runner environment's name, `mcp:<server>`, or `sub-agent`",
+  }),
 });
 
 export const SessionStatusSchema = z.enum(["idle", "running", "waiting_approval", "paused"]);

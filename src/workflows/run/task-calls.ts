@@ -104,7 +104,12 @@ export async function runTaskCall(ctx: RunContext, call: BatchCall, batch: TaskC
     return endCall(ctx, call, "failed", true);
   }
   moveCall(run, summary.id, "running");
-  emit(run, { type: "tool_execution_start", toolCallId: summary.id, toolName: summary.name });
+  emit(run, {
+    type: "tool_execution_start",
+    toolCallId: summary.id,
+    toolName: summary.name,
+    ranOn: "sub-agent",
+  });
   // The batch's first slot follows the assistant entry (the others follow the results before them).
   const forkedAt = run.batch[0]?.slot.parentId;
   if (!forkedAt) throw new Error("a tool batch's first slot has no parent entry");

@@ -22,6 +22,7 @@ import { cancellable, endCall, publishDetails, setStatus, writeEntries } from ".
 import { mcpTarget, relistChangedMcpServers } from "./mcp";
 import { type BatchCall, emit, moveCall, startBatch } from "./state";
 import { isTaskCall, runTaskCall } from "./task-calls";
+import { callPlace, runnerEnvironment } from "./views";
 
 /** Times a tool call follows its workspace to a new worker before the run fails. */
 const MAX_WORKSPACE_MOVES = 3;
@@ -55,7 +56,7 @@ export async function runTools(
 async function snapshotAfter(ctx: RunContext, batch: BatchCall[]): Promise<void> {
   const last = batch.at(-1);
   // A runner environment keeps its own files: the worker holds no workspace to record.
-  if (runnerEnvironment(ctx) !== undefined) return;
+  if (runnerEnvironment(ctx.run) !== undefined) return;
   if (!last || !ctx.ranMutatingTool || !takesPatch(PATCHES.workspaceSnapshots, ctx.runVersion)) return;
   ctx.ranMutatingTool = false;
   try {
@@ -174,8 +175,15 @@ async function executeCall(
 ): Promise<void> {
   const { run } = ctx;
   moveCall(run, call.summary.id, "running");
-  emit(run, { type: "tool_execution_start", toolCallId: call.summary.id, toolName: call.summary.name });
   const mcp = mcpTarget(run, call.summary.name);
+  // MCP servers run on the worker that listed them (the API refuses them with a runner environment).
+  const environment = mcp ? undefined : runnerEnvironment(ctx.run);
+  emit(run, {
+    type: "tool_execution_start",
+    toolCallId: call.summary.id,
+    toolName: call.summary.name,
+    ranOn: callPlace(run, call.summary.name),
+  });
   const input = {
     ...run.ref,
     assistantSeq,
@@ -186,8 +194,6 @@ async function executeCall(
     ...(run.settings.network !== undefined ? { network: run.settings.network } : {}),
     ...(mcp ? { mcp } : {}),
   };
-  // MCP servers run on the worker that listed them (the API refuses them with a runner environment).
-  const environment = mcp ? undefined : runnerEnvironment(ctx);
   for (let moves = 0; ; moves++) {
     try {
       const result =
@@ -220,12 +226,6 @@ async function executeCall(
       throw error;
     }
   }
-}
-
-/** The runner environment the run's tools go to, or undefined for the workspace's worker. */
-function runnerEnvironment(ctx: RunContext): string | undefined {
-  const environment = ctx.run.settings.environment;
-  return environment === undefined || environment === "worker" ? undefined : environment;
 }
 
 /**

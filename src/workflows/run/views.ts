@@ -2,7 +2,9 @@
  * What the run shows and hands on: the `state` and `events` queries' answers, the state carried
  * into a continue-as-new, and the deliveries remembered by id. Pure, like `state.ts`.
  */
+import { TASK_TOOL_NAME } from "../../core/agents";
 import { eventsAfter } from "../../core/events";
+import { findMcpTool } from "../../mcp/tool-names";
 import type { AbortState, CarriedState, DeliveryAnswer, RecentDelivery, RunState } from "../types";
 import { callState, openCalls, queuedMessages, RECENT_DELIVERIES_KEPT, type RunRecord } from "./state";
 
@@ -82,6 +84,7 @@ export function stateAnswer(run: RunRecord): RunState {
       name: call.summary.name,
       state: callState(run, call.summary.id) ?? "pending",
       argumentsPreview: call.summary.argumentsPreview,
+      ranOn: callPlace(run, call.summary.name),
     })),
     lastAssistantText: run.lastAssistantText.slice(0, 2_000),
     endReason: run.endReason,
@@ -94,4 +97,22 @@ export function stateAnswer(run: RunRecord): RunState {
 
 export function eventsSince(run: RunRecord, afterSeq: number) {
   return eventsAfter(run.events, afterSeq).events;
+}
+
+/** The runner environment the run's tools go to, or undefined for the workspace's worker. */
+export function runnerEnvironment(run: RunRecord): string | undefined {
+  const environment = run.settings.environment;
+  return environment === undefined || environment === "worker" ? undefined : environment;
+}
+
+/**
+ * Where a call of tool `name` runs (the events' `ranOn`, the state's pending calls): `sub-agent`
+ * for `task`, `mcp:<server>` for an MCP tool (on the worker that listed it), else the run's runner
+ * environment or `worker`.
+ */
+export function callPlace(run: RunRecord, name: string): string {
+  if (name === TASK_TOOL_NAME) return "sub-agent";
+  const mcp = findMcpTool(run.mcpTools, name);
+  if (mcp) return `mcp:${mcp.server}`;
+  return runnerEnvironment(run) ?? "worker";
 }

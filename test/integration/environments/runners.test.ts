@@ -157,6 +157,14 @@ test("a run's bash and write calls run on the runner, in its workspace, not on t
   expect(existsSync(join(api.stage.workspaceRoot, ref.tenantId, ref.sessionId))).toBe(false);
   const texts = toolTexts(await expectIntactSession(api.stage, ref));
   expect(texts[1]).toContain("from the runner\nran-here");
+  // The events say where each call ran.
+  const starts = (await api.stage.runs.events(ref, 0)).filter(
+    (event) => event.type === "tool_execution_start",
+  );
+  expect(starts.map((event) => (event.type === "tool_execution_start" ? event.ranOn : undefined))).toEqual([
+    env.name,
+    env.name,
+  ]);
 });
 
 test("a runner's bash output reaches the run's stream while it runs", async () => {

@@ -31,6 +31,7 @@ import {
 } from "../../../src/workflows/run/state";
 import {
   abortState,
+  callPlace,
   carry,
   deliveredBefore,
   deliveryAnswer,
@@ -394,7 +395,7 @@ describe("run state", () => {
     moveCall(run, "b", "completed");
     expect(openCalls(run).map((item) => item.summary.id)).toEqual(["a"]);
     expect(stateAnswer(run).pendingToolCalls).toEqual([
-      { toolCallId: "a", name: "bash", state: "awaiting_approval", argumentsPreview: "{}" },
+      { toolCallId: "a", name: "bash", state: "awaiting_approval", argumentsPreview: "{}", ranOn: "worker" },
     ]);
     // Terminal states never change.
     moveCall(run, "b", "failed");
@@ -443,5 +444,17 @@ describe("answers read by query: deliveries by id and the abort state", () => {
     const finished = record();
     finished.ended = true;
     expect(abortState(finished)).toEqual({ kind: "ended" });
+  });
+});
+
+describe("where a call runs", () => {
+  test("the worker, the run's runner environment, an MCP server's worker, or a sub-agent", () => {
+    const run = record();
+    expect(callPlace(run, "bash")).toBe("worker");
+    expect(callPlace(run, "task")).toBe("sub-agent");
+    run.settings = { ...run.settings, environment: "laptop" };
+    expect(callPlace(run, "bash")).toBe("laptop");
+    run.settings = { ...run.settings, environment: "worker" };
+    expect(callPlace(run, "bash")).toBe("worker");
   });
 });
