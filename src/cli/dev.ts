@@ -1,3 +1,4 @@
+// Over 400 lines: one start sequence whose steps share the stop list, the stopping flag and the printed summary; each part it starts lives in devstack/.
 /**
  * `keel dev`: the whole local stack in one command, then a demo run.
  *
@@ -30,21 +31,16 @@ import { ApiClient, EXIT, type ExitCode, UsageError } from "./client";
 import { DEMO_TENANT, runDemo } from "./demo";
 import {
   DEV_RUNNER_ENVIRONMENT,
-  issueDevRunnerToken,
-  revokeDevRunnerToken,
+  type DevRunner,
   setDevRunnerDefault,
+  startDevRunner,
 } from "./devstack/dev-runner";
 import { type JaegerServer, startJaeger } from "./devstack/jaeger-server";
 import { freePort } from "./devstack/ports";
 import { startS3DevServer } from "./devstack/s3-server";
 import { startTemporalDevServer } from "./devstack/temporal-server";
 import { projectRoot } from "./devstack/tools";
-import {
-  runnerProcess,
-  type SupervisedWorker,
-  startSupervisedWorker,
-  WORKER_STOP_GRACE_MS,
-} from "./devstack/worker-process";
+import { startSupervisedWorker, WORKER_STOP_GRACE_MS } from "./devstack/worker-process";
 import { writeWorkflowBundle } from "./devstack/workflow-bundle";
 import { type Output, stdoutOutput } from "./render";
 
@@ -354,29 +350,15 @@ export async function runDev(argv: string[], out: Output = stdoutOutput): Promis
     // The tenant's default environment: the runner's with --runner, the worker otherwise.
     await setDevRunnerDefault(stack.s3, DEMO_TENANT, values.runner === true);
     const client = new ApiClient({ baseUrl: api.url, apiKey: DEV_API_KEY });
-    const runnerLog = join(dataDir, "runner.log");
-    const runnerWorkspaces = join(dataDir, "runner", DEV_RUNNER_ENVIRONMENT);
-    let runner: SupervisedWorker | undefined;
+    let runner: DevRunner | undefined;
     if (values.runner) {
-      runner = await step(out, `runner (environment ${DEV_RUNNER_ENVIRONMENT})`, async () => {
-        const { token, tokenId } = await issueDevRunnerToken(client, join(dataDir, "runner-token.json"));
-        const started = await startSupervisedWorker(
-          {
-            logFile: runnerLog,
-            // Its whole environment besides PATH and HOME: nothing of the worker's.
-            env: { KEEL_API_URL: api.url, KEEL_RUNNER_TOKEN: token },
-            kind: runnerProcess(DEV_RUNNER_ENVIRONMENT, ["--workspace-root", runnerWorkspaces]),
-          },
-          (line) => {
-            if (!stopping) out.write(`keel dev: ${line}\n`);
-          },
-        );
-        stops.push(async () => {
-          await started.stop(WORKER_STOP_GRACE_MS);
-          await revokeDevRunnerToken(client, tokenId);
-        });
-        return started;
-      });
+      runner = await step(out, `runner (environment ${DEV_RUNNER_ENVIRONMENT})`, () =>
+        startDevRunner(client, api.url, dataDir, (line) => {
+          if (!stopping) out.write(`keel dev: ${line}\n`);
+        }),
+      );
+      const started = runner;
+      stops.push(() => started.stop());
     }
 
     out.write(
@@ -398,7 +380,7 @@ export async function runDev(argv: string[], out: Output = stdoutOutput): Promis
         `  worker        pid ${worker.current().pid}, task queue ${serverEnv.KEEL_TASK_QUEUE}, workspaces in ${workspaceRoot}, log ${workerLog} (restarted when it dies)`,
         ...(runner
           ? [
-              `  runner        pid ${runner.current().pid}, environment ${DEV_RUNNER_ENVIRONMENT} (the tenant's default: tools run here), workspaces in ${runnerWorkspaces}, log ${runnerLog} (restarted when it dies)`,
+              `  runner        pid ${runner.process.current().pid}, environment ${DEV_RUNNER_ENVIRONMENT} (the tenant's default: tools run here), workspaces in ${runner.workspaceRoot}, log ${runner.logFile} (restarted when it dies)`,
             ]
           : []),
         `  API           ${api.url} (tenant ${DEMO_TENANT})`,
@@ -407,7 +389,7 @@ export async function runDev(argv: string[], out: Output = stdoutOutput): Promis
         `  export KEEL_API_URL=${api.url} KEEL_API_KEY=${DEV_API_KEY}`,
         // A directory workspace is copied on the worker: a runner acts on its own directories.
         runner
-          ? `  npx keel run "list the files" --follow    # tools run in ${runnerWorkspaces}/<session>`
+          ? `  npx keel run "list the files" --follow    # tools run in ${runner.workspaceRoot}/<session>`
           : `  npx keel run "list the files" --workspace-dir examples/sample-project --follow`,
         "",
       ].join("\n"),
@@ -422,7 +404,7 @@ export async function runDev(argv: string[], out: Output = stdoutOutput): Promis
         temporal: stack.temporal,
         s3: stack.s3,
         workspaceRoot,
-        ...(runner ? { runnerWorkspaceRoot: runnerWorkspaces } : {}),
+        ...(runner ? { runnerWorkspaceRoot: runner.workspaceRoot } : {}),
         apiUrl: api.url,
         ...(jaeger ? { tracesUrl: jaeger.uiUrl } : {}),
       }).then(

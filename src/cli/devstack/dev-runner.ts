@@ -5,12 +5,62 @@
  * `keel dev` after a `--runner` one runs tools on the worker as before.
  */
 import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { createS3Client, type S3Settings } from "../../store/s3-config";
 import { TenantStore } from "../../tenants/store";
 import { type ApiClient, ApiError } from "../client";
+import {
+  runnerProcess,
+  type SupervisedWorker,
+  startSupervisedWorker,
+  WORKER_STOP_GRACE_MS,
+} from "./worker-process";
 
 /** The environment `keel dev --runner` creates for its tenant. */
 export const DEV_RUNNER_ENVIRONMENT = "dev-runner";
+
+/** The stack's runner: its supervised process, where it keeps its files, and how to stop it. */
+export interface DevRunner {
+  process: SupervisedWorker;
+  workspaceRoot: string;
+  logFile: string;
+  /** Stops the runner, then revokes its token (while the API is still up). */
+  stop(): Promise<void>;
+}
+
+/**
+ * Issues the runner a token (`issueDevRunnerToken`) and starts `keel runner --env dev-runner` under
+ * the stack's state folder, supervised like the worker (`report` hears of deaths and restarts).
+ * Its whole environment besides PATH and HOME is the API's URL and the token: nothing of the
+ * worker's S3, Temporal or provider settings.
+ */
+export async function startDevRunner(
+  client: ApiClient,
+  apiUrl: string,
+  dataDir: string,
+  report: (line: string) => void,
+): Promise<DevRunner> {
+  const workspaceRoot = join(dataDir, "runner", DEV_RUNNER_ENVIRONMENT);
+  const logFile = join(dataDir, "runner.log");
+  const { token, tokenId } = await issueDevRunnerToken(client, join(dataDir, "runner-token.json"));
+  const process = await startSupervisedWorker(
+    {
+      logFile,
+      env: { KEEL_API_URL: apiUrl, KEEL_RUNNER_TOKEN: token },
+      kind: runnerProcess(DEV_RUNNER_ENVIRONMENT, ["--workspace-root", workspaceRoot]),
+    },
+    report,
+  );
+  return {
+    process,
+    workspaceRoot,
+    logFile,
+    stop: async () => {
+      await process.stop(WORKER_STOP_GRACE_MS);
+      await revokeDevRunnerToken(client, tokenId);
+    },
+  };
+}
 
 export interface DevRunnerToken {
   token: string;

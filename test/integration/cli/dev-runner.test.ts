@@ -1,22 +1,26 @@
 /**
  * `keel dev --runner` end to end: the stack starts a `keel runner` for the dev tenant's `dev-runner`
  * environment and makes it the tenant's default; the demo and a `keel run` have their tools run on
- * it (in its own directories), its process holds none of the worker's settings, Ctrl-C stops it,
- * and a second start reuses the environment with a fresh token, the previous one revoked.
+ * it (in its own directories), its process holds none of the worker's settings; after a crash a
+ * second start reuses the environment with a fresh token, the previous one revoked; Ctrl-C stops
+ * the runner; and a start without `--runner` runs tools on the worker again.
  */
 
+import { randomUUID } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { DEMO_DONE_LINE } from "../../../src/cli/demo";
-import { DEV_RUNNER_ENVIRONMENT } from "../../../src/cli/devstack/dev-runner";
-import { testTmpDir } from "../../support/integration-env";
+import { DEV_RUNNER_ENVIRONMENT, setDevRunnerDefault } from "../../../src/cli/devstack/dev-runner";
+import { createS3Client } from "../../../src/store/s3-config";
+import { TenantStore } from "../../../src/tenants/store";
+import { s3Settings, testTmpDir } from "../../support/integration-env";
 import { type KeelDev, printed, processesMentioning, runKeel, startKeelDev } from "./keel-process";
 
 const STACK_START_TIMEOUT_MS = 150_000;
 const STOP_TIMEOUT_MS = 30_000;
 
-jest.setTimeout(2 * STACK_START_TIMEOUT_MS + 120_000);
+jest.setTimeout(3 * STACK_START_TIMEOUT_MS + 120_000);
 
 let dataDir: string;
 let dev: KeelDev | undefined;
@@ -46,6 +50,18 @@ function isAlive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+async function waitUntil(done: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!done() && Date.now() < deadline) await sleep(250);
+}
+
+/** The `call claimed` lines of the runner's log. */
+function runnerClaims(runnerLog: string): string[] {
+  return readFileSync(runnerLog, "utf8")
+    .split("\n")
+    .filter((line) => line.includes('"msg":"call claimed"'));
 }
 
 async function stopDev(running: KeelDev): Promise<void> {
@@ -99,9 +115,7 @@ test("keel dev --runner runs the tenant's tools on a runner that holds only its 
   expect(run.code).toBe(0);
   expect(run.stdout).toContain("■ run completed");
   expect(run.stdout).toContain("only-on-the-runner.txt");
-  const claims = readFileSync(runnerLog, "utf8")
-    .split("\n")
-    .filter((line) => line.includes('"msg":"call claimed"'));
+  const claims = runnerClaims(runnerLog);
   expect(claims.some((line) => line.includes('"tool":"ls"'))).toBe(true);
   expect(claims.some((line) => line.includes('"tool":"edit"'))).toBe(true);
 
@@ -109,8 +123,9 @@ test("keel dev --runner runs the tenant's tools on a runner that holds only its 
   const firstTokens = (JSON.parse(shown.stdout) as { tokens: Array<{ tokenId: string }> }).tokens;
   expect(firstTokens).toHaveLength(1);
 
-  // Ctrl-C stops the runner with the rest.
-  await stopDev(dev);
+  // keel dev crashes (no clean stop, so nothing revoked the token); its processes go with it.
+  await dev.stop("SIGKILL");
+  await waitUntil(() => processesMentioning(dataDir).length === 0, 20_000);
   expect(isAlive(runnerPid)).toBe(false);
 
   // A second start reuses the environment: a new token, the first one revoked.
@@ -128,9 +143,54 @@ test("keel dev --runner runs the tenant's tools on a runner that holds only its 
   expect(tokens).toHaveLength(1);
   expect(tokens[0]?.tokenId).not.toBe(firstTokens[0]?.tokenId);
 
+  // Ctrl-C stops the runner with the rest.
+  await stopDev(dev);
+  expect(isAlive(secondPid)).toBe(false);
+
+  // Without --runner the tools run on the worker again: no runner, and a run completes without one.
+  dev = startKeelDev(dataDir, ["--no-demo"]);
+  const plain = await dev.waitFor("Press Ctrl-C to stop.", STACK_START_TIMEOUT_MS);
+  expect(printed(plain, "runner")).toBeUndefined();
+  const plainApi = plain.match(/API\s+(http:\/\/127\.0\.0\.1:\d+)/)?.[1] as string;
+  const claimsBefore = runnerClaims(runnerLog).length;
+  const onWorker = await runKeel(["run", "list the files", "--session", "worker-ls", "--follow"], {
+    KEEL_API_URL: plainApi,
+    KEEL_API_KEY: "keel-dev-key",
+  });
+  expect(onWorker.code).toBe(0);
+  expect(onWorker.stdout).toContain("■ run completed");
+  expect(runnerClaims(runnerLog)).toHaveLength(claimsBefore);
+
   await stopDev(dev);
   dev = undefined;
-  const deadline = Date.now() + 10_000;
-  while (processesMentioning(dataDir).length > 0 && Date.now() < deadline) await sleep(250);
+  await waitUntil(() => processesMentioning(dataDir).length === 0, 10_000);
   expect(processesMentioning(dataDir)).toEqual([]);
+});
+
+test("the runner default is set and removed without touching the tenant's other settings", async () => {
+  const s3 = s3Settings();
+  const tenantId = `dev-${randomUUID().slice(0, 8)}`;
+  const client = createS3Client(s3);
+  try {
+    const store = new TenantStore(client, s3.bucket, s3.prefix);
+    const own = { models: ["local-*"], defaults: { model: "local-chat" } };
+    await store.putSettings(tenantId, own);
+    await setDevRunnerDefault(s3, tenantId, true);
+    expect(await store.getSettings(tenantId)).toEqual({
+      models: ["local-*"],
+      defaults: { model: "local-chat", environment: DEV_RUNNER_ENVIRONMENT },
+    });
+    await setDevRunnerDefault(s3, tenantId, false);
+    expect(await store.getSettings(tenantId)).toEqual(own);
+
+    // Only a default naming the dev runner is removed; the tenant's own choice stays.
+    await store.putSettings(tenantId, { defaults: { environment: "laptop" } });
+    await setDevRunnerDefault(s3, tenantId, false);
+    expect(await store.getSettings(tenantId)).toEqual({ defaults: { environment: "laptop" } });
+    await store.putSettings(tenantId, { defaults: { environment: DEV_RUNNER_ENVIRONMENT } });
+    await setDevRunnerDefault(s3, tenantId, false);
+    expect(await store.getSettings(tenantId)).toEqual({});
+  } finally {
+    client.destroy();
+  }
 });
