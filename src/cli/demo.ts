@@ -3,6 +3,7 @@
  * steered while it works, its events shown live, then where to look at it (the Temporal UI link
  * and the S3 key of the session).
  */
+import { cpSync } from "node:fs";
 import { join } from "node:path";
 import type { AgentEvent } from "../core/events";
 import type { S3Settings } from "../store/s3-config";
@@ -34,6 +35,12 @@ export interface DemoOptions {
   temporal: { namespace: string; uiUrl?: string };
   s3: S3Settings;
   workspaceRoot: string;
+  /**
+   * The tools run on a runner (`keel dev --runner`) that keeps one directory per session here: the
+   * sample project is copied into the session's before the run (a directory workspace would be
+   * copied on the worker, where the runner does not look).
+   */
+  runnerWorkspaceRoot?: string;
   /** The API's address: the demo prints the session's viewer page there. */
   apiUrl?: string;
   /** Jaeger's address (`keel dev --traces`): the demo prints the session's traces there. */
@@ -81,10 +88,13 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     `\n== Demo: a run in a copy of examples/sample-project (session ${sessionId}, model ${options.model})\n`,
   );
   out.write(`> ${DEMO_TASK}\n`);
+  const runnerWorkspace =
+    options.runnerWorkspaceRoot !== undefined ? join(options.runnerWorkspaceRoot, sessionId) : undefined;
+  if (runnerWorkspace !== undefined) cpSync(SAMPLE_PROJECT, runnerWorkspace, { recursive: true });
   const started = await deliverMessage(client, sessionId, {
     text: prompt,
     model: options.model,
-    workspace: { type: "directory", path: SAMPLE_PROJECT },
+    ...(runnerWorkspace === undefined ? { workspace: { type: "directory", path: SAMPLE_PROJECT } } : {}),
   });
   out.write(`run ${started.delivery}: workflow ${started.workflowId}, run ${started.runId}\n`);
 
@@ -109,7 +119,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   const uiLink = options.temporal.uiUrl
     ? temporalUiLink(options.temporal.uiUrl, options.temporal.namespace, started.workflowId, started.runId)
     : undefined;
-  const workspace = join(options.workspaceRoot, DEMO_TENANT, sessionId);
+  const workspace = runnerWorkspace ?? join(options.workspaceRoot, DEMO_TENANT, sessionId);
   out.write(
     [
       "",

@@ -1,3 +1,4 @@
+// Over 400 lines: one start sequence whose steps share the stop list, the stopping flag and the printed summary; each part it starts lives in devstack/.
 /**
  * `keel dev`: the whole local stack in one command, then a demo run.
  *
@@ -5,7 +6,9 @@
  * the local LLM server when no provider key is set, a worker (child process) and the HTTP API
  * (in this process, with a fixed dev key for tenant `dev`); runs the demo (see `demo.ts`) unless
  * `--no-demo`; keeps everything up until Ctrl-C and then stops all of it. Existing servers are
- * used instead when KEEL_TEMPORAL_ADDRESS or KEEL_S3_ENDPOINT / KEEL_S3_BUCKET are set.
+ * used instead when KEEL_TEMPORAL_ADDRESS or KEEL_S3_ENDPOINT / KEEL_S3_BUCKET are set. With
+ * `--runner` the tenant's tools run on a `keel runner` child process instead of the worker
+ * (`devstack/dev-runner.ts`).
  */
 import { createHash } from "node:crypto";
 import { mkdirSync } from "node:fs";
@@ -26,6 +29,12 @@ import { loadCatalog } from "../providers/models";
 import { type S3Settings, s3SettingsFromEnv, s3SettingsToEnv } from "../store/s3-config";
 import { ApiClient, EXIT, type ExitCode, UsageError } from "./client";
 import { DEMO_TENANT, runDemo } from "./demo";
+import {
+  DEV_RUNNER_ENVIRONMENT,
+  type DevRunner,
+  setDevRunnerDefault,
+  startDevRunner,
+} from "./devstack/dev-runner";
 import { type JaegerServer, startJaeger } from "./devstack/jaeger-server";
 import { freePort } from "./devstack/ports";
 import { startS3DevServer } from "./devstack/s3-server";
@@ -59,7 +68,7 @@ const REAL_PROVIDER_MODELS = [
 ] as const;
 const LOCAL_MODEL = "local-chat";
 
-export const devUsage = `Usage: keel dev [--no-demo] [--model M] [--traces]
+export const devUsage = `Usage: keel dev [--no-demo] [--model M] [--traces] [--runner]
 
 Runs the local stack (Temporal dev server + UI, S3 server, local LLM server when no
 OPENAI_API_KEY / ANTHROPIC_API_KEY is set, worker, HTTP API), then a demo run in a copy of
@@ -69,6 +78,12 @@ examples/sample-project. Ctrl-C stops everything. KEEL_DATA_DIR moves the state 
 --traces also starts Jaeger (built by \`npm run ensure\`) and sends the API's and the
 worker's traces and metrics to it; its address is printed beside the Temporal UI's. Without
 it, KEEL_OTEL_ENDPOINT (when set) is passed on to the API and the worker.
+
+--runner also starts \`keel runner --env ${DEV_RUNNER_ENVIRONMENT}\` (restarted when it dies) and makes
+that environment the tenant's default, so tools run there, not on the worker: the runner holds
+only the API's URL and a runner token (new each start, the previous one revoked), nothing of the
+worker's S3, Temporal or provider settings. Its workspaces are in the state folder's
+runner/${DEV_RUNNER_ENVIRONMENT}/<session>. Without --runner the default is removed again.
 `;
 
 /** The preferred port when it is free, another free port otherwise. */
@@ -176,11 +191,16 @@ async function step<T>(out: Output, label: string, action: () => Promise<T>): Pr
 
 /** Runs the local stack in the foreground until SIGINT / SIGTERM. */
 export async function runDev(argv: string[], out: Output = stdoutOutput): Promise<ExitCode> {
-  let values: { "no-demo"?: boolean; model?: string; traces?: boolean };
+  let values: { "no-demo"?: boolean; model?: string; traces?: boolean; runner?: boolean };
   try {
     values = parseArgs({
       args: argv,
-      options: { "no-demo": { type: "boolean" }, model: { type: "string" }, traces: { type: "boolean" } },
+      options: {
+        "no-demo": { type: "boolean" },
+        model: { type: "string" },
+        traces: { type: "boolean" },
+        runner: { type: "boolean" },
+      },
       strict: true,
     }).values;
   } catch (error) {
@@ -327,6 +347,20 @@ export async function runDev(argv: string[], out: Output = stdoutOutput): Promis
       await api.runtime.close();
     });
 
+    // The tenant's default environment: the runner's with --runner, the worker otherwise.
+    await setDevRunnerDefault(stack.s3, DEMO_TENANT, values.runner === true);
+    const client = new ApiClient({ baseUrl: api.url, apiKey: DEV_API_KEY });
+    let runner: DevRunner | undefined;
+    if (values.runner) {
+      runner = await step(out, `runner (environment ${DEV_RUNNER_ENVIRONMENT})`, () =>
+        startDevRunner(client, api.url, dataDir, (line) => {
+          if (!stopping) out.write(`keel dev: ${line}\n`);
+        }),
+      );
+      const started = runner;
+      stops.push(() => started.stop());
+    }
+
     out.write(
       [
         "",
@@ -344,17 +378,24 @@ export async function runDev(argv: string[], out: Output = stdoutOutput): Promis
         `  S3            ${stack.s3.endpoint ?? "AWS S3"} (bucket ${stack.s3.bucket})`,
         `  LLM           ${llm ? `local LLM server ${llm.url} (model ${model})` : `model ${model}`}`,
         `  worker        pid ${worker.current().pid}, task queue ${serverEnv.KEEL_TASK_QUEUE}, workspaces in ${workspaceRoot}, log ${workerLog} (restarted when it dies)`,
+        ...(runner
+          ? [
+              `  runner        pid ${runner.process.current().pid}, environment ${DEV_RUNNER_ENVIRONMENT} (the tenant's default: tools run here), workspaces in ${runner.workspaceRoot}, log ${runner.logFile} (restarted when it dies)`,
+            ]
+          : []),
         `  API           ${api.url} (tenant ${DEMO_TENANT})`,
         "",
         "Use the CLI from another terminal:",
         `  export KEEL_API_URL=${api.url} KEEL_API_KEY=${DEV_API_KEY}`,
-        `  npx keel run "list the files" --workspace-dir examples/sample-project --follow`,
+        // A directory workspace is copied on the worker: a runner acts on its own directories.
+        runner
+          ? `  npx keel run "list the files" --follow    # tools run in ${runner.workspaceRoot}/<session>`
+          : `  npx keel run "list the files" --workspace-dir examples/sample-project --follow`,
         "",
       ].join("\n"),
     );
 
     if (!values["no-demo"] && !stopping) {
-      const client = new ApiClient({ baseUrl: api.url, apiKey: DEV_API_KEY });
       runDemo({
         client,
         out,
@@ -363,6 +404,7 @@ export async function runDev(argv: string[], out: Output = stdoutOutput): Promis
         temporal: stack.temporal,
         s3: stack.s3,
         workspaceRoot,
+        ...(runner ? { runnerWorkspaceRoot: runner.workspaceRoot } : {}),
         apiUrl: api.url,
         ...(jaeger ? { tracesUrl: jaeger.uiUrl } : {}),
       }).then(
