@@ -16,6 +16,8 @@ const ROOTS = [
   "@temporalio/worker",
   "@temporalio/activity",
   "@temporalio/client",
+  // The tracing interceptors (activities, workflow span export) of a worker with KEEL_OTEL_ENDPOINT.
+  "@temporalio/interceptors-opentelemetry",
 ];
 /** Build-time only: SWC compiles workflow code when bundling, which the prebuilt bundle replaces. */
 const SKIPPED_PACKAGES = /^@swc\//;

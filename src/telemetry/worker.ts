@@ -13,13 +13,15 @@
 import { type Attributes, context, SpanStatusCode, trace } from "@opentelemetry/api";
 import { baggageUtils } from "@opentelemetry/core";
 import type { Context as ActivityContext } from "@temporalio/activity";
+// The package's entries, not its root: the root also loads the worker plugin, whose
+// require.resolve of the workflow interceptors cannot be bundled into a Lambda function.
+import { OpenTelemetryWorkflowClientInterceptor } from "@temporalio/interceptors-opentelemetry/lib/client";
 import {
   makeWorkflowExporter,
   OpenTelemetryActivityInboundInterceptor,
   OpenTelemetryActivityOutboundInterceptor,
-  type OpenTelemetrySinks,
-  OpenTelemetryWorkflowClientInterceptor,
-} from "@temporalio/interceptors-opentelemetry";
+} from "@temporalio/interceptors-opentelemetry/lib/worker";
+import type { OpenTelemetrySinks } from "@temporalio/interceptors-opentelemetry/lib/workflow/definitions";
 import type {
   ActivityExecuteInput,
   ActivityInboundCallsInterceptor,
