@@ -38,9 +38,7 @@ export const handler = async (
   });
   const { handle: run, telemetry } = await cached;
   const [, lambdaContext] = args;
-  return flushedInvocation(
-    telemetry,
-    lambdaContext && (() => lambdaContext.getRemainingTimeInMillis()),
-    () => run(...args),
+  return flushedInvocation(telemetry, lambdaContext && (() => lambdaContext.getRemainingTimeInMillis()), () =>
+    run(...args),
   );
 };

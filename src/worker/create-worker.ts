@@ -15,6 +15,7 @@ import { createS3Client } from "../store/s3-config";
 import { WorkspaceSnapshots } from "../store/workspace-snapshots";
 import type { Telemetry } from "../telemetry/sdk";
 import { workerTelemetryOptions } from "../telemetry/worker";
+import { workflowInterceptorModules } from "../telemetry/workflow-modules";
 import { type WorkerConfig, workflowBundleOf } from "./config";
 import { log } from "./log";
 import {
@@ -60,7 +61,7 @@ export async function createKeelWorkers(config: WorkerConfig, telemetry?: Teleme
     ...commonWorkerOptions(config, s3),
     // A draining worker lets in-flight activities finish (ECS gives 120 s after SIGTERM).
     shutdownGraceTime: config.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS,
-    ...workerTelemetryOptions(telemetry, { bundling: bundle === undefined }),
+    ...workerTelemetryOptions(telemetry, bundle ? {} : { workflowModules: workflowInterceptorModules() }),
   };
   const shared = await Worker.create({
     connection,

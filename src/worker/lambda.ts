@@ -94,7 +94,7 @@ async function createHandler(): Promise<Environment> {
         workflowBundle: { codePath: workflowBundlePath },
         activities,
         ...commonWorkerOptions(config, s3),
-        ...workerTelemetryOptions(telemetry, { bundling: false }),
+        ...workerTelemetryOptions(telemetry),
         maxConcurrentActivityTaskExecutions: LAMBDA_MAX_CONCURRENT_ACTIVITIES,
         // Agent runs last long and continue as new: they follow the current version, and workflow
         // changes ship with patches proven by replay tests (docs/deploy.md).
@@ -120,11 +120,15 @@ export async function handler(event: unknown, context: LambdaContext): Promise<v
     throw error;
   });
   const { run, mcp, telemetry } = await initialization;
-  await flushedInvocation(telemetry, () => context.getRemainingTimeInMillis(), async () => {
-    try {
-      await run(event, context);
-    } finally {
-      await mcp.closeAll();
-    }
-  });
+  await flushedInvocation(
+    telemetry,
+    () => context.getRemainingTimeInMillis(),
+    async () => {
+      try {
+        await run(event, context);
+      } finally {
+        await mcp.closeAll();
+      }
+    },
+  );
 }
