@@ -16,6 +16,8 @@ const ROOTS = [
   "@temporalio/worker",
   "@temporalio/activity",
   "@temporalio/client",
+  // Live events: the activities publish to a run's stream through its client.
+  "@temporalio/workflow-streams",
   // The tracing interceptors (activities, workflow span export) of a worker with KEEL_OTEL_ENDPOINT.
   "@temporalio/interceptors-opentelemetry",
 ];
