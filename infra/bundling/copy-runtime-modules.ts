@@ -18,6 +18,9 @@ const ROOTS = [
   "@temporalio/client",
   // Live events: the activities publish to a run's stream through its client.
   "@temporalio/workflow-streams",
+  // Large payloads go to S3 (the data converter, src/store/payload-storage.ts).
+  "@temporalio/external-storage-s3",
+  "@temporalio/external-storage-s3-aws-sdk",
   // The tracing interceptors (activities, workflow span export) of a worker with KEEL_OTEL_ENDPOINT.
   "@temporalio/interceptors-opentelemetry",
 ];

@@ -35,7 +35,7 @@ const CORE_BRIDGE_TARGET = "aarch64-unknown-linux-gnu";
  * Packages loaded from node_modules rather than bundled: the worker loads files of its own package
  * at run time (workflow thread, native core), and every `@temporalio/*` package must be one copy.
  */
-const EXTERNAL_PACKAGES = ["@temporalio/*"];
+export const EXTERNAL_PACKAGES = ["@temporalio/*"];
 
 export interface LambdaWorkersProps {
   config: KeelInfraConfig;
