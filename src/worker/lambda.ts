@@ -58,51 +58,57 @@ async function createHandler(): Promise<Environment> {
   await resolveSecretEnv();
   const config = workerConfigFromEnv();
   const deployment = DeploymentEnvSchema.parse(process.env);
-  // Before the activities: they wrap the model provider only when telemetry is on.
   const telemetrySettings = telemetrySettingsFromEnv("keel-worker");
-  const telemetry = telemetrySettings ? startTelemetry(telemetrySettings) : undefined;
-  const s3 = createS3Client(config.s3);
-  // No per-invocation queue can outlive the invocation: tool calls use the shared queue.
-  const mcp = mcpConnectionsFromEnv();
-  const activities = workerActivities(config, s3, config.taskQueue, mcp);
-  const workflowBundlePath = workflowBundleOf(config, telemetry !== undefined);
+  const workflowBundlePath = workflowBundleOf(config, telemetrySettings !== undefined);
   if (!workflowBundlePath) throw new Error("KEEL_WORKFLOW_BUNDLE is required on Lambda");
-  log("info", "lambda worker configured", {
-    taskQueue: config.taskQueue,
-    namespace: config.temporal.namespace,
-    deploymentName: deployment.KEEL_WORKER_DEPLOYMENT_NAME,
-    buildId: deployment.KEEL_WORKER_BUILD_ID,
-    // On or off only: an endpoint URL may carry credentials.
-    telemetry: telemetry ? "on" : "off",
-  });
-  const run = runWorker(
-    { deploymentName: deployment.KEEL_WORKER_DEPLOYMENT_NAME, buildId: deployment.KEEL_WORKER_BUILD_ID },
-    (lambdaConfig) => {
-      lambdaConfig.namespace = config.temporal.namespace;
-      if (telemetrySettings) {
-        lambdaConfig.runtimeOptions.telemetryOptions = {
-          ...lambdaConfig.runtimeOptions.telemetryOptions,
-          metrics: temporalMetricsExporter(telemetrySettings),
+  // Before the activities: they wrap the model provider only when telemetry is on.
+  const telemetry = telemetrySettings ? startTelemetry(telemetrySettings) : undefined;
+  try {
+    const s3 = createS3Client(config.s3);
+    // No per-invocation queue can outlive the invocation: tool calls use the shared queue.
+    const mcp = mcpConnectionsFromEnv();
+    const activities = workerActivities(config, s3, config.taskQueue, mcp);
+    log("info", "lambda worker configured", {
+      taskQueue: config.taskQueue,
+      namespace: config.temporal.namespace,
+      deploymentName: deployment.KEEL_WORKER_DEPLOYMENT_NAME,
+      buildId: deployment.KEEL_WORKER_BUILD_ID,
+      // On or off only: an endpoint URL may carry credentials.
+      telemetry: telemetry ? "on" : "off",
+    });
+    const run = runWorker(
+      { deploymentName: deployment.KEEL_WORKER_DEPLOYMENT_NAME, buildId: deployment.KEEL_WORKER_BUILD_ID },
+      (lambdaConfig) => {
+        lambdaConfig.namespace = config.temporal.namespace;
+        if (telemetrySettings) {
+          lambdaConfig.runtimeOptions.telemetryOptions = {
+            ...lambdaConfig.runtimeOptions.telemetryOptions,
+            metrics: temporalMetricsExporter(telemetrySettings),
+          };
+        }
+        lambdaConfig.connectionOptions = {
+          address: config.temporal.address,
+          ...(config.temporal.apiKey ? { tls: true, apiKey: config.temporal.apiKey } : {}),
         };
-      }
-      lambdaConfig.connectionOptions = {
-        address: config.temporal.address,
-        ...(config.temporal.apiKey ? { tls: true, apiKey: config.temporal.apiKey } : {}),
-      };
-      Object.assign(lambdaConfig.workerOptions, {
-        taskQueue: config.taskQueue,
-        workflowBundle: { codePath: workflowBundlePath },
-        activities,
-        ...commonWorkerOptions(config, s3),
-        ...workerTelemetryOptions(telemetry),
-        maxConcurrentActivityTaskExecutions: LAMBDA_MAX_CONCURRENT_ACTIVITIES,
-        // Agent runs last long and continue as new: they follow the current version, and workflow
-        // changes ship with patches proven by replay tests (docs/deploy.md).
-        workerDeploymentOptions: { defaultVersioningBehavior: "AUTO_UPGRADE" },
-      });
-    },
-  );
-  return { run, mcp, telemetry };
+        Object.assign(lambdaConfig.workerOptions, {
+          taskQueue: config.taskQueue,
+          workflowBundle: { codePath: workflowBundlePath },
+          activities,
+          ...commonWorkerOptions(config, s3),
+          ...workerTelemetryOptions(telemetry),
+          maxConcurrentActivityTaskExecutions: LAMBDA_MAX_CONCURRENT_ACTIVITIES,
+          // Agent runs last long and continue as new: they follow the current version, and workflow
+          // changes ship with patches proven by replay tests (docs/deploy.md).
+          workerDeploymentOptions: { defaultVersioningBehavior: "AUTO_UPGRADE" },
+        });
+      },
+    );
+    return { run, mcp, telemetry };
+  } catch (error) {
+    // The next invocation starts telemetry again: the global providers may be registered once.
+    await telemetry?.shutdown();
+    throw error;
+  }
 }
 
 let initialization: Promise<Environment> | undefined;
