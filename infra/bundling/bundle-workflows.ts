@@ -7,7 +7,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { bundleWorkflowCode } from "@temporalio/worker";
-import { workflowInterceptorModules } from "../../src/telemetry/worker";
+import { workflowInterceptorModules } from "../../src/telemetry/workflow-modules";
 import { deployedBundleConfig } from "./deployed-bundle";
 
 const WORKFLOWS_ENTRY = resolve(__dirname, "../../src/workflows/index.ts");

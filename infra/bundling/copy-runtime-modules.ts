@@ -16,6 +16,13 @@ const ROOTS = [
   "@temporalio/worker",
   "@temporalio/activity",
   "@temporalio/client",
+  // Live events: the activities publish to a run's stream through its client.
+  "@temporalio/workflow-streams",
+  // Large payloads go to S3 (the data converter, src/store/payload-storage.ts).
+  "@temporalio/external-storage-s3",
+  "@temporalio/external-storage-s3-aws-sdk",
+  // The tracing interceptors (activities, workflow span export) of a worker with KEEL_OTEL_ENDPOINT.
+  "@temporalio/interceptors-opentelemetry",
 ];
 /** Build-time only: SWC compiles workflow code when bundling, which the prebuilt bundle replaces. */
 const SKIPPED_PACKAGES = /^@swc\//;

@@ -25,6 +25,8 @@ import type { SessionBucket } from "./storage";
 export const LAMBDA_WORKER_ENTRY = "src/worker/lambda.ts";
 /** File name of the prebuilt workflow bundle inside the function's package. */
 export const WORKFLOW_BUNDLE_FILE = "workflow-bundle.js";
+/** The same bundle with the tracing interceptors, loaded when KEEL_OTEL_ENDPOINT is set. */
+export const TRACED_WORKFLOW_BUNDLE_FILE = "workflow-bundle.traced.js";
 /** Lambda's writable storage: workspaces live for as long as the execution environment. */
 const LAMBDA_WORKSPACE_ROOT = "/tmp/keel/workspaces";
 /** The native Temporal core for Lambda's arm64 Linux. */
@@ -33,7 +35,7 @@ const CORE_BRIDGE_TARGET = "aarch64-unknown-linux-gnu";
  * Packages loaded from node_modules rather than bundled: the worker loads files of its own package
  * at run time (workflow thread, native core), and every `@temporalio/*` package must be one copy.
  */
-const EXTERNAL_PACKAGES = ["@temporalio/*"];
+export const EXTERNAL_PACKAGES = ["@temporalio/*"];
 
 export interface LambdaWorkersProps {
   config: KeelInfraConfig;
@@ -72,6 +74,7 @@ export class LambdaWorkers extends Construct {
         KEEL_WORKER_DEPLOYMENT_NAME: workers.deploymentName,
         KEEL_WORKER_BUILD_ID: workers.buildId,
         KEEL_WORKFLOW_BUNDLE: `/var/task/${WORKFLOW_BUNDLE_FILE}`,
+        KEEL_WORKFLOW_BUNDLE_TRACED: `/var/task/${TRACED_WORKFLOW_BUNDLE_FILE}`,
         KEEL_WORKSPACE_ROOT: LAMBDA_WORKSPACE_ROOT,
         // Lambda cannot create user namespaces: no bubblewrap sandbox there, so the function
         // serves the deployment's declared tenant only (docs/deploy.md).
@@ -87,6 +90,7 @@ export class LambdaWorkers extends Construct {
               ? []
               : [
                   `"${tsx}" "${bundlingScripts}/bundle-workflows.ts" "${outputDir}/${WORKFLOW_BUNDLE_FILE}"`,
+                  `"${tsx}" "${bundlingScripts}/bundle-workflows.ts" --traced "${outputDir}/${TRACED_WORKFLOW_BUNDLE_FILE}"`,
                   `"${tsx}" "${bundlingScripts}/copy-runtime-modules.ts" "${outputDir}" ${CORE_BRIDGE_TARGET}`,
                 ],
         },

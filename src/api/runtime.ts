@@ -6,7 +6,7 @@ import { createS3Client } from "../store/s3-config";
 import { SessionStore } from "../store/session-store";
 import { ToolCallMarkers } from "../store/tool-call-markers";
 import { WorkspaceSnapshots } from "../store/workspace-snapshots";
-import { startTelemetry } from "../telemetry/sdk";
+import { startTelemetry, type Telemetry } from "../telemetry/sdk";
 import { telemetrySettingsFromEnv } from "../telemetry/settings";
 import { type ApiApp, createApp } from "./app";
 import type { ApiConfig } from "./config";
@@ -16,6 +16,8 @@ import { tenantServices } from "./tenant-runs";
 
 export interface ApiRuntime {
   app: ApiApp;
+  /** Started when KEEL_OTEL_ENDPOINT is set; the Lambda flushes it before each response. */
+  telemetry: Telemetry | undefined;
   close(): Promise<void>;
 }
 
@@ -47,6 +49,7 @@ export function createApiRuntime(config: ApiConfig, env: NodeJS.ProcessEnv = pro
   });
   return {
     app,
+    telemetry,
     async close() {
       await temporal.close();
       s3.destroy();

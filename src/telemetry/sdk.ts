@@ -14,7 +14,7 @@ import { MeterProvider, PeriodicExportingMetricReader } from "@opentelemetry/sdk
 import { BasicTracerProvider, BatchSpanProcessor, type SpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { AsyncLocalContextManager } from "./context-manager";
 import { enableInstrumentation } from "./instrumentation";
-import type { TelemetrySettings } from "./settings";
+import { DEFAULT_SPAN_EXPORT_DELAY_MS, type TelemetrySettings } from "./settings";
 
 /** A started telemetry pipeline. */
 export interface Telemetry {
@@ -36,7 +36,7 @@ export function startTelemetry(settings: TelemetrySettings): Telemetry {
   });
   const spanProcessor = new BatchSpanProcessor(
     new OTLPTraceExporter({ url: `${settings.endpoint}/v1/traces` }),
-    { scheduledDelayMillis: 1_000 },
+    { scheduledDelayMillis: settings.spanExportDelayMs ?? DEFAULT_SPAN_EXPORT_DELAY_MS },
   );
   const tracerProvider = new BasicTracerProvider({ resource, spanProcessors: [spanProcessor] });
   const contextManager = new AsyncLocalContextManager();

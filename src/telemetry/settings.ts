@@ -16,9 +16,15 @@ export interface TelemetrySettings {
   captureContent: boolean;
   /** How often metrics are exported, in milliseconds (`KEEL_OTEL_METRICS_INTERVAL_MS`, default 15 s). */
   metricsIntervalMs: number;
+  /**
+   * Longest a finished span waits in the batch before it is exported, in milliseconds (the
+   * standard `OTEL_BSP_SCHEDULE_DELAY`; default 1 s).
+   */
+  spanExportDelayMs?: number;
 }
 
 const DEFAULT_METRICS_INTERVAL_MS = 15_000;
+export const DEFAULT_SPAN_EXPORT_DELAY_MS = 1_000;
 
 /** The settings from the environment, or undefined when telemetry is off (no endpoint set). */
 export function telemetrySettingsFromEnv(
@@ -38,10 +44,14 @@ export function telemetrySettingsFromEnv(
   const interval = Number(env.KEEL_OTEL_METRICS_INTERVAL_MS ?? DEFAULT_METRICS_INTERVAL_MS);
   if (!Number.isInteger(interval) || interval < 100)
     throw new Error("KEEL_OTEL_METRICS_INTERVAL_MS must be an integer of at least 100");
+  const spanDelay = Number(env.OTEL_BSP_SCHEDULE_DELAY ?? DEFAULT_SPAN_EXPORT_DELAY_MS);
+  if (!Number.isInteger(spanDelay) || spanDelay < 0)
+    throw new Error("OTEL_BSP_SCHEDULE_DELAY must be a non-negative integer (milliseconds)");
   return {
     endpoint: endpoint.replace(/\/+$/, ""),
     serviceName: env.OTEL_SERVICE_NAME?.trim() || defaultServiceName,
     captureContent: env.KEEL_OTEL_CAPTURE_CONTENT === "true",
     metricsIntervalMs: interval,
+    spanExportDelayMs: spanDelay,
   };
 }

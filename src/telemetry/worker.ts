@@ -13,13 +13,15 @@
 import { type Attributes, context, SpanStatusCode, trace } from "@opentelemetry/api";
 import { baggageUtils } from "@opentelemetry/core";
 import type { Context as ActivityContext } from "@temporalio/activity";
+// The package's entries, not its root: the root also loads the worker plugin, whose
+// require.resolve of the workflow interceptors cannot be bundled into a Lambda function.
+import { OpenTelemetryWorkflowClientInterceptor } from "@temporalio/interceptors-opentelemetry/lib/client";
 import {
   makeWorkflowExporter,
   OpenTelemetryActivityInboundInterceptor,
   OpenTelemetryActivityOutboundInterceptor,
-  type OpenTelemetrySinks,
-  OpenTelemetryWorkflowClientInterceptor,
-} from "@temporalio/interceptors-opentelemetry";
+} from "@temporalio/interceptors-opentelemetry/lib/worker";
+import type { OpenTelemetrySinks } from "@temporalio/interceptors-opentelemetry/lib/workflow/definitions";
 import type {
   ActivityExecuteInput,
   ActivityInboundCallsInterceptor,
@@ -35,11 +37,6 @@ import type { Telemetry } from "./sdk";
 import type { TelemetrySettings } from "./settings";
 import type { KeelTelemetrySinks } from "./workflow-sinks";
 
-/** The workflow interceptor modules a traced workflow bundle includes. */
-export function workflowInterceptorModules(): string[] {
-  return [require.resolve("./workflow-interceptors")];
-}
-
 /**
  * The sinks a traced workflow bundle calls, with nothing behind them: for replay workers
  * (`Worker.runReplayHistory`). A replay must not export a run's workflow spans or count its outcome
@@ -52,14 +49,14 @@ export function replayTelemetrySinks(): InjectedSinks<OpenTelemetrySinks & KeelT
 }
 
 /**
- * Interceptors and sinks for `Worker.create`, or nothing when telemetry is off. `bundling`: the
- * worker bundles its workflows at start (`workflowsPath`), so the workflow interceptor modules go
- * in; a prebuilt bundle has them already when it was built traced (and a bundled worker cannot
- * resolve the modules' source files).
+ * Interceptors and sinks for `Worker.create`, or nothing when telemetry is off. `workflowModules`:
+ * the workflow interceptor modules (`workflowInterceptorModules()`) when the worker bundles its
+ * workflows at start (`workflowsPath`); a prebuilt bundle has them already when it was built
+ * traced (and a bundled worker cannot resolve the modules' source files).
  */
 export function workerTelemetryOptions(
   telemetry: Telemetry | undefined,
-  { bundling }: { bundling: boolean },
+  { workflowModules }: { workflowModules?: string[] } = {},
 ): {
   interceptors?: WorkerInterceptors;
   sinks?: InjectedSinks<KeelTelemetrySinks>;
@@ -68,7 +65,7 @@ export function workerTelemetryOptions(
   return {
     interceptors: {
       client: { workflow: [new OpenTelemetryWorkflowClientInterceptor()] },
-      ...(bundling ? { workflowModules: workflowInterceptorModules() } : {}),
+      ...(workflowModules ? { workflowModules } : {}),
       activity: [
         (ctx) => ({
           inbound: new OpenTelemetryActivityInboundInterceptor(ctx),

@@ -342,3 +342,12 @@ function launcherSettings(values: z.infer<typeof WorkerEnvSchema>): Pick<WorkerC
     },
   };
 }
+
+/**
+ * The prebuilt workflow bundle a worker loads (the long-running worker's shared one, the Lambda
+ * worker), if any: with telemetry on the traced one (KEEL_WORKFLOW_BUNDLE_TRACED) when given, so the run's workflow spans are made; otherwise
+ * KEEL_WORKFLOW_BUNDLE. Undefined: the worker bundles `src/workflows` at start.
+ */
+export function workflowBundleOf(config: WorkerConfig, traced: boolean): string | undefined {
+  return (traced ? config.tracedWorkflowBundlePath : undefined) ?? config.workflowBundlePath;
+}

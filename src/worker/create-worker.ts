@@ -15,7 +15,8 @@ import { createS3Client } from "../store/s3-config";
 import { WorkspaceSnapshots } from "../store/workspace-snapshots";
 import type { Telemetry } from "../telemetry/sdk";
 import { workerTelemetryOptions } from "../telemetry/worker";
-import type { WorkerConfig } from "./config";
+import { workflowInterceptorModules } from "../telemetry/workflow-modules";
+import { type WorkerConfig, workflowBundleOf } from "./config";
 import { log } from "./log";
 import {
   commonWorkerOptions,
@@ -60,7 +61,7 @@ export async function createKeelWorkers(config: WorkerConfig, telemetry?: Teleme
     ...commonWorkerOptions(config, s3),
     // A draining worker lets in-flight activities finish (ECS gives 120 s after SIGTERM).
     shutdownGraceTime: config.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS,
-    ...workerTelemetryOptions(telemetry, { bundling: bundle === undefined }),
+    ...workerTelemetryOptions(telemetry, bundle ? {} : { workflowModules: workflowInterceptorModules() }),
   };
   const shared = await Worker.create({
     connection,
@@ -108,15 +109,6 @@ export async function createKeelWorkers(config: WorkerConfig, telemetry?: Teleme
       if (own.getState() === "RUNNING") own.shutdown();
     },
   };
-}
-
-/**
- * The prebuilt workflow bundle the shared worker loads, if any: with telemetry on the traced one
- * (KEEL_WORKFLOW_BUNDLE_TRACED) when given, so the run's workflow spans are made; otherwise
- * KEEL_WORKFLOW_BUNDLE. Undefined: the worker bundles `src/workflows` at start.
- */
-export function workflowBundleOf(config: WorkerConfig, traced: boolean): string | undefined {
-  return (traced ? config.tracedWorkflowBundlePath : undefined) ?? config.workflowBundlePath;
 }
 
 /** Evicts idle, fully snapshotted workspaces every quarter of the idle period (at most every minute). */

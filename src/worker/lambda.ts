@@ -14,12 +14,21 @@
  * from its snapshot in S3 first (docs/deploy.md, "Lambda workers"). MCP servers a run's calls
  * started are closed when the invocation returns: a frozen environment must not keep their
  * processes (or HTTP sessions) for a later invocation that may never come.
+ *
+ * With `KEEL_OTEL_ENDPOINT` the environment starts telemetry once, loads the traced workflow
+ * bundle (`KEEL_WORKFLOW_BUNDLE_TRACED`, packaged beside the plain one) and exports the spans and
+ * metrics each invocation made before it returns (`flushedInvocation`). Without it nothing of
+ * telemetry is created.
  */
 import { runWorker } from "@temporalio/lambda-worker";
 import { z } from "zod";
 import type { McpConnections } from "../mcp/connections";
 import { createS3Client } from "../store/s3-config";
-import { workerConfigFromEnv } from "./config";
+import { flushedInvocation } from "../telemetry/lambda";
+import { startTelemetry, type Telemetry } from "../telemetry/sdk";
+import { telemetrySettingsFromEnv } from "../telemetry/settings";
+import { temporalMetricsExporter, workerTelemetryOptions } from "../telemetry/worker";
+import { workerConfigFromEnv, workflowBundleOf } from "./config";
 import { log } from "./log";
 import { resolveSecretEnv } from "./secrets";
 import { commonWorkerOptions, mcpConnectionsFromEnv, workerActivities } from "./worker-setup";
@@ -37,10 +46,11 @@ const DeploymentEnvSchema = z.object({
   KEEL_WORKER_BUILD_ID: z.string().min(1),
 });
 
-/** The `runWorker` handler and the MCP connections its activities open. */
+/** The `runWorker` handler, the MCP connections its activities open, telemetry when on. */
 interface Environment {
   run: LambdaWorkerHandler;
   mcp: McpConnections;
+  telemetry: Telemetry | undefined;
 }
 
 /** Resolves secrets, validates configuration and builds the `runWorker` handler: once per environment. */
@@ -48,44 +58,65 @@ async function createHandler(): Promise<Environment> {
   await resolveSecretEnv();
   const config = workerConfigFromEnv();
   const deployment = DeploymentEnvSchema.parse(process.env);
-  const s3 = createS3Client(config.s3);
-  // No per-invocation queue can outlive the invocation: tool calls use the shared queue.
-  const mcp = mcpConnectionsFromEnv();
-  const activities = workerActivities(config, s3, config.taskQueue, mcp);
-  if (!config.workflowBundlePath) throw new Error("KEEL_WORKFLOW_BUNDLE is required on Lambda");
-  const workflowBundlePath = config.workflowBundlePath;
-  log("info", "lambda worker configured", {
-    taskQueue: config.taskQueue,
-    namespace: config.temporal.namespace,
-    deploymentName: deployment.KEEL_WORKER_DEPLOYMENT_NAME,
-    buildId: deployment.KEEL_WORKER_BUILD_ID,
-  });
-  const run = runWorker(
-    { deploymentName: deployment.KEEL_WORKER_DEPLOYMENT_NAME, buildId: deployment.KEEL_WORKER_BUILD_ID },
-    (lambdaConfig) => {
-      lambdaConfig.namespace = config.temporal.namespace;
-      lambdaConfig.connectionOptions = {
-        address: config.temporal.address,
-        ...(config.temporal.apiKey ? { tls: true, apiKey: config.temporal.apiKey } : {}),
-      };
-      Object.assign(lambdaConfig.workerOptions, {
-        taskQueue: config.taskQueue,
-        workflowBundle: { codePath: workflowBundlePath },
-        activities,
-        ...commonWorkerOptions(config, s3),
-        maxConcurrentActivityTaskExecutions: LAMBDA_MAX_CONCURRENT_ACTIVITIES,
-        // Agent runs last long and continue as new: they follow the current version, and workflow
-        // changes ship with patches proven by replay tests (docs/deploy.md).
-        workerDeploymentOptions: { defaultVersioningBehavior: "AUTO_UPGRADE" },
-      });
-    },
-  );
-  return { run, mcp };
+  const telemetrySettings = telemetrySettingsFromEnv("keel-worker");
+  const workflowBundlePath = workflowBundleOf(config, telemetrySettings !== undefined);
+  if (!workflowBundlePath) throw new Error("KEEL_WORKFLOW_BUNDLE is required on Lambda");
+  // Before the activities: they wrap the model provider only when telemetry is on.
+  const telemetry = telemetrySettings ? startTelemetry(telemetrySettings) : undefined;
+  try {
+    const s3 = createS3Client(config.s3);
+    // No per-invocation queue can outlive the invocation: tool calls use the shared queue.
+    const mcp = mcpConnectionsFromEnv();
+    const activities = workerActivities(config, s3, config.taskQueue, mcp);
+    log("info", "lambda worker configured", {
+      taskQueue: config.taskQueue,
+      namespace: config.temporal.namespace,
+      deploymentName: deployment.KEEL_WORKER_DEPLOYMENT_NAME,
+      buildId: deployment.KEEL_WORKER_BUILD_ID,
+      // On or off only: an endpoint URL may carry credentials.
+      telemetry: telemetry ? "on" : "off",
+    });
+    const run = runWorker(
+      { deploymentName: deployment.KEEL_WORKER_DEPLOYMENT_NAME, buildId: deployment.KEEL_WORKER_BUILD_ID },
+      (lambdaConfig) => {
+        lambdaConfig.namespace = config.temporal.namespace;
+        if (telemetrySettings) {
+          lambdaConfig.runtimeOptions.telemetryOptions = {
+            ...lambdaConfig.runtimeOptions.telemetryOptions,
+            metrics: temporalMetricsExporter(telemetrySettings),
+          };
+        }
+        lambdaConfig.connectionOptions = {
+          address: config.temporal.address,
+          ...(config.temporal.apiKey ? { tls: true, apiKey: config.temporal.apiKey } : {}),
+        };
+        Object.assign(lambdaConfig.workerOptions, {
+          taskQueue: config.taskQueue,
+          workflowBundle: { codePath: workflowBundlePath },
+          activities,
+          ...commonWorkerOptions(config, s3),
+          ...workerTelemetryOptions(telemetry),
+          maxConcurrentActivityTaskExecutions: LAMBDA_MAX_CONCURRENT_ACTIVITIES,
+          // Agent runs last long and continue as new: they follow the current version, and workflow
+          // changes ship with patches proven by replay tests (docs/deploy.md).
+          workerDeploymentOptions: { defaultVersioningBehavior: "AUTO_UPGRADE" },
+        });
+      },
+    );
+    return { run, mcp, telemetry };
+  } catch (error) {
+    // The next invocation starts telemetry again: the global providers may be registered once.
+    await telemetry?.shutdown();
+    throw error;
+  }
 }
 
 let initialization: Promise<Environment> | undefined;
 
-/** The Lambda entry point. A failed initialization is retried by the next invocation. */
+/**
+ * The Lambda entry point. A failed initialization is retried by the next invocation. Returns once
+ * the MCP connections are closed and (telemetry on) the invocation's spans and metrics exported.
+ */
 export async function handler(event: unknown, context: LambdaContext): Promise<void> {
   initialization ??= createHandler().catch((error: unknown) => {
     initialization = undefined;
@@ -94,10 +125,16 @@ export async function handler(event: unknown, context: LambdaContext): Promise<v
     });
     throw error;
   });
-  const { run, mcp } = await initialization;
-  try {
-    await run(event, context);
-  } finally {
-    await mcp.closeAll();
-  }
+  const { run, mcp, telemetry } = await initialization;
+  await flushedInvocation(
+    telemetry,
+    () => context.getRemainingTimeInMillis(),
+    async () => {
+      try {
+        await run(event, context);
+      } finally {
+        await mcp.closeAll();
+      }
+    },
+  );
 }

@@ -1,7 +1,7 @@
 /** The workflow code bundled for the local worker (written to a file the worker loads). */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { workflowInterceptorModules } from "../../telemetry/worker";
+import { workflowInterceptorModules } from "../../telemetry/workflow-modules";
 import { projectRoot } from "./tools";
 
 const quiet = { trace() {}, debug() {}, info() {}, warn() {}, log() {}, error: console.error };

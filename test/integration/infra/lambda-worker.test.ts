@@ -7,6 +7,7 @@
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { propagation, trace } from "@opentelemetry/api";
 import { indexPathOf } from "../../../src/store/workspace-tree";
 import { lockPathOf, workspaceFor } from "../../../src/tools/workspace";
 import type { LambdaContext } from "../../../src/worker/lambda";
@@ -127,6 +128,11 @@ test("one invocation runs a run's workflow and tool tasks, then returns before t
   });
   // The worker stops polling ahead of the deadline (7 s buffer) and has drained by then.
   expect(finished).toBeLessThan(deadline);
+
+  // Telemetry is off: the handler registered no tracer provider (spans are not recorded) and no
+  // propagator (nothing goes into headers).
+  expect(trace.getTracer("probe").startSpan("probe").isRecording()).toBe(false);
+  expect(propagation.fields()).toEqual([]);
 
   // The run was processed by this worker deployment version.
   const description = await stage.client.workflow.getHandle(runWorkflowId(ref)).describe();

@@ -354,6 +354,7 @@ describe("Lambda workers", () => {
           KEEL_WORKER_DEPLOYMENT_NAME: "keel",
           KEEL_WORKER_BUILD_ID: "2025-01-01.1",
           KEEL_WORKFLOW_BUNDLE: "/var/task/workflow-bundle.js",
+          KEEL_WORKFLOW_BUNDLE_TRACED: "/var/task/workflow-bundle.traced.js",
           // Lambda cannot create user namespaces: the sandbox is off for the declared tenant only.
           KEEL_SANDBOX: "off",
           KEEL_SINGLE_TENANT: "acme",

@@ -32,6 +32,7 @@ describe("telemetry settings", () => {
         serviceName: "keel-worker",
         captureContent: false,
         metricsIntervalMs: 15_000,
+        spanExportDelayMs: 1_000,
       },
     );
     const on = telemetrySettingsFromEnv("keel-api", {
@@ -48,6 +49,13 @@ describe("telemetry settings", () => {
     expect(() =>
       telemetrySettingsFromEnv("x", { KEEL_OTEL_ENDPOINT: "http://a", KEEL_OTEL_METRICS_INTERVAL_MS: "5" }),
     ).toThrow(/INTERVAL/);
+    expect(() =>
+      telemetrySettingsFromEnv("x", { KEEL_OTEL_ENDPOINT: "http://a", OTEL_BSP_SCHEDULE_DELAY: "soon" }),
+    ).toThrow(/OTEL_BSP_SCHEDULE_DELAY/);
+    expect(
+      telemetrySettingsFromEnv("x", { KEEL_OTEL_ENDPOINT: "http://a", OTEL_BSP_SCHEDULE_DELAY: "60000" })
+        ?.spanExportDelayMs,
+    ).toBe(60_000);
   });
 
   test("the Temporal SDK's metrics go to the same receiver over OTLP/HTTP, with the standard headers", () => {

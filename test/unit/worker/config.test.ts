@@ -1,6 +1,5 @@
 /** Worker configuration defaults that operators rely on. */
-import { workerConfigFromEnv } from "../../../src/worker/config";
-import { workflowBundleOf } from "../../../src/worker/create-worker";
+import { workerConfigFromEnv, workflowBundleOf } from "../../../src/worker/config";
 
 test("idle eviction of local workspaces is on by default (half an hour) and can be turned off", () => {
   const env = { KEEL_S3_BUCKET: "keel-test" };
