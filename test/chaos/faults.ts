@@ -1,10 +1,12 @@
 /**
  * Plays the plan's faults against the stack at their offsets, and keeps a primary worker alive:
+ * runner kills play on a timeline of their own, so they land during a worker kill or an S3 outage.
  * a killed primary is started again at once, one that died on its own is restarted and counted.
  * An API server that exits on its own is started again and counted (with its last log lines).
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import type { FaultEvent } from "./plan";
+import type { FaultEvent, RunnerKillCompanion } from "./plan";
+import { type ChaosRunners, RUNNER_SLOTS, type RunnerSlot } from "./runners";
 import type { ChaosStack, WorkerRole } from "./stack";
 
 export interface FaultTally {
@@ -13,6 +15,8 @@ export interface FaultTally {
   secondaryStops: number;
   temporalRestarts: number;
   s3Outages: number;
+  /** Runner SIGKILLs (each followed by a replacement): while holding a call or idle, and what they met. */
+  runnerKills: { holding: number; idle: number; during: Record<RunnerKillCompanion, number> };
   /** Workers that exited without being killed or stopped by the suite. */
   unplannedWorkerExits: number;
   /** The API server exiting on its own (nothing here stops it): the last lines of its log, each time. */
@@ -43,6 +47,9 @@ export interface FaultPlayer {
 const WATCH_INTERVAL_MS = 1_000;
 const START_RETRY_MS = 2_000;
 const WORKER_START_BOUND_MS = 5 * 60_000;
+/** A runner kill waits this long at most for a runner that holds a call (else it kills an idle one). */
+const RUNNER_HOLD_WAIT_MS = 5_000;
+const RUNNER_HOLD_POLL_MS = 100;
 
 /** A tally of no fault at all. */
 export function emptyFaultTally(): FaultTally {
@@ -52,6 +59,7 @@ export function emptyFaultTally(): FaultTally {
     secondaryStops: 0,
     temporalRestarts: 0,
     s3Outages: 0,
+    runnerKills: { holding: 0, idle: 0, during: { alone: 0, worker_kill: 0, s3_outage: 0 } },
     unplannedWorkerExits: 0,
     apiExits: [],
     skipped: 0,
@@ -60,8 +68,15 @@ export function emptyFaultTally(): FaultTally {
   };
 }
 
-/** Starts playing `faults` (in time order) now. */
-export function playFaults(stack: ChaosStack, faults: readonly FaultEvent[]): FaultPlayer {
+/**
+ * Starts playing `faults` (in time order) now; `runners` serve the plan's runner environment (its
+ * runner kills are errors without them).
+ */
+export function playFaults(
+  stack: ChaosStack,
+  faults: readonly FaultEvent[],
+  runners?: ChaosRunners,
+): FaultPlayer {
   const tally = emptyFaultTally();
   const started = Date.now();
   let lastFaultAt = started;
@@ -90,6 +105,34 @@ export function playFaults(stack: ChaosStack, faults: readonly FaultEvent[]): Fa
         await sleep(START_RETRY_MS);
       }
     }
+  };
+
+  /** The runner to kill: the first holding a call within RUNNER_HOLD_WAIT_MS, else the first alive. */
+  const runnerTarget = async (pool: ChaosRunners): Promise<{ slot: RunnerSlot; held: number }> => {
+    const deadline = Date.now() + RUNNER_HOLD_WAIT_MS;
+    for (;;) {
+      for (const slot of RUNNER_SLOTS) {
+        const held = pool.heldCalls(slot).length;
+        if (held > 0) return { slot, held };
+      }
+      if (Date.now() >= deadline || stopping) break;
+      await sleep(RUNNER_HOLD_POLL_MS);
+    }
+    return { slot: RUNNER_SLOTS.find((slot) => pool.runner(slot)) ?? "a", held: 0 };
+  };
+
+  const killRunner = async (during: RunnerKillCompanion) => {
+    if (!runners) throw new Error("the plan kills runners but none were started");
+    const { slot, held } = await runnerTarget(runners);
+    await runners.kill(slot);
+    if (held > 0) tally.runnerKills.holding += 1;
+    else tally.runnerKills.idle += 1;
+    tally.runnerKills.during[during] += 1;
+    note(
+      `SIGKILL runner ${slot} (${held > 0 ? `holding ${held} calls` : "holding no call"}${during === "alone" ? "" : `, during a ${during.replace("_", " ")}`})`,
+    );
+    await runners.start(slot);
+    note(`runner ${slot} replaced`);
   };
 
   const apply = async (fault: FaultEvent) => {
@@ -127,6 +170,9 @@ export function playFaults(stack: ChaosStack, faults: readonly FaultEvent[]): Fa
         await stack.s3Outage(fault.durationMs);
         tally.s3Outages += 1;
         note("S3 server up again");
+        return;
+      case "runner_kill":
+        await killRunner(fault.during);
         return;
     }
   };
@@ -167,16 +213,19 @@ export function playFaults(stack: ChaosStack, faults: readonly FaultEvent[]): Fa
   const stopped = new Promise<void>((resolve) => {
     wake = resolve;
   });
-  const done = (async () => {
-    for (const fault of faults) {
+  /** Plays `timeline` in order; `exclusive` faults wait for each other (and the worker watcher). */
+  const play = async (timeline: readonly FaultEvent[], exclusive: boolean) => {
+    for (const fault of timeline) {
       const wait = started + fault.atMs - Date.now();
       if (wait > 0 && !stopping) await Promise.race([sleep(wait), stopped]);
       if (stopping) {
         tally.skipped += 1;
         continue;
       }
-      while (busy) await sleep(100);
-      busy = true;
+      if (exclusive) {
+        while (busy) await sleep(100);
+        busy = true;
+      }
       try {
         await apply(fault);
       } catch (error) {
@@ -184,12 +233,23 @@ export function playFaults(stack: ChaosStack, faults: readonly FaultEvent[]): Fa
         note(`${fault.kind} failed`);
       } finally {
         lastFaultAt = Date.now();
-        busy = false;
+        if (exclusive) busy = false;
       }
     }
-    killsOver = true;
-    killed();
-  })();
+  };
+  const done = Promise.all([
+    play(
+      faults.filter((fault) => fault.kind !== "runner_kill"),
+      true,
+    ).then(() => {
+      killsOver = true;
+      killed();
+    }),
+    play(
+      faults.filter((fault) => fault.kind === "runner_kill"),
+      false,
+    ),
+  ]);
 
   return {
     tally,

@@ -21,7 +21,12 @@ export interface SessionPlan {
   abortAfterKill?: boolean;
   /** When set (never with an abort), a steering message is sent this long after the prompt. */
   steerAfterMs?: number;
+  /** The session's tools run on the stack's `runner` environment (its `keel runner` processes), not in the worker. */
+  onRunner?: boolean;
 }
+
+/** What else a runner kill is timed to meet. */
+export type RunnerKillCompanion = "alone" | "worker_kill" | "s3_outage";
 
 /** A fault at `atMs` after the fault phase starts. */
 export type FaultEvent =
@@ -29,7 +34,9 @@ export type FaultEvent =
   | { atMs: number; kind: "secondary_start" }
   | { atMs: number; kind: "secondary_stop" }
   | { atMs: number; kind: "temporal_restart" }
-  | { atMs: number; kind: "s3_outage"; durationMs: number };
+  | { atMs: number; kind: "s3_outage"; durationMs: number }
+  /** SIGKILL a runner (one holding a call when there is one), then start a replacement. */
+  | { atMs: number; kind: "runner_kill"; during: RunnerKillCompanion };
 
 export interface ChaosPlan {
   sessions: SessionPlan[];
@@ -66,6 +73,40 @@ function pick(random: RandomSource, size: number, count: number): number[] {
     [indices[i], indices[j]] = [indices[j] as number, indices[i] as number];
   }
   return indices.slice(0, count).sort((a, b) => a - b);
+}
+
+/** Runner kills cycle through their companions in this order (each is met at least once from three kills on). */
+const RUNNER_KILL_COMPANIONS: readonly RunnerKillCompanion[] = ["alone", "worker_kill", "s3_outage"];
+/** A runner kill during a worker kill lands this long after it (while the worker is still dead). */
+const RUNNER_KILL_AFTER_WORKER_KILL_MS = 200;
+
+/**
+ * `count` runner kills over `span`: by turns alone (at a random time), at a random worker kill of
+ * `faults`, and in the middle of a random S3 outage of `faults` (alone when there is none to meet).
+ */
+function runnerKills(
+  random: RandomSource,
+  count: number,
+  faults: readonly FaultEvent[],
+  span: number,
+): FaultEvent[] {
+  const workerKills = faults.filter((fault) => fault.kind === "kill");
+  const outages = faults.filter((fault) => fault.kind === "s3_outage");
+  const oneOf = <T>(items: readonly T[]): T | undefined => items[Math.floor(random() * items.length)];
+  return [...Array(count).keys()].map((index): FaultEvent => {
+    const wanted = RUNNER_KILL_COMPANIONS[index % RUNNER_KILL_COMPANIONS.length] as RunnerKillCompanion;
+    const kill = wanted === "worker_kill" ? oneOf(workerKills) : undefined;
+    if (kill)
+      return { atMs: kill.atMs + RUNNER_KILL_AFTER_WORKER_KILL_MS, kind: "runner_kill", during: wanted };
+    const outage = wanted === "s3_outage" ? oneOf(outages) : undefined;
+    if (outage?.kind === "s3_outage")
+      return { atMs: outage.atMs + Math.floor(outage.durationMs / 2), kind: "runner_kill", during: wanted };
+    return {
+      atMs: between(random, Math.floor(span * 0.1), span),
+      kind: "runner_kill",
+      during: "alone",
+    };
+  });
 }
 
 /** Draws the plan for `options`; equal options give equal plans. */
@@ -126,6 +167,11 @@ export function makeChaosPlan(options: ChaosOptions): ChaosPlan {
       durationMs: options.s3OutageMs,
     });
   }
+  // Drawn last, so a seed plays the same sessions and worker/stack faults as before runners came.
+  for (const index of pick(random, options.runs, options.runnerSessions)) {
+    (sessions[index] as SessionPlan).onRunner = true;
+  }
+  faults.push(...runnerKills(random, options.runnerKills, faults, span));
   faults.sort((a, b) => a.atMs - b.atMs);
   return { sessions, faults };
 }
