@@ -1,6 +1,5 @@
 /**
  * Plays the plan's faults against the stack at their offsets, and keeps a primary worker alive:
- * runner kills play on a timeline of their own, so they land during a worker kill or an S3 outage.
  * a killed primary is started again at once, one that died on its own is restarted and counted.
  * An API server that exits on its own is started again and counted (with its last log lines).
  */
@@ -48,7 +47,9 @@ const WATCH_INTERVAL_MS = 1_000;
 const START_RETRY_MS = 2_000;
 const WORKER_START_BOUND_MS = 5 * 60_000;
 /** A runner kill waits this long at most for a runner that holds a call (else it kills an idle one). */
-const RUNNER_HOLD_WAIT_MS = 5_000;
+const RUNNER_HOLD_WAIT_MS = 15_000;
+/** A runner killed with an S3 outage is replaced this long into the outage (its claims then fail until S3 is back). */
+const RUNNER_REPLACE_IN_OUTAGE_MS = 1_000;
 const RUNNER_HOLD_POLL_MS = 100;
 
 /** A tally of no fault at all. */
@@ -107,7 +108,10 @@ export function playFaults(
     }
   };
 
-  /** The runner to kill: the first holding a call within RUNNER_HOLD_WAIT_MS, else the first alive. */
+  /**
+   * The runner to kill: the first that holds a call within RUNNER_HOLD_WAIT_MS; when none does,
+   * the slots take turns.
+   */
   const runnerTarget = async (pool: ChaosRunners): Promise<{ slot: RunnerSlot; held: number }> => {
     const deadline = Date.now() + RUNNER_HOLD_WAIT_MS;
     for (;;) {
@@ -118,21 +122,32 @@ export function playFaults(
       if (Date.now() >= deadline || stopping) break;
       await sleep(RUNNER_HOLD_POLL_MS);
     }
-    return { slot: RUNNER_SLOTS.find((slot) => pool.runner(slot)) ?? "a", held: 0 };
+    const turn = tally.runnerKills.holding + tally.runnerKills.idle;
+    return { slot: RUNNER_SLOTS[turn % RUNNER_SLOTS.length] as RunnerSlot, held: 0 };
   };
 
-  const killRunner = async (during: RunnerKillCompanion) => {
+  /** A runner kill and its companion: the primary worker killed with it, or S3 down right after it. */
+  const killRunner = async (fault: Extract<FaultEvent, { kind: "runner_kill" }>) => {
     if (!runners) throw new Error("the plan kills runners but none were started");
     const { slot, held } = await runnerTarget(runners);
-    await runners.kill(slot);
-    if (held > 0) tally.runnerKills.holding += 1;
-    else tally.runnerKills.idle += 1;
-    tally.runnerKills.during[during] += 1;
+    const alsoWorker = fault.during === "worker_kill";
+    await Promise.all([runners.kill(slot), alsoWorker ? stack.killWorker("primary") : undefined]);
+    tally.runnerKills[held > 0 ? "holding" : "idle"] += 1;
+    tally.runnerKills.during[fault.during] += 1;
     note(
-      `SIGKILL runner ${slot} (${held > 0 ? `holding ${held} calls` : "holding no call"}${during === "alone" ? "" : `, during a ${during.replace("_", " ")}`})`,
+      `SIGKILL runner ${slot} (${held > 0 ? `holding ${held} calls` : "holding no call"})${alsoWorker ? " and the primary worker" : ""}`,
     );
-    await runners.start(slot);
+    if (alsoWorker) killed();
+    if (fault.during === "s3_outage") {
+      const outageMs = fault.outageMs ?? 0;
+      note(`S3 server down for ${outageMs} ms`);
+      await Promise.all([
+        stack.s3Outage(outageMs).then(() => note("S3 server up again")),
+        sleep(RUNNER_REPLACE_IN_OUTAGE_MS).then(() => runners.start(slot)),
+      ]);
+    } else await runners.start(slot);
     note(`runner ${slot} replaced`);
+    if (alsoWorker) await ensureWorker("primary");
   };
 
   const apply = async (fault: FaultEvent) => {
@@ -172,7 +187,7 @@ export function playFaults(
         note("S3 server up again");
         return;
       case "runner_kill":
-        await killRunner(fault.during);
+        await killRunner(fault);
         return;
     }
   };
@@ -213,19 +228,16 @@ export function playFaults(
   const stopped = new Promise<void>((resolve) => {
     wake = resolve;
   });
-  /** Plays `timeline` in order; `exclusive` faults wait for each other (and the worker watcher). */
-  const play = async (timeline: readonly FaultEvent[], exclusive: boolean) => {
-    for (const fault of timeline) {
+  const done = (async () => {
+    for (const fault of faults) {
       const wait = started + fault.atMs - Date.now();
       if (wait > 0 && !stopping) await Promise.race([sleep(wait), stopped]);
       if (stopping) {
         tally.skipped += 1;
         continue;
       }
-      if (exclusive) {
-        while (busy) await sleep(100);
-        busy = true;
-      }
+      while (busy) await sleep(100);
+      busy = true;
       try {
         await apply(fault);
       } catch (error) {
@@ -233,23 +245,12 @@ export function playFaults(
         note(`${fault.kind} failed`);
       } finally {
         lastFaultAt = Date.now();
-        if (exclusive) busy = false;
+        busy = false;
       }
     }
-  };
-  const done = Promise.all([
-    play(
-      faults.filter((fault) => fault.kind !== "runner_kill"),
-      true,
-    ).then(() => {
-      killsOver = true;
-      killed();
-    }),
-    play(
-      faults.filter((fault) => fault.kind === "runner_kill"),
-      false,
-    ),
-  ]);
+    killsOver = true;
+    killed();
+  })();
 
   return {
     tally,

@@ -35,8 +35,11 @@ export type FaultEvent =
   | { atMs: number; kind: "secondary_stop" }
   | { atMs: number; kind: "temporal_restart" }
   | { atMs: number; kind: "s3_outage"; durationMs: number }
-  /** SIGKILL a runner (one holding a call when there is one), then start a replacement. */
-  | { atMs: number; kind: "runner_kill"; during: RunnerKillCompanion };
+  /**
+   * SIGKILL a runner (one holding a call when there is one), with the primary worker at the same
+   * moment or followed by an S3 outage of `outageMs` when `during` says so, then start a replacement.
+   */
+  | { atMs: number; kind: "runner_kill"; during: RunnerKillCompanion; outageMs?: number };
 
 export interface ChaosPlan {
   sessions: SessionPlan[];
@@ -75,37 +78,20 @@ function pick(random: RandomSource, size: number, count: number): number[] {
   return indices.slice(0, count).sort((a, b) => a - b);
 }
 
-/** Runner kills cycle through their companions in this order (each is met at least once from three kills on). */
+/** Runner kills cycle through their companions in this order (each is met once in every three kills). */
 const RUNNER_KILL_COMPANIONS: readonly RunnerKillCompanion[] = ["alone", "worker_kill", "s3_outage"];
-/** A runner kill during a worker kill lands this long after it (while the worker is still dead). */
-const RUNNER_KILL_AFTER_WORKER_KILL_MS = 200;
 
 /**
- * `count` runner kills over `span`: by turns alone (at a random time), at a random worker kill of
- * `faults`, and in the middle of a random S3 outage of `faults` (alone when there is none to meet).
+ * `count` runner kills at random times of `span`, by turns alone, with a primary worker SIGKILL and
+ * with an S3 outage of `s3OutageMs` (the kill brings its companion: test/chaos/faults.ts).
  */
-function runnerKills(
-  random: RandomSource,
-  count: number,
-  faults: readonly FaultEvent[],
-  span: number,
-): FaultEvent[] {
-  const workerKills = faults.filter((fault) => fault.kind === "kill");
-  const outages = faults.filter((fault) => fault.kind === "s3_outage");
-  const oneOf = <T>(items: readonly T[]): T | undefined => items[Math.floor(random() * items.length)];
+function runnerKills(random: RandomSource, count: number, span: number, s3OutageMs: number): FaultEvent[] {
   return [...Array(count).keys()].map((index): FaultEvent => {
-    const wanted = RUNNER_KILL_COMPANIONS[index % RUNNER_KILL_COMPANIONS.length] as RunnerKillCompanion;
-    const kill = wanted === "worker_kill" ? oneOf(workerKills) : undefined;
-    if (kill)
-      return { atMs: kill.atMs + RUNNER_KILL_AFTER_WORKER_KILL_MS, kind: "runner_kill", during: wanted };
-    const outage = wanted === "s3_outage" ? oneOf(outages) : undefined;
-    if (outage?.kind === "s3_outage")
-      return { atMs: outage.atMs + Math.floor(outage.durationMs / 2), kind: "runner_kill", during: wanted };
-    return {
-      atMs: between(random, Math.floor(span * 0.1), span),
-      kind: "runner_kill",
-      during: "alone",
-    };
+    const atMs = between(random, Math.floor(span * 0.1), span);
+    const during = RUNNER_KILL_COMPANIONS[index % RUNNER_KILL_COMPANIONS.length] as RunnerKillCompanion;
+    return during === "s3_outage"
+      ? { atMs, kind: "runner_kill", during, outageMs: s3OutageMs }
+      : { atMs, kind: "runner_kill", during };
   });
 }
 
@@ -171,7 +157,7 @@ export function makeChaosPlan(options: ChaosOptions): ChaosPlan {
   for (const index of pick(random, options.runs, options.runnerSessions)) {
     (sessions[index] as SessionPlan).onRunner = true;
   }
-  faults.push(...runnerKills(random, options.runnerKills, faults, span));
+  faults.push(...runnerKills(random, options.runnerKills, span, options.s3OutageMs));
   faults.sort((a, b) => a.atMs - b.atMs);
   return { sessions, faults };
 }

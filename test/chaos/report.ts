@@ -149,6 +149,7 @@ function reproduceFlags(options: ChaosOptions): string {
     `--seed ${options.seed} --runs ${options.runs} --concurrency ${options.concurrency}`,
     `--kills ${options.kills} --kill-every-seconds ${seconds(options.killEveryMs)} --aborts ${options.aborts}`,
     `--temporal-restarts ${options.temporalRestarts} --s3-outages ${options.s3Outages} --s3-outage-seconds ${seconds(options.s3OutageMs)}`,
+    `--runner-sessions ${options.runnerSessions} --runner-kills ${options.runnerKills}`,
     `--run-bound-seconds ${seconds(options.runBoundMs)} --max-minutes ${Math.round(options.durationCapMs / 60_000)}`,
   ]
     .filter(Boolean)
@@ -194,7 +195,7 @@ export function renderMarkdown(summary: ChaosSummary): string {
           `${faults.runnerKills.holding + faults.runnerKills.idle} (${faults.runnerKills.holding} + ${faults.runnerKills.idle})`,
         ],
         [
-          "… of them alone / during a worker kill / during an S3 outage",
+          "… of them alone / with a primary worker SIGKILL / with an S3 outage",
           "-",
           `${faults.runnerKills.during.alone} / ${faults.runnerKills.during.worker_kill} / ${faults.runnerKills.during.s3_outage}`,
         ],

@@ -70,33 +70,18 @@ describe("runner kills in the plan", () => {
     expect(plan.sessions.filter((session) => session.onRunner)).toHaveLength(options.runnerSessions);
   });
 
-  it("kills runners alone, just after a worker kill and in the middle of an S3 outage, by turns", () => {
+  it("kills runners alone, with a worker kill and with an S3 outage, by turns, inside the faults' span", () => {
     const plan = makeChaosPlan(options);
     const kills = runnerKills(plan);
-    expect(kills.map((kill) => kill.during).sort()).toEqual([
-      "alone",
-      "alone",
-      "s3_outage",
-      "s3_outage",
-      "worker_kill",
-      "worker_kill",
-    ]);
-    const workerKillTimes = plan.faults.flatMap((fault) => (fault.kind === "kill" ? [fault.atMs] : []));
-    const [outage] = plan.faults.flatMap((fault) => (fault.kind === "s3_outage" ? [fault] : []));
-    if (!outage) throw new Error("no outage planned");
-    for (const kill of kills) {
-      if (kill.during === "worker_kill") expect(workerKillTimes).toContain(kill.atMs - 200);
-      if (kill.during === "s3_outage") {
-        expect(kill.atMs).toBeGreaterThan(outage.atMs);
-        expect(kill.atMs).toBeLessThan(outage.atMs + outage.durationMs);
-      }
-    }
-  });
-
-  it("meets nothing it cannot meet: without worker kills or outages, every runner kill is alone", () => {
-    const kills = runnerKills(makeChaosPlan({ ...options, kills: 0, s3Outages: 0 }));
+    expect(kills.map((kill) => kill.during)).toEqual(
+      expect.arrayContaining(["alone", "alone", "worker_kill", "worker_kill", "s3_outage", "s3_outage"]),
+    );
     expect(kills).toHaveLength(6);
-    expect(kills.every((kill) => kill.during === "alone")).toBe(true);
+    const last = Math.max(...plan.faults.filter((fault) => fault.kind === "kill").map((fault) => fault.atMs));
+    for (const kill of kills) {
+      expect(kill.atMs).toBeLessThanOrEqual(last);
+      expect(kill.outageMs).toBe(kill.during === "s3_outage" ? options.s3OutageMs : undefined);
+    }
   });
 
   it("leaves the sessions and the other faults of a seed as they were without runners", () => {
