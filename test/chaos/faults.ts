@@ -2,6 +2,8 @@
  * Plays the plan's faults against the stack at their offsets, and keeps a primary worker alive:
  * a killed primary is started again at once, one that died on its own is restarted and counted.
  * An API server that exits on its own is started again and counted (with its last log lines).
+ * A runner kill SIGKILLs a `keel runner` (one holding a call when one does within 10 s) and starts a
+ * replacement, alone or with its companion fault (test/chaos/plan.ts).
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import type { FaultEvent, RunnerKillCompanion } from "./plan";
@@ -47,7 +49,7 @@ const WATCH_INTERVAL_MS = 1_000;
 const START_RETRY_MS = 2_000;
 const WORKER_START_BOUND_MS = 5 * 60_000;
 /** A runner kill waits this long at most for a runner that holds a call (else it kills an idle one). */
-const RUNNER_HOLD_WAIT_MS = 15_000;
+const RUNNER_HOLD_WAIT_MS = 10_000;
 /** A runner killed with an S3 outage is replaced this long into the outage (its claims then fail until S3 is back). */
 const RUNNER_REPLACE_IN_OUTAGE_MS = 1_000;
 const RUNNER_HOLD_POLL_MS = 100;
@@ -126,7 +128,10 @@ export function playFaults(
     return { slot: RUNNER_SLOTS[turn % RUNNER_SLOTS.length] as RunnerSlot, held: 0 };
   };
 
-  /** A runner kill and its companion: the primary worker killed with it, or S3 down right after it. */
+  /**
+   * A runner kill and its companion: the primary worker killed with it, or S3 down right after it
+   * (an outage of its own here, else the plan's next fault, due 1 ms later, is that outage).
+   */
   const killRunner = async (fault: Extract<FaultEvent, { kind: "runner_kill" }>) => {
     if (!runners) throw new Error("the plan kills runners but none were started");
     const { slot, held } = await runnerTarget(runners);
@@ -135,11 +140,11 @@ export function playFaults(
     tally.runnerKills[held > 0 ? "holding" : "idle"] += 1;
     tally.runnerKills.during[fault.during] += 1;
     note(
-      `SIGKILL runner ${slot} (${held > 0 ? `holding ${held} calls` : "holding no call"})${alsoWorker ? " and the primary worker" : ""}`,
+      `SIGKILL runner ${slot} (${held > 0 ? `holding ${held} call${held === 1 ? "" : "s"}` : "holding no call"})${alsoWorker ? " and the primary worker" : ""}`,
     );
     if (alsoWorker) killed();
-    if (fault.during === "s3_outage") {
-      const outageMs = fault.outageMs ?? 0;
+    if (fault.outageMs !== undefined) {
+      const outageMs = fault.outageMs;
       note(`S3 server down for ${outageMs} ms`);
       await Promise.all([
         stack.s3Outage(outageMs).then(() => note("S3 server up again")),

@@ -27,7 +27,7 @@ export interface ChaosOptions {
   s3OutageMs: number;
   /** Sessions whose tools run on a `runner` environment served by two `keel runner` processes (the rest: in the worker). */
   runnerSessions: number;
-  /** Runner SIGKILLs (each aimed at a runner holding a call, then replaced): alone, during a worker kill, during an S3 outage. */
+  /** Runner SIGKILLs (each aimed at a runner holding a call, then replaced): alone, with a worker SIGKILL, with an S3 outage. */
   runnerKills: number;
   /** A run not over this long after its message was delivered and after the last fault is stuck. */
   runBoundMs: number;
@@ -150,6 +150,11 @@ export function parseChaosOptions(argv: readonly string[], env: NodeJS.ProcessEn
   if (options.runnerSessions > options.runs) {
     throw new ChaosUsageError(
       `--runner-sessions (${options.runnerSessions}) cannot exceed --runs (${options.runs})`,
+    );
+  }
+  if (options.runnerKills > 0 && options.runnerSessions === 0) {
+    throw new ChaosUsageError(
+      "--runner-kills needs --runner-sessions > 0 (no runner is started without them)",
     );
   }
   return options;

@@ -25,7 +25,7 @@ export interface SessionPlan {
   onRunner?: boolean;
 }
 
-/** What else a runner kill is timed to meet. */
+/** What a runner kill brings with it: nothing, a primary worker SIGKILL at the same moment, or an S3 outage right after it. */
 export type RunnerKillCompanion = "alone" | "worker_kill" | "s3_outage";
 
 /** A fault at `atMs` after the fault phase starts. */
@@ -36,8 +36,9 @@ export type FaultEvent =
   | { atMs: number; kind: "temporal_restart" }
   | { atMs: number; kind: "s3_outage"; durationMs: number }
   /**
-   * SIGKILL a runner (one holding a call when there is one), with the primary worker at the same
-   * moment or followed by an S3 outage of `outageMs` when `during` says so, then start a replacement.
+   * SIGKILL a runner (one holding a call when there is one), then start a replacement; with the
+   * primary worker at the same moment when `during` is `worker_kill`; with `s3_outage`, followed at
+   * once by the plan's next outage, or by one of `outageMs` of its own when it has that.
    */
   | { atMs: number; kind: "runner_kill"; during: RunnerKillCompanion; outageMs?: number };
 
@@ -83,15 +84,26 @@ const RUNNER_KILL_COMPANIONS: readonly RunnerKillCompanion[] = ["alone", "worker
 
 /**
  * `count` runner kills at random times of `span`, by turns alone, with a primary worker SIGKILL and
- * with an S3 outage of `s3OutageMs` (the kill brings its companion: test/chaos/faults.ts).
+ * with an S3 outage (the kill brings its companion: test/chaos/faults.ts). A kill with an outage
+ * takes one of `outages` not yet taken (it comes 1 ms before it: the runner dies, then S3 goes down);
+ * when none is left it brings an outage of `s3OutageMs` of its own.
  */
-function runnerKills(random: RandomSource, count: number, span: number, s3OutageMs: number): FaultEvent[] {
+function runnerKills(
+  random: RandomSource,
+  count: number,
+  span: number,
+  outages: FaultEvent[],
+  s3OutageMs: number,
+): FaultEvent[] {
+  const free = [...outages];
   return [...Array(count).keys()].map((index): FaultEvent => {
     const atMs = between(random, Math.floor(span * 0.1), span);
     const during = RUNNER_KILL_COMPANIONS[index % RUNNER_KILL_COMPANIONS.length] as RunnerKillCompanion;
-    return during === "s3_outage"
-      ? { atMs, kind: "runner_kill", during, outageMs: s3OutageMs }
-      : { atMs, kind: "runner_kill", during };
+    if (during !== "s3_outage") return { atMs, kind: "runner_kill", during };
+    const outage = free.shift();
+    return outage
+      ? { atMs: Math.max(0, outage.atMs - 1), kind: "runner_kill", during }
+      : { atMs, kind: "runner_kill", during, outageMs: s3OutageMs };
   });
 }
 
@@ -157,7 +169,9 @@ export function makeChaosPlan(options: ChaosOptions): ChaosPlan {
   for (const index of pick(random, options.runs, options.runnerSessions)) {
     (sessions[index] as SessionPlan).onRunner = true;
   }
-  faults.push(...runnerKills(random, options.runnerKills, span, options.s3OutageMs));
+  const outages = faults.filter((fault) => fault.kind === "s3_outage");
+  faults.push(...runnerKills(random, options.runnerKills, span, outages, options.s3OutageMs));
+  // Stable: a runner kill 1 ms before its outage stays before it.
   faults.sort((a, b) => a.atMs - b.atMs);
   return { sessions, faults };
 }

@@ -31,6 +31,7 @@ describe("parseChaosOptions", () => {
     [["--seed"], "--seed needs a value"],
     [["--runs", "2", "--aborts", "3"], "--aborts (3) cannot exceed --runs (2)"],
     [["--runs", "2", "--runner-sessions", "3"], "--runner-sessions (3) cannot exceed --runs (2)"],
+    [["--runner-sessions", "0"], "--runner-kills needs --runner-sessions > 0"],
   ])("refuses %j", (argv, message) => {
     expect(() => parseChaosOptions(argv)).toThrow(ChaosUsageError);
     expect(() => parseChaosOptions(argv)).toThrow(message);
@@ -70,18 +71,30 @@ describe("runner kills in the plan", () => {
     expect(plan.sessions.filter((session) => session.onRunner)).toHaveLength(options.runnerSessions);
   });
 
-  it("kills runners alone, with a worker kill and with an S3 outage, by turns, inside the faults' span", () => {
+  it("kills runners alone, with a worker kill and with an S3 outage, by turns", () => {
     const plan = makeChaosPlan(options);
     const kills = runnerKills(plan);
-    expect(kills.map((kill) => kill.during)).toEqual(
-      expect.arrayContaining(["alone", "alone", "worker_kill", "worker_kill", "s3_outage", "s3_outage"]),
-    );
-    expect(kills).toHaveLength(6);
+    expect(kills.map((kill) => kill.during).sort()).toEqual([
+      "alone",
+      "alone",
+      "s3_outage",
+      "s3_outage",
+      "worker_kill",
+      "worker_kill",
+    ]);
     const last = Math.max(...plan.faults.filter((fault) => fault.kind === "kill").map((fault) => fault.atMs));
-    for (const kill of kills) {
-      expect(kill.atMs).toBeLessThanOrEqual(last);
-      expect(kill.outageMs).toBe(kill.during === "s3_outage" ? options.s3OutageMs : undefined);
-    }
+    for (const kill of kills) expect(kill.atMs).toBeLessThanOrEqual(last);
+  });
+
+  it("puts the first runner kill with an outage just before the plan's outage; the next brings its own", () => {
+    const plan = makeChaosPlan(options);
+    const outageAt = plan.faults.findIndex((fault) => fault.kind === "s3_outage");
+    const before = plan.faults[outageAt - 1];
+    expect(before).toMatchObject({ kind: "runner_kill", during: "s3_outage" });
+    expect(before?.atMs).toBe((plan.faults[outageAt]?.atMs ?? 0) - 1);
+    expect(before && "outageMs" in before).toBe(false);
+    const own = runnerKills(plan).filter((kill) => kill.outageMs !== undefined);
+    expect(own).toEqual([expect.objectContaining({ during: "s3_outage", outageMs: options.s3OutageMs })]);
   });
 
   it("leaves the sessions and the other faults of a seed as they were without runners", () => {
