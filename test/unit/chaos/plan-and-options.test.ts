@@ -30,7 +30,10 @@ describe("parseChaosOptions", () => {
     [["--kils", "3"], 'unknown argument "--kils"'],
     [["--seed"], "--seed needs a value"],
     [["--runs", "2", "--aborts", "3"], "--aborts (3) cannot exceed --runs (2)"],
-    [["--runs", "2", "--runner-sessions", "3"], "--runner-sessions (3) cannot exceed --runs (2)"],
+    [
+      ["--short", "--runs", "2", "--aborts", "0", "--runner-sessions", "3"],
+      "--runner-sessions (3) cannot exceed --runs (2)",
+    ],
     [["--runner-sessions", "0"], "--runner-kills needs --runner-sessions > 0"],
   ])("refuses %j", (argv, message) => {
     expect(() => parseChaosOptions(argv)).toThrow(ChaosUsageError);
