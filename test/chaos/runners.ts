@@ -19,8 +19,6 @@ export interface ChaosRunners {
   workspaceRoot: string;
   /** Starts a runner in `slot` (which must be empty). */
   start(slot: RunnerSlot): Promise<void>;
-  /** The slot's runner, when it is alive. */
-  runner(slot: RunnerSlot): ServiceProcess | undefined;
   /** Ids of the calls the slot's runner claimed and has not finished (from its log). */
   heldCalls(slot: RunnerSlot): string[];
   /** SIGKILLs the slot's runner (its process group) and empties the slot. */
@@ -112,7 +110,6 @@ export async function startChaosRunners(
         },
       );
     },
-    runner: alive,
     heldCalls(slot) {
       const runner = alive(slot);
       return runner ? heldCallsOf(readFileSync(runner.logFile, "utf8")) : [];
