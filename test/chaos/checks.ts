@@ -240,3 +240,44 @@ export function followContinuations(
     current = current.next;
   return current;
 }
+
+/** `echo <word> >> log.txt`: how the scenario's unsafe `bash` calls leave a line per run (test/chaos/scenario.ts). */
+const LOG_APPEND = /echo (\w+) >> log\.txt/g;
+
+/**
+ * No unsafe call ran twice: each line the scenario's `bash` calls appended to the session's
+ * `log.txt` (`log`, as the workspace holds it after the run; "" when there is none) is there at
+ * most as often as stored tool calls ask for it. A call cut off by a kill may have appended its
+ * line or not (its result then says its outcome is unknown), and a workspace restored from an
+ * older snapshot may have lost lines: fewer is fine, more means a call was run again.
+ */
+export function checkUnsafeCallsRanOnce(
+  sessionId: string,
+  entries: readonly SessionEntry[],
+  log: string,
+): Violation[] {
+  const asked = new Map<string, number>();
+  for (const entry of entries) {
+    if (entry.type !== "message" || entry.message.role !== "assistant") continue;
+    for (const block of entry.message.content) {
+      if (block.type !== "toolCall" || block.name !== "bash") continue;
+      const command = (block.arguments as { command?: unknown }).command;
+      if (typeof command !== "string") continue;
+      for (const [, word] of command.matchAll(LOG_APPEND))
+        asked.set(word as string, (asked.get(word as string) ?? 0) + 1);
+    }
+  }
+  const found = new Map<string, number>();
+  for (const line of log.split("\n")) if (line !== "") found.set(line, (found.get(line) ?? 0) + 1);
+  return [...found].flatMap(([line, count]) =>
+    count > (asked.get(line) ?? 0)
+      ? [
+          {
+            sessionId,
+            kind: "unsafe_call_ran_twice",
+            detail: `log.txt has "${line}" ${count} times; stored bash calls append it ${asked.get(line) ?? 0} times`,
+          },
+        ]
+      : [],
+  );
+}

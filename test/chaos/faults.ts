@@ -2,9 +2,12 @@
  * Plays the plan's faults against the stack at their offsets, and keeps a primary worker alive:
  * a killed primary is started again at once, one that died on its own is restarted and counted.
  * An API server that exits on its own is started again and counted (with its last log lines).
+ * A runner kill SIGKILLs a `keel runner` (one holding a call when one does within 10 s) and starts a
+ * replacement, alone or with its companion fault (test/chaos/plan.ts).
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import type { FaultEvent } from "./plan";
+import type { FaultEvent, RunnerKillCompanion } from "./plan";
+import { type ChaosRunners, RUNNER_SLOTS, type RunnerSlot } from "./runners";
 import type { ChaosStack, WorkerRole } from "./stack";
 
 export interface FaultTally {
@@ -13,6 +16,8 @@ export interface FaultTally {
   secondaryStops: number;
   temporalRestarts: number;
   s3Outages: number;
+  /** Runner SIGKILLs (each followed by a replacement): while holding a call or idle, and what they met. */
+  runnerKills: { holding: number; idle: number; during: Record<RunnerKillCompanion, number> };
   /** Workers that exited without being killed or stopped by the suite. */
   unplannedWorkerExits: number;
   /** The API server exiting on its own (nothing here stops it): the last lines of its log, each time. */
@@ -43,6 +48,11 @@ export interface FaultPlayer {
 const WATCH_INTERVAL_MS = 1_000;
 const START_RETRY_MS = 2_000;
 const WORKER_START_BOUND_MS = 5 * 60_000;
+/** A runner kill waits this long at most for a runner that holds a call (else it kills an idle one). */
+const RUNNER_HOLD_WAIT_MS = 10_000;
+/** A runner killed with an S3 outage is replaced this long into the outage (its claims then fail until S3 is back). */
+const RUNNER_REPLACE_IN_OUTAGE_MS = 1_000;
+const RUNNER_HOLD_POLL_MS = 100;
 
 /** A tally of no fault at all. */
 export function emptyFaultTally(): FaultTally {
@@ -52,6 +62,7 @@ export function emptyFaultTally(): FaultTally {
     secondaryStops: 0,
     temporalRestarts: 0,
     s3Outages: 0,
+    runnerKills: { holding: 0, idle: 0, during: { alone: 0, worker_kill: 0, s3_outage: 0 } },
     unplannedWorkerExits: 0,
     apiExits: [],
     skipped: 0,
@@ -60,8 +71,15 @@ export function emptyFaultTally(): FaultTally {
   };
 }
 
-/** Starts playing `faults` (in time order) now. */
-export function playFaults(stack: ChaosStack, faults: readonly FaultEvent[]): FaultPlayer {
+/**
+ * Starts playing `faults` (in time order) now; `runners` serve the plan's runner environment (its
+ * runner kills are errors without them).
+ */
+export function playFaults(
+  stack: ChaosStack,
+  faults: readonly FaultEvent[],
+  runners?: ChaosRunners,
+): FaultPlayer {
   const tally = emptyFaultTally();
   const started = Date.now();
   let lastFaultAt = started;
@@ -90,6 +108,51 @@ export function playFaults(stack: ChaosStack, faults: readonly FaultEvent[]): Fa
         await sleep(START_RETRY_MS);
       }
     }
+  };
+
+  /**
+   * The runner to kill: the first that holds a call within RUNNER_HOLD_WAIT_MS; when none does,
+   * the slots take turns.
+   */
+  const runnerTarget = async (pool: ChaosRunners): Promise<{ slot: RunnerSlot; held: number }> => {
+    const deadline = Date.now() + RUNNER_HOLD_WAIT_MS;
+    for (;;) {
+      for (const slot of RUNNER_SLOTS) {
+        const held = pool.heldCalls(slot).length;
+        if (held > 0) return { slot, held };
+      }
+      if (Date.now() >= deadline || stopping) break;
+      await sleep(RUNNER_HOLD_POLL_MS);
+    }
+    const turn = tally.runnerKills.holding + tally.runnerKills.idle;
+    return { slot: RUNNER_SLOTS[turn % RUNNER_SLOTS.length] as RunnerSlot, held: 0 };
+  };
+
+  /**
+   * A runner kill and its companion: the primary worker killed with it, or S3 down right after it
+   * (an outage of its own here, else the plan's next fault, due 1 ms later, is that outage).
+   */
+  const killRunner = async (fault: Extract<FaultEvent, { kind: "runner_kill" }>) => {
+    if (!runners) throw new Error("the plan kills runners but none were started");
+    const { slot, held } = await runnerTarget(runners);
+    const alsoWorker = fault.during === "worker_kill";
+    await Promise.all([runners.kill(slot), alsoWorker ? stack.killWorker("primary") : undefined]);
+    tally.runnerKills[held > 0 ? "holding" : "idle"] += 1;
+    tally.runnerKills.during[fault.during] += 1;
+    note(
+      `SIGKILL runner ${slot} (${held > 0 ? `holding ${held} call${held === 1 ? "" : "s"}` : "holding no call"})${alsoWorker ? " and the primary worker" : ""}`,
+    );
+    if (alsoWorker) killed();
+    if (fault.outageMs !== undefined) {
+      const outageMs = fault.outageMs;
+      note(`S3 server down for ${outageMs} ms`);
+      await Promise.all([
+        stack.s3Outage(outageMs).then(() => note("S3 server up again")),
+        sleep(RUNNER_REPLACE_IN_OUTAGE_MS).then(() => runners.start(slot)),
+      ]);
+    } else await runners.start(slot);
+    note(`runner ${slot} replaced`);
+    if (alsoWorker) await ensureWorker("primary");
   };
 
   const apply = async (fault: FaultEvent) => {
@@ -127,6 +190,9 @@ export function playFaults(stack: ChaosStack, faults: readonly FaultEvent[]): Fa
         await stack.s3Outage(fault.durationMs);
         tally.s3Outages += 1;
         note("S3 server up again");
+        return;
+      case "runner_kill":
+        await killRunner(fault);
         return;
     }
   };

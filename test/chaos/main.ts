@@ -1,6 +1,6 @@
 /**
  * `npm run chaos -- [--short] [options]`: runs agent sessions through the HTTP API on one local
- * stack while workers are SIGKILLed, a second worker comes and goes, the Temporal dev server
+ * stack while workers and `keel runner` processes are SIGKILLed, a second worker comes and goes, the Temporal dev server
  * restarts on its database and the S3 server goes down; then checks every session. Writes
  * bench/results/chaos.{md,json}. Exit code: 0 all checks passed, 1 a check failed (violation,
  * stuck run, repeated model call) or a fault could not be applied, 2 usage error or the stack
@@ -13,6 +13,7 @@ import { sampleLoad } from "./load";
 import { type ChaosOptions, ChaosUsageError, parseChaosOptions } from "./options";
 import { type ChaosPlan, makeChaosPlan, type SessionPlan } from "./plan";
 import { renderMarkdown, summarize, writeChaosResults } from "./report";
+import { type ChaosRunners, startChaosRunners } from "./runners";
 import { registerSessionScenario } from "./scenario";
 import { driveSession, type SessionRecord } from "./sessions";
 import { startChaosStack } from "./stack";
@@ -72,11 +73,15 @@ async function main(): Promise<number> {
   const stack = await startChaosStack();
   say(`stack up in ${Math.round((performance.now() - started) / 1000)} s (data: ${stack.dir})`);
   let failed = true;
+  let runners: ChaosRunners | undefined;
   try {
     for (const session of plan.sessions) registerSessionScenario(stack.llm, session);
     await stack.startWorker("primary");
     const api = new ChaosApiClient(stack.apiUrl, stack.apiKey, API_CALL_BOUND_MS);
-    const faults = playFaults(stack, plan.faults);
+    runners = plan.sessions.some((session) => session.onRunner)
+      ? await startChaosRunners(api, stack.apiUrl, stack.dir)
+      : undefined;
+    const faults = playFaults(stack, plan.faults, runners);
     const capAt = Date.now() + options.durationCapMs;
     const records = await drivePool(
       plan.sessions,
@@ -86,9 +91,13 @@ async function main(): Promise<number> {
     );
     await faults.stop();
     say("runs over; checking every session");
-    const verdict = await verifySessions(stack, api, records, join(stack.dir, "exports")).finally(() =>
-      faults.close(),
-    );
+    const verdict = await verifySessions(
+      stack,
+      api,
+      records,
+      join(stack.dir, "exports"),
+      runners?.workspaceRoot,
+    ).finally(() => faults.close());
     const summary = summarize({
       options,
       plan,
@@ -106,6 +115,7 @@ async function main(): Promise<number> {
     if (failed) say(`FAIL (${summary.failures.join(", ")}); stack data kept in ${stack.dir}`);
     return failed ? 1 : 0;
   } finally {
+    await runners?.close();
     await stack.close({ keepData: failed || process.env.KEEL_KEEP_CHAOS_DATA === "1" });
   }
 }

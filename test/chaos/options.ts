@@ -25,6 +25,10 @@ export interface ChaosOptions {
   /** S3 server outages (stopped, then started again on the same data folder and ports). */
   s3Outages: number;
   s3OutageMs: number;
+  /** Sessions whose tools run on a `runner` environment served by two `keel runner` processes (the rest: in the worker). */
+  runnerSessions: number;
+  /** Runner SIGKILLs (each aimed at a runner holding a call, then replaced): alone, with a worker SIGKILL, with an S3 outage. */
+  runnerKills: number;
   /** A run not over this long after its message was delivered and after the last fault is stuck. */
   runBoundMs: number;
   /** No new run starts and no fault is injected after this; in-flight runs get `runBoundMs`. */
@@ -43,6 +47,8 @@ export const CHAOS_PRESETS: Record<ChaosForm, ChaosOptions> = {
     temporalRestarts: 1,
     s3Outages: 1,
     s3OutageMs: 7_000,
+    runnerSessions: 4,
+    runnerKills: 3,
     runBoundMs: 180_000,
     durationCapMs: 5 * 60_000,
   },
@@ -57,6 +63,8 @@ export const CHAOS_PRESETS: Record<ChaosForm, ChaosOptions> = {
     temporalRestarts: 1,
     s3Outages: 1,
     s3OutageMs: 7_000,
+    runnerSessions: 40,
+    runnerKills: 30,
     runBoundMs: 180_000,
     durationCapMs: 40 * 60_000,
   },
@@ -75,6 +83,8 @@ const NUMERIC_FLAGS: ReadonlyArray<{ flag: string; key: NumericOption; min: numb
   { flag: "temporal-restarts", key: "temporalRestarts", min: 0, unit: 1 },
   { flag: "s3-outages", key: "s3Outages", min: 0, unit: 1 },
   { flag: "s3-outage-seconds", key: "s3OutageMs", min: 1, unit: 1000 },
+  { flag: "runner-sessions", key: "runnerSessions", min: 0, unit: 1 },
+  { flag: "runner-kills", key: "runnerKills", min: 0, unit: 1 },
   { flag: "run-bound-seconds", key: "runBoundMs", min: 10, unit: 1000 },
   { flag: "max-minutes", key: "durationCapMs", min: 1, unit: 60_000 },
 ];
@@ -86,7 +96,7 @@ ${NUMERIC_FLAGS.map(({ flag }) => `  --${flag} N`).join("\n")}
 Each option may also come from the environment: CHAOS_SEED, CHAOS_RUNS, CHAOS_KILLS, ... (flags win).`;
 
 function describe(options: ChaosOptions): string {
-  return `${options.runs} runs, ${options.kills} kills, ${options.aborts} aborts, ${options.temporalRestarts} Temporal restarts, ${options.s3Outages} S3 outages`;
+  return `${options.runs} runs, ${options.kills} kills, ${options.aborts} aborts, ${options.temporalRestarts} Temporal restarts, ${options.s3Outages} S3 outages, ${options.runnerSessions} sessions on runners, ${options.runnerKills} runner kills`;
 }
 
 export class ChaosUsageError extends Error {
@@ -136,6 +146,16 @@ export function parseChaosOptions(argv: readonly string[], env: NodeJS.ProcessEn
   }
   if (options.aborts > options.runs) {
     throw new ChaosUsageError(`--aborts (${options.aborts}) cannot exceed --runs (${options.runs})`);
+  }
+  if (options.runnerSessions > options.runs) {
+    throw new ChaosUsageError(
+      `--runner-sessions (${options.runnerSessions}) cannot exceed --runs (${options.runs})`,
+    );
+  }
+  if (options.runnerKills > 0 && options.runnerSessions === 0) {
+    throw new ChaosUsageError(
+      "--runner-kills needs --runner-sessions > 0 (no runner is started without them)",
+    );
   }
   return options;
 }

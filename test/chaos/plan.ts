@@ -21,7 +21,12 @@ export interface SessionPlan {
   abortAfterKill?: boolean;
   /** When set (never with an abort), a steering message is sent this long after the prompt. */
   steerAfterMs?: number;
+  /** The session's tools run on the stack's `runner` environment (its `keel runner` processes), not in the worker. */
+  onRunner?: boolean;
 }
+
+/** What a runner kill brings with it: nothing, a primary worker SIGKILL at the same moment, or an S3 outage right after it. */
+export type RunnerKillCompanion = "alone" | "worker_kill" | "s3_outage";
 
 /** A fault at `atMs` after the fault phase starts. */
 export type FaultEvent =
@@ -29,7 +34,13 @@ export type FaultEvent =
   | { atMs: number; kind: "secondary_start" }
   | { atMs: number; kind: "secondary_stop" }
   | { atMs: number; kind: "temporal_restart" }
-  | { atMs: number; kind: "s3_outage"; durationMs: number };
+  | { atMs: number; kind: "s3_outage"; durationMs: number }
+  /**
+   * SIGKILL a runner (one holding a call when there is one), then start a replacement; with the
+   * primary worker at the same moment when `during` is `worker_kill`; with `s3_outage`, followed at
+   * once by the plan's next outage, or by one of `outageMs` of its own when it has that.
+   */
+  | { atMs: number; kind: "runner_kill"; during: RunnerKillCompanion; outageMs?: number };
 
 export interface ChaosPlan {
   sessions: SessionPlan[];
@@ -66,6 +77,34 @@ function pick(random: RandomSource, size: number, count: number): number[] {
     [indices[i], indices[j]] = [indices[j] as number, indices[i] as number];
   }
   return indices.slice(0, count).sort((a, b) => a - b);
+}
+
+/** Runner kills cycle through their companions in this order (each is met once in every three kills). */
+const RUNNER_KILL_COMPANIONS: readonly RunnerKillCompanion[] = ["alone", "worker_kill", "s3_outage"];
+
+/**
+ * `count` runner kills at random times of `span`, by turns alone, with a primary worker SIGKILL and
+ * with an S3 outage (the kill brings its companion: test/chaos/faults.ts). A kill with an outage
+ * takes one of `outages` not yet taken (it comes 1 ms before it: the runner dies, then S3 goes down);
+ * when none is left it brings an outage of `s3OutageMs` of its own.
+ */
+function runnerKills(
+  random: RandomSource,
+  count: number,
+  span: number,
+  outages: FaultEvent[],
+  s3OutageMs: number,
+): FaultEvent[] {
+  const free = [...outages];
+  return [...Array(count).keys()].map((index): FaultEvent => {
+    const atMs = between(random, Math.floor(span * 0.1), span);
+    const during = RUNNER_KILL_COMPANIONS[index % RUNNER_KILL_COMPANIONS.length] as RunnerKillCompanion;
+    if (during !== "s3_outage") return { atMs, kind: "runner_kill", during };
+    const outage = free.shift();
+    return outage
+      ? { atMs: Math.max(0, outage.atMs - 1), kind: "runner_kill", during }
+      : { atMs, kind: "runner_kill", during, outageMs: s3OutageMs };
+  });
 }
 
 /** Draws the plan for `options`; equal options give equal plans. */
@@ -126,6 +165,13 @@ export function makeChaosPlan(options: ChaosOptions): ChaosPlan {
       durationMs: options.s3OutageMs,
     });
   }
+  // Drawn last, so a seed plays the same sessions and worker/stack faults as before runners came.
+  for (const index of pick(random, options.runs, options.runnerSessions)) {
+    (sessions[index] as SessionPlan).onRunner = true;
+  }
+  const outages = faults.filter((fault) => fault.kind === "s3_outage");
+  faults.push(...runnerKills(random, options.runnerKills, span, outages, options.s3OutageMs));
+  // Stable: a runner kill 1 ms before its outage stays before it.
   faults.sort((a, b) => a.atMs - b.atMs);
   return { sessions, faults };
 }

@@ -16,7 +16,7 @@ export interface ChaosSummary {
   wallSeconds: number;
   faults: Omit<FaultTally, "log">;
   faultLog: string[];
-  planned: { runs: number; aborts: number; kills: number };
+  planned: { runs: number; aborts: number; kills: number; runnerSessions: number; runnerKills: number };
   /** Sessions not driven because the duration cap was reached first. */
   sessionsSkipped: number;
   runs: {
@@ -77,6 +77,8 @@ export function summarize(input: {
       runs: input.plan.sessions.length,
       aborts: input.plan.sessions.filter((session) => session.abortAfterMs !== undefined).length,
       kills: input.plan.faults.filter((fault) => fault.kind === "kill").length,
+      runnerSessions: input.plan.sessions.filter((session) => session.onRunner).length,
+      runnerKills: input.plan.faults.filter((fault) => fault.kind === "runner_kill").length,
     },
     sessionsSkipped: input.plan.sessions.length - records.length,
     runs,
@@ -101,7 +103,7 @@ function planCell(row: SessionRow): string {
     plan.abortAfterMs === undefined
       ? ""
       : `; abort at ${(plan.abortAfterMs / 1000).toFixed(1)} s${plan.abortAfterKill ? " then after the next kill" : ""} (${row.record.abort?.detail ?? "not sent"})`;
-  return `${plan.toolTurns} tool turns, model ${plan.modelLatencyMs} ms${abort}`;
+  return `${plan.onRunner ? "on runners, " : ""}${plan.toolTurns} tool turns, model ${plan.modelLatencyMs} ms${abort}`;
 }
 
 function runsCell(row: SessionRow): string {
@@ -147,6 +149,7 @@ function reproduceFlags(options: ChaosOptions): string {
     `--seed ${options.seed} --runs ${options.runs} --concurrency ${options.concurrency}`,
     `--kills ${options.kills} --kill-every-seconds ${seconds(options.killEveryMs)} --aborts ${options.aborts}`,
     `--temporal-restarts ${options.temporalRestarts} --s3-outages ${options.s3Outages} --s3-outage-seconds ${seconds(options.s3OutageMs)}`,
+    `--runner-sessions ${options.runnerSessions} --runner-kills ${options.runnerKills}`,
     `--run-bound-seconds ${seconds(options.runBoundMs)} --max-minutes ${Math.round(options.durationCapMs / 60_000)}`,
   ]
     .filter(Boolean)
@@ -187,6 +190,16 @@ export function renderMarkdown(summary: ChaosSummary): string {
         ],
         ["second worker started / stopped", "-", `${faults.secondaryStarts} / ${faults.secondaryStops}`],
         [
+          "runner SIGKILL, then a replacement (holding a call + idle)",
+          summary.planned.runnerKills,
+          `${faults.runnerKills.holding + faults.runnerKills.idle} (${faults.runnerKills.holding} + ${faults.runnerKills.idle})`,
+        ],
+        [
+          "… of them alone / with a primary worker SIGKILL / with an S3 outage",
+          "-",
+          `${faults.runnerKills.during.alone} / ${faults.runnerKills.during.worker_kill} / ${faults.runnerKills.during.s3_outage}`,
+        ],
+        [
           "Temporal dev server restart (same database, same port)",
           options.temporalRestarts,
           faults.temporalRestarts,
@@ -217,6 +230,7 @@ export function renderMarkdown(summary: ChaosSummary): string {
           "sessions driven (planned)",
           `${summary.planned.runs - summary.sessionsSkipped} (${summary.planned.runs})`,
         ],
+        ["of them with tools on the runner environment (planned)", summary.planned.runnerSessions],
         [
           "runs completed / aborted / failed / stuck / not started / followed before their end was seen",
           `${runs.completed} / ${runs.aborted} / ${runs.failed} / ${runs.stuck} / ${runs.notStarted} / ${runs.superseded}`,

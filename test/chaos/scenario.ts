@@ -34,7 +34,7 @@ export function callTagOf(text: string): string | undefined {
  * a sub-agent, which plays `scenario` as a follow-up: one read, then its report), edited and
  * searched.
  */
-function toolBatch(step: number, scenario: string): ScriptedToolCall[] {
+function toolBatch(step: number, scenario: string, mcp: boolean): ScriptedToolCall[] {
   switch (step % 4) {
     case 0:
       return [
@@ -47,7 +47,8 @@ function toolBatch(step: number, scenario: string): ScriptedToolCall[] {
         { name: "bash", arguments: { command: "sleep 2; echo slept >> log.txt; echo ok" } },
         { name: "ls", arguments: { path: "." } },
         // An MCP call (server-everything on stdio, in the sandbox; read-only, so repeated after a kill).
-        { name: "everything__echo", arguments: { message: "chaos" } },
+        // MCP servers run on workers: a session on a runner environment has none.
+        ...(mcp ? [{ name: "everything__echo", arguments: { message: "chaos" } }] : []),
         // A sub-agent: a child workflow on its own session, in a fork of this workspace.
         {
           name: "task",
@@ -70,8 +71,11 @@ function toolBatch(step: number, scenario: string): ScriptedToolCall[] {
   }
 }
 
-/** The scenario `name` of one session: `toolTurns` tool turns per prompt, one after a follow-up. */
-export function chaosScenario(name: string, toolTurns: number): Scenario {
+/**
+ * The scenario `name` of one session: `toolTurns` tool turns per prompt, one after a follow-up;
+ * `mcp` false leaves out the MCP call (a session without MCP servers).
+ */
+export function chaosScenario(name: string, toolTurns: number, mcp = true): Scenario {
   const reply = (request: NormalizedRequest): Turn => {
     const tag = `[call:${requestDigest(request)}]`;
     const lastUser = request.messages.findLastIndex((message) => message.role === "user");
@@ -83,7 +87,9 @@ export function chaosScenario(name: string, toolTurns: number): Scenario {
     if (steps < (followUp ? 1 : toolTurns)) {
       return {
         text: `${tag} Step ${steps + 1}.`,
-        toolCalls: followUp ? [{ name: "read", arguments: { path: "notes.md" } }] : toolBatch(steps, name),
+        toolCalls: followUp
+          ? [{ name: "read", arguments: { path: "notes.md" } }]
+          : toolBatch(steps, name, mcp),
       };
     }
     return { text: `${tag} Finished after ${steps} tool turns.` };
@@ -93,7 +99,7 @@ export function chaosScenario(name: string, toolTurns: number): Scenario {
 
 /** Registers the session's scenario and its slow model calls on the local LLM server. */
 export function registerSessionScenario(llm: LocalLlmServer, session: SessionPlan): void {
-  llm.addScenario(session.scenario, chaosScenario(session.scenario, session.toolTurns));
+  llm.addScenario(session.scenario, chaosScenario(session.scenario, session.toolTurns, !session.onRunner));
   llm.addFaults([
     { kind: "slow", match: { scenario: session.scenario }, rate: 1, latencyMs: session.modelLatencyMs },
   ]);

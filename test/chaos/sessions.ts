@@ -12,6 +12,7 @@ import { everythingServer } from "../support/mcp-servers";
 import { ApiGaveUpError, type ChaosApiClient } from "./api-client";
 import type { FaultPlayer } from "./faults";
 import type { SessionPlan } from "./plan";
+import { CHAOS_ENVIRONMENT } from "./runners";
 import { FOLLOW_UP_WORD } from "./scenario";
 
 /** The default tools and `task`: the scenario delegates a read to the built-in `explore` agent. */
@@ -150,7 +151,14 @@ async function send(
   try {
     const answer = await api.post(
       `/v1/sessions/${record.plan.sessionId}/messages`,
-      { text, delivery, model: "local-chat", tools: CHAOS_TOOLS, mcpServers: [everythingServer()] },
+      {
+        text,
+        delivery,
+        model: "local-chat",
+        tools: CHAOS_TOOLS,
+        // MCP servers run on workers and cannot be combined with a runner environment.
+        ...(record.plan.onRunner ? { environment: CHAOS_ENVIRONMENT } : { mcpServers: [everythingServer()] }),
+      },
       key,
     );
     sent.attempts = answer.attempts;

@@ -3,7 +3,7 @@
  * pi's own package, and the checks of ./checks run over what was found.
  */
 import { execFileSync } from "node:child_process";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { HeadObjectCommand } from "@aws-sdk/client-s3";
 import { childSessionId, TASK_TOOL_NAME } from "../../src/core/agents";
@@ -16,6 +16,7 @@ import {
   checkDeliveries,
   checkRuns,
   checkStoredSession,
+  checkUnsafeCallsRanOnce,
   type RepeatedCall,
   repeatedModelCalls,
   type StoredAnswer,
@@ -110,12 +111,22 @@ function openWithPi(files: string[]): PiOpenResult[] {
   return JSON.parse(output) as PiOpenResult[];
 }
 
-/** Checks every session of `records`; `exportDir` receives the exported pi files. */
+/** A workspace's `log.txt` ("" when the workspace or the file is not there). */
+function workspaceLog(workspace: string): string {
+  const file = join(workspace, "log.txt");
+  return existsSync(file) ? readFileSync(file, "utf8") : "";
+}
+
+/**
+ * Checks every session of `records`; `exportDir` receives the exported pi files. The workspaces of
+ * sessions on the runner environment are under `runnerWorkspaceRoot`, the others under the stack's.
+ */
 export async function verifySessions(
   stack: ChaosStack,
   api: ChaosApiClient,
   records: readonly SessionRecord[],
   exportDir: string,
+  runnerWorkspaceRoot?: string,
 ): Promise<Verdict> {
   mkdirSync(exportDir, { recursive: true });
   const violations: Violation[] = [];
@@ -186,6 +197,15 @@ export async function verifySessions(
     const sessionViolations = [
       ...checkStoredSession(sessionId, stored),
       ...checkDeliveries(sessionId, entries, record.messages),
+      ...checkUnsafeCallsRanOnce(
+        sessionId,
+        entries,
+        workspaceLog(
+          record.plan.onRunner && runnerWorkspaceRoot
+            ? join(runnerWorkspaceRoot, sessionId)
+            : join(stack.workspaceRoot, CHAOS_TENANT, sessionId),
+        ),
+      ),
     ];
     violations.push(...sessionViolations);
     if (sessionViolations.length === 0 && runViolations.length === 0) intact.add(sessionId);

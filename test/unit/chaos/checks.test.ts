@@ -7,6 +7,7 @@ import {
   checkDeliveries,
   checkRuns,
   checkStoredSession,
+  checkUnsafeCallsRanOnce,
   repeatedModelCalls,
   type StoredSession,
 } from "../../chaos/checks";
@@ -242,5 +243,28 @@ describe("checkRuns", () => {
       "run_failed",
       "unusable_after_abort",
     ]);
+  });
+});
+
+describe("checkUnsafeCallsRanOnce", () => {
+  const entries = stored([
+    user("go"),
+    assistant([
+      toolCall("c1", "bash", { command: "echo start >> log.txt; sleep 1; echo ok" }),
+      toolCall("c2", "bash", { command: "sleep 2; echo slept >> log.txt; echo ok" }),
+    ]),
+    assistant([toolCall("c3", "bash", { command: "echo start >> log.txt; sleep 1; echo ok" })]),
+  ]).entries.map(({ entry }) => entry);
+
+  it("accepts a line per stored call, and fewer (a call cut off before it appended)", () => {
+    expect(checkUnsafeCallsRanOnce("s", entries, "start\nslept\nstart\n")).toEqual([]);
+    expect(checkUnsafeCallsRanOnce("s", entries, "start\n")).toEqual([]);
+    expect(checkUnsafeCallsRanOnce("s", entries, "")).toEqual([]);
+  });
+
+  it("finds a call that ran again: more lines than stored calls ask for", () => {
+    const found = checkUnsafeCallsRanOnce("s", entries, "start\nslept\nslept\nstart\n");
+    expect(kinds(found)).toEqual(["unsafe_call_ran_twice"]);
+    expect(found[0]?.detail).toContain('"slept" 2 times');
   });
 });

@@ -19,12 +19,22 @@ describe("parseChaosOptions", () => {
     expect(options).toMatchObject({ form: "short", seed: 7, kills: 9, durationCapMs: 180_000, runs: 8 });
   });
 
+  it("takes the runner figures from flags and the environment", () => {
+    const options = parseChaosOptions(["--short", "--runner-kills", "6"], { CHAOS_RUNNER_SESSIONS: "2" });
+    expect(options).toMatchObject({ runnerSessions: 2, runnerKills: 6 });
+  });
+
   it.each([
     [["--runs", "0"], "--runs must be an integer >= 1"],
     [["--kills", "many"], '--kills must be an integer >= 0, got "many"'],
     [["--kils", "3"], 'unknown argument "--kils"'],
     [["--seed"], "--seed needs a value"],
     [["--runs", "2", "--aborts", "3"], "--aborts (3) cannot exceed --runs (2)"],
+    [
+      ["--short", "--runs", "2", "--aborts", "0", "--runner-sessions", "3"],
+      "--runner-sessions (3) cannot exceed --runs (2)",
+    ],
+    [["--runner-sessions", "0"], "--runner-kills needs --runner-sessions > 0"],
   ])("refuses %j", (argv, message) => {
     expect(() => parseChaosOptions(argv)).toThrow(ChaosUsageError);
     expect(() => parseChaosOptions(argv)).toThrow(message);
@@ -51,6 +61,50 @@ describe("makeChaosPlan", () => {
     const times = plan.faults.map((fault) => fault.atMs);
     expect(times).toEqual([...times].sort((a, b) => a - b));
     expect(new Set(plan.sessions.map((session) => session.sessionId)).size).toBe(options.runs);
+  });
+});
+
+describe("runner kills in the plan", () => {
+  const options = { ...CHAOS_PRESETS.short, runnerKills: 6 };
+  const runnerKills = (plan: ReturnType<typeof makeChaosPlan>) =>
+    plan.faults.flatMap((fault) => (fault.kind === "runner_kill" ? [fault] : []));
+
+  it("puts the asked number of sessions on the runner environment", () => {
+    const plan = makeChaosPlan(options);
+    expect(plan.sessions.filter((session) => session.onRunner)).toHaveLength(options.runnerSessions);
+  });
+
+  it("kills runners alone, with a worker kill and with an S3 outage, by turns", () => {
+    const plan = makeChaosPlan(options);
+    const kills = runnerKills(plan);
+    expect(kills.map((kill) => kill.during).sort()).toEqual([
+      "alone",
+      "alone",
+      "s3_outage",
+      "s3_outage",
+      "worker_kill",
+      "worker_kill",
+    ]);
+    const last = Math.max(...plan.faults.filter((fault) => fault.kind === "kill").map((fault) => fault.atMs));
+    for (const kill of kills) expect(kill.atMs).toBeLessThanOrEqual(last);
+  });
+
+  it("puts the first runner kill with an outage just before the plan's outage; the next brings its own", () => {
+    const plan = makeChaosPlan(options);
+    const outageAt = plan.faults.findIndex((fault) => fault.kind === "s3_outage");
+    const before = plan.faults[outageAt - 1];
+    expect(before).toMatchObject({ kind: "runner_kill", during: "s3_outage" });
+    expect(before?.atMs).toBe((plan.faults[outageAt]?.atMs ?? 0) - 1);
+    expect(before && "outageMs" in before).toBe(false);
+    const own = runnerKills(plan).filter((kill) => kill.outageMs !== undefined);
+    expect(own).toEqual([expect.objectContaining({ during: "s3_outage", outageMs: options.s3OutageMs })]);
+  });
+
+  it("leaves the sessions and the other faults of a seed as they were without runners", () => {
+    const without = makeChaosPlan({ ...options, runnerSessions: 0, runnerKills: 0 });
+    const withRunners = makeChaosPlan(options);
+    expect(withRunners.sessions.map(({ onRunner: _, ...session }) => session)).toEqual(without.sessions);
+    expect(withRunners.faults.filter((fault) => fault.kind !== "runner_kill")).toEqual(without.faults);
   });
 });
 
