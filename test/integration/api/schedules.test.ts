@@ -380,7 +380,10 @@ test("a firing over its tenant's quota starts no run and fails saying which quot
   const id = uniqueName("quota");
   const settings = `/v1/admin/tenants/${api.tenants.b}/settings`;
   // Tenant B's key is the operator's static one; its settings live in the tenant store.
-  const made = await api.call("POST", "/v1/admin/tenants", { key: api.adminKey, json: { id: api.tenants.b } });
+  const made = await api.call("POST", "/v1/admin/tenants", {
+    key: api.adminKey,
+    json: { id: api.tenants.b },
+  });
   expect([201, 409]).toContain(made.status);
   expect(
     (await api.call("PUT", settings, { key: api.adminKey, json: { quotas: { concurrentRuns: 0 } } })).status,
