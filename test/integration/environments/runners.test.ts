@@ -234,14 +234,18 @@ test("a runner killed during bash: the call is not run again, and the session sa
   });
   const { ref, delivered } = runOn(env.name, "kill-bash");
   await delivered;
-  await eventually(async () => (processesMatching(`sleep 30.${marker}`).length > 0 ? true : undefined));
+  // The shell's own command line names the sleep before its echo has run: wait for the echo too.
+  const runs = join(root, ref.sessionId, "runs.txt");
+  await eventually(async () =>
+    existsSync(runs) && processesMatching(`sleep 30.${marker}`).length > 0 ? true : undefined,
+  );
   await first.kill();
   // bubblewrap dies with its parent; the sleep goes with it.
   startRunner(env.name, env.token, ["--workspace-root", root]);
   expect((await api.stage.result(ref)).status).toBe("completed");
   const texts = toolTexts(await expectIntactSession(api.stage, ref));
   expect(texts).toEqual([UNKNOWN_OUTCOME_TEXT]);
-  expect(readFileSync(join(root, ref.sessionId, "runs.txt"), "utf8")).toBe("once\n");
+  expect(readFileSync(runs, "utf8")).toBe("once\n");
 });
 
 test("a runner that dies holding a write: the write is repeated by another runner and the file is there", async () => {
