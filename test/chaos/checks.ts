@@ -70,11 +70,15 @@ function textOf(message: Message): string {
  * Each message the suite sent is stored as exactly one user message: never twice (a retried
  * delivery under faults, Idempotency-Key or not), never lost once the API confirmed it, never
  * when the API refused it; and every message got a final answer (202 or a clear 4xx refusal).
+ * A confirmed message a run ended without reading (an abort before its turn began) is not lost
+ * when a run's result hands it back (`handedBack`, the results' `unprocessed` texts), and then it
+ * must not be stored as well: a caller who sends it again would have it twice.
  */
 export function checkDeliveries(
   sessionId: string,
   entries: readonly SessionEntry[],
   sent: readonly SentMessage[],
+  handedBack: readonly string[] = [],
 ): Violation[] {
   const userTexts = messagesOf(entries)
     .filter((message) => message.role === "user")
@@ -82,13 +86,20 @@ export function checkDeliveries(
   const violations: Violation[] = [];
   for (const message of sent) {
     const stored = userTexts.filter((text) => text.includes(message.text)).length;
-    if (stored > 1) {
+    const returned = handedBack.includes(message.text);
+    if (returned && stored > 0) {
+      violations.push({
+        sessionId,
+        kind: "handed_back_but_stored",
+        detail: `"${message.text}" is stored and also handed back unprocessed by a run`,
+      });
+    } else if (stored > 1) {
       violations.push({
         sessionId,
         kind: "message_delivered_twice",
         detail: `"${message.text}" is stored ${stored} times (Idempotency-Key ${message.idempotencyKey}, ${message.attempts} attempts)`,
       });
-    } else if (stored === 0 && message.confirmed) {
+    } else if (stored === 0 && message.confirmed && !returned) {
       violations.push({
         sessionId,
         kind: "message_lost",

@@ -7,7 +7,7 @@
  */
 import { Client, Connection, WorkflowFailedError } from "@temporalio/client";
 import { DefaultLogger, Runtime, Worker } from "@temporalio/worker";
-import { runWorkflowId } from "../../src/workflows/types";
+import { type RunResult, runWorkflowId } from "../../src/workflows/types";
 
 export interface ExecutionSummary {
   runId: string;
@@ -18,6 +18,8 @@ export interface ExecutionSummary {
   failure?: string;
   /** Why its history does not replay on the run's workflow bundle (a nondeterminism error). */
   replayError?: string;
+  /** Texts of the messages a completed execution ended without reading (its result's `unprocessed`). */
+  handedBack: string[];
 }
 
 function failureChain(error: unknown): string {
@@ -55,6 +57,7 @@ export async function describeExecutions(
           status: info.status.name,
           startTime: info.startTime.toISOString(),
           ...(info.closeTime ? { closeTime: info.closeTime.toISOString() } : {}),
+          handedBack: [],
         };
         const handle = client.workflow.getHandle(workflowId, info.runId, { followRuns: false });
         try {
@@ -65,6 +68,10 @@ export async function describeExecutions(
           );
         } catch (error) {
           summary.replayError = failureChain(error);
+        }
+        if (info.status.name === "COMPLETED") {
+          const result = (await handle.result()) as RunResult;
+          summary.handedBack = (result.unprocessed ?? []).map((message) => message.text);
         }
         if (info.status.name === "FAILED") {
           try {

@@ -239,6 +239,14 @@ export function renderMarkdown(summary: ChaosSummary): string {
           "sessions usable after abort (follow-up completed, session intact)",
           `${aborts.usableAfterAbort} of ${summary.planned.aborts}`,
         ],
+        [
+          "accepted messages a run handed back unread (abort before their turn began)",
+          verdict.sessions.reduce(
+            (count, row) =>
+              count + row.executions.reduce((sum, execution) => sum + execution.handedBack.length, 0),
+            0,
+          ),
+        ],
         ["entries checked", verdict.entriesChecked],
         ["sessions exported / opened by pi", `${verdict.sessionsExported} / ${verdict.sessionsOpenedByPi}`],
         ["of them sub-agent sessions", String(verdict.subAgentSessions)],

@@ -196,7 +196,12 @@ export async function verifySessions(
     const entries = stored.entries.map(({ entry }) => entry);
     const sessionViolations = [
       ...checkStoredSession(sessionId, stored),
-      ...checkDeliveries(sessionId, entries, record.messages),
+      ...checkDeliveries(
+        sessionId,
+        entries,
+        record.messages,
+        sessionExecutions.flatMap((execution) => execution.handedBack),
+      ),
       ...checkUnsafeCallsRanOnce(
         sessionId,
         entries,

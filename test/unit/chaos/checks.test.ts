@@ -100,6 +100,13 @@ describe("checkDeliveries", () => {
     expect(kinds(checkDeliveries("s", entries, [refused("second")]))).toEqual(["refused_but_stored"]);
   });
 
+  it("accepts a confirmed message a run handed back unread, not one also stored", () => {
+    expect(checkDeliveries("s", entries, [sent("third")], ["third"])).toEqual([]);
+    expect(kinds(checkDeliveries("s", entries, [sent("second")], ["second"]))).toEqual([
+      "handed_back_but_stored",
+    ]);
+  });
+
   it("reports a message the API never confirmed", () => {
     expect(kinds(checkDeliveries("s", entries, [sent("third", false)]))).toEqual(["delivery_not_confirmed"]);
   });
