@@ -41,9 +41,10 @@ export function runnerToolActivity({
     const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
     const ctx = Context.current();
     const call = await toolCallOf(store, input);
-    const [stored, environment] = await Promise.all([
+    const [stored, environment, header] = await Promise.all([
       store.getEntry(ref, input.slot.seq),
       environments.get(input.tenantId, input.environment),
+      store.getHeader(ref),
     ]);
     if (stored) return summarize(resultOf(stored, input.slot.id), "adopted");
 
@@ -86,6 +87,7 @@ export function runnerToolActivity({
       toolCall: { type: "toolCall", id: call.id, name: call.name, arguments: call.arguments },
       ...(input.argumentsOverride ? { argumentsOverride: input.argumentsOverride } : {}),
       ...(input.network !== undefined ? { network: input.network } : {}),
+      ...(header?.parentSession !== undefined ? { forkOf: header.parentSession } : {}),
       attempt: ctx.info.attempt,
       taskToken: Buffer.from(ctx.info.taskToken).toString("base64"),
       createdAt: Date.now(),

@@ -33,6 +33,8 @@ export interface ClaimedCall {
   sessionId: string;
   toolCall: { id: string; name: string; arguments: Record<string, unknown> };
   network?: unknown;
+  /** The session whose workspace this session's starts from (a sub-agent's parent). */
+  forkOf?: string;
 }
 
 /** Activity heartbeats and completions by task token (Temporal's AsyncCompletionClient). */
@@ -146,6 +148,7 @@ async function tryClaim(
       arguments: call.argumentsOverride ?? call.toolCall.arguments,
     },
     ...(call.network !== undefined ? { network: call.network } : {}),
+    ...(call.forkOf !== undefined ? { forkOf: call.forkOf } : {}),
   };
 }
 

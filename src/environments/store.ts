@@ -74,6 +74,12 @@ export const RunnerCallSchema = z.object({
   /** The arguments a person approved instead of the model's; recorded in the result. */
   argumentsOverride: z.record(z.string(), z.unknown()).optional(),
   network: z.unknown().optional(),
+  /**
+   * The session this call's session was started from (a sub-agent's parent, its header's
+   * `parentSession`): a runner meeting the session for the first time starts its workspace as a
+   * fork of that one's.
+   */
+  forkOf: z.string().optional(),
   /** Temporal's attempt of the activity that wrote it, and that activity's task token (base64). */
   attempt: z.number().int().positive(),
   taskToken: z.string(),

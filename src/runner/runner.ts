@@ -23,7 +23,7 @@ import { prepareWorkspace, runToolCall, toolNamed } from "../tools";
 import type { NetworkPolicy, SandboxConfig } from "../tools/sandbox";
 import type { ToolOutput } from "../tools/types";
 import type { Workspace } from "../tools/workspace";
-import { restoreWorkspace, storeWorkspace } from "./workspace-sync";
+import { forkWorkspace, restoreWorkspace, storeWorkspace } from "./workspace-sync";
 
 export interface RunnerOptions {
   client: ApiClient;
@@ -153,9 +153,7 @@ async function runCall(
   const timer = setInterval(() => void beat(), options.heartbeatMs ?? 1_000);
   let output: ToolOutput;
   try {
-    const workspace = await workspaceOf(options, call.sessionId, restores).catch(
-      (error: unknown) => error as Error,
-    );
+    const workspace = await workspaceOf(options, call, restores).catch((error: unknown) => error as Error);
     output =
       workspace instanceof Error
         ? {
@@ -206,23 +204,26 @@ async function runCall(
 const mayChangeWorkspace = (call: ClaimedCall) => toolNamed(call.toolCall.name)?.replay !== "safe";
 
 /**
- * The directory a call acts on: `--workspace`, or the session's own folder under the root —
- * restored from the session's stored workspace the first time (with `snapshots`; one restore per
- * session however many of its calls arrive at once).
+ * The directory a call acts on: `--workspace`, or the session's own folder under the root. The
+ * first time a session is met (one start per session however many of its calls arrive at once)
+ * its folder is, with `snapshots`, restored from the workspace stored through the API (the
+ * session's own, else its parent's for a sub-agent: the API looks it up); without, a sub-agent's
+ * folder is a fork of its parent's folder when this runner's root has it (else it starts empty:
+ * the parent's calls ran on another machine's disk).
  */
 async function workspaceOf(
   options: RunnerOptions,
-  sessionId: string,
+  call: ClaimedCall,
   restores: Map<string, Promise<Workspace>>,
 ): Promise<Workspace> {
   if (options.workspace !== undefined) return { dir: path.resolve(options.workspace) };
+  const { sessionId, forkOf } = call;
   if (!ID_PATTERN.test(sessionId)) throw new Error(`invalid session id ${JSON.stringify(sessionId)}`);
-  await mkdir(options.workspaceRoot, { recursive: true });
-  const workspace = { dir: path.join(path.resolve(options.workspaceRoot), sessionId) };
-  if (!options.snapshots) {
-    await prepareWorkspace(workspace);
-    return workspace;
-  }
+  if (forkOf !== undefined && !ID_PATTERN.test(forkOf))
+    throw new Error(`invalid parent session id ${JSON.stringify(forkOf)}`);
+  const root = path.resolve(options.workspaceRoot);
+  await mkdir(root, { recursive: true });
+  const workspace = { dir: path.join(root, sessionId) };
   let restored = restores.get(sessionId);
   if (!restored) {
     restored = (async () => {
@@ -230,19 +231,33 @@ async function workspaceOf(
         () => true,
         () => false,
       );
-      if (!present) {
+      if (present) return workspace;
+      if (options.snapshots) {
         const how = await restoreWorkspace(options.client, options.environment, sessionId, workspace.dir);
-        options.log({
-          msg: "workspace restored",
-          sessionId,
-          from: how === "restored" ? "snapshot" : "empty",
-        });
+        options.log({ msg: "workspace restored", sessionId, from: how === "empty" ? "empty" : how.from });
+        return workspace;
       }
+      const parentDir = forkOf === undefined ? undefined : path.join(root, forkOf);
+      if (
+        parentDir !== undefined &&
+        (await stat(parentDir).then(
+          (info) => info.isDirectory(),
+          () => false,
+        ))
+      ) {
+        await forkWorkspace(parentDir, workspace.dir);
+        options.log({ msg: "workspace forked", sessionId, from: forkOf });
+        return workspace;
+      }
+      await prepareWorkspace(workspace);
       return workspace;
     })();
     restores.set(sessionId, restored);
     // A failed restore is tried again by the session's next call.
     restored.catch(() => restores.delete(sessionId));
   }
-  return restored;
+  await restored;
+  // A folder removed since (the session was deleted) comes back empty, as it always did.
+  if (!options.snapshots) await prepareWorkspace(workspace);
+  return workspace;
 }

@@ -223,6 +223,13 @@ export function messagesOf(entries: SessionEntry[]) {
   return entries.flatMap((entry) => (entry.type === "message" ? [entry.message] : []));
 }
 
+/** The ids of the tool calls the assistant messages make, in order. */
+export function toolCallIds(messages: ReturnType<typeof messagesOf>): string[] {
+  return messages.flatMap((message) =>
+    message.role === "assistant" ? message.content.flatMap((b) => (b.type === "toolCall" ? [b.id] : [])) : [],
+  );
+}
+
 /** Polls `probe` until it returns a value other than undefined; fails after `timeoutMs`. */
 export async function eventually<T>(
   probe: () => Promise<T | undefined>,

@@ -11,7 +11,15 @@ import type { Context } from "hono";
 import { type LiveEvent, RUN_STREAM_TOPIC } from "../../core/events";
 import { ToolResultBlockSchema } from "../../core/messages";
 import { claimCall, completeCall, heartbeatCall, type RunnerCallDeps } from "../../environments/calls";
-import { ENVIRONMENT_KINDS, ENVIRONMENT_NAME, isEnvironmentName } from "../../environments/store";
+import {
+  ENVIRONMENT_KINDS,
+  ENVIRONMENT_NAME,
+  type EnvironmentStore,
+  isEnvironmentName,
+} from "../../environments/store";
+import { SessionNotFoundError } from "../../store/session-errors";
+import type { SessionRef } from "../../store/session-keys";
+import type { SessionStore } from "../../store/session-store";
 import { runWorkflowId } from "../../workflows/types";
 import type { RouteContext } from "../app";
 import { bearerAuth, singleTenantOnly } from "../auth";
@@ -90,6 +98,10 @@ const ClaimedCallView = z
     sessionId: z.string(),
     toolCall: z.object({ id: z.string(), name: z.string(), arguments: z.record(z.string(), z.unknown()) }),
     network: z.unknown().optional(),
+    forkOf: z.string().optional().openapi({
+      description:
+        "The session this call's session was started from (a sub-agent's parent): a runner meeting the session first starts its workspace from that one's",
+    }),
   })
   .openapi("RunnerCall");
 const HeartbeatBody = z.object({
@@ -208,11 +220,16 @@ const getWorkspace = createRoute({
   method: "get",
   path: WORKSPACE,
   summary:
-    "Runner token only: the session's workspace as its runner last stored it (a session archive), to restore it on a new runner",
+    "Runner token only: the session's workspace as its runner last stored it (a session archive), to restore it on a new runner; for a session none was stored for yet, the nearest stored one of the sessions it was started from (a sub-agent's parent, and so on up), named in `keel-workspace-from`",
   request: { params: WorkspaceParams },
   responses: {
     200: {
       description: "The archive",
+      headers: z.object({
+        "keel-workspace-from": z
+          .string()
+          .openapi({ description: "The session whose stored workspace this is" }),
+      }),
       content: { [GZIP]: { schema: z.string().openapi({ format: "binary" }) } },
     },
     ...problemResponses(),
@@ -269,6 +286,38 @@ function workspaceScope(
   if (only !== undefined && only !== sessionId)
     throw new ProblemError("not-found", "No workspace is stored for this session.");
   return scope;
+}
+
+/** How many generations of parents a workspace lookup climbs (a guard against a header cycle). */
+const MAX_FORK_DEPTH = 8;
+
+/**
+ * The workspace stored for `sessionId` in the environment, else (a session whose runner stored
+ * none yet: a sub-agent's first call) the nearest stored one of the sessions it was started from
+ * (its header's `parentSession`, then that one's), all of the same tenant and environment.
+ */
+async function storedWorkspaceOrAncestors(
+  environments: EnvironmentStore,
+  store: SessionStore,
+  scope: { tenantId: string; environment: string },
+  sessionId: string,
+): Promise<{ archive: Uint8Array; from: string } | undefined> {
+  const seen = new Set<string>();
+  for (let from: string | undefined = sessionId; from !== undefined && seen.size < MAX_FORK_DEPTH; ) {
+    if (seen.has(from)) return undefined;
+    seen.add(from);
+    const archive = await environments.getWorkspace(scope.tenantId, scope.environment, from);
+    if (archive) return { archive, from };
+    const ref: SessionRef = { tenantId: scope.tenantId, sessionId: from };
+    // A session deleted meanwhile ends the climb; a storage fault fails the request (the runner
+    // tries again), never a silent start from an empty directory.
+    const header = await store.getHeader(ref).catch((error: unknown) => {
+      if (error instanceof SessionNotFoundError) return undefined;
+      throw error;
+    });
+    from = header?.parentSession;
+  }
+  return undefined;
 }
 
 /** API keys may not use runner routes, runner tokens may not manage environments. */
@@ -396,9 +445,12 @@ export function environmentRoutes(deps: RouteContext) {
       const { environments } = served();
       const { name, sessionId } = c.req.valid("param");
       const scope = workspaceScope(c, name, sessionId);
-      const archive = await environments.getWorkspace(scope.tenantId, scope.environment, sessionId);
-      if (!archive) throw new ProblemError("not-found", "No workspace is stored for this session.");
-      return c.body(archive as Uint8Array<ArrayBuffer>, 200, { "content-type": GZIP });
+      const found = await storedWorkspaceOrAncestors(environments, deps.store, scope, sessionId);
+      if (!found) throw new ProblemError("not-found", "No workspace is stored for this session.");
+      return c.body(found.archive as Uint8Array<ArrayBuffer>, 200, {
+        "content-type": GZIP,
+        "keel-workspace-from": found.from,
+      });
     })
     .openapi(putWorkspace, async (c) => {
       const { environments } = served();

@@ -8,13 +8,14 @@ import { join, resolve } from "node:path";
 import type { ServerType } from "@hono/node-server";
 import { WorkflowStreamClient } from "@temporalio/workflow-streams/client";
 import { startApiServer } from "../../../src/api/server";
+import { childSessionId } from "../../../src/core/agents";
 import { UNKNOWN_OUTCOME_TEXT } from "../../../src/core/markers";
 import { EnvironmentStore } from "../../../src/environments/store";
 import { ToolCallMarkers } from "../../../src/store/tool-call-markers";
 import { streamQuery } from "../../../src/workflows/definitions";
-import { runWorkflowId } from "../../../src/workflows/types";
+import { DEFAULT_RUN_SETTINGS, runWorkflowId } from "../../../src/workflows/types";
 import { s3Client, s3Settings, testTmpDir, uniqueName } from "../../support/integration-env";
-import { eventually, expectIntactSession, messagesOf } from "../../support/run-harness";
+import { eventually, expectIntactSession, messagesOf, toolCallIds } from "../../support/run-harness";
 import { type ApiStage, createApiStage, expectProblem } from "../api/api-stage";
 
 const projectRoot = resolve(__dirname, "../../..");
@@ -220,6 +221,62 @@ test("a runner acting on an existing directory changes those files", async () =>
   expect((await api.stage.result(ref)).status).toBe("completed");
   expect(readFileSync(join(checkout, "README.md"), "utf8")).toBe("new title\n");
 });
+
+test.each([
+  ["keeping workspaces on its disk: a copy of the parent's folder", []],
+  ["storing workspaces through the API: the parent's stored workspace", ["--snapshots"]],
+])(
+  "a sub-agent on a runner %s, starts from its parent's files; its own edits stay in its folder",
+  async (_how, flags) => {
+    const env = await newEnvironment();
+    const root = workspaceRoot();
+    startRunner(env.name, env.token, ["--workspace-root", root, ...flags]);
+    const parentScenario = uniqueName("fork-parent");
+    const childScenario = uniqueName("fork-child");
+    api.stage.llm.addScenario(parentScenario, {
+      turns: [
+        {
+          toolCalls: [
+            { name: "write", arguments: { path: "notes/plan.txt", content: "parent wrote this\n" } },
+          ],
+        },
+        {
+          toolCalls: [
+            {
+              name: "task",
+              arguments: { agent: "writer", prompt: `[scenario:${childScenario}] read the plan` },
+            },
+          ],
+        },
+      ],
+      after: { text: "done" },
+    });
+    api.stage.llm.addScenario(childScenario, {
+      turns: [
+        { toolCalls: [{ name: "read", arguments: { path: "notes/plan.txt" } }] },
+        { toolCalls: [{ name: "write", arguments: { path: "notes/child.txt", content: "child\n" } }] },
+      ],
+      after: { text: "Child read: {{lastToolResult}}" },
+    });
+    const ref = api.stage.newSession();
+    const settings = api.stage.settings({
+      environment: env.name,
+      tools: [...DEFAULT_RUN_SETTINGS.tools, "task"],
+      agents: [{ name: "writer", description: "writes", tools: ["read", "write"] }],
+    });
+    await api.stage.runs.deliver(ref, { text: `[scenario:${parentScenario}] go`, mode: "auto" }, settings);
+    expect((await api.stage.result(ref)).status).toBe("completed");
+    const taskCall = toolCallIds(messagesOf(await expectIntactSession(api.stage, ref)))[1] ?? "";
+    const childRef = { tenantId: ref.tenantId, sessionId: childSessionId(ref.sessionId, taskCall) };
+    const childTexts = toolTexts(await expectIntactSession(api.stage, childRef));
+    expect(childTexts[0]).toBe("parent wrote this");
+    expect(readFileSync(join(root, childRef.sessionId, "notes", "plan.txt"), "utf8")).toBe(
+      "parent wrote this\n",
+    );
+    expect(readFileSync(join(root, childRef.sessionId, "notes", "child.txt"), "utf8")).toBe("child\n");
+    expect(existsSync(join(root, ref.sessionId, "notes", "child.txt"))).toBe(false);
+  },
+);
 
 test("a runner killed during bash: the call is not run again, and the session says so", async () => {
   const env = await newEnvironment();

@@ -13,6 +13,7 @@ import {
   messagesOf,
   modelCalled,
   runStageForSuite,
+  toolCallIds,
 } from "../../support/run-harness";
 
 jest.setTimeout(120_000);
@@ -29,12 +30,6 @@ const withTask = () => stage().settings({ tools: [...DEFAULT_RUN_SETTINGS.tools,
 function taskResults(messages: ReturnType<typeof messagesOf>): ToolResultMessage[] {
   return messages.filter(
     (message): message is ToolResultMessage => message.role === "toolResult" && message.toolName === "task",
-  );
-}
-
-function toolCallIds(messages: ReturnType<typeof messagesOf>): string[] {
-  return messages.flatMap((message) =>
-    message.role === "assistant" ? message.content.flatMap((b) => (b.type === "toolCall" ? [b.id] : [])) : [],
   );
 }
 
