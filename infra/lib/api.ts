@@ -19,7 +19,7 @@ import {
   keelLogGroup,
   localBundling,
   REPO_ROOT,
-  singleTenantEnvironment,
+  tenancyEnvironment,
 } from "./runtime";
 import { type SecretBinding, secretArnEnvironment } from "./secrets";
 import {
@@ -61,7 +61,7 @@ export class KeelApi extends Construct {
       environment: {
         ...keelEnvironment(config, storage, region),
         ...secretArnEnvironment(secrets),
-        ...singleTenantEnvironment(config),
+        ...tenancyEnvironment(config),
         KEEL_API_SSE_MAX_SECONDS: String(SSE_MAX_SECONDS_BEHIND_GATEWAY),
         ...(config.api.adminKeySha256?.length
           ? { KEEL_ADMIN_KEY_SHA256: config.api.adminKeySha256.join(",") }

@@ -188,6 +188,12 @@ export const KeelInfraConfigSchema = z.object({
     .string()
     .regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/, "a tenant id")
     .optional(),
+  /**
+   * false: the workers run no tool call (KEEL_WORKER_TOOLS=off on the API and the workers): every
+   * run names a runner or launched environment, and the API refuses any other. Such workers run no
+   * agent code, so the modes without a tool sandbox need no `singleTenant`.
+   */
+  workerTools: z.boolean().default(true),
   workers: WorkersSchema.prefault({ mode: "ec2" }),
   /** Set: the ECS workers launch a Fargate task per session for `launched` environments. */
   launchedEnvironments: LaunchedEnvironmentsSchema.optional(),
@@ -254,9 +260,9 @@ export function parseInfraConfig(raw: unknown): KeelInfraConfig {
       'Invalid Keel infrastructure config:\n  launchedEnvironments: needs workers.mode "ec2" or "fargate" (the Lambda workers have no VPC or cluster to start runner tasks in)',
     );
   }
-  if (UNSANDBOXED_MODES.has(workers.mode) && config.singleTenant === undefined) {
+  if (UNSANDBOXED_MODES.has(workers.mode) && config.singleTenant === undefined && config.workerTools) {
     throw new Error(
-      `Invalid Keel infrastructure config:\n  singleTenant: required with workers.mode "${workers.mode}", which runs tools without the sandbox (a tool command there reads the worker's secrets and every workspace on it); name the one tenant it serves, or use workers.mode "ec2"`,
+      `Invalid Keel infrastructure config:\n  singleTenant: required with workers.mode "${workers.mode}", which runs tools without the sandbox (a tool command there reads the worker's secrets and every workspace on it); name the one tenant it serves, set workerTools: false (every run's tools in a runner or launched environment), or use workers.mode "ec2"`,
     );
   }
   return config;

@@ -31,19 +31,26 @@ export function keelEnvironment(config: KeelInfraConfig, storage: SessionBucket,
 
 /**
  * The tool sandbox's settings for the workers: off only where the mode's hosts cannot create user
- * namespaces (fargate, lambda), and then always with the one tenant served, without which the
- * worker refuses to start (config validation makes `singleTenant` present there).
+ * namespaces (fargate, lambda), and then with the one tenant served or with no tool call run on
+ * the workers, without which the worker refuses to start (config validation makes one of them
+ * present there).
  */
 export function sandboxEnvironment(config: KeelInfraConfig): Record<string, string> {
   return {
-    ...singleTenantEnvironment(config),
+    ...tenancyEnvironment(config),
     ...(UNSANDBOXED_MODES.has(config.workers.mode) ? { KEEL_SANDBOX: "off" } : {}),
   };
 }
 
-/** KEEL_SINGLE_TENANT for the API and the workers when the deployment declares its one tenant. */
-export function singleTenantEnvironment(config: KeelInfraConfig): Record<string, string> {
-  return config.singleTenant !== undefined ? { KEEL_SINGLE_TENANT: config.singleTenant } : {};
+/**
+ * For the API and the workers: KEEL_SINGLE_TENANT when the deployment declares its one tenant,
+ * KEEL_WORKER_TOOLS=off when its workers run no tool call.
+ */
+export function tenancyEnvironment(config: KeelInfraConfig): Record<string, string> {
+  return {
+    ...(config.singleTenant !== undefined ? { KEEL_SINGLE_TENANT: config.singleTenant } : {}),
+    ...(config.workerTools ? {} : { KEEL_WORKER_TOOLS: "off" }),
+  };
 }
 
 /** Provider base URLs (OpenAI-compatible or proxied endpoints) when configured. */

@@ -28,6 +28,11 @@ export interface ActivityDeps {
   snapshots: WorkspaceSnapshots;
   /** Largest workspace (bytes of files) a snapshot records. */
   snapshotMaxBytes: number;
+  /**
+   * False when the deployment runs no tool call on its workers (KEEL_WORKER_TOOLS=off): an
+   * in-worker call gets an error result instead of running. Default true.
+   */
+  workerTools?: boolean;
   /** Isolation and limits of the processes tools start (checked at worker start). */
   sandbox: SandboxConfig;
   /** Hosts git workspace sources may name (KEEL_GIT_HOSTS); default DEFAULT_GIT_HOSTS. */

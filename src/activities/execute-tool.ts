@@ -46,6 +46,10 @@ const PARTIAL_CHARS = 2_000;
 /** Least time between two published updates of one tool (each carries the output so far). */
 const UPDATE_INTERVAL_MS = 1_000;
 
+/** The result of a call that reached a worker of a deployment that runs no tools on its workers. */
+export const WORKER_TOOLS_OFF_TEXT =
+  "This deployment runs no tools on its workers (KEEL_WORKER_TOOLS=off): the run must name a runner or launched environment. The call did not run.";
+
 export function executeToolActivity(deps: ActivityDeps) {
   const {
     store,
@@ -56,6 +60,7 @@ export function executeToolActivity(deps: ActivityDeps) {
     workerTaskQueue,
     sandbox,
     liveEvents = DEFAULT_LIVE_EVENT_OPTIONS,
+    workerTools = true,
   } = deps;
   return async function executeTool(input: ExecuteToolInput): Promise<ExecuteToolResult> {
     const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
@@ -77,6 +82,19 @@ export function executeToolActivity(deps: ActivityDeps) {
       const entry = createMessageEntry(input.slot, recorded);
       return storeWriteFailures(() => store.putEntry(ref, input.slot.seq, entry));
     };
+
+    if (!workerTools) {
+      // The API refuses such runs; this holds for any that reach a worker anyway (started before
+      // the switch, or by a path that missed it): nothing of the agent's runs here.
+      const { entry } = await write(
+        toToolResultMessage(
+          toolCall,
+          { content: [{ type: "text", text: WORKER_TOOLS_OFF_TEXT }], isError: true },
+          Date.now(),
+        ),
+      );
+      return summarize(resultOf(entry, input.slot.id), "executed");
+    }
 
     if (replay === "unsafe") {
       const firstStart = await markers.markStarted(

@@ -58,7 +58,7 @@ export type ApiConfigSubset = Pick<
   | "defaultModel"
   | "singleTenant"
 > &
-  Partial<Pick<ApiConfig, "adminKeyDigests">> &
+  Partial<Pick<ApiConfig, "adminKeyDigests" | "workerTools">> &
   Partial<Pick<ApiConfig, "outbound" | "viewer">>;
 
 export interface ApiDependencies {

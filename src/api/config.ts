@@ -38,6 +38,8 @@ const ApiEnvSchema = z.object({
   KEEL_API_PORT: z.coerce.number().int().min(0).max(65_535).default(DEFAULT_API_PORT),
   /** Lets callers start a workspace from a directory on the worker machine (off by default). */
   KEEL_API_ALLOW_DIRECTORY_WORKSPACES: booleanFlag.default(false),
+  /** "off": runs must name a runner or launched environment (the workers run no tool call). */
+  KEEL_WORKER_TOOLS: z.enum(["on", "off"]).default("on"),
   /** Who may ask for network "full" (the workers read the same setting): off, on, or tenant ids. */
   KEEL_SANDBOX_NETWORK_FULL: z.string().optional(),
   /** Longest life of one event stream; 0 = until the run ends. Behind API Gateway keep it < 29. */
@@ -100,6 +102,11 @@ export interface ApiConfig {
   bodyLimitBytes: number;
   port: number;
   allowDirectoryWorkspaces: boolean;
+  /**
+   * False with KEEL_WORKER_TOOLS=off: a run whose tools would run on the workers (no environment,
+   * or `worker`) is refused with 400 `environment-required`. Default true.
+   */
+  workerTools?: boolean;
   /** Who may ask for network "full" (KEEL_SANDBOX_NETWORK_FULL); absent = nobody. */
   fullNetwork?: FullNetworkAccess;
   sseMaxSeconds: number;
@@ -220,6 +227,7 @@ export function apiConfigFromEnv(env: NodeJS.ProcessEnv = process.env): ApiConfi
     bodyLimitBytes: values.KEEL_API_BODY_LIMIT_BYTES,
     port: values.KEEL_API_PORT,
     allowDirectoryWorkspaces: values.KEEL_API_ALLOW_DIRECTORY_WORKSPACES,
+    ...(values.KEEL_WORKER_TOOLS === "off" ? { workerTools: false } : {}),
     fullNetwork: parseFullNetworkAccess(values.KEEL_SANDBOX_NETWORK_FULL),
     sseMaxSeconds: values.KEEL_API_SSE_MAX_SECONDS,
     ...(values.KEEL_SINGLE_TENANT !== undefined ? { singleTenant: values.KEEL_SINGLE_TENANT } : {}),

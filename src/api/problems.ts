@@ -17,6 +17,7 @@ export const PROBLEMS = {
   unauthorized: { status: 401, title: "Missing or invalid credentials" },
   "invalid-signature": { status: 401, title: "The request signature is missing, stale or wrong" },
   "tenant-not-served": { status: 403, title: "This deployment serves another tenant only" },
+  "environment-required": { status: 400, title: "A runner or launched environment is required" },
   "network-not-allowed": { status: 403, title: "This tenant may not use the network it asked for" },
   "model-not-allowed": { status: 403, title: "This tenant's settings do not allow the model it asked for" },
   "tenant-not-found": { status: 404, title: "No such tenant" },

@@ -82,6 +82,11 @@ const WorkerEnvSchema = z.object({
    */
   KEEL_SANDBOX: z.enum(["on", "off"]).default("on"),
   /**
+   * "off": this worker runs no tool call itself (every run's tools run in a runner or launched
+   * environment); a call that reaches it anyway gets an error result and does not run.
+   */
+  KEEL_WORKER_TOOLS: z.enum(["on", "off"]).default("on"),
+  /**
    * The one tenant this worker serves: activities of any other tenant are refused. Required with
    * KEEL_SANDBOX=off, where a tool command can read the worker's secrets and every workspace.
    */
@@ -181,6 +186,8 @@ export interface WorkerConfig {
   /** The one tenant served (KEEL_SINGLE_TENANT); always set when the sandbox is off. */
   singleTenant?: string;
   snapshotMaxBytes: number;
+  /** False with KEEL_WORKER_TOOLS=off: no tool call runs on this worker (environments only); default true. */
+  workerTools?: boolean;
   /** How often a run paused at its tenant's budget asks again (ms; KEEL_TENANT_BUDGET_RECHECK_SECONDS). */
   tenantBudgetRecheckMs?: number;
   /** 0 = never evict. */
@@ -214,9 +221,14 @@ export function workerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Worke
     throw new Error(`Invalid worker configuration: ${describeIssues(parsed.error)}`);
   }
   const values = parsed.data;
-  if (values.KEEL_SANDBOX === "off" && values.KEEL_SINGLE_TENANT === undefined) {
+  // A worker that runs no tool call (KEEL_WORKER_TOOLS=off) needs no sandbox to serve every tenant.
+  if (
+    values.KEEL_SANDBOX === "off" &&
+    values.KEEL_SINGLE_TENANT === undefined &&
+    values.KEEL_WORKER_TOOLS === "on"
+  ) {
     throw new Error(
-      "Invalid worker configuration: KEEL_SANDBOX=off requires KEEL_SINGLE_TENANT=<tenant id>. Without the sandbox a tool command reads the worker's secrets and every workspace on it, so such a worker may serve one tenant only.",
+      "Invalid worker configuration: KEEL_SANDBOX=off requires KEEL_SINGLE_TENANT=<tenant id> (or KEEL_WORKER_TOOLS=off, where the worker runs no tool call). Without the sandbox a tool command reads the worker's secrets and every workspace on it, so such a worker may serve one tenant only.",
     );
   }
   const passEnv = values.KEEL_SANDBOX_PASS_ENV.split(",")
@@ -256,6 +268,7 @@ export function workerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Worke
     gitHosts,
     ...(values.KEEL_SINGLE_TENANT !== undefined ? { singleTenant: values.KEEL_SINGLE_TENANT } : {}),
     snapshotMaxBytes: values.KEEL_SNAPSHOT_MAX_BYTES,
+    ...(values.KEEL_WORKER_TOOLS === "off" ? { workerTools: false } : {}),
     tenantBudgetRecheckMs: values.KEEL_TENANT_BUDGET_RECHECK_SECONDS * 1000,
     ...launcherSettings(values),
     workspaceIdleEvictMs: values.KEEL_WORKSPACE_IDLE_EVICT_SECONDS * 1000,

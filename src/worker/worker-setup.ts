@@ -60,6 +60,7 @@ export function workerActivities(
     ...(config.singleTenant !== undefined ? { singleTenant: config.singleTenant } : {}),
     snapshots: new WorkspaceSnapshots(s3, config.s3),
     snapshotMaxBytes: config.snapshotMaxBytes,
+    ...(config.workerTools === false ? { workerTools: false } : {}),
     gitHosts: config.gitHosts,
     liveEvents: config.liveEvents ?? DEFAULT_LIVE_EVENT_OPTIONS,
     environments: new EnvironmentStore(s3, config.s3.bucket, config.s3.prefix),

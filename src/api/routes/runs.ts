@@ -136,14 +136,24 @@ export function refuseFullNetwork(
 /**
  * 404 `environment-not-found` unless the body's `environment` is absent, "worker", or one of the
  * tenant's own environments; 400 when a runner environment comes with MCP servers, which run on the
- * worker that lists them (not built for runners yet). For messages and schedules.
+ * worker that lists them (not built for runners yet); 400 `environment-required` for a run on the
+ * workers when the deployment runs no tools there (KEEL_WORKER_TOOLS=off). For messages,
+ * schedules and Slack starts.
  */
 export async function requireEnvironment(
   deps: RouteContext,
   tenantId: string,
   { environment, mcpServers }: { environment?: string; mcpServers?: readonly unknown[] },
 ): Promise<void> {
-  if (environment === undefined || environment === "worker") return;
+  if (environment === undefined || environment === "worker") {
+    if (deps.config.workerTools === false)
+      throw new ProblemError(
+        "environment-required",
+        "This deployment runs no tools on its workers: name a runner or launched environment (`environment`, keel run --env), or set the tenant's `defaults.environment`.",
+        { errors: [{ path: "environment", message: "a runner or launched environment is required" }] },
+      );
+    return;
+  }
   if (!deps.environments || !(await deps.environments.store.get(tenantId, environment)))
     throw new ProblemError(
       "environment-not-found",

@@ -26,6 +26,7 @@ import type { ApiApp, RouteContext } from "../app";
 import type { SlackConfig } from "../config";
 import { ProblemError } from "../problems";
 import { problemResponses } from "../routes/common";
+import { requireEnvironment } from "../routes/runs";
 import { RunLimitsSchema } from "../schemas/message-body";
 import { admitStart, recordRunStart } from "../tenant-runs";
 import { answerBudgetReply } from "./budget-replies";
@@ -168,6 +169,13 @@ async function handleThreadMessage(
     await say(`The message was not delivered: ${tenant.refusal}`);
     return;
   }
+  try {
+    await requireEnvironment(deps, team.tenantId, { environment: tenant.environment });
+  } catch (error) {
+    if (!(error instanceof ProblemError)) throw error;
+    await say(`The message was not delivered: ${error.message}`);
+    return;
+  }
   // A message that would start a run is admitted under the tenant's quotas, as the API's are.
   let admission: Admission | undefined;
   try {
@@ -186,6 +194,7 @@ async function handleThreadMessage(
       limits: { ...DEFAULT_RUN_SETTINGS.limits, ...tenant.limits },
       tools: team.tools,
       policy: team.policy,
+      ...(tenant.environment !== undefined ? { environment: tenant.environment } : {}),
       chatReply: {
         kind: "slack" as const,
         channel: message.thread.channel,
@@ -227,17 +236,23 @@ async function slackTeamOf(
 /**
  * What the tenant's settings give a run its Slack thread starts: its default limits
  * (`defaults.limits`: turns, budgets, pause timeout; none when they do not pass the deployment's
- * rules), or why its settings refuse the deployment's default model (`models`), which Slack runs use.
+ * rules) and environment (`defaults.environment`, where its tools run), or why its settings refuse
+ * the deployment's default model (`models`), which Slack runs use.
  */
 async function tenantRunFields(
   deps: RouteContext,
   tenantId: string,
-): Promise<{ settings: TenantSettings; limits: Partial<RunLimits>; refusal?: string }> {
+): Promise<{ settings: TenantSettings; limits: Partial<RunLimits>; environment?: string; refusal?: string }> {
   const settings = (await deps.tenants?.store.getSettings(tenantId)) ?? {};
   const refusal = modelRefusal(settings, deps.config.defaultModel);
   if (refusal) return { settings, limits: {}, refusal: refusal.message };
   const parsed = RunLimitsSchema.safeParse(settings.defaults?.limits ?? {});
-  return { settings, limits: parsed.success ? parsed.data : {} };
+  const environment = settings.defaults?.environment;
+  return {
+    settings,
+    limits: parsed.success ? parsed.data : {},
+    ...(typeof environment === "string" ? { environment } : {}),
+  };
 }
 
 export function registerSlackRoutes(app: ApiApp, deps: RouteContext): void {

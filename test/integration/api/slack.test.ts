@@ -657,3 +657,29 @@ test("a start from Slack is admitted under the tenant's quotas: over one, no run
   expect(await api.stage.runs.state(ref)).toBeUndefined();
   expect(await readSlackThread(api.objects, ref)).toBeUndefined();
 });
+
+test("Slack starts take the tenant's default environment: one that does not exist is answered in the thread, nothing starts", async () => {
+  const tenant = await adminTenant();
+  const team = freshTeamId();
+  const settings = slackSettings({ [team]: {} }, { defaults: { environment: "nowhere" } });
+  expect((await admin("PUT", `/${tenant.tenantId}/settings`, settings)).status).toBe(200);
+  const threadTs = await mention(team, "[scenario:slack-settings-team] hi");
+  const [refusal] = await eventually(
+    async () => {
+      const found = slack.posts.filter((post) => post.body.thread_ts === threadTs);
+      return found.length > 0 ? found : undefined;
+    },
+    15_000,
+    "the refusal was posted",
+  );
+  expect(refusal?.body.text).toBe(
+    'The message was not delivered: No environment "nowhere": keel env list shows yours.',
+  );
+  const ref = threadRef(threadTs, team, tenant.tenantId);
+  expect(await readSlackThread(api.objects, ref)).toBeUndefined();
+  expectProblem(
+    await api.call("GET", `/v1/sessions/${ref.sessionId}`, { key: tenant.key }),
+    404,
+    "session-not-found",
+  );
+});

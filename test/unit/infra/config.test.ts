@@ -1,4 +1,5 @@
 import { parseInfraConfig } from "../../../infra/lib/config";
+import { sandboxEnvironment, tenancyEnvironment } from "../../../infra/lib/runtime";
 import { exampleConfig } from "./synth";
 
 test("the example configs are valid and fill in defaults", () => {
@@ -81,6 +82,14 @@ test("the modes without a tool sandbox need the one tenant they serve", () => {
       /singleTenant: a tenant id/,
     );
   }
+  // Workers that run no tool call serve every tenant without the sandbox; the API and they are told.
+  for (const config of [fargate, lambda]) {
+    const parsed = parseInfraConfig({ ...config, singleTenant: undefined, workerTools: false });
+    expect(parsed.singleTenant).toBeUndefined();
+    expect(sandboxEnvironment(parsed)).toEqual({ KEEL_SANDBOX: "off", KEEL_WORKER_TOOLS: "off" });
+    expect(tenancyEnvironment(parsed)).toEqual({ KEEL_WORKER_TOOLS: "off" });
+  }
+  expect(tenancyEnvironment(parseInfraConfig(fargate))).toEqual({ KEEL_SINGLE_TENANT: "acme" });
   // The sandboxed mode serves every tenant unless one is declared.
   const ec2 = { ...exampleConfig("example.json") } as Record<string, unknown>;
   expect(parseInfraConfig({ ...ec2, singleTenant: "acme" }).singleTenant).toBe("acme");

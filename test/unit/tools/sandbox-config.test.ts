@@ -53,6 +53,14 @@ describe("sandbox configuration", () => {
     expect(configOf().singleTenant).toBeUndefined();
   });
 
+  test("a worker that runs no tool call (KEEL_WORKER_TOOLS=off) may go without the sandbox for every tenant", () => {
+    const config = configOf({ KEEL_SANDBOX: "off", KEEL_WORKER_TOOLS: "off" });
+    expect(config.workerTools).toBe(false);
+    expect(config.singleTenant).toBeUndefined();
+    expect(configOf().workerTools).toBeUndefined();
+    expect(() => configOf({ KEEL_WORKER_TOOLS: "no" })).toThrow(/KEEL_WORKER_TOOLS/);
+  });
+
   test("refuses secret-looking pass-through names and unknown modes", () => {
     expect(() => configOf({ KEEL_SANDBOX_PASS_ENV: "AWS_SECRET_ACCESS_KEY" })).toThrow(/looks like a secret/);
     expect(() => configOf({ KEEL_SANDBOX: "maybe" })).toThrow(/KEEL_SANDBOX/);
