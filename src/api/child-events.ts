@@ -1,7 +1,10 @@
 /**
  * Sub-agents in a parent's event stream (`GET …/events?children=true`): while a `task` call runs,
  * its child run's numbered events are sent too, as SSE events named `child` whose data is the
- * child's event with `child: {sessionId, toolCallId}`, so a client can nest them under the call.
+ * child's event with `child: {sessionId, toolCallId, parentSessionId}` (the session whose call
+ * started it), so a client can nest them under the call. A child's own `task` calls are followed
+ * the same way, level by level (nested sub-agents: a grandchild's events name the child session
+ * as their `parentSessionId`).
  * They come between the call's `tool_execution_start` and its `tool_execution_end` (which waits for
  * the child's last events). They carry no SSE id: `Last-Event-ID` stays the parent's, and a client
  * resuming in the middle of a call gets that child's events again from its first (`child.seq`
@@ -9,7 +12,7 @@
  * are not forwarded (a client wanting them subscribes to the child session's own stream).
  */
 import type { SSEStreamingApi } from "hono/streaming";
-import { childSessionId, TASK_TOOL_NAME } from "../core/agents";
+import { childSessionId, MAX_SUB_AGENT_DEPTH, TASK_TOOL_NAME } from "../core/agents";
 import type { AgentEvent } from "../core/events";
 import type { RunClient } from "../run-client/run-client";
 import type { SessionRef } from "../workflows/types";
@@ -17,10 +20,11 @@ import type { SessionRef } from "../workflows/types";
 /** How often a running child's events are asked for. */
 export const CHILD_POLL_INTERVAL_MS = 300;
 
-/** Where a forwarded event comes from: the child session and the parent's `task` call. */
+/** Where a forwarded event comes from: the child session, and the `task` call of the session that started it. */
 export interface ChildMark {
   sessionId: string;
   toolCallId: string;
+  parentSessionId: string;
 }
 
 interface Forwarder {
@@ -29,15 +33,17 @@ interface Forwarder {
   done: Promise<void>;
 }
 
-/** The forwarders of one parent stream: one per running `task` call it has shown. */
+/** The forwarders of one session's events in a stream: one per running `task` call shown of it. */
 export class ChildEvents {
   private readonly forwarders = new Map<string, Forwarder>();
 
+  /** `depth`: the level of `parent`'s own children (1 for the stream's session's). */
   constructor(
     private readonly stream: SSEStreamingApi,
     private readonly runs: RunClient,
     private readonly parent: SessionRef,
     private readonly closed: AbortSignal,
+    private readonly depth = 1,
   ) {}
 
   /** Before the parent's `event` is sent: a task call's end first sends its child's last events. */
@@ -57,6 +63,7 @@ export class ChildEvents {
     const mark = {
       sessionId: childSessionId(this.parent.sessionId, event.toolCallId),
       toolCallId: event.toolCallId,
+      parentSessionId: this.parent.sessionId,
     };
     const forwarder: Forwarder = { stopping: false, done: Promise.resolve() };
     // A child that cannot be read does not end the parent's stream: the client is told, once.
@@ -83,17 +90,28 @@ export class ChildEvents {
 
   private async forward(mark: ChildMark, forwarder: Forwarder): Promise<void> {
     const ref = { tenantId: this.parent.tenantId, sessionId: mark.sessionId };
+    // The child's own children, one level down (none below the deepest level agents reach).
+    const grandchildren =
+      this.depth < MAX_SUB_AGENT_DEPTH
+        ? new ChildEvents(this.stream, this.runs, ref, this.closed, this.depth + 1)
+        : undefined;
     let after = 0;
-    while (!this.closed.aborted) {
-      // Read once more after the stop was asked: the child's last events come before the call's end.
-      const last = forwarder.stopping;
-      for (const event of await this.runs.events(ref, after)) {
-        await this.stream.writeSSE({ event: "child", data: JSON.stringify({ ...event, child: mark }) });
-        after = event.seq;
-        if (event.type === "agent_end") return;
+    try {
+      while (!this.closed.aborted) {
+        // Read once more after the stop was asked: the child's last events come before the call's end.
+        const last = forwarder.stopping;
+        for (const event of await this.runs.events(ref, after)) {
+          await grandchildren?.before(event);
+          await this.stream.writeSSE({ event: "child", data: JSON.stringify({ ...event, child: mark }) });
+          grandchildren?.after(event);
+          after = event.seq;
+          if (event.type === "agent_end") return;
+        }
+        if (last) return;
+        await this.stream.sleep(CHILD_POLL_INTERVAL_MS);
       }
-      if (last) return;
-      await this.stream.sleep(CHILD_POLL_INTERVAL_MS);
+    } finally {
+      await grandchildren?.close();
     }
   }
 }

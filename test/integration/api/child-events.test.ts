@@ -21,7 +21,7 @@ afterAll(async () => {
   await api?.close();
 });
 
-type Marked = AgentEvent & { child?: { sessionId: string; toolCallId: string } };
+type Marked = AgentEvent & { child?: { sessionId: string; toolCallId: string; parentSessionId: string } };
 
 const open = (sessionId: string) =>
   api.app.request(`/v1/sessions/${sessionId}/events?children=true&deltas=false`, {
@@ -76,7 +76,11 @@ test("a task call's child events come nested in the parent's stream; steering th
   const start = data.findIndex((event) => event.type === "tool_execution_start" && event.toolName === "task");
   const end = data.findIndex((event) => event.type === "tool_execution_end" && event.toolName === "task");
   const callId = (data[start] as Extract<AgentEvent, { type: "tool_execution_start" }>).toolCallId;
-  const mark = { sessionId: childSessionId(sessionId, callId), toolCallId: callId };
+  const mark = {
+    sessionId: childSessionId(sessionId, callId),
+    toolCallId: callId,
+    parentSessionId: sessionId,
+  };
   const children = events.flatMap((event, index) =>
     event.event === "child" ? [{ index, event: data[index]! }] : [],
   );
@@ -148,4 +152,61 @@ test("a child's approval request shows in the parent's stream and is approved th
   expect(last?.role === "assistant" && last.content[0]?.type === "text" && last.content[0].text).toContain(
     "approved-in-child",
   );
+});
+
+test("a child's own sub-agent: its events come too, marked with the child session as their parent, inside the child's call", async () => {
+  api.stage.llm.addScenario("deep-root", {
+    turns: [
+      { toolCalls: [{ name: "task", arguments: { agent: "lead", prompt: "[scenario:deep-lead] split" } }] },
+    ],
+    after: { text: "root read: {{lastToolResult}}" },
+  });
+  api.stage.llm.addScenario("deep-lead", {
+    turns: [
+      { toolCalls: [{ name: "task", arguments: { agent: "lead", prompt: "[scenario:deep-leaf] look" } }] },
+    ],
+    after: { text: "lead read: {{lastToolResult}}" },
+  });
+  api.stage.llm.addScenario("deep-leaf", {
+    turns: [{ toolCalls: [{ name: "ls", arguments: {} }] }],
+    after: { text: "leaf done" },
+  });
+  const sessionId = api.sessionId();
+  const sent = await api.call("POST", `/v1/sessions/${sessionId}/messages`, {
+    json: {
+      text: "[scenario:deep-root] go",
+      tools: [...DEFAULT_RUN_SETTINGS.tools, "task"],
+      agents: [{ name: "lead", description: "splits work", tools: ["ls", "task"] }],
+    },
+  });
+  expect(sent.status).toBe(202);
+  const events = await readSse(await open(sessionId), parentEnded);
+  const data = events.map((event) => JSON.parse(event.data!) as Marked);
+  const rootCall = data.find((event) => event.type === "tool_execution_start" && event.toolName === "task");
+  const childId = childSessionId(sessionId, (rootCall as { toolCallId: string }).toolCallId);
+  const ofChild = data.filter((event) => event.child?.sessionId === childId);
+  const childCall = ofChild.find(
+    (event) => event.type === "tool_execution_start" && event.toolName === "task",
+  );
+  const childCallId = (childCall as { toolCallId: string }).toolCallId;
+  const grandchildId = childSessionId(childId, childCallId);
+  const ofGrandchild = data.filter((event) => event.child?.sessionId === grandchildId);
+  expect(ofGrandchild.every((event) => event.child?.parentSessionId === childId)).toBe(true);
+  expect(ofGrandchild.every((event) => event.child?.toolCallId === childCallId)).toBe(true);
+  expect(ofGrandchild.map((event) => event.type)).toEqual(
+    expect.arrayContaining(["agent_start", "tool_execution_start", "agent_end"]),
+  );
+  expect(ofGrandchild.map((event) => event.seq)).toEqual(ofGrandchild.map((_, index) => index + 1));
+  // Inside the child's task call: after its start, before its end.
+  const index = (predicate: (event: Marked) => boolean) => data.findIndex(predicate);
+  const childStart = index((event) => event === childCall);
+  const childEnd = index(
+    (event) =>
+      event.child?.sessionId === childId && event.type === "tool_execution_end" && event.toolName === "task",
+  );
+  const grandchildIndexes = data.flatMap((event, at) =>
+    event.child?.sessionId === grandchildId ? [at] : [],
+  );
+  expect(grandchildIndexes.length).toBeGreaterThan(0);
+  expect(grandchildIndexes.every((at) => at > childStart && at < childEnd)).toBe(true);
 });
