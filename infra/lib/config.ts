@@ -221,6 +221,13 @@ export const KeelInfraConfigSchema = z.object({
         .default(30),
       /** Alarm notifications go to this address (an SNS subscription to confirm) when set. */
       alarmEmail: z.email().optional(),
+      /**
+       * An OTLP/HTTP receiver's base URL: the API and the workers send traces and metrics there
+       * (KEEL_OTEL_ENDPOINT). It must be reachable from both (the workers' VPC, the API function).
+       */
+      otelEndpoint: z.url({ protocol: /^https?$/, error: "an http(s) URL (OTLP over HTTP)" }).optional(),
+      /** Prompt and completion text in model spans (KEEL_OTEL_CAPTURE_CONTENT); off by default. */
+      otelCaptureContent: z.boolean().default(false),
     })
     .prefault({}),
 });

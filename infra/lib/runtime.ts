@@ -26,6 +26,17 @@ export function keelEnvironment(config: KeelInfraConfig, storage: SessionBucket,
     KEEL_S3_PREFIX: storage.prefix,
     KEEL_S3_REGION: region,
     NODE_OPTIONS: "--enable-source-maps",
+    ...telemetryEnvironment(config),
+  };
+}
+
+/** Traces and metrics for the API and the workers, when the config names a receiver. */
+export function telemetryEnvironment(config: KeelInfraConfig): Record<string, string> {
+  const { otelEndpoint, otelCaptureContent } = config.observability;
+  if (otelEndpoint === undefined) return {};
+  return {
+    KEEL_OTEL_ENDPOINT: otelEndpoint,
+    ...(otelCaptureContent ? { KEEL_OTEL_CAPTURE_CONTENT: "true" } : {}),
   };
 }
 

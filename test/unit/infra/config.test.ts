@@ -1,5 +1,5 @@
 import { parseInfraConfig } from "../../../infra/lib/config";
-import { sandboxEnvironment, tenancyEnvironment } from "../../../infra/lib/runtime";
+import { sandboxEnvironment, telemetryEnvironment, tenancyEnvironment } from "../../../infra/lib/runtime";
 import { exampleConfig } from "./synth";
 
 test("the example configs are valid and fill in defaults", () => {
@@ -104,4 +104,19 @@ test("EC2 workers need NAT and an arm64 instance type", () => {
   expect(
     parseInfraConfig({ ...ec2, workers: { mode: "ec2", instanceType: "c7gn.2xlarge" } }).workers,
   ).toMatchObject({ instanceType: "c7gn.2xlarge" });
+});
+
+test("a telemetry receiver must be an http(s) URL; it reaches the API and the workers, content only when asked", () => {
+  const ec2 = { ...exampleConfig("example.json") } as Record<string, unknown>;
+  const withEndpoint = (observability: Record<string, unknown>) =>
+    parseInfraConfig({ ...ec2, observability: { logRetentionDays: 30, ...observability } });
+  expect(() => withEndpoint({ otelEndpoint: "grpc://collector:4317" })).toThrow(/otelEndpoint/);
+  expect(() => withEndpoint({ otelEndpoint: "not a url" })).toThrow(/otelEndpoint/);
+  expect(telemetryEnvironment(withEndpoint({}))).toEqual({});
+  expect(telemetryEnvironment(withEndpoint({ otelEndpoint: "https://collector:4318" }))).toEqual({
+    KEEL_OTEL_ENDPOINT: "https://collector:4318",
+  });
+  expect(
+    telemetryEnvironment(withEndpoint({ otelEndpoint: "http://collector:4318", otelCaptureContent: true })),
+  ).toEqual({ KEEL_OTEL_ENDPOINT: "http://collector:4318", KEEL_OTEL_CAPTURE_CONTENT: "true" });
 });

@@ -364,6 +364,15 @@ describe("Lambda workers", () => {
     });
   });
 
+  test("the config's telemetry receiver reaches the worker and the API functions (and only where configured)", () => {
+    const endpoint = "https://otel-collector.internal.example.com:4318";
+    expect(workerFunction().fn.Properties.Environment.Variables.KEEL_OTEL_ENDPOINT).toBe(endpoint);
+    const { functionId } = functionRole(lambdaTemplate, "ApiFunction");
+    const api = lambdaTemplate.findResources("AWS::Lambda::Function")[functionId]!;
+    expect(api.Properties.Environment.Variables.KEEL_OTEL_ENDPOINT).toBe(endpoint);
+    expect(workerEnvironment(ecsTemplate).KEEL_OTEL_ENDPOINT).toBeUndefined();
+  });
+
   test("a published version is retained and is what Temporal is told to invoke", () => {
     const { functionId } = workerFunction();
     const versions = lambdaTemplate.findResources("AWS::Lambda::Version");
