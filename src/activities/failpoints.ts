@@ -9,7 +9,8 @@ export type FailpointName =
   | "llmTurn.afterUsage"
   | "executeTool.afterWrite"
   | "claimWorkspace.start"
-  | "claimWorkspace.afterSource";
+  | "claimWorkspace.afterSource"
+  | "mergeSubAgentWorkspace.afterApply";
 
 /** How many times each enabled point is passed before it kills (1: the first time). */
 const killAt = new Map(

@@ -11,6 +11,7 @@ import { runnerToolActivity } from "./runner-tool";
 import { scheduledRunActivities } from "./scheduled-runs";
 import { sessionActivities } from "./session-activities";
 import { servingOnlyTenant } from "./single-tenant";
+import { subAgentMergeActivity } from "./sub-agent-merge";
 import { taskResultActivity } from "./task-result";
 import { checkTenantBudgetActivity } from "./tenant-budget";
 import type { KeelActivities } from "./types";
@@ -27,6 +28,7 @@ export function createActivities(deps: ActivityDeps): KeelActivities {
     executeTool: executeToolActivity(deps),
     executeToolOnRunner: runnerToolActivity(deps),
     storeTaskResult: taskResultActivity(deps),
+    mergeSubAgentWorkspace: subAgentMergeActivity(deps),
     compact: compactActivity(deps),
     branch: branchActivity(deps),
     postChatReply: chatReplyActivity(deps),

@@ -13,7 +13,7 @@ import { notices, truncateHead } from "../tools/truncate";
 import type { ActivityDeps } from "./deps";
 import { summarize } from "./execute-tool";
 import { storeWriteFailures } from "./store-failures";
-import type { ExecuteToolResult, StoreTaskResultInput } from "./types";
+import type { ExecuteToolResult, MergeSubAgentWorkspaceResult, StoreTaskResultInput } from "./types";
 
 /** The text of the last assistant message of `entries` that has any (the child's final answer). */
 export function finalAnswer(entries: readonly SessionEntry[]): string {
@@ -43,7 +43,8 @@ export function taskResultMessage(
   const shown = truncation.truncated
     ? `${truncation.content}\n\n${notices.taskAnswer(truncation.outputLines, truncation.totalLines, input.child.sessionId)}`
     : answer;
-  const isError = input.status !== "completed" || input.cutShort;
+  const merged = input.merge && mergeText(input.merge, input.child.sessionId);
+  const isError = input.status !== "completed" || input.cutShort || input.merge?.outcome === "conflict";
   return {
     role: "toolResult",
     toolCallId: input.toolCallId,
@@ -51,14 +52,15 @@ export function taskResultMessage(
     content: [
       {
         type: "text",
-        text: taskResultText({
-          agent: input.agent,
-          sessionId: input.child.sessionId,
-          status: input.cutShort ? "stopped before finishing" : input.status,
-          reason: input.reason,
-          answer: shown,
-          usage: input.usage,
-        }),
+        text:
+          taskResultText({
+            agent: input.agent,
+            sessionId: input.child.sessionId,
+            status: input.cutShort ? "stopped before finishing" : input.status,
+            reason: input.reason,
+            answer: shown,
+            usage: input.usage,
+          }) + (merged ? `\n\n${merged}` : ""),
       },
     ],
     details: {
@@ -68,10 +70,27 @@ export function taskResultMessage(
       ...(input.cutShort ? { cutShort: true } : {}),
       usage: input.usage,
       ...(truncation.truncated ? { truncation } : {}),
+      ...(input.merge && input.merge.outcome !== "unchanged" ? { merge: input.merge } : {}),
     },
     isError,
     timestamp,
   };
+}
+
+/** What the parent's model reads of the child's edits, after the answer. */
+export function mergeText(merge: MergeSubAgentWorkspaceResult, childSessionId: string): string | undefined {
+  const list = (paths: string[], count: number) =>
+    `${paths.join(", ")}${count > paths.length ? `, and ${count - paths.length} more` : ""}`;
+  switch (merge.outcome) {
+    case "unchanged":
+      return undefined;
+    case "applied":
+      return `Its changes are in your workspace (${merge.count} ${merge.count === 1 ? "path" : "paths"}: ${list(merge.paths, merge.count)}).`;
+    case "conflict":
+      return `Its changes were NOT applied to your workspace: another call of the same batch changed ${list(merge.paths, merge.count)} meanwhile. They are in the workspace of session ${childSessionId}.`;
+    case "unavailable":
+      return `Its changes could not be applied to your workspace (${merge.reason}). They are in the workspace of session ${childSessionId}.`;
+  }
 }
 
 export function taskResultActivity({ store }: ActivityDeps) {

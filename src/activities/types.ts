@@ -219,7 +219,25 @@ export interface StoreTaskResultInput extends SessionRef {
   cutShort: boolean;
   /** False when the child never ran (no session to read an answer from). */
   readAnswer: boolean;
+  /** What became of the child's edits in the parent's workspace (absent: it worked in a fork). */
+  merge?: MergeSubAgentWorkspaceResult;
 }
+
+/** A `task` call's end: the child's edits carried into the parent's workspace (`mergeSubAgentWorkspace`). */
+export interface MergeSubAgentWorkspaceInput extends SessionRef {
+  /** The parent's entry whose snapshot the child's workspace was forked from. */
+  forkedAt: string;
+  child: SessionRef;
+  /** The call's result slot: the merged workspace is snapshotted there. */
+  slot: EntrySlot;
+}
+
+/** What became of the child's edits; `paths` names at most 20 of `count`. */
+export type MergeSubAgentWorkspaceResult =
+  | { outcome: "unchanged" }
+  | { outcome: "applied"; count: number; paths: string[] }
+  | { outcome: "conflict"; count: number; paths: string[] }
+  | { outcome: "unavailable"; reason: string };
 
 export interface CompactInput extends SessionRef {
   model: string;
@@ -294,6 +312,7 @@ export interface KeelActivities extends ScheduledRunActivities {
   executeTool(input: ExecuteToolInput): Promise<ExecuteToolResult>;
   executeToolOnRunner(input: RunnerToolInput): Promise<ExecuteToolResult>;
   storeTaskResult(input: StoreTaskResultInput): Promise<ExecuteToolResult>;
+  mergeSubAgentWorkspace(input: MergeSubAgentWorkspaceInput): Promise<MergeSubAgentWorkspaceResult>;
   compact(input: CompactInput): Promise<CompactResult>;
   branch(input: BranchInput): Promise<BranchResult>;
   postChatReply(input: PostChatReplyInput): Promise<{ posted: boolean }>;

@@ -27,6 +27,11 @@ export interface AgentDefinition {
   tools?: string[];
   /** Turns the child may take (default 20). */
   maxTurns?: number;
+  /**
+   * `parent` (default): the child works on a copy of the parent's workspace and its edits are
+   * carried into the parent's when the call ends; `fork`: its edits stay in its own session.
+   */
+  workspace?: "parent" | "fork";
 }
 
 export const DEFAULT_AGENT_MAX_TURNS = 20;

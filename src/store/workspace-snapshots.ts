@@ -246,6 +246,17 @@ export class WorkspaceSnapshots {
     return scan.root === index.lastRoot;
   }
 
+  /** The session's most recent snapshot (latest `createdAt`), or undefined when it has none. */
+  async newestRecord(ref: SessionRef): Promise<SnapshotRecord | undefined> {
+    const records = await Promise.all(
+      [...(await this.snapshottedEntryIds(ref))].map((id) => this.getRecord(ref, id)),
+    );
+    let newest: SnapshotRecord | undefined;
+    for (const record of records)
+      if (record && (!newest || record.createdAt > newest.createdAt)) newest = record;
+    return newest;
+  }
+
   /** Ids of the entries that have a snapshot (one listing). */
   async snapshottedEntryIds(ref: SessionRef): Promise<Set<string>> {
     const folder = workspaceSnapshotsPrefix(this.prefix, ref);
@@ -371,7 +382,8 @@ export class WorkspaceSnapshots {
     return result;
   }
 
-  private async getTree(ref: SessionRef, hash: string): Promise<Tree> {
+  /** The tree `hash` of `ref`'s session; refused when its bytes do not hash to `hash`. */
+  async getTree(ref: SessionRef, hash: string): Promise<Tree> {
     const key = workspaceTreeKey(this.prefix, ref, hash);
     const text = gunzipSync(await this.getObject(key)).toString("utf8");
     if (sha256(text) !== hash) throw new CorruptObjectError(key, "the tree does not match its hash");
@@ -379,7 +391,7 @@ export class WorkspaceSnapshots {
   }
 
   /** The blob `hash` of `ref`'s session; refused when its bytes do not hash to `hash`. */
-  private async getBlob(ref: SessionRef, hash: string): Promise<Buffer> {
+  async getBlob(ref: SessionRef, hash: string): Promise<Buffer> {
     const key = workspaceBlobKey(this.prefix, ref, hash);
     const body = await this.getObject(key);
     if (sha256(body) !== hash) throw new CorruptObjectError(key, "the blob's bytes do not match its hash");

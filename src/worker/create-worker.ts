@@ -82,6 +82,7 @@ export async function createKeelWorkers(config: WorkerConfig, telemetry?: Teleme
       executeTool: activities.executeTool,
       snapshotWorkspace: activities.snapshotWorkspace,
       restoreWorkspace: activities.restoreWorkspace,
+      mergeSubAgentWorkspace: activities.mergeSubAgentWorkspace,
       listMcpTools: activities.listMcpTools,
     },
     maxConcurrentActivityTaskExecutions: config.maxConcurrentActivities,

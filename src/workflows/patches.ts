@@ -61,6 +61,8 @@ export const PATCHES = {
   tenantBudgetPause: { id: "tenant-budget-pause", addedIn: UNRELEASED },
   /** A run from a chat thread announces its pause there (run/pause.ts, activities/chat-reply.ts). */
   pauseChatNotice: { id: "pause-chat-notice", addedIn: UNRELEASED },
+  /** A sub-agent's edits are carried into its parent's workspace when its `task` call ends. */
+  subAgentWorkspaceMerge: { id: "sub-agent-workspace-merge", addedIn: UNRELEASED },
 } as const satisfies Record<string, PatchRecord>;
 
 /**

@@ -30,6 +30,10 @@ export function agentDefinitionsSchema(model: z.ZodType<string>) {
           model: model.optional(),
           tools: z.array(z.enum(RUN_TOOL_NAMES)).max(RUN_TOOL_NAMES.length).optional(),
           maxTurns: z.number().int().min(1).max(MAX_AGENT_TURNS).optional(),
+          workspace: z.enum(["parent", "fork"]).optional().openapi({
+            description:
+              '"parent" (default): the agent\'s edits are in the caller\'s workspace when the task returns; "fork": they stay in the agent\'s own session',
+          }),
         })
         .strict()
         .openapi("AgentDefinition"),

@@ -2,7 +2,13 @@
  * Activity proxies of the run workflow: timeouts and retry policies per kind of work. Failure
  * types that must never be retried come from one shared list (core/failure-types).
  */
-import { ActivityCancellationType, proxyActivities, workflowInfo } from "@temporalio/workflow";
+import {
+  ActivityCancellationType,
+  ActivityFailure,
+  proxyActivities,
+  TimeoutFailure,
+  workflowInfo,
+} from "@temporalio/workflow";
 import type { KeelActivities } from "../../activities/types";
 import { FailureType } from "../../core/failure-types";
 import { LLM_RETRY } from "../../core/retry-policy";
@@ -176,4 +182,16 @@ export function snapshotActivities(taskQueue: string, timeouts: RunTimeouts) {
       nonRetryableErrorTypes: [FailureType.workspaceTooLarge, FailureType.workspaceMissing],
     },
   });
+}
+
+/** Times an activity of the workspace's worker follows the workspace to a new worker before it fails. */
+export const MAX_WORKSPACE_MOVES = 3;
+
+/** An activity of the workspace's worker that no worker started in time: the workspace moves. */
+export function isScheduleToStartTimeout(error: unknown): boolean {
+  return (
+    error instanceof ActivityFailure &&
+    error.cause instanceof TimeoutFailure &&
+    error.cause.timeoutType === "SCHEDULE_TO_START"
+  );
 }

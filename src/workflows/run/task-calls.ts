@@ -14,6 +14,7 @@ import {
   ParentClosePolicy,
   startChild,
 } from "@temporalio/workflow";
+import type { MergeSubAgentWorkspaceResult } from "../../activities/types";
 import {
   type AgentDefinition,
   availableAgents,
@@ -29,7 +30,12 @@ import { abortSignal } from "../definitions";
 import { PATCHES, takesPatch } from "../patches";
 import { runAttributes } from "../search-attributes";
 import { type RunInput, type RunResult, type RunSettings, runWorkflowId, startedStatus } from "../types";
-import { snapshotActivities, storage } from "./activity-options";
+import {
+  isScheduleToStartTimeout,
+  MAX_WORKSPACE_MOVES,
+  snapshotActivities,
+  storage,
+} from "./activity-options";
 import type { RunContext } from "./context";
 import { syntheticToolResult } from "./entries";
 import { endCall, writeEntries } from "./lifecycle";
@@ -151,6 +157,10 @@ export async function runTaskCall(ctx: RunContext, call: BatchCall, batch: TaskC
     if (treeTurns) run.subAgentTurns += outcome.result.turns + (outcome.result.subAgentTurns ?? 0);
   }
   if (run.abortReason !== undefined) return;
+  const merge =
+    outcome.kind === "result"
+      ? await mergeChildEdits(ctx, batch, parsed.agent, forkedAt, ref, call)
+      : undefined;
   const result: Pick<RunResult, "status" | "reason" | "usage" | "answer"> =
     outcome.kind === "result"
       ? outcome.result
@@ -169,6 +179,7 @@ export async function runTaskCall(ctx: RunContext, call: BatchCall, batch: TaskC
         usage: result.usage,
         cutShort: outcome.kind === "result" && outcome.result.cutShort === true,
         readAnswer: outcome.kind === "result",
+        ...(merge ? { merge } : {}),
       }),
     );
     return endCall(ctx, call, stored.isError ? "failed" : "completed", stored.isError);
@@ -184,6 +195,45 @@ export async function runTaskCall(ctx: RunContext, call: BatchCall, batch: TaskC
   const isError = result.status !== "completed";
   await writeEntries(ctx, [syntheticToolResult(call, text, run.clock.now(), isError)]);
   endCall(ctx, call, isError ? "failed" : "completed", isError);
+}
+
+/**
+ * Carries the child's edits into the parent's workspace (activities/sub-agent-merge.ts) unless its
+ * agent works in a fork (`workspace: "fork"`) or the run's tools run in a runner environment
+ * (children there keep their own folder). A merge that fails for good becomes `unavailable`: the
+ * call's result says so and the edits stay in the child's session.
+ */
+async function mergeChildEdits(
+  ctx: RunContext,
+  batch: TaskCallContext,
+  agent: AgentDefinition,
+  forkedAt: string,
+  child: { tenantId: string; sessionId: string },
+  call: BatchCall,
+): Promise<MergeSubAgentWorkspaceResult | undefined> {
+  const { run } = ctx;
+  const onWorkers = run.settings.environment === undefined || run.settings.environment === "worker";
+  if (agent.workspace === "fork" || !onWorkers) return undefined;
+  if (!takesPatch(PATCHES.subAgentWorkspaceMerge, ctx.runVersion)) return undefined;
+  for (let moves = 0; ; moves++) {
+    try {
+      const queue = await batch.workspaceQueue();
+      return await CancellationScope.nonCancellable(() =>
+        snapshotActivities(queue, run.settings.timeouts).mergeSubAgentWorkspace.executeWithOptions(
+          { summary: `merge ${agent.name}'s edits` },
+          [{ ...run.ref, forkedAt, child, slot: call.slot }],
+        ),
+      );
+    } catch (error) {
+      // The worker holding the workspace is gone: claim it again (restored elsewhere) and merge there.
+      if (isScheduleToStartTimeout(error) && moves < MAX_WORKSPACE_MOVES) {
+        ctx.workspaceQueue = undefined;
+        continue;
+      }
+      if (!(error instanceof ActivityFailure)) throw error;
+      return { outcome: "unavailable", reason: error.cause?.message ?? error.message };
+    }
+  }
 }
 
 /**

@@ -3,7 +3,7 @@
  * session's workspace (moved when that worker is gone). Every call ends with exactly one stored
  * result, refusals included (an error result the model can read).
  */
-import { ActivityFailure, condition, log, TimeoutFailure } from "@temporalio/workflow";
+import { ActivityFailure, condition, log } from "@temporalio/workflow";
 import type { ToolCallSummary } from "../../activities/types";
 import { MUTATING_TOOLS } from "../../core/tool-replay";
 import { blockReason } from "../hooks";
@@ -12,6 +12,8 @@ import { decidePolicy } from "../policy";
 import {
   claim,
   DEFAULT_ENVIRONMENT_WAIT_MS,
+  isScheduleToStartTimeout,
+  MAX_WORKSPACE_MOVES,
   runnerToolActivities,
   snapshotActivities,
   toolActivities,
@@ -23,9 +25,6 @@ import { mcpTarget, relistChangedMcpServers } from "./mcp";
 import { type BatchCall, emit, moveCall, startBatch } from "./state";
 import { isTaskCall, runTaskCall } from "./task-calls";
 import { callPlace, runnerEnvironment } from "./views";
-
-/** Times a tool call follows its workspace to a new worker before the run fails. */
-const MAX_WORKSPACE_MOVES = 3;
 
 /** Runs a turn's calls (in parallel or one by one, per settings); results land in source order. */
 export async function runTools(
@@ -273,14 +272,6 @@ export async function workspaceTaskQueue(ctx: RunContext): Promise<string> {
   const queue = await claimWorkspace();
   ctx.workspaceQueue = Promise.resolve(queue);
   return queue;
-}
-
-function isScheduleToStartTimeout(error: unknown): boolean {
-  return (
-    error instanceof ActivityFailure &&
-    error.cause instanceof TimeoutFailure &&
-    error.cause.timeoutType === "SCHEDULE_TO_START"
-  );
 }
 
 /** Arguments for an approval event: the JSON preview parsed, or the preview text when it was shortened. */

@@ -5,9 +5,12 @@
  * holds the parent and its children (the stage's workers all serve one task queue) and checks both
  * sessions' invariants at the end.
  */
+import { mkdtempSync } from "node:fs";
+import { join } from "node:path";
 import { childSessionId } from "../../../src/core/agents";
 import type { ToolResultMessage } from "../../../src/core/messages";
 import { DEFAULT_RUN_SETTINGS, runWorkflowId } from "../../../src/workflows/types";
+import { testTmpDir } from "../../support/integration-env";
 import { expectIntactSession, messagesOf, modelCalled, runStageForSuite } from "../../support/run-harness";
 
 jest.setTimeout(180_000);
@@ -129,4 +132,51 @@ test("killed while two children run: neither starts twice, the parent gets both 
   for (const result of results)
     expect(result.content[0]?.type === "text" && result.content[0].text).toContain("slow child done");
   await second.stop();
+});
+
+test("killed after a child's edits were applied to the parent's workspace, before they were recorded: the next worker, on another disk, applies them again", async () => {
+  stage().llm.addScenario("submerge-crash-parent", {
+    turns: [
+      { toolCalls: [{ name: "write", arguments: { path: "plan.txt", content: "parent wrote this\n" } }] },
+      {
+        toolCalls: [
+          { name: "task", arguments: { agent: "editor", prompt: "[scenario:submerge-crash-child] edit" } },
+        ],
+      },
+      { toolCalls: [{ name: "bash", arguments: { command: "cat plan.txt new.txt" } }] },
+    ],
+    after: { text: "Parent sees: {{lastToolResult}}" },
+  });
+  stage().llm.addScenario("submerge-crash-child", {
+    turns: [
+      {
+        toolCalls: [
+          { name: "edit", arguments: { path: "plan.txt", oldText: "parent", newText: "child" } },
+          { name: "write", arguments: { path: "new.txt", content: "new from child\n" } },
+        ],
+      },
+    ],
+    after: { text: "edited" },
+  });
+  const first = await stage().startWorker({ KEEL_FAILPOINTS: "mergeSubAgentWorkspace.afterApply" });
+  const ref = stage().newSession();
+  const settings = {
+    ...withTask(),
+    agents: [{ name: "editor", description: "edits", tools: ["read", "write", "edit"] }],
+  };
+  await stage().runs.deliver(ref, { text: "[scenario:submerge-crash-parent] go", mode: "auto" }, settings);
+  await first.exited();
+  // Another machine: its workspace root holds nothing of the session.
+  await stage().startWorker({ KEEL_WORKSPACE_ROOT: mkdtempSync(join(testTmpDir(), "other-disk-")) });
+  expect((await stage().result(ref)).status).toBe("completed");
+  const messages = messagesOf(await expectIntactSession(stage(), ref));
+  const [task] = taskResults(messages);
+  expect(task?.details).toMatchObject({ merge: { outcome: "applied", count: 2 } });
+  const last = messages.at(-1);
+  const seen = last?.role === "assistant" && last.content[0]?.type === "text" ? last.content[0].text : "";
+  expect(seen).toContain("child wrote this\nnew from child");
+  const [childRef] = await childrenOf(ref);
+  if (!childRef) throw new Error("no task call");
+  expect(await childStarts(ref)).toEqual([runWorkflowId(childRef)]);
+  await expectIntactSession(stage(), childRef);
 });

@@ -104,7 +104,7 @@ test("a task call runs the explore agent as a child run and returns its answer a
   expect(description.raw.workflowExecutionInfo?.parentExecution?.workflowId).toBe(runWorkflowId(ref));
 });
 
-test("the child's workspace is a fork of the parent's at the call: it reads the parent's edits, its own stay in its session", async () => {
+test('an agent with workspace "fork" reads the parent\'s files at the call; its own edits stay in its session', async () => {
   stage().llm.addScenario("sub-fork-parent", {
     turns: [
       {
@@ -129,7 +129,7 @@ test("the child's workspace is a fork of the parent's at the call: it reads the 
   const ref = stage().newSession();
   const settings = {
     ...withTask(),
-    agents: [{ name: "writer", description: "writes", tools: ["read", "write"] }],
+    agents: [{ name: "writer", description: "writes", tools: ["read", "write"], workspace: "fork" as const }],
   };
   await stage().runs.deliver(ref, { text: "[scenario:sub-fork-parent] go", mode: "auto" }, settings);
   expect((await stage().result(ref)).status).toBe("completed");
@@ -147,6 +147,112 @@ test("the child's workspace is a fork of the parent's at the call: it reads the 
   const listing = last?.role === "assistant" && last.content[0]?.type === "text" ? last.content[0].text : "";
   expect(listing).toContain("plan.txt");
   expect(listing).not.toContain("child.txt");
+});
+
+test("by default a child's edits (new, changed and removed files) are in the parent's workspace when the task returns", async () => {
+  stage().llm.addScenario("sub-merge-parent", {
+    turns: [
+      {
+        toolCalls: [
+          { name: "write", arguments: { path: "notes/plan.txt", content: "parent wrote this\n" } },
+          { name: "write", arguments: { path: "notes/old.txt", content: "to be removed\n" } },
+        ],
+      },
+      {
+        toolCalls: [
+          {
+            name: "task",
+            arguments: { agent: "editor", prompt: "[scenario:sub-merge-child] edit the plan" },
+          },
+        ],
+      },
+      { toolCalls: [{ name: "bash", arguments: { command: "ls notes; cat notes/plan.txt" } }] },
+      { text: "Parent sees: {{lastToolResult}}" },
+    ],
+  });
+  stage().llm.addScenario("sub-merge-child", {
+    turns: [
+      {
+        toolCalls: [
+          { name: "edit", arguments: { path: "notes/plan.txt", oldText: "parent", newText: "child" } },
+          { name: "write", arguments: { path: "notes/child.txt", content: "child\n" } },
+          { name: "bash", arguments: { command: "rm notes/old.txt" } },
+        ],
+      },
+      { text: "edited" },
+    ],
+  });
+  const ref = stage().newSession();
+  const settings = {
+    ...withTask(),
+    agents: [{ name: "editor", description: "edits", tools: ["read", "write", "edit", "bash"] }],
+  };
+  await stage().runs.deliver(ref, { text: "[scenario:sub-merge-parent] go", mode: "auto" }, settings);
+  expect((await stage().result(ref)).status).toBe("completed");
+  const messages = messagesOf(await expectIntactSession(stage(), ref));
+  const [task] = taskResults(messages);
+  expect(task?.isError).toBe(false);
+  const text = task?.content[0]?.type === "text" ? task.content[0].text : "";
+  expect(text).toContain(
+    "Its changes are in your workspace (3 paths: notes/old.txt, notes/child.txt, notes/plan.txt).",
+  );
+  expect(task?.details).toMatchObject({ merge: { outcome: "applied", count: 3 } });
+  const last = messages.at(-1);
+  const seen = last?.role === "assistant" && last.content[0]?.type === "text" ? last.content[0].text : "";
+  expect(seen).toContain("child.txt\nplan.txt\nchild wrote this");
+  expect(seen).not.toContain("old.txt");
+});
+
+test("a child whose edits a sibling call of the batch changed meanwhile: nothing of them is applied, and the result says so", async () => {
+  stage().llm.addScenario("sub-clash-parent", {
+    turns: [
+      { toolCalls: [{ name: "write", arguments: { path: "plan.txt", content: "parent wrote this\n" } }] },
+      {
+        toolCalls: [
+          {
+            name: "task",
+            arguments: { agent: "editor", prompt: "[scenario:sub-clash-child] edit the plan" },
+          },
+          { name: "bash", arguments: { command: "echo sibling > plan.txt" } },
+        ],
+      },
+      { toolCalls: [{ name: "bash", arguments: { command: "cat plan.txt; ls" } }] },
+      { text: "Parent sees: {{lastToolResult}}" },
+    ],
+  });
+  stage().llm.addScenario("sub-clash-child", {
+    turns: [
+      // A turn first, so the sibling's bash has long changed the file when the child's edit lands.
+      { toolCalls: [{ name: "bash", arguments: { command: "sleep 1" } }] },
+      {
+        toolCalls: [
+          { name: "edit", arguments: { path: "plan.txt", oldText: "parent", newText: "child" } },
+          { name: "write", arguments: { path: "extra.txt", content: "child\n" } },
+        ],
+      },
+      { text: "edited" },
+    ],
+  });
+  const ref = stage().newSession();
+  const settings = {
+    ...withTask(),
+    toolExecution: "parallel" as const,
+    agents: [{ name: "editor", description: "edits", tools: ["read", "write", "edit", "bash"] }],
+  };
+  await stage().runs.deliver(ref, { text: "[scenario:sub-clash-parent] go", mode: "auto" }, settings);
+  expect((await stage().result(ref)).status).toBe("completed");
+  const messages = messagesOf(await expectIntactSession(stage(), ref));
+  const [task] = taskResults(messages);
+  expect(task?.isError).toBe(true);
+  const text = task?.content[0]?.type === "text" ? task.content[0].text : "";
+  expect(text).toContain(
+    "Its changes were NOT applied to your workspace: another call of the same batch changed plan.txt meanwhile.",
+  );
+  const last = messages.at(-1);
+  const seen = last?.role === "assistant" && last.content[0]?.type === "text" ? last.content[0].text : "";
+  // The sibling's write stands, and not even the child's new file came over.
+  expect(seen).toContain("sibling");
+  expect(seen).not.toContain("extra.txt");
 });
 
 test("two task calls in one batch run in parallel; a failing child is an error result", async () => {

@@ -19,6 +19,7 @@ function recordingActivities(reached: string[]): KeelActivities {
     executeTool: record("executeTool"),
     executeToolOnRunner: record("executeToolOnRunner"),
     storeTaskResult: record("storeTaskResult"),
+    mergeSubAgentWorkspace: record("mergeSubAgentWorkspace"),
     compact: record("compact"),
     branch: record("branch"),
     postChatReply: record("postChatReply"),
