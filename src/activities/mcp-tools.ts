@@ -18,6 +18,15 @@ import type { ListMcpToolsInput, LlmTurnInput, McpCallTarget } from "./types";
 
 export function listMcpToolsActivity(deps: ActivityDeps) {
   return async function listMcpTools(input: ListMcpToolsInput): Promise<McpToolList> {
+    // A worker that runs no agent code starts no MCP server either (a run from before the switch).
+    if (deps.workerTools === false)
+      return {
+        servers: input.servers.map((server) => ({
+          server: server.name,
+          status: "unavailable",
+          error: "this deployment runs no tools on its workers (KEEL_WORKER_TOOLS=off)",
+        })),
+      };
     const ctx = Context.current();
     const connections = requireConnections(deps);
     const session = await sessionContext(deps, input, input.network);

@@ -17,13 +17,23 @@ import { rmdir } from "node:fs/promises";
 import { Context } from "@temporalio/activity";
 import {
   diffStates,
+  type FlatState,
   flattenState,
   type PathChange,
   type PathEntry,
   sameEntry,
 } from "../store/workspace-diff";
+import { WorkspaceTooLargeError } from "../store/workspace-tree";
 import { acquireWorkspaceLock, prepareWorkspace, workspaceFor } from "../tools";
-import { errorCode, readLinkAt, WorkspaceFs, WorkspacePathError } from "../tools/workspace-fs";
+import {
+  errorCode,
+  openDirAt,
+  PERMISSION_BITS,
+  readDirAt,
+  readLinkAt,
+  WorkspaceFs,
+  WorkspacePathError,
+} from "../tools/workspace-fs";
 import type { ActivityDeps } from "./deps";
 import { failpoint } from "./failpoints";
 import { whileHeartbeating } from "./heartbeat";
@@ -45,56 +55,124 @@ export function subAgentMergeActivity({
     input: MergeSubAgentWorkspaceInput,
   ): Promise<MergeSubAgentWorkspaceResult> {
     const parent = { tenantId: input.tenantId, sessionId: input.sessionId };
-    const [base, final] = await Promise.all([
-      snapshots.getRecord(parent, input.forkedAt),
-      snapshots.newestRecord(input.child),
-    ]);
-    if (!final || (base && final.root === base.root)) return { outcome: "unchanged" };
-    if (!base)
-      return { outcome: "unavailable", reason: "the workspace was not recorded when the agent started" };
-    const [before, after] = await Promise.all([
-      flattenState(snapshots, parent, base.root),
-      flattenState(snapshots, input.child, final.root),
-    ]);
-    const changes = diffStates(before, after);
-    if (changes.length === 0) return { outcome: "unchanged" };
-
-    const workspace = workspaceFor(workspaceRoot, input.tenantId, input.sessionId);
     const ctx = Context.current();
-    return usingWorkspace(workspace, async () => {
-      // As for a tool call: this worker may not have the workspace; it is the state of the call's
-      // predecessor entry then, never an empty directory.
-      const restored = input.slot.parentId
-        ? await restoreMissingWorkspace({ store, snapshots }, parent, workspace, input.slot.parentId)
-        : undefined;
-      if (restored !== undefined || (await prepareWorkspace(workspace)).created)
-        await acquireWorkspaceLock(workspace, workerTaskQueue);
-      return whileHeartbeating(ctx, "merging", () => merge(workspace.dir));
+    // A retry may find a file the crashed attempt removed before writing its new version.
+    const retry = ctx.info.attempt > 1;
+    return whileHeartbeating(ctx, "merging", async (): Promise<MergeSubAgentWorkspaceResult> => {
+      const [base, final] = await Promise.all([
+        snapshots.getRecord(parent, input.forkedAt),
+        snapshots.newestRecord(input.child),
+      ]);
+      if (!final || (base && final.root === base.root)) return { outcome: "unchanged" };
+      if (!base)
+        return { outcome: "unavailable", reason: "the workspace was not recorded when the agent started" };
+      const [before, after] = await Promise.all([
+        flattenState(snapshots, parent, base.root),
+        flattenState(snapshots, input.child, final.root),
+      ]);
+      const changes = diffStates(before, after);
+      if (changes.length === 0) return { outcome: "unchanged" };
+      const workspace = workspaceFor(workspaceRoot, input.tenantId, input.sessionId);
+      return usingWorkspace(workspace, async () => {
+        // As for a tool call: this worker may not have the workspace; it is the state of the
+        // call's predecessor entry then, never an empty directory.
+        const restored = input.slot.parentId
+          ? await restoreMissingWorkspace({ store, snapshots }, parent, workspace, input.slot.parentId)
+          : undefined;
+        if (restored !== undefined || (await prepareWorkspace(workspace)).created)
+          await acquireWorkspaceLock(workspace, workerTaskQueue);
+        // Children of one batch ending together merge one after the other.
+        return oneAtATime(workspace.dir, () => merge(workspace.dir, changes, before));
+      });
     });
 
-    async function merge(dir: string): Promise<MergeSubAgentWorkspaceResult> {
+    async function merge(
+      dir: string,
+      changes: PathChange[],
+      before: FlatState,
+    ): Promise<MergeSubAgentWorkspaceResult> {
+      // Folders the merge creates, or turns from a file or link into one: nothing is below them yet.
+      const created = new Set(
+        changes
+          .filter((change) => change.after?.type === "dir" && change.before?.type !== "dir")
+          .map((change) => change.path),
+      );
       return WorkspaceFs.with(dir, async (files) => {
         const pending: PathChange[] = [];
         const conflicts: string[] = [];
         for (const change of changes) {
+          if (ancestors(change.path).some((folder) => created.has(folder))) {
+            pending.push(change);
+            continue;
+          }
           const current = await currentEntry(files, change.path);
           if (current !== "unreadable" && sameEntry(current, change.after)) continue;
-          if (current !== "unreadable" && sameEntry(current, change.before)) pending.push(change);
-          else conflicts.push(change.path);
+          const untouched =
+            current !== "unreadable" &&
+            (sameEntry(current, change.before) ||
+              (retry && current === undefined && change.before?.type === "file"));
+          if (!untouched) conflicts.push(change.path);
+          // A folder that becomes a file or link must hold nothing but what the child removed from it.
+          else if (
+            change.before?.type === "dir" &&
+            change.after !== undefined &&
+            (await holdsOthers(files, change.path, before))
+          )
+            conflicts.push(change.path);
+          else pending.push(change);
         }
         if (conflicts.length > 0) return { outcome: "conflict", ...named(conflicts) };
         for (const change of pending)
           await apply(files, change, (hash) => snapshots.getBlob(input.child, hash));
         failpoint("mergeSubAgentWorkspace.afterApply");
-        await snapshots.snapshot(parent, dir, {
-          afterEntryId: input.slot.id,
-          afterSeq: input.slot.seq,
-          maxBytes: snapshotMaxBytes,
-        });
-        return { outcome: "applied", ...named(changes.map((change) => change.path)) };
+        const applied = named(changes.map((change) => change.path));
+        try {
+          await snapshots.snapshot(parent, dir, {
+            afterEntryId: input.slot.id,
+            afterSeq: input.slot.seq,
+            maxBytes: snapshotMaxBytes,
+          });
+        } catch (error) {
+          // The edits are in the workspace: say so, and that a worker taking it over would not have them.
+          if (!(error instanceof WorkspaceTooLargeError)) throw error;
+          return { outcome: "applied", ...applied, unrecorded: error.message };
+        }
+        return { outcome: "applied", ...applied };
       });
     }
   };
+}
+
+/** Merges into one workspace directory on this worker, in turn. */
+const merging = new Map<string, Promise<unknown>>();
+async function oneAtATime<T>(dir: string, work: () => Promise<T>): Promise<T> {
+  const previous = merging.get(dir) ?? Promise.resolve();
+  const current = previous.catch(() => undefined).then(work);
+  merging.set(dir, current);
+  try {
+    return await current;
+  } finally {
+    if (merging.get(dir) === current) merging.delete(dir);
+  }
+}
+
+/** `a/b/c` → `a`, `a/b`. */
+function ancestors(path: string): string[] {
+  const parts = path.split("/");
+  return parts.slice(0, -1).map((_, index) => parts.slice(0, index + 1).join("/"));
+}
+
+/** Whether the folder at `path` holds a name the recorded state `before` did not have there. */
+async function holdsOthers(files: WorkspaceFs, path: string, before: FlatState): Promise<boolean> {
+  return files.locate(path, { links: "refuse", followLast: false }, async (located) => {
+    const handle = await openDirAt(located.dirFd, located.name);
+    try {
+      const names = await readDirAt(handle.fd);
+      return names.some((entry) => !before.has(`${path}/${entry.name}`));
+    } finally {
+      await handle.close();
+    }
+  });
 }
 
 const named = (paths: string[]) => ({ count: paths.length, paths: paths.slice(0, MAX_NAMED_PATHS) });
@@ -123,6 +201,8 @@ async function currentEntry(files: WorkspaceFs, path: string): Promise<PathEntry
     });
   } catch (error) {
     if (error instanceof WorkspacePathError) return "unreadable";
+    // A folder on the way that is missing, or is a file: nothing is at the path.
+    if (errorCode(error) === "ENOENT" || errorCode(error) === "ENOTDIR") return undefined;
     throw error;
   }
 }
@@ -148,12 +228,18 @@ async function apply(
     await files.mkdirp(path);
     return;
   }
-  if (before !== undefined) await files.remove(path);
-  if (after?.type === "file")
-    await files.writeFile(path, await blob(after.hash), {
-      links: "refuse",
-      mode: after.mode,
-      exclusive: true,
-    });
-  else if (after?.type === "symlink") await files.symlink(after.target, path);
+  // (A retry may find the path already gone.)
+  if (before !== undefined && (await files.lstat(path, { links: "refuse" })) !== undefined)
+    await files.remove(path);
+  if (after?.type === "file") {
+    const body = await blob(after.hash);
+    const { handle } = await files.openForWrite(path, { links: "refuse", mode: after.mode, exclusive: true });
+    try {
+      await handle.writeFile(body);
+      // The mode as recorded, not as the worker's umask leaves it.
+      await handle.chmod(after.mode & PERMISSION_BITS);
+    } finally {
+      await handle.close();
+    }
+  } else if (after?.type === "symlink") await files.symlink(after.target, path);
 }

@@ -85,7 +85,7 @@ export function mergeText(merge: MergeSubAgentWorkspaceResult, childSessionId: s
     case "unchanged":
       return undefined;
     case "applied":
-      return `Its changes are in your workspace (${merge.count} ${merge.count === 1 ? "path" : "paths"}: ${list(merge.paths, merge.count)}).`;
+      return `Its changes are in your workspace (${merge.count} ${merge.count === 1 ? "path" : "paths"}: ${list(merge.paths, merge.count)}).${merge.unrecorded ? ` They are not recorded (${merge.unrecorded}): a worker that takes the workspace over would not have them.` : ""}`;
     case "conflict":
       return `Its changes were NOT applied to your workspace: another call of the same batch changed ${list(merge.paths, merge.count)} meanwhile. They are in the workspace of session ${childSessionId}.`;
     case "unavailable":

@@ -235,7 +235,7 @@ export interface MergeSubAgentWorkspaceInput extends SessionRef {
 /** What became of the child's edits; `paths` names at most 20 of `count`. */
 export type MergeSubAgentWorkspaceResult =
   | { outcome: "unchanged" }
-  | { outcome: "applied"; count: number; paths: string[] }
+  | { outcome: "applied"; count: number; paths: string[]; unrecorded?: string }
   | { outcome: "conflict"; count: number; paths: string[] }
   | { outcome: "unavailable"; reason: string };
 

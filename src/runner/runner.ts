@@ -19,6 +19,7 @@ import type { ApiClient } from "../cli/client";
 import { ApiError } from "../cli/client";
 import type { ClaimedCall } from "../environments/calls";
 import { ID_PATTERN } from "../store/session-keys";
+import { ArchiveError } from "../store/workspace-archive";
 import { prepareWorkspace, runToolCall, toolNamed } from "../tools";
 import type { NetworkPolicy, SandboxConfig } from "../tools/sandbox";
 import type { ToolOutput } from "../tools/types";
@@ -245,9 +246,21 @@ async function workspaceOf(
           () => false,
         ))
       ) {
-        await forkWorkspace(parentDir, workspace.dir);
-        options.log({ msg: "workspace forked", sessionId, from: forkOf });
-        return workspace;
+        try {
+          await forkWorkspace(parentDir, workspace.dir);
+          options.log({ msg: "workspace forked", sessionId, from: forkOf });
+          return workspace;
+        } catch (error) {
+          // The copy's checks refused the parent's folder (a link leading outside it, the archive
+          // limits): the child starts empty rather than failing every call; the log says why.
+          if (!(error instanceof ArchiveError)) throw error;
+          options.log({
+            level: "warn",
+            msg: "workspace fork refused; starting empty",
+            sessionId,
+            error: String(error),
+          });
+        }
       }
       await prepareWorkspace(workspace);
       return workspace;

@@ -166,7 +166,11 @@ test("by default a child's edits (new, changed and removed files) are in the par
           },
         ],
       },
-      { toolCalls: [{ name: "bash", arguments: { command: "ls notes; cat notes/plan.txt" } }] },
+      {
+        toolCalls: [
+          { name: "bash", arguments: { command: "ls notes; cat notes/plan.txt lib/util/helper.txt" } },
+        ],
+      },
       { text: "Parent sees: {{lastToolResult}}" },
     ],
   });
@@ -177,6 +181,8 @@ test("by default a child's edits (new, changed and removed files) are in the par
           { name: "edit", arguments: { path: "notes/plan.txt", oldText: "parent", newText: "child" } },
           { name: "write", arguments: { path: "notes/child.txt", content: "child\n" } },
           { name: "bash", arguments: { command: "rm notes/old.txt" } },
+          // In folders the parent does not have.
+          { name: "write", arguments: { path: "lib/util/helper.txt", content: "helper\n" } },
         ],
       },
       { text: "edited" },
@@ -194,12 +200,12 @@ test("by default a child's edits (new, changed and removed files) are in the par
   expect(task?.isError).toBe(false);
   const text = task?.content[0]?.type === "text" ? task.content[0].text : "";
   expect(text).toContain(
-    "Its changes are in your workspace (3 paths: notes/old.txt, notes/child.txt, notes/plan.txt).",
+    "Its changes are in your workspace (6 paths: notes/old.txt, lib, lib/util, notes/child.txt, notes/plan.txt, lib/util/helper.txt).",
   );
-  expect(task?.details).toMatchObject({ merge: { outcome: "applied", count: 3 } });
+  expect(task?.details).toMatchObject({ merge: { outcome: "applied", count: 6 } });
   const last = messages.at(-1);
   const seen = last?.role === "assistant" && last.content[0]?.type === "text" ? last.content[0].text : "";
-  expect(seen).toContain("child.txt\nplan.txt\nchild wrote this");
+  expect(seen).toContain("child.txt\nplan.txt\nchild wrote this\nhelper");
   expect(seen).not.toContain("old.txt");
 });
 
