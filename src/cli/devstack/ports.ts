@@ -18,6 +18,14 @@ export function freePort(): Promise<number> {
   });
 }
 
+/**
+ * The error of a server process that exited before it served on `port` (another process took the
+ * port between picking and binding): `startOnFreePorts` tries again on new ports.
+ */
+export function exitedBeforeListening(port: number): Error {
+  return new Error(`${EXITED_BEFORE_LISTENING} on port ${port}`);
+}
+
 /** `count` distinct free ports. */
 export async function freePorts(count: number): Promise<number[]> {
   const ports = new Set<number>();
@@ -30,7 +38,7 @@ export async function waitForPort(port: number, timeoutMs: number, isAlive: () =
   const { connect } = await import("node:net");
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (!isAlive()) throw new Error(`${EXITED_BEFORE_LISTENING} on port ${port}`);
+    if (!isAlive()) throw exitedBeforeListening(port);
     const open = await new Promise<boolean>((done) => {
       const socket = connect({ host: "127.0.0.1", port });
       socket.once("connect", () => {

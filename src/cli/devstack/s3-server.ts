@@ -13,7 +13,7 @@ import {
   PutObjectCommand,
 } from "@aws-sdk/client-s3";
 import { createS3Client, type S3Settings } from "../../store/s3-config";
-import { freePorts, startOnFreePorts, waitForPort } from "./ports";
+import { exitedBeforeListening, freePorts, startOnFreePorts, waitForPort } from "./ports";
 import { type ServiceProcess, startServiceProcess } from "./service-process";
 import { toolPaths } from "./tools";
 
@@ -143,7 +143,10 @@ async function startS3DevServerOnce(options: S3DevServerOptions): Promise<S3DevS
   };
   try {
     await waitForPort(s3Port, 60_000, process.isAlive);
-    await waitUntilServing(settings, 60_000);
+    await waitUntilServing(settings, 60_000, () => {
+      // Something else answers on the port (it took the port before weed bound it, and weed exited).
+      if (!process.isAlive()) throw exitedBeforeListening(s3Port);
+    });
   } catch (error) {
     await process.stop();
     throw new Error(`S3 server did not start (${(error as Error).message}); see ${process.logFile}`);
@@ -158,7 +161,11 @@ async function startS3DevServerOnce(options: S3DevServerOptions): Promise<S3DevS
  * master a moment later: until then (most visible on a restart over existing data) reads fail
  * with `InternalError`.
  */
-async function waitUntilServing(settings: S3Settings, timeoutMs: number): Promise<void> {
+async function waitUntilServing(
+  settings: S3Settings,
+  timeoutMs: number,
+  checkAlive: () => void,
+): Promise<void> {
   const client = createS3Client(settings);
   const Bucket = settings.bucket;
   const Key = ".keel-ready-probe";
@@ -175,6 +182,7 @@ async function waitUntilServing(settings: S3Settings, timeoutMs: number): Promis
         await client.send(new DeleteObjectCommand({ Bucket, Key }));
         return;
       } catch (error) {
+        checkAlive();
         if (Date.now() > deadline) throw error;
         await sleep(250);
       }
