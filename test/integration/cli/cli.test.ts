@@ -246,11 +246,24 @@ test("a run paused at its cost budget: following shows the pause and how to go o
   );
   const small = await keel(["budget", sessionId, "--max-cost", "0.0000011"]);
   expect(small).toMatchObject({ code: 0 });
-  expect(small.stdout).toMatch(
-    new RegExp(
-      `^session ${sessionId}: paused · budget \\$0\\.0000011, ∞ tokens \\(still paused: cost budget reached`,
-    ),
-  );
+  if (small.stdout.startsWith("budget change recorded")) {
+    // A worker too busy to answer within the API's wait (a loaded machine): the change is recorded
+    // all the same, and the run shows it once it has taken it — still paused.
+    await eventually(
+      async () => {
+        const shown = (await keel(["show", sessionId, "--json"])).stdout;
+        return shown.includes("0.0000011") && shown.includes('"paused"') ? true : undefined;
+      },
+      30_000,
+      "the run took the raise and stayed paused",
+    );
+  } else {
+    expect(small.stdout).toMatch(
+      new RegExp(
+        `^session ${sessionId}: paused · budget \\$0\\.0000011, ∞ tokens \\(still paused: cost budget reached`,
+      ),
+    );
+  }
   const resumed = await keel(["resume", sessionId]);
   expect(resumed.code).toBe(0);
   expect(resumed.stdout).not.toContain("still paused");
