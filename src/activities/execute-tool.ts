@@ -82,19 +82,20 @@ export function executeToolActivity(deps: ActivityDeps) {
       const entry = createMessageEntry(input.slot, recorded);
       return storeWriteFailures(() => store.putEntry(ref, input.slot.seq, entry));
     };
-
-    if (!workerTools) {
-      // The API refuses such runs; this holds for any that reach a worker anyway (started before
-      // the switch, or by a path that missed it): nothing of the agent's runs here.
-      const { entry } = await write(
-        toToolResultMessage(
-          toolCall,
-          { content: [{ type: "text", text: WORKER_TOOLS_OFF_TEXT }], isError: true },
-          Date.now(),
-        ),
+    /** Stores an error result in place of running the call. */
+    const refuse = async (text: string, outcome: "executed" | "unknown_outcome") => {
+      const message = toToolResultMessage(
+        toolCall,
+        { content: [{ type: "text", text }], isError: true },
+        Date.now(),
       );
-      return summarize(resultOf(entry, input.slot.id), "executed");
-    }
+      const { entry } = await write(message);
+      return summarize(resultOf(entry, input.slot.id), outcome);
+    };
+
+    // The API refuses such runs; this holds for any that reach a worker anyway (started before
+    // the switch, or by a path that missed it): nothing of the agent's runs here.
+    if (!workerTools) return refuse(WORKER_TOOLS_OFF_TEXT, "executed");
 
     if (replay === "unsafe") {
       const firstStart = await markers.markStarted(
@@ -102,16 +103,7 @@ export function executeToolActivity(deps: ActivityDeps) {
         { kind: "toolCall", resultSlot: input.slot, toolCallId: call.id },
         ctx.info.attempt,
       );
-      if (!firstStart) {
-        const { entry } = await write(
-          toToolResultMessage(
-            toolCall,
-            { content: [{ type: "text", text: UNKNOWN_OUTCOME_TEXT }], isError: true },
-            Date.now(),
-          ),
-        );
-        return summarize(resultOf(entry, input.slot.id), "unknown_outcome");
-      }
+      if (!firstStart) return refuse(UNKNOWN_OUTCOME_TEXT, "unknown_outcome");
     }
 
     const startedMs = Date.now();
