@@ -7,7 +7,7 @@ import type { ActivityDeps } from "./deps";
 import { executeToolActivity } from "./execute-tool";
 import { llmTurnActivity } from "./llm-turn";
 import { listMcpToolsActivity } from "./mcp-tools";
-import { runnerToolActivity } from "./runner-tool";
+import { runnerMcpListingActivity, runnerToolActivity } from "./runner-tool";
 import { scheduledRunActivities } from "./scheduled-runs";
 import { sessionActivities } from "./session-activities";
 import { servingOnlyTenant } from "./single-tenant";
@@ -27,6 +27,7 @@ export function createActivities(deps: ActivityDeps): KeelActivities {
     llmTurn: llmTurnActivity(deps),
     executeTool: executeToolActivity(deps),
     executeToolOnRunner: runnerToolActivity(deps),
+    listMcpToolsOnRunner: runnerMcpListingActivity(deps),
     storeTaskResult: taskResultActivity(deps),
     mergeSubAgentWorkspace: subAgentMergeActivity(deps),
     compact: compactActivity(deps),

@@ -6,8 +6,8 @@
  */
 import { realpath } from "node:fs/promises";
 import { Context } from "@temporalio/activity";
-import { callServerTool, DEFAULT_MCP_TIMEOUT_MS, listServerTools } from "../mcp/calls";
 import { type McpConnections, type McpSessionContext, messageOf } from "../mcp/connections";
+import { callSessionTool, listSessionServers } from "../mcp/session-tools";
 import type { McpServerListing, McpToolEntry, McpToolList } from "../mcp/types";
 import type { SessionRef } from "../store/session-keys";
 import { prepareWorkspace, type ToolOutput, type ToolUpdate, workspaceFor } from "../tools";
@@ -30,22 +30,15 @@ export function listMcpToolsActivity(deps: ActivityDeps) {
     const ctx = Context.current();
     const connections = requireConnections(deps);
     const session = await sessionContext(deps, input, input.network);
-    const servers = await whileHeartbeating(ctx, "listing", () =>
-      Promise.all(
-        input.servers.map(async (server): Promise<McpServerListing> => {
-          try {
-            const tools = await connections.with(session, server, async (client) => {
-              const listed = await listServerTools(client, server);
-              connections.markListed(session, server);
-              return listed;
-            });
-            const digest = await storeListing(deps, input, tools);
-            return { server: server.name, status: "ready", tools, ...(digest ? { digest } : {}) };
-          } catch (error) {
-            return { server: server.name, status: "unavailable", error: messageOf(error).slice(0, 1_000) };
-          }
-        }),
-      ),
+    const listed = await whileHeartbeating(ctx, "listing", () =>
+      listSessionServers(connections, session, input.servers),
+    );
+    const servers = await Promise.all(
+      listed.map(async (listing): Promise<McpServerListing> => {
+        if (listing.status !== "ready") return listing;
+        const digest = await storeListing(deps, input, listing.tools);
+        return { ...listing, ...(digest ? { digest } : {}) };
+      }),
     );
     return { servers };
   };
@@ -104,30 +97,7 @@ export async function runMcpCall(
   onUpdate: (update: ToolUpdate) => void,
 ): Promise<ToolOutput> {
   const session = await sessionContext(deps, ref, network);
-  const { server, tool } = target;
-  try {
-    return await requireConnections(deps).with(session, server, (client) =>
-      callServerTool(client, tool, args, {
-        signal,
-        timeoutMs: server.timeoutMs ?? DEFAULT_MCP_TIMEOUT_MS,
-        onProgress: ({ progress, total, message }) =>
-          onUpdate({
-            content: [
-              {
-                type: "text",
-                text: `progress ${progress}${total !== undefined ? `/${total}` : ""}${message ? `: ${message}` : ""}`,
-              },
-            ],
-          }),
-      }),
-    );
-  } catch (error) {
-    return {
-      content: [{ type: "text", text: messageOf(error) }],
-      isError: true,
-      details: { serverUnavailable: true },
-    };
-  }
+  return callSessionTool(requireConnections(deps), session, target, args, signal, onUpdate);
 }
 
 /**

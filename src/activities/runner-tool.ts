@@ -14,18 +14,26 @@
  * No runner claiming within `waitMs`: the call gets an error result saying so and the run goes on.
  */
 
+import { createHash } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { CancelledFailure, CompleteAsyncError, Context } from "@temporalio/activity";
 import type { ToolCallBlock } from "../core/messages";
 import { createMessageEntry } from "../core/session-entries";
-import { runnerCallId } from "../environments/store";
+import {
+  type Environment,
+  type EnvironmentStore,
+  mcpListingCallId,
+  runnerCallId,
+} from "../environments/store";
+import type { McpToolList } from "../mcp/types";
+import type { SessionRef } from "../store/session-keys";
 import { toToolResultMessage } from "../tools";
 import type { ActivityDeps } from "./deps";
 import { resultOf, summarize, toolCallOf, withApprovedEdit } from "./execute-tool";
 import { whileHeartbeating } from "./heartbeat";
 import { DEFAULT_LIVE_EVENT_OPTIONS, liveEventSink } from "./live-events";
 import { storeWriteFailures } from "./store-failures";
-import type { ExecuteToolResult, RunnerToolInput } from "./types";
+import type { ExecuteToolResult, RunnerMcpListingInput, RunnerToolInput } from "./types";
 
 /** How often the waiting activity looks whether a runner took its call. */
 const CLAIM_POLL_MS = 500;
@@ -63,21 +71,8 @@ export function runnerToolActivity({
       );
       return summarize(resultOf(entry, input.slot.id), "executed");
     };
-    // A launched environment gets a runner for this session from this worker's launcher, asked
-    // again while the call waits: one that died or stopped idle is replaced.
-    let launch: (() => Promise<void>) | undefined;
-    if (environment?.kind === "launched") {
-      if (!launcher)
-        return failWith(
-          `Environment \`${input.environment}\` is launched, but this deployment's workers launch no runners (KEEL_LAUNCHER); the call did not run.`,
-        );
-      const request = {
-        tenantId: input.tenantId,
-        environment: input.environment,
-        sessionId: input.sessionId,
-      };
-      launch = () => launcher.ensure(request);
-    }
+    const launch = launcherFor(launcher, environment, input);
+    if (launch === "missing") return failWith(noLauncherText(input.environment, "the call did not run"));
     await environments.putCall({
       callId,
       tenantId: input.tenantId,
@@ -86,6 +81,7 @@ export function runnerToolActivity({
       slot: input.slot,
       toolCall: { type: "toolCall", id: call.id, name: call.name, arguments: call.arguments },
       ...(input.argumentsOverride ? { argumentsOverride: input.argumentsOverride } : {}),
+      ...(input.mcp ? { mcp: input.mcp } : {}),
       ...(input.network !== undefined ? { network: input.network } : {}),
       ...(header?.parentSession !== undefined ? { forkOf: header.parentSession } : {}),
       attempt: ctx.info.attempt,
@@ -93,40 +89,17 @@ export function runnerToolActivity({
       createdAt: Date.now(),
     });
 
-    const since = Date.now();
-    const waiting = `waiting for environment \`${input.environment}\``;
     const live = liveEventSink(liveEvents);
-    let announced = false;
-    const outcome = await whileHeartbeating(ctx, waiting, async () => {
-      for (;;) {
-        await launch?.();
-        const current = await environments.readCall(input.tenantId, input.environment, callId);
-        // Claimed by a runner of this attempt, or already answered and removed by the API.
-        if (!current || current.value.attempt !== ctx.info.attempt || current.value.claim) return "claimed";
-        if (ctx.cancellationSignal.aborted) {
-          if (await environments.replaceCall({ ...current.value, expired: true }, current.etag))
-            return "cancelled";
-          return "claimed";
-        }
-        if (Date.now() - since >= input.waitMs) {
-          if (await environments.replaceCall({ ...current.value, expired: true }, current.etag))
-            return "expired";
-          return "claimed";
-        }
-        if (!announced && Date.now() - since >= CLAIM_POLL_MS) {
-          // The run's stream says what the call waits for (the Temporal UI: the heartbeat's phase).
-          announced = true;
-          live.publish({
-            type: "tool_execution_update",
-            toolCallId: call.id,
-            toolName: call.name,
-            attempt: ctx.info.attempt,
-            partial: `[${waiting}: no runner has taken this call yet]`,
-          });
-        }
-        await sleep(CLAIM_POLL_MS);
-      }
-    }).finally(() => live.close());
+    const outcome = await waitForClaim(environments, input, callId, launch, (waiting) =>
+      // The run's stream says what the call waits for (the Temporal UI: the heartbeat's phase).
+      live.publish({
+        type: "tool_execution_update",
+        toolCallId: call.id,
+        toolName: call.name,
+        attempt: ctx.info.attempt,
+        partial: `[${waiting}: no runner has taken this call yet]`,
+      }),
+    ).finally(() => live.close());
     if (outcome === "claimed") throw new CompleteAsyncError();
     // The expired call stays until the API removes it (workers may not delete objects).
     if (outcome === "cancelled") throw new CancelledFailure("the call was cancelled before a runner took it");
@@ -134,4 +107,114 @@ export function runnerToolActivity({
       `No runner of environment \`${input.environment}\` took this call within ${Math.round(input.waitMs / 1000)} s; it did not run.`,
     );
   };
+}
+
+/**
+ * Lists a run's MCP servers on a runner of its environment, where its stdio servers run and its
+ * calls go (`RunSettings.environment`): a listing call for the runners, completed by the API with
+ * the runner's answer (environments/calls.ts stores each server's tools by digest), as a tool call
+ * is. No runner taking it within `waitMs`: every server is reported unavailable and the run goes on
+ * without their tools.
+ */
+export function runnerMcpListingActivity({ store, environments, launcher }: ActivityDeps) {
+  return async function listMcpToolsOnRunner(input: RunnerMcpListingInput): Promise<McpToolList> {
+    if (!environments) throw new Error("this worker has no environment store");
+    const ctx = Context.current();
+    const [environment, header] = await Promise.all([
+      environments.get(input.tenantId, input.environment),
+      store.getHeader(input),
+    ]);
+    const unavailable = (error: string): McpToolList => ({
+      servers: input.servers.map((server) => ({ server: server.name, status: "unavailable", error })),
+    });
+    const launch = launcherFor(launcher, environment, input);
+    if (launch === "missing") return unavailable(noLauncherText(input.environment, "nothing was listed"));
+    // The same id for every attempt of this activity: a retry replaces its predecessor's call.
+    const key = createHash("sha256")
+      .update(`${ctx.info.workflowExecution?.runId}/${ctx.info.activityId}`)
+      .digest("hex")
+      .slice(0, 12);
+    const callId = mcpListingCallId(input.sessionId, key);
+    await environments.putCall({
+      kind: "mcp-list",
+      callId,
+      tenantId: input.tenantId,
+      sessionId: input.sessionId,
+      environment: input.environment,
+      servers: input.servers,
+      ...(input.network !== undefined ? { network: input.network } : {}),
+      ...(header?.parentSession !== undefined ? { forkOf: header.parentSession } : {}),
+      attempt: ctx.info.attempt,
+      taskToken: Buffer.from(ctx.info.taskToken).toString("base64"),
+      createdAt: Date.now(),
+    });
+    const outcome = await waitForClaim(environments, input, callId, launch);
+    if (outcome === "claimed") throw new CompleteAsyncError();
+    if (outcome === "cancelled")
+      throw new CancelledFailure("the listing was cancelled before a runner took it");
+    return unavailable(
+      `no runner of environment \`${input.environment}\` took the listing within ${Math.round(input.waitMs / 1000)} s`,
+    );
+  };
+}
+
+/**
+ * A launched environment's runner for the session, from this worker's launcher (asked again while
+ * a call waits: one that died or stopped idle is replaced); undefined for a runner environment,
+ * `missing` when this worker has no launcher.
+ */
+function launcherFor(
+  launcher: ActivityDeps["launcher"],
+  environment: Environment | undefined,
+  input: SessionRef & { environment: string },
+): (() => Promise<void>) | undefined | "missing" {
+  if (environment?.kind !== "launched") return undefined;
+  if (!launcher) return "missing";
+  const request = { tenantId: input.tenantId, environment: input.environment, sessionId: input.sessionId };
+  return () => launcher.ensure(request);
+}
+
+function noLauncherText(environment: string, consequence: string): string {
+  return `Environment \`${environment}\` is launched, but this deployment's workers launch no runners (KEEL_LAUNCHER); ${consequence}.`;
+}
+
+/**
+ * Waits (heartbeating) until a runner claims the call, the run cancels it, or `waitMs` passes;
+ * `announce` is told once, after the first poll, what the call waits for. A cancelled or expired
+ * call is marked so, and no runner takes it after; a claim that won the race wins.
+ */
+async function waitForClaim(
+  environments: EnvironmentStore,
+  input: SessionRef & { environment: string; waitMs: number },
+  callId: string,
+  launch: (() => Promise<void>) | undefined,
+  announce?: (waiting: string) => void,
+): Promise<"claimed" | "cancelled" | "expired"> {
+  const ctx = Context.current();
+  const since = Date.now();
+  const waiting = `waiting for environment \`${input.environment}\``;
+  let announced = false;
+  return whileHeartbeating(ctx, waiting, async () => {
+    for (;;) {
+      await launch?.();
+      const current = await environments.readCall(input.tenantId, input.environment, callId);
+      // Claimed by a runner of this attempt, or already answered and removed by the API.
+      if (!current || current.value.attempt !== ctx.info.attempt || current.value.claim) return "claimed";
+      if (ctx.cancellationSignal.aborted) {
+        if (await environments.replaceCall({ ...current.value, expired: true }, current.etag))
+          return "cancelled";
+        return "claimed";
+      }
+      if (Date.now() - since >= input.waitMs) {
+        if (await environments.replaceCall({ ...current.value, expired: true }, current.etag))
+          return "expired";
+        return "claimed";
+      }
+      if (!announced && Date.now() - since >= CLAIM_POLL_MS) {
+        announced = true;
+        announce?.(waiting);
+      }
+      await sleep(CLAIM_POLL_MS);
+    }
+  });
 }

@@ -290,6 +290,13 @@ export interface ListMcpToolsInput extends SessionRef {
   network?: NetworkPolicy;
 }
 
+/** A run's MCP servers listed on a runner of its environment (`listMcpToolsOnRunner`). */
+export interface RunnerMcpListingInput extends ListMcpToolsInput {
+  environment: string;
+  /** How long the listing waits for a runner to take it before every server is reported unavailable. */
+  waitMs: number;
+}
+
 /** A ready server's listing as an `llmTurn` input names it: stored once, read by digest. */
 export interface McpToolRef {
   server: string;
@@ -318,6 +325,7 @@ export interface KeelActivities extends ScheduledRunActivities {
   postChatReply(input: PostChatReplyInput): Promise<{ posted: boolean }>;
   postPauseNotice(input: PostPauseNoticeInput): Promise<{ posted: boolean }>;
   listMcpTools(input: ListMcpToolsInput): Promise<McpToolList>;
+  listMcpToolsOnRunner(input: RunnerMcpListingInput): Promise<McpToolList>;
   /** The tenant budget the tenant has used up, asked afresh (a paused run asking whether it may go on); null: none. */
   checkTenantBudget(input: { tenantId: string }): Promise<TenantBudgetHold | null>;
 }

@@ -14,6 +14,7 @@ import type { ModelCatalog } from "../providers/models";
 import { DeliveryRefusedError } from "../run-client/delivery";
 import type { RunClient } from "../run-client/run-client";
 import { RunNotAnsweringError } from "../run-client/session-runs";
+import type { McpToolListings } from "../store/mcp-tool-listings";
 import { InvalidSessionDataError, SessionExistsError, SessionNotFoundError } from "../store/session-errors";
 import { InvalidIdError } from "../store/session-keys";
 import type { SessionStore } from "../store/session-store";
@@ -79,7 +80,7 @@ export interface ApiDependencies {
   /** Structured log lines; never receives headers, keys or bodies. */
   log?: (record: Record<string, unknown>) => void;
   /** Environments and runner calls (absent: no environment routes are served). */
-  environments?: { store: EnvironmentStore; markers: ToolCallMarkers };
+  environments?: { store: EnvironmentStore; markers: ToolCallMarkers; mcpListings?: McpToolListings };
   /** Tenants, keys, settings and quotas kept in S3 (absent: static keys only, no admin API). */
   tenants?: TenantServices;
 }

@@ -1,6 +1,7 @@
 /** Builds the app's dependencies from configuration (shared by the Lambda and the Node server). */
 import { EnvironmentStore } from "../environments/store";
 import { loadCatalog } from "../providers/models";
+import { McpToolListings } from "../store/mcp-tool-listings";
 import { keelDataConverter } from "../store/payload-storage";
 import { createS3Client } from "../store/s3-config";
 import { SessionStore } from "../store/session-store";
@@ -45,6 +46,7 @@ export function createApiRuntime(config: ApiConfig, env: NodeJS.ProcessEnv = pro
     environments: {
       store: new EnvironmentStore(s3, config.s3.bucket, config.s3.prefix),
       markers: new ToolCallMarkers(s3, config.s3),
+      mcpListings: new McpToolListings(s3, config.s3),
     },
   });
   return {

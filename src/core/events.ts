@@ -33,7 +33,7 @@ export type AgentEventBody =
       toolCallId: string;
       toolName: string;
       args?: Record<string, unknown>;
-      /** Where the call runs: `worker`, a runner environment's name, `mcp:<server>`, or `sub-agent`. */
+      /** Where the call runs: `worker`, a runner environment's name, `mcp:<server>` (`mcp:<server>@<env>` on a runner), or `sub-agent`. */
       ranOn?: string;
     }
   | {

@@ -19,23 +19,41 @@ import type { ExecuteToolResult } from "../activities/types";
 import type { LiveEvent } from "../core/events";
 import { UNKNOWN_OUTCOME_TEXT } from "../core/markers";
 import { createMessageEntry } from "../core/session-entries";
+import { offeredToModel } from "../mcp/tool-names";
+import type { McpServerListing, McpServerSettings, McpToolList } from "../mcp/types";
+import type { McpToolListings } from "../store/mcp-tool-listings";
 import type { SessionStore } from "../store/session-store";
 import type { ToolCallMarkers } from "../store/tool-call-markers";
 import { toolNamed, toToolResultMessage } from "../tools";
-import type { ToolOutput } from "../tools/types";
-import type { EnvironmentStore, RunnerCall } from "./store";
+import type { ReplayClass, ToolOutput } from "../tools/types";
+import type { EnvironmentStore, McpListingCall, RunnerCall, RunnerToolCall } from "./store";
 
-/** What a runner receives for a claimed call: enough to run it, and the claim that proves it holds it. */
-export interface ClaimedCall {
+interface ClaimedCommon {
   callId: string;
   claimId: string;
   attempt: number;
   sessionId: string;
-  toolCall: { id: string; name: string; arguments: Record<string, unknown> };
   network?: unknown;
   /** The session whose workspace this session's starts from (a sub-agent's parent). */
   forkOf?: string;
 }
+
+/** A tool call a runner claimed: enough to run it, and the claim that proves it holds it. */
+export interface ClaimedToolCall extends ClaimedCommon {
+  kind: "tool";
+  toolCall: { id: string; name: string; arguments: Record<string, unknown> };
+  /** An MCP tool: called on `server` (started or reached by the runner) as `tool`. */
+  mcp?: { server: McpServerSettings; tool: string; replay: ReplayClass };
+}
+
+/** A run's MCP servers a runner claimed to list (the run's tools are what it answers). */
+export interface ClaimedListing extends ClaimedCommon {
+  kind: "mcp-list";
+  servers: McpServerSettings[];
+}
+
+/** What a runner receives for a claim. */
+export type ClaimedCall = ClaimedToolCall | ClaimedListing;
 
 /** Activity heartbeats and completions by task token (Temporal's AsyncCompletionClient). */
 export type ActivityCompletion = Pick<AsyncCompletionClient, "heartbeat" | "complete">;
@@ -45,6 +63,8 @@ export interface RunnerCallDeps {
   store: SessionStore;
   markers: ToolCallMarkers;
   completion: () => Promise<ActivityCompletion>;
+  /** Where a runner's MCP listings are stored by digest (absent: the run's history carries them). */
+  mcpListings?: Pick<McpToolListings, "put">;
   /** Publishes a live event to the run of the call's session (best effort: a failure is dropped). */
   publishLive?: (call: RunnerCall, event: LiveEvent) => Promise<void>;
   now: () => number;
@@ -115,13 +135,24 @@ async function tryClaim(
   };
   // The conditional replace is the claim: of two runners that read this version, one wins.
   if (!(await deps.environments.replaceCall(call, read.etag))) return undefined;
+  const common: ClaimedCommon = {
+    callId,
+    claimId: call.claim?.id ?? "",
+    attempt: call.attempt,
+    sessionId: call.sessionId,
+    ...(call.network !== undefined ? { network: call.network } : {}),
+    ...(call.forkOf !== undefined ? { forkOf: call.forkOf } : {}),
+  };
+  // A listing runs again whenever asked: it changes nothing.
+  if (call.kind === "mcp-list") return { ...common, kind: "mcp-list", servers: call.servers };
   const ref = { tenantId, sessionId: call.sessionId };
   const stored = await deps.store.getEntry(ref, call.slot.seq);
   if (stored) {
     await finish(deps, call, summarize(resultOf(stored, call.slot.id), "adopted"));
     return undefined;
   }
-  if (toolNamed(call.toolCall.name)?.replay === "unsafe") {
+  // An MCP tool's class is the one the run recorded from its server's annotations.
+  if ((call.mcp?.replay ?? toolNamed(call.toolCall.name)?.replay) === "unsafe") {
     const first = await deps.markers.markStarted(
       ref,
       { kind: "toolCall", resultSlot: call.slot, toolCallId: call.toolCall.id },
@@ -138,17 +169,14 @@ async function tryClaim(
     }
   }
   return {
-    callId,
-    claimId: call.claim?.id ?? "",
-    attempt: call.attempt,
-    sessionId: call.sessionId,
+    ...common,
+    kind: "tool",
     toolCall: {
       id: call.toolCall.id,
       name: call.toolCall.name,
       arguments: call.argumentsOverride ?? call.toolCall.arguments,
     },
-    ...(call.network !== undefined ? { network: call.network } : {}),
-    ...(call.forkOf !== undefined ? { forkOf: call.forkOf } : {}),
+    ...(call.mcp ? { mcp: call.mcp } : {}),
   };
 }
 
@@ -182,7 +210,7 @@ export async function heartbeatCall(
   try {
     await (await deps.completion()).heartbeat(Buffer.from(call.taskToken, "base64"), { phase: "runner" });
     // The tool's output so far, to the run's stream as an in-worker tool's would go.
-    if (partial !== undefined && deps.publishLive)
+    if (partial !== undefined && deps.publishLive && call.kind !== "mcp-list")
       await deps
         .publishLive(call, {
           type: "tool_execution_update",
@@ -200,26 +228,75 @@ export async function heartbeatCall(
   }
 }
 
-/** Stores a runner's result and completes the activity; false when the claim is not the runner's. */
+/**
+ * What a runner reports for a call it holds: a tool call's `output` (and, after an MCP call, the
+ * servers that announced a changed tool list), or a listing's `mcpTools`.
+ */
+export interface RunnerReport {
+  output?: ToolOutput;
+  mcpToolsChanged?: string[];
+  mcpTools?: McpServerListing[];
+}
+
+/**
+ * Stores a runner's report and completes the activity: `not-held` when the claim is not the
+ * runner's, `wrong-kind` when the report does not answer the call (no `output` for a tool call,
+ * no `mcpTools` for a listing).
+ */
 export async function completeCall(
   deps: RunnerCallDeps,
   tenantId: string,
   environment: string,
   callId: string,
   claimId: string,
-  output: ToolOutput,
-): Promise<boolean> {
+  report: RunnerReport,
+): Promise<"stored" | "not-held" | "wrong-kind"> {
   const call = await heldCall(deps, tenantId, environment, callId, claimId);
-  if (!call) return false;
-  await storeResult(deps, call, output, "executed");
-  return true;
+  if (!call) return "not-held";
+  if (call.kind === "mcp-list") {
+    if (!report.mcpTools) return "wrong-kind";
+    await finish(deps, call, { servers: await recordListing(deps, call, report.mcpTools) });
+    return "stored";
+  }
+  if (!report.output) return "wrong-kind";
+  await storeResult(deps, call, report.output, "executed", report.mcpToolsChanged);
+  return "stored";
+}
+
+/**
+ * A runner's listing as the run records it: one entry per server the run named, in its order (a
+ * server the runner left out is unavailable); tool names the providers refuse are dropped and the
+ * run's own replay overrides applied again (the run's settings, not the runner, decide them); each
+ * ready server's tools stored by digest for the run's model calls, as a worker's listing is.
+ */
+async function recordListing(
+  deps: RunnerCallDeps,
+  call: McpListingCall,
+  reported: McpServerListing[],
+): Promise<McpServerListing[]> {
+  const ref = { tenantId: call.tenantId, sessionId: call.sessionId };
+  return Promise.all(
+    call.servers.map(async (server): Promise<McpServerListing> => {
+      const listing = reported.find((candidate) => candidate.server === server.name);
+      if (!listing)
+        return { server: server.name, status: "unavailable", error: "the runner did not list it" };
+      if (listing.status === "unavailable")
+        return { server: server.name, status: "unavailable", error: listing.error.slice(0, 1_000) };
+      const tools = listing.tools
+        .filter((entry) => offeredToModel(server.name, entry.tool))
+        .map((entry) => ({ ...entry, replay: server.replay?.[entry.tool] ?? entry.replay }));
+      const digest = await deps.mcpListings?.put(ref, tools).catch(() => undefined);
+      return { server: server.name, status: "ready", tools, ...(digest ? { digest } : {}) };
+    }),
+  );
 }
 
 async function storeResult(
   deps: RunnerCallDeps,
-  call: RunnerCall,
+  call: RunnerToolCall,
   output: ToolOutput,
   outcome: ExecuteToolResult["outcome"],
+  mcpToolsChanged?: string[],
 ): Promise<void> {
   const executed = call.argumentsOverride ?? call.toolCall.arguments;
   let message = toToolResultMessage({ ...call.toolCall, arguments: executed }, output, deps.now());
@@ -231,14 +308,22 @@ async function storeResult(
     call.slot.seq,
     createMessageEntry(call.slot, message),
   );
-  await finish(deps, call, summarize(resultOf(entry, call.slot.id), written ? outcome : "adopted"));
+  const changed = mcpToolsChanged?.filter((name) => name === call.mcp?.server.name);
+  await finish(deps, call, {
+    ...summarize(resultOf(entry, call.slot.id), written ? outcome : "adopted"),
+    ...(changed?.length ? { mcpToolsChanged: changed } : {}),
+  });
 }
 
 /**
  * Completes the waiting activity and removes the call. An activity that is gone (timed out and
  * retried) is no failure: the result is stored, and the retry adopts it.
  */
-async function finish(deps: RunnerCallDeps, call: RunnerCall, result: ExecuteToolResult): Promise<void> {
+async function finish(
+  deps: RunnerCallDeps,
+  call: RunnerCall,
+  result: ExecuteToolResult | McpToolList,
+): Promise<void> {
   try {
     await (await deps.completion()).complete(Buffer.from(call.taskToken, "base64"), result);
   } catch (error) {

@@ -20,6 +20,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import { z } from "zod";
 import { JsonObjects } from "../api/json-objects";
+import type { McpServerSettings } from "../mcp/types";
 import { isNotFound } from "../store/s3-requests";
 import { ID_PATTERN } from "../store/session-keys";
 
@@ -57,22 +58,12 @@ const SlotSchema = z.object({
   timestamp: z.string(),
 });
 
-/** A tool call handed to an environment's runners (written by the worker's activity). */
-export const RunnerCallSchema = z.object({
+/** What every call for the runners carries: who it is for, the attempt waiting for it, its claim. */
+const callCommon = {
   callId: z.string(),
   tenantId: z.string(),
   sessionId: z.string(),
   environment: z.string(),
-  slot: SlotSchema,
-  /** The call as the model made it (the runner runs `arguments`, which approval may have edited). */
-  toolCall: z.object({
-    type: z.literal("toolCall"),
-    id: z.string(),
-    name: z.string(),
-    arguments: z.record(z.string(), z.unknown()),
-  }),
-  /** The arguments a person approved instead of the model's; recorded in the result. */
-  argumentsOverride: z.record(z.string(), z.unknown()).optional(),
   network: z.unknown().optional(),
   /**
    * The session this call's session was started from (a sub-agent's parent, its header's
@@ -88,14 +79,66 @@ export const RunnerCallSchema = z.object({
   claim: z.object({ id: z.string(), at: z.number() }).optional(),
   /** Set when the waiting activity gave up on the call (no runner took it in time). */
   expired: z.literal(true).optional(),
+};
+
+/** MCP server settings as the worker wrote them (validated by the API when the run started). */
+const McpServerSettingsSchema = z.custom<McpServerSettings>(
+  (value) =>
+    typeof value === "object" && value !== null && typeof (value as { name?: unknown }).name === "string",
+);
+
+/** A tool call handed to an environment's runners (written by the worker's activity). */
+const RunnerToolCallSchema = z.object({
+  ...callCommon,
+  kind: z.literal("tool").optional(),
+  slot: SlotSchema,
+  /** The call as the model made it (the runner runs `arguments`, which approval may have edited). */
+  toolCall: z.object({
+    type: z.literal("toolCall"),
+    id: z.string(),
+    name: z.string(),
+    arguments: z.record(z.string(), z.unknown()),
+  }),
+  /** The arguments a person approved instead of the model's; recorded in the result. */
+  argumentsOverride: z.record(z.string(), z.unknown()).optional(),
+  /** An MCP tool: the server the runner calls it on, its name there, and its replay class. */
+  mcp: z
+    .object({
+      server: McpServerSettingsSchema,
+      tool: z.string(),
+      replay: z.enum(["safe", "idempotent-with-check", "unsafe"]),
+    })
+    .optional(),
 });
+export type RunnerToolCall = z.infer<typeof RunnerToolCallSchema>;
+
+/** A run's MCP servers to list on a runner (its stdio servers run there): the listing is the activity's result. */
+const McpListingCallSchema = z.object({
+  ...callCommon,
+  kind: z.literal("mcp-list"),
+  servers: z.array(McpServerSettingsSchema),
+});
+export type McpListingCall = z.infer<typeof McpListingCallSchema>;
+
+export const RunnerCallSchema = z.union([McpListingCallSchema, RunnerToolCallSchema]);
 export type RunnerCall = z.infer<typeof RunnerCallSchema>;
 
 const DoorbellSchema = z.object({ at: z.number() });
 
+/** Call ids: a session id, `.`, then a result slot's sequence number or an MCP listing's key. */
+export const RUNNER_CALL_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}\.([0-9]{1,12}|mcp-list-[0-9a-f]{12})$/;
+
 /** The id of the call filling result slot `seq` of session `sessionId` (`.` is in no session id). */
 export function runnerCallId(sessionId: string, seq: number): string {
   return `${sessionId}.${seq}`;
+}
+
+/**
+ * The id of an MCP listing for session `sessionId`; `key` (12 hex digits) tells one listing of the
+ * session from another and stays the same across the listing activity's attempts.
+ */
+export function mcpListingCallId(sessionId: string, key: string): string {
+  return `${sessionId}.mcp-list-${key}`;
 }
 
 export class EnvironmentStore {
@@ -208,8 +251,7 @@ export class EnvironmentStore {
   }
 
   private callKey(tenantId: string, environment: string, callId: string): string {
-    if (!/^[A-Za-z0-9][A-Za-z0-9_-]{0,127}\.[0-9]{1,12}$/.test(callId))
-      throw new Error(`invalid call id ${JSON.stringify(callId)}`);
+    if (!RUNNER_CALL_ID.test(callId)) throw new Error(`invalid call id ${JSON.stringify(callId)}`);
     return `${this.folder(tenantId, environment)}calls/${callId}.json`;
   }
 

@@ -8,15 +8,13 @@ import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { MAX_OUTPUT_BYTES } from "../tools/truncate";
 import { errorOutput, type ToolContentBlock, type ToolOutput } from "../tools/types";
 import { messageOf } from "./connections";
-import { mcpToolName, replayClassOf } from "./tool-names";
+import { offeredToModel, replayClassOf } from "./tool-names";
 import type { McpServerSettings, McpToolEntry } from "./types";
 
 /** Default wait for one call's answer. */
 export const DEFAULT_MCP_TIMEOUT_MS = 60_000;
 /** Longest description passed to the model (servers may write essays). */
 const MAX_DESCRIPTION_CHARS = 2_000;
-/** Names the providers accept for a tool (OpenAI's rule, the strictest). */
-const PROVIDER_TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
 /** Every tool of the server (all pages), with its replay class; tools whose names no provider accepts are left out. */
 export async function listServerTools(client: Client, server: McpServerSettings): Promise<McpToolEntry[]> {
@@ -27,7 +25,7 @@ export async function listServerTools(client: Client, server: McpServerSettings)
       timeout: server.timeoutMs ?? DEFAULT_MCP_TIMEOUT_MS,
     });
     for (const tool of page.tools) {
-      if (!PROVIDER_TOOL_NAME.test(mcpToolName(server.name, tool.name))) continue;
+      if (!offeredToModel(server.name, tool.name)) continue;
       entries.push({
         tool: tool.name,
         description: (tool.description ?? tool.title ?? tool.name).slice(0, MAX_DESCRIPTION_CHARS),

@@ -18,6 +18,14 @@ export function mcpToolName(server: string, tool: string): string {
   return `${server}${MCP_SEPARATOR}${tool}`;
 }
 
+/** Names the providers accept for a tool (OpenAI's rule, the strictest). */
+const PROVIDER_TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** Whether a server's tool can be offered to the model: its model-facing name is one every provider accepts. */
+export function offeredToModel(server: string, tool: string): boolean {
+  return PROVIDER_TOOL_NAME.test(mcpToolName(server, tool));
+}
+
 /** The server and tool a model-facing name stands for, or undefined for a built-in name. */
 export function splitMcpToolName(name: string): { server: string; tool: string } | undefined {
   const at = name.indexOf(MCP_SEPARATOR);

@@ -1,6 +1,7 @@
 /**
  * `keel runner`: runs the tool calls of one environment where it runs (a laptop, a CI job, a VM
- * inside a network). It holds only its runner token and the API's URL: it claims a call from the
+ * inside a network), and its runs' MCP servers (listed and called here, in the session's folder
+ * and sandbox). It holds only its runner token and the API's URL: it claims a call from the
  * API (long poll), runs it with the same tool code and sandbox as a worker, heartbeats while it
  * runs (the API relays them to the call's activity; an answer `cancel` or a lost claim aborts the
  * tool) and posts the output, which the API stores as the call's result.
@@ -10,19 +11,21 @@
  * stops heartbeating; the run's heartbeat timeout hands the call to another runner under the
  * usual replay rules (docs/architecture.md, "Environments").
  */
-import { mkdir, stat } from "node:fs/promises";
+import { mkdir, realpath, stat } from "node:fs/promises";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { tailOf } from "../activities/execute-tool";
 import { DEFAULT_LIVE_EVENT_OPTIONS } from "../activities/live-events";
 import type { ApiClient } from "../cli/client";
 import { ApiError } from "../cli/client";
-import type { ClaimedCall } from "../environments/calls";
+import type { ClaimedCall, ClaimedToolCall, RunnerReport } from "../environments/calls";
+import type { McpConnections, McpSessionContext } from "../mcp/connections";
+import { callSessionTool, listSessionServers } from "../mcp/session-tools";
 import { ID_PATTERN } from "../store/session-keys";
 import { ArchiveError } from "../store/workspace-archive";
 import { prepareWorkspace, runToolCall, toolNamed } from "../tools";
-import type { NetworkPolicy, SandboxConfig } from "../tools/sandbox";
-import type { ToolOutput } from "../tools/types";
+import type { NetworkPolicy, SandboxConfig, SandboxPolicy } from "../tools/sandbox";
+import type { ToolUpdate } from "../tools/types";
 import type { Workspace } from "../tools/workspace";
 import { forkWorkspace, restoreWorkspace, storeWorkspace } from "./workspace-sync";
 
@@ -43,6 +46,12 @@ export interface RunnerOptions {
    * the next one restores what this one left).
    */
   snapshots?: boolean;
+  /**
+   * The runner's MCP clients: a run's stdio servers start here, in the session's workspace and
+   * sandbox, and its HTTP servers are reached from here (KEEL_MCP_* read from this host's
+   * environment). Absent: listings report every server unavailable, MCP calls get error results.
+   */
+  mcp?: McpConnections;
   /** Stop after this long with no call running and none claimed (a launched runner); default never. */
   idleExitMs?: number;
   log: (record: Record<string, unknown>) => void;
@@ -112,6 +121,8 @@ export async function runRunner(options: RunnerOptions): Promise<void> {
     running.add(task);
   }
   await Promise.allSettled(running);
+  // Pooled MCP server processes would outlive the runner's work until their idle close.
+  await options.mcp?.closeAll();
 }
 
 /** Runs one claimed call: heartbeats while it runs, aborts it when told to, posts its output. */
@@ -122,7 +133,8 @@ async function runCall(
 ): Promise<void> {
   const { client, environment, log } = options;
   const param = { name: environment, callId: call.callId };
-  log({ msg: "call claimed", callId: call.callId, tool: call.toolCall.name, attempt: call.attempt });
+  const tool = call.kind === "mcp-list" ? "(MCP listing)" : call.toolCall.name;
+  log({ msg: "call claimed", callId: call.callId, tool, attempt: call.attempt });
   const abort = new AbortController();
   let lost = false;
   // The tool's output so far, sent with the next heartbeat when it changed (at most LIVE_MAX_CHARS in all).
@@ -152,27 +164,34 @@ async function runCall(
     }
   };
   const timer = setInterval(() => void beat(), options.heartbeatMs ?? 1_000);
-  let output: ToolOutput;
+  let report: RunnerReport;
   try {
     const workspace = await workspaceOf(options, call, restores).catch((error: unknown) => error as Error);
-    output =
-      workspace instanceof Error
+    const sandbox: SandboxPolicy = {
+      ...options.sandbox,
+      network: (call.network as NetworkPolicy | undefined) ?? "none",
+    };
+    if (workspace instanceof Error) {
+      report = cannotOpen(call, `The runner cannot open the workspace: ${workspace.message}`);
+    } else if (call.kind === "mcp-list") {
+      report = options.mcp
         ? {
-            content: [{ type: "text", text: `The runner cannot open the workspace: ${workspace.message}` }],
-            isError: true,
+            mcpTools: await listSessionServers(
+              options.mcp,
+              await mcpSession(call, workspace, sandbox),
+              call.servers,
+            ),
           }
-        : await runToolCall(call.toolCall, {
-            workspace,
-            sandbox: { ...options.sandbox, network: (call.network as NetworkPolicy | undefined) ?? "none" },
-            signal: abort.signal,
-            onUpdate: (update) => {
-              partial = tailOf(update);
-            },
-          });
-    if (options.snapshots && !(workspace instanceof Error) && !lost && mayChangeWorkspace(call))
-      await storeWorkspace(client, environment, call.sessionId, workspace.dir).catch((error: unknown) =>
-        log({ level: "warn", msg: "workspace not stored", callId: call.callId, error: String(error) }),
-      );
+        : cannotOpen(call, NO_MCP_TEXT);
+    } else {
+      report = await runTool(options, call, workspace, sandbox, abort.signal, (update) => {
+        partial = tailOf(update);
+      });
+      if (options.snapshots && !lost && mayChangeWorkspace(call))
+        await storeWorkspace(client, environment, call.sessionId, workspace.dir).catch((error: unknown) =>
+          log({ level: "warn", msg: "workspace not stored", callId: call.callId, error: String(error) }),
+        );
+    }
   } finally {
     clearInterval(timer);
   }
@@ -185,10 +204,14 @@ async function runCall(
       await client.json(
         client.api.v1.environments[":name"].calls[":callId"].result.$post({
           param,
-          json: { claimId: call.claimId, output },
+          json: { claimId: call.claimId, ...report },
         }),
       );
-      log({ msg: "call done", callId: call.callId, isError: output.isError });
+      log({
+        msg: "call done",
+        callId: call.callId,
+        ...(report.output ? { isError: report.output.isError } : {}),
+      });
       return;
     } catch (error) {
       const gone = error instanceof ApiError && error.status >= 400 && error.status < 500;
@@ -201,8 +224,56 @@ async function runCall(
   }
 }
 
+/** What a runner without MCP clients answers. */
+const NO_MCP_TEXT = "This runner has no MCP client.";
+
 /** Whether the call's tool may change files (read-only tools are `safe` to replay). */
-const mayChangeWorkspace = (call: ClaimedCall) => toolNamed(call.toolCall.name)?.replay !== "safe";
+const mayChangeWorkspace = (call: ClaimedToolCall) =>
+  (call.mcp?.replay ?? toolNamed(call.toolCall.name)?.replay) !== "safe";
+
+/** The report of a call that could not start: an error result, or every server of a listing unavailable. */
+function cannotOpen(call: ClaimedCall, text: string): RunnerReport {
+  if (call.kind === "mcp-list")
+    return {
+      mcpTools: call.servers.map((server) => ({ server: server.name, status: "unavailable", error: text })),
+    };
+  return { output: { content: [{ type: "text", text }], isError: true } };
+}
+
+/** Runs a built-in tool, or calls an MCP tool on its server (with the servers that changed their lists since). */
+async function runTool(
+  options: RunnerOptions,
+  call: ClaimedToolCall,
+  workspace: Workspace,
+  sandbox: SandboxPolicy,
+  signal: AbortSignal,
+  onUpdate: (update: ToolUpdate) => void,
+): Promise<RunnerReport> {
+  if (!call.mcp)
+    return { output: await runToolCall(call.toolCall, { workspace, sandbox, signal, onUpdate }) };
+  if (!options.mcp) return cannotOpen(call, NO_MCP_TEXT);
+  const session = await mcpSession(call, workspace, sandbox);
+  const output = await callSessionTool(
+    options.mcp,
+    session,
+    call.mcp,
+    call.toolCall.arguments,
+    signal,
+    onUpdate,
+  );
+  const server = call.mcp.server.name;
+  const changed = options.mcp.changedServers(session).filter((name) => name === server);
+  return { output, ...(changed.length > 0 ? { mcpToolsChanged: changed } : {}) };
+}
+
+/** Where a session's MCP servers run on this runner: its workspace, the run's sandbox. */
+async function mcpSession(
+  call: ClaimedCall,
+  workspace: Workspace,
+  sandbox: SandboxPolicy,
+): Promise<McpSessionContext> {
+  return { sessionKey: call.sessionId, workspaceDir: await realpath(workspace.dir), sandbox };
+}
 
 /**
  * The directory a call acts on: `--workspace`, or the session's own folder under the root. The

@@ -338,7 +338,7 @@ export interface PendingToolCall {
   state: ToolCallState;
   /** Shortened JSON of the arguments. */
   argumentsPreview: string;
-  /** Where it runs: `worker`, a runner environment's name, `mcp:<server>`, or `sub-agent`. */
+  /** Where it runs: `worker`, a runner environment's name, `mcp:<server>` (`mcp:<server>@<env>` on a runner), or `sub-agent`. */
   ranOn?: string;
 }
 

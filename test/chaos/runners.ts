@@ -8,6 +8,7 @@ import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type ServiceProcess, startServiceProcess } from "../../src/cli/devstack/service-process";
 import { projectRoot } from "../../src/cli/devstack/tools";
+import { MCP_WORKER_ENV } from "../support/mcp-servers";
 import type { ChaosApiClient } from "./api-client";
 
 export const CHAOS_ENVIRONMENT = "chaos-runners";
@@ -106,6 +107,8 @@ export async function startChaosRunners(
             HOME: process.env.HOME,
             KEEL_API_URL: apiUrl,
             KEEL_RUNNER_TOKEN: token,
+            // Where its sessions' MCP servers' programs are (mounted read-only into their sandbox).
+            ...MCP_WORKER_ENV,
           },
         },
       );

@@ -34,7 +34,7 @@ export function callTagOf(text: string): string | undefined {
  * a sub-agent, which plays `scenario` as a follow-up: one read, then its report), edited and
  * searched.
  */
-function toolBatch(step: number, scenario: string, mcp: boolean): ScriptedToolCall[] {
+function toolBatch(step: number, scenario: string): ScriptedToolCall[] {
   switch (step % 4) {
     case 0:
       return [
@@ -46,9 +46,9 @@ function toolBatch(step: number, scenario: string, mcp: boolean): ScriptedToolCa
         { name: "read", arguments: { path: "notes.md" } },
         { name: "bash", arguments: { command: "sleep 2; echo slept >> log.txt; echo ok" } },
         { name: "ls", arguments: { path: "." } },
-        // An MCP call (server-everything on stdio, in the sandbox; read-only, so repeated after a kill).
-        // MCP servers run on workers: a session on a runner environment has none.
-        ...(mcp ? [{ name: "everything__echo", arguments: { message: "chaos" } }] : []),
+        // An MCP call (server-everything on stdio, in the sandbox of the worker or runner holding the
+        // session's workspace; read-only, so repeated after a kill).
+        { name: "everything__echo", arguments: { message: "chaos" } },
         // A sub-agent: a child workflow on its own session, in a fork of this workspace.
         {
           name: "task",
@@ -72,10 +72,9 @@ function toolBatch(step: number, scenario: string, mcp: boolean): ScriptedToolCa
 }
 
 /**
- * The scenario `name` of one session: `toolTurns` tool turns per prompt, one after a follow-up;
- * `mcp` false leaves out the MCP call (a session without MCP servers).
+ * The scenario `name` of one session: `toolTurns` tool turns per prompt, one after a follow-up.
  */
-export function chaosScenario(name: string, toolTurns: number, mcp = true): Scenario {
+export function chaosScenario(name: string, toolTurns: number): Scenario {
   const reply = (request: NormalizedRequest): Turn => {
     const tag = `[call:${requestDigest(request)}]`;
     const lastUser = request.messages.findLastIndex((message) => message.role === "user");
@@ -87,9 +86,7 @@ export function chaosScenario(name: string, toolTurns: number, mcp = true): Scen
     if (steps < (followUp ? 1 : toolTurns)) {
       return {
         text: `${tag} Step ${steps + 1}.`,
-        toolCalls: followUp
-          ? [{ name: "read", arguments: { path: "notes.md" } }]
-          : toolBatch(steps, name, mcp),
+        toolCalls: followUp ? [{ name: "read", arguments: { path: "notes.md" } }] : toolBatch(steps, name),
       };
     }
     return { text: `${tag} Finished after ${steps} tool turns.` };
@@ -99,7 +96,7 @@ export function chaosScenario(name: string, toolTurns: number, mcp = true): Scen
 
 /** Registers the session's scenario and its slow model calls on the local LLM server. */
 export function registerSessionScenario(llm: LocalLlmServer, session: SessionPlan): void {
-  llm.addScenario(session.scenario, chaosScenario(session.scenario, session.toolTurns, !session.onRunner));
+  llm.addScenario(session.scenario, chaosScenario(session.scenario, session.toolTurns));
   llm.addFaults([
     { kind: "slow", match: { scenario: session.scenario }, rate: 1, latencyMs: session.modelLatencyMs },
   ]);

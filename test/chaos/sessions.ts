@@ -156,8 +156,9 @@ async function send(
         delivery,
         model: "local-chat",
         tools: CHAOS_TOOLS,
-        // MCP servers run on workers and cannot be combined with a runner environment.
-        ...(record.plan.onRunner ? { environment: CHAOS_ENVIRONMENT } : { mcpServers: [everythingServer()] }),
+        // A runner session's server runs on the runner that takes its calls.
+        ...(record.plan.onRunner ? { environment: CHAOS_ENVIRONMENT } : {}),
+        mcpServers: [everythingServer()],
       },
       key,
     );

@@ -16,6 +16,7 @@ import {
   ENVIRONMENT_NAME,
   type EnvironmentStore,
   isEnvironmentName,
+  RUNNER_CALL_ID,
 } from "../../environments/store";
 import { SessionNotFoundError } from "../../store/session-errors";
 import type { SessionRef } from "../../store/session-keys";
@@ -46,7 +47,7 @@ const NameParams = z.object({
 const CallParams = NameParams.extend({
   callId: z
     .string()
-    .regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,127}\.[0-9]{1,12}$/)
+    .regex(RUNNER_CALL_ID)
     .openapi({ param: { name: "callId", in: "path" } }),
 });
 const WorkspaceParams = NameParams.extend({ sessionId: SessionIdSchema });
@@ -90,13 +91,35 @@ const IssuedToken = z
 const ClaimBody = z.object({
   waitSeconds: z.number().int().min(0).max(MAX_CLAIM_WAIT_SECONDS).default(MAX_CLAIM_WAIT_SECONDS),
 });
+const McpServerView = z.record(z.string(), z.unknown()).openapi({
+  description:
+    "An MCP server as the run names it (`mcpServers` of the message body); `{secret: NAME}` values are read from the runner's environment",
+});
 const ClaimedCallView = z
   .object({
     callId: z.string(),
     claimId: z.string().openapi({ description: "Proves the claim in this call's heartbeats and result" }),
     attempt: z.number().int(),
     sessionId: z.string(),
-    toolCall: z.object({ id: z.string(), name: z.string(), arguments: z.record(z.string(), z.unknown()) }),
+    kind: z.enum(["tool", "mcp-list"]).openapi({
+      description:
+        "`tool`: run `toolCall` (on `mcp`'s server when set); `mcp-list`: list the tools of `servers`",
+    }),
+    toolCall: z
+      .object({ id: z.string(), name: z.string(), arguments: z.record(z.string(), z.unknown()) })
+      .optional(),
+    mcp: z
+      .object({
+        server: McpServerView,
+        tool: z.string(),
+        replay: z.enum(["safe", "idempotent-with-check", "unsafe"]),
+      })
+      .optional()
+      .openapi({ description: "An MCP tool: the server to call it on, and its name there" }),
+    servers: z
+      .array(McpServerView)
+      .optional()
+      .openapi({ description: "The MCP servers to list (kind `mcp-list`)" }),
     network: z.unknown().optional(),
     forkOf: z.string().optional().openapi({
       description:
@@ -117,13 +140,34 @@ const HeartbeatAnswer = z.object({
     .boolean()
     .openapi({ description: "Stop the call (the run aborted it) and post what it produced" }),
 });
+const McpToolView = z.object({
+  tool: z.string().min(1).max(128),
+  description: z.string().max(2_000),
+  inputSchema: z.record(z.string(), z.unknown()),
+  replay: z.enum(["safe", "idempotent-with-check", "unsafe"]),
+});
+const McpListingView = z.union([
+  z.object({ server: z.string(), status: z.literal("ready"), tools: z.array(McpToolView).max(1_000) }),
+  z.object({ server: z.string(), status: z.literal("unavailable"), error: z.string().max(4_000) }),
+]);
 const ResultBody = z
   .object({
     claimId: z.string().min(1).max(64),
-    output: z.object({
-      content: z.array(ToolResultBlockSchema).max(100),
-      details: z.unknown().optional(),
-      isError: z.boolean(),
+    output: z
+      .object({
+        content: z.array(ToolResultBlockSchema).max(100),
+        details: z.unknown().optional(),
+        isError: z.boolean(),
+      })
+      .optional()
+      .openapi({ description: "A tool call's output (kind `tool`)" }),
+    mcpToolsChanged: z
+      .array(z.string().max(64))
+      .max(20)
+      .optional()
+      .openapi({ description: "After an MCP call: its server announced a changed tool list" }),
+    mcpTools: z.array(McpListingView).max(20).optional().openapi({
+      description: "A listing's answer (kind `mcp-list`): each server's tools, or why it is unavailable",
     }),
   })
   .openapi("RunnerResult");
@@ -332,11 +376,12 @@ export function environmentRoutes(deps: RouteContext) {
   const served = () => {
     if (!deps.environments)
       throw new ProblemError("not-implemented", "This deployment serves no environments.");
-    const { store, markers } = deps.environments;
+    const { store, markers, mcpListings } = deps.environments;
     const calls: RunnerCallDeps = {
       environments: store,
       store: deps.store,
       markers,
+      ...(mcpListings ? { mcpListings } : {}),
       completion: async () => (await deps.runs()).activityCompletion(),
       publishLive: async (call, event) => {
         const ref = { tenantId: call.tenantId, sessionId: call.sessionId };
@@ -433,11 +478,17 @@ export function environmentRoutes(deps: RouteContext) {
       const { calls } = served();
       const { name, callId } = c.req.valid("param");
       const scope = runnerScope(c, name);
-      const { claimId, output } = c.req.valid("json");
-      if (!(await completeCall(calls, scope.tenantId, scope.environment, callId, claimId, output)))
+      const { claimId, ...report } = c.req.valid("json");
+      const stored = await completeCall(calls, scope.tenantId, scope.environment, callId, claimId, report);
+      if (stored === "not-held")
         throw new ProblemError(
           "call-not-found",
           "This runner no longer holds the call; its result is not stored.",
+        );
+      if (stored === "wrong-kind")
+        throw new ProblemError(
+          "invalid-request",
+          "This result does not answer the call: a tool call's result is `output`, a listing's is `mcpTools`.",
         );
       return c.json({ stored: true as const }, 200);
     })

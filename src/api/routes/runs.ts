@@ -135,15 +135,14 @@ export function refuseFullNetwork(
 
 /**
  * 404 `environment-not-found` unless the body's `environment` is absent, "worker", or one of the
- * tenant's own environments; 400 when a runner environment comes with MCP servers, which run on the
- * worker that lists them (not built for runners yet); 400 `environment-required` for a run on the
+ * tenant's own environments; 400 `environment-required` for a run on the
  * workers when the deployment runs no tools there (KEEL_WORKER_TOOLS=off). For messages,
  * schedules and Slack starts.
  */
 export async function requireEnvironment(
   deps: RouteContext,
   tenantId: string,
-  { environment, mcpServers }: { environment?: string; mcpServers?: readonly unknown[] },
+  { environment }: { environment?: string },
 ): Promise<void> {
   if (environment === undefined || environment === "worker") {
     if (deps.config.workerTools === false)
@@ -158,12 +157,6 @@ export async function requireEnvironment(
     throw new ProblemError(
       "environment-not-found",
       `No environment ${JSON.stringify(environment)}: keel env list shows yours.`,
-    );
-  if (mcpServers !== undefined && mcpServers.length > 0)
-    throw new ProblemError(
-      "invalid-request",
-      "MCP servers run on a worker: they cannot be combined with a runner environment yet (drop `mcpServers` or `environment`).",
-      { errors: [{ path: "mcpServers", message: "not available with a runner environment" }] },
     );
 }
 

@@ -16,7 +16,8 @@ export const PendingToolCallSchema = z.object({
   state: z.string(),
   argumentsPreview: z.string(),
   ranOn: z.string().optional().openapi({
-    description: "Where the call runs: `worker`, a runner environment's name, `mcp:<server>`, or `sub-agent`",
+    description:
+      "Where the call runs: `worker`, a runner environment's name, `mcp:<server>` (`mcp:<server>@<env>` on a runner), or `sub-agent`",
   }),
 });
 

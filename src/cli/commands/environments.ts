@@ -5,6 +5,8 @@
  */
 import { homedir } from "node:os";
 import path from "node:path";
+import { McpConnections } from "../../mcp/connections";
+import { mcpMountsFromEnv, mcpPolicyFromEnv } from "../../mcp/policy";
 import { runRunner } from "../../runner/runner";
 import { DEFAULT_PROCESS_LIMITS } from "../../tools/sandbox";
 import { ApiClient, EXIT, UsageError } from "../client";
@@ -106,7 +108,9 @@ export const runnerCommand: Command = {
   --token TOKEN         the runner token (default $KEEL_RUNNER_TOKEN)
   --snapshots           restore each session's workspace from the API, store it there after each call (an ephemeral host)
   --idle-exit SECONDS   stop after this long without a call (launched runners)
-Commands run in the bubblewrap sandbox; KEEL_SANDBOX=off runs them unsandboxed (a host without user namespaces).`,
+Commands and the runs' stdio MCP servers run in the bubblewrap sandbox; KEEL_SANDBOX=off runs them unsandboxed
+(a host without user namespaces). KEEL_MCP_SECRETS, KEEL_MCP_HOSTS and KEEL_MCP_MOUNTS apply here as on a worker:
+a server's {secret: NAME} is read from this runner's environment.`,
   async run(argv, context) {
     const parsed = parseCommand(
       argv,
@@ -150,6 +154,8 @@ Commands run in the bubblewrap sandbox; KEEL_SANDBOX=off runs them unsandboxed (
         // The runner's host is the tenant's own: network "full" (which the API allowed for the run) is its network.
         fullNetwork: "on",
       },
+      // The run's MCP servers start (stdio) or are reached (HTTP) from here, under this host's KEEL_MCP_*.
+      mcp: new McpConnections(mcpPolicyFromEnv(context.env), mcpMountsFromEnv(context.env), context.env),
       concurrency: integerOption(parsed.values.concurrency as string | undefined, "concurrency", 1) ?? 4,
       snapshots: parsed.values.snapshots === true,
       ...(idleExit !== undefined ? { idleExitMs: idleExit * 1000 } : {}),

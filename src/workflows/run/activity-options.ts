@@ -168,6 +168,25 @@ export function mcpListingActivities(taskQueue: string, timeouts: RunTimeouts) {
   });
 }
 
+/**
+ * Listing MCP tools on a runner of the run's environment: written for the runners and completed by
+ * the API, as a runner's tool call is (runnerToolActivities); a runner that dies mid-listing stops
+ * heartbeating and the retry hands the listing to another.
+ */
+export function runnerMcpListingActivities(timeouts: RunTimeouts) {
+  return proxyActivities<KeelActivities>({
+    startToCloseTimeout: (timeouts.environmentWaitMs ?? DEFAULT_ENVIRONMENT_WAIT_MS) + 5 * 60_000,
+    heartbeatTimeout: heartbeatTimeoutOf(timeouts),
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+    retry: {
+      initialInterval: "1 second",
+      backoffCoefficient: 2,
+      maximumInterval: "10 seconds",
+      maximumAttempts: 10,
+    },
+  });
+}
+
 /** Workspace snapshots run on the worker holding the workspace; they heartbeat while they upload. */
 export function snapshotActivities(taskQueue: string, timeouts: RunTimeouts) {
   return proxyActivities<KeelActivities>({

@@ -1,6 +1,7 @@
 /**
- * The run's MCP servers: their tools are listed once, at the run's start, on the worker holding
- * the session's workspace (where stdio servers run), and the list is kept in the run's state and
+ * The run's MCP servers: their tools are listed once, at the run's start, where the session's
+ * tools run (the worker holding its workspace, or a runner of its environment: stdio servers
+ * start there), and the list is kept in the run's state and
  * carried across continue-as-new, so every model call and every replay sees the same tools. A
  * server that cannot be listed is reported (`mcp_server_unavailable`) and offers no tools; the
  * run goes on. A server that announces a changed list (`notifications/tools/list_changed`) during
@@ -11,10 +12,15 @@ import type { ExecuteToolInput } from "../../activities/types";
 import { findMcpTool, mcpToolName } from "../../mcp/tool-names";
 import type { McpServerSettings, McpToolList } from "../../mcp/types";
 import { PATCHES, takesPatch } from "../patches";
-import { mcpListingActivities } from "./activity-options";
+import {
+  DEFAULT_ENVIRONMENT_WAIT_MS,
+  mcpListingActivities,
+  runnerMcpListingActivities,
+} from "./activity-options";
 import type { RunContext } from "./context";
 import { emit, type RunRecord } from "./state";
 import { workspaceTaskQueue } from "./tool-calls";
+import { runnerEnvironment } from "./views";
 
 /** Lists the run's MCP servers' tools unless an earlier execution of the run did. */
 export async function listMcpServers(ctx: RunContext): Promise<void> {
@@ -54,19 +60,31 @@ export async function relistChangedMcpServers(ctx: RunContext): Promise<void> {
   }
 }
 
+/** Lists on the runner of the run's environment, else on the worker holding the workspace. */
 async function listTools(ctx: RunContext, servers: McpServerSettings[], verb: string): Promise<McpToolList> {
   const { run } = ctx;
+  const input = {
+    ...run.ref,
+    servers,
+    ...(run.settings.network !== undefined ? { network: run.settings.network } : {}),
+  };
+  const summary = `${verb} MCP tools: ${servers.map((server) => server.name).join(", ")}`;
+  const environment = runnerEnvironment(run);
+  if (environment !== undefined)
+    return runnerMcpListingActivities(run.settings.timeouts).listMcpToolsOnRunner.executeWithOptions(
+      { summary: `${summary} @ ${environment}` },
+      [
+        {
+          ...input,
+          environment,
+          waitMs: run.settings.timeouts.environmentWaitMs ?? DEFAULT_ENVIRONMENT_WAIT_MS,
+        },
+      ],
+    );
   const queue = await workspaceTaskQueue(ctx);
-  return mcpListingActivities(queue, run.settings.timeouts).listMcpTools.executeWithOptions(
-    { summary: `${verb} MCP tools: ${servers.map((server) => server.name).join(", ")}` },
-    [
-      {
-        ...run.ref,
-        servers,
-        ...(run.settings.network !== undefined ? { network: run.settings.network } : {}),
-      },
-    ],
-  );
+  return mcpListingActivities(queue, run.settings.timeouts).listMcpTools.executeWithOptions({ summary }, [
+    input,
+  ]);
 }
 
 function reportUnavailable(run: RunRecord, list: McpToolList): void {

@@ -175,8 +175,8 @@ async function executeCall(
   const { run } = ctx;
   moveCall(run, call.summary.id, "running");
   const mcp = mcpTarget(run, call.summary.name);
-  // MCP servers run on the worker that listed them (the API refuses them with a runner environment).
-  const environment = mcp ? undefined : runnerEnvironment(ctx.run);
+  // An MCP call goes where its server was listed: the runner environment's, else the workspace's worker.
+  const environment = runnerEnvironment(ctx.run);
   emit(run, {
     type: "tool_execution_start",
     toolCallId: call.summary.id,

@@ -107,12 +107,13 @@ export function runnerEnvironment(run: RunRecord): string | undefined {
 
 /**
  * Where a call of tool `name` runs (the events' `ranOn`, the state's pending calls): `sub-agent`
- * for `task`, `mcp:<server>` for an MCP tool (on the worker that listed it), else the run's runner
- * environment or `worker`.
+ * for `task`, `mcp:<server>` for an MCP tool (on the worker that listed it; `mcp:<server>@<env>` on
+ * the runner environment's), else the run's runner environment or `worker`.
  */
 export function callPlace(run: RunRecord, name: string): string {
   if (name === TASK_TOOL_NAME) return "sub-agent";
   const mcp = findMcpTool(run.mcpTools, name);
-  if (mcp) return `mcp:${mcp.server}`;
-  return runnerEnvironment(run) ?? "worker";
+  const environment = runnerEnvironment(run);
+  if (mcp) return environment === undefined ? `mcp:${mcp.server}` : `mcp:${mcp.server}@${environment}`;
+  return environment ?? "worker";
 }

@@ -2,122 +2,47 @@
  * Runner environments through the real stack: the API served over HTTP (as a runner reaches it),
  * Temporal, S3, a worker process, and `keel runner` processes a test can SIGKILL.
  */
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
-import type { ServerType } from "@hono/node-server";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { WorkflowStreamClient } from "@temporalio/workflow-streams/client";
-import { startApiServer } from "../../../src/api/server";
 import { childSessionId } from "../../../src/core/agents";
 import { UNKNOWN_OUTCOME_TEXT } from "../../../src/core/markers";
-import { EnvironmentStore } from "../../../src/environments/store";
-import { ToolCallMarkers } from "../../../src/store/tool-call-markers";
 import { streamQuery } from "../../../src/workflows/definitions";
 import { DEFAULT_RUN_SETTINGS, runWorkflowId } from "../../../src/workflows/types";
-import { s3Client, s3Settings, testTmpDir, uniqueName } from "../../support/integration-env";
+import { uniqueName } from "../../support/integration-env";
 import { eventually, expectIntactSession, messagesOf, toolCallIds } from "../../support/run-harness";
-import { type ApiStage, createApiStage, expectProblem } from "../api/api-stage";
+import { type ApiStage, expectProblem } from "../api/api-stage";
+import {
+  claims,
+  createRunnerStage,
+  processesMatching,
+  type RunnerStage,
+  workspaceRoot,
+} from "./runner-stage";
 
-const projectRoot = resolve(__dirname, "../../..");
+let stage: RunnerStage;
 let api: ApiStage;
-let server: ServerType;
-let apiUrl: string;
-const runners: RunnerProcess[] = [];
-const s3 = s3Client();
 
 beforeAll(async () => {
-  const settings = s3Settings();
-  api = await createApiStage({
-    overrides: {
-      environments: {
-        store: new EnvironmentStore(s3, settings.bucket, settings.prefix),
-        markers: new ToolCallMarkers(s3, settings),
-      },
-    },
-  });
-  const started = await startApiServer(api.app, 0);
-  server = started.server;
-  apiUrl = `http://127.0.0.1:${started.port}`;
+  stage = await createRunnerStage();
+  api = stage.api;
 }, 240_000);
 
 afterEach(async () => {
   jest.restoreAllMocks();
-  await Promise.all(runners.splice(0).map((runner) => runner.kill()));
+  await stage.killRunners();
 });
 
 afterAll(async () => {
-  if (server) await new Promise((done) => server.close(done));
-  await api?.close();
-  s3.destroy();
+  await stage?.close();
 });
 
 // Runs with a runner process to start and, in some, a heartbeat timeout to wait out, on a shared machine.
 jest.setTimeout(120_000);
 
-interface RunnerProcess {
-  child: ChildProcess;
-  output(): string;
-  kill(): Promise<void>;
-  exited: Promise<number | null>;
-}
-
-function startRunner(environment: string, token: string, extra: string[] = []): RunnerProcess {
-  const child = spawn(
-    process.execPath,
-    ["--import", "tsx", join(projectRoot, "src/cli/main.ts"), "runner", "--env", environment, ...extra],
-    {
-      cwd: projectRoot,
-      stdio: ["ignore", "pipe", "pipe"],
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, KEEL_API_URL: apiUrl, KEEL_RUNNER_TOKEN: token },
-    },
-  );
-  let output = "";
-  child.stdout?.on("data", (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  child.stderr?.on("data", (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  const exited = new Promise<number | null>((done) => child.once("exit", (code) => done(code)));
-  const runner: RunnerProcess = {
-    child,
-    output: () => output,
-    async kill() {
-      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-      await exited;
-    },
-    exited,
-  };
-  runners.push(runner);
-  return runner;
-}
-
-/** A new runner environment of tenant A with one token. */
-async function newEnvironment(key = api.keys.a): Promise<{ name: string; token: string; tokenId: string }> {
-  const name = uniqueName("env").slice(0, 60);
-  expect((await api.call("POST", "/v1/environments", { key, json: { name } })).status).toBe(201);
-  const issued = await api.call("POST", `/v1/environments/${name}/tokens`, { key });
-  expect(issued.status).toBe(201);
-  return { name, token: issued.body.token, tokenId: issued.body.tokenId };
-}
-
-function workspaceRoot(): string {
-  return mkdtempSync(join(testTmpDir(), "runner-"));
-}
-
-function processesMatching(pattern: string): string[] {
-  try {
-    return execFileSync("pgrep", ["-f", pattern], { encoding: "utf8" }).trim().split("\n").filter(Boolean);
-  } catch {
-    return [];
-  }
-}
-
-const claims = (runner: RunnerProcess) =>
-  runner
-    .output()
-    .split("\n")
-    .filter((line) => line.includes('"call claimed"'));
+const startRunner = (environment: string, token: string, extra: string[] = []) =>
+  stage.startRunner(environment, token, extra);
+const newEnvironment = (key?: string) => stage.newEnvironment(key);
 
 function runOn(environment: string, scenario: string, text = "go") {
   const ref = api.stage.newSession();
@@ -550,7 +475,7 @@ test("approval then runner: the runner runs the arguments the person approved, a
   expect(result?.role === "toolResult" && result.content).toContainEqual({ type: "text", text: "edited" });
 });
 
-test("a message naming an unknown environment, or a runner environment with MCP servers, is refused", async () => {
+test("a message naming an unknown environment is refused", async () => {
   const sessionId = uniqueName("session");
   const message = (json: Record<string, unknown>) =>
     api.call("POST", `/v1/sessions/${sessionId}/messages`, {
@@ -561,15 +486,6 @@ test("a message naming an unknown environment, or a runner environment with MCP 
   // Another tenant's environment is unknown too.
   const theirs = await newEnvironment(api.keys.b);
   expectProblem(await message({ environment: theirs.name }), 404, "environment-not-found");
-  const mine = await newEnvironment(api.keys.a);
-  const refused = await message({
-    environment: mine.name,
-    mcpServers: [{ name: "everything", command: "npx", args: ["mcp-server-everything"] }],
-  });
-  expectProblem(refused, 400, "invalid-request");
-  expect(refused.body.errors).toEqual([
-    { path: "mcpServers", message: "not available with a runner environment" },
-  ]);
   // Nothing was started for the session.
   expect((await api.call("GET", `/v1/sessions/${sessionId}`, { key: api.keys.a })).status).toBe(404);
 });

@@ -28,6 +28,7 @@ function recordingActivities(reached: string[]): KeelActivities {
     awaitScheduledRun: record("awaitScheduledRun"),
     abortScheduledRun: record("abortScheduledRun"),
     listMcpTools: record("listMcpTools"),
+    listMcpToolsOnRunner: record("listMcpToolsOnRunner"),
     checkTenantBudget: record("checkTenantBudget"),
   };
 }
