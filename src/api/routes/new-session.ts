@@ -11,7 +11,10 @@ export function secureRandom(): number {
 
 /**
  * Stores a new session (a random id) holding `source`'s entries under `source`'s header with the
- * new id, or a fresh header; `parentSession` names the session it was forked from.
+ * new id, or a fresh header; `parentSession` names the session it was forked from. A
+ * `parentSession` the source's header names is dropped: an imported file could name any session
+ * id, and the workspace lookups climb that link (a snapshot or a runner's stored workspace of the
+ * named session would become this one's), so only the API sets it.
  */
 export async function createSessionFrom(
   deps: RouteContext,
@@ -22,8 +25,19 @@ export async function createSessionFrom(
   const sessionId = randomUUID();
   const timestamp = new Date(deps.now()).toISOString();
   const header: SessionHeader = source.header
-    ? { ...source.header, id: sessionId, ...(parentSession !== undefined ? { parentSession } : {}) }
+    ? {
+        ...withoutParent(source.header),
+        id: sessionId,
+        ...(parentSession !== undefined ? { parentSession } : {}),
+      }
     : createSessionHeader(sessionId, timestamp, "", parentSession);
   await deps.store.importEntries({ tenantId, sessionId }, header, source.entries);
   return { sessionId, entryCount: source.entries.length, leafId: source.entries.at(-1)?.id ?? null };
+}
+
+function withoutParent({
+  parentSession: _dropped,
+  ...header
+}: SessionHeader): Omit<SessionHeader, "parentSession"> {
+  return header;
 }

@@ -230,3 +230,39 @@ test("runner tokens reach only their own tenant's, environment's and (launched) 
   const again = await api.call("GET", path(otherName, bSession), { key: bToken });
   expect(again.status).toBe(200);
 });
+
+test("a session imported with a header naming another session as its parent gets none of that session's workspace", async () => {
+  const environment = await newLaunchedEnvironment();
+  const dir = mkdtempSync(join(testTmpDir(), "snapshot-"));
+  writeFileSync(join(dir, "private.txt"), "the named session's file\n");
+  const chunks: Buffer[] = [];
+  for await (const chunk of packSessionArchive("", dir)) chunks.push(chunk as Buffer);
+  const path = (session: string) => `/v1/environments/${environment}/sessions/${session}/workspace`;
+  const named = uniqueName("session");
+  const environmentToken = (await environments.issueToken(api.tenants.a, environment)).token;
+  expect((await putArchive(path(named), environmentToken, Buffer.concat(chunks))).status).toBe(204);
+
+  // The file claims the stored session as its parent, as a sub-agent's header would.
+  const header = {
+    type: "session",
+    version: 3,
+    id: "claimed",
+    timestamp: "2026-12-01T00:00:00.000Z",
+    cwd: "",
+    parentSession: named,
+  };
+  const imported = await api.call("POST", "/v1/sessions/import", {
+    key: api.keys.a,
+    body: `${JSON.stringify(header)}\n`,
+    headers: { "content-type": "application/x-ndjson" },
+  });
+  expect(imported.status).toBe(201);
+  const sessionId = imported.body.sessionId as string;
+  const view = await api.call("GET", `/v1/sessions/${sessionId}`, { key: api.keys.a });
+  expect(view.body.parentSession).toBeUndefined();
+  // A launched runner of the imported session, asking for its workspace, is not handed the other's.
+  const sessionToken = (await environments.issueToken(api.tenants.a, environment, { sessionId })).token;
+  const read = await api.call("GET", path(sessionId), { key: sessionToken });
+  expect(read.status).toBe(404);
+  expect(read.text).not.toContain("the named session's file");
+});
