@@ -92,6 +92,11 @@ export async function claimCall(
     stillAuthorized?: () => Promise<boolean>;
     /** A launched runner's token: that session's calls only. */
     sessionId?: string;
+    /**
+     * The runner runs MCP servers (it said so in its claim): listings and MCP calls are handed to
+     * it. A runner of an earlier release does not say so, and never gets a call it cannot run.
+     */
+    mcp?: boolean;
   } = {},
 ): Promise<ClaimedCall | undefined> {
   const deadline = deps.now() + waitMs;
@@ -104,7 +109,7 @@ export async function claimCall(
     // A long poll outlives its authentication: a token revoked meanwhile takes no call.
     if (callIds.length > 0 && options.stillAuthorized && !(await options.stillAuthorized())) return undefined;
     for (const callId of callIds) {
-      const claimed = await tryClaim(deps, tenantId, environment, callId);
+      const claimed = await tryClaim(deps, tenantId, environment, callId, options.mcp === true);
       if (claimed) return claimed;
     }
     const until = Math.min(deadline, deps.now() + CLAIM_POLL_MS);
@@ -121,9 +126,11 @@ async function tryClaim(
   tenantId: string,
   environment: string,
   callId: string,
+  runsMcp: boolean,
 ): Promise<ClaimedCall | undefined> {
   const read = await deps.environments.readCall(tenantId, environment, callId);
   if (!read || read.value.claim) return undefined;
+  if (!runsMcp && (read.value.kind === "mcp-list" || read.value.mcp !== undefined)) return undefined;
   if (read.value.expired) {
     // Given up by its activity (no runner in time, or cancelled): nobody will claim it.
     await deps.environments.removeCall(tenantId, environment, callId);

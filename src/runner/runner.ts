@@ -19,7 +19,7 @@ import { DEFAULT_LIVE_EVENT_OPTIONS } from "../activities/live-events";
 import type { ApiClient } from "../cli/client";
 import { ApiError } from "../cli/client";
 import type { ClaimedCall, ClaimedToolCall, RunnerReport } from "../environments/calls";
-import type { McpConnections, McpSessionContext } from "../mcp/connections";
+import { type McpConnections, type McpSessionContext, messageOf } from "../mcp/connections";
 import { callSessionTool, listSessionServers } from "../mcp/session-tools";
 import { ID_PATTERN } from "../store/session-keys";
 import { ArchiveError } from "../store/workspace-archive";
@@ -49,9 +49,10 @@ export interface RunnerOptions {
   /**
    * The runner's MCP clients: a run's stdio servers start here, in the session's workspace and
    * sandbox, and its HTTP servers are reached from here (KEEL_MCP_* read from this host's
-   * environment). Absent: listings report every server unavailable, MCP calls get error results.
+   * environment). The runner says in its claims that it runs MCP, so the API hands it listings and
+   * MCP calls (never to a runner of an earlier release, which could not run them).
    */
-  mcp?: McpConnections;
+  mcp: McpConnections;
   /** Stop after this long with no call running and none claimed (a launched runner); default never. */
   idleExitMs?: number;
   log: (record: Record<string, unknown>) => void;
@@ -97,7 +98,7 @@ export async function runRunner(options: RunnerOptions): Promise<void> {
     try {
       const response = await client.response(
         client.api.v1.environments[":name"]["calls:claim"].$post(
-          { param: { name: environment }, json: { waitSeconds } },
+          { param: { name: environment }, json: { waitSeconds, runs: ["mcp"] } },
           { init: signal ? { signal } : {} },
         ),
       );
@@ -122,7 +123,7 @@ export async function runRunner(options: RunnerOptions): Promise<void> {
   }
   await Promise.allSettled(running);
   // Pooled MCP server processes would outlive the runner's work until their idle close.
-  await options.mcp?.closeAll();
+  await options.mcp.closeAll();
 }
 
 /** Runs one claimed call: heartbeats while it runs, aborts it when told to, posts its output. */
@@ -166,32 +167,24 @@ async function runCall(
   const timer = setInterval(() => void beat(), options.heartbeatMs ?? 1_000);
   let report: RunnerReport;
   try {
-    const workspace = await workspaceOf(options, call, restores).catch((error: unknown) => error as Error);
-    const sandbox: SandboxPolicy = {
-      ...options.sandbox,
-      network: (call.network as NetworkPolicy | undefined) ?? "none",
-    };
-    if (workspace instanceof Error) {
-      report = cannotOpen(call, `The runner cannot open the workspace: ${workspace.message}`);
-    } else if (call.kind === "mcp-list") {
-      report = options.mcp
-        ? {
-            mcpTools: await listSessionServers(
-              options.mcp,
-              await mcpSession(call, workspace, sandbox),
-              call.servers,
-            ),
-          }
-        : cannotOpen(call, NO_MCP_TEXT);
-    } else {
-      report = await runTool(options, call, workspace, sandbox, abort.signal, (update) => {
-        partial = tailOf(update);
-      });
-      if (options.snapshots && !lost && mayChangeWorkspace(call))
-        await storeWorkspace(client, environment, call.sessionId, workspace.dir).catch((error: unknown) =>
-          log({ level: "warn", msg: "workspace not stored", callId: call.callId, error: String(error) }),
-        );
-    }
+    const ran = await reportOf(options, call, restores, abort.signal, (update) => {
+      partial = tailOf(update);
+    }).catch((error: unknown) => ({
+      // Never a crash of the runner for one call (a folder removed under it, say): the run reads why.
+      report: cannotOpen(call, `The runner could not run this call: ${messageOf(error)}`),
+      workspaceDir: undefined,
+    }));
+    report = ran.report;
+    if (
+      options.snapshots &&
+      !lost &&
+      ran.workspaceDir !== undefined &&
+      call.kind === "tool" &&
+      mayChangeWorkspace(call)
+    )
+      await storeWorkspace(client, environment, call.sessionId, ran.workspaceDir).catch((error: unknown) =>
+        log({ level: "warn", msg: "workspace not stored", callId: call.callId, error: String(error) }),
+      );
   } finally {
     clearInterval(timer);
   }
@@ -199,6 +192,7 @@ async function runCall(
     log({ level: "warn", msg: "call lost to another attempt; its output is dropped", callId: call.callId });
     return;
   }
+  let refusedOnce = false;
   for (let attempt = 1; ; attempt++) {
     try {
       await client.json(
@@ -214,6 +208,17 @@ async function runCall(
       });
       return;
     } catch (error) {
+      // A report the API refuses (over its limits: too many blocks, too large) would leave the
+      // call to time out and run again: a short one saying what happened is posted instead.
+      if (error instanceof ApiError && (error.status === 400 || error.status === 413) && !refusedOnce) {
+        refusedOnce = true;
+        log({ level: "warn", msg: "result refused; posting why", callId: call.callId, error: String(error) });
+        report = cannotOpen(
+          call,
+          `The call ran, but the API refused its result: ${error.message.slice(0, 500)}`,
+        );
+        continue;
+      }
       const gone = error instanceof ApiError && error.status >= 400 && error.status < 500;
       if (gone || attempt >= 5) {
         log({ level: "warn", msg: "result not stored", callId: call.callId, error: String(error) });
@@ -224,8 +229,50 @@ async function runCall(
   }
 }
 
-/** What a runner without MCP clients answers. */
-const NO_MCP_TEXT = "This runner has no MCP client.";
+/**
+ * Runs the claimed call in its workspace (a listing's servers listed, a tool run: built-in or
+ * MCP): the report, and the folder it acted on when it could be opened.
+ */
+async function reportOf(
+  options: RunnerOptions,
+  call: ClaimedCall,
+  restores: Map<string, Promise<Workspace>>,
+  signal: AbortSignal,
+  onUpdate: (update: ToolUpdate) => void,
+): Promise<{ report: RunnerReport; workspaceDir: string | undefined }> {
+  const workspace = await workspaceOf(options, call, restores).catch((error: unknown) => error as Error);
+  if (workspace instanceof Error)
+    return {
+      report: cannotOpen(call, `The runner cannot open the workspace: ${workspace.message}`),
+      workspaceDir: undefined,
+    };
+  const ran = (report: RunnerReport) => ({ report, workspaceDir: workspace.dir });
+  const sandbox: SandboxPolicy = {
+    ...options.sandbox,
+    network: (call.network as NetworkPolicy | undefined) ?? "none",
+  };
+  if (call.kind === "mcp-list") {
+    const session = await mcpSession(call, workspace, sandbox);
+    return ran({ mcpTools: await listSessionServers(options.mcp, session, call.servers) });
+  }
+  if (!call.mcp)
+    return ran({ output: await runToolCall(call.toolCall, { workspace, sandbox, signal, onUpdate }) });
+  const session = await mcpSession(call, workspace, sandbox);
+  const output = await callSessionTool(
+    options.mcp,
+    session,
+    call.mcp,
+    call.toolCall.arguments,
+    signal,
+    onUpdate,
+  );
+  const server = call.mcp.server.name;
+  const changed = options.mcp.changedServers(session).filter((name) => name === server);
+  // Reported once: the run lists the server again (maybe on another runner, whose server process
+  // has its own state), and this runner does not report it with every later call.
+  if (changed.length > 0) options.mcp.markListed(session, call.mcp.server);
+  return ran({ output, ...(changed.length > 0 ? { mcpToolsChanged: changed } : {}) });
+}
 
 /** Whether the call's tool may change files (read-only tools are `safe` to replay). */
 const mayChangeWorkspace = (call: ClaimedToolCall) =>
@@ -238,32 +285,6 @@ function cannotOpen(call: ClaimedCall, text: string): RunnerReport {
       mcpTools: call.servers.map((server) => ({ server: server.name, status: "unavailable", error: text })),
     };
   return { output: { content: [{ type: "text", text }], isError: true } };
-}
-
-/** Runs a built-in tool, or calls an MCP tool on its server (with the servers that changed their lists since). */
-async function runTool(
-  options: RunnerOptions,
-  call: ClaimedToolCall,
-  workspace: Workspace,
-  sandbox: SandboxPolicy,
-  signal: AbortSignal,
-  onUpdate: (update: ToolUpdate) => void,
-): Promise<RunnerReport> {
-  if (!call.mcp)
-    return { output: await runToolCall(call.toolCall, { workspace, sandbox, signal, onUpdate }) };
-  if (!options.mcp) return cannotOpen(call, NO_MCP_TEXT);
-  const session = await mcpSession(call, workspace, sandbox);
-  const output = await callSessionTool(
-    options.mcp,
-    session,
-    call.mcp,
-    call.toolCall.arguments,
-    signal,
-    onUpdate,
-  );
-  const server = call.mcp.server.name;
-  const changed = options.mcp.changedServers(session).filter((name) => name === server);
-  return { output, ...(changed.length > 0 ? { mcpToolsChanged: changed } : {}) };
 }
 
 /** Where a session's MCP servers run on this runner: its workspace, the run's sandbox. */

@@ -14,7 +14,7 @@ import { LocalLauncher } from "../environments/launchers/local";
 import type { Launcher } from "../environments/launchers/types";
 import { EnvironmentStore } from "../environments/store";
 import { McpConnections } from "../mcp/connections";
-import { mcpMountsFromEnv, mcpPolicyFromEnv } from "../mcp/policy";
+import { MCP_HOSTS_SETTING, MCP_MOUNTS_SETTING, mcpMountsFromEnv, mcpPolicyFromEnv } from "../mcp/policy";
 import { loadCatalog } from "../providers/models";
 import { createProvider } from "../providers/registry";
 import { EntryCache } from "../store/entry-cache";
@@ -91,6 +91,7 @@ export function launcherFromConfig(config: WorkerConfig, s3: S3Client): Launcher
     // Beside the tenants' folders (a leading dot is in no tenant id).
     root: join(config.workspaceRoot, ".launched"),
     isolation: config.sandbox.isolation,
+    mcpSettings: { mounts: process.env[MCP_MOUNTS_SETTING], hosts: process.env[MCP_HOSTS_SETTING] },
     log,
   });
 }

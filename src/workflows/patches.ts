@@ -63,6 +63,8 @@ export const PATCHES = {
   pauseChatNotice: { id: "pause-chat-notice", addedIn: UNRELEASED },
   /** A sub-agent's edits are carried into its parent's workspace when its `task` call ends. */
   subAgentWorkspaceMerge: { id: "sub-agent-workspace-merge", addedIn: UNRELEASED },
+  /** An abort cancels the listing of the run's MCP servers (on a runner it may wait long). */
+  mcpListingCancellable: { id: "mcp-listing-cancellable", addedIn: UNRELEASED },
 } as const satisfies Record<string, PatchRecord>;
 
 /**

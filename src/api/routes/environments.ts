@@ -90,6 +90,14 @@ const IssuedToken = z
   .openapi("RunnerToken");
 const ClaimBody = z.object({
   waitSeconds: z.number().int().min(0).max(MAX_CLAIM_WAIT_SECONDS).default(MAX_CLAIM_WAIT_SECONDS),
+  runs: z
+    .array(z.enum(["mcp"]))
+    .max(8)
+    .optional()
+    .openapi({
+      description:
+        "What this runner runs beyond the built-in tools: `mcp`, MCP listings and calls (a runner that does not say so never gets them)",
+    }),
 });
 const McpServerView = z.record(z.string(), z.unknown()).openapi({
   description:
@@ -460,6 +468,7 @@ export function environmentRoutes(deps: RouteContext) {
       const call = await claimCall(calls, scope.tenantId, scope.environment, body.waitSeconds * 1000, {
         signal: c.req.raw.signal,
         ...(session !== undefined ? { sessionId: session } : {}),
+        mcp: body.runs?.includes("mcp") === true,
         stillAuthorized: async () => (await environments.tokenOwner(token)) !== undefined,
       });
       return call ? c.json(call, 200) : c.body(null, 204);

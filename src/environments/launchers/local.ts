@@ -19,9 +19,11 @@
  * and the next `ensure` for its session starts a new one, which restores the session's workspace
  * through the API (`--snapshots`).
  */
+
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import path from "node:path";
+import { MCP_HOSTS_SETTING, MCP_MOUNTS_SETTING } from "../../mcp/policy";
 import type { Isolation } from "../../tools/sandbox";
 import type { Launcher, LauncherTokens, LaunchRequest } from "./types";
 
@@ -35,6 +37,12 @@ export interface LocalLauncherOptions {
   root: string;
   /** `bwrap`: the runners' tools run in the bubblewrap sandbox; `off`: unsandboxed (KEEL_SANDBOX=off). */
   isolation: Isolation;
+  /**
+   * Where the runners' stdio MCP servers find their programs and which private hosts their HTTP
+   * servers may reach (the worker's KEEL_MCP_MOUNTS and KEEL_MCP_HOSTS, passed on as they are).
+   * Never KEEL_MCP_SECRETS: a launched runner holds none of the operator's secrets.
+   */
+  mcpSettings?: { mounts?: string; hosts?: string };
   log: (level: "info" | "warn", message: string, fields?: Record<string, unknown>) => void;
 }
 
@@ -110,6 +118,8 @@ export class LocalLauncher implements Launcher {
       KEEL_API_URL: this.options.apiUrl,
       KEEL_RUNNER_TOKEN: token,
       ...(sandboxed ? {} : { KEEL_SANDBOX: "off" }),
+      ...(this.options.mcpSettings?.mounts ? { [MCP_MOUNTS_SETTING]: this.options.mcpSettings.mounts } : {}),
+      ...(this.options.mcpSettings?.hosts ? { [MCP_HOSTS_SETTING]: this.options.mcpSettings.hosts } : {}),
     };
     const child = spawn(command as string, args, {
       cwd: PACKAGE_ROOT,

@@ -18,6 +18,7 @@ import {
   runnerMcpListingActivities,
 } from "./activity-options";
 import type { RunContext } from "./context";
+import { cancellable, stoppedBy } from "./lifecycle";
 import { emit, type RunRecord } from "./state";
 import { workspaceTaskQueue } from "./tool-calls";
 import { runnerEnvironment } from "./views";
@@ -27,7 +28,9 @@ export async function listMcpServers(ctx: RunContext): Promise<void> {
   const { run } = ctx;
   const servers = run.settings.mcpServers ?? [];
   if (servers.length === 0 || run.mcpTools) return;
-  const list = await listTools(ctx, servers, "list");
+  const list = await listUnlessAborted(ctx, servers, "list");
+  // Aborted: the turn loop ends the run; a later run lists again.
+  if (!list) return;
   run.mcpTools = list;
   reportUnavailable(run, list);
 }
@@ -43,7 +46,8 @@ export async function relistChangedMcpServers(ctx: RunContext): Promise<void> {
   if (!changed || !run.mcpTools || !takesPatch(PATCHES.mcpToolsRelisted, ctx.runVersion)) return;
   const servers = (run.settings.mcpServers ?? []).filter((server) => changed.has(server.name));
   if (servers.length === 0) return;
-  const list = await listTools(ctx, servers, "list again");
+  const list = await listUnlessAborted(ctx, servers, "list again");
+  if (!list) return;
   run.mcpTools = {
     servers: run.mcpTools.servers.map(
       (listing) => list.servers.find((fresh) => fresh.server === listing.server) ?? listing,
@@ -57,6 +61,26 @@ export async function relistChangedMcpServers(ctx: RunContext): Promise<void> {
         server: listing.server,
         tools: listing.tools.map((entry) => mcpToolName(listing.server, entry.tool)),
       });
+  }
+}
+
+/**
+ * Lists the servers' tools; undefined when an abort stopped the listing (a listing waiting for a
+ * runner may wait for the run's whole `environmentWaitMs`). An interrupt (a steering message) does
+ * not concern the listing: it is asked for again.
+ */
+async function listUnlessAborted(
+  ctx: RunContext,
+  servers: McpServerSettings[],
+  verb: string,
+): Promise<McpToolList | undefined> {
+  if (!takesPatch(PATCHES.mcpListingCancellable, ctx.runVersion)) return listTools(ctx, servers, verb);
+  for (;;) {
+    try {
+      return await cancellable(ctx, () => listTools(ctx, servers, verb));
+    } catch (error) {
+      if (stoppedBy(ctx.run, error) === "abort") return undefined;
+    }
   }
 }
 

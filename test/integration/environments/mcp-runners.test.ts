@@ -223,3 +223,85 @@ test("abort during an MCP call on a runner: the call is cancelled there and the 
   const results = toolTexts(await expectIntactSession(api.stage, ref));
   expect(results[0]?.isError).toBe(true);
 });
+
+test("abort while the listing waits for a runner: the run ends aborted at once", async () => {
+  const env = await stage.newEnvironment();
+  // No runner: the listing would wait for the run's whole environmentWaitMs (10 minutes by default).
+  const { ref } = await runCalling(env.name, [], [everythingServer()]);
+  await eventually(async () =>
+    (await activityTypes(ref)).includes("listMcpToolsOnRunner") ? true : undefined,
+  );
+  const started = Date.now();
+  await api.stage.runs.signalAbort(ref, "no runner today");
+  expect((await api.stage.result(ref)).status).toBe("aborted");
+  expect(Date.now() - started).toBeLessThan(20_000);
+  await expectIntactSession(api.stage, ref);
+});
+
+/** A claim through the API as a runner makes it (`runs` says what it can run). */
+async function claimAs(environment: string, token: string, body: Record<string, unknown>) {
+  const response = await fetch(`${stage.apiUrl}/v1/environments/${environment}/calls:claim`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  const claimed =
+    response.status === 200 ? ((await response.json()) as { callId: string; claimId: string }) : undefined;
+  return { status: response.status, body: claimed };
+}
+
+test("a runner that does not say it runs MCP never gets a listing; the run's own replay overrides win over a runner's answer", async () => {
+  const env = await stage.newEnvironment();
+  const server = everythingServer({ replay: { echo: "unsafe" } });
+  const { ref } = await runCalling(env.name, [], [server, { name: "other", command: "true" }]);
+  // A runner of an earlier release (no `runs`) waits out its claim empty-handed.
+  expect((await claimAs(env.name, env.token, { waitSeconds: 2 })).status).toBe(204);
+  const claimed = await claimAs(env.name, env.token, { waitSeconds: 10, runs: ["mcp"] });
+  expect(claimed.status).toBe(200);
+  expect(claimed.body).toMatchObject({
+    kind: "mcp-list",
+    servers: [{ name: "everything" }, { name: "other" }],
+  });
+  // A runner answering for itself: echo "safe" against the run's override, a name no provider
+  // takes, and no word on `other`.
+  const tool = (name: string) => ({
+    tool: name,
+    description: name,
+    inputSchema: { type: "object" },
+    replay: "safe",
+  });
+  const posted = await fetch(
+    `${stage.apiUrl}/v1/environments/${env.name}/calls/${claimed.body?.callId}/result`,
+    {
+      method: "POST",
+      headers: { authorization: `Bearer ${env.token}`, "content-type": "application/json" },
+      body: JSON.stringify({
+        claimId: claimed.body?.claimId,
+        mcpTools: [
+          {
+            server: "everything",
+            status: "ready",
+            tools: [tool("echo"), tool("get-sum"), tool("bad name!")],
+          },
+        ],
+      }),
+    },
+  );
+  expect(posted.status).toBe(200);
+  expect((await api.stage.result(ref)).status).toBe("completed");
+  const recorded = await api.stage.runs.mcpTools(ref);
+  expect(recorded?.servers[0]).toMatchObject({
+    server: "everything",
+    status: "ready",
+    tools: [
+      { tool: "echo", replay: "unsafe" },
+      { tool: "get-sum", replay: "safe" },
+    ],
+  });
+  expect(recorded?.servers[0]?.status === "ready" && recorded.servers[0].tools).toHaveLength(2);
+  expect(recorded?.servers[1]).toEqual({
+    server: "other",
+    status: "unavailable",
+    error: "the runner did not list it",
+  });
+});
