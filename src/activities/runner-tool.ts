@@ -48,8 +48,8 @@ export function runnerToolActivity({
     if (!environments) throw new Error("this worker has no environment store");
     const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
     const ctx = Context.current();
-    const call = await toolCallOf(store, input);
-    const [stored, environment, header] = await Promise.all([
+    const [call, stored, environment, header] = await Promise.all([
+      toolCallOf(store, input),
       store.getEntry(ref, input.slot.seq),
       environments.get(input.tenantId, input.environment),
       store.getHeader(ref),

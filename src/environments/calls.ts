@@ -26,7 +26,13 @@ import type { SessionStore } from "../store/session-store";
 import type { ToolCallMarkers } from "../store/tool-call-markers";
 import { toolNamed, toToolResultMessage } from "../tools";
 import type { ReplayClass, ToolOutput } from "../tools/types";
-import type { EnvironmentStore, McpListingCall, RunnerCall, RunnerToolCall } from "./store";
+import {
+  type EnvironmentStore,
+  type McpListingCall,
+  RUNNER_CALL_ID,
+  type RunnerCall,
+  type RunnerToolCall,
+} from "./store";
 
 interface ClaimedCommon {
   callId: string;
@@ -72,7 +78,8 @@ export interface RunnerCallDeps {
 
 /**
  * How a long-polling claim learns of a new call: it reads the environment's doorbell (rewritten
- * with every call) every DOORBELL_POLL_MS and lists the calls when it changed, and at least every
+ * with every call, naming it) every DOORBELL_POLL_MS; when it changed, it tries the call it names
+ * first and lists the calls only when that one is not to be had. It lists at least every
  * CLAIM_POLL_MS (a ring that failed, a call left by a dead runner's claim).
  */
 const DOORBELL_POLL_MS = 50;
@@ -102,20 +109,38 @@ export async function claimCall(
   const deadline = deps.now() + waitMs;
   const mine = (callId: string) =>
     options.sessionId === undefined || callId.startsWith(`${options.sessionId}.`);
+  // Read before listing: a call put after the list changes it, and the wait below sees that.
+  let rung = await deps.environments.doorbell(tenantId, environment);
+  /** The call that rang the doorbell last, tried alone (no listing) when the claim wakes. */
+  let ringing: string | undefined;
   for (;;) {
-    // Read before listing: a call put after the list changes it, and the wait below sees that.
-    const rung = await deps.environments.doorbell(tenantId, environment);
-    const callIds = (await deps.environments.callIds(tenantId, environment)).filter(mine);
-    // A long poll outlives its authentication: a token revoked meanwhile takes no call.
-    if (callIds.length > 0 && options.stillAuthorized && !(await options.stillAuthorized())) return undefined;
+    const alone = ringing !== undefined && RUNNER_CALL_ID.test(ringing) && mine(ringing);
+    const callIds =
+      alone && ringing !== undefined
+        ? [ringing]
+        : (await deps.environments.callIds(tenantId, environment)).filter(mine);
+    ringing = undefined;
+    // A long poll outlives its authentication: a token revoked meanwhile takes no call. Asked
+    // while the first call is read (a round trip less), answered before any claim is made.
+    const authorized = callIds.length > 0 && options.stillAuthorized ? options.stillAuthorized() : undefined;
+    authorized?.catch(() => undefined);
+    const mayClaim = async () => (await authorized) !== false;
     for (const callId of callIds) {
-      const claimed = await tryClaim(deps, tenantId, environment, callId, options.mcp === true);
+      const claimed = await tryClaim(deps, tenantId, environment, callId, options.mcp === true, mayClaim);
+      if (claimed === "refused") return undefined;
       if (claimed) return claimed;
     }
+    // The call that rang went to another runner (or is not one for this one): list them all.
+    if (alone) continue;
     const until = Math.min(deadline, deps.now() + CLAIM_POLL_MS);
     while (deps.now() < until && !options.signal?.aborted) {
       await sleep(Math.min(DOORBELL_POLL_MS, Math.max(0, until - deps.now())));
-      if ((await deps.environments.doorbell(tenantId, environment)) !== rung) break;
+      const now = await deps.environments.doorbell(tenantId, environment);
+      if (now?.etag !== rung?.etag) {
+        rung = now;
+        ringing = now?.callId;
+        break;
+      }
     }
     if (deps.now() >= deadline || options.signal?.aborted) return undefined;
   }
@@ -127,10 +152,12 @@ async function tryClaim(
   environment: string,
   callId: string,
   runsMcp: boolean,
-): Promise<ClaimedCall | undefined> {
+  mayClaim: () => Promise<boolean>,
+): Promise<ClaimedCall | undefined | "refused"> {
   const read = await deps.environments.readCall(tenantId, environment, callId);
   if (!read || read.value.claim) return undefined;
   if (!runsMcp && (read.value.kind === "mcp-list" || read.value.mcp !== undefined)) return undefined;
+  if (!(await mayClaim())) return "refused";
   if (read.value.expired) {
     // Given up by its activity (no runner in time, or cancelled): nobody will claim it.
     await deps.environments.removeCall(tenantId, environment, callId);
@@ -153,7 +180,9 @@ async function tryClaim(
   // A listing runs again whenever asked: it changes nothing.
   if (call.kind === "mcp-list") return { ...common, kind: "mcp-list", servers: call.servers };
   const ref = { tenantId, sessionId: call.sessionId };
-  const stored = await deps.store.getEntry(ref, call.slot.seq);
+  // The first attempt looked for a stored result before it wrote the call, and nothing else
+  // writes its slot until a runner answers it: a later attempt's may be there (a late answer).
+  const stored = call.attempt > 1 ? await deps.store.getEntry(ref, call.slot.seq) : undefined;
   if (stored) {
     await finish(deps, call, summarize(resultOf(stored, call.slot.id), "adopted"));
     return undefined;

@@ -123,7 +123,7 @@ export type McpListingCall = z.infer<typeof McpListingCallSchema>;
 export const RunnerCallSchema = z.union([McpListingCallSchema, RunnerToolCallSchema]);
 export type RunnerCall = z.infer<typeof RunnerCallSchema>;
 
-const DoorbellSchema = z.object({ at: z.number() });
+const DoorbellSchema = z.object({ at: z.number(), callId: z.string().optional() });
 
 /** Call ids: a session id, `.`, then a result slot's sequence number or an MCP listing's key. */
 export const RUNNER_CALL_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}\.([0-9]{1,12}|mcp-list-[0-9a-f]{12})$/;
@@ -258,15 +258,24 @@ export class EnvironmentStore {
   /** Writes (or replaces, for a new attempt) the call for the environment's runners, and rings the doorbell. */
   async putCall(call: RunnerCall): Promise<void> {
     await this.objects.overwrite(this.callKey(call.tenantId, call.environment, call.callId), call);
-    await this.objects.overwrite(this.doorbellKey(call.tenantId, call.environment), { at: Date.now() });
+    await this.objects.overwrite(this.doorbellKey(call.tenantId, call.environment), {
+      at: Date.now(),
+      callId: call.callId,
+    });
   }
 
   /**
    * The version of the environment's doorbell, which every `putCall` rewrites: claims waiting for a
    * call read this small object often instead of listing the calls (a GET costs a twelfth of a LIST).
    */
-  async doorbell(tenantId: string, environment: string): Promise<string | undefined> {
-    return (await this.objects.readVersioned(this.doorbellKey(tenantId, environment), DoorbellSchema))?.etag;
+  async doorbell(
+    tenantId: string,
+    environment: string,
+  ): Promise<{ etag: string; callId?: string } | undefined> {
+    const read = await this.objects.readVersioned(this.doorbellKey(tenantId, environment), DoorbellSchema);
+    return (
+      read && { etag: read.etag, ...(read.value.callId !== undefined ? { callId: read.value.callId } : {}) }
+    );
   }
 
   private doorbellKey(tenantId: string, environment: string): string {
