@@ -43,7 +43,7 @@ export interface DemoOptions {
   runnerWorkspaceRoot?: string;
   /** The API's address: the demo prints the session's viewer page there. */
   apiUrl?: string;
-  /** Jaeger's address (`keel dev --traces`): the demo prints the session's traces there. */
+  /** The trace viewer's address (`keel dev --traces`): the demo links the session's traces there. */
   tracesUrl?: string;
 }
 
@@ -74,10 +74,9 @@ export function temporalUiListLink(uiUrl: string, namespace: string, query: stri
 }
 
 /** Runs the demo; resolves when its run has ended. Throws when the API refuses it. */
-/** Jaeger's query API for the traces of one session's runs (its activities carry `keel.session_id`). */
-export function sessionTracesLink(jaegerUrl: string, sessionId: string): string {
-  const tags = encodeURIComponent(JSON.stringify({ "keel.session_id": sessionId }));
-  return `${jaegerUrl}/api/traces?service=keel-worker&tags=${tags}`;
+/** The trace viewer's page of one session's traces (its activities carry `keel.session_id`). */
+export function sessionTracesLink(viewerUrl: string, sessionId: string): string {
+  return `${viewerUrl}/?session=${encodeURIComponent(sessionId)}`;
 }
 
 export async function runDemo(options: DemoOptions): Promise<DemoResult> {

@@ -40,6 +40,7 @@ import { freePort } from "./devstack/ports";
 import { startS3DevServer } from "./devstack/s3-server";
 import { startTemporalDevServer } from "./devstack/temporal-server";
 import { projectRoot } from "./devstack/tools";
+import { startTraceViewer, type TraceViewer } from "./devstack/trace-viewer";
 import { startSupervisedWorker, WORKER_STOP_GRACE_MS } from "./devstack/worker-process";
 import { writeWorkflowBundle } from "./devstack/workflow-bundle";
 import { type Output, stdoutOutput } from "./render";
@@ -50,7 +51,14 @@ export interface DevStack {
   stop(): Promise<void>;
 }
 
-const DEFAULT_PORTS = { temporal: 7233, temporalUi: 8233, s3: 8333, api: 8787, jaegerUi: 16686 };
+const DEFAULT_PORTS = {
+  temporal: 7233,
+  temporalUi: 8233,
+  s3: 8333,
+  api: 8787,
+  jaegerUi: 16686,
+  traceViewer: 16687,
+};
 
 /** The local API key of `keel dev` (loopback only, tenant `dev`); not a secret. */
 export const DEV_API_KEY = "keel-dev-key";
@@ -76,7 +84,8 @@ examples/sample-project. Ctrl-C stops everything. KEEL_DATA_DIR moves the state 
 (default .keel/data).
 
 --traces also starts Jaeger (built by \`npm run ensure\`) and sends the API's and the
-worker's traces and metrics to it; its address is printed beside the Temporal UI's. Without
+worker's traces and metrics to it, and a trace viewer (each run's trace as a waterfall) whose
+address is printed beside the Temporal UI's. Without
 it, KEEL_OTEL_ENDPOINT (when set) is passed on to the API and the worker.
 
 --runner also starts \`keel runner --env ${DEV_RUNNER_ENVIRONMENT}\` (restarted when it dies) and makes
@@ -224,6 +233,7 @@ export async function runDev(argv: string[], out: Output = stdoutOutput): Promis
 
   try {
     let jaeger: JaegerServer | undefined;
+    let traceViewer: TraceViewer | undefined;
     if (values.traces) {
       const jaegerDir = join(dataDir, "jaeger");
       mkdirSync(jaegerDir, { recursive: true });
@@ -233,6 +243,10 @@ export async function runDev(argv: string[], out: Output = stdoutOutput): Promis
       );
       const server = jaeger;
       stops.push(() => server.process.stop());
+      const viewerPort = await portOr(DEFAULT_PORTS.traceViewer);
+      const viewer = await startTraceViewer({ jaegerUrl: server.uiUrl, port: viewerPort });
+      traceViewer = viewer;
+      stops.push(() => viewer.close());
     }
     // Telemetry of the API (in this process) and the worker: Jaeger's, or the operator's receiver.
     const otelEndpoint = jaeger?.otlpEndpoint ?? env.KEEL_OTEL_ENDPOINT;
@@ -369,7 +383,7 @@ export async function runDev(argv: string[], out: Output = stdoutOutput): Promis
         ...(stack.temporal.uiUrl ? [`  Temporal UI   ${stack.temporal.uiUrl}`] : []),
         ...(jaeger
           ? [
-              `  Traces        ${jaeger.uiUrl} (Jaeger; a run's trace as JSON: ${jaeger.uiUrl}/api/traces?service=keel-api)`,
+              `  Traces        ${traceViewer?.url} (each run's trace as a waterfall; Jaeger's query API: ${jaeger.uiUrl}/api/traces?service=keel-api)`,
               `  Metrics       ${jaeger.metricsUrl}`,
             ]
           : otelEndpoint
@@ -406,7 +420,7 @@ export async function runDev(argv: string[], out: Output = stdoutOutput): Promis
         workspaceRoot,
         ...(runner ? { runnerWorkspaceRoot: runner.workspaceRoot } : {}),
         apiUrl: api.url,
-        ...(jaeger ? { tracesUrl: jaeger.uiUrl } : {}),
+        ...(traceViewer ? { tracesUrl: traceViewer.url } : {}),
       }).then(
         () => out.write("The stack stays up. Press Ctrl-C to stop.\n"),
         (error: unknown) => {

@@ -14,6 +14,7 @@ import { Client, Connection } from "@temporalio/client";
 import { historyFromJSON } from "@temporalio/common/lib/proto-utils";
 import { Runtime, Worker } from "@temporalio/worker";
 import { type JaegerServer, startJaeger } from "../../../src/cli/devstack/jaeger-server";
+import { startTraceViewer } from "../../../src/cli/devstack/trace-viewer";
 import { RunClient } from "../../../src/run-client/run-client";
 import { keelDataConverter } from "../../../src/store/payload-storage";
 import { clientTelemetryOptions } from "../../../src/telemetry/client";
@@ -266,6 +267,23 @@ test("a run whose worker was killed mid-call is one trace: API, first worker, th
   expect(tag(tool, "gen_ai.tool.name")).toBe("ls");
   expect(tag(tool, "keel.tool.replay_class")).toBe("safe");
   expect(tag(tool, "keel.tool.outcome")).toBe("executed");
+
+  // The trace viewer of `keel dev --traces` shows it: the session's list links it, its page is
+  // the waterfall, served with a policy that runs no script.
+  const viewer = await startTraceViewer({ jaegerUrl: jaeger.uiUrl });
+  try {
+    const list = await fetch(`${viewer.url}/?session=${sessionId}`);
+    expect(await list.text()).toContain(`href="/trace/${trace.traceID}"`);
+    const waterfall = await fetch(`${viewer.url}/trace/${trace.traceID}`);
+    expect(waterfall.status).toBe(200);
+    expect(waterfall.headers.get("content-security-policy")).toContain("default-src 'none'");
+    const html = await waterfall.text();
+    for (const name of ["POST /v1/sessions/:sessionId/messages", "RunWorkflow:agentRun", "execute_tool ls"])
+      expect(html).toContain(name);
+    expect((await fetch(`${viewer.url}/trace/not-a-trace`)).status).toBe(400);
+  } finally {
+    await viewer.close();
+  }
 
   // Metrics reached the receiver: tokens by tenant and model, tool latency, queue waits, outcomes.
   const metrics = await eventually(
