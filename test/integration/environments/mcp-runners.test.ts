@@ -18,22 +18,14 @@ import {
 } from "../../support/mcp-servers";
 import { eventually, expectIntactSession, messagesOf } from "../../support/run-harness";
 import type { ApiStage } from "../api/api-stage";
-import { claims, createRunnerStage, type RunnerStage, workspaceRoot } from "./runner-stage";
+import { claims, type RunnerStage, useRunnerStage, workspaceRoot } from "./runner-stage";
 
 let stage: RunnerStage;
 let api: ApiStage;
 
-beforeAll(async () => {
-  stage = await createRunnerStage();
-  api = stage.api;
-}, 240_000);
-
-afterEach(async () => {
-  await stage.killRunners();
-});
-
-afterAll(async () => {
-  await stage?.close();
+useRunnerStage((created) => {
+  stage = created;
+  api = created.api;
 });
 
 // A runner to start per test and, in the kill tests, a heartbeat timeout to wait out.

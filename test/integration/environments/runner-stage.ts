@@ -112,6 +112,25 @@ export async function createRunnerStage(): Promise<RunnerStage> {
   };
 }
 
+/**
+ * Registers a suite's hooks around one stage: created before all tests (handed to `ready`), its
+ * runners killed and mocks restored after each test, everything closed after all.
+ */
+export function useRunnerStage(ready: (stage: RunnerStage) => void): void {
+  let stage: RunnerStage | undefined;
+  beforeAll(async () => {
+    stage = await createRunnerStage();
+    ready(stage);
+  }, 240_000);
+  afterEach(async () => {
+    jest.restoreAllMocks();
+    await stage?.killRunners();
+  });
+  afterAll(async () => {
+    await stage?.close();
+  });
+}
+
 /** A fresh directory for a runner's workspaces (or a checkout it acts on). */
 export function workspaceRoot(): string {
   return mkdtempSync(join(testTmpDir(), "runner-"));

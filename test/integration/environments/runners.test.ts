@@ -12,29 +12,14 @@ import { DEFAULT_RUN_SETTINGS, runWorkflowId } from "../../../src/workflows/type
 import { uniqueName } from "../../support/integration-env";
 import { eventually, expectIntactSession, messagesOf, toolCallIds } from "../../support/run-harness";
 import { type ApiStage, expectProblem } from "../api/api-stage";
-import {
-  claims,
-  createRunnerStage,
-  processesMatching,
-  type RunnerStage,
-  workspaceRoot,
-} from "./runner-stage";
+import { claims, processesMatching, type RunnerStage, useRunnerStage, workspaceRoot } from "./runner-stage";
 
 let stage: RunnerStage;
 let api: ApiStage;
 
-beforeAll(async () => {
-  stage = await createRunnerStage();
-  api = stage.api;
-}, 240_000);
-
-afterEach(async () => {
-  jest.restoreAllMocks();
-  await stage.killRunners();
-});
-
-afterAll(async () => {
-  await stage?.close();
+useRunnerStage((created) => {
+  stage = created;
+  api = created.api;
 });
 
 // Runs with a runner process to start and, in some, a heartbeat timeout to wait out, on a shared machine.

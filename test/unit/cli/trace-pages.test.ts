@@ -67,6 +67,17 @@ test("the waterfall places each bar on the trace's time axis", () => {
   expect(html.indexOf("RunWorkflow:agentRun")).toBeLessThan(html.indexOf("execute_tool ls"));
 });
 
+test("a failed span's bar is marked as an error; the API's as the API's", () => {
+  const failedTrace: JaegerTrace = {
+    ...trace,
+    spans: [
+      { ...span("root", undefined, "boom", 0, 10), tags: [{ key: "otel.status_code", value: "ERROR" }] },
+    ],
+  };
+  expect(renderTraceWaterfall(failedTrace)).toContain('class="bar keel-api error"');
+  expect(renderTraceWaterfall(trace)).not.toMatch(/class="bar[^"]*error/);
+});
+
 test("span names and attributes are text, never markup: no script, no element of an attacker's", () => {
   const hostile: JaegerTrace = {
     ...trace,
