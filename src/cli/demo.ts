@@ -73,12 +73,12 @@ export function temporalUiListLink(uiUrl: string, namespace: string, query: stri
   return `${uiUrl}/namespaces/${encodeURIComponent(namespace)}/workflows?query=${encodeURIComponent(query)}`;
 }
 
-/** Runs the demo; resolves when its run has ended. Throws when the API refuses it. */
 /** The trace viewer's page of one session's traces (its activities carry `keel.session_id`). */
 export function sessionTracesLink(viewerUrl: string, sessionId: string): string {
   return `${viewerUrl}/?session=${encodeURIComponent(sessionId)}`;
 }
 
+/** Runs the demo; resolves when its run has ended. Throws when the API refuses it. */
 export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   const { client, out } = options;
   const sessionId = `demo-${new Date().toISOString().replace(/[-:]/g, "").replace(/\..*$/, "").replace("T", "-")}`;

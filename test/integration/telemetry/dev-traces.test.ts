@@ -31,14 +31,23 @@ test("keel dev --traces prints Jaeger beside the Temporal UI and the demo run's 
   expect(output).toMatch(/Jaeger \(traces and metrics\) … ok/);
   const lines = output.split("\n");
   const temporalUi = lines.findIndex((line) => line.trimStart().startsWith("Temporal UI"));
-  expect(lines[temporalUi + 1]).toMatch(/^\s+Traces\s+http:\/\/127\.0\.0\.1:\d+ \(Jaeger;/);
+  const tracesLine = lines[temporalUi + 1] ?? "";
+  const viewer =
+    /^\s+Traces\s+(http:\/\/127\.0\.0\.1:\d+) \(.*Jaeger's query API: (http:\/\/127\.0\.0\.1:\d+)\//.exec(
+      tracesLine,
+    );
+  expect(viewer).not.toBeNull();
+  const [, viewerUrl, jaegerUrl] = viewer as RegExpExecArray;
   const metricsUrl = printed(output, "Metrics") as string;
   const tracesLink = printed(output, "traces") as string;
-  expect(tracesLink).toMatch(/\/api\/traces\?service=keel-worker&tags=/);
+  const sessionId = /\?session=([^&\s]+)/.exec(tracesLink)?.[1] as string;
+  expect(tracesLink).toBe(`${viewerUrl}/?session=${sessionId}`);
 
+  // The demo's trace in Jaeger itself (the worker's spans carry the session's tag)...
+  const sessionTag = encodeURIComponent(JSON.stringify({ "keel.session_id": decodeURIComponent(sessionId) }));
   const operations = await eventually(
     async () => {
-      const response = await fetch(tracesLink);
+      const response = await fetch(`${jaegerUrl}/api/traces?service=keel-worker&tags=${sessionTag}`);
       const traces = ((await response.json()) as { data: { spans: { operationName: string }[] }[] }).data;
       const names = new Set(traces.flatMap((trace) => trace.spans.map((span) => span.operationName)));
       return names.has("RunWorkflow:agentRun") && names.has("execute_tool edit") ? names : undefined;
@@ -49,6 +58,10 @@ test("keel dev --traces prints Jaeger beside the Temporal UI and the demo run's 
   expect([...operations]).toEqual(
     expect.arrayContaining(["POST /v1/sessions/:sessionId/messages", "chat local-chat", "execute_tool ls"]),
   );
+  // ...and on the printed page, which lists it.
+  const page = await (await fetch(tracesLink)).text();
+  expect(page).toContain(`Traces of session ${decodeURIComponent(sessionId)}`);
+  expect(page).toMatch(/href="\/trace\/[0-9a-f]+"/);
   const metrics = await eventually(
     async () => {
       const text = await (await fetch(metricsUrl)).text();
