@@ -81,9 +81,25 @@ export interface RunnerCallDeps {
  * with every call, naming it) every DOORBELL_POLL_MS; when it changed, it tries the call it names
  * first and lists the calls only when that one is not to be had. It lists at least every
  * CLAIM_POLL_MS (a ring that failed, a call left by a dead runner's claim).
+ *
+ * An environment whose doorbell rang within the last BUSY_WINDOW_MS is in the middle of a run,
+ * whose next call follows a model turn: its claims read the doorbell every BUSY_DOORBELL_POLL_MS,
+ * so the wait for a ring, the largest step of a hand-off, shrinks (docs/environments.md,
+ * "Measured"). The ring's time is in the doorbell itself, so every API process (a Lambda's
+ * instances too) keeps the same pace. An idle environment's polls cost what they did; its first
+ * call waits up to the idle interval.
  */
 const DOORBELL_POLL_MS = 50;
+const BUSY_DOORBELL_POLL_MS = 10;
+const BUSY_WINDOW_MS = 30_000;
 const CLAIM_POLL_MS = 5_000;
+
+/** How long a claim sleeps between doorbell reads, given the last ring (written by another machine's clock). */
+function doorbellPollMs(rung: { at: number } | undefined, now: number): number {
+  return rung !== undefined && Math.abs(now - rung.at) < BUSY_WINDOW_MS
+    ? BUSY_DOORBELL_POLL_MS
+    : DOORBELL_POLL_MS;
+}
 
 /**
  * Claims the oldest waiting call of the environment (of one session, with `sessionId`), waiting up to `waitMs` for one. Undefined
@@ -134,7 +150,7 @@ export async function claimCall(
     if (alone) continue;
     const until = Math.min(deadline, deps.now() + CLAIM_POLL_MS);
     while (deps.now() < until && !options.signal?.aborted) {
-      await sleep(Math.min(DOORBELL_POLL_MS, Math.max(0, until - deps.now())));
+      await sleep(Math.min(doorbellPollMs(rung, deps.now()), Math.max(0, until - deps.now())));
       const now = await deps.environments.doorbell(tenantId, environment);
       if (now?.etag !== rung?.etag) {
         rung = now;

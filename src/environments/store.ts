@@ -271,10 +271,14 @@ export class EnvironmentStore {
   async doorbell(
     tenantId: string,
     environment: string,
-  ): Promise<{ etag: string; callId?: string } | undefined> {
+  ): Promise<{ etag: string; at: number; callId?: string } | undefined> {
     const read = await this.objects.readVersioned(this.doorbellKey(tenantId, environment), DoorbellSchema);
     return (
-      read && { etag: read.etag, ...(read.value.callId !== undefined ? { callId: read.value.callId } : {}) }
+      read && {
+        etag: read.etag,
+        at: read.value.at,
+        ...(read.value.callId !== undefined ? { callId: read.value.callId } : {}),
+      }
     );
   }
 
