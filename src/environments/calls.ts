@@ -95,7 +95,7 @@ const BUSY_WINDOW_MS = 30_000;
 const CLAIM_POLL_MS = 5_000;
 
 /** How long a claim sleeps between doorbell reads, given the last ring (written by another machine's clock). */
-function doorbellPollMs(rung: { at: number } | undefined, now: number): number {
+export function doorbellPollMs(rung: { at: number } | undefined, now: number): number {
   return rung !== undefined && Math.abs(now - rung.at) < BUSY_WINDOW_MS
     ? BUSY_DOORBELL_POLL_MS
     : DOORBELL_POLL_MS;

@@ -176,52 +176,64 @@ const mergeRace: Attempt = {
   async run(ctx: EscapeContext) {
     const { seconds, rounds, children } = MERGE_LENGTH[ctx.form];
     const sessionId = ctx.newSession("race-merge");
-    const child = `esc-${sessionId}-child`;
-    ctx.stack.llm.addScenario(child, {
-      turns: [
-        {
-          toolCalls: [
-            { name: "write", arguments: { path: "x/planted.txt", content: "planted by the child\n" } },
-            {
-              name: "edit",
-              arguments: { path: "x/f.txt", oldText: "decoy", newText: "edited by the child" },
-            },
-            { name: "bash", arguments: { command: "rm -f x/gone.txt" } },
-          ],
-        },
-      ],
-      after: { text: "edited" },
-    });
-    const setup: ScriptedToolCall = {
+    // Each child of each round edits its own files, so every merge has something to apply; the
+    // first of a round removes `canary.txt`, a name the host folder holds too. A write or removal
+    // that followed the link would add, change or remove a file there.
+    const childScenario = (round: number, index: number): string => {
+      const name = `esc-${sessionId}-child-${round}-${index}`;
+      ctx.stack.llm.addScenario(name, {
+        turns: [
+          {
+            toolCalls: [
+              { name: "write", arguments: { path: `x/planted-${round}-${index}.txt`, content: "planted\n" } },
+              {
+                name: "edit",
+                arguments: { path: `x/f${index}.txt`, oldText: "decoy", newText: `edited ${round}-${index}` },
+              },
+              ...(index === 0 ? [{ name: "bash", arguments: { command: "rm x/canary.txt" } }] : []),
+            ],
+          },
+        ],
+        after: { text: "edited" },
+      });
+      return name;
+    };
+    // Before each round: the folder again as it was, files to edit and the name to remove in it.
+    const files = Array.from({ length: children }, (_, index) => `x/f${index}.txt`).join(" ");
+    const reset: ScriptedToolCall = {
       name: "bash",
-      arguments: { command: "mkdir -p x && printf 'decoy\\n' > x/f.txt && printf 'decoy\\n' > x/gone.txt" },
+      arguments: {
+        command: `rm -rf x x.real && mkdir x && for f in x/canary.txt ${files}; do printf 'decoy\\n' > $f; done`,
+      },
     };
     // A link to the host folder stands in the folder's place a seventh of the time: a merge's
-    // checks mostly pass, and its writes, spread over S3 reads, meet the link.
-    const script = `my $h = "${ctx.canaries.hostDir}"; my ($end, $k) = (time + ${seconds}, 0); while (time < $end) { rename("x", "x.real") or next; symlink($h, "x"); select(undef, undef, undef, 0.0003); unlink("x"); rename("x.real", "x"); select(undef, undef, undef, 0.002); $k++; } print "swapped $k times\\n";`;
+    // checks mostly pass, and its writes, spread over S3 reads, meet the link. The loop stops
+    // when the folder cannot be put back (nothing else renames it).
+    const script = `my $h = "${ctx.canaries.hostDir}"; my ($end, $k) = (time + ${seconds}, 0); while (time < $end) { rename("x", "x.real") or last; symlink($h, "x"); select(undef, undef, undef, 0.0003); unlink("x"); rename("x.real", "x") or last; select(undef, undef, undef, 0.002); $k++; } print "swapped $k times\\n";`;
     const swapper: ScriptedToolCall = {
       name: "bash",
-      arguments: { command: `perl -e '${script}'`, timeout: 300 },
+      // It starts once the task calls have taken their snapshot of the workspace to fork from.
+      arguments: { command: `sleep 2; perl -e '${script}'`, timeout: 300 },
     };
-    const batch = (): ScriptedToolCall[] => [
-      swapper,
-      ...Array.from({ length: children }, () => ({
-        name: "task",
-        arguments: { agent: "editor", prompt: `[scenario:${child}] edit x` },
-      })),
-    ];
+    const batches = Array.from({ length: rounds }, (_, round): ScriptedToolCall[][] => [
+      [reset],
+      [
+        swapper,
+        ...Array.from({ length: children }, (_, index) => ({
+          name: "task",
+          arguments: { agent: "editor", prompt: `[scenario:${childScenario(round, index)}] edit x` },
+        })),
+      ],
+    ]).flat();
     const settings = {
       tools: ["read", "write", "edit", "bash", "ls", "grep", "find", "task"],
       agents: [{ name: "editor", description: "edits files", tools: ["read", "write", "edit", "bash"] }],
     };
-    const played = await ctx.play(
-      sessionId,
-      [[setup], ...Array.from({ length: rounds }, batch)],
-      settings,
-      600_000,
-    );
-    // Evidence that merges met the swapping: how each child's edits fared.
+    const played = await ctx.play(sessionId, batches, settings, 600_000);
     const tasks = played.results.filter((result) => result.tool === "task");
+    if (tasks.length !== rounds * children)
+      throw new Error(`${tasks.length} of ${rounds * children} task calls ran: ${playedLine(played)}`);
+    // Evidence that merges met the swapping: how each child's edits fared, and how often the folder swapped.
     const applied = tasks.filter((result) =>
       result.text.includes("Its changes are in your workspace"),
     ).length;
@@ -231,8 +243,11 @@ const mergeRace: Attempt = {
         !result.text.includes("Its changes are in your workspace") &&
         !result.text.includes("were NOT applied"),
     );
+    const swaps = played.results
+      .flatMap((result) => (result.tool === "bash" ? [/swapped (\d+) times/.exec(result.text)?.[1]] : []))
+      .filter((count) => count !== undefined);
     const otherLine = other ? `; other: ${other.text.split("\n").at(-1)}` : "";
-    const line = `${applied} of ${tasks.length} merges applied, ${conflicts} found the folder changed (not applied)${otherLine}`;
+    const line = `${applied} of ${tasks.length} merges applied, ${conflicts} found the folder changed (not applied); swapped ${swaps.join(", ")} times${otherLine}`;
     return judge(await ctx.leaks(sessionId), line);
   },
 };
