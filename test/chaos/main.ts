@@ -12,7 +12,7 @@ import { playFaults } from "./faults";
 import { sampleLoad } from "./load";
 import { type ChaosOptions, ChaosUsageError, parseChaosOptions } from "./options";
 import { type ChaosPlan, makeChaosPlan, type SessionPlan } from "./plan";
-import { renderMarkdown, summarize, writeChaosResults } from "./report";
+import { failureLines, renderMarkdown, summarize, writeChaosResults } from "./report";
 import { type ChaosRunners, startChaosRunners } from "./runners";
 import { registerSessionScenario } from "./scenario";
 import { driveSession, type SessionRecord } from "./sessions";
@@ -112,7 +112,10 @@ async function main(): Promise<number> {
     process.stdout.write(`\n${renderMarkdown(summary)}\n`);
     say(`results written to ${path}`);
     failed = summary.failures.length > 0;
-    if (failed) say(`FAIL (${summary.failures.join(", ")}); stack data kept in ${stack.dir}`);
+    if (failed) {
+      for (const line of failureLines(summary)) say(line);
+      say(`FAIL (${summary.failures.join(", ")}); stack data kept in ${stack.dir}`);
+    }
     return failed ? 1 : 0;
   } finally {
     await runners?.close();

@@ -119,6 +119,34 @@ function runCell(run: RunOutcome): string {
   return `not started (${run.error})`;
 }
 
+/** Lines printed at most by failureLines: a CI log shows a failed step's tail. */
+const MAX_FAILURE_LINES = 12;
+
+/**
+ * What made the run fail, one line each (violations, stuck runs, repeated model calls, faults
+ * that could not be applied, API crashes), printed just before the verdict so a log's tail has
+ * them; the whole is in the results file.
+ */
+export function failureLines(summary: ChaosSummary): string[] {
+  const lines = [
+    ...summary.verdict.violations.map((v) => `violation in ${v.sessionId}: ${v.kind}: ${v.detail}`),
+    ...summary.verdict.sessions.flatMap((row) =>
+      row.record.runs.some((run) => run.kind === "stuck") ? [`${row.sessionId}: ${runsCell(row)}`] : [],
+    ),
+    ...summary.verdict.repeatedCalls.map(
+      (call) =>
+        `repeated model call in ${call.sessionId} for seq ${call.seq}, ${call.afterStoredSeconds} s after its answer was stored`,
+    ),
+    ...summary.faults.errors.map((error) => `fault not applied: ${error}`),
+    ...summary.faults.apiExits.map((lastWords) => `API server crashed: ${lastWords}`),
+  ]
+    .map((line) => line.replaceAll("\n", " "))
+    .map((line) => (line.length > 400 ? `${line.slice(0, 399)}…` : line));
+  return lines.length > MAX_FAILURE_LINES
+    ? [...lines.slice(0, MAX_FAILURE_LINES), `… and ${lines.length - MAX_FAILURE_LINES} more (results file)`]
+    : lines;
+}
+
 function sessionTable(summary: ChaosSummary): string {
   return table(
     ["session", "plan", "runs (as the API reported them)", "Temporal executions", "entries", "violations"],

@@ -3,7 +3,7 @@ import { emptyFaultTally } from "../../chaos/faults";
 import { loadFigures } from "../../chaos/load";
 import { CHAOS_PRESETS } from "../../chaos/options";
 import { makeChaosPlan } from "../../chaos/plan";
-import { renderMarkdown, summarize } from "../../chaos/report";
+import { failureLines, renderMarkdown, summarize } from "../../chaos/report";
 import type { Verdict } from "../../chaos/verify";
 
 function summaryWith(kinds: string[]) {
@@ -43,4 +43,18 @@ test("every violation fails the run and is counted by kind, a history that does 
   expect(markdown).toContain("**FAIL: 3 violations**");
   expect(markdown).toContain("| seq_gap | 2 |");
   expect(markdown).toContain("| history_not_replayable | 1 |");
+});
+
+test("the reasons of a failure are lines of their own, at most 12 and one saying how many more", () => {
+  const summary = summaryWith(["seq_gap"]);
+  expect(failureLines(summary)).toEqual(["violation in s1: seq_gap: …"]);
+  summary.faults.errors.push("kill at +10 ms failed: the primary worker did not start\nwithin 300000 ms");
+  expect(failureLines(summary)[1]).toBe(
+    "fault not applied: kill at +10 ms failed: the primary worker did not start within 300000 ms",
+  );
+  const many = summaryWith(Array.from({ length: 20 }, () => "seq_gap"));
+  const lines = failureLines(many);
+  expect(lines).toHaveLength(13);
+  expect(lines.at(-1)).toBe("… and 8 more (results file)");
+  expect(failureLines(summaryWith([]))).toEqual([]);
 });
