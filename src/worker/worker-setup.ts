@@ -80,9 +80,10 @@ export function launcherFromConfig(config: WorkerConfig, s3: S3Client): Launcher
   const { launcher } = config;
   if (!launcher) return undefined;
   const tokens = new EnvironmentStore(s3, config.s3.bucket, config.s3.prefix);
+  const mcpSettings = { mounts: process.env[MCP_MOUNTS_SETTING], hosts: process.env[MCP_HOSTS_SETTING] };
   if (launcher.kind === "fargate") {
     // Credentials and region: the worker's own (its task role, AWS_REGION), never the runner's.
-    return new FargateLauncher({ ...launcher, ecs: new ECSClient({}), tokens, log });
+    return new FargateLauncher({ ...launcher, ecs: new ECSClient({}), tokens, mcpSettings, log });
   }
   return new LocalLauncher({
     apiUrl: launcher.apiUrl,
@@ -91,7 +92,7 @@ export function launcherFromConfig(config: WorkerConfig, s3: S3Client): Launcher
     // Beside the tenants' folders (a leading dot is in no tenant id).
     root: join(config.workspaceRoot, ".launched"),
     isolation: config.sandbox.isolation,
-    mcpSettings: { mounts: process.env[MCP_MOUNTS_SETTING], hosts: process.env[MCP_HOSTS_SETTING] },
+    mcpSettings,
     log,
   });
 }

@@ -3,9 +3,11 @@
  * `keel runner`, started by the worker through the ECS API and gone when the session is idle.
  *
  * The task gets, as container overrides, the runner's arguments (`--env E --snapshots --idle-exit
- * N`; the task definition's entry point is `keel runner`) and two variables: `KEEL_API_URL` and a
- * runner token of its session only. Nothing of the worker's environment (Temporal, S3, provider
- * settings, AWS credentials) goes with it; its task role grants nothing (infra/lib/runners.ts).
+ * N`; the task definition's entry point is `keel runner`) and its variables: `KEEL_API_URL`, a
+ * runner token of its session only, and the worker's MCP mounts and hosts when set (its image is
+ * Keel's, so the mounted paths are there too). Nothing else of the worker's environment
+ * (Temporal, S3, provider settings, MCP secrets, AWS credentials) goes with it; its task role
+ * grants nothing (infra/lib/runners.ts).
  *
  * Where the token is visible: ECS keeps container overrides in the task's description, so anyone
  * who may `ecs:DescribeTasks` on the cluster can read it, while the task runs and for about an hour
@@ -34,7 +36,13 @@ import {
   RunTaskCommand,
   StopTaskCommand,
 } from "@aws-sdk/client-ecs";
-import type { Launcher, LauncherTokens, LaunchRequest } from "./types";
+import {
+  type LaunchedMcpSettings,
+  type Launcher,
+  type LauncherTokens,
+  type LaunchRequest,
+  launchedMcpEnv,
+} from "./types";
 
 export interface FargateLauncherOptions {
   ecs: ECSClient;
@@ -51,6 +59,8 @@ export interface FargateLauncherOptions {
   /** The API's URL as the runner reaches it. */
   apiUrl: string;
   tokens: LauncherTokens;
+  /** The runners' MCP mounts and hosts (never secrets): launchedMcpEnv. */
+  mcpSettings?: LaunchedMcpSettings;
   /** A runner with no call for this long stops. */
   idleMs: number;
   /** How long `ensure` trusts what it last saw of a session's task before asking ECS again. */
@@ -234,10 +244,15 @@ export class FargateLauncher implements Launcher {
                   "--idle-exit",
                   String(Math.max(1, Math.round(options.idleMs / 1000))),
                 ],
-                // Its whole share of the worker's settings: where the API is and its session's token.
+                // Its whole share of the worker's settings: where the API is, its session's token,
+                // and where its MCP servers' programs are and which private hosts they may reach.
                 environment: [
                   { name: "KEEL_API_URL", value: options.apiUrl },
                   { name: "KEEL_RUNNER_TOKEN", value: token },
+                  ...Object.entries(launchedMcpEnv(options.mcpSettings)).map(([name, value]) => ({
+                    name,
+                    value,
+                  })),
                 ],
               },
             ],

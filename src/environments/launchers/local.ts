@@ -23,9 +23,14 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import path from "node:path";
-import { MCP_HOSTS_SETTING, MCP_MOUNTS_SETTING } from "../../mcp/policy";
 import type { Isolation } from "../../tools/sandbox";
-import type { Launcher, LauncherTokens, LaunchRequest } from "./types";
+import {
+  type LaunchedMcpSettings,
+  type Launcher,
+  type LauncherTokens,
+  type LaunchRequest,
+  launchedMcpEnv,
+} from "./types";
 
 export interface LocalLauncherOptions {
   /** The API's URL as the runner reaches it. */
@@ -37,12 +42,8 @@ export interface LocalLauncherOptions {
   root: string;
   /** `bwrap`: the runners' tools run in the bubblewrap sandbox; `off`: unsandboxed (KEEL_SANDBOX=off). */
   isolation: Isolation;
-  /**
-   * Where the runners' stdio MCP servers find their programs and which private hosts their HTTP
-   * servers may reach (the worker's KEEL_MCP_MOUNTS and KEEL_MCP_HOSTS, passed on as they are).
-   * Never KEEL_MCP_SECRETS: a launched runner holds none of the operator's secrets.
-   */
-  mcpSettings?: { mounts?: string; hosts?: string };
+  /** The runners' MCP mounts and hosts (never secrets): launchedMcpEnv. */
+  mcpSettings?: LaunchedMcpSettings;
   log: (level: "info" | "warn", message: string, fields?: Record<string, unknown>) => void;
 }
 
@@ -118,8 +119,7 @@ export class LocalLauncher implements Launcher {
       KEEL_API_URL: this.options.apiUrl,
       KEEL_RUNNER_TOKEN: token,
       ...(sandboxed ? {} : { KEEL_SANDBOX: "off" }),
-      ...(this.options.mcpSettings?.mounts ? { [MCP_MOUNTS_SETTING]: this.options.mcpSettings.mounts } : {}),
-      ...(this.options.mcpSettings?.hosts ? { [MCP_HOSTS_SETTING]: this.options.mcpSettings.hosts } : {}),
+      ...launchedMcpEnv(this.options.mcpSettings),
     };
     const child = spawn(command as string, args, {
       cwd: PACKAGE_ROOT,

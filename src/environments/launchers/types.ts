@@ -8,6 +8,7 @@
  * scoped to its tenant, environment and session, and the API's URL: never the worker's Temporal,
  * S3 or provider credentials.
  */
+import { MCP_HOSTS_SETTING, MCP_MOUNTS_SETTING } from "../../mcp/policy";
 import type { EnvironmentStore } from "../store";
 
 /** The session a runner is wanted for. */
@@ -32,3 +33,22 @@ export type LauncherTokens = Pick<EnvironmentStore, "issueToken" | "revoke">;
 
 /** Default idle time after which a launched runner stops (KEEL_LAUNCHER_IDLE_SECONDS). */
 export const DEFAULT_LAUNCHED_IDLE_SECONDS = 300;
+
+/**
+ * Where a launched runner's stdio MCP servers find their programs and which private hosts its HTTP
+ * servers may reach: the worker's KEEL_MCP_MOUNTS and KEEL_MCP_HOSTS, passed on as they are (a
+ * launched runner runs Keel's image or this machine's copy, whose paths they name). Never
+ * KEEL_MCP_SECRETS: a launched runner holds none of the operator's secrets.
+ */
+export interface LaunchedMcpSettings {
+  mounts?: string;
+  hosts?: string;
+}
+
+/** The variables a launched runner gets for `settings` (none for what is unset or empty). */
+export function launchedMcpEnv(settings: LaunchedMcpSettings | undefined): Record<string, string> {
+  return {
+    ...(settings?.mounts ? { [MCP_MOUNTS_SETTING]: settings.mounts } : {}),
+    ...(settings?.hosts ? { [MCP_HOSTS_SETTING]: settings.hosts } : {}),
+  };
+}

@@ -144,6 +144,32 @@ test("RunTask carries the task's settings and, of the worker's, only the API URL
   expect(startedByFor(SESSION).length).toBeLessThanOrEqual(36);
 });
 
+test("the worker's MCP mounts and hosts go with the task, as they are; its MCP secrets never do", async () => {
+  process.env.KEEL_MCP_SECRETS = "TRACKER_TOKEN";
+  process.env.TRACKER_TOKEN = "worker-tracker-token";
+  try {
+    await launcher({
+      mcpSettings: { mounts: "/opt/mcp/node:/opt/mcp/python", hosts: "tracker.internal,10.0.0.7" },
+    }).ensure(SESSION);
+  } finally {
+    delete process.env.KEEL_MCP_SECRETS;
+    delete process.env.TRACKER_TOKEN;
+  }
+  const [run] = ecsFake.calls("RunTask");
+  const [container] = (run?.body.overrides as { containerOverrides: Array<{ environment: unknown }> })
+    .containerOverrides;
+  expect(container?.environment).toEqual([
+    { name: "KEEL_API_URL", value: "https://api.keel.example" },
+    { name: "KEEL_RUNNER_TOKEN", value: tokens.issued[0]?.token },
+    { name: "KEEL_MCP_MOUNTS", value: "/opt/mcp/node:/opt/mcp/python" },
+    { name: "KEEL_MCP_HOSTS", value: "tracker.internal,10.0.0.7" },
+  ]);
+  for (const received of ecsFake.received) {
+    expect(received.raw).not.toContain("worker-tracker-token");
+    expect(received.raw).not.toContain("KEEL_MCP_SECRETS");
+  }
+});
+
 test("ensure for a session whose task is pending or running starts no second task", async () => {
   const launched = launcher();
   await Promise.all([launched.ensure(SESSION), launched.ensure(SESSION)]);
