@@ -156,8 +156,10 @@ test("the worker's MCP mounts and hosts go with the task, as they are; its MCP s
     delete process.env.TRACKER_TOKEN;
   }
   const [run] = ecsFake.calls("RunTask");
-  const [container] = (run?.body.overrides as { containerOverrides: Array<{ environment: unknown }> })
-    .containerOverrides;
+  const overrides = run?.body.overrides as
+    | { containerOverrides: Array<{ environment: unknown }> }
+    | undefined;
+  const [container] = overrides?.containerOverrides ?? [];
   expect(container?.environment).toEqual([
     { name: "KEEL_API_URL", value: "https://api.keel.example" },
     { name: "KEEL_RUNNER_TOKEN", value: tokens.issued[0]?.token },
