@@ -36,15 +36,9 @@ import {
   RunTaskCommand,
   StopTaskCommand,
 } from "@aws-sdk/client-ecs";
-import {
-  type LaunchedMcpSettings,
-  type Launcher,
-  type LauncherTokens,
-  type LaunchRequest,
-  launchedMcpEnv,
-} from "./types";
+import { type Launcher, type LauncherOptions, type LaunchRequest, launchedMcpEnv } from "./types";
 
-export interface FargateLauncherOptions {
+export interface FargateLauncherOptions extends LauncherOptions {
   ecs: ECSClient;
   /** The cluster's name or ARN. */
   cluster: string;
@@ -56,18 +50,10 @@ export interface FargateLauncherOptions {
   securityGroups: string[];
   /** A public IP for the task: needed in public subnets without NAT to reach the API. */
   assignPublicIp: boolean;
-  /** The API's URL as the runner reaches it. */
-  apiUrl: string;
-  tokens: LauncherTokens;
-  /** The runners' MCP mounts and hosts (never secrets): launchedMcpEnv. */
-  mcpSettings?: LaunchedMcpSettings;
-  /** A runner with no call for this long stops. */
-  idleMs: number;
   /** How long `ensure` trusts what it last saw of a session's task before asking ECS again. */
   recheckMs?: number;
   /** How often the launcher looks for its stopped tasks (to revoke their tokens); 0: never (tests). */
   pollMs?: number;
-  log: (level: "info" | "warn", message: string, fields?: Record<string, unknown>) => void;
 }
 
 /** A session's task as last seen; `tokenId` only on the tasks this launcher started. */

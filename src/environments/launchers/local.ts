@@ -24,27 +24,13 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import path from "node:path";
 import type { Isolation } from "../../tools/sandbox";
-import {
-  type LaunchedMcpSettings,
-  type Launcher,
-  type LauncherTokens,
-  type LaunchRequest,
-  launchedMcpEnv,
-} from "./types";
+import { type Launcher, type LauncherOptions, type LaunchRequest, launchedMcpEnv } from "./types";
 
-export interface LocalLauncherOptions {
-  /** The API's URL as the runner reaches it. */
-  apiUrl: string;
-  tokens: LauncherTokens;
-  /** A runner with no call for this long stops. */
-  idleMs: number;
+export interface LocalLauncherOptions extends LauncherOptions {
   /** Folder of the runners' own directories. */
   root: string;
   /** `bwrap`: the runners' tools run in the bubblewrap sandbox; `off`: unsandboxed (KEEL_SANDBOX=off). */
   isolation: Isolation;
-  /** The runners' MCP mounts and hosts (never secrets): launchedMcpEnv. */
-  mcpSettings?: LaunchedMcpSettings;
-  log: (level: "info" | "warn", message: string, fields?: Record<string, unknown>) => void;
 }
 
 interface Launched {

@@ -31,6 +31,18 @@ export interface Launcher {
 /** Issuing and revoking the session-scoped tokens a launcher gives its runners. */
 export type LauncherTokens = Pick<EnvironmentStore, "issueToken" | "revoke">;
 
+/** What every launcher is given, whatever starts its runners. */
+export interface LauncherOptions {
+  /** The API's URL as the runner reaches it. */
+  apiUrl: string;
+  tokens: LauncherTokens;
+  /** A runner with no call for this long stops. */
+  idleMs: number;
+  /** The runners' MCP mounts and hosts (never secrets): launchedMcpEnv. */
+  mcpSettings?: LaunchedMcpSettings;
+  log: (level: "info" | "warn", message: string, fields?: Record<string, unknown>) => void;
+}
+
 /** Default idle time after which a launched runner stops (KEEL_LAUNCHER_IDLE_SECONDS). */
 export const DEFAULT_LAUNCHED_IDLE_SECONDS = 300;
 
