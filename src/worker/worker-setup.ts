@@ -11,10 +11,10 @@ import { DEFAULT_LIVE_EVENT_OPTIONS } from "../activities/live-events";
 import type { KeelActivities } from "../activities/types";
 import { FargateLauncher } from "../environments/launchers/fargate";
 import { LocalLauncher } from "../environments/launchers/local";
-import type { Launcher } from "../environments/launchers/types";
+import { type Launcher, launchedMcpSettingsFromEnv } from "../environments/launchers/types";
 import { EnvironmentStore } from "../environments/store";
 import { McpConnections } from "../mcp/connections";
-import { MCP_HOSTS_SETTING, MCP_MOUNTS_SETTING, mcpMountsFromEnv, mcpPolicyFromEnv } from "../mcp/policy";
+import { mcpMountsFromEnv, mcpPolicyFromEnv } from "../mcp/policy";
 import { loadCatalog } from "../providers/models";
 import { createProvider } from "../providers/registry";
 import { EntryCache } from "../store/entry-cache";
@@ -80,7 +80,7 @@ export function launcherFromConfig(config: WorkerConfig, s3: S3Client): Launcher
   const { launcher } = config;
   if (!launcher) return undefined;
   const tokens = new EnvironmentStore(s3, config.s3.bucket, config.s3.prefix);
-  const mcpSettings = { mounts: process.env[MCP_MOUNTS_SETTING], hosts: process.env[MCP_HOSTS_SETTING] };
+  const mcpSettings = launchedMcpSettingsFromEnv(process.env);
   if (launcher.kind === "fargate") {
     // Credentials and region: the worker's own (its task role, AWS_REGION), never the runner's.
     return new FargateLauncher({ ...launcher, ecs: new ECSClient({}), tokens, mcpSettings, log });

@@ -57,6 +57,11 @@ export interface LaunchedMcpSettings {
   hosts?: string;
 }
 
+/** The worker's MCP settings a launched runner gets: its mounts and hosts, nothing else. */
+export function launchedMcpSettingsFromEnv(env: NodeJS.ProcessEnv): LaunchedMcpSettings {
+  return { mounts: env[MCP_MOUNTS_SETTING], hosts: env[MCP_HOSTS_SETTING] };
+}
+
 /** The variables a launched runner gets for `settings` (none for what is unset or empty). */
 export function launchedMcpEnv(settings: LaunchedMcpSettings | undefined): Record<string, string> {
   return {

@@ -9,7 +9,11 @@ import {
   type FargateLauncherOptions,
   startedByFor,
 } from "../../../src/environments/launchers/fargate";
-import type { LauncherTokens, LaunchRequest } from "../../../src/environments/launchers/types";
+import {
+  type LauncherTokens,
+  type LaunchRequest,
+  launchedMcpSettingsFromEnv,
+} from "../../../src/environments/launchers/types";
 import { FakeEcs } from "../../support/fake-ecs";
 
 /** Tokens issued and revoked, as the environment store would keep them. */
@@ -145,16 +149,13 @@ test("RunTask carries the task's settings and, of the worker's, only the API URL
 });
 
 test("the worker's MCP mounts and hosts go with the task, as they are; its MCP secrets never do", async () => {
-  process.env.KEEL_MCP_SECRETS = "TRACKER_TOKEN";
-  process.env.TRACKER_TOKEN = "worker-tracker-token";
-  try {
-    await launcher({
-      mcpSettings: { mounts: "/opt/mcp/node:/opt/mcp/python", hosts: "tracker.internal,10.0.0.7" },
-    }).ensure(SESSION);
-  } finally {
-    delete process.env.KEEL_MCP_SECRETS;
-    delete process.env.TRACKER_TOKEN;
-  }
+  const workerEnv = {
+    KEEL_MCP_MOUNTS: "/opt/mcp/node:/opt/mcp/python",
+    KEEL_MCP_HOSTS: "tracker.internal,10.0.0.7",
+    KEEL_MCP_SECRETS: "TRACKER_TOKEN",
+    TRACKER_TOKEN: "worker-tracker-token",
+  };
+  await launcher({ mcpSettings: launchedMcpSettingsFromEnv(workerEnv) }).ensure(SESSION);
   const [run] = ecsFake.calls("RunTask");
   const overrides = run?.body.overrides as
     | { containerOverrides: Array<{ environment: unknown }> }
@@ -168,7 +169,7 @@ test("the worker's MCP mounts and hosts go with the task, as they are; its MCP s
   ]);
   for (const received of ecsFake.received) {
     expect(received.raw).not.toContain("worker-tracker-token");
-    expect(received.raw).not.toContain("KEEL_MCP_SECRETS");
+    expect(received.raw).not.toContain("TRACKER_TOKEN");
   }
 });
 
