@@ -10,6 +10,8 @@ export type FailpointName =
   | "executeTool.afterWrite"
   | "claimWorkspace.start"
   | "claimWorkspace.afterSource"
+  | "listMcpTools.start"
+  | "restoreWorkspace.start"
   | "mergeSubAgentWorkspace.afterApply";
 
 /** How many times each enabled point is passed before it kills (1: the first time). */

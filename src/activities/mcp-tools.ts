@@ -13,6 +13,7 @@ import type { SessionRef } from "../store/session-keys";
 import { prepareWorkspace, type ToolOutput, type ToolUpdate, workspaceFor } from "../tools";
 import type { NetworkPolicy } from "../tools/sandbox";
 import type { ActivityDeps } from "./deps";
+import { failpoint } from "./failpoints";
 import { whileHeartbeating } from "./heartbeat";
 import type { ListMcpToolsInput, LlmTurnInput, McpCallTarget } from "./types";
 
@@ -27,6 +28,7 @@ export function listMcpToolsActivity(deps: ActivityDeps) {
           error: "this deployment runs no tools on its workers (KEEL_WORKER_TOOLS=off)",
         })),
       };
+    failpoint("listMcpTools.start");
     const ctx = Context.current();
     const connections = requireConnections(deps);
     const session = await sessionContext(deps, input, input.network);

@@ -169,6 +169,7 @@ export function workspaceActivities({
     },
 
     restoreWorkspace(input: RestoreWorkspaceInput): Promise<RestoreWorkspaceResult> {
+      failpoint("restoreWorkspace.start");
       return inWorkspace(input.ref, async () => {
         const from = input.from ?? input.ref;
         const found = await snapshotForAncestry(

@@ -65,6 +65,10 @@ export const PATCHES = {
   subAgentWorkspaceMerge: { id: "sub-agent-workspace-merge", addedIn: UNRELEASED },
   /** An abort cancels the listing of the run's MCP servers (on a runner it may wait long). */
   mcpListingCancellable: { id: "mcp-listing-cancellable", addedIn: UNRELEASED },
+  /** A listing of MCP tools whose worker is gone follows the workspace to another worker. */
+  mcpListingMovesWorkspace: { id: "mcp-listing-moves-workspace", addedIn: UNRELEASED },
+  /** A branch whose workspace holder is gone restores the entry's files on the next worker. */
+  branchRestoreMovesWorkspace: { id: "branch-restore-moves-workspace", addedIn: UNRELEASED },
 } as const satisfies Record<string, PatchRecord>;
 
 /**

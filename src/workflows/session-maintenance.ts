@@ -6,7 +6,14 @@ import type { EntrySlot } from "../activities/types";
 import { makeEntryId } from "../core/ids";
 import { createLabelEntry } from "../core/session-entries";
 import { PATCHES, takesPatch } from "./patches";
-import { claim, llmActivities, snapshotActivities, storage } from "./run/activity-options";
+import {
+  claim,
+  isScheduleToStartTimeout,
+  llmActivities,
+  MAX_WORKSPACE_MOVES,
+  snapshotActivities,
+  storage,
+} from "./run/activity-options";
 import { DEFAULT_RUN_SETTINGS, type SessionRef, sessionCwd } from "./types";
 
 /** Model calls (summaries), with a run's model-call timeouts and retries. */
@@ -80,13 +87,24 @@ export async function branchSession(input: BranchSessionInput): Promise<BranchSe
   if (takesPatch(PATCHES.branchRestoresWorkspace)) {
     // Going back in the conversation goes back in the files: the workspace as it was at the entry
     // (its nearest snapshot), on the worker that holds it.
-    const claimed = await claim.claimWorkspace({ ...ref, leafId: input.entryId });
-    // A worker that did not hold the workspace restored that very state while claiming it.
-    if (claimed.restoredFrom === undefined) {
-      await snapshotActivities(claimed.taskQueue, DEFAULT_RUN_SETTINGS.timeouts).restoreWorkspace({
-        ref,
-        entryId: input.entryId,
-      });
+    for (let moves = 0; ; moves++) {
+      const claimed = await claim.claimWorkspace({ ...ref, leafId: input.entryId });
+      // A worker that did not hold the workspace restored that very state while claiming it.
+      if (claimed.restoredFrom !== undefined) break;
+      try {
+        await snapshotActivities(claimed.taskQueue, DEFAULT_RUN_SETTINGS.timeouts).restoreWorkspace({
+          ref,
+          entryId: input.entryId,
+        });
+        break;
+      } catch (error) {
+        // The holder is gone: claim again, and the claiming worker restores the entry's state.
+        const moved =
+          isScheduleToStartTimeout(error) &&
+          moves < MAX_WORKSPACE_MOVES &&
+          takesPatch(PATCHES.branchRestoreMovesWorkspace);
+        if (!moved) throw error;
+      }
     }
   }
   return { leafId: result.entryId, summarized: result.summarized };

@@ -20,8 +20,8 @@ import {
 import type { RunContext } from "./context";
 import { cancellable, stoppedBy } from "./lifecycle";
 import { emit, type RunRecord } from "./state";
-import { workspaceTaskQueue } from "./tool-calls";
 import { runnerEnvironment } from "./views";
+import { onWorkspaceWorker } from "./workspace-claim";
 
 /** Lists the run's MCP servers' tools unless an earlier execution of the run did. */
 export async function listMcpServers(ctx: RunContext): Promise<void> {
@@ -105,10 +105,16 @@ async function listTools(ctx: RunContext, servers: McpServerSettings[], verb: st
         },
       ],
     );
-  const queue = await workspaceTaskQueue(ctx);
-  return mcpListingActivities(queue, run.settings.timeouts).listMcpTools.executeWithOptions({ summary }, [
-    input,
-  ]);
+  // The worker holding the workspace may be gone (killed while it listed): the listing follows the
+  // workspace. Runs recorded before it did failed there.
+  return onWorkspaceWorker(
+    ctx,
+    (queue) =>
+      mcpListingActivities(queue, run.settings.timeouts).listMcpTools.executeWithOptions({ summary }, [
+        input,
+      ]),
+    () => takesPatch(PATCHES.mcpListingMovesWorkspace, ctx.runVersion),
+  );
 }
 
 function reportUnavailable(run: RunRecord, list: McpToolList): void {

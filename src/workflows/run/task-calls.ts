@@ -30,16 +30,12 @@ import { abortSignal } from "../definitions";
 import { PATCHES, takesPatch } from "../patches";
 import { runAttributes } from "../search-attributes";
 import { type RunInput, type RunResult, type RunSettings, runWorkflowId, startedStatus } from "../types";
-import {
-  isScheduleToStartTimeout,
-  MAX_WORKSPACE_MOVES,
-  snapshotActivities,
-  storage,
-} from "./activity-options";
+import { snapshotActivities, storage } from "./activity-options";
 import type { RunContext } from "./context";
 import { syntheticToolResult } from "./entries";
 import { endCall, writeEntries } from "./lifecycle";
 import { type BatchCall, emit, moveCall, recordModelUsage } from "./state";
+import { onWorkspaceWorker, workspaceTaskQueue } from "./workspace-claim";
 
 /** Whether `name` is the run's `task` tool (the run offers it: its tools name it). */
 export function isTaskCall(settings: RunSettings, name: string): boolean {
@@ -84,13 +80,11 @@ export function childSettings(
   };
 }
 
-/** What a `task` call needs of its batch: the assistant entry, edited arguments, the workspace. */
+/** What a `task` call needs of its batch: the assistant entry and edited arguments. */
 export interface TaskCallContext {
   assistantSeq: number;
   /** The arguments an approver edited, if any. */
   args?: Record<string, unknown>;
-  /** The task queue of the worker holding the run's workspace (claimed once per run). */
-  workspaceQueue: () => Promise<string>;
 }
 
 /**
@@ -158,9 +152,7 @@ export async function runTaskCall(ctx: RunContext, call: BatchCall, batch: TaskC
   }
   if (run.abortReason !== undefined) return;
   const merge =
-    outcome.kind === "result"
-      ? await mergeChildEdits(ctx, batch, parsed.agent, forkedAt, ref, call)
-      : undefined;
+    outcome.kind === "result" ? await mergeChildEdits(ctx, parsed.agent, forkedAt, ref, call) : undefined;
   const result: Pick<RunResult, "status" | "reason" | "usage" | "answer"> =
     outcome.kind === "result"
       ? outcome.result
@@ -205,7 +197,6 @@ export async function runTaskCall(ctx: RunContext, call: BatchCall, batch: TaskC
  */
 async function mergeChildEdits(
   ctx: RunContext,
-  batch: TaskCallContext,
   agent: AgentDefinition,
   forkedAt: string,
   child: { tenantId: string; sessionId: string },
@@ -215,24 +206,19 @@ async function mergeChildEdits(
   const onWorkers = run.settings.environment === undefined || run.settings.environment === "worker";
   if (agent.workspace === "fork" || !onWorkers) return undefined;
   if (!takesPatch(PATCHES.subAgentWorkspaceMerge, ctx.runVersion)) return undefined;
-  for (let moves = 0; ; moves++) {
-    try {
-      const queue = await batch.workspaceQueue();
-      return await CancellationScope.nonCancellable(() =>
+  try {
+    // The worker holding the workspace may be gone: the merge follows the workspace.
+    return await onWorkspaceWorker(ctx, (queue) =>
+      CancellationScope.nonCancellable(() =>
         snapshotActivities(queue, run.settings.timeouts).mergeSubAgentWorkspace.executeWithOptions(
           { summary: `merge ${agent.name}'s edits` },
           [{ ...run.ref, forkedAt, child, slot: call.slot }],
         ),
-      );
-    } catch (error) {
-      // The worker holding the workspace is gone: claim it again (restored elsewhere) and merge there.
-      if (isScheduleToStartTimeout(error) && moves < MAX_WORKSPACE_MOVES) {
-        ctx.workspaceQueue = undefined;
-        continue;
-      }
-      if (!(error instanceof ActivityFailure)) throw error;
-      return { outcome: "unavailable", reason: error.cause?.message ?? error.message };
-    }
+      ),
+    );
+  } catch (error) {
+    if (!(error instanceof ActivityFailure)) throw error;
+    return { outcome: "unavailable", reason: error.cause?.message ?? error.message };
   }
 }
 
@@ -244,7 +230,7 @@ async function mergeChildEdits(
 async function forkPoint(ctx: RunContext, entryId: string, batch: TaskCallContext): Promise<void> {
   if (ctx.taskFork?.entryId !== entryId) {
     const taken = (async () => {
-      const queue = await batch.workspaceQueue();
+      const queue = await workspaceTaskQueue(ctx);
       await snapshotActivities(queue, ctx.run.settings.timeouts).snapshotWorkspace.executeWithOptions(
         { summary: "snapshot for sub-agents" },
         [{ ...ctx.run.ref, afterEntryId: entryId, afterSeq: batch.assistantSeq }],

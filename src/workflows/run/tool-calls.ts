@@ -10,21 +10,19 @@ import { blockReason } from "../hooks";
 import { PATCHES, takesPatch } from "../patches";
 import { decidePolicy } from "../policy";
 import {
-  claim,
   DEFAULT_ENVIRONMENT_WAIT_MS,
-  isScheduleToStartTimeout,
-  MAX_WORKSPACE_MOVES,
   runnerToolActivities,
   snapshotActivities,
   toolActivities,
 } from "./activity-options";
 import type { RunContext } from "./context";
 import { syntheticToolResult } from "./entries";
-import { cancellable, endCall, publishDetails, setStatus, writeEntries } from "./lifecycle";
+import { cancellable, endCall, setStatus, writeEntries } from "./lifecycle";
 import { mcpTarget, relistChangedMcpServers } from "./mcp";
 import { type BatchCall, emit, moveCall, startBatch } from "./state";
 import { isTaskCall, runTaskCall } from "./task-calls";
 import { callPlace, runnerEnvironment } from "./views";
+import { onWorkspaceWorker, workspaceTaskQueue } from "./workspace-claim";
 
 /** Runs a turn's calls (in parallel or one by one, per settings); results land in source order. */
 export async function runTools(
@@ -98,7 +96,7 @@ async function handleCall(ctx: RunContext, call: BatchCall, assistantSeq: number
   const blocked = blockReason(ctx.hooks, summary, { mayChange: mayChange(ctx, summary.name) });
   if (blocked) return refuse(ctx, call, `Tool call blocked: ${blocked}.`);
   if (isTaskCall(run.settings, summary.name) && takesPatch(PATCHES.subAgents, ctx.runVersion))
-    return runTaskCall(ctx, call, { assistantSeq, args, workspaceQueue: () => workspaceTaskQueue(ctx) });
+    return runTaskCall(ctx, call, { assistantSeq, args });
   await executeCall(ctx, call, assistantSeq, args);
 }
 
@@ -193,85 +191,29 @@ async function executeCall(
     ...(run.settings.network !== undefined ? { network: run.settings.network } : {}),
     ...(mcp ? { mcp } : {}),
   };
-  for (let moves = 0; ; moves++) {
-    try {
-      const result =
-        environment === undefined
-          ? await toolActivities(
-              await workspaceTaskQueue(ctx),
-              run.settings.timeouts,
-            ).executeTool.executeWithOptions({ summary: toolSummary(call.summary) }, [input])
-          : await runnerToolActivities(run.settings.timeouts).executeToolOnRunner.executeWithOptions(
-              { summary: `${toolSummary(call.summary)} @ ${environment}` },
-              [
-                {
-                  ...input,
-                  environment,
-                  waitMs: run.settings.timeouts.environmentWaitMs ?? DEFAULT_ENVIRONMENT_WAIT_MS,
-                },
-              ],
-            );
-      ctx.stream.publishLive(result.live);
-      if (MUTATING_TOOLS.has(call.summary.name) || (mcp && mcp.replay !== "safe")) ctx.ranMutatingTool = true;
-      if (result.mcpToolsChanged)
-        ctx.mcpToolsChanged = new Set([...(ctx.mcpToolsChanged ?? []), ...result.mcpToolsChanged]);
-      endCall(ctx, call, result.isError ? "failed" : "completed", result.isError);
-      return;
-    } catch (error) {
-      if (isScheduleToStartTimeout(error) && moves < MAX_WORKSPACE_MOVES) {
-        ctx.workspaceQueue = undefined;
-        continue;
-      }
-      throw error;
-    }
-  }
-}
-
-/**
- * The task queue of the worker holding the session's workspace. One claim serves every call of
- * the run, parallel calls included (they share the claim in flight); a failed claim is forgotten,
- * so the next call claims again.
- */
-export async function workspaceTaskQueue(ctx: RunContext): Promise<string> {
-  const { run } = ctx;
-  // The newest stored entry before the batch (the assistant message): a worker without the
-  // workspace restores the snapshot of it or of its nearest snapshotted ancestor.
-  // A forked sub-agent's workspace is its parent's at the fork point until it records its own.
-  const leafId = ctx.forkedAt ?? run.batch[0]?.slot.parentId ?? run.cursor?.leafId ?? undefined;
-  const claimWorkspace = () => {
-    // A session this run created has no snapshot to look for, until its first claim (which may
-    // record the source's files) has been tried; a fork's is its parent's.
-    const newSession = ctx.unclaimedNewSession === true && ctx.forkedAt === undefined;
-    ctx.unclaimedNewSession = false;
-    return claim
-      .claimWorkspace({
-        ...run.ref,
-        source: run.settings.workspace,
-        ...(leafId ? { leafId } : {}),
-        ...(newSession ? { newSession } : {}),
-      })
-      .then((result) => {
-        if (result.sandbox === "off" && !run.unsandboxed) {
-          run.unsandboxed = true;
-          publishDetails(ctx);
-        }
-        return result.taskQueue;
-      });
-  };
-  if (takesPatch(PATCHES.claimWorkspaceOnce, ctx.runVersion)) {
-    ctx.workspaceQueue ??= claimWorkspace();
-    try {
-      return await ctx.workspaceQueue;
-    } catch (error) {
-      ctx.workspaceQueue = undefined;
-      throw error;
-    }
-  }
-  // Runs recorded before the claim was shared: every call that finds no claimed queue claims.
-  if (ctx.workspaceQueue) return ctx.workspaceQueue;
-  const queue = await claimWorkspace();
-  ctx.workspaceQueue = Promise.resolve(queue);
-  return queue;
+  const result =
+    environment === undefined
+      ? await onWorkspaceWorker(ctx, (queue) =>
+          toolActivities(queue, run.settings.timeouts).executeTool.executeWithOptions(
+            { summary: toolSummary(call.summary) },
+            [input],
+          ),
+        )
+      : await runnerToolActivities(run.settings.timeouts).executeToolOnRunner.executeWithOptions(
+          { summary: `${toolSummary(call.summary)} @ ${environment}` },
+          [
+            {
+              ...input,
+              environment,
+              waitMs: run.settings.timeouts.environmentWaitMs ?? DEFAULT_ENVIRONMENT_WAIT_MS,
+            },
+          ],
+        );
+  ctx.stream.publishLive(result.live);
+  if (MUTATING_TOOLS.has(call.summary.name) || (mcp && mcp.replay !== "safe")) ctx.ranMutatingTool = true;
+  if (result.mcpToolsChanged)
+    ctx.mcpToolsChanged = new Set([...(ctx.mcpToolsChanged ?? []), ...result.mcpToolsChanged]);
+  endCall(ctx, call, result.isError ? "failed" : "completed", result.isError);
 }
 
 /** Arguments for an approval event: the JSON preview parsed, or the preview text when it was shortened. */

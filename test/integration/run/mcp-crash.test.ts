@@ -2,10 +2,15 @@
  * A worker dies (SIGKILL) during an MCP call. A tool its server annotates read-only is called
  * again by the next worker; a tool that is not (here: the same tool, classed `unsafe` by the
  * operator's override) is not repeated blindly: the session records that its outcome is unknown.
+ * A worker that dies while it lists the run's servers leaves the listing to the next worker.
  */
+import { mkdtempSync } from "node:fs";
+import { join } from "node:path";
+import { temporal } from "@temporalio/proto";
 import { UNKNOWN_OUTCOME_TEXT } from "../../../src/core/markers";
 import type { McpStdioServer } from "../../../src/mcp/types";
 import { runWorkflowId } from "../../../src/workflows/types";
+import { testTmpDir } from "../../support/integration-env";
 import { everythingServer, MCP_WORKER_ENV } from "../../support/mcp-servers";
 import {
   createRunStage,
@@ -77,4 +82,47 @@ test("killed during an MCP call that is not safe to repeat: it is not repeated, 
     everythingServer({ replay: { "trigger-long-running-operation": "unsafe" } }),
   );
   expect(result).toMatchObject({ isError: true, content: [{ type: "text", text: UNKNOWN_OUTCOME_TEXT }] });
+});
+
+test("killed while it lists the run's MCP servers: the listing follows the workspace to another worker", async () => {
+  stage.llm.addScenario("mcp-kill-listing", {
+    turns: [{ toolCalls: [{ name: "everything__echo", arguments: { message: "listed elsewhere" } }] }],
+    after: { text: "Result: {{lastToolResult}}" },
+  });
+  const first = await stage.startWorker({ ...MCP_WORKER_ENV, KEEL_FAILPOINTS: "listMcpTools.start" });
+  const ref = stage.newSession();
+  await stage.runs.deliver(
+    ref,
+    { text: "[scenario:mcp-kill-listing] go", mode: "auto" },
+    stage.settings({ mcpServers: [everythingServer()] }),
+  );
+  await first.exited();
+  // Another workspace folder, so another worker queue: nobody takes the listing's retry on the
+  // dead worker's queue, and it times out before it starts (not retried by Temporal).
+  const second = await stage.startWorker({
+    ...MCP_WORKER_ENV,
+    KEEL_WORKSPACE_ROOT: mkdtempSync(join(testTmpDir(), "listing-workspaces-")),
+  });
+  const result = await stage.result(ref);
+  await second.stop();
+  expect(result.status).toBe("completed");
+  const messages = messagesOf(await expectIntactSession(stage, ref));
+  const toolResult = messages.find((message) => message.role === "toolResult");
+  expect(toolResult).toMatchObject({ isError: false });
+  expect(JSON.stringify(toolResult?.content)).toContain("listed elsewhere");
+  const history = await stage.client.workflow.getHandle(runWorkflowId(ref)).fetchHistory();
+  const events = history.events ?? [];
+  const listingQueues = events.flatMap((event) => {
+    const scheduled = event.activityTaskScheduledEventAttributes;
+    return scheduled?.activityType?.name === "listMcpTools" ? [scheduled.taskQueue?.name] : [];
+  });
+  // Listed on the dead worker's queue, then on the next worker's.
+  expect(new Set(listingQueues).size).toBe(2);
+  expect(listingQueues[0]).toBe(first.ownTaskQueue);
+  expect(listingQueues.at(-1)).toBe(second.ownTaskQueue);
+  const timedOut = events.flatMap((event) => {
+    const timeoutType = event.activityTaskTimedOutEventAttributes?.failure?.timeoutFailureInfo?.timeoutType;
+    return timeoutType ? [timeoutType] : [];
+  });
+  expect(timedOut).toContain(temporal.api.enums.v1.TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_START);
 });

@@ -71,6 +71,32 @@ test("branching back to an entry before an edit brings the file back as it was",
   expect(readFileSync(file, "utf8")).toBe("first version\n");
 }, 120_000);
 
+test("the worker holding the workspace dies while a branch restores it: the next worker restores the entry's files", async () => {
+  editScenario("ws-branch-kill");
+  const first = await stage().startWorker({ KEEL_FAILPOINTS: "restoreWorkspace.start" });
+  const ref = stage().newSession();
+  await stage().runs.deliver(ref, { text: "[scenario:ws-branch-kill] go", mode: "auto" }, stage().settings());
+  expect((await stage().result(ref)).status).toBe("completed");
+  const writeResult = (await stage().entries(ref)).find(
+    (entry) =>
+      entry.type === "message" && entry.message.role === "toolResult" && entry.message.toolName === "write",
+  );
+  if (!writeResult) throw new Error("no stored result of the write");
+  const branching = stage().runs.branch(ref, {
+    entryId: writeResult.id,
+    summarize: false,
+    model: "local-chat",
+  });
+  await first.exited();
+  // Another workspace folder, so another worker queue: the restore's retry on the dead worker's
+  // queue is never started, and the branch claims the workspace again.
+  const otherRoot = mkdtempSync(join(testTmpDir(), "branch-workspaces-"));
+  await stage().startWorker({ KEEL_WORKSPACE_ROOT: otherRoot });
+  await branching;
+  const file = join(workspaceFor(otherRoot, ref.tenantId, ref.sessionId).dir, "a.txt");
+  expect(readFileSync(file, "utf8")).toBe("first version\n");
+}, 150_000);
+
 test("an idle workspace is evicted from the worker's disk and restored from S3: for the next tool call of the run, and for the next run", async () => {
   stage().llm.addScenario("ws-evict", {
     turns: [
