@@ -12,6 +12,7 @@ export type FailpointName =
   | "claimWorkspace.afterSource"
   | "listMcpTools.start"
   | "restoreWorkspace.start"
+  | "snapshotWorkspace.start"
   | "mergeSubAgentWorkspace.afterApply";
 
 /** How many times each enabled point is passed before it kills (1: the first time). */

@@ -131,6 +131,7 @@ export function workspaceActivities({
     },
 
     snapshotWorkspace(input: SnapshotWorkspaceInput): Promise<SnapshotWorkspaceResult> {
+      failpoint("snapshotWorkspace.start");
       return inWorkspace(input, async () => {
         const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
         const workspace = workspaceFor(workspaceRoot, input.tenantId, input.sessionId);

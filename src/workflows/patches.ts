@@ -69,6 +69,8 @@ export const PATCHES = {
   mcpListingMovesWorkspace: { id: "mcp-listing-moves-workspace", addedIn: UNRELEASED },
   /** A branch whose workspace holder is gone restores the entry's files on the next worker. */
   branchRestoreMovesWorkspace: { id: "branch-restore-moves-workspace", addedIn: UNRELEASED },
+  /** The snapshot a batch's sub-agents start from follows the workspace when its holder is gone. */
+  subAgentForkPointMoves: { id: "sub-agent-fork-point-moves", addedIn: UNRELEASED },
 } as const satisfies Record<string, PatchRecord>;
 
 /**

@@ -35,7 +35,7 @@ import type { RunContext } from "./context";
 import { syntheticToolResult } from "./entries";
 import { endCall, writeEntries } from "./lifecycle";
 import { type BatchCall, emit, moveCall, recordModelUsage } from "./state";
-import { onWorkspaceWorker, workspaceTaskQueue } from "./workspace-claim";
+import { onWorkspaceWorker } from "./workspace-claim";
 
 /** Whether `name` is the run's `task` tool (the run offers it: its tools name it). */
 export function isTaskCall(settings: RunSettings, name: string): boolean {
@@ -225,17 +225,21 @@ async function mergeChildEdits(
 /**
  * Records the parent's workspace as the state after `entryId` (the assistant entry with the
  * calls): the children of the batch restore it into their own workspaces. One snapshot serves the
- * batch's calls; a failed one is forgotten, so the next call tries again.
+ * batch's calls; a failed one is forgotten, so the next call tries again. A holder that died
+ * leaves the snapshot to the next worker, which restores the workspace first (runs recorded
+ * before that answered "task not started").
  */
 async function forkPoint(ctx: RunContext, entryId: string, batch: TaskCallContext): Promise<void> {
   if (ctx.taskFork?.entryId !== entryId) {
-    const taken = (async () => {
-      const queue = await workspaceTaskQueue(ctx);
-      await snapshotActivities(queue, ctx.run.settings.timeouts).snapshotWorkspace.executeWithOptions(
-        { summary: "snapshot for sub-agents" },
-        [{ ...ctx.run.ref, afterEntryId: entryId, afterSeq: batch.assistantSeq }],
-      );
-    })();
+    const taken = onWorkspaceWorker(
+      ctx,
+      (queue) =>
+        snapshotActivities(queue, ctx.run.settings.timeouts).snapshotWorkspace.executeWithOptions(
+          { summary: "snapshot for sub-agents" },
+          [{ ...ctx.run.ref, afterEntryId: entryId, afterSeq: batch.assistantSeq }],
+        ),
+      () => takesPatch(PATCHES.subAgentForkPointMoves, ctx.runVersion),
+    ).then(() => undefined);
     ctx.taskFork = { entryId, taken };
   }
   const fork = ctx.taskFork;

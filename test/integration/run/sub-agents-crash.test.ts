@@ -94,6 +94,36 @@ test("killed right after the child's first answer was stored: the child resumes,
   await second.stop();
 });
 
+test("the parent's worker killed while it records the workspace for its children: the next worker records it and the child runs", async () => {
+  stage().llm.addScenario("subcrash-forkpoint", {
+    turns: [
+      {
+        toolCalls: [
+          { name: "task", arguments: { agent: "explore", prompt: "[scenario:subcrash-forked] x" } },
+        ],
+      },
+    ],
+    after: { text: "Parent read: {{lastToolResult}}" },
+  });
+  stage().llm.addScenario("subcrash-forked", { turns: [], after: { text: "forked child report" } });
+  // The first snapshot of the process is the parent's, for its child.
+  const first = await stage().startWorker({ KEEL_FAILPOINTS: "snapshotWorkspace.start" });
+  const ref = stage().newSession();
+  await stage().runs.deliver(ref, { text: "[scenario:subcrash-forkpoint] go", mode: "auto" }, withTask());
+  await first.exited();
+  // Another workspace folder, so another worker queue: the snapshot's retry on the dead worker's
+  // queue is never started.
+  const second = await stage().startWorker({
+    KEEL_WORKSPACE_ROOT: mkdtempSync(join(testTmpDir(), "forkpoint-workspaces-")),
+  });
+  expect((await stage().result(ref)).status).toBe("completed");
+  const messages = messagesOf(await expectIntactSession(stage(), ref));
+  const [result] = taskResults(messages);
+  expect(result?.isError).toBe(false);
+  expect(result?.content[0]?.type === "text" && result.content[0].text).toContain("forked child report");
+  await second.stop();
+});
+
 test("killed while two children run: neither starts twice, the parent gets both answers", async () => {
   stage().llm.addScenario("subcrash-fan", {
     turns: [
