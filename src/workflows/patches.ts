@@ -71,6 +71,8 @@ export const PATCHES = {
   branchRestoreMovesWorkspace: { id: "branch-restore-moves-workspace", addedIn: UNRELEASED },
   /** The snapshot a batch's sub-agents start from follows the workspace when its holder is gone. */
   subAgentForkPointMoves: { id: "sub-agent-fork-point-moves", addedIn: UNRELEASED },
+  /** Calls of a batch that met a dead workspace worker keep a claim another call made since. */
+  workspaceMovesOnce: { id: "workspace-moves-once", addedIn: UNRELEASED },
 } as const satisfies Record<string, PatchRecord>;
 
 /**

@@ -22,11 +22,17 @@ export async function onWorkspaceWorker<T>(
   mayMove: () => boolean = () => true,
 ): Promise<T> {
   for (let moves = 0; ; moves++) {
+    const queue = await workspaceTaskQueue(ctx);
+    // The claim this attempt used: another call of the batch may have moved the workspace since.
+    const used = ctx.workspaceQueue;
     try {
-      return await work(await workspaceTaskQueue(ctx));
+      return await work(queue);
     } catch (error) {
       if (isScheduleToStartTimeout(error) && moves < MAX_WORKSPACE_MOVES && mayMove()) {
-        ctx.workspaceQueue = undefined;
+        // A newer claim is kept: the workspace moves once, not once per call that met the dead
+        // worker (a second move could land elsewhere and leave the first mover's changes behind).
+        if (ctx.workspaceQueue === used || !takesPatch(PATCHES.workspaceMovesOnce, ctx.runVersion))
+          ctx.workspaceQueue = undefined;
         continue;
       }
       throw error;

@@ -29,6 +29,11 @@ beforeAll(async () => {
   stage = await createRunStage();
 });
 
+// A test that failed before stopping its workers leaves none behind for the next one.
+afterEach(async () => {
+  await stage?.stopWorkers();
+});
+
 afterAll(async () => {
   await stage?.close();
 });

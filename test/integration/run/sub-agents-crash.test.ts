@@ -94,9 +94,10 @@ test("killed right after the child's first answer was stored: the child resumes,
   await second.stop();
 });
 
-test("the parent's worker killed while it records the workspace for its children: the next worker records it and the child runs", async () => {
+test("the parent's worker killed while it records the workspace for its children: the next worker records it and the child reads the parent's file", async () => {
   stage().llm.addScenario("subcrash-forkpoint", {
     turns: [
+      { toolCalls: [{ name: "write", arguments: { path: "plan.txt", content: "the parent's plan\n" } }] },
       {
         toolCalls: [
           { name: "task", arguments: { agent: "explore", prompt: "[scenario:subcrash-forked] x" } },
@@ -105,14 +106,18 @@ test("the parent's worker killed while it records the workspace for its children
     ],
     after: { text: "Parent read: {{lastToolResult}}" },
   });
-  stage().llm.addScenario("subcrash-forked", { turns: [], after: { text: "forked child report" } });
-  // The first snapshot of the process is the parent's, for its child.
-  const first = await stage().startWorker({ KEEL_FAILPOINTS: "snapshotWorkspace.start" });
+  stage().llm.addScenario("subcrash-forked", {
+    turns: [{ toolCalls: [{ name: "read", arguments: { path: "plan.txt" } }] }],
+    after: { text: "The child read: {{lastToolResult}}" },
+  });
+  // The process's first snapshot activity follows the write's batch; its second is the parent's,
+  // for its child.
+  const first = await stage().startWorker({ KEEL_FAILPOINTS: "snapshotWorkspace.start@2" });
   const ref = stage().newSession();
   await stage().runs.deliver(ref, { text: "[scenario:subcrash-forkpoint] go", mode: "auto" }, withTask());
   await first.exited();
   // Another workspace folder, so another worker queue: the snapshot's retry on the dead worker's
-  // queue is never started.
+  // queue is never started, and the next worker restores the parent's files from S3.
   const second = await stage().startWorker({
     KEEL_WORKSPACE_ROOT: mkdtempSync(join(testTmpDir(), "forkpoint-workspaces-")),
   });
@@ -120,7 +125,10 @@ test("the parent's worker killed while it records the workspace for its children
   const messages = messagesOf(await expectIntactSession(stage(), ref));
   const [result] = taskResults(messages);
   expect(result?.isError).toBe(false);
-  expect(result?.content[0]?.type === "text" && result.content[0].text).toContain("forked child report");
+  expect(result?.content[0]?.type === "text" && result.content[0].text).toContain("the parent's plan");
+  const [childRef] = await childrenOf(ref);
+  if (!childRef) throw new Error("no task call");
+  await expectIntactSession(stage(), childRef);
   await second.stop();
 });
 
