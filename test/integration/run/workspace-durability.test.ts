@@ -95,6 +95,8 @@ test("the worker holding the workspace dies while a branch restores it: the next
   await branching;
   const file = join(workspaceFor(otherRoot, ref.tenantId, ref.sessionId).dir, "a.txt");
   expect(readFileSync(file, "utf8")).toBe("first version\n");
+  // The branch's marker entry is stored once, whatever the dead worker had done.
+  await expectIntactSession(stage(), ref);
 }, 150_000);
 
 test("an idle workspace is evicted from the worker's disk and restored from S3: for the next tool call of the run, and for the next run", async () => {
