@@ -204,9 +204,12 @@ test("a team mapped with allow/ask lists: its tenant's session, bash waits for a
   const ref = threadRef(threadTs, ASKING_TEAM, api.tenants.b);
   // Tenant A's key does not see tenant B's session.
   const path = `/v1/sessions/${ref.sessionId}`;
+  // The batch runs in parallel: bash can wait for its approval while write's refusal is still
+  // being stored (write shows as pending until then).
   const pending = await eventually(async () => {
     const view = await api.call("GET", path, { key: api.keys.b });
-    return view.body?.status === "waiting_approval" ? view.body.run.pendingToolCalls : undefined;
+    const calls = view.body?.status === "waiting_approval" ? view.body.run.pendingToolCalls : undefined;
+    return calls?.length === 1 ? calls : undefined;
   });
   expect(pending).toEqual([expect.objectContaining({ name: "bash", state: "awaiting_approval" })]);
   expectProblem(await api.call("GET", path), 404, "session-not-found");
