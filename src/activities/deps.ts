@@ -24,6 +24,12 @@ export interface ActivityDeps {
   workspaceRoot: string;
   /** This worker's own task queue: tool activities of sessions it holds go there. */
   workerTaskQueue: string;
+  /**
+   * Tool calls come on the shared queue, so any worker takes any call (Lambda: no execution
+   * environment has a queue of its own): each call checks that this worker's copy of the
+   * workspace is current. Workers with their own queue check once, when they claim it.
+   */
+  toolsOnSharedQueue?: boolean;
   /** Workspace snapshots in S3 (snapshot after tool batches, restore anywhere). */
   snapshots: WorkspaceSnapshots;
   /** Largest workspace (bytes of files) a snapshot records. */

@@ -21,14 +21,7 @@ import type { ToolCallBlock, ToolResultMessage } from "../core/messages";
 import { createMessageEntry } from "../core/session-entries";
 import type { SessionEntry } from "../core/session-types";
 import type { SessionRef } from "../store/session-keys";
-import {
-  acquireWorkspaceLock,
-  prepareWorkspace,
-  runToolCall,
-  toolNamed,
-  toToolResultMessage,
-  workspaceFor,
-} from "../tools";
+import { runToolCall, toolNamed, toToolResultMessage, workspaceFor } from "../tools";
 import type { ToolUpdate } from "../tools/types";
 import type { ActivityDeps } from "./deps";
 import { failpoint } from "./failpoints";
@@ -37,8 +30,7 @@ import { DEFAULT_LIVE_EVENT_OPTIONS, liveEventSink, withLiveTail } from "./live-
 import { mcpToolsChangedFor, runMcpCall } from "./mcp-tools";
 import { entryConflict, storeWriteFailures } from "./store-failures";
 import type { ExecuteToolInput, ExecuteToolResult } from "./types";
-import { restoreMissingWorkspace } from "./workspace-activities";
-import { usingWorkspace } from "./workspace-eviction";
+import { inCallWorkspace } from "./workspace-activities";
 
 const PREVIEW_CHARS = 300;
 /** Output a `tool_execution_update` carries at most (the tail): its consumers show a live tail. */
@@ -57,7 +49,6 @@ export function executeToolActivity(deps: ActivityDeps) {
     snapshots,
     snapshotMaxBytes,
     workspaceRoot,
-    workerTaskQueue,
     sandbox,
     liveEvents = DEFAULT_LIVE_EVENT_OPTIONS,
     workerTools = true,
@@ -113,15 +104,7 @@ export function executeToolActivity(deps: ActivityDeps) {
     // call then works on the state of its assistant entry, never on an empty directory.
     const leafId = input.slot.parentId;
     let liveTail: LiveEvent[] = [];
-    const output = await usingWorkspace(workspace, async () => {
-      const restored = leafId
-        ? await restoreMissingWorkspace({ store, snapshots }, ref, workspace, leafId)
-        : undefined;
-      // No snapshot applies: the workspace started empty (a directory or git source is recorded
-      // when claimed), so an empty one is the state to work on.
-      if (restored !== undefined || (await prepareWorkspace(workspace)).created) {
-        await acquireWorkspaceLock(workspace, workerTaskQueue);
-      }
+    const output = await inCallWorkspace(deps, ref, workspace, leafId, async () => {
       const live = liveEventSink(liveEvents);
       let lastUpdate = 0;
       const result = await whileHeartbeating(ctx, "running", (heartbeat) => {

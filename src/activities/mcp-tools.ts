@@ -111,6 +111,11 @@ export function mcpToolsChangedFor(deps: ActivityDeps, ref: SessionRef): string[
   return deps.mcp?.changedServers({ sessionKey: sessionKeyOf(ref) }) ?? [];
 }
 
+/** Ends the session's MCP servers on this worker (its copy of the workspace was replaced). */
+export async function closeMcpServersOf(deps: Pick<ActivityDeps, "mcp">, ref: SessionRef): Promise<void> {
+  await deps.mcp?.closeSession(sessionKeyOf(ref));
+}
+
 function sessionKeyOf(ref: SessionRef): string {
   return `${ref.tenantId}/${ref.sessionId}`;
 }

@@ -24,7 +24,7 @@ import {
   sameEntry,
 } from "../store/workspace-diff";
 import { WorkspaceTooLargeError } from "../store/workspace-tree";
-import { acquireWorkspaceLock, prepareWorkspace, workspaceFor } from "../tools";
+import { workspaceFor } from "../tools";
 import {
   errorCode,
   openDirAt,
@@ -38,19 +38,13 @@ import type { ActivityDeps } from "./deps";
 import { failpoint } from "./failpoints";
 import { whileHeartbeating } from "./heartbeat";
 import type { MergeSubAgentWorkspaceInput, MergeSubAgentWorkspaceResult } from "./types";
-import { restoreMissingWorkspace } from "./workspace-activities";
-import { usingWorkspace } from "./workspace-eviction";
+import { inCallWorkspace } from "./workspace-activities";
 
 /** Paths a result names at most (the history carries them). */
 const MAX_NAMED_PATHS = 20;
 
-export function subAgentMergeActivity({
-  store,
-  snapshots,
-  workspaceRoot,
-  workerTaskQueue,
-  snapshotMaxBytes,
-}: ActivityDeps) {
+export function subAgentMergeActivity(deps: ActivityDeps) {
+  const { snapshots, workspaceRoot, snapshotMaxBytes } = deps;
   return async function mergeSubAgentWorkspace(
     input: MergeSubAgentWorkspaceInput,
   ): Promise<MergeSubAgentWorkspaceResult> {
@@ -73,17 +67,11 @@ export function subAgentMergeActivity({
       const changes = diffStates(before, after);
       if (changes.length === 0) return { outcome: "unchanged" };
       const workspace = workspaceFor(workspaceRoot, input.tenantId, input.sessionId);
-      return usingWorkspace(workspace, async () => {
-        // As for a tool call: this worker may not have the workspace; it is the state of the
-        // call's predecessor entry then, never an empty directory.
-        const restored = input.slot.parentId
-          ? await restoreMissingWorkspace({ store, snapshots }, parent, workspace, input.slot.parentId)
-          : undefined;
-        if (restored !== undefined || (await prepareWorkspace(workspace)).created)
-          await acquireWorkspaceLock(workspace, workerTaskQueue);
-        // Children of one batch ending together merge one after the other.
-        return oneAtATime(workspace.dir, () => merge(workspace.dir, changes, before));
-      });
+      // As for a tool call: this worker may not have the workspace, or only an old copy.
+      // Children of one batch ending together merge one after the other.
+      return inCallWorkspace(deps, parent, workspace, input.slot.parentId, () =>
+        oneAtATime(workspace.dir, () => merge(workspace.dir, changes, before)),
+      );
     });
 
     async function merge(

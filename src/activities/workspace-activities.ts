@@ -26,6 +26,7 @@ import { GitSourceRefusedError } from "../tools/git-source";
 import type { ActivityDeps } from "./deps";
 import { failpoint } from "./failpoints";
 import { whileHeartbeating } from "./heartbeat";
+import { closeMcpServersOf } from "./mcp-tools";
 import type {
   ClaimWorkspaceInput,
   ClaimWorkspaceResult,
@@ -35,6 +36,7 @@ import type {
   SnapshotWorkspaceResult,
 } from "./types";
 import { usingWorkspace } from "./workspace-eviction";
+import { holdRestoredCopy, holdWorkspace, whileWorking } from "./workspace-holder";
 
 /**
  * The snapshot lookup steps of `entryId` (see `snapshotAncestry`), from the session's stored
@@ -109,21 +111,60 @@ export async function restoreMissingWorkspace(
   }
 }
 
+/**
+ * Runs `work` in `ref`'s workspace on this worker for a call that may land on a worker without it
+ * (a tool call, a sub-agent's merge into its parent): marked in use (eviction leaves it); on the
+ * shared queue, where any worker takes any call, on a current copy only (`whileHolding`); a
+ * missing workspace is restored from the snapshot that applies to `leafId` (the call's
+ * predecessor entry), or made empty when none does (a directory or git source is recorded when
+ * claimed), never worked on as an empty directory by mistake; one restored or made here is locked
+ * for this worker.
+ */
+export function inCallWorkspace<T>(
+  deps: Pick<ActivityDeps, "store" | "snapshots" | "workerTaskQueue" | "toolsOnSharedQueue" | "mcp">,
+  ref: SessionRef,
+  workspace: Workspace,
+  leafId: string | null | undefined,
+  work: () => Promise<T>,
+): Promise<T> {
+  const { store, snapshots, workerTaskQueue } = deps;
+  const hold = () =>
+    whileHeartbeating(Context.current(), "holding", () =>
+      holdWorkspace(snapshots.holders, ref, workspace, { onDiscard: () => closeMcpServersOf(deps, ref) }),
+    );
+  return usingWorkspace(workspace, () =>
+    whileWorking(
+      workspace,
+      async () => {
+        const restored = leafId
+          ? await restoreMissingWorkspace({ store, snapshots }, ref, workspace, leafId)
+          : undefined;
+        if (restored !== undefined || (await prepareWorkspace(workspace)).created) {
+          await acquireWorkspaceLock(workspace, workerTaskQueue);
+        }
+        return work();
+      },
+      deps.toolsOnSharedQueue ? hold : undefined,
+    ),
+  );
+}
+
 /** What the workspace activities use of the worker's dependencies. */
 export type WorkspaceDeps = Pick<
   ActivityDeps,
-  "store" | "snapshots" | "snapshotMaxBytes" | "workspaceRoot" | "workerTaskQueue" | "sandbox" | "gitHosts"
+  | "store"
+  | "snapshots"
+  | "snapshotMaxBytes"
+  | "workspaceRoot"
+  | "workerTaskQueue"
+  | "sandbox"
+  | "gitHosts"
+  | "toolsOnSharedQueue"
+  | "mcp"
 >;
 
-export function workspaceActivities({
-  store,
-  snapshots,
-  snapshotMaxBytes,
-  workspaceRoot,
-  workerTaskQueue,
-  sandbox,
-  gitHosts,
-}: WorkspaceDeps) {
+export function workspaceActivities(deps: WorkspaceDeps) {
+  const { store, snapshots, snapshotMaxBytes, workspaceRoot, workerTaskQueue, sandbox, gitHosts } = deps;
   return {
     /** Heartbeats throughout: restoring a snapshot or copying the source may take a while. */
     claimWorkspace(input: ClaimWorkspaceInput): Promise<ClaimWorkspaceResult> {
@@ -132,15 +173,23 @@ export function workspaceActivities({
 
     snapshotWorkspace(input: SnapshotWorkspaceInput): Promise<SnapshotWorkspaceResult> {
       failpoint("snapshotWorkspace.start");
-      return inWorkspace(input, async () => {
-        const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
-        const workspace = workspaceFor(workspaceRoot, input.tenantId, input.sessionId);
-        if (!(await exists(workspace.dir))) {
-          throw ApplicationFailure.nonRetryable(
-            `the workspace of ${input.sessionId} is not on this worker`,
-            FailureType.workspaceMissing,
-          );
-        }
+      const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
+      const workspace = workspaceFor(workspaceRoot, input.tenantId, input.sessionId);
+      // On the shared queue any worker may take it: it records a current copy, brought here as
+      // for a tool call (a stale one recorded at the batch's entry would undo the batch).
+      const inCurrentCopy = <T>(work: () => Promise<T>) =>
+        deps.toolsOnSharedQueue
+          ? inCallWorkspace(deps, ref, workspace, input.afterEntryId, work)
+          : inWorkspace(input, async () => {
+              if (!(await exists(workspace.dir))) {
+                throw ApplicationFailure.nonRetryable(
+                  `the workspace of ${input.sessionId} is not on this worker`,
+                  FailureType.workspaceMissing,
+                );
+              }
+              return work();
+            });
+      return inCurrentCopy(async () => {
         try {
           const result = await whileHeartbeating(Context.current(), "snapshotting", () =>
             snapshots.snapshot(ref, workspace.dir, {
@@ -185,6 +234,8 @@ export function workspaceActivities({
         const result = await whileHeartbeating(Context.current(), "restoring", () =>
           snapshots.restore(found.from, record, workspace.dir, input.ref),
         );
+        // Whichever worker restored it (any, on the shared queue), its copy is now the current one.
+        await holdRestoredCopy(snapshots.holders, input.ref, workspace);
         return {
           restored: true,
           snapshotEntryId: record.afterEntryId,
@@ -204,13 +255,23 @@ export function workspaceActivities({
     failpoint("claimWorkspace.start");
     const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
     const workspace = workspaceFor(workspaceRoot, input.tenantId, input.sessionId);
+    const holdCopy = () =>
+      holdWorkspace(snapshots.holders, ref, workspace, { onDiscard: () => closeMcpServersOf(deps, ref) });
     try {
       // The lock's owner id is the holder's task queue, so other workers can route to it.
       await acquireWorkspaceLock(workspace, workerTaskQueue);
     } catch (error) {
-      if (error instanceof WorkspaceBusyError && error.holder) return { taskQueue: error.holder.ownerId };
+      if (error instanceof WorkspaceBusyError && error.holder) {
+        // Another live process on this disk holds the lock: the copy is this disk's to check (the
+        // lock's holder restores it when the copy was stale and is gone).
+        if (error.holder.ownerId === workerTaskQueue) await holdCopy();
+        return { taskQueue: error.holder.ownerId };
+      }
       throw error;
     }
+    // A copy this disk kept from an earlier hold is stale if another worker held it since: it is
+    // removed here and restored below like a missing one.
+    await holdCopy();
     const mayHaveSnapshot = !input.newSession || Context.current().info.attempt > 1;
     const restoredFrom =
       input.leafId && mayHaveSnapshot

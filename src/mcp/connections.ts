@@ -124,6 +124,14 @@ export class McpConnections {
     if (pooled) pooled.toolsChanged = false;
   }
 
+  /** Closes the session's connections (their servers worked in a copy of its workspace that is gone). */
+  async closeSession(sessionKey: string): Promise<void> {
+    const prefix = `${sessionKey}/`;
+    await Promise.all(
+      [...this.pool.keys()].filter((key) => key.startsWith(prefix)).map((key) => this.drop(key)),
+    );
+  }
+
   /** Closes every connection (worker shutdown). */
   async closeAll(): Promise<void> {
     await Promise.all([...this.pool.keys()].map((key) => this.drop(key)));

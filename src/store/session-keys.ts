@@ -138,6 +138,7 @@ export function sessionIdOfFolder(tenantFolder: string, commonPrefix: string): s
 // {session folder}workspace/blobs/{sha256}            file contents, stored once per session
 // {session folder}workspace/trees/{sha256}.json.gz    one directory listing, gzipped (hash of the JSON)
 // {session folder}workspace/snapshots/{entryId}.json  the workspace state after that entry
+// {session folder}workspace/holder.json               the epoch of the disk holding the workspace
 
 const HASH_PATTERN = /^[0-9a-f]{64}$/;
 /** Entry ids as the workflow makes them (hex), or test ids; never a path. */
@@ -161,6 +162,11 @@ export function workspaceBlobKey(prefix: string, ref: SessionRef, hash: string):
 export function workspaceTreeKey(prefix: string, ref: SessionRef, hash: string): string {
   assertHash(hash);
   return `${sessionPrefix(prefix, ref)}workspace/trees/${hash}.json.gz`;
+}
+
+/** Which disk holds the session's workspace copy now (an epoch: see workspace-holders.ts). */
+export function workspaceHolderKey(prefix: string, ref: SessionRef): string {
+  return `${sessionPrefix(prefix, ref)}workspace/holder.json`;
 }
 
 export function workspaceSnapshotsPrefix(prefix: string, ref: SessionRef): string {

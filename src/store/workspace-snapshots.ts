@@ -37,6 +37,7 @@ import {
   workspaceSnapshotsPrefix,
   workspaceTreeKey,
 } from "./session-keys";
+import { WorkspaceHolders } from "./workspace-holders";
 import {
   type BlobSink,
   emptyIndex,
@@ -120,6 +121,8 @@ export class WorkspaceSnapshots {
   private readonly bucket: string;
   private readonly prefix: string;
   private readonly conditional: ConditionalObjects;
+  /** Which disk holds each session's workspace copy (a copy elsewhere is stale). */
+  readonly holders: WorkspaceHolders;
 
   constructor(
     private readonly client: S3Client,
@@ -128,6 +131,7 @@ export class WorkspaceSnapshots {
     this.bucket = settings.bucket;
     this.prefix = settings.prefix;
     this.conditional = new ConditionalObjects(client, settings.bucket);
+    this.holders = new WorkspaceHolders(client, settings);
   }
 
   /**

@@ -5,9 +5,10 @@
  * missing from the environment's disk is restored from its snapshot in S3; the MCP servers an
  * invocation started are closed when it returns.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { propagation, trace } from "@opentelemetry/api";
+import { holderEpochPathOf } from "../../../src/activities/workspace-holder";
 import { indexPathOf } from "../../../src/store/workspace-tree";
 import { lockPathOf, workspaceFor } from "../../../src/tools/workspace";
 import type { LambdaContext } from "../../../src/worker/lambda";
@@ -20,7 +21,13 @@ import {
   workflowBundlePath,
 } from "../../support/integration-env";
 import { everythingServer, MCP_WORKER_ENV } from "../../support/mcp-servers";
-import { createRunStage, messagesOf, modelCalled, type RunStage } from "../../support/run-harness";
+import {
+  createRunStage,
+  expectIntactSession,
+  messagesOf,
+  modelCalled,
+  type RunStage,
+} from "../../support/run-harness";
 
 jest.setTimeout(120_000);
 
@@ -183,6 +190,49 @@ test("the workspace comes back from S3 when the local copy is gone: within a run
   await stage.runs.deliver(ref, { text: "read it again", mode: "auto" }, stage.settings());
   expect((await stage.result(ref)).status).toBe("completed");
   expect(await lastText()).toBe("Second read: kept in s3");
+  await invocation;
+});
+
+test("an environment that kept an old copy of the workspace, edited since on another environment, works on the edited files", async () => {
+  stage.llm.addScenario("lambda-stale-copy", {
+    turns: [
+      { toolCalls: [{ name: "write", arguments: { path: "note.txt", content: "first version\n" } }] },
+      { toolCalls: [{ name: "edit", arguments: { path: "note.txt", oldText: "first", newText: "second" } }] },
+      { toolCalls: [{ name: "read", arguments: { path: "note.txt" } }] },
+    ],
+    after: { text: "Read: {{lastToolResult}}" },
+  });
+  // The edit's and the read's model calls wait, so the local disk can be swapped in between.
+  stage.llm.addFaults([
+    { kind: "slow", match: { scenario: "lambda-stale-copy", turn: 1 }, times: 1, latencyMs: 3_000 },
+    { kind: "slow", match: { scenario: "lambda-stale-copy", turn: 2 }, times: 1, latencyMs: 3_000 },
+  ]);
+  const invocation = handler({}, fakeContext(Date.now() + INVOCATION_MS));
+  const ref = stage.newSession();
+  const workspace = workspaceFor(stage.workspaceRoot, ref.tenantId, ref.sessionId);
+  // Environment X's disk: the copy, its snapshot index and the holder epoch it took.
+  const xFiles = [workspace.dir, indexPathOf(workspace.dir), holderEpochPathOf(workspace)];
+  const xSaved = mkdtempSync(join(testTmpDir(), "lambda-x-"));
+  await stage.runs.deliver(ref, { text: "[scenario:lambda-stale-copy] go", mode: "auto" }, stage.settings());
+
+  // The write ran on X. The edit runs on environment Y, which never held the workspace.
+  await modelCalled(stage, "lambda-stale-copy", 1);
+  for (const [index, path] of xFiles.entries()) renameSync(path, join(xSaved, String(index)));
+  rmSync(lockPathOf(workspace), { force: true });
+  // The read runs on X again, with the copy X kept from before the edit.
+  await modelCalled(stage, "lambda-stale-copy", 2);
+  expect(readFileSync(join(workspace.dir, "note.txt"), "utf8")).toBe("second version\n");
+  for (const path of xFiles) rmSync(path, { recursive: true, force: true });
+  for (const [index, path] of xFiles.entries()) renameSync(join(xSaved, String(index)), path);
+  expect(readFileSync(join(workspace.dir, "note.txt"), "utf8")).toBe("first version\n");
+
+  expect((await stage.result(ref)).status).toBe("completed");
+  const last = messagesOf(await expectIntactSession(stage, ref)).at(-1);
+  expect(last?.role === "assistant" && last.content[0]).toEqual({
+    type: "text",
+    text: "Read: second version",
+  });
+  expect(readFileSync(join(workspace.dir, "note.txt"), "utf8")).toBe("second version\n");
   await invocation;
 });
 

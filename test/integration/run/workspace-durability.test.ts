@@ -52,6 +52,44 @@ test("the worker holding the workspace dies for good: another worker restores it
   );
 }, 150_000);
 
+test("a worker that held the workspace in an earlier run, before another worker edited it, works on the edited files, not its old copy", async () => {
+  // One scenario across three runs (a turn is an assistant message): write, then edit, then read.
+  stage().llm.addScenario("ws-stale-copy", {
+    turns: [
+      { toolCalls: [{ name: "write", arguments: { path: "a.txt", content: "first version\n" } }] },
+      { text: "written" },
+      { toolCalls: [{ name: "edit", arguments: { path: "a.txt", oldText: "first", newText: "second" } }] },
+      { text: "edited" },
+      { toolCalls: [{ name: "read", arguments: { path: "a.txt" } }] },
+    ],
+    after: { text: "The file says: {{lastToolResult}}" },
+  });
+  const ref = stage().newSession();
+  const file = (root: string) => join(workspaceFor(root, ref.tenantId, ref.sessionId).dir, "a.txt");
+  const runOn = async (env: Record<string, string>, text: string) => {
+    const worker = await stage().startWorker(env);
+    await stage().runs.deliver(ref, { text, mode: "auto" }, stage().settings());
+    expect((await stage().result(ref)).status).toBe("completed");
+    await worker.stop();
+  };
+  const otherRoot = mkdtempSync(join(testTmpDir(), "other-workspaces-"));
+
+  await runOn({}, "[scenario:ws-stale-copy] go");
+  expect(readFileSync(file(stage().workspaceRoot), "utf8")).toBe("first version\n");
+  await runOn({ KEEL_WORKSPACE_ROOT: otherRoot }, "now edit it");
+  expect(readFileSync(file(otherRoot), "utf8")).toBe("second version\n");
+  // The first worker's disk still has its copy of the first run: it must not be picked up again.
+  expect(readFileSync(file(stage().workspaceRoot), "utf8")).toBe("first version\n");
+  await runOn({}, "read it");
+
+  const messages = messagesOf(await expectIntactSession(stage(), ref));
+  const answer = messages.at(-1);
+  expect(answer?.role === "assistant" ? JSON.stringify(answer.content) : "").toContain(
+    "The file says: second version",
+  );
+  expect(readFileSync(file(stage().workspaceRoot), "utf8")).toBe("second version\n");
+}, 150_000);
+
 test("branching back to an entry before an edit brings the file back as it was", async () => {
   editScenario("ws-branch");
   await stage().startWorker();
