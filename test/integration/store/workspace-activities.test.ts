@@ -11,6 +11,7 @@ import type { S3Client } from "@aws-sdk/client-s3";
 import { MockActivityEnvironment } from "@temporalio/testing";
 import { type WorkspaceDeps, workspaceActivities } from "../../../src/activities/workspace-activities";
 import { evictIdleWorkspaces, usingWorkspace } from "../../../src/activities/workspace-eviction";
+import { holderEpochPathOf, whileWorking } from "../../../src/activities/workspace-holder";
 import { SessionStore } from "../../../src/store/session-store";
 import { WorkspaceSnapshots } from "../../../src/store/workspace-snapshots";
 import { DEFAULT_SANDBOX_POLICY } from "../../../src/tools/sandbox";
@@ -23,8 +24,11 @@ afterAll(() => {
   for (const client of clients) client.destroy();
 });
 
-/** The activities of one "worker": its own workspace root, task queue and S3 client. */
-async function worker(name: string) {
+/**
+ * The activities of one "worker": its own workspace root, task queue and S3 client. `shared`: a
+ * worker of the shared queue (a Lambda execution environment: every one has the same queue).
+ */
+async function worker(name: string, { shared = false }: { shared?: boolean } = {}) {
   const client = s3Client();
   clients.push(client);
   const deps: WorkspaceDeps = {
@@ -32,8 +36,9 @@ async function worker(name: string) {
     snapshots: new WorkspaceSnapshots(client, s3Settings()),
     snapshotMaxBytes: 1024 ** 2,
     workspaceRoot: await fs.mkdtemp(path.join(testTmpDir(), `${name}-`)),
-    workerTaskQueue: `keel/worker/${name}`,
+    workerTaskQueue: shared ? "keel/shared" : `keel/worker/${name}`,
     sandbox: DEFAULT_SANDBOX_POLICY,
+    ...(shared ? { toolsOnSharedQueue: true } : {}),
   };
   const activities = workspaceActivities(deps);
   const env = new MockActivityEnvironment();
@@ -166,4 +171,81 @@ test("idle eviction removes only idle, fully snapshotted workspaces of this work
 
   expect(await one.claim({ ...ref, leafId: "e2" })).toMatchObject({ restoredFrom: "e2" });
   expect(await fs.readFile(path.join(one.dirOf(ref), "kept.txt"), "utf8")).toBe("recorded\n");
+});
+
+const read = (dir: string, name = "a.txt") => fs.readFile(path.join(dir, name), "utf8");
+
+test("a disk's copy from an earlier hold is replaced when another disk held the workspace since; a current copy is kept as it is", async () => {
+  const ref = await sessionWith(5);
+  const first = await worker("holder-first");
+  const second = await worker("holder-second");
+  await first.claim({ ...ref, leafId: "e0" });
+  await fs.writeFile(path.join(first.dirOf(ref), "a.txt"), "first version\n");
+  await first.snapshot({ ...ref, afterEntryId: "e1", afterSeq: 1 });
+
+  expect(await second.claim({ ...ref, leafId: "e1" })).toMatchObject({ restoredFrom: "e1" });
+  await fs.writeFile(path.join(second.dirOf(ref), "a.txt"), "second version\n");
+  await second.snapshot({ ...ref, afterEntryId: "e2", afterSeq: 2 });
+
+  // The first disk still has its copy of e1: its claim replaces it with the state of e2.
+  expect(await read(first.dirOf(ref))).toBe("first version\n");
+  expect(await first.claim({ ...ref, leafId: "e2" })).toMatchObject({ restoredFrom: "e2" });
+  expect(await read(first.dirOf(ref))).toBe("second version\n");
+
+  // Its copy is current now: a file not yet recorded stays through the next claim.
+  await fs.writeFile(path.join(first.dirOf(ref), "draft.txt"), "not snapshotted\n");
+  expect(await first.claim({ ...ref, leafId: "e2" })).not.toHaveProperty("restoredFrom");
+  expect(await read(first.dirOf(ref), "draft.txt")).toBe("not snapshotted\n");
+
+  // The second disk's copy is the stale one now, and a call of its process still works in it:
+  // it is not removed under the call; the claim fails (and is retried by Temporal).
+  await expect(
+    whileWorking(workspaceFor(second.deps.workspaceRoot, ref.tenantId, ref.sessionId), () =>
+      second.claim({ ...ref, leafId: "e2" }),
+    ),
+  ).rejects.toMatchObject({
+    message: expect.stringMatching(/stale and a call of this worker still works in it/),
+  });
+  expect(await read(second.dirOf(ref))).toBe("second version\n");
+});
+
+test("a copy made before holder epochs existed is adopted as it is, unsnapshotted files included", async () => {
+  const ref = await sessionWith(2);
+  const one = await worker("holder-adopt");
+  const dir = one.dirOf(ref);
+  await fs.mkdir(dir, { recursive: true });
+  await fs.writeFile(path.join(dir, "a.txt"), "from an earlier release\n");
+  expect(await one.claim({ ...ref, leafId: "e1" })).not.toHaveProperty("restoredFrom");
+  expect(await read(dir)).toBe("from an earlier release\n");
+  expect(await fs.readFile(holderEpochPathOf({ dir }), "utf8")).toMatch(/"epoch"/);
+});
+
+test("on the shared queue, a snapshot and a branch's restore taken by an environment with a stale copy record and leave the current state", async () => {
+  const ref = await sessionWith(6);
+  const x = await worker("shared-x", { shared: true });
+  const y = await worker("shared-y", { shared: true });
+  await x.claim({ ...ref, leafId: "e0" });
+  await fs.writeFile(path.join(x.dirOf(ref), "a.txt"), "first version\n");
+  await x.snapshot({ ...ref, afterEntryId: "e1", afterSeq: 1 });
+
+  // Environment Y takes the workspace and edits it; X keeps its copy of e1.
+  await y.claim({ ...ref, leafId: "e1" });
+  await fs.writeFile(path.join(y.dirOf(ref), "a.txt"), "second version\n");
+  await y.snapshot({ ...ref, afterEntryId: "e2", afterSeq: 2 });
+
+  // The snapshot of e3 lands on X: it records the current state (e2's), not X's old copy.
+  await x.snapshot({ ...ref, afterEntryId: "e3", afterSeq: 3 });
+  const fresh = await worker("shared-fresh");
+  expect(await fresh.claim({ ...ref, leafId: "e4" })).toMatchObject({ restoredFrom: "e3" });
+  expect(await read(fresh.dirOf(ref))).toBe("second version\n");
+
+  // A branch back to e1 restored on Y (X held the workspace last): Y's copy becomes the current
+  // one, so the next snapshot on Y records it instead of replacing it.
+  await y.restore({ ref, entryId: "e1" });
+  expect(await read(y.dirOf(ref))).toBe("first version\n");
+  await y.snapshot({ ...ref, afterEntryId: "e5", afterSeq: 5 });
+  expect(await read(y.dirOf(ref))).toBe("first version\n");
+  const later = await worker("shared-later");
+  expect(await later.claim({ ...ref, leafId: "e5" })).toMatchObject({ restoredFrom: "e5" });
+  expect(await read(later.dirOf(ref))).toBe("first version\n");
 });
