@@ -25,11 +25,12 @@ export interface ActivityDeps {
   /** This worker's own task queue: tool activities of sessions it holds go there. */
   workerTaskQueue: string;
   /**
-   * Tool calls come on the shared queue, so any worker takes any call (Lambda: no execution
-   * environment has a queue of its own): each call checks that this worker's copy of the
-   * workspace is current. Workers with their own queue check once, when they claim it.
+   * The deployment's shared task queue. A call taken from it may land on any worker (on Lambda
+   * every call does: no execution environment has a queue of its own), so it checks that this
+   * worker's copy of the workspace is current first. Calls on a worker's own queue were routed
+   * there by a claim, which checked once. Absent: no call checks.
    */
-  toolsOnSharedQueue?: boolean;
+  sharedTaskQueue?: string;
   /** Workspace snapshots in S3 (snapshot after tool batches, restore anywhere). */
   snapshots: WorkspaceSnapshots;
   /** Largest workspace (bytes of files) a snapshot records. */

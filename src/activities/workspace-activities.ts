@@ -121,7 +121,7 @@ export async function restoreMissingWorkspace(
  * for this worker.
  */
 export function inCallWorkspace<T>(
-  deps: Pick<ActivityDeps, "store" | "snapshots" | "workerTaskQueue" | "toolsOnSharedQueue" | "mcp">,
+  deps: Pick<ActivityDeps, "store" | "snapshots" | "workerTaskQueue" | "sharedTaskQueue" | "mcp">,
   ref: SessionRef,
   workspace: Workspace,
   leafId: string | null | undefined,
@@ -144,9 +144,14 @@ export function inCallWorkspace<T>(
         }
         return work();
       },
-      deps.toolsOnSharedQueue ? hold : undefined,
+      fromSharedQueue(deps) ? hold : undefined,
     ),
   );
+}
+
+/** Whether the running activity was taken from the shared queue (any worker may have taken it). */
+function fromSharedQueue(deps: Pick<ActivityDeps, "sharedTaskQueue">): boolean {
+  return deps.sharedTaskQueue !== undefined && Context.current().info.taskQueue === deps.sharedTaskQueue;
 }
 
 /** What the workspace activities use of the worker's dependencies. */
@@ -159,7 +164,7 @@ export type WorkspaceDeps = Pick<
   | "workerTaskQueue"
   | "sandbox"
   | "gitHosts"
-  | "toolsOnSharedQueue"
+  | "sharedTaskQueue"
   | "mcp"
 >;
 
@@ -178,7 +183,7 @@ export function workspaceActivities(deps: WorkspaceDeps) {
       // On the shared queue any worker may take it: it records a current copy, brought here as
       // for a tool call (a stale one recorded at the batch's entry would undo the batch).
       const inCurrentCopy = <T>(work: () => Promise<T>) =>
-        deps.toolsOnSharedQueue
+        fromSharedQueue(deps)
           ? inCallWorkspace(deps, ref, workspace, input.afterEntryId, work)
           : inWorkspace(input, async () => {
               if (!(await exists(workspace.dir))) {

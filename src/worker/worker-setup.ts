@@ -56,7 +56,7 @@ export function workerActivities(
     catalog,
     workspaceRoot: config.workspaceRoot,
     workerTaskQueue: toolTaskQueue,
-    ...(toolTaskQueue === config.taskQueue ? { toolsOnSharedQueue: true } : {}),
+    sharedTaskQueue: config.taskQueue,
     sandbox: config.sandbox,
     ...(config.singleTenant !== undefined ? { singleTenant: config.singleTenant } : {}),
     snapshots: new WorkspaceSnapshots(s3, config.s3),

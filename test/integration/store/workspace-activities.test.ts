@@ -38,10 +38,10 @@ async function worker(name: string, { shared = false }: { shared?: boolean } = {
     workspaceRoot: await fs.mkdtemp(path.join(testTmpDir(), `${name}-`)),
     workerTaskQueue: shared ? "keel/shared" : `keel/worker/${name}`,
     sandbox: DEFAULT_SANDBOX_POLICY,
-    ...(shared ? { toolsOnSharedQueue: true } : {}),
+    sharedTaskQueue: "keel/shared",
   };
   const activities = workspaceActivities(deps);
-  const env = new MockActivityEnvironment();
+  const env = new MockActivityEnvironment({ taskQueue: deps.workerTaskQueue });
   // `run` types its result as unknown; each activity's own result type is restored here.
   const inContext =
     <I, R>(fn: (input: I) => Promise<R>) =>
