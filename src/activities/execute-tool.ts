@@ -38,9 +38,6 @@ const PARTIAL_CHARS = 2_000;
 /** Least time between two published updates of one tool (each carries the output so far). */
 const UPDATE_INTERVAL_MS = 1_000;
 
-/** An unsafe call an earlier attempt started: it is not run again (its outcome is unknown). */
-const NOT_FIRST_START = Symbol("not the first start");
-
 /** The result of a call that reached a worker of a deployment that runs no tools on its workers. */
 export const WORKER_TOOLS_OFF_TEXT =
   "This deployment runs no tools on its workers (KEEL_WORKER_TOOLS=off): the run must name a runner or launched environment. The call did not run.";
@@ -91,6 +88,15 @@ export function executeToolActivity(deps: ActivityDeps) {
     // the switch, or by a path that missed it): nothing of the agent's runs here.
     if (!workerTools) return refuse(WORKER_TOOLS_OFF_TEXT, "executed");
 
+    if (replay === "unsafe") {
+      const firstStart = await markers.markStarted(
+        ref,
+        { kind: "toolCall", resultSlot: input.slot, toolCallId: call.id },
+        ctx.info.attempt,
+      );
+      if (!firstStart) return refuse(UNKNOWN_OUTCOME_TEXT, "unknown_outcome");
+    }
+
     const startedMs = Date.now();
     const workspace = workspaceFor(workspaceRoot, input.tenantId, input.sessionId);
     // The run claimed the workspace once, but this worker may not have it (any Lambda execution
@@ -99,16 +105,6 @@ export function executeToolActivity(deps: ActivityDeps) {
     const leafId = input.slot.parentId;
     let liveTail: LiveEvent[] = [];
     const output = await inCallWorkspace(deps, ref, workspace, leafId, async () => {
-      // Marked started once the workspace is ready here: an attempt that failed to bring it here
-      // (S3 down, a stale copy in use) never ran the call, and its retry must not call it unknown.
-      const firstStart =
-        replay !== "unsafe" ||
-        (await markers.markStarted(
-          ref,
-          { kind: "toolCall", resultSlot: input.slot, toolCallId: call.id },
-          ctx.info.attempt,
-        ));
-      if (!firstStart) return NOT_FIRST_START;
       const live = liveEventSink(liveEvents);
       let lastUpdate = 0;
       const result = await whileHeartbeating(ctx, "running", (heartbeat) => {
@@ -146,7 +142,6 @@ export function executeToolActivity(deps: ActivityDeps) {
       }
       return result;
     });
-    if (output === NOT_FIRST_START) return refuse(UNKNOWN_OUTCOME_TEXT, "unknown_outcome");
     const { entry, written } = await write(toToolResultMessage(toolCall, output, Date.now()));
     // Only the attempt that stored the result counts its time (never twice; lost if it dies now).
     if (written) await recordToolTime(deps, ref, input.slot.seq, startedMs);

@@ -113,9 +113,10 @@ export async function restoreMissingWorkspace(
 
 /**
  * Runs `work` in `ref`'s workspace on this worker for a call that may land on a worker without it
- * (a tool call, a sub-agent's merge into its parent): marked in use (eviction leaves it); on the
- * shared queue, where any worker takes any call, on a current copy only (`whileHolding`); a
- * missing workspace is restored from the snapshot that applies to `leafId` (the call's
+ * (a tool call, a sub-agent's merge into its parent): marked in use (eviction leaves it) and
+ * working (a claim does not remove it under the call); taken from the shared queue, where any
+ * worker takes any call, held first (`holdWorkspace`: a stale copy is replaced), unless another
+ * call of this process already works in the copy (`whileWorking`); a missing workspace is restored from the snapshot that applies to `leafId` (the call's
  * predecessor entry), or made empty when none does (a directory or git source is recorded when
  * claimed), never worked on as an empty directory by mistake; one restored or made here is locked
  * for this worker.
@@ -171,9 +172,15 @@ export type WorkspaceDeps = Pick<
 export function workspaceActivities(deps: WorkspaceDeps) {
   const { store, snapshots, snapshotMaxBytes, workspaceRoot, workerTaskQueue, sandbox, gitHosts } = deps;
   return {
-    /** Heartbeats throughout: restoring a snapshot or copying the source may take a while. */
+    /**
+     * Heartbeats throughout: restoring a snapshot or copying the source may take a while. In use
+     * for eviction, but not working: its hold may replace a stale copy.
+     */
     claimWorkspace(input: ClaimWorkspaceInput): Promise<ClaimWorkspaceResult> {
-      return inWorkspace(input, () => whileHeartbeating(Context.current(), "claiming", () => claim(input)));
+      const workspace = workspaceFor(workspaceRoot, input.tenantId, input.sessionId);
+      return usingWorkspace(workspace, () =>
+        whileHeartbeating(Context.current(), "claiming", () => claim(input)),
+      );
     },
 
     snapshotWorkspace(input: SnapshotWorkspaceInput): Promise<SnapshotWorkspaceResult> {
@@ -253,7 +260,8 @@ export function workspaceActivities(deps: WorkspaceDeps) {
 
   /** Runs `work` with the session's workspace marked in use (idle eviction leaves it alone). */
   function inWorkspace<T>(ref: SessionRef, work: () => Promise<T>): Promise<T> {
-    return usingWorkspace(workspaceFor(workspaceRoot, ref.tenantId, ref.sessionId), work);
+    const workspace = workspaceFor(workspaceRoot, ref.tenantId, ref.sessionId);
+    return usingWorkspace(workspace, () => whileWorking(workspace, work));
   }
 
   async function claim(input: ClaimWorkspaceInput): Promise<ClaimWorkspaceResult> {
@@ -274,10 +282,11 @@ export function workspaceActivities(deps: WorkspaceDeps) {
       }
       throw error;
     }
-    // A copy this disk kept from an earlier hold is stale if another worker held it since: it is
-    // removed here and restored below like a missing one.
-    await holdCopy();
     const mayHaveSnapshot = !input.newSession || Context.current().info.attempt > 1;
+    // A copy this disk kept from an earlier hold is stale if another worker held it since: it is
+    // removed here and restored below like a missing one. A session this run just created has no
+    // copy anywhere else: its first claim takes no epoch (the next claim on any disk adopts).
+    if (mayHaveSnapshot) await holdCopy();
     const restoredFrom =
       input.leafId && mayHaveSnapshot
         ? await restoreMissingWorkspace({ store, snapshots }, ref, workspace, input.leafId)

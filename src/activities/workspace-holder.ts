@@ -5,6 +5,7 @@
  */
 import { randomBytes } from "node:crypto";
 import * as fs from "node:fs/promises";
+import * as path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { SessionRef } from "../store/session-keys";
 import type { StoredHolder, WorkspaceHolders } from "../store/workspace-holders";
@@ -24,8 +25,11 @@ const holdsInFlight = new Map<string, Promise<void>>();
 /** Calls of this process working in each copy (`whileWorking`): a copy is never replaced under them. */
 const working = new Map<string, number>();
 
-/** A stale copy a call of this process is still working in: the hold is retried once it ends. */
-export class StaleCopyInUseError extends Error {
+/**
+ * A stale copy a call of this process is still working in: it is not removed under the call, and
+ * the claim fails (Temporal retries it; it may land on another worker).
+ */
+class StaleCopyInUseError extends Error {
   constructor(dir: string) {
     super(`the copy of the workspace at ${dir} is stale and a call of this worker still works in it`);
     this.name = "StaleCopyInUseError";
@@ -56,16 +60,18 @@ export function holdWorkspace(
 ): Promise<void> {
   const pending = holdsInFlight.get(workspace.dir);
   if (pending) return pending;
-  const hold = takeWhen(holders, ref, workspace, (stored, local) => {
-    if (stored?.epoch !== undefined && stored.epoch === local) return "keep";
-    if (stored === undefined && local === undefined) return "adopt";
-    if (working.has(workspace.dir)) throw new StaleCopyInUseError(workspace.dir);
-    return "replace";
-  })
-    .then(async (outcome) => {
-      if (outcome === "replaced") await options.onDiscard?.();
-    })
-    .finally(() => holdsInFlight.delete(workspace.dir));
+  const hold = takeWhen(
+    holders,
+    ref,
+    workspace,
+    (stored, local) => {
+      if (stored?.epoch !== undefined && stored.epoch === local) return "keep";
+      if (stored === undefined && local === undefined) return "adopt";
+      if (working.has(workspace.dir)) throw new StaleCopyInUseError(workspace.dir);
+      return "replace";
+    },
+    options.onDiscard,
+  ).finally(() => holdsInFlight.delete(workspace.dir));
   holdsInFlight.set(workspace.dir, hold);
   return hold;
 }
@@ -83,28 +89,33 @@ type Decision = "keep" | "adopt" | "replace";
 /**
  * Reads the stored and the local epoch, asks `decide`, and unless it says keep, takes the
  * workspace (retrying from the read when another disk took it meanwhile); on replace, removes the
- * copy before the new epoch is written beside it (a crash in between leaves an old epoch, and the
- * next hold takes the workspace again instead of trusting a half-removed copy).
+ * copy and calls `onDiscard` before the new epoch is written beside it (a crash in between leaves
+ * an old epoch, and the next hold takes the workspace again instead of trusting a half-removed
+ * copy).
  */
 async function takeWhen(
   holders: WorkspaceHolders,
   ref: SessionRef,
   workspace: Workspace,
   decide: (stored: StoredHolder | undefined, local: string | undefined) => Decision,
-): Promise<"kept" | "adopted" | "replaced"> {
+  onDiscard?: () => Promise<void>,
+): Promise<void> {
   for (let attempt = 1; attempt <= TAKE_ATTEMPTS; attempt++) {
     const [stored, local] = await Promise.all([holders.read(ref), readLocalEpoch(workspace)]);
     const decision = decide(stored, local);
-    if (decision === "keep") return "kept";
+    if (decision === "keep") return;
     const epoch = await holders.take(ref, stored);
     if (epoch === undefined) {
       // Another disk took it, and its write may not be readable at once on every S3 server.
       await sleep(TAKE_BACKOFF_MS * 2 ** (attempt - 1));
       continue;
     }
-    if (decision === "replace") await discardCopy(workspace);
+    if (decision === "replace") {
+      await discardCopy(workspace);
+      await onDiscard?.();
+    }
     await writeLocalEpoch(workspace, epoch);
-    return decision === "replace" ? "replaced" : "adopted";
+    return;
   }
   throw new Error(
     `the workspace of ${ref.sessionId} was taken by other workers ${TAKE_ATTEMPTS} times in a row`,
@@ -161,6 +172,8 @@ async function readLocalEpoch(workspace: Workspace): Promise<string | undefined>
 
 async function writeLocalEpoch(workspace: Workspace, epoch: string): Promise<void> {
   const target = holderEpochPathOf(workspace);
+  // The tenant's folder: a call on the shared queue may be the first of its tenant on this disk.
+  await fs.mkdir(path.dirname(target), { recursive: true });
   const staging = `${target}.${randomBytes(6).toString("hex")}`;
   await fs.writeFile(staging, JSON.stringify({ epoch }), { flag: "wx" });
   await fs.rename(staging, target);

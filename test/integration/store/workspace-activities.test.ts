@@ -238,6 +238,10 @@ test("on the shared queue, a snapshot and a branch's restore taken by an environ
   const fresh = await worker("shared-fresh");
   expect(await fresh.claim({ ...ref, leafId: "e4" })).toMatchObject({ restoredFrom: "e3" });
   expect(await read(fresh.dirOf(ref))).toBe("second version\n");
+  // An environment that never served this tenant (no folder of it on its disk) takes one too.
+  const z = await worker("shared-z", { shared: true });
+  await z.snapshot({ ...ref, afterEntryId: "e4", afterSeq: 4 });
+  expect(await read(z.dirOf(ref))).toBe("second version\n");
 
   // A branch back to e1 restored on Y (X held the workspace last): Y's copy becomes the current
   // one, so the next snapshot on Y records it instead of replacing it.
