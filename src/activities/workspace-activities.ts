@@ -79,7 +79,7 @@ const restoresInFlight = new Map<string, Promise<string | undefined>>();
  * snapshot applies (the caller prepares it as new). Parallel callers for one workspace share a
  * single restore, so none replaces a directory another call is already working in.
  */
-export async function restoreMissingWorkspace(
+async function restoreMissingWorkspace(
   { store, snapshots }: Pick<ActivityDeps, "store" | "snapshots">,
   ref: SessionRef,
   workspace: Workspace,

@@ -13,6 +13,7 @@ import type { WorkspaceSnapshots } from "../store/workspace-snapshots";
 import { indexPathOf } from "../store/workspace-tree";
 import { lockPathOf, type Workspace } from "../tools/workspace";
 import { removeTree } from "../tools/workspace-fs";
+import { whileCounted } from "./use-counts";
 
 /** Marks the workspace as used now (the lock file's mtime is its last use). */
 export async function touchWorkspace(workspace: Workspace): Promise<void> {
@@ -31,13 +32,9 @@ const inUse = new Map<string, number>();
  * (while it runs, the mark keeps the workspace).
  */
 export async function usingWorkspace<T>(workspace: Workspace, work: () => Promise<T>): Promise<T> {
-  inUse.set(workspace.dir, (inUse.get(workspace.dir) ?? 0) + 1);
   try {
-    return await work();
+    return await whileCounted(inUse, workspace.dir, work);
   } finally {
-    const count = (inUse.get(workspace.dir) ?? 1) - 1;
-    if (count > 0) inUse.set(workspace.dir, count);
-    else inUse.delete(workspace.dir);
     await touchWorkspace(workspace);
   }
 }

@@ -12,6 +12,7 @@ import type { StoredHolder, WorkspaceHolders } from "../store/workspace-holders"
 import { indexPathOf } from "../store/workspace-tree";
 import type { Workspace } from "../tools/workspace";
 import { removeTree } from "../tools/workspace-fs";
+import { whileCounted } from "./use-counts";
 
 /** Where a disk keeps the holder epoch it last took for a workspace (beside it, like its lock). */
 export const holderEpochPathOf = (workspace: Workspace): string => `${workspace.dir}.holder`;
@@ -134,14 +135,7 @@ export async function whileWorking<T>(
   hold?: () => Promise<void>,
 ): Promise<T> {
   if (hold && !working.has(workspace.dir)) await hold();
-  working.set(workspace.dir, (working.get(workspace.dir) ?? 0) + 1);
-  try {
-    return await work();
-  } finally {
-    const count = (working.get(workspace.dir) ?? 1) - 1;
-    if (count > 0) working.set(workspace.dir, count);
-    else working.delete(workspace.dir);
-  }
+  return whileCounted(working, workspace.dir, work);
 }
 
 /** Moves the copy at `workspace.dir` aside (removed in the background) and drops its snapshot index. */
