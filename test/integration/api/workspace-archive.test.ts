@@ -5,7 +5,6 @@
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { monitorEventLoopDelay } from "node:perf_hooks";
 import type { TurnContext } from "../../../src/providers/local-server/types";
 import { workspaceFor } from "../../../src/tools/workspace";
 import { testTmpDir } from "../../support/integration-env";
@@ -43,23 +42,20 @@ afterAll(async () => {
 
 const gzipHeaders = { "content-type": "application/gzip" };
 
-test("a gzip bomb is refused as 413 while it streams in, the event loop never blocked", async () => {
-  // ~200 KB (under the stage's 256 KiB body limit) that would unpack to 200 MiB of zeros.
+test("a gzip bomb is refused as 413 with what it expands to; the server stays up", async () => {
+  // ~200 KB (under the stage's 256 KiB body limit) that would unpack to 200 MiB of zeros. That the
+  // unpacking streams and stops after a few kilobytes (so it never blocks the event loop) is
+  // asserted where the bytes read can be counted: test/unit/store/workspace-archive.test.ts.
   const bomb = gzipBomb(200 * 1024 ** 2);
   const chunks: Uint8Array[] = [];
   for await (const chunk of bomb.source) chunks.push(chunk);
-  const body = Buffer.concat(chunks);
-  // First in this file: a run of another test still winding down (its worker, a GC) is not this import.
-  const delay = monitorEventLoopDelay({ resolution: 1 });
-  delay.enable();
   const response = await api.call("POST", "/v1/sessions/import", {
-    body: body as unknown as string,
+    body: Buffer.concat(chunks) as unknown as string,
     headers: gzipHeaders,
   });
-  delay.disable();
   expectProblem(response, 413, "payload-too-large");
   expect(response.body.detail).toMatch(/expands more than 100 times/);
-  expect(delay.max / 1e6).toBeLessThan(100);
+  expect((await api.call("GET", "/v1/sessions")).status).toBe(200);
 });
 
 test("export --with-workspace gives a .tar.gz a user can unpack, edit and import; the next run sees its files", async () => {
