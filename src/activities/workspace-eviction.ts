@@ -13,6 +13,7 @@ import type { WorkspaceSnapshots } from "../store/workspace-snapshots";
 import { indexPathOf } from "../store/workspace-tree";
 import { lockPathOf, type Workspace } from "../tools/workspace";
 import { removeTree } from "../tools/workspace-fs";
+import { siblingPathOf } from "../tools/workspace-siblings";
 import { whileCounted } from "./use-counts";
 
 /** Marks the workspace as used now (the lock file's mtime is its last use). */
@@ -80,7 +81,7 @@ export async function evictIdleWorkspaces(options: EvictionOptions): Promise<str
       // Checked again and moved aside with no await in between: a call that starts from now on
       // finds no workspace and restores it; one that started during the scan keeps it.
       if (inUse.has(workspace.dir)) continue;
-      const aside = `${workspace.dir}.evicted-${process.pid}-${Date.now()}`;
+      const aside = siblingPathOf(workspace.dir, "evicted");
       try {
         renameSync(workspace.dir, aside);
       } catch {

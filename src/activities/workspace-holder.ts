@@ -12,6 +12,7 @@ import type { StoredHolder, WorkspaceHolders } from "../store/workspace-holders"
 import { indexPathOf } from "../store/workspace-tree";
 import type { Workspace } from "../tools/workspace";
 import { removeTree } from "../tools/workspace-fs";
+import { siblingPathOf } from "../tools/workspace-siblings";
 import { whileCounted } from "./use-counts";
 
 /** Where a disk keeps the holder epoch it last took for a workspace (beside it, like its lock). */
@@ -141,7 +142,7 @@ export async function whileWorking<T>(
 /** Moves the copy at `workspace.dir` aside (removed in the background) and drops its snapshot index. */
 async function discardCopy(workspace: Workspace): Promise<void> {
   await fs.rm(indexPathOf(workspace.dir), { force: true });
-  const aside = `${workspace.dir}.stale-${randomBytes(6).toString("hex")}`;
+  const aside = siblingPathOf(workspace.dir, "stale");
   try {
     await fs.rename(workspace.dir, aside);
   } catch (error) {

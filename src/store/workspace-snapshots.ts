@@ -9,7 +9,6 @@
  * once and a retry adopts it. Only objects not known to be stored (local index) are uploaded, so
  * the bytes sent per snapshot follow what changed, not the workspace's size.
  */
-import { randomBytes } from "node:crypto";
 import * as fs from "node:fs/promises";
 import * as path from "node:path";
 import { gunzipSync, gzipSync } from "node:zlib";
@@ -24,6 +23,7 @@ import {
   symlinkAt,
   WorkspaceFs,
 } from "../tools/workspace-fs";
+import { siblingPathOf } from "../tools/workspace-siblings";
 import { mapWithLimit } from "./bounded-map";
 import { ConditionalObjects, readAfterConflict } from "./conditional-objects";
 import type { S3Settings } from "./s3-config";
@@ -313,7 +313,7 @@ export class WorkspaceSnapshots {
     targetDir: string,
     targetRef?: SessionRef,
   ): Promise<RestoreResult> {
-    const staging = `${targetDir}.restore-${randomBytes(6).toString("hex")}`;
+    const staging = siblingPathOf(targetDir, "restore");
     const index: LocalIndex = emptyIndex();
     const result: RestoreResult = { files: 0, bytes: 0, downloadedObjects: 0 };
 
@@ -369,7 +369,7 @@ export class WorkspaceSnapshots {
     // `rename` moves the entry itself, never following a link, and the session's directory is
     // replaced whole; what is left of the old one is removed through descriptors (`removeTree`),
     // since a process that still has it mounted could change it while it goes.
-    const aside = `${targetDir}.replaced-${randomBytes(6).toString("hex")}`;
+    const aside = siblingPathOf(targetDir, "replaced");
     const hadTarget = await fs.rename(targetDir, aside).then(
       () => true,
       () => false,

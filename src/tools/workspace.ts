@@ -20,6 +20,7 @@ import { hostname } from "node:os";
 import * as path from "node:path";
 import { cloneGitSource, type GitHosts, parseGitHosts } from "./git-source";
 import { errorCode, WorkspaceFs } from "./workspace-fs";
+import { isProcessAlive, siblingPathOf } from "./workspace-siblings";
 
 /** A workspace source that can never be used (a directory that is not there): not worth a retry. */
 export class WorkspaceSourceError extends Error {
@@ -128,15 +129,6 @@ const UNREADABLE_LOCK_STALE_MS = 10_000;
 
 export function lockPathOf(workspace: Workspace): string {
   return `${workspace.dir}.lock`;
-}
-
-function isProcessAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return errorCode(error) === "EPERM";
-  }
 }
 
 async function readHolder(lockPath: string): Promise<{ holder?: LockHolder; raw: string; ageMs: number }> {
@@ -285,7 +277,7 @@ export async function prepareWorkspace(
   );
   if (exists) return { created: false };
   await fs.mkdir(path.dirname(workspace.dir), { recursive: true });
-  const staging = `${workspace.dir}.staging-${randomBytes(6).toString("hex")}`;
+  const staging = siblingPathOf(workspace.dir, "staging");
   try {
     await populate(staging, source, options);
     await fs.rename(staging, workspace.dir);

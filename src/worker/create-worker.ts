@@ -16,6 +16,7 @@ import { WorkspaceSnapshots } from "../store/workspace-snapshots";
 import type { Telemetry } from "../telemetry/sdk";
 import { workerTelemetryOptions } from "../telemetry/worker";
 import { workflowInterceptorModules } from "../telemetry/workflow-modules";
+import { sweepLeftoverSiblings } from "../tools/workspace-siblings";
 import { type WorkerConfig, workflowBundleOf } from "./config";
 import { log } from "./log";
 import {
@@ -93,6 +94,8 @@ export async function createKeelWorkers(config: WorkerConfig, telemetry?: Teleme
     own,
     ownTaskQueue,
     async run() {
+      // Moved-aside and staging copies that a crash of an earlier process left on this disk.
+      void sweepLeftovers(config.workspaceRoot);
       const eviction = startIdleEviction(config, s3, ownTaskQueue);
       try {
         await Promise.all([shared.run(), own.run()]);
@@ -110,6 +113,13 @@ export async function createKeelWorkers(config: WorkerConfig, telemetry?: Teleme
       if (own.getState() === "RUNNING") own.shutdown();
     },
   };
+}
+
+/** Removes the siblings of workspaces that dead processes of this host left; logs how many. Never throws. */
+async function sweepLeftovers(root: string): Promise<void> {
+  const swept = await sweepLeftoverSiblings(root);
+  if (swept.length > 0)
+    log("info", "removed workspace copies left by dead processes", { count: swept.length });
 }
 
 /** Evicts idle, fully snapshotted workspaces every quarter of the idle period (at most every minute). */
@@ -135,6 +145,7 @@ function startIdleEviction(config: WorkerConfig, s3: S3Client, ownerId: string):
             error: error instanceof Error ? error.message : String(error),
           }),
         )
+        .then(() => sweepLeftovers(config.workspaceRoot))
         .finally(() => {
           running = false;
         });

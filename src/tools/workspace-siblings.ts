@@ -1,0 +1,65 @@
+/**
+ * Siblings of a workspace directory that host-side code makes while it moves a copy in or out:
+ * staging for a new or restored copy, and old copies moved aside before they are removed. Each is
+ * named `{workspace}.{purpose}-{host tag}-{pid}-{random}`, so one that a crashed process left
+ * behind is recognised and removed: made on this host by a process that is gone. A sibling of a
+ * live process (this one included: its background removals) or of another host is never touched.
+ */
+import { createHash, randomBytes } from "node:crypto";
+import * as fs from "node:fs/promises";
+import { hostname } from "node:os";
+import * as path from "node:path";
+import { errorCode, removeTree } from "./workspace-fs";
+
+/** Why a sibling exists: a copy being built (`staging`, `restore`) or an old one on its way out. */
+export type SiblingPurpose = "staging" | "restore" | "replaced" | "stale" | "evicted";
+
+/** Eight hex digits of the host name's hash: host names may hold dots, which siblings' names must not. */
+const hostTag = createHash("sha256").update(hostname()).digest("hex").slice(0, 8);
+
+const SIBLING_NAME =
+  /^[A-Za-z0-9][A-Za-z0-9_-]*\.(?:staging|restore|replaced|stale|evicted)-([0-9a-f]{8})-(\d+)-[0-9a-f]+$/;
+
+/** A fresh sibling path of `dir` for `purpose`, carrying this host and process. */
+export function siblingPathOf(dir: string, purpose: SiblingPurpose): string {
+  return `${dir}.${purpose}-${hostTag}-${process.pid}-${randomBytes(6).toString("hex")}`;
+}
+
+/** True when the process `pid` of this host is running (EPERM: it runs as another user). */
+export function isProcessAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return errorCode(error) === "EPERM";
+  }
+}
+
+/**
+ * Removes the siblings under `root` (`{root}/{tenant}/{name}`) that processes of this host left
+ * when they died mid-move, through held descriptors (a link inside is unlinked, never followed).
+ * Returns their paths. Never throws: a sibling that cannot be removed is tried again next time.
+ */
+export async function sweepLeftoverSiblings(root: string): Promise<string[]> {
+  const swept: string[] = [];
+  const tenants = await fs.readdir(root, { withFileTypes: true }).catch(() => []);
+  for (const tenant of tenants) {
+    if (!tenant.isDirectory()) continue;
+    const tenantDir = path.join(root, tenant.name);
+    const names = await fs.readdir(tenantDir).catch((): string[] => []);
+    for (const name of names) {
+      const match = SIBLING_NAME.exec(name);
+      if (!match || match[1] !== hostTag) continue;
+      const pid = Number(match[2]);
+      if (pid === process.pid || isProcessAlive(pid)) continue;
+      const sibling = path.join(tenantDir, name);
+      try {
+        await removeTree(sibling);
+        swept.push(sibling);
+      } catch {
+        // Left for the next sweep (a permission changed under it, an I/O error).
+      }
+    }
+  }
+  return swept;
+}

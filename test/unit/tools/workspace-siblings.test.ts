@@ -1,0 +1,82 @@
+/**
+ * Leftover siblings of workspaces (staging and moved-aside copies) are removed when the process
+ * of this host that made them is gone, and only then; links inside are unlinked, never followed.
+ */
+import { spawn, spawnSync } from "node:child_process";
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { basename, join } from "node:path";
+import { siblingPathOf, sweepLeftoverSiblings } from "../../../src/tools/workspace-siblings";
+
+let base: string;
+beforeEach(() => {
+  base = mkdtempSync(join(tmpdir(), "keel-siblings-"));
+});
+afterEach(() => rmSync(base, { recursive: true, force: true }));
+
+/** The pid of a process that has exited (and was reaped). */
+function deadPid(): number {
+  const child = spawnSync(process.execPath, ["-e", "0"]);
+  return child.pid ?? 0;
+}
+
+/** `siblingPathOf` with its pid replaced: as made by the process `pid` of this host. */
+function siblingOfPid(dir: string, purpose: Parameters<typeof siblingPathOf>[1], pid: number): string {
+  return siblingPathOf(dir, purpose).replace(`-${process.pid}-`, `-${pid}-`);
+}
+
+test("siblings left by a dead process of this host are removed; live, own, foreign and workspace entries stay", async () => {
+  const host = join(base, "host");
+  mkdirSync(host);
+  writeFileSync(join(host, "keep.txt"), "host file\n");
+  const root = join(base, "root");
+  const workspace = join(root, "tenant", "session");
+  mkdirSync(workspace, { recursive: true });
+  writeFileSync(join(workspace, "a.txt"), "current copy\n");
+  writeFileSync(`${workspace}.lock`, "{}");
+
+  const dead = deadPid();
+  const live = spawn("sleep", ["30"]);
+  try {
+    const leftovers = (["stale", "evicted", "replaced", "restore", "staging"] as const).map((purpose) =>
+      siblingOfPid(workspace, purpose, dead),
+    );
+    for (const leftover of leftovers) {
+      mkdirSync(join(leftover, "nested"), { recursive: true });
+      writeFileSync(join(leftover, "nested", "old.txt"), "old copy\n");
+      symlinkSync(host, join(leftover, "host-link"));
+    }
+    const ownBackgroundRemoval = siblingPathOf(workspace, "stale");
+    const liveProcess = siblingOfPid(workspace, "restore", live.pid ?? 0);
+    const otherHost = `${workspace}.stale-00000000-${dead}-abcdef`;
+    for (const kept of [ownBackgroundRemoval, liveProcess, otherHost]) mkdirSync(kept);
+
+    const swept = await sweepLeftoverSiblings(root);
+
+    expect(swept.sort()).toEqual([...leftovers].sort());
+    expect(readdirSync(join(root, "tenant")).sort()).toEqual(
+      [
+        "session",
+        "session.lock",
+        ...[ownBackgroundRemoval, liveProcess, otherHost].map((p) => basename(p)),
+      ].sort(),
+    );
+    expect(readFileSync(join(workspace, "a.txt"), "utf8")).toBe("current copy\n");
+    expect(readFileSync(join(host, "keep.txt"), "utf8")).toBe("host file\n");
+    expect(await sweepLeftoverSiblings(root)).toEqual([]);
+  } finally {
+    live.kill("SIGKILL");
+  }
+});
+
+test("a root that does not exist yet sweeps nothing", async () => {
+  expect(await sweepLeftoverSiblings(join(base, "missing"))).toEqual([]);
+});
