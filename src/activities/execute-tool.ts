@@ -21,6 +21,7 @@ import type { ToolCallBlock, ToolResultMessage } from "../core/messages";
 import { createMessageEntry } from "../core/session-entries";
 import type { SessionEntry } from "../core/session-types";
 import type { SessionRef } from "../store/session-keys";
+import type { MarkerSubject } from "../store/tool-call-markers";
 import { runToolCall, toolNamed, toToolResultMessage, workspaceFor } from "../tools";
 import type { ToolUpdate } from "../tools/types";
 import type { ActivityDeps } from "./deps";
@@ -41,6 +42,9 @@ const UPDATE_INTERVAL_MS = 1_000;
 /** The result of a call that reached a worker of a deployment that runs no tools on its workers. */
 export const WORKER_TOOLS_OFF_TEXT =
   "This deployment runs no tools on its workers (KEEL_WORKER_TOOLS=off): the run must name a runner or launched environment. The call did not run.";
+
+/** What the call's work returns when another attempt marked the call started first. */
+const STARTED_BY_ANOTHER_ATTEMPT = Symbol("started by another attempt");
 
 export function executeToolActivity(deps: ActivityDeps) {
   const {
@@ -88,13 +92,11 @@ export function executeToolActivity(deps: ActivityDeps) {
     // the switch, or by a path that missed it): nothing of the agent's runs here.
     if (!workerTools) return refuse(WORKER_TOOLS_OFF_TEXT, "executed");
 
-    if (replay === "unsafe") {
-      const firstStart = await markers.markStarted(
-        ref,
-        { kind: "toolCall", resultSlot: input.slot, toolCallId: call.id },
-        ctx.info.attempt,
-      );
-      if (!firstStart) return refuse(UNKNOWN_OUTCOME_TEXT, "unknown_outcome");
+    const marker: MarkerSubject = { kind: "toolCall", resultSlot: input.slot, toolCallId: call.id };
+    // A retry of an unsafe call that an earlier attempt started refuses before it touches the
+    // workspace: taking it (on the shared queue) would give up the changes the attempt made.
+    if (replay === "unsafe" && ctx.info.attempt > 1 && (await markers.wasStarted(ref, marker))) {
+      return refuse(UNKNOWN_OUTCOME_TEXT, "unknown_outcome");
     }
 
     const startedMs = Date.now();
@@ -105,6 +107,11 @@ export function executeToolActivity(deps: ActivityDeps) {
     const leafId = input.slot.parentId;
     let liveTail: LiveEvent[] = [];
     const output = await inCallWorkspace(deps, ref, workspace, leafId, async () => {
+      // Marked once the workspace is ready, right before the call runs: an S3 failure while it
+      // was made ready (taken, restored) leaves no marker, so the retry runs the call.
+      if (replay === "unsafe" && !(await markers.markStarted(ref, marker, ctx.info.attempt))) {
+        return STARTED_BY_ANOTHER_ATTEMPT;
+      }
       const live = liveEventSink(liveEvents);
       let lastUpdate = 0;
       const result = await whileHeartbeating(ctx, "running", (heartbeat) => {
@@ -142,6 +149,7 @@ export function executeToolActivity(deps: ActivityDeps) {
       }
       return result;
     });
+    if (output === STARTED_BY_ANOTHER_ATTEMPT) return refuse(UNKNOWN_OUTCOME_TEXT, "unknown_outcome");
     const { entry, written } = await write(toToolResultMessage(toolCall, output, Date.now()));
     // Only the attempt that stored the result counts its time (never twice; lost if it dies now).
     if (written) await recordToolTime(deps, ref, input.slot.seq, startedMs);
