@@ -256,31 +256,43 @@ export function followContinuations(
 const LOG_APPEND = /echo (\w+) >> log\.txt/g;
 
 /**
- * No unsafe call ran twice: each line the scenario's `bash` calls appended to the session's
- * `log.txt` (`log`, as the workspace holds it after the run; "" when there is none) is there at
- * most as often as stored tool calls ask for it. A call cut off by a kill may have appended its
- * line or not (its result then says its outcome is unknown), and a workspace restored from an
- * older snapshot may have lost lines: fewer is fine, more means a call was run again.
+ * The session's `log.txt` (`log`, as its current copy of the workspace holds it after the run; ""
+ * when there is none) is the one its `bash` calls made, each line there:
+ * - at most as often as stored calls ask for it: more means an unsafe call was run again. A call
+ *   cut off by a kill may have appended its line or not (its result then says its outcome is
+ *   unknown);
+ * - at least as often as calls whose stored result says they ran (no error): each such call's
+ *   change was snapshotted before its result was stored, so fewer means a change was lost (a
+ *   copy restored from a snapshot older than the session, or a disk's old copy worked on).
  */
-export function checkUnsafeCallsRanOnce(
+export function checkUnsafeCallLines(
   sessionId: string,
   entries: readonly SessionEntry[],
   log: string,
 ): Violation[] {
+  const succeeded = new Set<string>();
+  for (const entry of entries) {
+    if (entry.type === "message" && entry.message.role === "toolResult" && !entry.message.isError)
+      succeeded.add(entry.message.toolCallId);
+  }
   const asked = new Map<string, number>();
+  const ran = new Map<string, number>();
   for (const entry of entries) {
     if (entry.type !== "message" || entry.message.role !== "assistant") continue;
     for (const block of entry.message.content) {
       if (block.type !== "toolCall" || block.name !== "bash") continue;
       const command = (block.arguments as { command?: unknown }).command;
       if (typeof command !== "string") continue;
-      for (const [, word] of command.matchAll(LOG_APPEND))
-        asked.set(word as string, (asked.get(word as string) ?? 0) + 1);
+      for (const [, word] of command.matchAll(LOG_APPEND)) {
+        const line = word as string;
+        asked.set(line, (asked.get(line) ?? 0) + 1);
+        if (succeeded.has(block.id)) ran.set(line, (ran.get(line) ?? 0) + 1);
+      }
     }
   }
   const found = new Map<string, number>();
   for (const line of log.split("\n")) if (line !== "") found.set(line, (found.get(line) ?? 0) + 1);
-  return [...found].flatMap(([line, count]) =>
+  const tooMany = [...found].flatMap(([line, count]): Violation[] =>
     count > (asked.get(line) ?? 0)
       ? [
           {
@@ -291,4 +303,16 @@ export function checkUnsafeCallsRanOnce(
         ]
       : [],
   );
+  const missing = [...ran].flatMap(([line, count]): Violation[] =>
+    (found.get(line) ?? 0) < count
+      ? [
+          {
+            sessionId,
+            kind: "stored_change_missing",
+            detail: `log.txt has "${line}" ${found.get(line) ?? 0} times; ${count} bash calls that append it have results saying they ran`,
+          },
+        ]
+      : [],
+  );
+  return [...tooMany, ...missing];
 }

@@ -62,6 +62,8 @@ const MIN_STEER_AFTER_MS = 1_000;
 const MAX_STEER_AFTER_MS = 15_000;
 /** Share of kills aimed at the second worker when it is up. */
 const SECONDARY_KILL_SHARE = 0.3;
+/** The shortest visit of the second worker, as a share of the span between its visits' starts. */
+const SECONDARY_MIN_VISIT_SHARE = 0.4;
 /** The second worker comes and goes this many times per ten kills (at least once). */
 const SECONDARY_CYCLES_PER_TEN_KILLS = 2;
 
@@ -149,7 +151,10 @@ export function makeChaosPlan(options: ChaosOptions): ChaosPlan {
       Math.floor((cycle * span) / cycles),
       Math.floor(((cycle + 0.5) * span) / cycles),
     );
-    const stop = between(random, start + 5_000, Math.floor(((cycle + 1) * span) / cycles) + 5_000);
+    // Long enough to take runs' claims: its workspaces move to the primary's disk when it goes,
+    // and back when a later run of theirs lands on it again (the holder epochs' case).
+    const shortest = Math.max(5_000, Math.floor((SECONDARY_MIN_VISIT_SHARE * span) / cycles));
+    const stop = between(random, start + shortest, Math.floor(((cycle + 1) * span) / cycles) + shortest);
     faults.push({ atMs: start, kind: "secondary_start" }, { atMs: stop, kind: "secondary_stop" });
   }
   for (let restart = 0; restart < options.temporalRestarts; restart++) {

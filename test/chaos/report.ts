@@ -278,6 +278,7 @@ export function renderMarkdown(summary: ChaosSummary): string {
         ["entries checked", verdict.entriesChecked],
         ["sessions exported / opened by pi", `${verdict.sessionsExported} / ${verdict.sessionsOpenedByPi}`],
         ["of them sub-agent sessions", String(verdict.subAgentSessions)],
+        ["workspaces that were on both workers' disks", verdict.workspacesOnTwoDisks],
         ["model calls (local LLM server journal)", summary.modelCalls],
         ["repeated model calls for a stored answer", verdict.repeatedCalls.length],
         ["violations", verdict.violations.length],

@@ -2,7 +2,8 @@
  * The chaos stage: one dev stack on temporary data folders — the Temporal dev server on a SQLite
  * database (so it can be restarted on it), SeaweedFS, the local LLM server (in this process), the
  * HTTP API and Keel workers as their own processes (so they can be SIGKILLed, and an API server
- * that crashes is noticed and started again). Servers are
+ * that crashes is noticed and started again), each worker on its own disk (workspace root), so
+ * workspaces move between disks as between machines. Servers are
  * started by src/cli/devstack, as `keel dev` starts them.
  */
 
@@ -21,6 +22,7 @@ import { writeWorkflowBundle } from "../../src/cli/devstack/workflow-bundle";
 import { type LocalLlmServer, startLocalLlmServer } from "../../src/providers/local-server";
 import { createS3Client, s3SettingsToEnv } from "../../src/store/s3-config";
 import { SessionStore } from "../../src/store/session-store";
+import { WorkspaceHolders } from "../../src/store/workspace-holders";
 import { MCP_WORKER_ENV } from "../support/mcp-servers";
 
 export const CHAOS_TENANT = "chaos";
@@ -60,8 +62,14 @@ export interface ChaosStack {
   apiKey: string;
   /** Every tenant's key. */
   apiKeys: Record<string, string>;
-  /** Where workspaces live: `<workspaceRoot>/<tenant>/<session>`. */
-  workspaceRoot: string;
+  /**
+   * Each worker role's own disk: `<root>/<tenant>/<session>`. Two disks, as in a deployment of
+   * several machines: a workspace moves between them through its snapshots, and the disk whose
+   * holder epoch is stored has the current copy.
+   */
+  workspaceRoots: Record<WorkerRole, string>;
+  /** The sessions' stored holder epochs (which disk holds each workspace). */
+  holders: WorkspaceHolders;
   /** True while the API server process runs. */
   apiAlive(): boolean;
   /** Starts the API server again on its port (after it exited); resolves with its log's last lines. */
@@ -88,8 +96,11 @@ export async function startChaosStack(options: StackOptions = {}): Promise<Chaos
   const dir = mkdtempSync(join(tmpdir(), `keel-${name}-`));
   const temporalDir = join(dir, "temporal");
   const s3Dir = join(dir, "s3");
-  const workspaceRoot = join(dir, "workspaces");
-  for (const folder of [temporalDir, s3Dir, workspaceRoot]) mkdirSync(folder);
+  const workspaceRoots: Record<WorkerRole, string> = {
+    primary: join(dir, "workspaces-primary"),
+    secondary: join(dir, "workspaces-secondary"),
+  };
+  for (const folder of [temporalDir, s3Dir, ...Object.values(workspaceRoots)]) mkdirSync(folder);
 
   const [initialTemporal, initialS3, bundlePath, llm] = await Promise.all([
     startTemporalDevServer({ dataDir: temporalDir, persist: true }),
@@ -101,6 +112,7 @@ export async function startChaosStack(options: StackOptions = {}): Promise<Chaos
   let s3 = initialS3;
   const s3Client = createS3Client(s3.settings);
   const store = new SessionStore(s3Client, s3.settings);
+  const holders = new WorkspaceHolders(s3Client, s3.settings);
 
   const commonEnv = {
     ...options.env,
@@ -152,7 +164,7 @@ export async function startChaosStack(options: StackOptions = {}): Promise<Chaos
   const workerEnv = (role: WorkerRole) => ({
     ...commonEnv,
     KEEL_WORKFLOW_BUNDLE: bundlePath,
-    KEEL_WORKSPACE_ROOT: workspaceRoot,
+    KEEL_WORKSPACE_ROOT: workspaceRoots[role],
     OPENAI_API_KEY: LOCAL_LLM_KEY,
     OPENAI_BASE_URL: llm.openaiBaseURL,
     // Where the scenario's MCP server lives (read-only inside the sandbox).
@@ -175,7 +187,8 @@ export async function startChaosStack(options: StackOptions = {}): Promise<Chaos
     apiUrl: `http://127.0.0.1:${apiPort}`,
     apiKey: apiKeys[tenants[0] ?? CHAOS_TENANT] as string,
     apiKeys,
-    workspaceRoot,
+    workspaceRoots,
+    holders,
     apiAlive: () => api.isAlive(),
     async restartApi() {
       const tail = readFileSync(apiLog, "utf8").split("\n").slice(-API_LOG_TAIL_LINES).join("\n");

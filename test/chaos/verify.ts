@@ -6,6 +6,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { HeadObjectCommand } from "@aws-sdk/client-s3";
+import { holderEpochPathOf } from "../../src/activities/workspace-holder";
 import { childSessionId, TASK_TOOL_NAME } from "../../src/core/agents";
 import type { SessionEntry } from "../../src/core/session-types";
 import { createS3Client } from "../../src/store/s3-config";
@@ -16,7 +17,7 @@ import {
   checkDeliveries,
   checkRuns,
   checkStoredSession,
-  checkUnsafeCallsRanOnce,
+  checkUnsafeCallLines,
   type RepeatedCall,
   repeatedModelCalls,
   type StoredAnswer,
@@ -37,6 +38,8 @@ export interface Verdict {
   subAgentSessions: number;
   /** Aborted sessions whose follow-up run completed on an intact session. */
   usableAfterAbort: number;
+  /** Sessions whose workspace was on both workers' disks (it moved; the stale copy may remain). */
+  workspacesOnTwoDisks: number;
   /** Per session, what the API and Temporal said and what is stored. */
   sessions: SessionRow[];
 }
@@ -111,6 +114,48 @@ function openWithPi(files: string[]): PiOpenResult[] {
   return JSON.parse(output) as PiOpenResult[];
 }
 
+/**
+ * The folder of `sessionId`'s current workspace copy among the workers' disks: the one whose
+ * holder epoch (`{workspace}.holder`) is the stored one; with none stored (the workspace never
+ * changed disks), the one disk that has a copy, or the first disk when none has (no tool ran).
+ */
+async function currentWorkspaceCopy(
+  stack: ChaosStack,
+  sessionId: string,
+): Promise<string | { problem: string }> {
+  const copies = Object.values(stack.workspaceRoots).map((root) => join(root, CHAOS_TENANT, sessionId));
+  const stored = await stack.holders.read({ tenantId: CHAOS_TENANT, sessionId });
+  if (stored === undefined) {
+    const present = copies.filter((dir) => existsSync(dir));
+    if (present.length > 1)
+      return { problem: `no holder epoch is stored, yet ${present.length} disks have a copy` };
+    return present[0] ?? (copies[0] as string);
+  }
+  const current = copies.find((dir) => localEpochOf(dir) === stored.epoch);
+  return (
+    current ?? {
+      problem: `no disk's copy has the stored holder epoch ${stored.epoch} (${copies.map((dir) => `${dir}: ${localEpochOf(dir) ?? "none"}`).join(", ")})`,
+    }
+  );
+}
+
+/** On how many workers' disks `sessionId` has a copy, or the epoch of one. */
+function onDisks(stack: ChaosStack, sessionId: string): number {
+  return Object.values(stack.workspaceRoots).filter((root) => {
+    const dir = join(root, CHAOS_TENANT, sessionId);
+    return existsSync(dir) || existsSync(holderEpochPathOf({ dir }));
+  }).length;
+}
+
+function localEpochOf(dir: string): string | undefined {
+  try {
+    const parsed = JSON.parse(readFileSync(holderEpochPathOf({ dir }), "utf8")) as { epoch?: unknown };
+    return typeof parsed.epoch === "string" ? parsed.epoch : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** A workspace's `log.txt` ("" when the workspace or the file is not there). */
 function workspaceLog(workspace: string): string {
   const file = join(workspace, "log.txt");
@@ -135,6 +180,7 @@ export async function verifySessions(
   const intact = new Set<string>();
   const entryCounts = new Map<string, number>();
   let entriesChecked = 0;
+  let workspacesOnTwoDisks = 0;
 
   const temporal = stack.temporal();
   const executions = await describeExecutions(
@@ -202,16 +248,15 @@ export async function verifySessions(
         record.messages,
         sessionExecutions.flatMap((execution) => execution.handedBack),
       ),
-      ...checkUnsafeCallsRanOnce(
-        sessionId,
-        entries,
-        workspaceLog(
-          record.plan.onRunner && runnerWorkspaceRoot
-            ? join(runnerWorkspaceRoot, sessionId)
-            : join(stack.workspaceRoot, CHAOS_TENANT, sessionId),
-        ),
-      ),
     ];
+    const copy =
+      record.plan.onRunner && runnerWorkspaceRoot
+        ? join(runnerWorkspaceRoot, sessionId)
+        : await currentWorkspaceCopy(stack, sessionId);
+    if (!record.plan.onRunner && onDisks(stack, sessionId) > 1) workspacesOnTwoDisks += 1;
+    if (typeof copy === "string")
+      sessionViolations.push(...checkUnsafeCallLines(sessionId, entries, workspaceLog(copy)));
+    else sessionViolations.push({ sessionId, kind: "no_current_workspace_copy", detail: copy.problem });
     violations.push(...sessionViolations);
     if (sessionViolations.length === 0 && runViolations.length === 0) intact.add(sessionId);
     answers.push(...(await storedAnswers(stack, sessionId, stored.entries)));
@@ -311,5 +356,6 @@ export async function verifySessions(
     sessionsOpenedByPi: openedByPi,
     subAgentSessions: children.length,
     usableAfterAbort,
+    workspacesOnTwoDisks,
   };
 }

@@ -66,9 +66,9 @@ export class EscapeContext {
     readonly operatorApi?: ChaosApiClient,
   ) {}
 
-  /** The workspace of `sessionId` of `tenant` on the worker's disk. */
+  /** The workspace of `sessionId` of `tenant` on the (primary, only) worker's disk. */
   workspaceOf(tenant: string, sessionId: string): string {
-    return join(this.stack.workspaceRoot, tenant, sessionId);
+    return join(this.stack.workspaceRoots.primary, tenant, sessionId);
   }
 
   get victimWorkspace(): string {
@@ -95,7 +95,7 @@ export class EscapeContext {
   }
 
   private othersState(): Map<string, string> {
-    const state = folderState(this.stack.workspaceRoot);
+    const state = folderState(this.stack.workspaceRoots.primary);
     for (const path of [...state.keys()]) {
       const top = path.split("/")[0] ?? "";
       if (top.startsWith(ATTACKER_TENANT) || top.startsWith(PROBE_TENANT)) state.delete(path);

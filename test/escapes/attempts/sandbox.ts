@@ -138,7 +138,7 @@ const attacks: BashAttack[] = [
       `echo pwned > ${ctx.canaries.hostFile}; echo pwned > /workspace/../escaped; echo pwned > ${ctx.canaries.hostDir}/x/w 2>&1`,
     check: (ctx) => {
       try {
-        lstatSync(join(ctx.stack.workspaceRoot, ATTACKER_TENANT, "escaped"));
+        lstatSync(join(ctx.stack.workspaceRoots.primary, ATTACKER_TENANT, "escaped"));
         return ["a file appeared beside the workspace"];
       } catch {
         return [];

@@ -1,4 +1,5 @@
 /** The chaos suite's end checks find each kind of broken session they are meant to find. */
+import { UNKNOWN_OUTCOME_TEXT } from "../../../src/core/markers";
 import type { AgentMessage } from "../../../src/core/messages";
 import { createMessageEntry } from "../../../src/core/session-entries";
 import type { SessionEntry } from "../../../src/core/session-types";
@@ -7,7 +8,7 @@ import {
   checkDeliveries,
   checkRuns,
   checkStoredSession,
-  checkUnsafeCallsRanOnce,
+  checkUnsafeCallLines,
   repeatedModelCalls,
   type StoredSession,
 } from "../../chaos/checks";
@@ -253,25 +254,32 @@ describe("checkRuns", () => {
   });
 });
 
-describe("checkUnsafeCallsRanOnce", () => {
+describe("checkUnsafeCallLines", () => {
   const entries = stored([
     user("go"),
     assistant([
       toolCall("c1", "bash", { command: "echo start >> log.txt; sleep 1; echo ok" }),
       toolCall("c2", "bash", { command: "sleep 2; echo slept >> log.txt; echo ok" }),
     ]),
+    toolResult("c1", "ok", "bash"),
+    { ...toolResult("c2", UNKNOWN_OUTCOME_TEXT, "bash"), isError: true },
     assistant([toolCall("c3", "bash", { command: "echo start >> log.txt; sleep 1; echo ok" })]),
   ]).entries.map(({ entry }) => entry);
 
-  it("accepts a line per stored call, and fewer (a call cut off before it appended)", () => {
-    expect(checkUnsafeCallsRanOnce("s", entries, "start\nslept\nstart\n")).toEqual([]);
-    expect(checkUnsafeCallsRanOnce("s", entries, "start\n")).toEqual([]);
-    expect(checkUnsafeCallsRanOnce("s", entries, "")).toEqual([]);
+  it("accepts a line per stored call, and no line of a call whose result does not say it ran", () => {
+    expect(checkUnsafeCallLines("s", entries, "start\nslept\nstart\n")).toEqual([]);
+    expect(checkUnsafeCallLines("s", entries, "start\n")).toEqual([]);
   });
 
   it("finds a call that ran again: more lines than stored calls ask for", () => {
-    const found = checkUnsafeCallsRanOnce("s", entries, "start\nslept\nslept\nstart\n");
+    const found = checkUnsafeCallLines("s", entries, "start\nslept\nslept\nstart\n");
     expect(kinds(found)).toEqual(["unsafe_call_ran_twice"]);
     expect(found[0]?.detail).toContain('"slept" 2 times');
+  });
+
+  it("finds a lost change: fewer lines than calls whose results say they ran", () => {
+    const found = checkUnsafeCallLines("s", entries, "slept\n");
+    expect(kinds(found)).toEqual(["stored_change_missing"]);
+    expect(found[0]?.detail).toContain('"start" 0 times; 1 bash calls');
   });
 });

@@ -16,6 +16,7 @@ function summaryWith(kinds: string[]) {
     sessionsOpenedByPi: 0,
     subAgentSessions: 0,
     usableAfterAbort: 0,
+    workspacesOnTwoDisks: 0,
     sessions: [],
   };
   return summarize({
