@@ -93,9 +93,10 @@ export function executeToolActivity(deps: ActivityDeps) {
     if (!workerTools) return refuse(WORKER_TOOLS_OFF_TEXT, "executed");
 
     const marker: MarkerSubject = { kind: "toolCall", resultSlot: input.slot, toolCallId: call.id };
-    // A retry of an unsafe call that an earlier attempt started refuses before it touches the
-    // workspace: taking it (on the shared queue) would give up the changes the attempt made.
-    if (replay === "unsafe" && ctx.info.attempt > 1 && (await markers.wasStarted(ref, marker))) {
+    // An unsafe call that another attempt started is refused before the workspace is touched:
+    // taking it (on the shared queue) would give up the changes that attempt made. Checked on
+    // every attempt: the workflow schedules a moved call anew, at attempt 1 again.
+    if (replay === "unsafe" && (await markers.wasStarted(ref, marker))) {
       return refuse(UNKNOWN_OUTCOME_TEXT, "unknown_outcome");
     }
 
@@ -107,6 +108,9 @@ export function executeToolActivity(deps: ActivityDeps) {
     const leafId = input.slot.parentId;
     let liveTail: LiveEvent[] = [];
     const output = await inCallWorkspace(deps, ref, workspace, leafId, async () => {
+      // An abort that came while the workspace was made ready: the call never starts.
+      if (ctx.cancellationSignal.aborted)
+        throw new CancelledFailure("the call was cancelled before it started");
       // Marked once the workspace is ready, right before the call runs: an S3 failure while it
       // was made ready (taken, restored) leaves no marker, so the retry runs the call.
       if (replay === "unsafe" && !(await markers.markStarted(ref, marker, ctx.info.attempt))) {

@@ -2,8 +2,10 @@
  * Siblings of a workspace directory that host-side code makes while it moves a copy in or out:
  * staging for a new or restored copy, and old copies moved aside before they are removed. Each is
  * named `{workspace}.{purpose}-{host tag}-{pid}-{random}`, so one that a crashed process left
- * behind is recognised and removed: made on this host by a process that is gone. A sibling of a
- * live process (this one included: its background removals) or of another host is never touched.
+ * behind is recognised and removed: made on this host by a process that is gone, and unchanged for
+ * an hour. A sibling of a live process (this one included: its background removals) or of another
+ * host is never touched. The hour covers what a pid cannot tell: containers that share a disk and
+ * a host name but not their pids, where another container's live restore looks like a dead pid.
  */
 import { createHash, randomBytes } from "node:crypto";
 import * as fs from "node:fs/promises";
@@ -35,12 +37,23 @@ export function isProcessAlive(pid: number): boolean {
   }
 }
 
+/** When this process started: a sibling with its pid but older was left by an earlier life (a container's pid 1). */
+const PROCESS_STARTED_MS = Date.now() - process.uptime() * 1000;
+
+export interface SweepOptions {
+  /** Siblings changed more recently than this are kept, whatever their pid says (default: an hour). */
+  minAgeMs?: number;
+  /** When this process started (default: its real start). */
+  processStartedMs?: number;
+}
+
 /**
  * Removes the siblings under `root` (`{root}/{tenant}/{name}`) that processes of this host left
  * when they died mid-move, through held descriptors (a link inside is unlinked, never followed).
  * Returns their paths. Never throws: a sibling that cannot be removed is tried again next time.
  */
-export async function sweepLeftoverSiblings(root: string): Promise<string[]> {
+export async function sweepLeftoverSiblings(root: string, options: SweepOptions = {}): Promise<string[]> {
+  const { minAgeMs = 60 * 60_000, processStartedMs = PROCESS_STARTED_MS } = options;
   const swept: string[] = [];
   const tenants = await fs.readdir(root, { withFileTypes: true }).catch(() => []);
   for (const tenant of tenants) {
@@ -50,9 +63,14 @@ export async function sweepLeftoverSiblings(root: string): Promise<string[]> {
     for (const name of names) {
       const match = SIBLING_NAME.exec(name);
       if (!match || match[1] !== hostTag) continue;
-      const pid = Number(match[2]);
-      if (pid === process.pid || isProcessAlive(pid)) continue;
       const sibling = path.join(tenantDir, name);
+      const stats = await fs.lstat(sibling).catch(() => undefined);
+      // ctime: a rename (moving a copy aside) sets it, where mtime may be far older.
+      const changedMs = stats ? Math.max(stats.ctimeMs, stats.mtimeMs) : Date.now();
+      if (Date.now() - changedMs < minAgeMs) continue;
+      const pid = Number(match[2]);
+      const left = pid === process.pid ? changedMs < processStartedMs : !isProcessAlive(pid);
+      if (!left) continue;
       try {
         await removeTree(sibling);
         swept.push(sibling);

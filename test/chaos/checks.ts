@@ -261,19 +261,31 @@ const LOG_APPEND = /echo (\w+) >> log\.txt/g;
  * - at most as often as stored calls ask for it: more means an unsafe call was run again. A call
  *   cut off by a kill may have appended its line or not (its result then says its outcome is
  *   unknown);
- * - at least as often as calls whose stored result says they ran (no error): each such call's
- *   change was snapshotted before its result was stored, so fewer means a change was lost (a
- *   copy restored from a snapshot older than the session, or a disk's old copy worked on).
+ * - at least as often as calls whose stored result says they ran (no error) and whose change a
+ *   snapshot recorded (`snapshotted`: entry ids with a snapshot; the call's own, at its result,
+ *   or its batch's, at a later result of the batch): fewer means a recorded change was lost (a
+ *   disk's old copy worked on, or an older snapshot restored). A call whose own snapshot failed
+ *   (S3 down) and whose batch's was never taken (its worker killed) is not counted: its change
+ *   was never recorded (docs/store.md).
  */
 export function checkUnsafeCallLines(
   sessionId: string,
   entries: readonly SessionEntry[],
   log: string,
+  snapshotted: ReadonlySet<string>,
 ): Violation[] {
   const succeeded = new Set<string>();
-  for (const entry of entries) {
-    if (entry.type === "message" && entry.message.role === "toolResult" && !entry.message.isError)
-      succeeded.add(entry.message.toolCallId);
+  // Walking back: a result's batch goes on in the results stored after it, each the child of the last.
+  const recordedFrom = new Map<string, boolean>();
+  for (let index = entries.length - 1; index >= 0; index--) {
+    const entry = entries[index] as SessionEntry;
+    if (entry.type !== "message" || entry.message.role !== "toolResult") continue;
+    const next = entries[index + 1];
+    const batchGoesOn =
+      next?.type === "message" && next.message.role === "toolResult" && next.parentId === entry.id;
+    const recorded = snapshotted.has(entry.id) || (batchGoesOn && (recordedFrom.get(next.id) ?? false));
+    recordedFrom.set(entry.id, recorded);
+    if (!entry.message.isError && recorded) succeeded.add(entry.message.toolCallId);
   }
   const asked = new Map<string, number>();
   const ran = new Map<string, number>();

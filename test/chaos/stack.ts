@@ -22,7 +22,7 @@ import { writeWorkflowBundle } from "../../src/cli/devstack/workflow-bundle";
 import { type LocalLlmServer, startLocalLlmServer } from "../../src/providers/local-server";
 import { createS3Client, s3SettingsToEnv } from "../../src/store/s3-config";
 import { SessionStore } from "../../src/store/session-store";
-import { WorkspaceHolders } from "../../src/store/workspace-holders";
+import { WorkspaceSnapshots } from "../../src/store/workspace-snapshots";
 import { MCP_WORKER_ENV } from "../support/mcp-servers";
 
 export const CHAOS_TENANT = "chaos";
@@ -68,8 +68,8 @@ export interface ChaosStack {
    * holder epoch is stored has the current copy.
    */
   workspaceRoots: Record<WorkerRole, string>;
-  /** The sessions' stored holder epochs (which disk holds each workspace). */
-  holders: WorkspaceHolders;
+  /** The sessions' workspace snapshots and holder epochs (which disk holds each workspace). */
+  snapshots: WorkspaceSnapshots;
   /** True while the API server process runs. */
   apiAlive(): boolean;
   /** Starts the API server again on its port (after it exited); resolves with its log's last lines. */
@@ -112,7 +112,7 @@ export async function startChaosStack(options: StackOptions = {}): Promise<Chaos
   let s3 = initialS3;
   const s3Client = createS3Client(s3.settings);
   const store = new SessionStore(s3Client, s3.settings);
-  const holders = new WorkspaceHolders(s3Client, s3.settings);
+  const snapshots = new WorkspaceSnapshots(s3Client, s3.settings);
 
   const commonEnv = {
     ...options.env,
@@ -169,6 +169,8 @@ export async function startChaosStack(options: StackOptions = {}): Promise<Chaos
     OPENAI_BASE_URL: llm.openaiBaseURL,
     // Where the scenario's MCP server lives (read-only inside the sandbox).
     ...MCP_WORKER_ENV,
+    // No idle eviction: the verifier reads each session's current copy from its disk.
+    KEEL_WORKSPACE_IDLE_EVICT_SECONDS: "0",
     ...(role === "secondary"
       ? { KEEL_SHUTDOWN_GRACE_SECONDS: String(SECONDARY_SHUTDOWN_GRACE_SECONDS) }
       : {}),
@@ -188,7 +190,7 @@ export async function startChaosStack(options: StackOptions = {}): Promise<Chaos
     apiKey: apiKeys[tenants[0] ?? CHAOS_TENANT] as string,
     apiKeys,
     workspaceRoots,
-    holders,
+    snapshots,
     apiAlive: () => api.isAlive(),
     async restartApi() {
       const tail = readFileSync(apiLog, "utf8").split("\n").slice(-API_LOG_TAIL_LINES).join("\n");

@@ -124,7 +124,7 @@ async function currentWorkspaceCopy(
   sessionId: string,
 ): Promise<string | { problem: string }> {
   const copies = Object.values(stack.workspaceRoots).map((root) => join(root, CHAOS_TENANT, sessionId));
-  const stored = await stack.holders.read({ tenantId: CHAOS_TENANT, sessionId });
+  const stored = await stack.snapshots.holders.read({ tenantId: CHAOS_TENANT, sessionId });
   if (stored === undefined) {
     const present = copies.filter((dir) => existsSync(dir));
     if (present.length > 1)
@@ -254,9 +254,10 @@ export async function verifySessions(
         ? join(runnerWorkspaceRoot, sessionId)
         : await currentWorkspaceCopy(stack, sessionId);
     if (!record.plan.onRunner && onDisks(stack, sessionId) > 1) workspacesOnTwoDisks += 1;
-    if (typeof copy === "string")
-      sessionViolations.push(...checkUnsafeCallLines(sessionId, entries, workspaceLog(copy)));
-    else sessionViolations.push({ sessionId, kind: "no_current_workspace_copy", detail: copy.problem });
+    if (typeof copy === "string") {
+      const snapshotted = await stack.snapshots.snapshottedEntryIds({ tenantId: CHAOS_TENANT, sessionId });
+      sessionViolations.push(...checkUnsafeCallLines(sessionId, entries, workspaceLog(copy), snapshotted));
+    } else sessionViolations.push({ sessionId, kind: "no_current_workspace_copy", detail: copy.problem });
     violations.push(...sessionViolations);
     if (sessionViolations.length === 0 && runViolations.length === 0) intact.add(sessionId);
     answers.push(...(await storedAnswers(stack, sessionId, stored.entries)));

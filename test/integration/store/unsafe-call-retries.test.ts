@@ -2,7 +2,7 @@
  * The start marker of an `unsafe` call (bash) is written once the call's workspace is ready, right
  * before it runs: an S3 failure while the workspace is made ready (on the shared queue: taking it,
  * restoring it) leaves no marker, and the retry runs the call instead of reporting an unknown
- * outcome. A retry of a call that did start refuses before it touches the workspace. The tool
+ * outcome. An attempt at a call that did start refuses before it touches the workspace. The tool
  * activity runs in Temporal's activity test environment over the real S3 server and bubblewrap.
  */
 import * as fs from "node:fs/promises";
@@ -126,7 +126,7 @@ test("S3 down while the call's workspace is taken: no marker is left, and the re
   expect(await fs.readFile(runs, "utf8")).toBe("ran\n");
 });
 
-test("a retry of a call that started reports an unknown outcome without taking the workspace", async () => {
+test("a call that another attempt started reports an unknown outcome without taking the workspace, at attempt 1 too (a moved call is scheduled anew)", async () => {
   const deps = await sharedEnvironment("unsafe-started");
   const input = await sessionCallingBash();
   expect(await deps.markers.markStarted(input, markerOf(input), 1)).toBe(true);
@@ -134,7 +134,7 @@ test("a retry of a call that started reports an unknown outcome without taking t
   // With the holder's store down, a retry that tried to take the workspace would fail.
   await proxy.goDown();
   try {
-    expect(await attempt(deps, input, 2)).toMatchObject({ outcome: "unknown_outcome", isError: true });
+    expect(await attempt(deps, input, 1)).toMatchObject({ outcome: "unknown_outcome", isError: true });
   } finally {
     await proxy.comeBack();
   }

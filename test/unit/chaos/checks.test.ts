@@ -266,20 +266,30 @@ describe("checkUnsafeCallLines", () => {
     assistant([toolCall("c3", "bash", { command: "echo start >> log.txt; sleep 1; echo ok" })]),
   ]).entries.map(({ entry }) => entry);
 
+  // e2 (c1's result, ok) and e3 (c2's, unknown outcome) are one batch; the batch's snapshot is at e3.
+  const batchSnapshot = new Set(["e3"]);
+
   it("accepts a line per stored call, and no line of a call whose result does not say it ran", () => {
-    expect(checkUnsafeCallLines("s", entries, "start\nslept\nstart\n")).toEqual([]);
-    expect(checkUnsafeCallLines("s", entries, "start\n")).toEqual([]);
+    expect(checkUnsafeCallLines("s", entries, "start\nslept\nstart\n", batchSnapshot)).toEqual([]);
+    expect(checkUnsafeCallLines("s", entries, "start\n", batchSnapshot)).toEqual([]);
   });
 
   it("finds a call that ran again: more lines than stored calls ask for", () => {
-    const found = checkUnsafeCallLines("s", entries, "start\nslept\nslept\nstart\n");
+    const found = checkUnsafeCallLines("s", entries, "start\nslept\nslept\nstart\n", batchSnapshot);
     expect(kinds(found)).toEqual(["unsafe_call_ran_twice"]);
     expect(found[0]?.detail).toContain('"slept" 2 times');
   });
 
-  it("finds a lost change: fewer lines than calls whose results say they ran", () => {
-    const found = checkUnsafeCallLines("s", entries, "slept\n");
-    expect(kinds(found)).toEqual(["stored_change_missing"]);
-    expect(found[0]?.detail).toContain('"start" 0 times; 1 bash calls');
+  it("finds a lost change: fewer lines than recorded calls whose results say they ran", () => {
+    for (const snapshotted of [batchSnapshot, new Set(["e2"])]) {
+      const found = checkUnsafeCallLines("s", entries, "slept\n", snapshotted);
+      expect(kinds(found)).toEqual(["stored_change_missing"]);
+      expect(found[0]?.detail).toContain('"start" 0 times; 1 bash calls');
+    }
+  });
+
+  it("does not count a call whose change no snapshot recorded (its own failed, its batch's never taken)", () => {
+    expect(checkUnsafeCallLines("s", entries, "", new Set())).toEqual([]);
+    expect(checkUnsafeCallLines("s", entries, "", new Set(["e1", "e4"]))).toEqual([]);
   });
 });

@@ -59,7 +59,9 @@ test("siblings left by a dead process of this host are removed; live, own, forei
     const otherHost = `${workspace}.stale-00000000-${dead}-abcdef`;
     for (const kept of [ownBackgroundRemoval, liveProcess, otherHost]) mkdirSync(kept);
 
-    const swept = await sweepLeftoverSiblings(root);
+    // Fresh siblings (all of these) are kept by the default age, whatever their pid says.
+    expect(await sweepLeftoverSiblings(root)).toEqual([]);
+    const swept = await sweepLeftoverSiblings(root, { minAgeMs: 0 });
 
     expect(swept.sort()).toEqual([...leftovers].sort());
     expect(readdirSync(join(root, "tenant")).sort()).toEqual(
@@ -71,10 +73,21 @@ test("siblings left by a dead process of this host are removed; live, own, forei
     );
     expect(readFileSync(join(workspace, "a.txt"), "utf8")).toBe("current copy\n");
     expect(readFileSync(join(host, "keep.txt"), "utf8")).toBe("host file\n");
-    expect(await sweepLeftoverSiblings(root)).toEqual([]);
+    expect(await sweepLeftoverSiblings(root, { minAgeMs: 0 })).toEqual([]);
   } finally {
     live.kill("SIGKILL");
   }
+});
+
+test("a sibling with this process's pid made before it started was left by an earlier life (a container's pid 1)", async () => {
+  const workspace = join(base, "root", "tenant", "session");
+  const earlierLife = siblingPathOf(workspace, "replaced");
+  mkdirSync(earlierLife, { recursive: true });
+  const root = join(base, "root");
+  expect(await sweepLeftoverSiblings(root, { minAgeMs: 0 })).toEqual([]);
+  expect(await sweepLeftoverSiblings(root, { minAgeMs: 0, processStartedMs: Date.now() + 1_000 })).toEqual([
+    earlierLife,
+  ]);
 });
 
 test("a root that does not exist yet sweeps nothing", async () => {
