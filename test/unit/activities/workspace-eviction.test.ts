@@ -2,32 +2,19 @@
  * Eviction removes a workspace without following the links in it: a link to a host directory
  * (at the top or deeper down) is unlinked and the directory it names is left whole.
  */
-import {
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  symlinkSync,
-  utimesSync,
-  writeFileSync,
-} from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readdirSync, readFileSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { evictIdleWorkspaces } from "../../../src/activities/workspace-eviction";
+import { tempDirPerTest } from "../../support/temp-dir";
 
-let base: string;
-beforeEach(() => {
-  base = mkdtempSync(join(tmpdir(), "keel-evict-"));
-});
-afterEach(() => rmSync(base, { recursive: true, force: true }));
+const tempDir = tempDirPerTest("keel-evict-");
 
 test("evicting a workspace that links to a host directory leaves that directory intact", async () => {
-  const host = join(base, "host");
+  const host = join(tempDir(), "host");
   mkdirSync(join(host, "sub"), { recursive: true });
   writeFileSync(join(host, "secret.txt"), "host file\n");
   writeFileSync(join(host, "sub", "deeper.txt"), "host file below\n");
-  const root = join(base, "root");
+  const root = join(tempDir(), "root");
   const dir = join(root, "tenant", "session");
   mkdirSync(join(dir, "nested"), { recursive: true });
   writeFileSync(join(dir, "own.txt"), "workspace file\n");

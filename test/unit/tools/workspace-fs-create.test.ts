@@ -8,16 +8,13 @@ import {
   existsSync,
   lstatSync,
   mkdirSync,
-  mkdtempSync,
   readdirSync,
   readFileSync,
   readlinkSync,
-  rmSync,
   statSync,
   symlinkSync,
   writeFileSync,
 } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
   createFileAt,
@@ -27,21 +24,21 @@ import {
   symlinkAt,
   WorkspaceFs,
 } from "../../../src/tools/workspace-fs";
+import { tempDirPerTest } from "../../support/temp-dir";
 
-let base: string;
+const tempDir = tempDirPerTest("keel-wsfs-create-");
 let ws: string;
 let outside: string;
 const CANARY = "host secret canary";
 
 beforeEach(() => {
-  base = mkdtempSync(join(tmpdir(), "keel-wsfs-create-"));
+  const base = tempDir();
   ws = join(base, "ws");
   outside = join(base, "outside");
   mkdirSync(ws);
   mkdirSync(outside);
   writeFileSync(join(outside, "canary"), CANARY);
 });
-afterEach(() => rmSync(base, { recursive: true, force: true }));
 
 const atRoot = <T>(use: (rootFd: number) => Promise<T>) => WorkspaceFs.with(ws, (w) => use(w.rootFd));
 const modeOf = (file: string) => statSync(file).mode & 0o7777;

@@ -5,28 +5,19 @@
  * workspace that must never be read, written or created.
  */
 import { execFileSync } from "node:child_process";
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  symlinkSync,
-  writeFileSync,
-} from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { readDirAt, WorkspaceFs, WorkspacePathError } from "../../../src/tools/workspace-fs";
 import { type Swapper, startSwapping } from "../../support/name-swapper";
+import { tempDirPerTest } from "../../support/temp-dir";
 
-let base: string;
+const tempDir = tempDirPerTest("keel-wsfs-");
 let ws: string;
 let outside: string;
 const CANARY = "host secret canary";
 
 beforeEach(() => {
-  base = mkdtempSync(join(tmpdir(), "keel-wsfs-"));
+  const base = tempDir();
   ws = join(base, "ws");
   outside = join(base, "outside");
   mkdirSync(ws);
@@ -36,8 +27,6 @@ beforeEach(() => {
   mkdirSync(join(ws, "dir"));
   writeFileSync(join(ws, "dir", "b.txt"), "inside b");
 });
-// Retried: a killed swapper's last rename may land while the tree is being removed.
-afterEach(() => rmSync(base, { recursive: true, force: true, maxRetries: 5 }));
 
 const open = <T>(use: (workspace: WorkspaceFs) => Promise<T>) => WorkspaceFs.with(ws, use);
 const read = (path: string, links: "inside" | "refuse" = "inside") =>

@@ -3,24 +3,12 @@
  * of this host that made them is gone, and only then; links inside are unlinked, never followed.
  */
 import { spawn, spawnSync } from "node:child_process";
-import {
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { siblingPathOf, sweepLeftoverSiblings } from "../../../src/tools/workspace-siblings";
+import { tempDirPerTest } from "../../support/temp-dir";
 
-let base: string;
-beforeEach(() => {
-  base = mkdtempSync(join(tmpdir(), "keel-siblings-"));
-});
-afterEach(() => rmSync(base, { recursive: true, force: true }));
+const tempDir = tempDirPerTest("keel-siblings-");
 
 /** The pid of a process that has exited (and was reaped). */
 function deadPid(): number {
@@ -34,10 +22,10 @@ function siblingOfPid(dir: string, purpose: Parameters<typeof siblingPathOf>[1],
 }
 
 test("siblings left by a dead process of this host are removed; live, own, foreign and workspace entries stay", async () => {
-  const host = join(base, "host");
+  const host = join(tempDir(), "host");
   mkdirSync(host);
   writeFileSync(join(host, "keep.txt"), "host file\n");
-  const root = join(base, "root");
+  const root = join(tempDir(), "root");
   const workspace = join(root, "tenant", "session");
   mkdirSync(workspace, { recursive: true });
   writeFileSync(join(workspace, "a.txt"), "current copy\n");
@@ -80,10 +68,10 @@ test("siblings left by a dead process of this host are removed; live, own, forei
 });
 
 test("a sibling with this process's pid made before it started was left by an earlier life (a container's pid 1)", async () => {
-  const workspace = join(base, "root", "tenant", "session");
+  const workspace = join(tempDir(), "root", "tenant", "session");
   const earlierLife = siblingPathOf(workspace, "replaced");
   mkdirSync(earlierLife, { recursive: true });
-  const root = join(base, "root");
+  const root = join(tempDir(), "root");
   expect(await sweepLeftoverSiblings(root, { minAgeMs: 0 })).toEqual([]);
   expect(await sweepLeftoverSiblings(root, { minAgeMs: 0, processStartedMs: Date.now() + 1_000 })).toEqual([
     earlierLife,
@@ -91,5 +79,5 @@ test("a sibling with this process's pid made before it started was left by an ea
 });
 
 test("a root that does not exist yet sweeps nothing", async () => {
-  expect(await sweepLeftoverSiblings(join(base, "missing"))).toEqual([]);
+  expect(await sweepLeftoverSiblings(join(tempDir(), "missing"))).toEqual([]);
 });
