@@ -3,7 +3,7 @@
  * modes, links created and read as text, and trees removed without following a link, also while
  * another process swaps a folder of the tree for a link to a host directory.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import {
   existsSync,
   lstatSync,
@@ -88,6 +88,37 @@ describe("removeTree", () => {
     expect(existsSync(ws)).toBe(false);
     expect(readdirSync(outside)).toEqual(["canary"]);
     await removeTree(ws); // already gone: nothing to do
+  });
+
+  test("a tree the agent made read-only is removed by a worker that is not root", () => {
+    // Root's capabilities ignore permission bits: as root, the removal runs in a child process
+    // without any (util-linux's setpriv), which meets the bits as any other owner does.
+    const shared = tempDir();
+    const script = `
+      const fs = require("node:fs");
+      const { removeTree } = require(process.argv[1]);
+      const copy = process.argv[2] + "/copy";
+      fs.mkdirSync(copy + "/sub/deeper", { recursive: true });
+      fs.writeFileSync(copy + "/sub/deeper/f.txt", "x");
+      for (const dir of [copy + "/sub/deeper", copy + "/sub", copy]) fs.chmodSync(dir, 0o555);
+      removeTree(copy).then(
+        () => process.stdout.write(fs.existsSync(copy) ? "kept" : "removed"),
+        (error) => process.stdout.write("failed: " + error.code),
+      );`;
+    const node = [process.execPath, "--require", "tsx/cjs", "-e", script];
+    const command =
+      process.getuid?.() === 0 ? ["setpriv", "--bounding-set=-all", "--inh-caps=-all", "--", ...node] : node;
+    try {
+      const child = spawnSync(
+        command[0] as string,
+        [...command.slice(1), join(__dirname, "../../../src/tools/workspace-fs.ts"), shared],
+        { encoding: "utf8" },
+      );
+      expect(child.stdout).toBe("removed");
+    } finally {
+      // What the removal left read-only must not stop this file's own cleanup.
+      spawnSync("chmod", ["-R", "u+rwx", shared]);
+    }
   });
 
   let swapper: ChildProcess | undefined;
