@@ -27,6 +27,7 @@ import { prepareWorkspace, runToolCall, toolNamed } from "../tools";
 import type { NetworkPolicy, SandboxConfig, SandboxPolicy } from "../tools/sandbox";
 import type { ToolUpdate } from "../tools/types";
 import type { Workspace } from "../tools/workspace";
+import { sweepFolder } from "../tools/workspace-siblings";
 import { forkWorkspace, restoreWorkspace, storeWorkspace } from "./workspace-sync";
 
 export interface RunnerOptions {
@@ -76,9 +77,14 @@ const CLAIM_WAIT_SECONDS = 20;
 export async function runRunner(options: RunnerOptions): Promise<void> {
   const { client, environment, log, signal } = options;
   const limit = options.concurrency ?? 4;
-  // One long poll at a time (each costs the API S3 lists), and only while a slot is free.
+  // One long poll at a time (each holds one of Temporal's long polls at the API), and only while a slot is free.
   const running = new Set<Promise<void>>();
   const restores = new Map<string, Promise<Workspace>>();
+  if (options.workspace === undefined) {
+    // Half-restored copies a killed runner of this host left beside its sessions' folders.
+    const swept = await sweepFolder(path.resolve(options.workspaceRoot));
+    if (swept.length > 0) log({ msg: "removed copies left by a crash", paths: swept });
+  }
   let activeAt = Date.now();
   while (!signal?.aborted) {
     if (running.size >= limit) {

@@ -5,12 +5,11 @@
  * same refusals on unpacking as `keel export --with-workspace` and the import), stored by the API
  * under the runner's own tenant and environment.
  */
-import { randomBytes } from "node:crypto";
 import * as fs from "node:fs/promises";
-import path from "node:path";
 import { Readable } from "node:stream";
 import { type ApiClient, ApiError } from "../cli/client";
 import { packSessionArchive, unpackSessionArchive } from "../store/workspace-archive";
+import { siblingPathOf } from "../tools/workspace-siblings";
 
 const workspacePath = (environment: string, sessionId: string) =>
   `/v1/environments/${encodeURIComponent(environment)}/sessions/${encodeURIComponent(sessionId)}/workspace`;
@@ -57,9 +56,10 @@ export async function forkWorkspace(sourceDir: string, dir: string): Promise<voi
 /**
  * Unpacks a session archive's workspace beside `dir`, then renames it into place. A `dir` that
  * appeared meanwhile (another runner on the same root met the session at the same moment) is kept.
+ * The staging folder is a named sibling: one a killed runner left is swept when a runner starts.
  */
 async function unpackWhole(archive: Readable, dir: string): Promise<void> {
-  const staging = path.join(path.dirname(dir), `.restore-${randomBytes(6).toString("hex")}`);
+  const staging = siblingPathOf(dir, "restore");
   try {
     // The archive's workspace/ is unpacked into `staging` itself.
     await unpackSessionArchive(archive, staging);

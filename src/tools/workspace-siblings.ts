@@ -48,35 +48,44 @@ export interface SweepOptions {
 }
 
 /**
- * Removes the siblings under `root` (`{root}/{tenant}/{name}`) that processes of this host left
- * when they died mid-move, through held descriptors (a link inside is unlinked, never followed).
- * Returns their paths. Never throws: a sibling that cannot be removed is tried again next time.
+ * Removes the siblings under `root` (`{root}/{tenant}/{name}`, a worker's layout) that processes
+ * of this host left when they died mid-move (`sweepFolder` on each tenant's folder). Returns their
+ * paths. Never throws.
  */
 export async function sweepLeftoverSiblings(root: string, options: SweepOptions = {}): Promise<string[]> {
-  const { minAgeMs = 60 * 60_000, processStartedMs = PROCESS_STARTED_MS } = options;
   const swept: string[] = [];
   const tenants = await fs.readdir(root, { withFileTypes: true }).catch(() => []);
-  for (const tenant of tenants) {
-    if (!tenant.isDirectory()) continue;
-    const tenantDir = path.join(root, tenant.name);
-    const names = await fs.readdir(tenantDir).catch((): string[] => []);
-    for (const name of names) {
-      const match = SIBLING_NAME.exec(name);
-      if (!match || match[1] !== hostTag) continue;
-      const sibling = path.join(tenantDir, name);
-      const stats = await fs.lstat(sibling).catch(() => undefined);
-      // ctime: a rename (moving a copy aside) sets it, where mtime may be far older.
-      const changedMs = stats ? Math.max(stats.ctimeMs, stats.mtimeMs) : Date.now();
-      if (Date.now() - changedMs < minAgeMs) continue;
-      const pid = Number(match[2]);
-      const left = pid === process.pid ? changedMs < processStartedMs : !isProcessAlive(pid);
-      if (!left) continue;
-      try {
-        await removeTree(sibling);
-        swept.push(sibling);
-      } catch {
-        // Left for the next sweep (a permission changed under it, an I/O error).
-      }
+  for (const tenant of tenants)
+    if (tenant.isDirectory()) swept.push(...(await sweepFolder(path.join(root, tenant.name), options)));
+  return swept;
+}
+
+/**
+ * Removes the siblings directly in `folder` (a runner's root: `{root}/{session}`) that processes
+ * of this host left when they died mid-move, through held descriptors (a link inside is unlinked,
+ * never followed). Returns their paths. Never throws: a sibling that cannot be removed is tried
+ * again next time.
+ */
+export async function sweepFolder(folder: string, options: SweepOptions = {}): Promise<string[]> {
+  const { minAgeMs = 60 * 60_000, processStartedMs = PROCESS_STARTED_MS } = options;
+  const swept: string[] = [];
+  const names = await fs.readdir(folder).catch((): string[] => []);
+  for (const name of names) {
+    const match = SIBLING_NAME.exec(name);
+    if (!match || match[1] !== hostTag) continue;
+    const sibling = path.join(folder, name);
+    const stats = await fs.lstat(sibling).catch(() => undefined);
+    // ctime: a rename (moving a copy aside) sets it, where mtime may be far older.
+    const changedMs = stats ? Math.max(stats.ctimeMs, stats.mtimeMs) : Date.now();
+    if (Date.now() - changedMs < minAgeMs) continue;
+    const pid = Number(match[2]);
+    const left = pid === process.pid ? changedMs < processStartedMs : !isProcessAlive(pid);
+    if (!left) continue;
+    try {
+      await removeTree(sibling);
+      swept.push(sibling);
+    } catch {
+      // Left for the next sweep (a permission changed under it, an I/O error).
     }
   }
   return swept;

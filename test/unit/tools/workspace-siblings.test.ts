@@ -5,7 +5,7 @@
 import { spawn, spawnSync } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
-import { siblingPathOf, sweepLeftoverSiblings } from "../../../src/tools/workspace-siblings";
+import { siblingPathOf, sweepFolder, sweepLeftoverSiblings } from "../../../src/tools/workspace-siblings";
 import { tempDirPerTest } from "../../support/temp-dir";
 
 const tempDir = tempDirPerTest("keel-siblings-");
@@ -76,6 +76,22 @@ test("a sibling with this process's pid made before it started was left by an ea
   expect(await sweepLeftoverSiblings(root, { minAgeMs: 0, processStartedMs: Date.now() + 1_000 })).toEqual([
     earlierLife,
   ]);
+});
+
+test("a runner's root, whose sessions' folders are directly in it, is swept by sweepFolder", async () => {
+  const root = join(tempDir(), "runner-root");
+  const session = join(root, "session");
+  mkdirSync(session, { recursive: true });
+  writeFileSync(join(session, "a.txt"), "current copy\n");
+  const killedRestore = siblingOfPid(session, "restore", deadPid());
+  mkdirSync(join(killedRestore, "half"), { recursive: true });
+  const runningRestore = siblingPathOf(session, "restore");
+  mkdirSync(runningRestore);
+
+  expect(await sweepFolder(root)).toEqual([]);
+  expect(await sweepFolder(root, { minAgeMs: 0 })).toEqual([killedRestore]);
+  expect(readdirSync(root).sort()).toEqual(["session", basename(runningRestore)].sort());
+  expect(readFileSync(join(session, "a.txt"), "utf8")).toBe("current copy\n");
 });
 
 test("a root that does not exist yet sweeps nothing", async () => {
