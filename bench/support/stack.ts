@@ -3,6 +3,7 @@
  * data folders, the local LLM server, a Temporal client and Keel's workflow bundle. Nothing here
  * touches the developer's `.keel/data` stack.
  */
+
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -16,6 +17,7 @@ import {
   type LocalLlmServerOptions,
   startLocalLlmServer,
 } from "../../src/providers/local-server";
+import { clientInterceptors } from "../../src/run-client/client-interceptors";
 
 export const projectRoot = resolve(__dirname, "../..");
 const BENCH_BUCKET = "keel-bench";
@@ -85,6 +87,7 @@ export async function startBenchStack(
   const connection = await Connection.connect({
     address: temporal.address,
     channelArgs: { "grpc.max_receive_message_length": MAX_RECEIVE_BYTES },
+    interceptors: clientInterceptors(),
   });
   const client = new Client({ connection, namespace: temporal.namespace });
   return {

@@ -52,6 +52,11 @@ export interface ActivityDeps {
   environments?: EnvironmentStore;
   /** Starts runners for `launched` environments (absent: their calls fail, saying so). */
   launcher?: Launcher;
+  /**
+   * Aborted when the worker starts to stop: activities that only watch (a runner environment's
+   * call) hand over to another worker at once instead of holding the shutdown for its grace time.
+   */
+  stopping?: AbortSignal;
   /** The worker's MCP clients (one connection per session and server). */
   mcp?: McpConnections;
   /** MCP tool listings by digest (written by `listMcpTools`, read by `llmTurn`). */

@@ -7,7 +7,7 @@ import type { ActivityDeps } from "./deps";
 import { executeToolActivity } from "./execute-tool";
 import { llmTurnActivity } from "./llm-turn";
 import { listMcpToolsActivity } from "./mcp-tools";
-import { runnerMcpListingActivity, runnerToolActivity } from "./runner-tool";
+import { runnerActivities } from "./runner-tool";
 import { scheduledRunActivities } from "./scheduled-runs";
 import { sessionActivities } from "./session-activities";
 import { servingOnlyTenant } from "./single-tenant";
@@ -26,8 +26,7 @@ export function createActivities(deps: ActivityDeps): KeelActivities {
     ...workspaceActivities(deps),
     llmTurn: llmTurnActivity(deps),
     executeTool: executeToolActivity(deps),
-    executeToolOnRunner: runnerToolActivity(deps),
-    listMcpToolsOnRunner: runnerMcpListingActivity(deps),
+    ...runnerActivities(deps),
     storeTaskResult: taskResultActivity(deps),
     mergeSubAgentWorkspace: subAgentMergeActivity(deps),
     compact: compactActivity(deps),

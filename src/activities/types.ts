@@ -8,6 +8,7 @@ import type { Usage } from "../core/messages";
 import type { ChatReplyTarget, SessionCursor } from "../core/run-types";
 import type { SessionRef } from "../core/session-ref";
 import type { SessionEntry } from "../core/session-types";
+import type { UnclaimedWhy } from "../environments/unclaimed";
 import type { McpServerSettings, McpToolList } from "../mcp/types";
 import type { ThinkingLevel } from "../providers/types";
 import type { Isolation, NetworkPolicy } from "../tools/sandbox";
@@ -193,6 +194,33 @@ export interface RunnerToolInput extends ExecuteToolInput {
   waitMs: number;
 }
 
+/** Names a run's environment (`describeEnvironment`). */
+export interface EnvironmentKindInput {
+  tenantId: string;
+  environment: string;
+}
+
+/**
+ * Where a runner environment's calls go: `runner` (its queue), `launched` (the session's queue,
+ * with a runner launched for it); `missing` and `unlaunchable` calls get an error result at once.
+ */
+export type RunnerEnvironmentKind = "runner" | "launched" | "missing" | "unlaunchable";
+
+/** A call of a runner environment watched while it waits (`watchRunnerCall`). */
+export interface WatchRunnerCallInput extends SessionRef {
+  environment: string;
+  kind: "runner" | "launched";
+  /** The call's activity in the run's workflow (its state in Temporal says whether a runner took it). */
+  activityId: string;
+  /** A tool call's id and name (its stream says it waits); absent for a listing. */
+  toolCall?: { id: string; name: string };
+}
+
+/** A call no runner took (`storeUnclaimedRunnerResult`): why, as its error result says. */
+export interface UnclaimedRunnerCallInput extends RunnerToolInput {
+  why: UnclaimedWhy;
+}
+
 export interface ExecuteToolResult {
   isError: boolean;
   /** "executed" ran now; "adopted" found its result stored; "unknown_outcome" refused to re-run. */
@@ -309,6 +337,16 @@ export interface McpCallTarget {
   tool: string;
 }
 
+/**
+ * The activities of a runner environment's task queue: scheduled by the workflow, taken by the
+ * API for the environment's runners and completed by task token (environments/calls.ts); no
+ * worker runs them.
+ */
+export interface RunnerQueueActivities {
+  executeToolOnRunner(input: RunnerToolInput): Promise<ExecuteToolResult>;
+  listMcpToolsOnRunner(input: RunnerMcpListingInput): Promise<McpToolList>;
+}
+
 export interface KeelActivities extends ScheduledRunActivities {
   openSession(input: OpenSessionInput): Promise<OpenSessionResult>;
   appendEntries(input: AppendEntriesInput): Promise<AppendEntriesResult>;
@@ -317,7 +355,9 @@ export interface KeelActivities extends ScheduledRunActivities {
   restoreWorkspace(input: RestoreWorkspaceInput): Promise<RestoreWorkspaceResult>;
   llmTurn(input: LlmTurnInput): Promise<LlmTurnResult>;
   executeTool(input: ExecuteToolInput): Promise<ExecuteToolResult>;
-  executeToolOnRunner(input: RunnerToolInput): Promise<ExecuteToolResult>;
+  describeEnvironment(input: EnvironmentKindInput): Promise<RunnerEnvironmentKind>;
+  watchRunnerCall(input: WatchRunnerCallInput): Promise<void>;
+  storeUnclaimedRunnerResult(input: UnclaimedRunnerCallInput): Promise<ExecuteToolResult>;
   storeTaskResult(input: StoreTaskResultInput): Promise<ExecuteToolResult>;
   mergeSubAgentWorkspace(input: MergeSubAgentWorkspaceInput): Promise<MergeSubAgentWorkspaceResult>;
   compact(input: CompactInput): Promise<CompactResult>;
@@ -325,7 +365,6 @@ export interface KeelActivities extends ScheduledRunActivities {
   postChatReply(input: PostChatReplyInput): Promise<{ posted: boolean }>;
   postPauseNotice(input: PostPauseNoticeInput): Promise<{ posted: boolean }>;
   listMcpTools(input: ListMcpToolsInput): Promise<McpToolList>;
-  listMcpToolsOnRunner(input: RunnerMcpListingInput): Promise<McpToolList>;
   /** The tenant budget the tenant has used up, asked afresh (a paused run asking whether it may go on); null: none. */
   checkTenantBudget(input: { tenantId: string }): Promise<TenantBudgetHold | null>;
 }

@@ -38,6 +38,13 @@ export interface TenantVariables {
   stillAuthorized?: () => Promise<boolean>;
   /** Set for a launched runner's token: the one session it serves. */
   runnerSession?: string;
+  /** The runner token's id (the Temporal UI names it as the worker of the calls it took). */
+  runnerTokenId?: string;
+  /**
+   * Whether the runner token still stands: on a call's heartbeat and result, looked up while the
+   * handler reads the call, and awaited before it changes anything (runner-auth.ts).
+   */
+  runnerAuthorized?: Promise<boolean>;
 }
 
 /** The bearer key of a request, or undefined (absent, malformed or too long). */

@@ -8,6 +8,7 @@
 import { Client, Connection } from "@temporalio/client";
 import type { DataConverter } from "@temporalio/common";
 import { type TemporalSettings, temporalConnectOptions } from "../core/temporal-settings";
+import { clientInterceptors } from "../run-client/client-interceptors";
 import { RunClient } from "../run-client/run-client";
 import { clientTelemetryOptions } from "../telemetry/client";
 
@@ -103,11 +104,12 @@ export class LazyRunClient {
   }
 
   private async connect(): Promise<LiveConnection> {
-    const connection = await Connection.connect(temporalConnectOptions(this.settings)).catch(
-      (error: unknown) => {
-        throw new TemporalConnectError(this.settings.address, { cause: error });
-      },
-    );
+    const connection = await Connection.connect({
+      ...temporalConnectOptions(this.settings),
+      interceptors: clientInterceptors(),
+    }).catch((error: unknown) => {
+      throw new TemporalConnectError(this.settings.address, { cause: error });
+    });
     const client = new Client({
       connection,
       namespace: this.settings.namespace,

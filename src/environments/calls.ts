@@ -1,26 +1,31 @@
+// Over 400 lines: a runner call's claim, heartbeat and result share the claim record, its checks and the completion by task token; they read best together.
 /**
- * The API's side of runner environments: a runner claims a waiting call, reports heartbeats and
- * posts the result. The activity that waits for the call (activities/runner-tool.ts) is completed
- * here, by its task token, after the result is stored at the slot the workflow assigned.
+ * The API's side of runner environments. Workflows schedule a runner environment's calls on its
+ * Temporal task queue (task-queues.ts); a runner's claim long poll here takes the next task from
+ * that queue (Temporal hands a task to a waiting poll as soon as it is scheduled), records the
+ * claim in S3 and hands the call over. The runner's heartbeats are relayed to the call's activity
+ * and its result is stored at the slot the workflow assigned, then the activity is completed by
+ * its task token.
  *
  * Replay rules as for in-worker tools: a result already stored is adopted; an `unsafe` call (bash)
  * writes its start marker when claimed, and a later attempt that finds it gets an unknown-outcome
  * result instead of a second run.
  */
-import { randomBytes } from "node:crypto";
-import { setTimeout as sleep } from "node:timers/promises";
+import { createHash, randomBytes } from "node:crypto";
 import {
   ActivityCancelledError,
   ActivityNotFoundError,
   type AsyncCompletionClient,
 } from "@temporalio/client";
-import { resultOf, summarize, withApprovedEdit } from "../activities/execute-tool";
-import type { ExecuteToolResult } from "../activities/types";
+import { ApplicationFailure } from "@temporalio/common";
+import { resultOf, summarize, toolCallOf, withApprovedEdit } from "../activities/execute-tool";
+import type { ExecuteToolResult, RunnerMcpListingInput, RunnerToolInput } from "../activities/types";
 import type { LiveEvent } from "../core/events";
 import { UNKNOWN_OUTCOME_TEXT } from "../core/markers";
 import { createMessageEntry } from "../core/session-entries";
 import { offeredToModel } from "../mcp/tool-names";
 import type { McpServerListing, McpServerSettings, McpToolList } from "../mcp/types";
+import type { PolledActivityTask } from "../run-client/run-client";
 import type { McpToolListings } from "../store/mcp-tool-listings";
 import type { SessionStore } from "../store/session-store";
 import type { ToolCallMarkers } from "../store/tool-call-markers";
@@ -29,10 +34,12 @@ import type { ReplayClass, ToolOutput } from "../tools/types";
 import {
   type EnvironmentStore,
   type McpListingCall,
-  RUNNER_CALL_ID,
+  mcpListingCallId,
   type RunnerCall,
   type RunnerToolCall,
+  runnerCallId,
 } from "./store";
+import { runnerTaskQueue } from "./task-queues";
 
 interface ClaimedCommon {
   callId: string;
@@ -61,14 +68,25 @@ export interface ClaimedListing extends ClaimedCommon {
 /** What a runner receives for a claim. */
 export type ClaimedCall = ClaimedToolCall | ClaimedListing;
 
-/** Activity heartbeats and completions by task token (Temporal's AsyncCompletionClient). */
-export type ActivityCompletion = Pick<AsyncCompletionClient, "heartbeat" | "complete">;
+/** Activity heartbeats, completions and failures by task token (Temporal's AsyncCompletionClient). */
+export type ActivityCompletion = Pick<AsyncCompletionClient, "heartbeat" | "complete" | "fail">;
+
+/** Takes activity tasks from a task queue (RunClient.pollActivityTask). */
+export interface ActivityTasks {
+  pollActivityTask(
+    taskQueue: string,
+    identity: string,
+    waitMs: number,
+  ): Promise<PolledActivityTask | undefined>;
+}
 
 export interface RunnerCallDeps {
   environments: EnvironmentStore;
   store: SessionStore;
   markers: ToolCallMarkers;
   completion: () => Promise<ActivityCompletion>;
+  /** The environments' task queues, where workflows schedule runner calls. */
+  tasks: () => Promise<ActivityTasks>;
   /** Where a runner's MCP listings are stored by digest (absent: the run's history carries them). */
   mcpListings?: Pick<McpToolListings, "put">;
   /** Publishes a live event to the run of the call's session (best effort: a failure is dropped). */
@@ -76,34 +94,25 @@ export interface RunnerCallDeps {
   now: () => number;
 }
 
+/** The activity types of a runner environment's task queue (activities/types.ts, RunnerQueueActivities). */
+const TOOL_CALL_ACTIVITY = "executeToolOnRunner";
+const LISTING_ACTIVITY = "listMcpToolsOnRunner";
+
 /**
- * How a long-polling claim learns of a new call: it reads the environment's doorbell (rewritten
- * with every call, naming it) every DOORBELL_POLL_MS; when it changed, it tries the call it names
- * first and lists the calls only when that one is not to be had. It lists at least every
- * CLAIM_POLL_MS (a ring that failed, a call left by a dead runner's claim).
- *
- * An environment whose doorbell rang within the last BUSY_WINDOW_MS is in the middle of a run,
- * whose next call follows a model turn: its claims read the doorbell every BUSY_DOORBELL_POLL_MS,
- * so the wait for a ring, the largest step of a hand-off, shrinks (docs/environments.md,
- * "Measured"). The ring's time is in the doorbell itself, so every API process (a Lambda's
- * instances too) keeps the same pace. An idle environment's polls cost what they did; its first
- * call waits up to the idle interval.
+ * The shortest long poll: Temporal refuses a poll with less than 2 s to its deadline, so a claim
+ * that asks for less (`waitSeconds` 0) waits this long for a call.
  */
-const DOORBELL_POLL_MS = 50;
-const BUSY_DOORBELL_POLL_MS = 10;
-const BUSY_WINDOW_MS = 30_000;
-const CLAIM_POLL_MS = 5_000;
-
-/** How long a claim sleeps between doorbell reads, given the last ring (written by another machine's clock). */
-export function doorbellPollMs(rung: { at: number } | undefined, now: number): number {
-  return rung !== undefined && Math.abs(now - rung.at) < BUSY_WINDOW_MS
-    ? BUSY_DOORBELL_POLL_MS
-    : DOORBELL_POLL_MS;
-}
+const MIN_POLL_MS = 3_000;
 
 /**
- * Claims the oldest waiting call of the environment (of one session, with `sessionId`), waiting up to `waitMs` for one. Undefined
- * when none came. Calls that must not run again are answered here and never handed out.
+ * Takes the next call of the environment (of the session, for a launched runner's token) from its
+ * task queue, waiting up to `waitMs` for one; undefined when none came. A task is never left
+ * half-taken: one this claim cannot hand over (the token was revoked meanwhile) is failed at once,
+ * and Temporal retries it for another runner. Calls that must not run again are answered here and
+ * never handed out.
+ *
+ * The poll is not cancelled when the runner goes away: Temporal may have matched a task to it at
+ * that instant, and that task would then wait out its heartbeat timeout. It ends at `waitMs`.
  */
 export async function claimCall(
   deps: RunnerCallDeps,
@@ -111,94 +120,132 @@ export async function claimCall(
   environment: string,
   waitMs: number,
   options: {
+    /** Aborted when the runner's request went away: a task that arrives after is failed back, not handed to nobody. */
     signal?: AbortSignal;
     stillAuthorized?: () => Promise<boolean>;
-    /** A launched runner's token: that session's calls only. */
+    /** A launched runner's token: that session's calls only (the session's own queue). */
     sessionId?: string;
-    /**
-     * The runner runs MCP servers (it said so in its claim): listings and MCP calls are handed to
-     * it. A runner of an earlier release does not say so, and never gets a call it cannot run.
-     */
-    mcp?: boolean;
+    /** Who polls, as the Temporal UI shows the call's worker (the runner's token id). */
+    identity?: string;
   } = {},
 ): Promise<ClaimedCall | undefined> {
-  const deadline = deps.now() + waitMs;
-  const mine = (callId: string) =>
-    options.sessionId === undefined || callId.startsWith(`${options.sessionId}.`);
-  // Read before listing: a call put after the list changes it, and the wait below sees that.
-  let rung = await deps.environments.doorbell(tenantId, environment);
-  /** The call that rang the doorbell last, tried alone (no listing) when the claim wakes. */
-  let ringing: string | undefined;
+  const deadline = deps.now() + Math.max(waitMs, MIN_POLL_MS);
+  const queue = runnerTaskQueue(tenantId, environment, options.sessionId);
+  const tasks = await deps.tasks();
   for (;;) {
-    const alone = ringing !== undefined && RUNNER_CALL_ID.test(ringing) && mine(ringing);
-    const callIds =
-      alone && ringing !== undefined
-        ? [ringing]
-        : (await deps.environments.callIds(tenantId, environment)).filter(mine);
-    ringing = undefined;
+    const left = deadline - deps.now();
+    if (left < MIN_POLL_MS / 2) return undefined;
+    const task = await tasks.pollActivityTask(
+      queue,
+      options.identity ?? `keel runner of ${environment}`,
+      Math.max(left, MIN_POLL_MS),
+    );
+    // A runner that went away is not polled for again; the poll under way was left to end.
+    if (!task && options.signal?.aborted) return undefined;
+    if (!task) continue;
+    if (options.signal?.aborted) {
+      await failTask(deps, task, "the runner went away before the call was handed over");
+      return undefined;
+    }
     // A long poll outlives its authentication: a token revoked meanwhile takes no call. Asked
-    // while the first call is read (a round trip less), answered before any claim is made.
-    const authorized = callIds.length > 0 && options.stillAuthorized ? options.stillAuthorized() : undefined;
-    authorized?.catch(() => undefined);
-    const mayClaim = async () => (await authorized) !== false;
-    for (const callId of callIds) {
-      const claimed = await tryClaim(deps, tenantId, environment, callId, options.mcp === true, mayClaim);
-      if (claimed === "refused") return undefined;
-      if (claimed) return claimed;
-    }
-    // The call that rang went to another runner (or is not one for this one): list them all.
-    if (alone) continue;
-    const until = Math.min(deadline, deps.now() + CLAIM_POLL_MS);
-    while (deps.now() < until && !options.signal?.aborted) {
-      await sleep(Math.min(doorbellPollMs(rung, deps.now()), Math.max(0, until - deps.now())));
-      const now = await deps.environments.doorbell(tenantId, environment);
-      if (now?.etag !== rung?.etag) {
-        rung = now;
-        ringing = now?.callId;
-        break;
-      }
-    }
-    if (deps.now() >= deadline || options.signal?.aborted) return undefined;
+    // while the call's reads run, answered before the runner learns of the call.
+    const authorized = options.stillAuthorized?.() ?? Promise.resolve(true);
+    authorized.catch(() => undefined);
+    const claimed = await claimTask(
+      deps,
+      tenantId,
+      environment,
+      task,
+      async () => (await authorized) !== false,
+    ).catch(async (error: unknown) => {
+      // Not left to its heartbeat timeout: Temporal retries it now (a session read that failed),
+      // or the run learns why it cannot run (an entry conflict is never retried).
+      await failTask(deps, task, error).catch(() => undefined);
+      throw error;
+    });
+    if (claimed === "refused") return undefined;
+    if (claimed) return claimed;
   }
 }
 
-async function tryClaim(
+/** Hands `task` over: the claimed call, undefined when it was answered here, `refused` (token revoked). */
+async function claimTask(
   deps: RunnerCallDeps,
   tenantId: string,
   environment: string,
-  callId: string,
-  runsMcp: boolean,
+  task: PolledActivityTask,
   mayClaim: () => Promise<boolean>,
 ): Promise<ClaimedCall | undefined | "refused"> {
-  const read = await deps.environments.readCall(tenantId, environment, callId);
-  if (!read || read.value.claim) return undefined;
-  if (!runsMcp && (read.value.kind === "mcp-list" || read.value.mcp !== undefined)) return undefined;
-  if (!(await mayClaim())) return "refused";
-  if (read.value.expired) {
-    // Given up by its activity (no runner in time, or cancelled): nobody will claim it.
-    await deps.environments.removeCall(tenantId, environment, callId);
+  const common = {
+    tenantId,
+    environment,
+    attempt: task.attempt,
+    taskToken: Buffer.from(task.taskToken).toString("base64"),
+    claim: { id: randomBytes(18).toString("base64url") },
+  };
+  if (task.decodeError !== undefined) throw task.decodeError;
+  const refuse = async (call: RunnerCall): Promise<"refused"> => {
+    await deps.environments.removeCall(tenantId, environment, call.callId);
+    await failTask(deps, task, "the runner's token was revoked before the call was handed over");
+    return "refused";
+  };
+  if (task.activityType === LISTING_ACTIVITY) {
+    const input = task.args[0] as RunnerMcpListingInput;
+    const call: McpListingCall = {
+      ...common,
+      kind: "mcp-list",
+      // The same id for every attempt of the listing's activity.
+      callId: mcpListingCallId(
+        input.sessionId,
+        createHash("sha256").update(`${task.workflowRunId}/${task.activityId}`).digest("hex").slice(0, 12),
+      ),
+      sessionId: input.sessionId,
+      servers: input.servers,
+      ...(input.network !== undefined ? { network: input.network } : {}),
+    };
+    const [header] = await Promise.all([
+      deps.store.getHeader({ tenantId, sessionId: input.sessionId }),
+      deps.environments.putCall(call),
+    ]);
+    if (!(await mayClaim())) return refuse(call);
+    return {
+      ...claimedCommon(call, header?.parentSession),
+      kind: "mcp-list",
+      servers: call.servers,
+    };
+  }
+  if (task.activityType !== TOOL_CALL_ACTIVITY) {
+    await failTask(deps, task, `a runner environment's queue holds no ${task.activityType} tasks`);
     return undefined;
   }
-  const call: RunnerCall = {
-    ...read.value,
-    claim: { id: randomBytes(18).toString("base64url"), at: deps.now() },
+  const input = task.args[0] as RunnerToolInput;
+  const ref = { tenantId, sessionId: input.sessionId };
+  const call: RunnerToolCall = {
+    ...common,
+    kind: "tool",
+    callId: runnerCallId(input.sessionId, input.slot.seq),
+    sessionId: input.sessionId,
+    slot: input.slot,
+    toolCall: { id: input.toolCallId, name: input.toolName },
+    ...(input.argumentsOverride ? { argumentsOverride: input.argumentsOverride } : {}),
+    ...(input.mcp ? { mcp: input.mcp } : {}),
+    ...(input.network !== undefined ? { network: input.network } : {}),
   };
-  // The conditional replace is the claim: of two runners that read this version, one wins.
-  if (!(await deps.environments.replaceCall(call, read.etag))) return undefined;
-  const common: ClaimedCommon = {
-    callId,
-    claimId: call.claim?.id ?? "",
-    attempt: call.attempt,
-    sessionId: call.sessionId,
-    ...(call.network !== undefined ? { network: call.network } : {}),
-    ...(call.forkOf !== undefined ? { forkOf: call.forkOf } : {}),
-  };
-  // A listing runs again whenever asked: it changes nothing.
-  if (call.kind === "mcp-list") return { ...common, kind: "mcp-list", servers: call.servers };
-  const ref = { tenantId, sessionId: call.sessionId };
-  // The first attempt looked for a stored result before it wrote the call, and nothing else
-  // writes its slot until a runner answers it: a later attempt's may be there (a late answer).
-  const stored = call.attempt > 1 ? await deps.store.getEntry(ref, call.slot.seq) : undefined;
+  // One round trip: the call as the model made it, a result stored meanwhile (the first attempt
+  // looked before it wrote nothing: nothing else writes its slot until a runner answers it), the
+  // session's parent, and the claim record (an approved edit's records the model's arguments, so
+  // it waits for them).
+  const [toolCall, stored, header] = await Promise.all([
+    toolCallOf(deps.store, input),
+    task.attempt > 1 ? deps.store.getEntry(ref, input.slot.seq) : undefined,
+    deps.store.getHeader(ref),
+    input.argumentsOverride ? undefined : deps.environments.putCall(call),
+  ]);
+  if (input.argumentsOverride) {
+    call.toolCall.arguments = toolCall.arguments;
+    await deps.environments.putCall(call);
+  }
+  if (!(await mayClaim())) return refuse(call);
   if (stored) {
     await finish(deps, call, summarize(resultOf(stored, call.slot.id), "adopted"));
     return undefined;
@@ -221,15 +268,44 @@ async function tryClaim(
     }
   }
   return {
-    ...common,
+    ...claimedCommon(call, header?.parentSession),
     kind: "tool",
     toolCall: {
-      id: call.toolCall.id,
-      name: call.toolCall.name,
-      arguments: call.argumentsOverride ?? call.toolCall.arguments,
+      id: toolCall.id,
+      name: toolCall.name,
+      arguments: input.argumentsOverride ?? toolCall.arguments,
     },
     ...(call.mcp ? { mcp: call.mcp } : {}),
   };
+}
+
+function claimedCommon(call: RunnerCall, forkOf: string | undefined): ClaimedCommon {
+  return {
+    callId: call.callId,
+    claimId: call.claim.id,
+    attempt: call.attempt,
+    sessionId: call.sessionId,
+    ...(call.network !== undefined ? { network: call.network } : {}),
+    ...(forkOf !== undefined ? { forkOf } : {}),
+  };
+}
+
+/**
+ * Fails a task this claim cannot hand over: Temporal retries it (a new attempt, back on the
+ * queue), unless `why` is a failure that is never retried (an entry conflict).
+ */
+async function failTask(deps: RunnerCallDeps, task: PolledActivityTask, why: unknown): Promise<void> {
+  const failure =
+    typeof why === "string"
+      ? ApplicationFailure.retryable(why, "RunnerCallNotHandedOver")
+      : why instanceof Error
+        ? why
+        : new Error(String(why));
+  try {
+    await (await deps.completion()).fail(task.taskToken, failure);
+  } catch (error) {
+    if (!(error instanceof ActivityNotFoundError)) throw error;
+  }
 }
 
 /** The call `claimId` holds, or undefined when the claim is not (or no longer) its. */
@@ -240,8 +316,8 @@ async function heldCall(
   callId: string,
   claimId: string,
 ): Promise<RunnerCall | undefined> {
-  const read = await deps.environments.readCall(tenantId, environment, callId);
-  return read?.value.claim?.id === claimId ? read.value : undefined;
+  const call = await deps.environments.readCall(tenantId, environment, callId);
+  return call?.claim.id === claimId ? call : undefined;
 }
 
 /**
@@ -255,9 +331,15 @@ export async function heartbeatCall(
   environment: string,
   callId: string,
   claimId: string,
+  /** The runner's token still stands (asked while the call is read; runner-auth.ts). */
+  authorized: Promise<boolean>,
   partial?: string,
-): Promise<"ok" | "cancel" | "gone"> {
-  const call = await heldCall(deps, tenantId, environment, callId, claimId);
+): Promise<"ok" | "cancel" | "gone" | "unauthorized"> {
+  const [call, allowed] = await Promise.all([
+    heldCall(deps, tenantId, environment, callId, claimId),
+    authorized,
+  ]);
+  if (!allowed) return "unauthorized";
   if (!call) return "gone";
   try {
     await (await deps.completion()).heartbeat(Buffer.from(call.taskToken, "base64"), { phase: "runner" });
@@ -302,8 +384,14 @@ export async function completeCall(
   callId: string,
   claimId: string,
   report: RunnerReport,
-): Promise<"stored" | "not-held" | "wrong-kind"> {
-  const call = await heldCall(deps, tenantId, environment, callId, claimId);
+  /** The runner's token still stands (asked while the call is read; runner-auth.ts). */
+  authorized: Promise<boolean>,
+): Promise<"stored" | "not-held" | "wrong-kind" | "unauthorized"> {
+  const [call, allowed] = await Promise.all([
+    heldCall(deps, tenantId, environment, callId, claimId),
+    authorized,
+  ]);
+  if (!allowed) return "unauthorized";
   if (!call) return "not-held";
   if (call.kind === "mcp-list") {
     if (!report.mcpTools) return "wrong-kind";
@@ -350,10 +438,13 @@ async function storeResult(
   outcome: ExecuteToolResult["outcome"],
   mcpToolsChanged?: string[],
 ): Promise<void> {
-  const executed = call.argumentsOverride ?? call.toolCall.arguments;
-  let message = toToolResultMessage({ ...call.toolCall, arguments: executed }, output, deps.now());
+  let message = toToolResultMessage(
+    { type: "toolCall", ...call.toolCall, arguments: {} },
+    output,
+    deps.now(),
+  );
   if (call.argumentsOverride)
-    message = withApprovedEdit(message, call.toolCall.arguments, call.argumentsOverride);
+    message = withApprovedEdit(message, call.toolCall.arguments ?? {}, call.argumentsOverride);
   const ref = { tenantId: call.tenantId, sessionId: call.sessionId };
   const { entry, written } = await deps.store.putEntry(
     ref,
@@ -381,8 +472,8 @@ async function finish(
   } catch (error) {
     if (!(error instanceof ActivityNotFoundError)) throw error;
   }
-  // Only the version this claim wrote: a newer attempt's call stays for its runners.
+  // Only the record this claim wrote: a newer attempt's claim stays for its runner.
   const current = await deps.environments.readCall(call.tenantId, call.environment, call.callId);
-  if (current?.value.claim?.id === call.claim?.id)
+  if (current?.claim.id === call.claim.id)
     await deps.environments.removeCall(call.tenantId, call.environment, call.callId);
 }

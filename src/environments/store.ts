@@ -1,20 +1,19 @@
 /**
- * Environments, runner tokens and the calls waiting for runners, as small JSON objects in S3
- * (the API stays stateless: any API process, or Lambda, serves any request).
+ * Environments, runner tokens and the calls runners hold, as small JSON objects in S3 (the API
+ * stays stateless: any API process, or Lambda, serves any request). The calls themselves wait on
+ * Temporal task queues (task-queues.ts); a call's object here is written when a runner claims it.
  *
  * ```
  * {prefix}tenants/{t}/environments/{name}/environment.json     the environment
  * {prefix}tenants/{t}/environments/{name}/tokens/{tokenId}.json a token's index entry (its digest)
- * {prefix}tenants/{t}/environments/{name}/calls/{callId}.json   a tool call for the environment's runners
- * {prefix}tenants/{t}/environments/{name}/doorbell.json         rewritten with every new call (wakes claims)
+ * {prefix}tenants/{t}/environments/{name}/calls/{callId}.json   a call a runner holds: its claim and task token
  * {prefix}tenants/{t}/environments/{name}/workspaces/{session}.tar.gz  a session's workspace, stored by its runner
  * {prefix}runner-tokens/{sha256 of the token}.json              token → tenant + environment
  * ```
  *
  * Tokens are random secrets shown once; only their sha256 digest is stored. Revoking deletes both
- * objects, so the next request with the token is refused (there is no cache to wait out).
- * A call is claimed by a conditional replace (If-Match on the version read), so two runners polling
- * at once never take the same call.
+ * objects: the token takes no call from its next claim on (its heartbeats and results: see
+ * `recentOwner` and api/runner-auth.ts).
  */
 import { createHash, randomBytes } from "node:crypto";
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
@@ -58,7 +57,7 @@ const SlotSchema = z.object({
   timestamp: z.string(),
 });
 
-/** What every call for the runners carries: who it is for, the attempt waiting for it, its claim. */
+/** What every call a runner holds carries: who it is for, the attempt it answers, its claim. */
 const callCommon = {
   callId: z.string(),
   tenantId: z.string(),
@@ -71,14 +70,11 @@ const callCommon = {
    * fork of that one's.
    */
   forkOf: z.string().optional(),
-  /** Temporal's attempt of the activity that wrote it, and that activity's task token (base64). */
+  /** Temporal's attempt of the call's activity, and that attempt's task token (base64). */
   attempt: z.number().int().positive(),
   taskToken: z.string(),
-  createdAt: z.number(),
-  /** Set by the claim: a random id only the claiming runner learns. */
-  claim: z.object({ id: z.string(), at: z.number() }).optional(),
-  /** Set when the waiting activity gave up on the call (no runner took it in time). */
-  expired: z.literal(true).optional(),
+  /** The claim: a random id only the claiming runner learns. (Records written before also held its time, never read; they parse the same.) */
+  claim: z.object({ id: z.string() }),
 };
 
 /** MCP server settings as the worker wrote them (validated by the API when the run started). */
@@ -87,17 +83,16 @@ const McpServerSettingsSchema = z.custom<McpServerSettings>(
     typeof value === "object" && value !== null && typeof (value as { name?: unknown }).name === "string",
 );
 
-/** A tool call handed to an environment's runners (written by the worker's activity). */
+/** A tool call a runner holds. */
 const RunnerToolCallSchema = z.object({
   ...callCommon,
   kind: z.literal("tool").optional(),
   slot: SlotSchema,
-  /** The call as the model made it (the runner runs `arguments`, which approval may have edited). */
+  /** The call's id and tool; with an approved edit, the model's own arguments (the result records both). */
   toolCall: z.object({
-    type: z.literal("toolCall"),
     id: z.string(),
     name: z.string(),
-    arguments: z.record(z.string(), z.unknown()),
+    arguments: z.record(z.string(), z.unknown()).optional(),
   }),
   /** The arguments a person approved instead of the model's; recorded in the result. */
   argumentsOverride: z.record(z.string(), z.unknown()).optional(),
@@ -123,8 +118,6 @@ export type McpListingCall = z.infer<typeof McpListingCallSchema>;
 export const RunnerCallSchema = z.union([McpListingCallSchema, RunnerToolCallSchema]);
 export type RunnerCall = z.infer<typeof RunnerCallSchema>;
 
-const DoorbellSchema = z.object({ at: z.number(), callId: z.string().optional() });
-
 /** Call ids: a session id, `.`, then a result slot's sequence number or an MCP listing's key. */
 export const RUNNER_CALL_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}\.([0-9]{1,12}|mcp-list-[0-9a-f]{12})$/;
 
@@ -141,8 +134,18 @@ export function mcpListingCallId(sessionId: string, key: string): string {
   return `${sessionId}.mcp-list-${key}`;
 }
 
+/** A runner token: `keel_rt_`, its id, `_`, 32 random bytes. */
+const TOKEN_PATTERN = /^keel_rt_[0-9a-f]{12}_[A-Za-z0-9_-]{43}$/;
+
+/** Tokens this process remembers having found standing (the oldest forgotten first). */
+const STANDING_TOKENS_MAX = 1_000;
+
 export class EnvironmentStore {
   private readonly objects: JsonObjects;
+  /** Tokens found standing, by digest, and when (`tokenOwner`'s `standingWithinMs`). */
+  private readonly standing = new Map<string, { owner: RunnerTokenRecord; at: number }>();
+  /** Tokens this process revoked, by digest: a lookup that was under way then does not bring one back. */
+  private readonly revoked = new Set<string>();
 
   constructor(
     private readonly s3: S3Client,
@@ -235,6 +238,7 @@ export class EnvironmentStore {
     const indexKey = `${this.folder(tenantId, environment)}tokens/${tokenId}.json`;
     const index = await this.objects.read(indexKey, TokenIndexSchema);
     if (!index) return false;
+    this.forget(index.digest);
     await this.objects.remove(this.tokenKey(index.digest));
     await this.objects.remove(indexKey);
     return true;
@@ -242,8 +246,36 @@ export class EnvironmentStore {
 
   /** The tenant and environment a presented token belongs to, or undefined (unknown or revoked). */
   async tokenOwner(token: string): Promise<RunnerTokenRecord | undefined> {
-    if (!/^keel_rt_[0-9a-f]{12}_[A-Za-z0-9_-]{43}$/.test(token)) return undefined;
-    return this.objects.read(this.tokenKey(sha256Hex(token)), TokenRecordSchema);
+    if (!TOKEN_PATTERN.test(token)) return undefined;
+    const digest = sha256Hex(token);
+    const owner = await this.objects.read(this.tokenKey(digest), TokenRecordSchema);
+    // Revoked through this process while the read was under way: it read the token before it went.
+    if (this.revoked.has(digest)) return undefined;
+    this.standing.delete(digest);
+    if (owner) {
+      this.standing.set(digest, { owner, at: Date.now() });
+      if (this.standing.size > STANDING_TOKENS_MAX)
+        this.standing.delete(this.standing.keys().next().value as string);
+    }
+    return owner;
+  }
+
+  /** Forgets a token this process revoked, for good (tokens are never restored). */
+  private forget(digest: string): void {
+    this.standing.delete(digest);
+    this.revoked.add(digest);
+    if (this.revoked.size > STANDING_TOKENS_MAX)
+      this.revoked.delete(this.revoked.values().next().value as string);
+  }
+
+  /**
+   * Who a token belongs to, when this process's last `tokenOwner` found it standing (within
+   * `withinMs`, when given): no lookup. A revocation through this process forgets the token at once.
+   */
+  recentOwner(token: string, withinMs?: number): RunnerTokenRecord | undefined {
+    if (!TOKEN_PATTERN.test(token)) return undefined;
+    const seen = this.standing.get(sha256Hex(token));
+    return seen && (withinMs === undefined || Date.now() - seen.at < withinMs) ? seen.owner : undefined;
   }
 
   private tokenKey(digest: string): string {
@@ -255,59 +287,20 @@ export class EnvironmentStore {
     return `${this.folder(tenantId, environment)}calls/${callId}.json`;
   }
 
-  /** Writes (or replaces, for a new attempt) the call for the environment's runners, and rings the doorbell. */
+  /** Writes (or replaces, for a new attempt) a call a runner claimed: its heartbeats and result read it. */
   async putCall(call: RunnerCall): Promise<void> {
     await this.objects.overwrite(this.callKey(call.tenantId, call.environment, call.callId), call);
-    await this.objects.overwrite(this.doorbellKey(call.tenantId, call.environment), {
-      at: Date.now(),
-      callId: call.callId,
-    });
   }
 
-  /**
-   * The version of the environment's doorbell, which every `putCall` rewrites: claims waiting for a
-   * call read this small object often instead of listing the calls (a GET costs a twelfth of a LIST).
-   */
-  async doorbell(
-    tenantId: string,
-    environment: string,
-  ): Promise<{ etag: string; at: number; callId?: string } | undefined> {
-    const read = await this.objects.readVersioned(this.doorbellKey(tenantId, environment), DoorbellSchema);
-    return (
-      read && {
-        etag: read.etag,
-        at: read.value.at,
-        ...(read.value.callId !== undefined ? { callId: read.value.callId } : {}),
-      }
-    );
-  }
-
-  private doorbellKey(tenantId: string, environment: string): string {
-    return `${this.folder(tenantId, environment)}doorbell.json`;
-  }
-
-  readCall(
-    tenantId: string,
-    environment: string,
-    callId: string,
-  ): Promise<{ value: RunnerCall; etag: string } | undefined> {
-    return this.objects.readVersioned(this.callKey(tenantId, environment, callId), RunnerCallSchema);
-  }
-
-  /** Replaces the call if it is still the version `etag` names: true when replaced. */
-  replaceCall(call: RunnerCall, etag: string): Promise<boolean> {
-    return this.objects.replaceIfMatch(
-      this.callKey(call.tenantId, call.environment, call.callId),
-      call,
-      etag,
-    );
+  readCall(tenantId: string, environment: string, callId: string): Promise<RunnerCall | undefined> {
+    return this.objects.read(this.callKey(tenantId, environment, callId), RunnerCallSchema);
   }
 
   removeCall(tenantId: string, environment: string, callId: string): Promise<void> {
     return this.objects.remove(this.callKey(tenantId, environment, callId));
   }
 
-  /** Ids of the calls stored for the environment (waiting or claimed), oldest key first. */
+  /** Ids of the calls runners of the environment hold, oldest key first. */
   async callIds(tenantId: string, environment: string): Promise<string[]> {
     const folder = `${this.folder(tenantId, environment)}calls/`;
     return (await this.keys(folder)).map((key) => key.slice(folder.length).replace(/\.json$/, ""));

@@ -5,6 +5,13 @@
  * HTTP API, the Slack integration, the benchmarks and the tests.
  */
 import { type Client, QueryNotRegisteredError } from "@temporalio/client";
+import {
+  decodeArrayFromPayloads,
+  extstoreInboundOptions,
+  visit,
+  walkPollActivityTaskQueueResponse,
+} from "@temporalio/common/lib/internal-non-workflow";
+import { temporal } from "@temporalio/proto";
 import type { AgentEvent } from "../core/events";
 import type { McpToolList } from "../mcp/types";
 import {
@@ -74,6 +81,19 @@ export interface AbortOptions {
   answerWaitMs?: number;
 }
 
+/** An activity task taken from a task queue by `pollActivityTask`. */
+export interface PolledActivityTask {
+  taskToken: Uint8Array;
+  activityType: string;
+  activityId: string;
+  /** The run of the workflow that scheduled it. */
+  workflowRunId: string;
+  attempt: number;
+  args: unknown[];
+  /** Why its input could not be read (a stored payload out of reach): the task is failed back. */
+  decodeError?: unknown;
+}
+
 export class RunClient {
   private feeds?: RunFeeds;
   private readonly runs: SessionRuns;
@@ -90,6 +110,64 @@ export class RunClient {
     this.runs = new SessionRuns(client);
     this.delivery = new Delivery(client, taskQueue, this.runs, apiPublicUrl);
     this.maintenance = new Maintenance(client, taskQueue, this.runs);
+  }
+
+  /**
+   * Waits up to `waitMs` for an activity task of `taskQueue` (a runner environment's calls:
+   * environments/calls.ts), its input decoded; undefined when none came. Never cancelled once
+   * asked: a task the server matched to a poll that went away would be lost until its timeout.
+   */
+  async pollActivityTask(
+    taskQueue: string,
+    identity: string,
+    waitMs: number,
+  ): Promise<PolledActivityTask | undefined> {
+    const { connection, options } = this.client;
+    const response = await connection
+      .withDeadline(Date.now() + waitMs, () =>
+        connection.workflowService.pollActivityTaskQueue({
+          namespace: options.namespace,
+          taskQueue: { name: taskQueue, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+          identity,
+        }),
+      )
+      .catch((error: unknown) => {
+        // The deadline passed with no task: the long poll's normal end.
+        if ((error as { code?: number }).code === 4) return undefined;
+        throw error;
+      });
+    if (!response?.taskToken?.length) return undefined;
+    const decoded = await visit(
+      response,
+      walkPollActivityTaskQueueResponse,
+      // Payloads over the threshold were stored in S3 by the data converter: fetched back here.
+      extstoreInboundOptions(options.loadedDataConverter.externalStorage),
+    )
+      .then(() => decodeArrayFromPayloads(options.loadedDataConverter, response.input?.payloads))
+      .then(
+        (args) => ({ args }),
+        (error: unknown) => ({ args: [], decodeError: error }),
+      );
+    return {
+      taskToken: response.taskToken,
+      activityType: response.activityType?.name ?? "",
+      activityId: response.activityId ?? "",
+      workflowRunId: response.workflowExecution?.runId ?? "",
+      attempt: response.attempt ?? 1,
+      ...decoded,
+    };
+  }
+
+  /** About how many activity tasks of `taskQueue` wait for a poll (Temporal's backlog count). */
+  async waitingActivityTasks(taskQueue: string): Promise<number> {
+    const { connection, options } = this.client;
+    const response = await connection.workflowService.describeTaskQueue({
+      namespace: options.namespace,
+      taskQueue: { name: taskQueue, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+      taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
+      reportStats: true,
+    });
+    return Number(response.stats?.approximateBacklogCount ?? 0);
   }
 
   /** Heartbeats and completions of activities by task token (runner environments: environments/calls.ts). */

@@ -126,7 +126,7 @@ function runScopeOf(args: unknown[]): { tenantId: string; sessionId: string } | 
     : undefined;
 }
 
-const TOOL_ACTIVITIES = new Set(["executeTool", "executeToolOnRunner"]);
+const TOOL_ACTIVITIES = new Set(["executeTool"]);
 
 class KeelActivityInterceptor implements ActivityInboundCallsInterceptor {
   constructor(private readonly ctx: ActivityContext) {}

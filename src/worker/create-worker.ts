@@ -56,7 +56,8 @@ export async function createKeelWorkers(config: WorkerConfig, telemetry?: Teleme
   const ownTaskQueue = workspaceTaskQueue(config.taskQueue, config.workspaceRoot);
   const mcp = mcpConnectionsFromEnv();
   const launcher = launcherFromConfig(config, s3);
-  const activities = workerActivities(config, s3, ownTaskQueue, mcp, launcher);
+  const stopping = new AbortController();
+  const activities = workerActivities(config, s3, ownTaskQueue, mcp, launcher, stopping.signal);
   const bundle = workflowBundleOf(config, telemetry !== undefined);
   const common = {
     ...commonWorkerOptions(config, s3),
@@ -97,9 +98,15 @@ export async function createKeelWorkers(config: WorkerConfig, telemetry?: Teleme
       // Moved-aside and staging copies that a crash of an earlier process left on this disk.
       void sweepLeftovers(config.workspaceRoot);
       const eviction = startIdleEviction(config, s3, ownTaskQueue);
+      // Shutdown starts inside the SDK (its signal handlers) as well as here: its state says so.
+      const stateWatch = setInterval(() => {
+        if (shared.getState() !== "RUNNING" || own.getState() !== "RUNNING") stopping.abort();
+      }, 250);
       try {
         await Promise.all([shared.run(), own.run()]);
       } finally {
+        clearInterval(stateWatch);
+        stopping.abort();
         eviction.stop();
         // Pooled MCP server processes would keep the process alive until their idle close.
         await mcp.closeAll();

@@ -42,6 +42,7 @@ export function workerActivities(
   toolTaskQueue: string,
   mcp: McpConnections = mcpConnectionsFromEnv(),
   launcher?: Launcher,
+  stopping?: AbortSignal,
 ): KeelActivities {
   checkSandbox(config.sandbox, config.singleTenant);
   const catalog = loadCatalog();
@@ -65,6 +66,7 @@ export function workerActivities(
     gitHosts: config.gitHosts,
     liveEvents: config.liveEvents ?? DEFAULT_LIVE_EVENT_OPTIONS,
     environments: new EnvironmentStore(s3, config.s3.bucket, config.s3.prefix),
+    ...(stopping ? { stopping } : {}),
     mcp,
     mcpListings: new McpToolListings(s3, config.s3),
     usage,

@@ -3,6 +3,7 @@
 import { randomUUID } from "node:crypto";
 import { Connection } from "@temporalio/client";
 import { NativeConnection, Worker, type WorkerOptions } from "@temporalio/worker";
+import { clientInterceptors } from "../../src/run-client/client-interceptors";
 import { createS3Client, type S3Settings, s3SettingsFromEnv } from "../../src/store/s3-config";
 
 function required(name: string): string {
@@ -31,7 +32,11 @@ export function uniqueName(prefix: string): string {
 
 export async function clientConnection(): Promise<Connection> {
   // Generous for the same reason as the run stage's: parallel test files on 2 cores.
-  return Connection.connect({ address: temporalAddress(), connectTimeout: "60 seconds" });
+  return Connection.connect({
+    address: temporalAddress(),
+    connectTimeout: "60 seconds",
+    interceptors: clientInterceptors(),
+  });
 }
 
 /** A worker on the shared dev server running the shared workflow bundle. */

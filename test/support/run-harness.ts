@@ -12,6 +12,7 @@ import { convertToLlm } from "../../src/core/messages";
 import { checkInvariants } from "../../src/core/sanitize";
 import type { SessionEntry } from "../../src/core/session-types";
 import { type LocalLlmServer, startLocalLlmServer } from "../../src/providers/local-server";
+import { clientInterceptors } from "../../src/run-client/client-interceptors";
 import { RunClient } from "../../src/run-client/run-client";
 import { keelDataConverter } from "../../src/store/payload-storage";
 import { s3SettingsToEnv } from "../../src/store/s3-config";
@@ -72,7 +73,11 @@ export async function createRunStage(): Promise<RunStage> {
   const llm = await startLocalLlmServer({ journalBodies: true });
   // Generous: test files run in parallel on 2 cores, and a neighbour's resource-limit test (a fork
   // bomb, a memory hog) can starve the dev server for seconds while this file starts.
-  const connection = await Connection.connect({ address: temporalAddress(), connectTimeout: "60 seconds" });
+  const connection = await Connection.connect({
+    address: temporalAddress(),
+    connectTimeout: "60 seconds",
+    interceptors: clientInterceptors(),
+  });
   const s3 = s3Client();
   const client = new Client({
     connection,

@@ -18,6 +18,7 @@ import {
   isEnvironmentName,
   RUNNER_CALL_ID,
 } from "../../environments/store";
+import { runnerTaskQueue } from "../../environments/task-queues";
 import { SessionNotFoundError } from "../../store/session-errors";
 import type { SessionRef } from "../../store/session-keys";
 import type { SessionStore } from "../../store/session-store";
@@ -27,7 +28,7 @@ import { bearerAuth, singleTenantOnly } from "../auth";
 import { ProblemError } from "../problems";
 import type { ApiEnv, ApiRouter } from "../router";
 import { createRouter } from "../router";
-import { runnerAuth } from "../runner-auth";
+import { runnerAuth, unauthorized } from "../runner-auth";
 import { SessionIdSchema } from "../schemas/params";
 import { problemResponses } from "./common";
 
@@ -96,7 +97,7 @@ const ClaimBody = z.object({
     .optional()
     .openapi({
       description:
-        "What this runner runs beyond the built-in tools: `mcp`, MCP listings and calls (a runner that does not say so never gets them)",
+        "What this runner runs beyond the built-in tools: `mcp`, MCP listings and calls. Required: every runner of an environment takes its MCP calls too (a runner of an earlier release that does not say so is refused, 400)",
     }),
 });
 const McpServerView = z.record(z.string(), z.unknown()).openapi({
@@ -391,6 +392,7 @@ export function environmentRoutes(deps: RouteContext) {
       markers,
       ...(mcpListings ? { mcpListings } : {}),
       completion: async () => (await deps.runs()).activityCompletion(),
+      tasks: () => deps.runs(),
       publishLive: async (call, event) => {
         const ref = { tenantId: call.tenantId, sessionId: call.sessionId };
         const stream = WorkflowStreamClient.create((await deps.runs()).client, runWorkflowId(ref));
@@ -430,11 +432,15 @@ export function environmentRoutes(deps: RouteContext) {
       const tenantId = tenantOnly(c);
       const { name } = c.req.valid("param");
       const environment = await requireEnvironment(tenantId, name);
-      const [tokens, callIds] = await Promise.all([
+      const [tokens, held, waiting] = await Promise.all([
         environments.tokens(tenantId, name),
         environments.callIds(tenantId, name),
+        // A launched environment's calls wait on their sessions' queues: only the held ones count.
+        environment.kind === "runner"
+          ? deps.runs().then((runs) => runs.waitingActivityTasks(runnerTaskQueue(tenantId, name)))
+          : 0,
       ]);
-      return c.json({ ...environment, tokens, waitingCalls: callIds.length }, 200);
+      return c.json({ ...environment, tokens, waitingCalls: held.length + waiting }, 200);
     })
     .openapi(deleteEnvironment, async (c) => {
       const { environments } = served();
@@ -465,10 +471,17 @@ export function environmentRoutes(deps: RouteContext) {
       const body = ClaimBody.parse((await c.req.json().catch(() => ({}))) ?? {});
       const token = /^Bearer (.+)$/.exec(c.req.header("authorization") ?? "")?.[1] ?? "";
       const session = c.get("runnerSession");
+      // Any call of the environment may be an MCP call or listing: a runner must run them.
+      if (body.runs?.includes("mcp") !== true)
+        throw new ProblemError(
+          "invalid-request",
+          'This runner does not say it runs MCP servers (`runs: ["mcp"]`); run a `keel runner` of this release.',
+        );
+      const tokenId = c.get("runnerTokenId");
       const call = await claimCall(calls, scope.tenantId, scope.environment, body.waitSeconds * 1000, {
         signal: c.req.raw.signal,
         ...(session !== undefined ? { sessionId: session } : {}),
-        mcp: body.runs?.includes("mcp") === true,
+        ...(tokenId !== undefined ? { identity: `keel runner (token ${tokenId})` } : {}),
         stillAuthorized: async () => (await environments.tokenOwner(token)) !== undefined,
       });
       return call ? c.json(call, 200) : c.body(null, 204);
@@ -478,7 +491,16 @@ export function environmentRoutes(deps: RouteContext) {
       const { name, callId } = c.req.valid("param");
       const scope = runnerScope(c, name);
       const { claimId, partial } = c.req.valid("json");
-      const answer = await heartbeatCall(calls, scope.tenantId, scope.environment, callId, claimId, partial);
+      const answer = await heartbeatCall(
+        calls,
+        scope.tenantId,
+        scope.environment,
+        callId,
+        claimId,
+        c.get("runnerAuthorized") ?? Promise.resolve(true),
+        partial,
+      );
+      if (answer === "unauthorized") throw unauthorized();
       if (answer === "gone")
         throw new ProblemError("call-not-found", "This runner no longer holds the call; stop it.");
       return c.json({ cancel: answer === "cancel" }, 200);
@@ -488,7 +510,20 @@ export function environmentRoutes(deps: RouteContext) {
       const { name, callId } = c.req.valid("param");
       const scope = runnerScope(c, name);
       const { claimId, ...report } = c.req.valid("json");
-      const stored = await completeCall(calls, scope.tenantId, scope.environment, callId, claimId, report);
+      const stored = await completeCall(
+        calls,
+        scope.tenantId,
+        scope.environment,
+        callId,
+        claimId,
+        report,
+        c.get("runnerAuthorized") ?? Promise.resolve(true),
+      );
+      if (stored === "unauthorized")
+        throw new ProblemError(
+          "unauthorized",
+          "Send Authorization: Bearer <runner token> (keel env token NAME).",
+        );
       if (stored === "not-held")
         throw new ProblemError(
           "call-not-found",

@@ -24,7 +24,7 @@
  *
  * Idle stop: the runner exits after `--idle-exit`; the launcher checks its own tasks every
  * `pollMs` (DescribeTasks) and revokes the token of each one STOPPED. `ensure` is asked every
- * half second while a call waits, so it answers from what it knows for `recheckMs` before asking
+ * second while a call goes on, so it answers from what it knows for `recheckMs` before asking
  * ECS again. Not tested against real ECS: the tests drive the real SDK client against a local
  * server that speaks ECS's JSON protocol (test/unit/environments/fargate-launcher.test.ts).
  */

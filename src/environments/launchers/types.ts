@@ -2,9 +2,9 @@
  * Launchers: how Keel starts a runner per session for a `launched` environment and stops it when
  * the session goes idle (docs/environments.md, "Launched environments").
  *
- * The worker activity that hands a call to the environment (activities/runner-tool.ts) asks its
- * launcher to make sure a runner serves the call's session, and asks again while the call waits,
- * so a runner that died or stopped idle is replaced. A launched runner gets only a runner token
+ * The worker activity that watches a call of the environment (`watchRunnerCall`,
+ * activities/runner-tool.ts) asks its launcher once a second, for as long as the call goes on, to
+ * make sure a runner serves the call's session, so a runner that died or stopped idle is replaced. A launched runner gets only a runner token
  * scoped to its tenant, environment and session, and the API's URL: never the worker's Temporal,
  * S3 or provider credentials.
  */

@@ -2,6 +2,7 @@
  * Activity proxies of the run workflow: timeouts and retry policies per kind of work. Failure
  * types that must never be retried come from one shared list (core/failure-types).
  */
+
 import {
   ActivityCancellationType,
   ActivityFailure,
@@ -9,7 +10,7 @@ import {
   TimeoutFailure,
   workflowInfo,
 } from "@temporalio/workflow";
-import type { KeelActivities } from "../../activities/types";
+import type { KeelActivities, RunnerQueueActivities } from "../../activities/types";
 import { FailureType } from "../../core/failure-types";
 import { LLM_RETRY } from "../../core/retry-policy";
 import type { RunTimeouts } from "../types";
@@ -135,17 +136,41 @@ export function toolActivities(taskQueue: string, timeouts: RunTimeouts) {
 export const DEFAULT_ENVIRONMENT_WAIT_MS = 10 * 60_000;
 
 /**
- * Tool calls handed to a runner environment: any worker of the run's queue writes the call and
- * waits for a runner to take it (heartbeating), then the API completes it with the runner's result
- * and relays the runner's heartbeats, so a dead runner is detected by the same heartbeat timeout as
- * a dead worker, and the retry goes to another runner (activities/runner-tool.ts).
+ * Tool calls and listings of a runner environment, scheduled on its task queue (`queue`, under
+ * the activity id `activityId` a watcher asks about): no worker polls it; the API hands the task to
+ * a runner's long poll, relays the runner's heartbeats and completes it by task token, so a dead
+ * runner is detected by the same heartbeat timeout as a dead worker, and the retry goes back on the
+ * queue for another runner (environments/calls.ts). A task no runner takes within the run's
+ * `environmentWaitMs` times out (schedule-to-start) and the call gets an error result.
  */
-export function runnerToolActivities(timeouts: RunTimeouts) {
-  return proxyActivities<KeelActivities>({
-    startToCloseTimeout: (timeouts.environmentWaitMs ?? DEFAULT_ENVIRONMENT_WAIT_MS) + 15 * 60_000,
+export function runnerQueueActivities(queue: string, activityId: string, timeouts: RunTimeouts) {
+  return proxyActivities<RunnerQueueActivities>({
+    taskQueue: queue,
+    activityId,
+    scheduleToStartTimeout: timeouts.environmentWaitMs ?? DEFAULT_ENVIRONMENT_WAIT_MS,
+    startToCloseTimeout: "15 minutes",
     heartbeatTimeout: heartbeatTimeoutOf(timeouts),
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
     retry: TOOL_CALL_RETRY,
+  });
+}
+
+/** A runner environment's kind, asked once per run (a lookup in S3). */
+export const environments = proxyActivities<KeelActivities>({
+  startToCloseTimeout: "1 minute",
+  retry: { initialInterval: "1 second", maximumInterval: "10 seconds", maximumAttempts: 10 },
+});
+
+/**
+ * The watcher beside a runner environment's call (activities/runner-tool.ts): alive for as long
+ * as it heartbeats; cancelled by the workflow when the call ends, without waiting for it.
+ */
+export function runnerWatchActivities(timeouts: RunTimeouts) {
+  return proxyActivities<KeelActivities>({
+    startToCloseTimeout: "1 day",
+    heartbeatTimeout: heartbeatTimeoutOf(timeouts),
+    cancellationType: ActivityCancellationType.TRY_CANCEL,
+    retry: { initialInterval: "1 second", maximumInterval: "10 seconds", maximumAttempts: 20 },
   });
 }
 
@@ -159,25 +184,6 @@ export function mcpListingActivities(taskQueue: string, timeouts: RunTimeouts) {
     scheduleToStartTimeout: toolScheduleToStartOf(taskQueue, timeouts),
     startToCloseTimeout: "5 minutes",
     heartbeatTimeout: heartbeatTimeoutOf(timeouts),
-    retry: {
-      initialInterval: "1 second",
-      backoffCoefficient: 2,
-      maximumInterval: "10 seconds",
-      maximumAttempts: 10,
-    },
-  });
-}
-
-/**
- * Listing MCP tools on a runner of the run's environment: written for the runners and completed by
- * the API, as a runner's tool call is (runnerToolActivities); a runner that dies mid-listing stops
- * heartbeating and the retry hands the listing to another.
- */
-export function runnerMcpListingActivities(timeouts: RunTimeouts) {
-  return proxyActivities<KeelActivities>({
-    startToCloseTimeout: (timeouts.environmentWaitMs ?? DEFAULT_ENVIRONMENT_WAIT_MS) + 5 * 60_000,
-    heartbeatTimeout: heartbeatTimeoutOf(timeouts),
-    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
     retry: {
       initialInterval: "1 second",
       backoffCoefficient: 2,

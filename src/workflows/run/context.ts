@@ -4,7 +4,7 @@
  * stream, the model call under way).
  */
 import type { CancellationScope } from "@temporalio/workflow";
-import type { EntrySlot, EntryWrite } from "../../activities/types";
+import type { EntrySlot, EntryWrite, RunnerEnvironmentKind } from "../../activities/types";
 import type { RunHooks } from "../hooks";
 import type { llmActivities } from "./activity-options";
 import type { RunRecord } from "./state";
@@ -43,6 +43,8 @@ export interface RunContext {
   forkedAt?: string;
   /** The snapshot `task` calls of this batch fork their children's workspaces from. */
   taskFork?: { entryId: string; taken: Promise<void> };
+  /** The kind of the run's runner environment, asked once (run/runner-calls.ts). */
+  environmentKind?: Promise<RunnerEnvironmentKind>;
   /** MCP servers whose calls in this batch reported a changed tool list (listed again after it). */
   mcpToolsChanged?: Set<string>;
 }

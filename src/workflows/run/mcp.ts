@@ -9,16 +9,14 @@
  * its old one in the run's state, and the model sees it from the next turn.
  */
 import type { ExecuteToolInput } from "../../activities/types";
+import { unclaimedText } from "../../environments/unclaimed";
 import { findMcpTool, mcpToolName } from "../../mcp/tool-names";
 import type { McpServerSettings, McpToolList } from "../../mcp/types";
 import { PATCHES, takesPatch } from "../patches";
-import {
-  DEFAULT_ENVIRONMENT_WAIT_MS,
-  mcpListingActivities,
-  runnerMcpListingActivities,
-} from "./activity-options";
+import { DEFAULT_ENVIRONMENT_WAIT_MS, mcpListingActivities } from "./activity-options";
 import type { RunContext } from "./context";
 import { cancellable, stoppedBy } from "./lifecycle";
+import { onRunner } from "./runner-calls";
 import { emit, type RunRecord } from "./state";
 import { runnerEnvironment } from "./views";
 import { onWorkspaceWorker } from "./workspace-claim";
@@ -94,17 +92,19 @@ async function listTools(ctx: RunContext, servers: McpServerSettings[], verb: st
   };
   const summary = `${verb} MCP tools: ${servers.map((server) => server.name).join(", ")}`;
   const environment = runnerEnvironment(run);
-  if (environment !== undefined)
-    return runnerMcpListingActivities(run.settings.timeouts).listMcpToolsOnRunner.executeWithOptions(
-      { summary: `${summary} @ ${environment}` },
-      [
-        {
-          ...input,
-          environment,
-          waitMs: run.settings.timeouts.environmentWaitMs ?? DEFAULT_ENVIRONMENT_WAIT_MS,
-        },
-      ],
-    );
+  if (environment !== undefined) {
+    const waitMs = run.settings.timeouts.environmentWaitMs ?? DEFAULT_ENVIRONMENT_WAIT_MS;
+    return onRunner(ctx, environment, {
+      schedule: (activities) =>
+        activities.listMcpToolsOnRunner.executeWithOptions({ summary: `${summary} @ ${environment}` }, [
+          { ...input, environment, waitMs },
+        ]),
+      unclaimed: async (why) => {
+        const error = unclaimedText(environment, why, waitMs, "listing");
+        return { servers: servers.map((server) => ({ server: server.name, status: "unavailable", error })) };
+      },
+    });
+  }
   // The worker holding the workspace may be gone (killed while it listed): the listing follows the
   // workspace. Runs recorded before it did failed there.
   return onWorkspaceWorker(

@@ -9,16 +9,12 @@ import { MUTATING_TOOLS } from "../../core/tool-replay";
 import { blockReason } from "../hooks";
 import { PATCHES, takesPatch } from "../patches";
 import { decidePolicy } from "../policy";
-import {
-  DEFAULT_ENVIRONMENT_WAIT_MS,
-  runnerToolActivities,
-  snapshotActivities,
-  toolActivities,
-} from "./activity-options";
+import { DEFAULT_ENVIRONMENT_WAIT_MS, snapshotActivities, storage, toolActivities } from "./activity-options";
 import type { RunContext } from "./context";
 import { syntheticToolResult } from "./entries";
 import { cancellable, endCall, setStatus, writeEntries } from "./lifecycle";
 import { mcpTarget, relistChangedMcpServers } from "./mcp";
+import { onRunner } from "./runner-calls";
 import { type BatchCall, emit, moveCall, startBatch } from "./state";
 import { isTaskCall, runTaskCall } from "./task-calls";
 import { callPlace, runnerEnvironment } from "./views";
@@ -191,6 +187,7 @@ async function executeCall(
     ...(run.settings.network !== undefined ? { network: run.settings.network } : {}),
     ...(mcp ? { mcp } : {}),
   };
+  const waitMs = run.settings.timeouts.environmentWaitMs ?? DEFAULT_ENVIRONMENT_WAIT_MS;
   const result =
     environment === undefined
       ? await onWorkspaceWorker(ctx, (queue) =>
@@ -199,16 +196,15 @@ async function executeCall(
             [input],
           ),
         )
-      : await runnerToolActivities(run.settings.timeouts).executeToolOnRunner.executeWithOptions(
-          { summary: `${toolSummary(call.summary)} @ ${environment}` },
-          [
-            {
-              ...input,
-              environment,
-              waitMs: run.settings.timeouts.environmentWaitMs ?? DEFAULT_ENVIRONMENT_WAIT_MS,
-            },
-          ],
-        );
+      : await onRunner(ctx, environment, {
+          toolCall: { id: call.summary.id, name: call.summary.name },
+          schedule: (activities) =>
+            activities.executeToolOnRunner.executeWithOptions(
+              { summary: `${toolSummary(call.summary)} @ ${environment}` },
+              [{ ...input, environment, waitMs }],
+            ),
+          unclaimed: (why) => storage.storeUnclaimedRunnerResult({ ...input, environment, waitMs, why }),
+        });
   ctx.stream.publishLive(result.live);
   if (MUTATING_TOOLS.has(call.summary.name) || (mcp && mcp.replay !== "safe")) ctx.ranMutatingTool = true;
   if (result.mcpToolsChanged)

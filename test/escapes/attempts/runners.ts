@@ -74,19 +74,22 @@ function stage(ctx: EscapeContext): Promise<Staged> {
 }
 
 /**
- * The victim's waiting call id, read where the worker put it (the attacker could spell it too:
- * `<session>.<slot>`; reading it from S3 just spares the guess).
+ * The victim's waiting call id, once its environment shows the call waiting: `<session>.<slot>`,
+ * the slot following the run's last stored entry (its assistant message). The attacker could
+ * spell it too; reading the victim's session in S3 just spares the guess.
  */
 async function waitForVictimCall(ctx: EscapeContext, sessionId: string): Promise<string> {
   const { bucket, prefix } = ctx.stack.s3().settings;
-  const folder = `${prefix}tenants/${VICTIM_TENANT}/environments/${SHARED_NAME}/calls/`;
+  const folder = `${prefix}tenants/${VICTIM_TENANT}/sessions/${sessionId}/entries/`;
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
-    const page = await ctx.s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: folder }));
-    const key = (page.Contents ?? [])
-      .map((object) => object.Key ?? "")
-      .find((name) => name.includes(sessionId));
-    if (key) return key.slice(folder.length).replace(/\.json$/, "");
+    const shown = await ctx.victimApi.get(`/v1/environments/${SHARED_NAME}`);
+    const waiting = (shown.body as { waitingCalls?: number } | undefined)?.waitingCalls ?? 0;
+    if (waiting > 0) {
+      const page = await ctx.s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: folder }));
+      const seqs = (page.Contents ?? []).map((object) => Number((object.Key ?? "").slice(folder.length, -5)));
+      if (seqs.length > 0) return `${sessionId}.${Math.max(...seqs) + 1}`;
+    }
     await sleep(300);
   }
   throw new Error("the victim's call never waited for a runner");
@@ -129,7 +132,11 @@ export const runnerAttempts: Attempt[] = [
     "runner-claim-same-name",
     "the attacker's runner claims calls of `build` while the victim's `build` has one waiting",
     (scene) =>
-      scene.runner.post(`/v1/environments/${SHARED_NAME}/calls:claim`, { waitSeconds: 2 }, "claim-1"),
+      scene.runner.post(
+        `/v1/environments/${SHARED_NAME}/calls:claim`,
+        { waitSeconds: 2, runs: ["mcp"] },
+        "claim-1",
+      ),
   ),
   attempt(
     "runner-result-victim-call",

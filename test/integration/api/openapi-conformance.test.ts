@@ -342,8 +342,14 @@ test("every operation's answers match the document", async () => {
   expect(issued.status).toBe(201);
   const runner = { key: issued.body.token as string };
   expect(
-    (await call("POST", `${ENVIRONMENT}/calls:claim`, { name }, { ...runner, json: { waitSeconds: 0 } }))
-      .status,
+    (
+      await call(
+        "POST",
+        `${ENVIRONMENT}/calls:claim`,
+        { name },
+        { ...runner, json: { waitSeconds: 0, runs: ["mcp"] } },
+      )
+    ).status,
   ).toBe(204);
   const callId = "session-x.7";
   const held = { name, callId };

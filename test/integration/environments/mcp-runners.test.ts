@@ -242,12 +242,12 @@ async function claimAs(environment: string, token: string, body: Record<string, 
   return { status: response.status, body: claimed };
 }
 
-test("a runner that does not say it runs MCP never gets a listing; the run's own replay overrides win over a runner's answer", async () => {
+test("a runner that does not say it runs MCP is refused; the run's own replay overrides win over a runner's answer", async () => {
   const env = await stage.newEnvironment();
   const server = everythingServer({ replay: { echo: "unsafe" } });
   const { ref } = await runCalling(env.name, [], [server, { name: "other", command: "true" }]);
-  // A runner of an earlier release (no `runs`) waits out its claim empty-handed.
-  expect((await claimAs(env.name, env.token, { waitSeconds: 2 })).status).toBe(204);
+  // A runner of an earlier release (no `runs`) is told why, and takes nothing.
+  expect((await claimAs(env.name, env.token, { waitSeconds: 2 })).status).toBe(400);
   const claimed = await claimAs(env.name, env.token, { waitSeconds: 10, runs: ["mcp"] });
   expect(claimed.status).toBe(200);
   expect(claimed.body).toMatchObject({

@@ -5,11 +5,13 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { WorkflowStreamClient } from "@temporalio/workflow-streams/client";
+import { RESULT_TOKEN_STANDING_MS } from "../../../src/api/runner-auth";
 import { childSessionId } from "../../../src/core/agents";
 import { UNKNOWN_OUTCOME_TEXT } from "../../../src/core/markers";
+import { EnvironmentStore } from "../../../src/environments/store";
 import { streamQuery } from "../../../src/workflows/definitions";
 import { DEFAULT_RUN_SETTINGS, runWorkflowId } from "../../../src/workflows/types";
-import { uniqueName } from "../../support/integration-env";
+import { s3Client, s3Settings, uniqueName } from "../../support/integration-env";
 import { eventually, expectIntactSession, messagesOf, toolCallIds } from "../../support/run-harness";
 import { type ApiStage, expectProblem } from "../api/api-stage";
 import { claims, processesMatching, type RunnerStage, useRunnerStage, workspaceRoot } from "./runner-stage";
@@ -40,6 +42,25 @@ function runOn(environment: string, scenario: string, text = "go") {
       settings,
     ),
   };
+}
+
+/** A run whose one tool call a claim made here (not by a runner) holds: nothing will run it. */
+async function claimedByHand(
+  env: { name: string; token: string },
+  scenario: string,
+  toolCall: { name: string; arguments: Record<string, unknown> },
+) {
+  api.stage.llm.addScenario(scenario, { turns: [{ toolCalls: [toolCall] }], after: { text: "done" } });
+  const { ref, delivered } = runOn(env.name, scenario);
+  await delivered;
+  const claimed = await eventually(async () => {
+    const answer = await api.call("POST", `/v1/environments/${env.name}/calls:claim`, {
+      key: env.token,
+      json: { waitSeconds: 1, runs: ["mcp"] },
+    });
+    return answer.status === 200 ? answer.body : undefined;
+  });
+  return { ref, claimed };
 }
 
 function toolTexts(entries: Awaited<ReturnType<typeof api.stage.entries>>): string[] {
@@ -218,19 +239,10 @@ test("a runner killed during bash: the call is not run again, and the session sa
 test("a runner that dies holding a write: the write is repeated by another runner and the file is there", async () => {
   const env = await newEnvironment();
   const root = workspaceRoot();
-  api.stage.llm.addScenario("lost-write", {
-    turns: [{ toolCalls: [{ name: "write", arguments: { path: "kept.txt", content: "kept\n" } }] }],
-    after: { text: "done" },
-  });
-  const { ref, delivered } = runOn(env.name, "lost-write");
-  await delivered;
   // A runner that claims the call and dies before running it (or mid-way): it never heartbeats.
-  const claimed = await eventually(async () => {
-    const answer = await api.call("POST", `/v1/environments/${env.name}/calls:claim`, {
-      key: env.token,
-      json: { waitSeconds: 1 },
-    });
-    return answer.status === 200 ? answer.body : undefined;
+  const { ref, claimed } = await claimedByHand(env, "lost-write", {
+    name: "write",
+    arguments: { path: "kept.txt", content: "kept\n" },
   });
   expect(claimed.toolCall.name).toBe("write");
   startRunner(env.name, env.token, ["--workspace-root", root]);
@@ -348,7 +360,7 @@ test("a runner token serves its own tenant's environment only", async () => {
   expectProblem(
     await api.call("POST", `/v1/environments/${other.name}/calls:claim`, {
       key: mine.token,
-      json: { waitSeconds: 0 },
+      json: { waitSeconds: 0, runs: ["mcp"] },
     }),
     404,
     "environment-not-found",
@@ -370,7 +382,7 @@ test("a runner token serves its own tenant's environment only", async () => {
   });
   const claimA = await api.call("POST", `/v1/environments/${mine.name}/calls:claim`, {
     key: mine.token,
-    json: { waitSeconds: 1 },
+    json: { waitSeconds: 1, runs: ["mcp"] },
   });
   expect(claimA.status).toBe(204);
   const callId = `${refB.sessionId}.2`;
@@ -405,7 +417,7 @@ test("a revoked token is refused at once and its runner stops getting work", asy
   expectProblem(
     await api.call("POST", `/v1/environments/${env.name}/calls:claim`, {
       key: env.token,
-      json: { waitSeconds: 0 },
+      json: { waitSeconds: 0, runs: ["mcp"] },
     }),
     401,
     "unauthorized",
@@ -427,23 +439,73 @@ test("a revoked token is refused at once and its runner stops getting work", asy
   ).not.toBe("running");
 });
 
-test("approval then runner: the runner runs the arguments the person approved, and the result says so", async () => {
+test("a token revoked through another API process: its heartbeats and results are refused within a second", async () => {
   const env = await newEnvironment();
-  startRunner(env.name, env.token, ["--workspace-root", workspaceRoot()]);
-  api.stage.llm.addScenario("approve-runner", {
-    turns: [{ toolCalls: [{ name: "bash", arguments: { command: "echo asked" } }] }],
-    after: { text: "done" },
+  const { ref, claimed } = await claimedByHand(env, "revoked-elsewhere", {
+    name: "bash",
+    arguments: { command: "echo never" },
   });
+  const beat = () =>
+    api.call("POST", `/v1/environments/${env.name}/calls/${claimed.callId}/heartbeat`, {
+      key: env.token,
+      json: { claimId: claimed.claimId },
+    });
+  expect((await beat()).status).toBe(200);
+  // Another API process (its own store, as a Lambda instance beside this one) revokes the token.
+  const s3 = s3Client();
+  const elsewhere = new EnvironmentStore(s3, s3Settings().bucket, s3Settings().prefix);
+  expect(await elsewhere.revoke(api.tenants.a, env.name, env.tokenId)).toBe(true);
+  s3.destroy();
+  await new Promise((done) => setTimeout(done, RESULT_TOKEN_STANDING_MS + 100));
+  expectProblem(await beat(), 401, "unauthorized");
+  expectProblem(
+    await api.call("POST", `/v1/environments/${env.name}/calls/${claimed.callId}/result`, {
+      key: env.token,
+      json: {
+        claimId: claimed.claimId,
+        output: { content: [{ type: "text", text: "forged" }], isError: false },
+      },
+    }),
+    401,
+    "unauthorized",
+  );
+  await api.stage.runs.signalAbort(ref, "test over");
+  expect((await api.stage.result(ref)).status).toBe("aborted");
+  expect(JSON.stringify(await api.stage.entries(ref))).not.toContain("forged");
+  await expectIntactSession(api.stage, ref);
+});
+
+/**
+ * A run on a new environment, with a runner started on `root`, whose one call of `toolCall`
+ * waits for a person's approval: the run and the call's id.
+ */
+async function awaitingApproval(
+  scenario: string,
+  toolCall: { name: string; arguments: Record<string, unknown> },
+  root: string,
+) {
+  const env = await newEnvironment();
+  startRunner(env.name, env.token, ["--workspace-root", root]);
+  api.stage.llm.addScenario(scenario, { turns: [{ toolCalls: [toolCall] }], after: { text: "done" } });
   const ref = api.stage.newSession();
   const settings = api.stage.settings({
     environment: env.name,
-    policy: { rules: [{ tool: "bash", action: "ask" }], default: "allow", approvalTimeoutMs: 60_000 },
+    policy: { rules: [{ tool: toolCall.name, action: "ask" }], default: "allow", approvalTimeoutMs: 60_000 },
   });
-  await api.stage.runs.deliver(ref, { text: "[scenario:approve-runner] go", mode: "auto" }, settings);
+  await api.stage.runs.deliver(ref, { text: `[scenario:${scenario}] go`, mode: "auto" }, settings);
   const toolCallId = await eventually(async () => {
     const state = await api.stage.runs.state(ref);
     return state?.pendingToolCalls.find((call) => call.state === "awaiting_approval")?.toolCallId;
   });
+  return { ref, toolCallId };
+}
+
+test("approval then runner: the runner runs the arguments the person approved, and the result says so", async () => {
+  const { ref, toolCallId } = await awaitingApproval(
+    "approve-runner",
+    { name: "bash", arguments: { command: "echo asked" } },
+    workspaceRoot(),
+  );
   await api.stage.runs.approve(ref, {
     toolCallId,
     decision: "approve",
@@ -458,6 +520,25 @@ test("approval then runner: the runner runs the arguments the person approved, a
     details: { approval: { decision: "approved_with_edits", arguments: { command: "echo edited" } } },
   });
   expect(result?.role === "toolResult" && result.content).toContainEqual({ type: "text", text: "edited" });
+});
+
+test("an approved edit too large for the run's history reaches the runner whole (its input is fetched back from S3)", async () => {
+  const root = workspaceRoot();
+  const { ref, toolCallId } = await awaitingApproval(
+    "approve-large",
+    { name: "write", arguments: { path: "big.txt", content: "small" } },
+    root,
+  );
+  // Over the data converter's 256 KiB: the call's input is stored in S3, its history holds a reference.
+  const content = "y".repeat(300 * 1024);
+  await api.stage.runs.approve(ref, {
+    toolCallId,
+    decision: "approve",
+    arguments: { path: "big.txt", content },
+  });
+  expect((await api.stage.result(ref)).status).toBe("completed");
+  expect(readFileSync(join(root, ref.sessionId, "big.txt"), "utf8")).toBe(content);
+  await expectIntactSession(api.stage, ref);
 });
 
 test("a message naming an unknown environment is refused", async () => {

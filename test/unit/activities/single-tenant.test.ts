@@ -17,7 +17,9 @@ function recordingActivities(reached: string[]): KeelActivities {
     restoreWorkspace: record("restoreWorkspace"),
     llmTurn: record("llmTurn"),
     executeTool: record("executeTool"),
-    executeToolOnRunner: record("executeToolOnRunner"),
+    describeEnvironment: record("describeEnvironment"),
+    watchRunnerCall: record("watchRunnerCall"),
+    storeUnclaimedRunnerResult: record("storeUnclaimedRunnerResult"),
     storeTaskResult: record("storeTaskResult"),
     mergeSubAgentWorkspace: record("mergeSubAgentWorkspace"),
     compact: record("compact"),
@@ -28,7 +30,6 @@ function recordingActivities(reached: string[]): KeelActivities {
     awaitScheduledRun: record("awaitScheduledRun"),
     abortScheduledRun: record("abortScheduledRun"),
     listMcpTools: record("listMcpTools"),
-    listMcpToolsOnRunner: record("listMcpToolsOnRunner"),
     checkTenantBudget: record("checkTenantBudget"),
   };
 }
