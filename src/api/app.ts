@@ -80,7 +80,13 @@ export interface ApiDependencies {
   /** Structured log lines; never receives headers, keys or bodies. */
   log?: (record: Record<string, unknown>) => void;
   /** Environments and runner calls (absent: no environment routes are served). */
-  environments?: { store: EnvironmentStore; markers: ToolCallMarkers; mcpListings?: McpToolListings };
+  environments?: {
+    store: EnvironmentStore;
+    markers: ToolCallMarkers;
+    mcpListings?: McpToolListings;
+    /** Claims one runner token may have waiting at once in this process (default 32). */
+    waitingClaimsPerToken?: number;
+  };
   /** Tenants, keys, settings and quotas kept in S3 (absent: static keys only, no admin API). */
   tenants?: TenantServices;
 }

@@ -54,6 +54,7 @@ export const PROBLEMS = {
   },
   "queue-full": { status: 429, title: "The session's message queue is full" },
   "quota-exceeded": { status: 429, title: "A quota of the tenant is reached" },
+  "too-many-claims": { status: 429, title: "The runner token has too many claims waiting" },
   "internal-error": { status: 500, title: "Internal error" },
   "not-implemented": { status: 501, title: "Not implemented" },
   "temporal-unavailable": { status: 503, title: "The workflow service is unavailable" },

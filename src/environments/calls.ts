@@ -91,8 +91,52 @@ export interface RunnerCallDeps {
   mcpListings?: Pick<McpToolListings, "put">;
   /** Publishes a live event to the run of the call's session (best effort: a failure is dropped). */
   publishLive?: (call: RunnerCall, event: LiveEvent) => Promise<void>;
+  /** The calls this process claimed (one per API process; absent: every check reads S3). */
+  claimedHere?: ClaimedHere;
   now: () => number;
 }
+
+/**
+ * The calls this API process claimed, so that a call's heartbeats and result, when they reach the
+ * process that claimed it (a Node API; a Lambda API's next request may land on another instance),
+ * skip reading its claim record back from S3: that read was a tenth of a runner call's cost.
+ *
+ * Only the newest claim this process made for a call is kept, and a claim not kept here is
+ * checked against its record in S3 as before. A claim another process made later for the same
+ * call (Temporal's retry after the first runner stopped heartbeating) is not known here: the older
+ * claim's heartbeats are still refused (Temporal answers that its attempt is over), and its result
+ * is stored only when the call has none yet (the first result stands, as when a worker thought
+ * dead finishes a call), its activity's completion refused. Bounded: the oldest claims are
+ * forgotten first (a runner that died holding a call never reports it), and a call with an
+ * approved edit (its arguments can be large) is not kept.
+ */
+export class ClaimedHere {
+  private readonly calls = new Map<string, RunnerCall>();
+
+  constructor(private readonly limit = 4_096) {}
+
+  remember(call: RunnerCall): void {
+    if (call.kind !== "mcp-list" && call.argumentsOverride) return;
+    const key = claimKey(call.tenantId, call.environment, call.callId);
+    this.calls.delete(key);
+    this.calls.set(key, call);
+    if (this.calls.size > this.limit) this.calls.delete(this.calls.keys().next().value as string);
+  }
+
+  /** The call, when `claimId` is the newest claim this process made for it. */
+  held(tenantId: string, environment: string, callId: string, claimId: string): RunnerCall | undefined {
+    const call = this.calls.get(claimKey(tenantId, environment, callId));
+    return call?.claim.id === claimId ? call : undefined;
+  }
+
+  forget(call: RunnerCall): void {
+    const key = claimKey(call.tenantId, call.environment, call.callId);
+    if (this.calls.get(key)?.claim.id === call.claim.id) this.calls.delete(key);
+  }
+}
+
+const claimKey = (tenantId: string, environment: string, callId: string) =>
+  JSON.stringify([tenantId, environment, callId]);
 
 /** The activity types of a runner environment's task queue (activities/types.ts, RunnerQueueActivities). */
 const TOOL_CALL_ACTIVITY = "executeToolOnRunner";
@@ -208,6 +252,7 @@ async function claimTask(
       deps.environments.putCall(call),
     ]);
     if (!(await mayClaim())) return refuse(call);
+    deps.claimedHere?.remember(call);
     return {
       ...claimedCommon(call, header?.parentSession),
       kind: "mcp-list",
@@ -267,6 +312,7 @@ async function claimTask(
       return undefined;
     }
   }
+  deps.claimedHere?.remember(call);
   return {
     ...claimedCommon(call, header?.parentSession),
     kind: "tool",
@@ -316,6 +362,8 @@ async function heldCall(
   callId: string,
   claimId: string,
 ): Promise<RunnerCall | undefined> {
+  const here = deps.claimedHere?.held(tenantId, environment, callId, claimId);
+  if (here) return here;
   const call = await deps.environments.readCall(tenantId, environment, callId);
   return call?.claim.id === claimId ? call : undefined;
 }
@@ -395,12 +443,12 @@ export async function completeCall(
   if (!call) return "not-held";
   if (call.kind === "mcp-list") {
     if (!report.mcpTools) return "wrong-kind";
-    await finish(deps, call, { servers: await recordListing(deps, call, report.mcpTools) });
-    return "stored";
+    // A listing lives only in its activity's result: one whose attempt is over is not stored.
+    const completed = await finish(deps, call, { servers: await recordListing(deps, call, report.mcpTools) });
+    return completed ? "stored" : "not-held";
   }
   if (!report.output) return "wrong-kind";
-  await storeResult(deps, call, report.output, "executed", report.mcpToolsChanged);
-  return "stored";
+  return storeResult(deps, call, report.output, "executed", report.mcpToolsChanged);
 }
 
 /**
@@ -431,13 +479,18 @@ async function recordListing(
   );
 }
 
+/**
+ * Stores `output` at the call's slot unless a result is there already, and completes the call's
+ * activity with the stored one: `not-held` when neither happened (a superseded claim's late
+ * report, see ClaimedHere), `stored` otherwise.
+ */
 async function storeResult(
   deps: RunnerCallDeps,
   call: RunnerToolCall,
   output: ToolOutput,
   outcome: ExecuteToolResult["outcome"],
   mcpToolsChanged?: string[],
-): Promise<void> {
+): Promise<"stored" | "not-held"> {
   let message = toToolResultMessage(
     { type: "toolCall", ...call.toolCall, arguments: {} },
     output,
@@ -452,28 +505,37 @@ async function storeResult(
     createMessageEntry(call.slot, message),
   );
   const changed = mcpToolsChanged?.filter((name) => name === call.mcp?.server.name);
-  await finish(deps, call, {
+  const completed = await finish(deps, call, {
     ...summarize(resultOf(entry, call.slot.id), written ? outcome : "adopted"),
     ...(changed?.length ? { mcpToolsChanged: changed } : {}),
   });
+  return written || completed ? "stored" : "not-held";
 }
 
 /**
- * Completes the waiting activity and removes the call. An activity that is gone (timed out and
- * retried) is no failure: the result is stored, and the retry adopts it.
+ * Completes the waiting activity and removes the call; false when the activity is gone (timed
+ * out and retried), which is no failure: a result stored is adopted by the retry.
  */
 async function finish(
   deps: RunnerCallDeps,
   call: RunnerCall,
   result: ExecuteToolResult | McpToolList,
-): Promise<void> {
+): Promise<boolean> {
+  let completed = true;
   try {
     await (await deps.completion()).complete(Buffer.from(call.taskToken, "base64"), result);
   } catch (error) {
     if (!(error instanceof ActivityNotFoundError)) throw error;
+    completed = false;
   }
-  // Only the record this claim wrote: a newer attempt's claim stays for its runner.
-  const current = await deps.environments.readCall(call.tenantId, call.environment, call.callId);
+  deps.claimedHere?.forget(call);
+  // Only the record this claim wrote: a newer attempt's claim stays for its runner. Best effort:
+  // the result is in and the call complete, so a runner's retry must not meet a failure here; a
+  // record left behind is read by nothing but the environment's count of calls.
+  const current = await deps.environments
+    .readCall(call.tenantId, call.environment, call.callId)
+    .catch(() => undefined);
   if (current?.claim.id === call.claim.id)
-    await deps.environments.removeCall(call.tenantId, call.environment, call.callId);
+    await deps.environments.removeCall(call.tenantId, call.environment, call.callId).catch(() => undefined);
+  return completed;
 }

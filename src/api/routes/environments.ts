@@ -10,7 +10,13 @@ import { WorkflowStreamClient } from "@temporalio/workflow-streams/client";
 import type { Context } from "hono";
 import { type LiveEvent, RUN_STREAM_TOPIC } from "../../core/events";
 import { ToolResultBlockSchema } from "../../core/messages";
-import { claimCall, completeCall, heartbeatCall, type RunnerCallDeps } from "../../environments/calls";
+import {
+  ClaimedHere,
+  claimCall,
+  completeCall,
+  heartbeatCall,
+  type RunnerCallDeps,
+} from "../../environments/calls";
 import {
   ENVIRONMENT_KINDS,
   ENVIRONMENT_NAME,
@@ -244,7 +250,7 @@ const claim = createRoute({
   responses: {
     200: json(ClaimedCallView, "A call, now held by this runner"),
     204: { description: "No call came within the wait" },
-    ...problemResponses(),
+    ...problemResponses(429),
   },
 });
 const heartbeat = createRoute({
@@ -381,7 +387,17 @@ function tenantOnly(c: Context<ApiEnv>): string {
 }
 
 /** The environment routes; without `deps.environments` every one answers 501. */
+/**
+ * Claims one runner token may have waiting at once in one API process: each holds one of
+ * Temporal's long polls (the namespace's pollers are shared by every tenant) and one of the
+ * process's connections. A `keel runner` keeps one; runners sharing a token keep one each.
+ */
+export const DEFAULT_WAITING_CLAIMS_PER_TOKEN = 32;
+
 export function environmentRoutes(deps: RouteContext) {
+  const claimedHere = new ClaimedHere();
+  /** Claims waiting in this process, by tenant, environment and token. */
+  const waitingClaims = new Map<string, number>();
   const served = () => {
     if (!deps.environments)
       throw new ProblemError("not-implemented", "This deployment serves no environments.");
@@ -393,6 +409,7 @@ export function environmentRoutes(deps: RouteContext) {
       ...(mcpListings ? { mcpListings } : {}),
       completion: async () => (await deps.runs()).activityCompletion(),
       tasks: () => deps.runs(),
+      claimedHere,
       publishLive: async (call, event) => {
         const ref = { tenantId: call.tenantId, sessionId: call.sessionId };
         const stream = WorkflowStreamClient.create((await deps.runs()).client, runWorkflowId(ref));
@@ -478,13 +495,30 @@ export function environmentRoutes(deps: RouteContext) {
           'This runner does not say it runs MCP servers (`runs: ["mcp"]`); run a `keel runner` of this release.',
         );
       const tokenId = c.get("runnerTokenId");
-      const call = await claimCall(calls, scope.tenantId, scope.environment, body.waitSeconds * 1000, {
-        signal: c.req.raw.signal,
-        ...(session !== undefined ? { sessionId: session } : {}),
-        ...(tokenId !== undefined ? { identity: `keel runner (token ${tokenId})` } : {}),
-        stillAuthorized: async () => (await environments.tokenOwner(token)) !== undefined,
-      });
-      return call ? c.json(call, 200) : c.body(null, 204);
+      const limit = deps.environments?.waitingClaimsPerToken ?? DEFAULT_WAITING_CLAIMS_PER_TOKEN;
+      const key = JSON.stringify([scope.tenantId, scope.environment, tokenId]);
+      const waiting = waitingClaims.get(key) ?? 0;
+      if (waiting >= limit)
+        throw new ProblemError(
+          "too-many-claims",
+          `This runner token has ${waiting} claims waiting at this API process, its most; claim again when one ends.`,
+          { limit },
+          { "retry-after": "1" },
+        );
+      waitingClaims.set(key, waiting + 1);
+      try {
+        const call = await claimCall(calls, scope.tenantId, scope.environment, body.waitSeconds * 1000, {
+          signal: c.req.raw.signal,
+          ...(session !== undefined ? { sessionId: session } : {}),
+          ...(tokenId !== undefined ? { identity: `keel runner (token ${tokenId})` } : {}),
+          stillAuthorized: async () => (await environments.tokenOwner(token)) !== undefined,
+        });
+        return call ? c.json(call, 200) : c.body(null, 204);
+      } finally {
+        const left = (waitingClaims.get(key) ?? 1) - 1;
+        if (left > 0) waitingClaims.set(key, left);
+        else waitingClaims.delete(key);
+      }
     })
     .openapi(heartbeat, async (c) => {
       const { calls } = served();

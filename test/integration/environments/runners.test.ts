@@ -9,6 +9,7 @@ import { RESULT_TOKEN_STANDING_MS } from "../../../src/api/runner-auth";
 import { childSessionId } from "../../../src/core/agents";
 import { UNKNOWN_OUTCOME_TEXT } from "../../../src/core/markers";
 import { EnvironmentStore } from "../../../src/environments/store";
+import { ToolCallMarkers } from "../../../src/store/tool-call-markers";
 import { streamQuery } from "../../../src/workflows/definitions";
 import { DEFAULT_RUN_SETTINGS, runWorkflowId } from "../../../src/workflows/types";
 import { s3Client, s3Settings, uniqueName } from "../../support/integration-env";
@@ -31,9 +32,10 @@ const startRunner = (environment: string, token: string, extra: string[] = []) =
   stage.startRunner(environment, token, extra);
 const newEnvironment = (key?: string) => stage.newEnvironment(key);
 
-function runOn(environment: string, scenario: string, text = "go") {
+function runOn(environment: string, scenario: string, text = "go", environmentWaitMs?: number) {
   const ref = api.stage.newSession();
   const settings = api.stage.settings({ environment, toolExecution: "parallel" });
+  if (environmentWaitMs !== undefined) settings.timeouts = { ...settings.timeouts, environmentWaitMs };
   return {
     ref,
     delivered: api.stage.runs.deliver(
@@ -49,9 +51,10 @@ async function claimedByHand(
   env: { name: string; token: string },
   scenario: string,
   toolCall: { name: string; arguments: Record<string, unknown> },
+  environmentWaitMs?: number,
 ) {
   api.stage.llm.addScenario(scenario, { turns: [{ toolCalls: [toolCall] }], after: { text: "done" } });
-  const { ref, delivered } = runOn(env.name, scenario);
+  const { ref, delivered } = runOn(env.name, scenario, "go", environmentWaitMs);
   await delivered;
   const claimed = await eventually(async () => {
     const answer = await api.call("POST", `/v1/environments/${env.name}/calls:claim`, {
@@ -257,6 +260,74 @@ test("a runner that dies holding a write: the write is repeated by another runne
   await expectIntactSession(api.stage, ref);
 });
 
+test("a claim superseded through another API process: its heartbeat is refused, its late result stands only as the first", async () => {
+  const env = await newEnvironment();
+  const { ref, claimed: first } = await claimedByHand(env, "superseded-elsewhere", {
+    name: "write",
+    arguments: { path: "late.txt", content: "late\n" },
+  });
+  // Another API process (its own app, as a Lambda instance beside this one) takes the retry once
+  // the first claim's heartbeat timeout ran out; this process still remembers the first claim.
+  const elsewhere = api.callerWith({});
+  const second = await eventually(async () => {
+    const answer = await elsewhere("POST", `/v1/environments/${env.name}/calls:claim`, {
+      key: env.token,
+      json: { waitSeconds: 5, runs: ["mcp"] },
+    });
+    return answer.status === 200 ? answer.body : undefined;
+  });
+  expect({ callId: second.callId, attempt: second.attempt }).toEqual({ callId: first.callId, attempt: 2 });
+  // Temporal refuses the first claim's heartbeat: its attempt is over.
+  expectProblem(
+    await api.call("POST", `/v1/environments/${env.name}/calls/${first.callId}/heartbeat`, {
+      key: env.token,
+      json: { claimId: first.claimId },
+    }),
+    404,
+    "call-not-found",
+  );
+  const report = (caller: typeof api.call, claim: { callId: string; claimId: string }, text: string) =>
+    caller("POST", `/v1/environments/${env.name}/calls/${claim.callId}/result`, {
+      key: env.token,
+      json: { claimId: claim.claimId, output: { content: [{ type: "text", text }], isError: false } },
+    });
+  // The first claim's late result is the call's first: it is stored, and the second's is adopted
+  // (the second claim heartbeats first: its attempt must not time out on a slow machine).
+  expect((await report(api.call, first, "from the first claim")).status).toBe(200);
+  const beat = await elsewhere("POST", `/v1/environments/${env.name}/calls/${second.callId}/heartbeat`, {
+    key: env.token,
+    json: { claimId: second.claimId },
+  });
+  expect(beat.status).toBe(200);
+  expect((await report(elsewhere, second, "from the second claim")).status).toBe(200);
+  expect((await api.stage.result(ref)).status).toBe("completed");
+  expect(toolTexts(await expectIntactSession(api.stage, ref))).toEqual(["from the first claim"]);
+  // A report after both is used by nothing: refused.
+  expectProblem(await report(api.call, first, "again"), 404, "call-not-found");
+});
+
+test("a runner that took a write stopped answering, and no runner took it again in time: the call may have run, in part", async () => {
+  const env = await newEnvironment();
+  const { ref, claimed } = await claimedByHand(
+    env,
+    "taken-then-unclaimed",
+    { name: "write", arguments: { path: "maybe.txt", content: "maybe\n" } },
+    3_000,
+  );
+  // The claim's heartbeat timeout (4 s) runs out; the retry waits 3 s for a runner, then ends.
+  expect((await api.stage.result(ref)).status).toBe("completed");
+  const [text] = toolTexts(await expectIntactSession(api.stage, ref));
+  expect(text).toBe(
+    `No runner of environment \`${env.name}\` took this call again within 3 s after the runner that took it stopped answering; it may have run, in part.`,
+  );
+  // The silent runner's late result is used by nothing (the call has its result, its attempt is over).
+  const late = await api.call("POST", `/v1/environments/${env.name}/calls/${claimed.callId}/result`, {
+    key: env.token,
+    json: { claimId: claimed.claimId, output: { content: [{ type: "text", text: "late" }], isError: false } },
+  });
+  expectProblem(late, 404, "call-not-found");
+});
+
 test("no runner: the call waits, visibly, and runs when a runner comes", async () => {
   const env = await newEnvironment();
   api.stage.llm.addScenario("offline", {
@@ -285,6 +356,40 @@ test("no runner: the call waits, visibly, and runs when a runner comes", async (
   startRunner(env.name, env.token, ["--workspace-root", workspaceRoot()]);
   expect((await api.stage.result(ref)).status).toBe("completed");
   expect(toolTexts(await api.stage.entries(ref))).toEqual(["back"]);
+});
+
+test("a runner that went away while its claim waited: the call that claim's poll takes is given back at once", async () => {
+  const env = await newEnvironment();
+  // A claim whose runner hangs up while the API's long poll (never cancelled) is still open.
+  const hangUp = new AbortController();
+  const claim = fetch(`${stage.apiUrl}/v1/environments/${env.name}/calls:claim`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${env.token}`, "content-type": "application/json" },
+    body: JSON.stringify({ waitSeconds: 20, runs: ["mcp"] }),
+    signal: hangUp.signal,
+  }).catch(() => undefined);
+  await new Promise((done) => setTimeout(done, 1_000));
+  hangUp.abort();
+  await claim;
+  api.stage.llm.addScenario("hung-up", {
+    turns: [{ toolCalls: [{ name: "ls", arguments: {} }] }],
+    after: { text: "done" },
+  });
+  const { ref, delivered } = runOn(env.name, "hung-up");
+  await delivered;
+  // The abandoned poll takes the call; the API fails it back (not left to its heartbeat timeout,
+  // whose failure would read otherwise), and the retry waits for a runner.
+  const given = await eventually(async () => {
+    const described = await api.stage.client.workflow.getHandle(runWorkflowId(ref)).describe();
+    const call = described.raw.pendingActivities?.find(
+      (activity) => activity.activityType?.name === "executeToolOnRunner",
+    );
+    return call?.lastFailure ? { attempt: call.attempt, why: call.lastFailure.message } : undefined;
+  });
+  expect(given).toEqual({ attempt: 2, why: "the runner went away before the call was handed over" });
+  startRunner(env.name, env.token, ["--workspace-root", workspaceRoot()]);
+  expect((await api.stage.result(ref)).status).toBe("completed");
+  expect(toolTexts(await expectIntactSession(api.stage, ref))).toHaveLength(1);
 });
 
 test("no runner within the run's wait: the call gets an error result naming the environment", async () => {
@@ -539,6 +644,43 @@ test("an approved edit too large for the run's history reaches the runner whole 
   expect((await api.stage.result(ref)).status).toBe("completed");
   expect(readFileSync(join(root, ref.sessionId, "big.txt"), "utf8")).toBe(content);
   await expectIntactSession(api.stage, ref);
+});
+
+test("a runner token may keep only so many claims waiting at one API process; another token is counted apart", async () => {
+  const env = await newEnvironment();
+  const other = await api.call("POST", `/v1/environments/${env.name}/tokens`, { key: api.keys.a });
+  expect(other.status).toBe(201);
+  const s3 = s3Client();
+  const limited = api.callerWith({
+    environments: {
+      store: new EnvironmentStore(s3, s3Settings().bucket, s3Settings().prefix),
+      markers: new ToolCallMarkers(s3, s3Settings()),
+      waitingClaimsPerToken: 2,
+    },
+  });
+  const claimWith = (token: string) =>
+    limited("POST", `/v1/environments/${env.name}/calls:claim`, {
+      key: token,
+      json: { waitSeconds: 3, runs: ["mcp"] },
+    });
+  try {
+    const [first, second, third, otherToken] = await Promise.all([
+      claimWith(env.token),
+      claimWith(env.token),
+      claimWith(env.token),
+      claimWith(other.body.token),
+    ]);
+    expect([first, second, third].map((answer) => answer.status).sort()).toEqual([204, 204, 429]);
+    const refused = [first, second, third].find((answer) => answer.status === 429);
+    if (!refused) throw new Error("unreachable: one claim was refused");
+    expectProblem(refused, 429, "too-many-claims");
+    expect(refused.headers.get("retry-after")).toBe("1");
+    expect(otherToken.status).toBe(204);
+    // Ended claims are counted out.
+    expect((await claimWith(env.token)).status).toBe(204);
+  } finally {
+    s3.destroy();
+  }
 });
 
 test("a message naming an unknown environment is refused", async () => {
