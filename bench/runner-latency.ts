@@ -14,7 +14,9 @@ import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
+import { GetObjectCommand, PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import { createApp } from "../src/api/app";
 import { JsonObjects } from "../src/api/json-objects";
 import { startApiServer } from "../src/api/server";
@@ -58,6 +60,26 @@ function usageOf(pid: number): { cpuSeconds: number; rssMiB: number } {
   const rss = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
   return { cpuSeconds: ticks / CLOCK_TICKS, rssMiB: Number(rss ?? 0) / 1024 };
 }
+/**
+ * The S3 server's round trip on this machine, now: the median of `n` small PUTs and GETs. A
+ * runner call adds S3 round trips as well as HTTP hops, so the added latency is read against it.
+ */
+async function s3RoundTrips(s3: S3Client, bucket: string, prefix: string, n = 40) {
+  const put: number[] = [];
+  const get: number[] = [];
+  for (let index = 0; index < n; index++) {
+    const Key = `${prefix}bench-round-trip/${index % 4}.json`;
+    let started = performance.now();
+    await s3.send(new PutObjectCommand({ Bucket: bucket, Key, Body: `{"index":${index}}` }));
+    put.push(performance.now() - started);
+    started = performance.now();
+    const answer = await s3.send(new GetObjectCommand({ Bucket: bucket, Key }));
+    await answer.Body?.transformToString();
+    get.push(performance.now() - started);
+  }
+  return { putMs: percentile(put, 50), getMs: percentile(get, 50) };
+}
+
 const CLOCK_TICKS = Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
 const IDLE_SECONDS = 10;
 
@@ -96,6 +118,7 @@ runBenchmark(async () => {
     environments: { store: environments, markers: new ToolCallMarkers(s3, stack.s3.settings) },
   });
   const { server, port } = await startApiServer(app, 0);
+  const s3Baseline = await s3RoundTrips(s3, stack.s3.settings.bucket, stack.s3.settings.prefix);
   await environments.create(TENANT, { name: "bench", kind: "runner", createdAt: new Date().toISOString() });
   const { token } = await environments.issueToken(TENANT, "bench");
   const startRunner = (): ChildProcess =>
@@ -238,7 +261,7 @@ runBenchmark(async () => {
     fixed(percentile(samples[variant], 90)),
   ];
   const added = percentile(samples.runner, 50) - percentile(samples.worker, 50);
-  const markdown = `# Runner latency\n\n${machineLine(machine)}\n\nPer tool call (\`ls\`), scheduled → completed in the run's history; ${CALLS} calls per run, ${REPS} run(s) per variant, interleaved.\n\n${table(["tools in", "calls", "p50 ms", "p90 ms"], [row("worker"), row("runner")])}\n\nAdded at the median: **${fixed(added)} ms** (goal ≤ ${TARGET_ADDED_MS} ms: ${added <= TARGET_ADDED_MS ? "met" : "not met"}).\n`;
+  const markdown = `# Runner latency\n\n${machineLine(machine)}\n\nPer tool call (\`ls\`), scheduled → completed in the run's history; ${CALLS} calls per run, ${REPS} run(s) per variant, interleaved.\n\n${table(["tools in", "calls", "p50 ms", "p90 ms"], [row("worker"), row("runner")])}\n\nAdded at the median: **${fixed(added)} ms** (goal ≤ ${TARGET_ADDED_MS} ms: ${added <= TARGET_ADDED_MS ? "met" : "not met"}). The S3 server's round trip in the same run, median of 40 small requests each: PUT ${fixed(s3Baseline.putMs, 1)} ms, GET ${fixed(s3Baseline.getMs, 1)} ms; the added latency is ${fixed(added / Math.max(s3Baseline.putMs, s3Baseline.getMs), 1)} times the slower.\n`;
   const loadCpu = load.wallSeconds > 0 ? (load.cpuSeconds / load.wallSeconds) * 100 : Number.NaN;
   const resources = `\n## Runner process\n\n${table(
     ["state", "CPU %", "RSS MiB"],
@@ -258,6 +281,7 @@ runBenchmark(async () => {
     reps: REPS,
     samples,
     addedMedianMs: added,
+    s3Baseline,
     idle,
     load: { ...load, cpuPercent: loadCpu },
     takeoverMs,
