@@ -529,13 +529,17 @@ async function finish(
     completed = false;
   }
   deps.claimedHere?.forget(call);
-  // Only the record this claim wrote: a newer attempt's claim stays for its runner. Best effort:
-  // the result is in and the call complete, so a runner's retry must not meet a failure here; a
-  // record left behind is read by nothing but the environment's count of calls.
-  const current = await deps.environments
-    .readCall(call.tenantId, call.environment, call.callId)
-    .catch(() => undefined);
-  if (current?.claim.id === call.claim.id)
+  // Only the record this claim wrote. A completion Temporal accepted proves this attempt was the
+  // newest, so its record is this claim's; otherwise a newer attempt's claim may stand there for
+  // its runner. Best effort: the result is in, so a runner's retry must not meet a failure here;
+  // a record left behind is read by nothing but the environment's count of calls.
+  const ours =
+    completed ||
+    (await deps.environments
+      .readCall(call.tenantId, call.environment, call.callId)
+      .then((current) => current?.claim.id === call.claim.id)
+      .catch(() => false));
+  if (ours)
     await deps.environments.removeCall(call.tenantId, call.environment, call.callId).catch(() => undefined);
   return completed;
 }

@@ -64,12 +64,6 @@ const callCommon = {
   sessionId: z.string(),
   environment: z.string(),
   network: z.unknown().optional(),
-  /**
-   * The session this call's session was started from (a sub-agent's parent, its header's
-   * `parentSession`): a runner meeting the session for the first time starts its workspace as a
-   * fork of that one's.
-   */
-  forkOf: z.string().optional(),
   /** Temporal's attempt of the call's activity, and that attempt's task token (base64). */
   attempt: z.number().int().positive(),
   taskToken: z.string(),

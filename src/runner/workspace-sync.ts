@@ -9,6 +9,7 @@ import * as fs from "node:fs/promises";
 import { Readable } from "node:stream";
 import { type ApiClient, ApiError } from "../cli/client";
 import { packSessionArchive, unpackSessionArchive } from "../store/workspace-archive";
+import { removeTree } from "../tools/workspace-fs";
 import { siblingPathOf } from "../tools/workspace-siblings";
 
 const workspacePath = (environment: string, sessionId: string) =>
@@ -67,7 +68,8 @@ async function unpackWhole(archive: Readable, dir: string): Promise<void> {
       if (error.code !== "ENOTEMPTY" && error.code !== "EEXIST") throw error;
     });
   } finally {
-    await fs.rm(staging, { recursive: true, force: true });
+    // Unpacked archive content: removed through held descriptors, never following a link.
+    await removeTree(staging);
   }
 }
 

@@ -509,9 +509,10 @@ export async function removeAt(dirFd: number, name: string): Promise<void> {
   }
   try {
     // A folder the agent made read-only (`chmod -R a-w`) keeps a worker that is not root from
-    // removing its entries: given back its owner's bits through the held handle (never a path).
-    if ((stats.mode & 0o300) !== 0o300)
-      await handle.chmod((stats.mode & 0o777) | 0o700).catch(() => undefined);
+    // removing its entries: given back its owner's bits through the held handle (never a path),
+    // read from that handle (the folder may have been swapped since the lstat).
+    const { mode } = await handle.stat();
+    if ((mode & 0o300) !== 0o300) await handle.chmod((mode & 0o777) | 0o700).catch(() => undefined);
     for (const entry of await readDirAt(handle.fd)) await removeAt(handle.fd, entry.name);
   } finally {
     await handle.close();

@@ -386,7 +386,6 @@ function tenantOnly(c: Context<ApiEnv>): string {
   return c.get("tenantId");
 }
 
-/** The environment routes; without `deps.environments` every one answers 501. */
 /**
  * Claims one runner token may have waiting at once in one API process: each holds one of
  * Temporal's long polls (the namespace's pollers are shared by every tenant) and one of the
@@ -394,6 +393,7 @@ function tenantOnly(c: Context<ApiEnv>): string {
  */
 export const DEFAULT_WAITING_CLAIMS_PER_TOKEN = 32;
 
+/** The environment routes; without `deps.environments` every one answers 501. */
 export function environmentRoutes(deps: RouteContext) {
   const claimedHere = new ClaimedHere();
   /** Claims waiting in this process, by tenant, environment and token. */
@@ -531,7 +531,7 @@ export function environmentRoutes(deps: RouteContext) {
         scope.environment,
         callId,
         claimId,
-        c.get("runnerAuthorized") ?? Promise.resolve(true),
+        c.get("runnerAuthorized") ?? Promise.resolve(false),
         partial,
       );
       if (answer === "unauthorized") throw unauthorized();
@@ -551,13 +551,9 @@ export function environmentRoutes(deps: RouteContext) {
         callId,
         claimId,
         report,
-        c.get("runnerAuthorized") ?? Promise.resolve(true),
+        c.get("runnerAuthorized") ?? Promise.resolve(false),
       );
-      if (stored === "unauthorized")
-        throw new ProblemError(
-          "unauthorized",
-          "Send Authorization: Bearer <runner token> (keel env token NAME).",
-        );
+      if (stored === "unauthorized") throw unauthorized();
       if (stored === "not-held")
         throw new ProblemError(
           "call-not-found",
