@@ -93,12 +93,12 @@ describe("the provider-error tally across attempts", () => {
     const { failure, tally } = await runIn(env, attempt);
     expect(tally).toEqual({ providerErrors: 3 });
     expect(failure.nonRetryable).toBe(false);
-    // The timer's beats (every 200 ms), the progress report, then the record: the last one counts.
+    // The timer's beats (every 200 ms: how many fit in the 450 ms depends on the machine's load),
+    // the progress report, then the record: the last one counts.
     expect(beats.slice(-2)).toEqual([{ providerErrors: 2, textChars: 5 }, { providerErrors: 3 }]);
-    expect(beats.slice(0, -2)).toEqual([
-      { providerErrors: 2, phase: "waiting" },
-      { providerErrors: 2, phase: "waiting" },
-    ]);
+    const timerBeats = beats.slice(0, -2);
+    expect(timerBeats.length).toBeGreaterThanOrEqual(1);
+    for (const beat of timerBeats) expect(beat).toEqual({ providerErrors: 2, phase: "waiting" });
   });
 
   it("the last provider error is not recorded: there is no next attempt", async () => {
