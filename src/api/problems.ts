@@ -42,6 +42,10 @@ export const PROBLEMS = {
     status: 409,
     title: "A request with this Idempotency-Key is still being processed",
   },
+  "workspace-changed": {
+    status: 412,
+    title: "The session's workspace was stored by another runner since this one restored it",
+  },
   "payload-too-large": { status: 413, title: "The request body is too large" },
   "request-too-large": { status: 431, title: "The request line and headers are too large" },
   "malformed-request": { status: 400, title: "The HTTP request cannot be parsed" },

@@ -20,7 +20,8 @@ import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client
 import { z } from "zod";
 import { JsonObjects } from "../api/json-objects";
 import type { McpServerSettings } from "../mcp/types";
-import { isNotFound } from "../store/s3-requests";
+import { ConditionalObjects } from "../store/conditional-objects";
+import { isNotFound, s3HttpStatus } from "../store/s3-requests";
 import { ID_PATTERN } from "../store/session-keys";
 
 /** Where a session's tools run. `worker` is the built-in default and cannot be created. */
@@ -37,6 +38,19 @@ export const EnvironmentSchema = z.object({
   description: z.string().optional(),
 });
 export type Environment = z.infer<typeof EnvironmentSchema>;
+
+/**
+ * Which version of a session's stored workspace a runner's copy is: the archive object's ETag. A
+ * copy is the current one only while its generation is the stored one (docs/environments.md,
+ * "Workspaces on runners"), as a worker's copy is only while its holder epoch is.
+ */
+export type WorkspaceGeneration = string;
+
+/** A session's workspace as its runner last stored it. */
+export interface StoredWorkspace {
+  archive: Uint8Array;
+  generation: WorkspaceGeneration;
+}
 
 const TokenRecordSchema = z.object({
   tenantId: z.string(),
@@ -136,6 +150,7 @@ const STANDING_TOKENS_MAX = 1_000;
 
 export class EnvironmentStore {
   private readonly objects: JsonObjects;
+  private readonly conditional: ConditionalObjects;
   /** Tokens found standing, by digest, and when (`tokenOwner`'s `standingWithinMs`). */
   private readonly standing = new Map<string, { owner: RunnerTokenRecord; at: number }>();
   /** Tokens this process revoked, by digest: a lookup that was under way then does not bring one back. */
@@ -147,6 +162,7 @@ export class EnvironmentStore {
     private readonly prefix: string,
   ) {
     this.objects = new JsonObjects(s3, bucket, prefix);
+    this.conditional = new ConditionalObjects(s3, bucket);
   }
 
   private folder(tenantId: string, name?: string): string {
@@ -306,38 +322,59 @@ export class EnvironmentStore {
     return `${this.folder(tenantId, environment)}workspaces/${sessionId}.tar.gz`;
   }
 
-  /** Stores a session's workspace archive (replacing the previous one). */
+  /**
+   * Stores a session's workspace archive if the stored one is still the version the runner
+   * restored (`expected`: its generation, `absent` for none; `any` for a runner of an earlier
+   * release, which sends none). Resolves to the new generation, or `changed` when another runner
+   * stored the session's workspace since: the caller's copy is not the current one.
+   */
   async putWorkspace(
     tenantId: string,
     environment: string,
     sessionId: string,
     body: Uint8Array,
-  ): Promise<void> {
-    await this.s3.send(
-      new PutObjectCommand({
-        Bucket: this.bucket,
-        Key: this.workspaceKey(tenantId, environment, sessionId),
-        Body: body,
-        ContentType: "application/gzip",
-      }),
-    );
+    expected: WorkspaceGeneration | "absent" | "any",
+  ): Promise<{ generation: WorkspaceGeneration } | "changed"> {
+    const key = this.workspaceKey(tenantId, environment, sessionId);
+    if (expected === "any") {
+      const written = await this.s3.send(
+        new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentType: "application/gzip" }),
+      );
+      if (!written.ETag) throw new Error(`S3 stored ${key} without answering its ETag`);
+      return { generation: written.ETag };
+    }
+    const generation = await this.conditional.writeIfVersion(key, body, "application/gzip", expected);
+    return generation === undefined ? "changed" : { generation };
   }
 
-  /** The session's workspace archive, or undefined when its runner stored none. */
+  /**
+   * The session's workspace archive and its generation; `current` when it is still the
+   * generation `held` (nothing to download); undefined when its runner stored none.
+   */
   async getWorkspace(
     tenantId: string,
     environment: string,
     sessionId: string,
-  ): Promise<Uint8Array | undefined> {
+    held?: WorkspaceGeneration,
+  ): Promise<StoredWorkspace | "current" | undefined> {
     try {
       const object = await this.s3.send(
         new GetObjectCommand({
           Bucket: this.bucket,
           Key: this.workspaceKey(tenantId, environment, sessionId),
+          ...(held !== undefined ? { IfNoneMatch: held } : {}),
         }),
       );
-      return object.Body ? await object.Body.transformToByteArray() : undefined;
+      if (!object.ETag) throw new Error("a stored workspace was read without an ETag");
+      // A server that ignores If-None-Match answers the same version whole.
+      if (held !== undefined && object.ETag === held) {
+        await object.Body?.transformToByteArray();
+        return "current";
+      }
+      const archive = object.Body ? await object.Body.transformToByteArray() : new Uint8Array();
+      return { archive, generation: object.ETag };
     } catch (error) {
+      if (s3HttpStatus(error) === 304) return "current";
       if (isNotFound(error)) return undefined;
       throw error;
     }

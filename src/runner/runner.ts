@@ -28,7 +28,7 @@ import type { NetworkPolicy, SandboxConfig, SandboxPolicy } from "../tools/sandb
 import type { ToolUpdate } from "../tools/types";
 import type { Workspace } from "../tools/workspace";
 import { sweepFolder } from "../tools/workspace-siblings";
-import { forkWorkspace, restoreWorkspace, storeWorkspace } from "./workspace-sync";
+import { forkWorkspace, type StoreOutcome, storeWorkspace, syncWorkspace } from "./workspace-sync";
 
 export interface RunnerOptions {
   client: ApiClient;
@@ -42,9 +42,11 @@ export interface RunnerOptions {
   /** How often a running call heartbeats (default 1 s; the run's heartbeat timeout is at most 8 s). */
   heartbeatMs?: number;
   /**
-   * Restore each session's workspace from the API when this runner first meets it, and store it
-   * there after every call that may change it, before the call's result (an ephemeral runner:
-   * the next one restores what this one left).
+   * Keep each session's workspace through the API: before a call, use this runner's copy only
+   * while it is the one stored last (else restore the stored one), and after every call that may
+   * change it store it there, before the call's result, replacing only the generation the copy
+   * was restored at (an ephemeral runner, or runners of one environment on separate disks: each
+   * picks up what the others left, and none overwrites another's edits).
    */
   snapshots?: boolean;
   /**
@@ -79,7 +81,7 @@ export async function runRunner(options: RunnerOptions): Promise<void> {
   const limit = options.concurrency ?? 4;
   // One long poll at a time (each holds one of Temporal's long polls at the API), and only while a slot is free.
   const running = new Set<Promise<void>>();
-  const restores = new Map<string, Promise<Workspace>>();
+  const copies = new SessionCopies();
   if (options.workspace === undefined) {
     // Half-restored copies a killed runner of this host left beside its sessions' folders.
     const swept = await sweepFolder(path.resolve(options.workspaceRoot));
@@ -121,7 +123,7 @@ export async function runRunner(options: RunnerOptions): Promise<void> {
     }
     if (!call) continue;
     activeAt = Date.now();
-    const task: Promise<void> = runCall(options, call, restores).finally(() => {
+    const task: Promise<void> = runCall(options, call, copies).finally(() => {
       running.delete(task);
       activeAt = Date.now();
     });
@@ -133,11 +135,7 @@ export async function runRunner(options: RunnerOptions): Promise<void> {
 }
 
 /** Runs one claimed call: heartbeats while it runs, aborts it when told to, posts its output. */
-async function runCall(
-  options: RunnerOptions,
-  call: ClaimedCall,
-  restores: Map<string, Promise<Workspace>>,
-): Promise<void> {
+async function runCall(options: RunnerOptions, call: ClaimedCall, copies: SessionCopies): Promise<void> {
   const { client, environment, log } = options;
   const param = { name: environment, callId: call.callId };
   const tool = call.kind === "mcp-list" ? "(MCP listing)" : call.toolCall.name;
@@ -173,24 +171,23 @@ async function runCall(
   const timer = setInterval(() => void beat(), options.heartbeatMs ?? 1_000);
   let report: RunnerReport;
   try {
-    const ran = await reportOf(options, call, restores, abort.signal, (update) => {
-      partial = tailOf(update);
-    }).catch((error: unknown) => ({
-      // Never a crash of the runner for one call (a folder removed under it, say): the run reads why.
-      report: cannotOpen(call, `The runner could not run this call: ${messageOf(error)}`),
-      workspaceDir: undefined,
-    }));
-    report = ran.report;
-    if (
-      options.snapshots &&
-      !lost &&
-      ran.workspaceDir !== undefined &&
-      call.kind === "tool" &&
-      mayChangeWorkspace(call)
-    )
-      await storeWorkspace(client, environment, call.sessionId, ran.workspaceDir).catch((error: unknown) =>
-        log({ level: "warn", msg: "workspace not stored", callId: call.callId, error: String(error) }),
+    report = await copies.whileWorking(options, call, async (workspace) => {
+      const ran = await reportOf(options, call, workspace, abort.signal, (update) => {
+        partial = tailOf(update);
+      }).catch(
+        // Never a crash of the runner for one call (a folder removed under it, say): the run reads why.
+        (error: unknown) => cannotOpen(call, `The runner could not run this call: ${messageOf(error)}`),
       );
+      if (!options.snapshots || lost || workspace instanceof Error || call.kind !== "tool") return ran;
+      if (!mayChangeWorkspace(call)) return ran;
+      // Before the result: a runner that dies after storing leaves the edits to the next one.
+      const stored = await copies.store(call.sessionId, () =>
+        storeWorkspace(client, environment, call.sessionId, workspace.dir),
+      );
+      if (stored.kind === "stored") return ran;
+      log({ level: "warn", msg: "workspace not stored", callId: call.callId, reason: stored.reason });
+      return withChangesNotKept(ran, stored);
+    });
   } finally {
     clearInterval(timer);
   }
@@ -242,27 +239,22 @@ async function runCall(
 async function reportOf(
   options: RunnerOptions,
   call: ClaimedCall,
-  restores: Map<string, Promise<Workspace>>,
+  workspace: Workspace | Error,
   signal: AbortSignal,
   onUpdate: (update: ToolUpdate) => void,
-): Promise<{ report: RunnerReport; workspaceDir: string | undefined }> {
-  const workspace = await workspaceOf(options, call, restores).catch((error: unknown) => error as Error);
+): Promise<RunnerReport> {
   if (workspace instanceof Error)
-    return {
-      report: cannotOpen(call, `The runner cannot open the workspace: ${workspace.message}`),
-      workspaceDir: undefined,
-    };
-  const ran = (report: RunnerReport) => ({ report, workspaceDir: workspace.dir });
+    return cannotOpen(call, `The runner cannot open the workspace: ${workspace.message}`);
   const sandbox: SandboxPolicy = {
     ...options.sandbox,
     network: (call.network as NetworkPolicy | undefined) ?? "none",
   };
   if (call.kind === "mcp-list") {
     const session = await mcpSession(call, workspace, sandbox);
-    return ran({ mcpTools: await listSessionServers(options.mcp, session, call.servers) });
+    return { mcpTools: await listSessionServers(options.mcp, session, call.servers) };
   }
   if (!call.mcp)
-    return ran({ output: await runToolCall(call.toolCall, { workspace, sandbox, signal, onUpdate }) });
+    return { output: await runToolCall(call.toolCall, { workspace, sandbox, signal, onUpdate }) };
   const session = await mcpSession(call, workspace, sandbox);
   const output = await callSessionTool(
     options.mcp,
@@ -277,7 +269,7 @@ async function reportOf(
   // Reported once: the run lists the server again (maybe on another runner, whose server process
   // has its own state), and this runner does not report it with every later call.
   if (changed.length > 0) options.mcp.markListed(session, call.mcp.server);
-  return ran({ output, ...(changed.length > 0 ? { mcpToolsChanged: changed } : {}) });
+  return { output, ...(changed.length > 0 ? { mcpToolsChanged: changed } : {}) };
 }
 
 /** Whether the call's tool may change files (read-only tools are `safe` to replay). */
@@ -303,19 +295,73 @@ async function mcpSession(
 }
 
 /**
- * The directory a call acts on: `--workspace`, or the session's own folder under the root. The
- * first time a session is met (one start per session however many of its calls arrive at once)
- * its folder is, with `snapshots`, restored from the workspace stored through the API (the
- * session's own, else its parent's for a sub-agent: the API looks it up); without, a sub-agent's
- * folder is a fork of its parent's folder when this runner's root has it (else it starts empty:
- * the parent's calls ran on another machine's disk).
+ * The result of a call whose workspace changes were not stored: an error whose last block says so,
+ * so the model never takes an edit for kept when it was not.
  */
-async function workspaceOf(
-  options: RunnerOptions,
-  call: ClaimedCall,
-  restores: Map<string, Promise<Workspace>>,
-): Promise<Workspace> {
-  if (options.workspace !== undefined) return { dir: path.resolve(options.workspace) };
+function withChangesNotKept(report: RunnerReport, stored: StoreOutcome & { kind: "not-kept" }): RunnerReport {
+  if (!report.output) return report;
+  const text =
+    `The files this call changed were not kept: ${stored.reason}. ` +
+    "The next call starts from the workspace as it was last stored; make the changes again if they are still needed.";
+  return {
+    ...report,
+    output: { ...report.output, isError: true, content: [...report.output.content, { type: "text", text }] },
+  };
+}
+
+/**
+ * The sessions' folders this runner works in, and the calls working in each: a call acts on
+ * `--workspace`, or on its session's own folder under the root. The first call of a session that
+ * finds no other call of this runner working in its folder makes it ready once for every call that
+ * arrives meanwhile (a parallel batch shares one copy): with `snapshots` the copy is checked
+ * against the stored generation and restored when it is not the current one (workspace-sync.ts);
+ * without, a new session's folder is a fork of its parent's when this runner's root has it (a
+ * sub-agent; else it starts empty: the parent's calls ran on another machine's disk). A session's
+ * stores are made one at a time, each naming the generation the one before it left. Entries live
+ * only while a call works in the session: nothing here grows with the sessions a runner has met.
+ */
+class SessionCopies {
+  private readonly sessions = new Map<
+    string,
+    { working: number; ready: Promise<Workspace>; stores: Promise<unknown> }
+  >();
+
+  /** Runs `work` in the call's workspace (an Error when it cannot be opened), counted as working there. */
+  async whileWorking<T>(
+    options: RunnerOptions,
+    call: ClaimedCall,
+    work: (workspace: Workspace | Error) => Promise<T>,
+  ): Promise<T> {
+    if (options.workspace !== undefined) return work({ dir: path.resolve(options.workspace) });
+    const { sessionId } = call;
+    let session = this.sessions.get(sessionId);
+    if (!session) {
+      const ready = readyCopy(options, call);
+      session = { working: 0, ready, stores: Promise.resolve() };
+      this.sessions.set(sessionId, session);
+    }
+    session.working++;
+    try {
+      return await work(await session.ready.catch((error: unknown) => error as Error));
+    } finally {
+      session.working--;
+      // The next call checks the copy again (a failed preparation is tried again then).
+      if (session.working === 0) this.sessions.delete(sessionId);
+    }
+  }
+
+  /** Runs a store of `sessionId`'s copy after the stores before it (called while working there). */
+  store(sessionId: string, store: () => Promise<StoreOutcome>): Promise<StoreOutcome> {
+    const session = this.sessions.get(sessionId);
+    if (!session) return store();
+    const done = session.stores.then(store, store);
+    session.stores = done;
+    return done;
+  }
+}
+
+/** Makes the call's session folder ready to work in (see `SessionCopies`). */
+async function readyCopy(options: RunnerOptions, call: ClaimedCall): Promise<Workspace> {
   const { sessionId, forkOf } = call;
   if (!ID_PATTERN.test(sessionId)) throw new Error(`invalid session id ${JSON.stringify(sessionId)}`);
   if (forkOf !== undefined && !ID_PATTERN.test(forkOf))
@@ -323,52 +369,42 @@ async function workspaceOf(
   const root = path.resolve(options.workspaceRoot);
   await mkdir(root, { recursive: true });
   const workspace = { dir: path.join(root, sessionId) };
-  let restored = restores.get(sessionId);
-  if (!restored) {
-    restored = (async () => {
-      const present = await stat(workspace.dir).then(
-        () => true,
-        () => false,
-      );
-      if (present) return workspace;
-      if (options.snapshots) {
-        const how = await restoreWorkspace(options.client, options.environment, sessionId, workspace.dir);
-        options.log({ msg: "workspace restored", sessionId, from: how === "empty" ? "empty" : how.from });
-        return workspace;
-      }
-      const parentDir = forkOf === undefined ? undefined : path.join(root, forkOf);
-      if (
-        parentDir !== undefined &&
-        (await stat(parentDir).then(
-          (info) => info.isDirectory(),
-          () => false,
-        ))
-      ) {
-        try {
-          await forkWorkspace(parentDir, workspace.dir);
-          options.log({ msg: "workspace forked", sessionId, from: forkOf });
-          return workspace;
-        } catch (error) {
-          // The copy's checks refused the parent's folder (a link leading outside it, the archive
-          // limits): the child starts empty rather than failing every call; the log says why.
-          if (!(error instanceof ArchiveError)) throw error;
-          options.log({
-            level: "warn",
-            msg: "workspace fork refused; starting empty",
-            sessionId,
-            error: String(error),
-          });
-        }
-      }
-      await prepareWorkspace(workspace);
-      return workspace;
-    })();
-    restores.set(sessionId, restored);
-    // A failed restore is tried again by the session's next call.
-    restored.catch(() => restores.delete(sessionId));
+  if (options.snapshots) {
+    const how = await syncWorkspace(options.client, options.environment, sessionId, workspace.dir);
+    if (how.kind !== "current")
+      options.log({ msg: "workspace restored", sessionId, from: how.kind === "empty" ? "empty" : how.from });
+    return workspace;
   }
-  await restored;
+  const present = await stat(workspace.dir).then(
+    () => true,
+    () => false,
+  );
+  const parentDir = forkOf === undefined ? undefined : path.join(root, forkOf);
+  if (
+    !present &&
+    parentDir !== undefined &&
+    (await stat(parentDir).then(
+      (info) => info.isDirectory(),
+      () => false,
+    ))
+  ) {
+    try {
+      await forkWorkspace(parentDir, workspace.dir);
+      options.log({ msg: "workspace forked", sessionId, from: forkOf });
+      return workspace;
+    } catch (error) {
+      // The copy's checks refused the parent's folder (a link leading outside it, the archive
+      // limits): the child starts empty rather than failing every call; the log says why.
+      if (!(error instanceof ArchiveError)) throw error;
+      options.log({
+        level: "warn",
+        msg: "workspace fork refused; starting empty",
+        sessionId,
+        error: String(error),
+      });
+    }
+  }
   // A folder removed since (the session was deleted) comes back empty, as it always did.
-  if (!options.snapshots) await prepareWorkspace(workspace);
+  await prepareWorkspace(workspace);
   return workspace;
 }

@@ -34,7 +34,9 @@ export class ConditionalObjects {
 
   /** Creates the object at `key` unless one exists: true when written, false when one was there. */
   createIfAbsent(key: string, body: ObjectBody, contentType: string): Promise<boolean> {
-    return this.conditionalPut({ Key: key, Body: body, ContentType: contentType, IfNoneMatch: "*" });
+    return this.conditionalPut({ Key: key, Body: body, ContentType: contentType, IfNoneMatch: "*" }).then(
+      (written) => written !== undefined,
+    );
   }
 
   /**
@@ -43,21 +45,51 @@ export class ConditionalObjects {
    * idempotency claim goes through this, so two retries never both take one claim over.
    */
   replaceIfMatch(key: string, body: ObjectBody, contentType: string, etag: string): Promise<boolean> {
-    return this.conditionalPut({ Key: key, Body: body, ContentType: contentType, IfMatch: etag });
+    return this.conditionalPut({ Key: key, Body: body, ContentType: contentType, IfMatch: etag }).then(
+      (written) => written !== undefined,
+    );
   }
 
-  /** A put whose precondition failing (412) is an answer (false), not an error. */
-  private async conditionalPut(input: Omit<PutObjectCommandInput, "Bucket">): Promise<boolean> {
+  /**
+   * Writes the object at `key` if it is still the version the caller holds: `expected` is the
+   * ETag it read, or `absent` for none. Resolves to the new version's ETag, or undefined when the
+   * object changed (or appeared, or was removed) since.
+   */
+  async writeIfVersion(
+    key: string,
+    body: ObjectBody,
+    contentType: string,
+    expected: string | "absent",
+  ): Promise<string | undefined> {
+    const precondition = expected === "absent" ? { IfNoneMatch: "*" } : { IfMatch: expected };
+    const written = await this.conditionalPut({
+      Key: key,
+      Body: body,
+      ContentType: contentType,
+      ...precondition,
+    });
+    if (written === undefined) return undefined;
+    if (!written.etag) throw new Error(`S3 stored ${key} without answering its ETag`);
+    return written.etag;
+  }
+
+  /**
+   * A put whose precondition failing (412) is an answer (undefined), not an error; resolves to
+   * what S3 answered of the written version.
+   */
+  private async conditionalPut(
+    input: Omit<PutObjectCommandInput, "Bucket">,
+  ): Promise<{ etag: string | undefined } | undefined> {
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.client.send(new PutObjectCommand({ ...input, Bucket: this.bucket }));
-        return true;
+        const written = await this.client.send(new PutObjectCommand({ ...input, Bucket: this.bucket }));
+        return { etag: written.ETag };
       } catch (error) {
         const status = s3HttpStatus(error);
-        if (status === 412) return false;
+        if (status === 412) return undefined;
         // AWS S3 answers an If-Match write to a key that no longer exists with 404 (SeaweedFS with
         // 412): either way the version read is gone.
-        if (status === 404 && input.IfMatch !== undefined) return false;
+        if (status === 404 && input.IfMatch !== undefined) return undefined;
         if (status === 409 && attempt < CONFLICT_ATTEMPTS) {
           await sleep(RETRY_BASE_DELAY_MS * 2 ** (attempt - 1));
           continue;

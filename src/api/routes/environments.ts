@@ -275,12 +275,20 @@ const postResult = createRoute({
 });
 
 const WORKSPACE = "/v1/environments/{name}/sessions/{sessionId}/workspace";
+/** A generation as runners send it back: the quoted ETag the API answered. */
+const GenerationHeader = z
+  .string()
+  .regex(/^"[^"\s]{1,200}"$/)
+  .openapi({ description: "A workspace generation, as the API answered it in `etag`" });
 const getWorkspace = createRoute({
   method: "get",
   path: WORKSPACE,
   summary:
-    "Runner token only: the session's workspace as its runner last stored it (a session archive), to restore it on a new runner; for a session none was stored for yet, the nearest stored one of the sessions it was started from (a sub-agent's parent, and so on up), named in `keel-workspace-from`",
-  request: { params: WorkspaceParams },
+    "Runner token only: the session's workspace as its runner last stored it (a session archive), to restore it on a new runner; for a session none was stored for yet, the nearest stored one of the sessions it was started from (a sub-agent's parent, and so on up), named in `keel-workspace-from`. With `If-None-Match: <generation>`, 304 while that is still the stored generation (the runner's copy is the current one)",
+  request: {
+    params: WorkspaceParams,
+    headers: z.object({ "if-none-match": GenerationHeader.optional() }),
+  },
   responses: {
     200: {
       description: "The archive",
@@ -288,21 +296,39 @@ const getWorkspace = createRoute({
         "keel-workspace-from": z
           .string()
           .openapi({ description: "The session whose stored workspace this is" }),
+        etag: z.string().optional().openapi({
+          description:
+            "The generation of the session's own stored workspace (absent when this is an ancestor's): send it back in `If-Match` to store, in `If-None-Match` to check",
+        }),
       }),
       content: { [GZIP]: { schema: z.string().openapi({ format: "binary" }) } },
     },
+    304: { description: "The generation named in If-None-Match is still the stored one" },
     ...problemResponses(),
   },
 });
 const putWorkspace = createRoute({
   method: "put",
   path: WORKSPACE,
-  summary: "Runner token only: store the session's workspace (a session archive), replacing the previous one",
+  summary:
+    "Runner token only: store the session's workspace (a session archive) if the stored one is still the generation named in `If-Match` (`If-None-Match: *`: none stored yet); 412 `workspace-changed` when another runner stored it since. Without either header (a runner of an earlier release) it replaces whatever is stored",
   request: {
     params: WorkspaceParams,
+    headers: z.object({
+      "if-match": GenerationHeader.optional(),
+      "if-none-match": z.literal("*").optional(),
+    }),
     body: { required: true, content: { [GZIP]: { schema: { type: "string", format: "binary" } } } },
   },
-  responses: { 204: { description: "Stored" }, ...problemResponses(413, 415) },
+  responses: {
+    204: {
+      description: "Stored",
+      headers: z.object({
+        etag: z.string().openapi({ description: "The stored workspace's new generation" }),
+      }),
+    },
+    ...problemResponses(412, 413, 415),
+  },
 });
 
 /** Paths only runner tokens may use (everything else under /v1/environments takes an API key). */
@@ -351,22 +377,31 @@ function workspaceScope(
 const MAX_FORK_DEPTH = 8;
 
 /**
- * The workspace stored for `sessionId` in the environment, else (a session whose runner stored
- * none yet: a sub-agent's first call) the nearest stored one of the sessions it was started from
- * (its header's `parentSession`, then that one's), all of the same tenant and environment.
+ * The workspace stored for `sessionId` in the environment (`current` when that is still the
+ * generation `held`), else (a session whose runner stored none yet: a sub-agent's first call) the
+ * nearest stored one of the sessions it was started from (its header's `parentSession`, then that
+ * one's), all of the same tenant and environment. Only the session's own has a generation.
  */
 async function storedWorkspaceOrAncestors(
   environments: EnvironmentStore,
   store: SessionStore,
   scope: { tenantId: string; environment: string },
   sessionId: string,
-): Promise<{ archive: Uint8Array; from: string } | undefined> {
+  held: string | undefined,
+): Promise<{ archive: Uint8Array; from: string; generation?: string } | "current" | undefined> {
   const seen = new Set<string>();
   for (let from: string | undefined = sessionId; from !== undefined && seen.size < MAX_FORK_DEPTH; ) {
     if (seen.has(from)) return undefined;
     seen.add(from);
-    const archive = await environments.getWorkspace(scope.tenantId, scope.environment, from);
-    if (archive) return { archive, from };
+    const own = from === sessionId;
+    const stored = await environments.getWorkspace(
+      scope.tenantId,
+      scope.environment,
+      from,
+      own ? held : undefined,
+    );
+    if (stored === "current") return "current";
+    if (stored) return { archive: stored.archive, from, ...(own ? { generation: stored.generation } : {}) };
     const ref: SessionRef = { tenantId: scope.tenantId, sessionId: from };
     // A session deleted meanwhile ends the climb; a storage fault fails the request (the runner
     // tries again), never a silent start from an empty directory.
@@ -410,6 +445,8 @@ export function environmentRoutes(deps: RouteContext) {
       completion: async () => (await deps.runs()).activityCompletion(),
       tasks: () => deps.runs(),
       claimedHere,
+      ...(deps.tenants ? { usage: deps.tenants.usage } : {}),
+      warn: (msg, fields) => deps.log({ level: "warn", msg, ...fields }),
       publishLive: async (call, event) => {
         const ref = { tenantId: call.tenantId, sessionId: call.sessionId };
         const stream = WorkflowStreamClient.create((await deps.runs()).client, runWorkflowId(ref));
@@ -569,17 +606,21 @@ export function environmentRoutes(deps: RouteContext) {
     .openapi(getWorkspace, async (c) => {
       const { environments } = served();
       const { name, sessionId } = c.req.valid("param");
+      const held = c.req.valid("header")["if-none-match"];
       const scope = workspaceScope(c, name, sessionId);
-      const found = await storedWorkspaceOrAncestors(environments, deps.store, scope, sessionId);
+      const found = await storedWorkspaceOrAncestors(environments, deps.store, scope, sessionId, held);
+      if (found === "current") return c.body(null, 304, held !== undefined ? { etag: held } : {});
       if (!found) throw new ProblemError("not-found", "No workspace is stored for this session.");
       return c.body(found.archive as Uint8Array<ArrayBuffer>, 200, {
         "content-type": GZIP,
         "keel-workspace-from": found.from,
+        ...(found.generation !== undefined ? { etag: found.generation } : {}),
       });
     })
     .openapi(putWorkspace, async (c) => {
       const { environments } = served();
       const { name, sessionId } = c.req.valid("param");
+      const headers = c.req.valid("header");
       const scope = workspaceScope(c, name, sessionId);
       if ((c.req.header("content-type") ?? "").split(";")[0]?.trim() !== GZIP)
         throw new ProblemError("unsupported-media-type", "Send the session archive as application/gzip.");
@@ -587,7 +628,19 @@ export function environmentRoutes(deps: RouteContext) {
       // Only a gzip stream is kept; the runner that restores it unpacks it with the archive's checks.
       if (body[0] !== 0x1f || body[1] !== 0x8b)
         throw new ProblemError("unsupported-media-type", "The body is not a gzip stream.");
-      await environments.putWorkspace(scope.tenantId, scope.environment, sessionId, body);
-      return c.body(null, 204);
+      const expected = headers["if-match"] ?? (headers["if-none-match"] === "*" ? "absent" : "any");
+      const stored = await environments.putWorkspace(
+        scope.tenantId,
+        scope.environment,
+        sessionId,
+        body,
+        expected,
+      );
+      if (stored === "changed")
+        throw new ProblemError(
+          "workspace-changed",
+          "Another runner stored this session's workspace since this copy was restored: restore the stored one before storing.",
+        );
+      return c.body(null, 204, { etag: stored.generation });
     });
 }

@@ -1,0 +1,224 @@
+/**
+ * Workspaces of `keel runner --snapshots` kept through the API, with runners on separate disks: a
+ * runner uses its copy only while it is the stored generation, restores the newer one otherwise,
+ * and a store that is refused, fails or loses the race makes the call's result say its files were
+ * not kept — the real API, Temporal, S3 and `keel runner` processes.
+ */
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { Readable } from "node:stream";
+import { EnvironmentStore } from "../../../src/environments/store";
+import { unpackSessionArchive } from "../../../src/store/workspace-archive";
+import { s3Client, s3Settings, testTmpDir, uniqueName } from "../../support/integration-env";
+import { eventually, expectIntactSession, messagesOf } from "../../support/run-harness";
+import type { ApiStage } from "../api/api-stage";
+import { type RunnerProcess, type RunnerStage, useRunnerStage, workspaceRoot } from "./runner-stage";
+
+let stage: RunnerStage;
+let api: ApiStage;
+
+useRunnerStage((created) => {
+  stage = created;
+  api = created.api;
+});
+
+// Runner processes started and stopped between the calls of one run, on a shared machine.
+jest.setTimeout(180_000);
+
+const environments = () => new EnvironmentStore(s3Client(), s3Settings().bucket, s3Settings().prefix);
+
+/** The files of the session's workspace as the API stores it for the environment. */
+async function storedFiles(environment: string, ref: { tenantId: string; sessionId: string }) {
+  const stored = await environments().getWorkspace(ref.tenantId, environment, ref.sessionId);
+  if (!stored || stored === "current") throw new Error("no workspace is stored for the session");
+  const dir = join(mkdtempSync(join(testTmpDir(), "stored-")), "workspace");
+  await unpackSessionArchive(Readable.from([Buffer.from(stored.archive)]), dir);
+  return { dir, names: readdirSync(dir).sort() };
+}
+
+/** The text and error flag of each tool result of the session, in order (of the ended run's checked session). */
+async function results(ref: { tenantId: string; sessionId: string }) {
+  return resultsIn(await expectIntactSession(api.stage, ref));
+}
+
+/** How many tool results the session has stored so far (while its run goes on). */
+async function storedResults(ref: { tenantId: string; sessionId: string }): Promise<number> {
+  return resultsIn(await api.stage.entries(ref)).length;
+}
+
+function resultsIn(entries: Awaited<ReturnType<typeof api.stage.entries>>) {
+  return messagesOf(entries).flatMap((message) =>
+    message.role === "toolResult"
+      ? [
+          {
+            isError: message.isError,
+            text: message.content.map((block) => (block.type === "text" ? block.text : "")).join("\n"),
+          },
+        ]
+      : [],
+  );
+}
+
+/** Starts a run of `turns` tool calls on the environment, each waiting for approval (so a test picks the runner). */
+async function stepByStep(
+  environment: string,
+  turns: { name: string; arguments: Record<string, unknown> }[],
+) {
+  const scenario = uniqueName("steps");
+  api.stage.llm.addScenario(scenario, {
+    turns: turns.map((call) => ({ toolCalls: [call] })),
+    after: { text: "done" },
+  });
+  const ref = api.stage.newSession();
+  const settings = api.stage.settings({
+    environment,
+    policy: { rules: [], default: "ask", approvalTimeoutMs: 120_000 },
+  });
+  await api.stage.runs.deliver(ref, { text: `[scenario:${scenario}] go`, mode: "auto" }, settings);
+  const approved = new Set<string>();
+  return {
+    ref,
+    /** Approves the next call once it waits, so that the runner up now runs it. */
+    async approveNext() {
+      const toolCallId = await eventually(async () => {
+        const state = await api.stage.runs.state(ref);
+        return state?.pendingToolCalls.find(
+          (call) => call.state === "awaiting_approval" && !approved.has(call.toolCallId),
+        )?.toolCallId;
+      }, 60_000);
+      approved.add(toolCallId);
+      await api.stage.runs.approve(ref, { toolCallId, decision: "approve" });
+    },
+  };
+}
+
+/** Waits until the runner has said it started (its claim long poll follows at once). */
+async function started(runner: RunnerProcess): Promise<RunnerProcess> {
+  await eventually(async () => (runner.output().includes("runner started") ? true : undefined), 60_000);
+  return runner;
+}
+
+test("two runners with --snapshots on separate disks, alternating calls: every edit is stored", async () => {
+  const env = await stage.newEnvironment();
+  const roots = [workspaceRoot(), workspaceRoot()];
+  const writes = ["f1", "f2", "f3", "f4"].map((name) => ({
+    name: "write",
+    arguments: { path: `${name}.txt`, content: `${name}\n` },
+  }));
+  const run = await stepByStep(env.name, writes);
+  let up: RunnerProcess | undefined;
+  // Runner 1, 2, 1, 2: each meets a copy it holds (from its own earlier call) that another
+  // runner has changed since, or none.
+  for (const [index] of writes.entries()) {
+    await up?.kill();
+    up = await started(
+      stage.startRunner(env.name, env.token, ["--workspace-root", roots[index % 2] ?? "", "--snapshots"]),
+    );
+    await run.approveNext();
+    // The call has run (and stored) before the runner is swapped.
+    await eventually(async () => ((await storedResults(run.ref)) > index ? true : undefined), 60_000);
+  }
+  expect((await api.stage.result(run.ref)).status).toBe("completed");
+  expect((await results(run.ref)).map((result) => result.isError)).toEqual([false, false, false, false]);
+  const stored = await storedFiles(env.name, run.ref);
+  expect(stored.names).toEqual(["f1.txt", "f2.txt", "f3.txt", "f4.txt"]);
+  // Runner 1's copy, restored before its second call, holds runner 2's first edit.
+  expect(readdirSync(join(roots[0] ?? "", run.ref.sessionId)).sort()).toEqual(["f1.txt", "f2.txt", "f3.txt"]);
+  expect(readFileSync(join(roots[1] ?? "", run.ref.sessionId, "f4.txt"), "utf8")).toBe("f4\n");
+});
+
+test("a store the API refuses as too large: the call's result says its files were not kept, and they are gone", async () => {
+  const env = await stage.newEnvironment();
+  const root = workspaceRoot();
+  const run = await stepByStep(env.name, [
+    { name: "write", arguments: { path: "kept.txt", content: "kept\n" } },
+    // Random bytes: the archive stays over the stage's 256 KiB body limit once compressed.
+    { name: "bash", arguments: { command: "head -c 400000 /dev/urandom > big.bin; echo made" } },
+    { name: "bash", arguments: { command: "ls" } },
+  ]);
+  await started(stage.startRunner(env.name, env.token, ["--workspace-root", root, "--snapshots"]));
+  for (let call = 0; call < 3; call++) await run.approveNext();
+  expect((await api.stage.result(run.ref)).status).toBe("completed");
+  const [write, big, listing] = await results(run.ref);
+  expect(write?.isError).toBe(false);
+  expect(big?.isError).toBe(true);
+  expect(big?.text).toContain("made");
+  expect(big?.text).toContain(
+    "The files this call changed were not kept: the workspace is larger than the API takes",
+  );
+  // The next call, on the same runner, works in the workspace as stored: without the big file.
+  expect(listing?.text.trim()).toBe("kept.txt");
+  expect((await storedFiles(env.name, run.ref)).names).toEqual(["kept.txt"]);
+  expect(existsSync(join(root, run.ref.sessionId, "big.bin"))).toBe(false);
+});
+
+test("a store that fails at the API: the result says the files were not kept; the next store goes on from the stored one", async () => {
+  const env = await stage.newEnvironment();
+  const root = workspaceRoot();
+  const run = await stepByStep(env.name, [
+    { name: "write", arguments: { path: "a.txt", content: "a\n" } },
+    { name: "write", arguments: { path: "b.txt", content: "b\n" } },
+    { name: "write", arguments: { path: "c.txt", content: "c\n" } },
+  ]);
+  await started(stage.startRunner(env.name, env.token, ["--workspace-root", root, "--snapshots"]));
+  await run.approveNext();
+  await eventually(async () => ((await storedResults(run.ref)) > 0 ? true : undefined), 60_000);
+  // The API's S3 fails every store of the second call (the runner tries three times).
+  const put = jest
+    .spyOn(EnvironmentStore.prototype, "putWorkspace")
+    .mockRejectedValue(Object.assign(new Error("S3 is unavailable"), { $metadata: { httpStatusCode: 503 } }));
+  await run.approveNext();
+  await eventually(async () => ((await storedResults(run.ref)) > 1 ? true : undefined), 60_000);
+  put.mockRestore();
+  await run.approveNext();
+  expect((await api.stage.result(run.ref)).status).toBe("completed");
+  const [a, b, c] = await results(run.ref);
+  expect(a?.isError).toBe(false);
+  expect(b?.isError).toBe(true);
+  expect(b?.text).toContain("The files this call changed were not kept: the workspace could not be stored");
+  expect(c?.isError).toBe(false);
+  expect((await storedFiles(env.name, run.ref)).names).toEqual(["a.txt", "c.txt"]);
+});
+
+test("the workspace routes: a store names the generation it replaces, a check of the current one is answered 304", async () => {
+  const env = await stage.newEnvironment();
+  const ref = api.stage.newSession();
+  const url = `${stage.apiUrl}/v1/environments/${env.name}/sessions/${ref.sessionId}/workspace`;
+  const auth = { authorization: `Bearer ${env.token}` };
+  // Any gzip stream is stored as it is (the runner that restores it checks it).
+  const archive = (text: string) => {
+    const body = Buffer.from(`\x1f\x8b${text}`, "latin1");
+    return { method: "PUT", headers: { ...auth, "content-type": "application/gzip" }, body };
+  };
+  const put = (text: string, headers: Record<string, string>) => {
+    const init = archive(text);
+    return fetch(url, { ...init, headers: { ...init.headers, ...headers } });
+  };
+  const first = await put("one", { "if-none-match": "*" });
+  expect(first.status).toBe(204);
+  const one = first.headers.get("etag") ?? "";
+  expect(one).toMatch(/^".+"$/);
+  const refused = async (response: Response) => {
+    expect(response.status).toBe(412);
+    expect(await response.json()).toMatchObject({ type: "https://keel.dev/problems/workspace-changed" });
+  };
+  // Another runner that also found none stored loses.
+  await refused(await put("other", { "if-none-match": "*" }));
+  const second = await put("two", { "if-match": one });
+  expect(second.status).toBe(204);
+  const two = second.headers.get("etag") ?? "";
+  expect(two).not.toBe(one);
+  // A runner whose copy is generation one is behind: its store is refused, its check restores.
+  await refused(await put("stale", { "if-match": one }));
+  const behind = await fetch(url, { headers: { ...auth, accept: "application/gzip", "if-none-match": one } });
+  expect(behind.status).toBe(200);
+  expect(behind.headers.get("etag")).toBe(two);
+  expect(Buffer.from(await behind.arrayBuffer()).toString("latin1")).toBe("\x1f\x8btwo");
+  const current = await fetch(url, {
+    headers: { ...auth, accept: "application/gzip", "if-none-match": two },
+  });
+  expect(current.status).toBe(304);
+  // Not a generation: refused before S3 sees it.
+  const odd = await fetch(url, { headers: { ...auth, accept: "application/gzip", "if-none-match": "x\ty" } });
+  expect(odd.status).toBe(400);
+});
