@@ -73,6 +73,12 @@ export const PATCHES = {
   subAgentForkPointMoves: { id: "sub-agent-fork-point-moves", addedIn: UNRELEASED },
   /** Calls of a batch that met a dead workspace worker keep a claim another call made since. */
   workspaceMovesOnce: { id: "workspace-moves-once", addedIn: UNRELEASED },
+  /**
+   * A `task` call's sub-agent gets a share of what its parent has left of its cost, token and turn
+   * budgets, held by the parent while it runs (run/budget.ts `childShare`); a share of no turns is
+   * an error result, no child.
+   */
+  subAgentShares: { id: "sub-agent-shares", addedIn: UNRELEASED },
 } as const satisfies Record<string, PatchRecord>;
 
 /**

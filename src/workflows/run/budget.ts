@@ -1,15 +1,17 @@
 /**
  * Budgets that pause a run: which budget a run has reached (its own cost and token limits, then
  * its tenant's as the last model call reported it), how a `budget` signal changes them, and the
- * words a pause is shown with. Pure, like `state.ts`: the workflow waits in `pause.ts`.
+ * words a pause is shown with; and the share of its budgets each of its sub-agents gets. Pure,
+ * like `state.ts`: the workflow waits in `pause.ts` and starts sub-agents in `task-calls.ts`.
  */
+import { TASK_TOOL_NAME } from "../../core/agents";
 import {
   type BudgetRequest,
   DEFAULT_PAUSE_TIMEOUT_SECONDS,
   type PauseReason,
   type RunLimits,
 } from "../types";
-import type { RunRecord } from "./state";
+import { type ChildShare, callState, type RunRecord } from "./state";
 
 /**
  * The budget the run has reached, if any: the first of cost, tokens, then the tenant's. A cost
@@ -87,4 +89,67 @@ export function applyBudget(run: RunRecord, request: BudgetRequest): void {
       reached.budget === "cost" ? { maxCostUsd: 0 } : ({ maxTokens: 0 } satisfies Partial<RunLimits>);
     run.settings = { ...run.settings, limits: { ...run.settings.limits, ...lifted } };
   }
+}
+
+/**
+ * The least cost budget a sub-agent gets where its parent has one: 0 would mean "no budget". A
+ * child with this little ends after its first model call, as a run ends after the call that
+ * crosses its budget.
+ */
+export const LEAST_COST_SHARE_USD = 1e-9;
+
+/**
+ * The share of the run's budgets the sub-agent of the `task` call whose result goes at `seq` gets:
+ * what the run has left of each — its limit less what it used (its own model calls and those of
+ * its sub-agents that ended) and less what its sub-agents still running hold — divided among the
+ * batch's `task` calls not started yet, this one included. Calls started together get equal
+ * parts; a later one gets what the earlier ones left. So the shares held at any time never add up
+ * to more than the run has left, and the tree spends at most the run's budget plus the one model
+ * call by which each of its runs crosses its own.
+ *
+ * A budget of 0 (none) stays 0; one used up leaves the least share (cost `LEAST_COST_SHARE_USD`,
+ * tokens 1). Turns are whole: the earlier calls get the rounding, and a share of 0 turns means the
+ * parent has none left to give (the child is not started). A sibling counts as not started until
+ * it starts or its result is stored, so one refused meanwhile leaves its part with the parent.
+ */
+export function childShare(run: RunRecord, seq: number): ChildShare {
+  const { limits } = run.settings;
+  const held = run.childShares.reduce(
+    (sum, { share }) => ({
+      maxCostUsd: sum.maxCostUsd + share.maxCostUsd,
+      maxTokens: sum.maxTokens + share.maxTokens,
+      maxTurns: sum.maxTurns + share.maxTurns,
+    }),
+    { maxCostUsd: 0, maxTokens: 0, maxTurns: 0 },
+  );
+  const notStarted = run.batch.filter(({ summary, slot }) => {
+    if (slot.seq === seq) return true;
+    const state = callState(run, summary.id);
+    return summary.name === TASK_TOOL_NAME && (state === "pending" || state === "awaiting_approval");
+  }).length;
+  const maxTokens = limits.maxTokens ?? 0;
+  const costLeft = limits.maxCostUsd - run.usage.cost.total - held.maxCostUsd;
+  const tokensLeft = maxTokens - run.usage.totalTokens - held.maxTokens;
+  const turnsLeft = limits.maxTurns - run.turn - run.subAgentTurns - held.maxTurns;
+  return {
+    maxCostUsd: limits.maxCostUsd > 0 ? Math.max(costLeft / notStarted, LEAST_COST_SHARE_USD) : 0,
+    maxTokens: maxTokens > 0 ? Math.max(Math.floor(tokensLeft / notStarted), 1) : 0,
+    maxTurns: Math.max(Math.ceil(turnsLeft / notStarted), 0),
+  };
+}
+
+/**
+ * What a sub-agent got of its parent's budgets in runs started before shares (patch
+ * `sub-agent-shares`): all the run had left of its cost budget, its whole token budget, and its
+ * turns left when they counted its sub-agents' (`countTurns`, patch `sub-agent-turns`), else its
+ * whole turn limit. Parallel children each got all of it.
+ */
+export function wholeBudgetLeft(run: RunRecord, countTurns: boolean): ChildShare {
+  const { limits } = run.settings;
+  return {
+    maxCostUsd:
+      limits.maxCostUsd > 0 ? Math.max(limits.maxCostUsd - run.usage.cost.total, LEAST_COST_SHARE_USD) : 0,
+    maxTokens: limits.maxTokens ?? 0,
+    maxTurns: countTurns ? limits.maxTurns - run.turn - run.subAgentTurns : limits.maxTurns,
+  };
 }

@@ -57,6 +57,16 @@ export interface BatchCall {
 
 export type QueueName = "pending" | "steering" | "followUp";
 
+/**
+ * The limits a sub-agent's run gets out of its parent's (0: no cost or token budget), held by the
+ * parent while the child runs (run/budget.ts, `childShare`).
+ */
+export interface ChildShare {
+  maxCostUsd: number;
+  maxTokens: number;
+  maxTurns: number;
+}
+
 export interface RunRecord {
   readonly ref: SessionRef;
   /** The run's settings; a `budget` signal changes its limits (run/budget.ts). */
@@ -70,6 +80,11 @@ export interface RunRecord {
   turn: number;
   /** Turns its sub-agents' runs took: they count against its turn limit with its own. */
   subAgentTurns: number;
+  /**
+   * What its sub-agents still running hold of its budgets, by their `task` call's result slot.
+   * Not carried across continue-as-new, which comes at a turn boundary, after the batch's children ended.
+   */
+  childShares: { seq: number; share: ChildShare }[];
   /** Turn number when this execution started (turnsPerExecution counts from here). */
   readonly turnAtStart: number;
   toolCallCount: number;
@@ -139,6 +154,7 @@ export function createRunRecord(input: RunInput, clock: RunClock): RunRecord {
     turn: carried?.turn ?? 0,
     turnAtStart: carried?.turn ?? 0,
     subAgentTurns: carried?.subAgentTurns ?? 0,
+    childShares: [],
     toolCallCount: carried?.toolCallCount ?? 0,
     usage: carried?.usage ?? emptyUsage(),
     emptyResponses: carried?.emptyResponses ?? 0,
@@ -229,6 +245,19 @@ export function releaseSlot(run: RunRecord, slot: EntrySlot): void {
 
 export function recordModelUsage(run: RunRecord, usage: Usage): void {
   run.usage = addUsage(run.usage, usage);
+}
+
+/** Holds `share` of the run's budgets for the sub-agent of the `task` call whose result goes at `seq`. */
+export function holdShare(run: RunRecord, seq: number, share: ChildShare): void {
+  run.childShares = [...run.childShares, { seq, share }];
+}
+
+/**
+ * Gives back what the sub-agent of the call at `seq` held (nothing when it held nothing): done in
+ * the same step as adding its usage and turns, so what it did not spend is the run's again.
+ */
+export function releaseShare(run: RunRecord, seq: number): void {
+  run.childShares = run.childShares.filter((held) => held.seq !== seq);
 }
 
 /** Starts a tool batch: each call gets its slot in source order and the `pending` state. */

@@ -31,10 +31,19 @@ import { PATCHES, takesPatch } from "../patches";
 import { runAttributes } from "../search-attributes";
 import { type RunInput, type RunResult, type RunSettings, runWorkflowId, startedStatus } from "../types";
 import { snapshotActivities, storage } from "./activity-options";
+import { childShare, wholeBudgetLeft } from "./budget";
 import type { RunContext } from "./context";
 import { syntheticToolResult } from "./entries";
 import { endCall, writeEntries } from "./lifecycle";
-import { type BatchCall, emit, moveCall, recordModelUsage } from "./state";
+import {
+  type BatchCall,
+  type ChildShare,
+  emit,
+  holdShare,
+  moveCall,
+  recordModelUsage,
+  releaseShare,
+} from "./state";
 import { onWorkspaceWorker } from "./workspace-claim";
 
 /** Whether `name` is the run's `task` tool (the run offers it: its tools name it). */
@@ -51,18 +60,17 @@ export function taskAgentsFor(settings: RunSettings): { name: string; descriptio
 /**
  * A child's settings: the parent's, narrowed by the agent (its model, prompt, tools — only those
  * the parent has, `task` only as `childTools` allows at the child's `depth` —, turns: at most
- * `turnsLeft` when given), the parent's policy and hooks kept, and a cost budget of what the
- * parent has left of its own (`spentUsd` spent). No chat reply; the parent's agents only when the
- * child may delegate to them.
+ * `share.maxTurns`), the parent's policy and hooks kept, and the cost and token budgets of its
+ * `share` of the parent's (run/budget.ts). No chat reply; the parent's agents only when the child
+ * may delegate to them.
  */
 export function childSettings(
   parent: RunSettings,
   agent: AgentDefinition,
-  left: { spentUsd: number; turnsLeft?: number; depth?: number },
+  share: ChildShare,
+  depth = 1,
 ): RunSettings {
   const { chatReply: _chatReply, agents, systemPrompt: _systemPrompt, ...kept } = parent;
-  const budget = parent.limits.maxCostUsd;
-  const { spentUsd: parentSpentUsd, turnsLeft: parentTurnsLeft = parent.limits.maxTurns, depth = 1 } = left;
   const tools = childTools(parent.tools, agent, depth);
   return {
     ...kept,
@@ -72,10 +80,12 @@ export function childSettings(
     tools,
     limits: {
       ...parent.limits,
-      // At least one: a task call is only made by a parent with a turn to spare.
-      maxTurns: Math.max(1, Math.min(agent.maxTurns ?? DEFAULT_AGENT_MAX_TURNS, parentTurnsLeft)),
-      // A budget the parent has spent leaves the child a token one (0 would mean "no budget").
-      maxCostUsd: budget > 0 ? Math.max(budget - parentSpentUsd, 1e-9) : 0,
+      // At least one: a share of no turns is not started, and runs from before shares only made a
+      // task call with a turn to spare.
+      maxTurns: Math.max(1, Math.min(agent.maxTurns ?? DEFAULT_AGENT_MAX_TURNS, share.maxTurns)),
+      maxCostUsd: share.maxCostUsd,
+      // Without a token budget the parent's "none" (0 or absent) is kept as it is.
+      ...(share.maxTokens > 0 ? { maxTokens: share.maxTokens } : {}),
     },
   };
 }
@@ -88,11 +98,12 @@ export interface TaskCallContext {
 }
 
 /**
- * Runs one `task` call: snapshots the parent's workspace at the call's assistant entry (once per
- * batch; the child's workspace starts from it), starts the child, waits for its end (sending an
- * abort of the parent on to it), adds its usage to the run's and stores the result (its answer,
- * or an error result when the child did not complete). After the parent's abort nothing is
- * stored: the abort closes the call.
+ * Runs one `task` call: takes the child's share of the run's budgets (held until it ends; a share
+ * of no turns is an error result instead), snapshots the parent's workspace at the call's
+ * assistant entry (once per batch; the child's workspace starts from it), starts the child, waits
+ * for its end (sending an abort of the parent on to it), gives its share back and adds its usage
+ * to the run's, and stores the result (its answer, or an error result when the child did not
+ * complete). After the parent's abort nothing is stored: the abort closes the call.
  */
 export async function runTaskCall(ctx: RunContext, call: BatchCall, batch: TaskCallContext): Promise<void> {
   const { run } = ctx;
@@ -102,6 +113,21 @@ export async function runTaskCall(ctx: RunContext, call: BatchCall, batch: TaskC
   if (!parsed.ok) {
     await writeEntries(ctx, [syntheticToolResult(call, parsed.error, run.clock.now())]);
     return endCall(ctx, call, "failed", true);
+  }
+  const depth = ctx.depth + 1;
+  // Taken before the child's first await, so the batch's calls take their shares in order. Runs
+  // started before shares give each child all the parent has left (below).
+  let shared: RunSettings | undefined;
+  if (takesPatch(PATCHES.subAgentShares, ctx.runVersion)) {
+    const share = childShare(run, call.slot.seq);
+    if (share.maxTurns === 0) {
+      const why = `task not started: this run has no turns left to give a sub-agent (its limit of ${run.settings.limits.maxTurns} turns counts its sub-agents' turns, those of sub-agents still running included)`;
+      await writeEntries(ctx, [syntheticToolResult(call, why, run.clock.now())]);
+      return endCall(ctx, call, "failed", true);
+    }
+    shared = childSettings(run.settings, parsed.agent, share, depth);
+    const { maxCostUsd, maxTokens = 0, maxTurns } = shared.limits;
+    holdShare(run, call.slot.seq, { maxCostUsd, maxTokens, maxTurns });
   }
   moveCall(run, summary.id, "running");
   emit(run, {
@@ -116,6 +142,7 @@ export async function runTaskCall(ctx: RunContext, call: BatchCall, batch: TaskC
   try {
     await forkPoint(ctx, forkedAt, batch);
   } catch (error) {
+    releaseShare(run, call.slot.seq);
     // Cut short by the parent's abort: the abort closes the call.
     if (!(error instanceof ActivityFailure) || run.abortReason !== undefined) throw error;
     const why = `task not started: the workspace could not be recorded for the agent (${error.cause?.message ?? error.message})`;
@@ -123,15 +150,11 @@ export async function runTaskCall(ctx: RunContext, call: BatchCall, batch: TaskC
     return endCall(ctx, call, "failed", true);
   }
   const ref = { tenantId: run.ref.tenantId, sessionId: childSessionId(run.ref.sessionId, summary.id) };
-  // Runs started before sub-agents' turns counted keep the parent's whole turn limit for the child.
-  const treeTurns = takesPatch(PATCHES.subAgentTurns, ctx.runVersion);
-  const turnsLeft = run.settings.limits.maxTurns - run.turn - run.subAgentTurns;
-  const depth = ctx.depth + 1;
-  const settings = childSettings(run.settings, parsed.agent, {
-    spentUsd: run.usage.cost.total,
-    ...(treeTurns ? { turnsLeft } : {}),
-    depth,
-  });
+  // Shares count the children's turns; runs started before sub-agents' turns counted keep the
+  // parent's whole turn limit for the child.
+  const treeTurns = shared !== undefined || takesPatch(PATCHES.subAgentTurns, ctx.runVersion);
+  const settings =
+    shared ?? childSettings(run.settings, parsed.agent, wholeBudgetLeft(run, treeTurns), depth);
   const input: RunInput = {
     ...ref,
     settings,
@@ -145,6 +168,8 @@ export async function runTaskCall(ctx: RunContext, call: BatchCall, batch: TaskC
     ...(ctx.runVersion > 0 ? { runVersion: ctx.runVersion } : {}),
   };
   const outcome = await CancellationScope.nonCancellable(() => awaitChild(ctx, input));
+  // In one step: what the child held goes back and what it spent is counted.
+  releaseShare(run, call.slot.seq);
   if (outcome.kind === "result") {
     recordModelUsage(run, outcome.result.usage);
     // Its own turns and those of its children in turn.

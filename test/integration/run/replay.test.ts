@@ -256,6 +256,38 @@ const representativeRuns: Array<{
     },
   },
   {
+    // Three parallel task calls taking shares of the parent's cost budget and turns (patch
+    // sub-agent-shares): two turns left make one child each for the first two calls, and the
+    // third is not started.
+    name: "task-calls-sharing-budgets",
+    drive: async (stage, ref) => {
+      stage.llm.addScenario("replay-task-shares", {
+        turns: [
+          {
+            toolCalls: ["one", "two", "three"].map((which) => ({
+              name: "task",
+              arguments: { agent: "lister", prompt: `[scenario:replay-task-shares-child] ${which}` },
+            })),
+          },
+        ],
+        after: { text: "done" },
+      });
+      stage.llm.addScenario("replay-task-shares-child", {
+        turns: [],
+        after: { toolCalls: [{ name: "ls", arguments: {} }] },
+      });
+      const settings = stage.settings({
+        tools: ["read", "ls", "task"],
+        agents: [{ name: "lister", description: "lists", tools: ["ls"] }],
+      });
+      await stage.runs.deliver(
+        ref,
+        { text: "[scenario:replay-task-shares] go", mode: "auto" },
+        { ...settings, limits: { ...settings.limits, maxTurns: 3, maxCostUsd: 1 } },
+      );
+    },
+  },
+  {
     // A model call that fails for good: the run closes the session and ends as failed.
     name: "failed-model-call",
     drive: async (stage, ref) => {

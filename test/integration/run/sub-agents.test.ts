@@ -1,12 +1,12 @@
 /**
  * Sub-agents through the real stack: a `task` call runs a child workflow on its own session and
- * its answer comes back as the call's result; children run in parallel; a failed child is an
- * error result; an abort of the parent aborts the child.
+ * its answer comes back as the call's result; children run in parallel, each on its share of the
+ * parent's budgets; a failed child is an error result; an abort of the parent aborts the child.
  */
 import { childSessionId } from "../../../src/core/agents";
 import type { ToolResultMessage } from "../../../src/core/messages";
 import { SessionNotFoundError } from "../../../src/store/session-errors";
-import { DEFAULT_RUN_SETTINGS, runWorkflowId } from "../../../src/workflows/types";
+import { DEFAULT_RUN_SETTINGS, type RunSettings, runWorkflowId } from "../../../src/workflows/types";
 import {
   eventually,
   expectIntactSession,
@@ -517,6 +517,168 @@ test("the parent's cost budget counts its children: a child stops at what is lef
   expect(messages.map((message) => message.role)).toEqual(["user", "assistant", "toolResult"]);
   expect(taskResults(messages)[0]).toMatchObject({ isError: true });
   await expectIntactSession(stage(), childRef);
+});
+
+/**
+ * Every model call of the budget tests reports this usage: 10,000 input tokens at local-chat's
+ * $1 per million, so $0.01 and 10,000 tokens a call.
+ */
+const CALL_USAGE = { input: 10_000, output: 0, cacheRead: 0, cacheWrite: 0 };
+const CALL_USD = 0.01;
+const CALL_TOKENS = 10_000;
+
+/**
+ * A parent whose first turn makes three parallel `task` calls to an agent that lists the
+ * workspace until a limit stops it; every call costs `CALL_USAGE`. Returns the parent's result,
+ * its messages and its three children's results, every session checked whole and closed.
+ */
+async function threeSpendingChildren(name: string, limits: Partial<RunSettings["limits"]>) {
+  stage().llm.addScenario(`${name}-parent`, {
+    turns: [
+      {
+        toolCalls: ["one", "two", "three"].map((which) => ({
+          name: "task",
+          arguments: { agent: "spender", prompt: `[scenario:${name}-child] ${which}` },
+        })),
+        usage: CALL_USAGE,
+      },
+    ],
+    after: { text: "the parent went on", usage: CALL_USAGE },
+  });
+  stage().llm.addScenario(`${name}-child`, {
+    turns: [],
+    after: { toolCalls: [{ name: "ls", arguments: {} }], usage: CALL_USAGE },
+  });
+  const ref = stage().newSession();
+  const settings = {
+    ...withTask(),
+    toolExecution: "parallel" as const,
+    agents: [{ name: "spender", description: "spends", tools: ["ls"] }],
+    // Over its budget the parent pauses at the turn boundary; nobody raises it, so it ends after 1 s.
+    limits: { ...withTask().limits, pauseTimeoutSeconds: 1, ...limits },
+  };
+  await stage().runs.deliver(ref, { text: `[scenario:${name}-parent] fan out`, mode: "auto" }, settings);
+  const result = await stage().result(ref);
+  const messages = messagesOf(await expectIntactSession(stage(), ref));
+  const children = await Promise.all(
+    [0, 1, 2].map(async (index) => {
+      const childRef = await childOf(ref, index);
+      const childMessages = messagesOf(await expectIntactSession(stage(), childRef));
+      return { result: await stage().result(childRef), messages: childMessages };
+    }),
+  );
+  // The usage every bound below is stated in: each model call of the tree reported CALL_USAGE.
+  const calls = [messages, ...children.map((child) => child.messages)]
+    .flat()
+    .flatMap((message) => (message.role === "assistant" ? [message.usage] : []));
+  expect(calls.map((usage) => usage.totalTokens)).toEqual(calls.map(() => CALL_TOKENS));
+  for (const usage of calls) expect(usage.cost.total).toBeCloseTo(CALL_USD, 12);
+  return { result, messages, children: children.map((child) => child.result) };
+}
+
+/** The limit a child's run ended at, from its reason (`cost budget reached ($0.0333…)`). */
+function limitOf(reason: string): number {
+  const limit = /^(?:cost|token) budget reached \(\$?([0-9.e-]+)\)$/.exec(reason)?.[1];
+  if (limit === undefined) throw new Error(`not a budget reached: ${reason}`);
+  return Number(limit);
+}
+
+test("parallel children share the parent's cost budget: the tree spends at most it plus one model call per run", async () => {
+  const budget = 0.11;
+  const { result, messages, children } = await threeSpendingChildren("share-cost", { maxCostUsd: budget });
+  // The parent's usage holds its children's: 1 + 3 × 4 calls.
+  const parentOwn = messages.reduce(
+    (sum, message) => sum + (message.role === "assistant" ? message.usage.cost.total : 0),
+    0,
+  );
+  const tree = parentOwn + children.reduce((sum, child) => sum + child.usage.cost.total, 0);
+  expect(result.usage.cost.total).toBeCloseTo(tree, 12);
+  // The bound: the budget, plus one call by which each of the 4 runs crossed its own.
+  expect(result.usage.cost.total).toBeLessThanOrEqual(budget + 4 * CALL_USD);
+  expect(result.usage.cost.total).toBeCloseTo(13 * CALL_USD, 12);
+  // The parent's first call left $0.10: three children started together got a third each.
+  for (const child of children) {
+    expect(child).toMatchObject({ status: "completed", cutShort: true });
+    expect(limitOf(child.reason)).toBeCloseTo((budget - CALL_USD) / 3, 12);
+    // A child ends after the call that crosses its share: 4 calls of $0.01 for $0.0333.
+    expect(child.turns).toBe(4);
+    expect(child.usage.cost.total).toBeLessThanOrEqual(limitOf(child.reason) + CALL_USD);
+  }
+  expect(result.reason).toMatch(/^cost budget reached .*paused for 1 s without a raise or a resume$/);
+  expect(taskResults(messages).map((message) => message.isError)).toEqual([true, true, true]);
+});
+
+test("parallel children share the parent's token budget, not each the whole of it", async () => {
+  const budget = 85_000;
+  const { result, messages, children } = await threeSpendingChildren("share-tokens", { maxTokens: budget });
+  const parentOwn = messages.reduce(
+    (sum, message) => sum + (message.role === "assistant" ? message.usage.totalTokens : 0),
+    0,
+  );
+  expect(result.usage.totalTokens).toBe(
+    parentOwn + children.reduce((sum, child) => sum + child.usage.totalTokens, 0),
+  );
+  // The bound: the budget, plus one call by which each of the 4 runs crossed its own.
+  expect(result.usage.totalTokens).toBeLessThanOrEqual(budget + 4 * CALL_TOKENS);
+  expect(result.usage.totalTokens).toBe(10 * CALL_TOKENS);
+  // 75,000 tokens left after the parent's first call: 25,000 each, crossed by the third call.
+  expect(children.map((child) => limitOf(child.reason))).toEqual([25_000, 25_000, 25_000]);
+  for (const child of children) {
+    expect(child).toMatchObject({ status: "completed", cutShort: true, turns: 3 });
+    expect(child.usage.totalTokens).toBeLessThanOrEqual(25_000 + CALL_TOKENS);
+  }
+  expect(result.reason).toMatch(/^token budget reached .*paused for 1 s without a raise or a resume$/);
+});
+
+test("parallel children share the parent's turns left; a call with none left starts no child", async () => {
+  stage().llm.addScenario("share-turns-parent", {
+    turns: [
+      {
+        toolCalls: ["one", "two", "three"].map((which) => ({
+          name: "task",
+          arguments: { agent: "looper", prompt: `[scenario:share-turns-child] ${which}` },
+        })),
+      },
+    ],
+    after: { text: "the parent went on" },
+  });
+  stage().llm.addScenario("share-turns-child", {
+    turns: [],
+    after: { toolCalls: [{ name: "ls", arguments: {} }] },
+  });
+  const ref = stage().newSession();
+  const settings = {
+    ...withTask(),
+    toolExecution: "parallel" as const,
+    agents: [{ name: "looper", description: "never stops", tools: ["ls"], maxTurns: 10 }],
+    limits: { ...withTask().limits, maxTurns: 3 },
+  };
+  await stage().runs.deliver(ref, { text: "[scenario:share-turns-parent] go", mode: "auto" }, settings);
+  const result = await stage().result(ref);
+  // Two turns left after the parent's first: one each for the first two calls, none for the third.
+  for (const index of [0, 1]) {
+    const childRef = await childOf(ref, index);
+    expect(await stage().result(childRef)).toMatchObject({
+      status: "completed",
+      reason: "turn limit reached (1)",
+      turns: 1,
+    });
+    await expectIntactSession(stage(), childRef);
+  }
+  await expect(stage().entries(await childOf(ref, 2))).rejects.toThrow(SessionNotFoundError);
+  const messages = messagesOf(await expectIntactSession(stage(), ref));
+  const results = taskResults(messages);
+  expect(results.map((message) => message.isError)).toEqual([true, true, true]);
+  expect(results[2]?.content[0]).toEqual({
+    type: "text",
+    text: "task not started: this run has no turns left to give a sub-agent (its limit of 3 turns counts its sub-agents' turns, those of sub-agents still running included)",
+  });
+  expect(result).toMatchObject({
+    status: "completed",
+    reason: "turn limit reached (3, 2 of them its sub-agents')",
+    turns: 1,
+    subAgentTurns: 2,
+  });
 });
 
 test("a child's tool call awaiting approval is approved on the child's session; the parent gets the answer", async () => {

@@ -30,48 +30,44 @@ describe("sub-agent definitions", () => {
     expect(childTools(["read", "task"], lead, MAX_SUB_AGENT_DEPTH)).toEqual(["read"]);
   });
 
-  test("child settings narrow the parent's: model, prompt, turns, the budget left", () => {
+  test("child settings narrow the parent's: model, prompt, turns, budgets of its share", () => {
     const parent = {
       ...DEFAULT_RUN_SETTINGS,
       systemPrompt: "parent prompt",
       tools: ["read", "bash", "task"],
-      limits: { ...DEFAULT_RUN_SETTINGS.limits, maxCostUsd: 1 },
+      limits: { ...DEFAULT_RUN_SETTINGS.limits, maxCostUsd: 1, maxTokens: 110_000 },
       agents: [{ name: "a", description: "a" }],
       chatReply: { kind: "slack" as const, channel: "C", threadTs: "1" },
     };
-    const child = childSettings(
-      parent,
-      { ...EXPLORE_AGENT, model: "other", maxTurns: 3 },
-      { spentUsd: 0.25 },
-    );
+    const share = { maxCostUsd: 0.25, maxTokens: 3_333, maxTurns: 7 };
+    const child = childSettings(parent, { ...EXPLORE_AGENT, model: "other", maxTurns: 3 }, share);
     expect(child).toMatchObject({
       model: "other",
       systemPrompt: EXPLORE_AGENT.systemPrompt,
       tools: ["read"],
     });
-    expect(child.limits).toMatchObject({ maxTurns: 3, maxCostUsd: 0.75 });
+    // The share's budgets, not the parent's: its token budget is no longer the parent's whole one.
+    expect(child.limits).toMatchObject({ maxTurns: 3, maxCostUsd: 0.25, maxTokens: 3_333 });
     expect(child.agents).toBeUndefined();
     expect(child.chatReply).toBeUndefined();
     // A child that may delegate keeps the parent's agents.
-    const lead = childSettings(
-      parent,
-      { name: "lead", description: "l", tools: ["read", "task"] },
-      { spentUsd: 0 },
-    );
+    const lead = childSettings(parent, { name: "lead", description: "l", tools: ["read", "task"] }, share);
     expect(lead.tools).toEqual(["read", "task"]);
     expect(lead.agents).toEqual(parent.agents);
-    // A spent budget leaves a token one, never "no budget" (0).
-    expect(childSettings(parent, EXPLORE_AGENT, { spentUsd: 2 }).limits.maxCostUsd).toBeGreaterThan(0);
+    expect(childSettings(parent, { name: "p", description: "p" }, share).systemPrompt).toBeUndefined();
+    // No token budget in the share (the parent has none): the parent's "none" stays.
+    const unbudgeted = { ...parent, limits: DEFAULT_RUN_SETTINGS.limits };
     expect(
-      childSettings(parent, { name: "p", description: "p" }, { spentUsd: 0 }).systemPrompt,
+      childSettings(unbudgeted, EXPLORE_AGENT, { ...share, maxTokens: 0 }).limits.maxTokens,
     ).toBeUndefined();
   });
 
-  test("a child gets at most the turns its parent has left, and at least one", () => {
+  test("a child gets at most the turns of its share, and at least one", () => {
     const agent = { ...EXPLORE_AGENT, maxTurns: 10 };
-    expect(childSettings(DEFAULT_RUN_SETTINGS, agent, { spentUsd: 0, turnsLeft: 4 }).limits.maxTurns).toBe(4);
-    expect(childSettings(DEFAULT_RUN_SETTINGS, agent, { spentUsd: 0, turnsLeft: 0 }).limits.maxTurns).toBe(1);
-    expect(childSettings(DEFAULT_RUN_SETTINGS, agent, { spentUsd: 0 }).limits.maxTurns).toBe(10);
+    const share = (maxTurns: number) => ({ maxCostUsd: 0, maxTokens: 0, maxTurns });
+    expect(childSettings(DEFAULT_RUN_SETTINGS, agent, share(4)).limits.maxTurns).toBe(4);
+    expect(childSettings(DEFAULT_RUN_SETTINGS, agent, share(0)).limits.maxTurns).toBe(1);
+    expect(childSettings(DEFAULT_RUN_SETTINGS, agent, share(50)).limits.maxTurns).toBe(10);
   });
 
   test("a child's session id is a valid id, the same for the same call, another for another call", () => {
