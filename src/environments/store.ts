@@ -16,7 +16,7 @@
  * `recentOwner` and api/runner-auth.ts).
  */
 import { createHash, randomBytes } from "node:crypto";
-import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
+import { GetObjectCommand, ListObjectsV2Command, type S3Client } from "@aws-sdk/client-s3";
 import { z } from "zod";
 import { JsonObjects } from "../api/json-objects";
 import type { McpServerSettings } from "../mcp/types";
@@ -50,6 +50,7 @@ export type WorkspaceGeneration = string;
 export interface StoredWorkspace {
   archive: Uint8Array;
   generation: WorkspaceGeneration;
+  storedAt: Date;
 }
 
 const TokenRecordSchema = z.object({
@@ -323,10 +324,9 @@ export class EnvironmentStore {
   }
 
   /**
-   * Stores a session's workspace archive if the stored one is still the version the runner
-   * restored (`expected`: its generation, `absent` for none; `any` for a runner of an earlier
-   * release, which sends none). Resolves to the new generation, or `changed` when another runner
-   * stored the session's workspace since: the caller's copy is not the current one.
+   * Stores a session's workspace archive if the stored one is still the generation `expected`
+   * (`absent`: none; `any`: a runner of an earlier release sends none). Resolves to the new
+   * generation, or `changed` when another runner stored it since (the caller's copy is stale).
    */
   async putWorkspace(
     tenantId: string,
@@ -336,13 +336,6 @@ export class EnvironmentStore {
     expected: WorkspaceGeneration | "absent" | "any",
   ): Promise<{ generation: WorkspaceGeneration } | "changed"> {
     const key = this.workspaceKey(tenantId, environment, sessionId);
-    if (expected === "any") {
-      const written = await this.s3.send(
-        new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentType: "application/gzip" }),
-      );
-      if (!written.ETag) throw new Error(`S3 stored ${key} without answering its ETag`);
-      return { generation: written.ETag };
-    }
     const generation = await this.conditional.writeIfVersion(key, body, "application/gzip", expected);
     return generation === undefined ? "changed" : { generation };
   }
@@ -366,13 +359,10 @@ export class EnvironmentStore {
         }),
       );
       if (!object.ETag) throw new Error("a stored workspace was read without an ETag");
-      // A server that ignores If-None-Match answers the same version whole.
-      if (held !== undefined && object.ETag === held) {
-        await object.Body?.transformToByteArray();
-        return "current";
-      }
       const archive = object.Body ? await object.Body.transformToByteArray() : new Uint8Array();
-      return { archive, generation: object.ETag };
+      // A server that ignores If-None-Match answers the same version whole.
+      if (held !== undefined && object.ETag === held) return "current";
+      return { archive, generation: object.ETag, storedAt: object.LastModified ?? new Date(0) };
     } catch (error) {
       if (s3HttpStatus(error) === 304) return "current";
       if (isNotFound(error)) return undefined;

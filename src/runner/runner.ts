@@ -11,44 +11,29 @@
  * stops heartbeating; the run's heartbeat timeout hands the call to another runner under the
  * usual replay rules (docs/architecture.md, "Environments").
  */
-import { mkdir, realpath, stat } from "node:fs/promises";
+import { realpath } from "node:fs/promises";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { tailOf } from "../activities/execute-tool";
 import { DEFAULT_LIVE_EVENT_OPTIONS } from "../activities/live-events";
-import type { ApiClient } from "../cli/client";
 import { ApiError } from "../cli/client";
 import type { ClaimedCall, ClaimedToolCall, RunnerReport } from "../environments/calls";
 import { type McpConnections, type McpSessionContext, messageOf } from "../mcp/connections";
 import { callSessionTool, listSessionServers } from "../mcp/session-tools";
-import { ID_PATTERN } from "../store/session-keys";
-import { ArchiveError } from "../store/workspace-archive";
-import { prepareWorkspace, runToolCall, toolNamed } from "../tools";
+import { runToolCall, toolNamed } from "../tools";
 import type { NetworkPolicy, SandboxConfig, SandboxPolicy } from "../tools/sandbox";
 import type { ToolUpdate } from "../tools/types";
 import type { Workspace } from "../tools/workspace";
 import { sweepFolder } from "../tools/workspace-siblings";
-import { forkWorkspace, type StoreOutcome, storeWorkspace, syncWorkspace } from "./workspace-sync";
+import { SessionCopies, type WorkspaceOptions } from "./session-copies";
+import { type StoreOutcome, storeWorkspace } from "./workspace-sync";
 
-export interface RunnerOptions {
-  client: ApiClient;
-  environment: string;
-  /** One directory every call acts on (an existing checkout); else one per session under `workspaceRoot`. */
-  workspace?: string;
-  workspaceRoot: string;
+export interface RunnerOptions extends WorkspaceOptions {
   sandbox: SandboxConfig;
   /** Calls run at once (default 4). */
   concurrency?: number;
   /** How often a running call heartbeats (default 1 s; the run's heartbeat timeout is at most 8 s). */
   heartbeatMs?: number;
-  /**
-   * Keep each session's workspace through the API: before a call, use this runner's copy only
-   * while it is the one stored last (else restore the stored one), and after every call that may
-   * change it store it there, before the call's result, replacing only the generation the copy
-   * was restored at (an ephemeral runner, or runners of one environment on separate disks: each
-   * picks up what the others left, and none overwrites another's edits).
-   */
-  snapshots?: boolean;
   /**
    * The runner's MCP clients: a run's stdio servers start here, in the session's workspace and
    * sandbox, and its HTTP servers are reached from here (KEEL_MCP_* read from this host's
@@ -58,7 +43,6 @@ export interface RunnerOptions {
   mcp: McpConnections;
   /** Stop after this long with no call running and none claimed (a launched runner); default never. */
   idleExitMs?: number;
-  log: (record: Record<string, unknown>) => void;
   signal?: AbortSignal;
 }
 
@@ -307,104 +291,4 @@ function withChangesNotKept(report: RunnerReport, stored: StoreOutcome & { kind:
     ...report,
     output: { ...report.output, isError: true, content: [...report.output.content, { type: "text", text }] },
   };
-}
-
-/**
- * The sessions' folders this runner works in, and the calls working in each: a call acts on
- * `--workspace`, or on its session's own folder under the root. The first call of a session that
- * finds no other call of this runner working in its folder makes it ready once for every call that
- * arrives meanwhile (a parallel batch shares one copy): with `snapshots` the copy is checked
- * against the stored generation and restored when it is not the current one (workspace-sync.ts);
- * without, a new session's folder is a fork of its parent's when this runner's root has it (a
- * sub-agent; else it starts empty: the parent's calls ran on another machine's disk). A session's
- * stores are made one at a time, each naming the generation the one before it left. Entries live
- * only while a call works in the session: nothing here grows with the sessions a runner has met.
- */
-class SessionCopies {
-  private readonly sessions = new Map<
-    string,
-    { working: number; ready: Promise<Workspace>; stores: Promise<unknown> }
-  >();
-
-  /** Runs `work` in the call's workspace (an Error when it cannot be opened), counted as working there. */
-  async whileWorking<T>(
-    options: RunnerOptions,
-    call: ClaimedCall,
-    work: (workspace: Workspace | Error) => Promise<T>,
-  ): Promise<T> {
-    if (options.workspace !== undefined) return work({ dir: path.resolve(options.workspace) });
-    const { sessionId } = call;
-    let session = this.sessions.get(sessionId);
-    if (!session) {
-      const ready = readyCopy(options, call);
-      session = { working: 0, ready, stores: Promise.resolve() };
-      this.sessions.set(sessionId, session);
-    }
-    session.working++;
-    try {
-      return await work(await session.ready.catch((error: unknown) => error as Error));
-    } finally {
-      session.working--;
-      // The next call checks the copy again (a failed preparation is tried again then).
-      if (session.working === 0) this.sessions.delete(sessionId);
-    }
-  }
-
-  /** Runs a store of `sessionId`'s copy after the stores before it (called while working there). */
-  store(sessionId: string, store: () => Promise<StoreOutcome>): Promise<StoreOutcome> {
-    const session = this.sessions.get(sessionId);
-    if (!session) return store();
-    const done = session.stores.then(store, store);
-    session.stores = done;
-    return done;
-  }
-}
-
-/** Makes the call's session folder ready to work in (see `SessionCopies`). */
-async function readyCopy(options: RunnerOptions, call: ClaimedCall): Promise<Workspace> {
-  const { sessionId, forkOf } = call;
-  if (!ID_PATTERN.test(sessionId)) throw new Error(`invalid session id ${JSON.stringify(sessionId)}`);
-  if (forkOf !== undefined && !ID_PATTERN.test(forkOf))
-    throw new Error(`invalid parent session id ${JSON.stringify(forkOf)}`);
-  const root = path.resolve(options.workspaceRoot);
-  await mkdir(root, { recursive: true });
-  const workspace = { dir: path.join(root, sessionId) };
-  if (options.snapshots) {
-    const how = await syncWorkspace(options.client, options.environment, sessionId, workspace.dir);
-    if (how.kind !== "current")
-      options.log({ msg: "workspace restored", sessionId, from: how.kind === "empty" ? "empty" : how.from });
-    return workspace;
-  }
-  const present = await stat(workspace.dir).then(
-    () => true,
-    () => false,
-  );
-  const parentDir = forkOf === undefined ? undefined : path.join(root, forkOf);
-  if (
-    !present &&
-    parentDir !== undefined &&
-    (await stat(parentDir).then(
-      (info) => info.isDirectory(),
-      () => false,
-    ))
-  ) {
-    try {
-      await forkWorkspace(parentDir, workspace.dir);
-      options.log({ msg: "workspace forked", sessionId, from: forkOf });
-      return workspace;
-    } catch (error) {
-      // The copy's checks refused the parent's folder (a link leading outside it, the archive
-      // limits): the child starts empty rather than failing every call; the log says why.
-      if (!(error instanceof ArchiveError)) throw error;
-      options.log({
-        level: "warn",
-        msg: "workspace fork refused; starting empty",
-        sessionId,
-        error: String(error),
-      });
-    }
-  }
-  // A folder removed since (the session was deleted) comes back empty, as it always did.
-  await prepareWorkspace(workspace);
-  return workspace;
 }

@@ -52,16 +52,17 @@ export class ConditionalObjects {
 
   /**
    * Writes the object at `key` if it is still the version the caller holds: `expected` is the
-   * ETag it read, or `absent` for none. Resolves to the new version's ETag, or undefined when the
-   * object changed (or appeared, or was removed) since.
+   * ETag it read, `absent` for none, or `any` (no condition). Resolves to the new version's ETag,
+   * or undefined when the object changed (or appeared, or was removed) since.
    */
   async writeIfVersion(
     key: string,
     body: ObjectBody,
     contentType: string,
-    expected: string | "absent",
+    expected: string | "absent" | "any",
   ): Promise<string | undefined> {
-    const precondition = expected === "absent" ? { IfNoneMatch: "*" } : { IfMatch: expected };
+    const precondition =
+      expected === "any" ? {} : expected === "absent" ? { IfNoneMatch: "*" } : { IfMatch: expected };
     const written = await this.conditionalPut({
       Key: key,
       Body: body,

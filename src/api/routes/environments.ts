@@ -28,6 +28,7 @@ import { runnerTaskQueue } from "../../environments/task-queues";
 import { SessionNotFoundError } from "../../store/session-errors";
 import type { SessionRef } from "../../store/session-keys";
 import type { SessionStore } from "../../store/session-store";
+import type { WorkspaceSnapshots } from "../../store/workspace-snapshots";
 import { runWorkflowId } from "../../workflows/types";
 import type { RouteContext } from "../app";
 import { bearerAuth, singleTenantOnly } from "../auth";
@@ -36,6 +37,7 @@ import type { ApiEnv, ApiRouter } from "../router";
 import { createRouter } from "../router";
 import { runnerAuth, unauthorized } from "../runner-auth";
 import { SessionIdSchema } from "../schemas/params";
+import { leafWorkspaceArchive } from "../session-archive";
 import { problemResponses } from "./common";
 
 /** Longest `partial` a heartbeat carries (the tail runners send is at most 2 000 characters). */
@@ -380,11 +382,13 @@ const MAX_FORK_DEPTH = 8;
  * The workspace stored for `sessionId` in the environment (`current` when that is still the
  * generation `held`), else (a session whose runner stored none yet: a sub-agent's first call) the
  * nearest stored one of the sessions it was started from (its header's `parentSession`, then that
- * one's), all of the same tenant and environment. Only the session's own has a generation.
+ * one's), all of the same tenant and environment, else the workspace workers recorded at the
+ * session's leaf. Only the session's own stored one has a generation.
  */
 async function storedWorkspaceOrAncestors(
   environments: EnvironmentStore,
   store: SessionStore,
+  snapshots: WorkspaceSnapshots,
   scope: { tenantId: string; environment: string },
   sessionId: string,
   held: string | undefined,
@@ -411,7 +415,9 @@ async function storedWorkspaceOrAncestors(
     });
     from = header?.parentSession;
   }
-  return undefined;
+  // Nothing a runner stored: the workspace workers recorded for the session, if any (imported
+  // with its files, forked from a session whose tools ran on workers, or moved here).
+  return leafWorkspaceArchive(store, snapshots, { tenantId: scope.tenantId, sessionId });
 }
 
 /** API keys may not use runner routes, runner tokens may not manage environments. */
@@ -608,7 +614,14 @@ export function environmentRoutes(deps: RouteContext) {
       const { name, sessionId } = c.req.valid("param");
       const held = c.req.valid("header")["if-none-match"];
       const scope = workspaceScope(c, name, sessionId);
-      const found = await storedWorkspaceOrAncestors(environments, deps.store, scope, sessionId, held);
+      const found = await storedWorkspaceOrAncestors(
+        environments,
+        deps.store,
+        deps.snapshots,
+        scope,
+        sessionId,
+        held,
+      );
       if (found === "current") return c.body(null, 304, held !== undefined ? { etag: held } : {});
       if (!found) throw new ProblemError("not-found", "No workspace is stored for this session.");
       return c.body(found.archive as Uint8Array<ArrayBuffer>, 200, {

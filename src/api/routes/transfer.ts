@@ -172,13 +172,20 @@ export function transferRoutes(deps: RouteContext) {
       }
       await requireSession(deps, ref);
       if (c.req.valid("query").workspace === "true") {
-        const { archive, snapshotEntryId } = await exportSessionArchive(deps.store, deps.snapshots, ref);
+        const { archive, snapshotEntryId, environment } = await exportSessionArchive(
+          deps.store,
+          deps.snapshots,
+          ref,
+          deps.environments?.store,
+        );
         // Sent as it is packed; a client that goes away destroys the stream (and its folder).
         return c.body(Readable.toWeb(archive) as ReadableStream<Uint8Array>, 200, {
           "content-type": GZIP_CONTENT_TYPE,
           "content-disposition": `attachment; filename="${sessionId}.tar.gz"`,
           // Which entry's snapshot the files are (absent: no snapshot applies, the folder is empty).
           ...(snapshotEntryId ? { "x-keel-workspace-entry": snapshotEntryId } : {}),
+          // The runner environment whose stored workspace the files are, when they are one's.
+          ...(environment ? { "x-keel-workspace-environment": environment } : {}),
         }) as never;
       }
       const jsonl = await deps.store.exportJsonl(ref);

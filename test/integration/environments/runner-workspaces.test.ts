@@ -222,3 +222,48 @@ test("the workspace routes: a store names the generation it replaces, a check of
   const odd = await fetch(url, { headers: { ...auth, accept: "application/gzip", "if-none-match": "x\ty" } });
   expect(odd.status).toBe(400);
 });
+
+test("a runner session's workspace is one with the rest: exported with the runner's files, imported and picked up by a runner", async () => {
+  const env = await stage.newEnvironment();
+  const scenario = uniqueName("export-runner");
+  // The scenario goes on in the imported copy (it is named by the first message): its third turn.
+  api.stage.llm.addScenario(scenario, {
+    turns: [
+      { toolCalls: [{ name: "write", arguments: { path: "src/made.txt", content: "on the runner\n" } }] },
+      { text: "written" },
+      { toolCalls: [{ name: "bash", arguments: { command: "cat src/made.txt" } }] },
+    ],
+    after: { text: "done" },
+  });
+  stage.startRunner(env.name, env.token, ["--workspace-root", workspaceRoot(), "--snapshots"]);
+  const ref = api.stage.newSession();
+  const settings = api.stage.settings({ environment: env.name });
+  await api.stage.runs.deliver(ref, { text: `[scenario:${scenario}] go`, mode: "auto" }, settings);
+  expect((await api.stage.result(ref)).status).toBe("completed");
+  const exported = await fetch(`${stage.apiUrl}/v1/sessions/${ref.sessionId}/export?workspace=true`, {
+    headers: { authorization: `Bearer ${api.keys.a}`, accept: "application/gzip" },
+  });
+  expect(exported.status).toBe(200);
+  expect(exported.headers.get("x-keel-workspace-environment")).toBe(env.name);
+  const archive = Buffer.from(await exported.arrayBuffer());
+  const unpacked = join(mkdtempSync(join(testTmpDir(), "exported-")), "workspace");
+  await unpackSessionArchive(Readable.from([archive]), unpacked);
+  expect(readFileSync(join(unpacked, "src", "made.txt"), "utf8")).toBe("on the runner\n");
+
+  // Imported (its files recorded as workers record them), then run on a runner on another disk.
+  const imported = await fetch(`${stage.apiUrl}/v1/sessions/import`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${api.keys.a}`, "content-type": "application/gzip" },
+    body: archive,
+  });
+  expect(imported.status).toBe(201);
+  const copy = {
+    tenantId: ref.tenantId,
+    sessionId: ((await imported.json()) as { sessionId: string }).sessionId,
+  };
+  await stage.killRunners();
+  stage.startRunner(env.name, env.token, ["--workspace-root", workspaceRoot(), "--snapshots"]);
+  await api.stage.runs.deliver(copy, { text: "show the file", mode: "auto" }, settings);
+  expect((await api.stage.result(copy)).status).toBe("completed");
+  expect((await results(copy)).at(-1)).toEqual({ isError: false, text: "on the runner" });
+});
