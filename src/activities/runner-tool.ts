@@ -16,15 +16,20 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { ApplicationFailure, Context } from "@temporalio/activity";
 import { temporal } from "@temporalio/proto";
 import { UNKNOWN_OUTCOME_TEXT } from "../core/markers";
-import { createMessageEntry } from "../core/session-entries";
 import { runnerCallId } from "../environments/store";
 import { unclaimedText } from "../environments/unclaimed";
-import { toolNamed, toToolResultMessage } from "../tools";
+import {
+  attemptOf,
+  refusal,
+  startedBefore,
+  storedResult,
+  storeResult,
+  type ToolCallDeps,
+  toolCallOf,
+} from "../tool-calls/lifecycle";
 import type { ActivityDeps } from "./deps";
-import { resultOf, summarize, toolCallOf, withApprovedEdit } from "./execute-tool";
 import { whileHeartbeating } from "./heartbeat";
 import { DEFAULT_LIVE_EVENT_OPTIONS, liveEventSink } from "./live-events";
-import { storeWriteFailures } from "./store-failures";
 import type {
   EnvironmentKindInput,
   ExecuteToolResult,
@@ -124,36 +129,32 @@ export function runnerActivities({
      * the unknown-outcome result. A result stored meanwhile is adopted.
      */
     async storeUnclaimedRunnerResult(input: UnclaimedRunnerCallInput): Promise<ExecuteToolResult> {
-      const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
+      const lifecycle: ToolCallDeps = { store, markers, now: Date.now };
+      // The lifecycle's rules with this activity's attempt: a result stored meanwhile is adopted
+      // (where they skip the look, the conditional write below finds it).
+      const attempt = attemptOf(input, Context.current().info.attempt);
       const callId = runnerCallId(input.sessionId, input.slot.seq);
       const [call, stored, claimed] = await Promise.all([
         toolCallOf(store, input),
-        store.getEntry(ref, input.slot.seq),
+        storedResult(lifecycle, attempt),
         input.why === "timeout"
           ? environments?.readCall(input.tenantId, input.environment, callId)
           : undefined,
       ]);
       // An earlier attempt's claim, whose runner stopped answering: it goes with this answer.
       if (claimed) await environments?.removeCall(input.tenantId, input.environment, callId);
-      if (stored) return summarize(resultOf(stored, input.slot.id), "adopted");
-      const unsafe = (input.mcp?.replay ?? toolNamed(call.name)?.replay) === "unsafe";
-      const started =
-        unsafe &&
-        (await markers.wasStarted(ref, { kind: "toolCall", resultSlot: input.slot, toolCallId: call.id }));
+      if (stored) return stored;
+      const started = await startedBefore(lifecycle, attempt);
       const text = started
         ? UNKNOWN_OUTCOME_TEXT
         : unclaimedText(input.environment, input.why, input.waitMs, "call", claimed !== undefined);
-      let message = toToolResultMessage(
-        { ...call, arguments: input.argumentsOverride ?? call.arguments },
-        { content: [{ type: "text", text }], isError: true },
-        Date.now(),
-      );
-      if (input.argumentsOverride)
-        message = withApprovedEdit(message, call.arguments, input.argumentsOverride);
-      const { entry } = await storeWriteFailures(() =>
-        store.putEntry(ref, input.slot.seq, createMessageEntry(input.slot, message)),
-      );
-      return summarize(resultOf(entry, input.slot.id), started ? "unknown_outcome" : "executed");
+      const { result } = await storeResult(lifecycle, attempt, refusal(text), {
+        outcome: started ? "unknown_outcome" : "executed",
+        ...(input.argumentsOverride
+          ? { edit: { requested: call.arguments, executed: input.argumentsOverride } }
+          : {}),
+      });
+      return result;
     },
   };
 }

@@ -9,9 +9,9 @@ import { taskResultText } from "../core/agents";
 import type { ToolResultMessage } from "../core/messages";
 import { createMessageEntry } from "../core/session-entries";
 import type { SessionEntry } from "../core/session-types";
+import { summarize } from "../tool-calls/lifecycle";
 import { notices, truncateHead } from "../tools/truncate";
 import type { ActivityDeps } from "./deps";
-import { summarize } from "./execute-tool";
 import { storeWriteFailures } from "./store-failures";
 import type { ExecuteToolResult, MergeSubAgentWorkspaceResult, StoreTaskResultInput } from "./types";
 

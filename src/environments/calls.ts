@@ -7,9 +7,12 @@
  * and its result is stored at the slot the workflow assigned, then the activity is completed by
  * its task token.
  *
- * Replay rules as for in-worker tools: a result already stored is adopted; an `unsafe` call (bash)
- * writes its start marker when claimed, and a later attempt that finds it gets an unknown-outcome
- * result instead of a second run.
+ * A tool call here is the lifecycle of src/tool-calls/lifecycle.ts carried over the API: the same
+ * rules as on a worker for a result already stored (adopted), the replay class, the start marker
+ * of an `unsafe` call (bash; written at the claim, since the API cannot see when the runner's
+ * workspace is ready: docs/environments.md, "The same call as on a worker"), the result entry,
+ * the tool time in the tenant's usage and the `execute_tool` span and metric, timed from the claim
+ * to the result.
  */
 import { createHash, randomBytes } from "node:crypto";
 import {
@@ -18,18 +21,26 @@ import {
   type AsyncCompletionClient,
 } from "@temporalio/client";
 import { ApplicationFailure } from "@temporalio/common";
-import { resultOf, summarize, toolCallOf, withApprovedEdit } from "../activities/execute-tool";
 import type { ExecuteToolResult, RunnerMcpListingInput, RunnerToolInput } from "../activities/types";
 import type { LiveEvent } from "../core/events";
 import { UNKNOWN_OUTCOME_TEXT } from "../core/markers";
-import { createMessageEntry } from "../core/session-entries";
 import { offeredToModel } from "../mcp/tool-names";
 import type { McpServerListing, McpServerSettings, McpToolList } from "../mcp/types";
 import type { PolledActivityTask } from "../run-client/run-client";
 import type { McpToolListings } from "../store/mcp-tool-listings";
 import type { SessionStore } from "../store/session-store";
 import type { ToolCallMarkers } from "../store/tool-call-markers";
-import { toolNamed, toToolResultMessage } from "../tools";
+import type { TenantUsage } from "../tenants/usage";
+import {
+  attemptOf,
+  markStarted,
+  recordToolCall,
+  refusal,
+  storedResult,
+  storeResult,
+  type ToolCallAttempt,
+  toolCallOf,
+} from "../tool-calls/lifecycle";
 import type { ReplayClass, ToolOutput } from "../tools/types";
 import {
   type EnvironmentStore,
@@ -93,7 +104,26 @@ export interface RunnerCallDeps {
   publishLive?: (call: RunnerCall, event: LiveEvent) => Promise<void>;
   /** The calls this process claimed (one per API process; absent: every check reads S3). */
   claimedHere?: ClaimedHere;
+  /** Where tool time is counted per tenant (absent: not counted). */
+  usage?: Pick<TenantUsage, "recordTool">;
+  /** What is logged and never thrown (tool time that could not be recorded). */
+  warn?: (message: string, fields: Record<string, unknown>) => void;
   now: () => number;
+}
+
+/**
+ * A claim's id: the time of the claim (the API's clock, base 36), then 18 random bytes. The time
+ * tells the call's result, at whichever API process it arrives, how long the call took from its
+ * claim without another field in the claim record; it is trusted only once the id matched the
+ * claim's record or this process's memory of it, so a runner cannot change it.
+ */
+const claimIdAt = (ms: number) => `${ms.toString(36)}.${randomBytes(18).toString("base64url")}`;
+const CLAIM_ID = /^([0-9a-z]{1,11})\.[A-Za-z0-9_-]{24}$/;
+
+/** When the claim `claimId` was made; undefined for a claim made before ids carried it. */
+export function claimedAtOf(claimId: string): number | undefined {
+  const time = CLAIM_ID.exec(claimId)?.[1];
+  return time === undefined ? undefined : Number.parseInt(time, 36);
 }
 
 /**
@@ -225,7 +255,7 @@ async function claimTask(
     environment,
     attempt: task.attempt,
     taskToken: Buffer.from(task.taskToken).toString("base64"),
-    claim: { id: randomBytes(18).toString("base64url") },
+    claim: { id: claimIdAt(deps.now()) },
   };
   if (task.decodeError !== undefined) throw task.decodeError;
   const refuse = async (call: RunnerCall): Promise<"refused"> => {
@@ -265,6 +295,7 @@ async function claimTask(
   }
   const input = task.args[0] as RunnerToolInput;
   const ref = { tenantId, sessionId: input.sessionId };
+  const attempt = attemptOf(input, task.attempt);
   const call: RunnerToolCall = {
     ...common,
     kind: "tool",
@@ -276,13 +307,13 @@ async function claimTask(
     ...(input.mcp ? { mcp: input.mcp } : {}),
     ...(input.network !== undefined ? { network: input.network } : {}),
   };
-  // One round trip: the call as the model made it, a result stored meanwhile (the first attempt
-  // looked before it wrote nothing: nothing else writes its slot until a runner answers it), the
-  // session's parent, and the claim record (an approved edit's records the model's arguments, so
-  // it waits for them).
+  // One round trip: the call as the model made it, a result stored meanwhile (where the lifecycle
+  // looks for one: a call moved to this queue is scheduled anew at attempt 1 and may have one),
+  // the session's parent, and the claim record (an approved edit's records the model's arguments,
+  // so it waits for them).
   const [toolCall, stored, header] = await Promise.all([
     toolCallOf(deps.store, input),
-    task.attempt > 1 ? deps.store.getEntry(ref, input.slot.seq) : undefined,
+    storedResult(deps, attempt),
     deps.store.getHeader(ref),
     input.argumentsOverride ? undefined : deps.environments.putCall(call),
   ]);
@@ -292,25 +323,14 @@ async function claimTask(
   }
   if (!(await mayClaim())) return refuse(call);
   if (stored) {
-    await finish(deps, call, summarize(resultOf(stored, call.slot.id), "adopted"));
+    await finishToolCall(deps, call, stored, false);
     return undefined;
   }
-  // An MCP tool's class is the one the run recorded from its server's annotations.
-  if ((call.mcp?.replay ?? toolNamed(call.toolCall.name)?.replay) === "unsafe") {
-    const first = await deps.markers.markStarted(
-      ref,
-      { kind: "toolCall", resultSlot: call.slot, toolCallId: call.toolCall.id },
-      call.attempt,
-    );
-    if (!first) {
-      await storeResult(
-        deps,
-        call,
-        { content: [{ type: "text", text: UNKNOWN_OUTCOME_TEXT }], isError: true },
-        "unknown_outcome",
-      );
-      return undefined;
-    }
+  // The marker is written here, at the claim, the last moment the API knows of before the runner
+  // runs the call (it cannot see when the runner's workspace is ready).
+  if (!(await markStarted(deps, attempt))) {
+    await storeToolResult(deps, call, refusal(UNKNOWN_OUTCOME_TEXT), "unknown_outcome");
+    return undefined;
   }
   deps.claimedHere?.remember(call);
   return {
@@ -448,7 +468,7 @@ export async function completeCall(
     return completed ? "stored" : "not-held";
   }
   if (!report.output) return "wrong-kind";
-  return storeResult(deps, call, report.output, "executed", report.mcpToolsChanged);
+  return storeToolResult(deps, call, report.output, "executed", report.mcpToolsChanged);
 }
 
 /**
@@ -479,37 +499,76 @@ async function recordListing(
   );
 }
 
+/** The attempt at the call a claim record holds, as the lifecycle knows it. */
+function attemptOfCall(call: RunnerToolCall): ToolCallAttempt {
+  return attemptOf(
+    {
+      tenantId: call.tenantId,
+      sessionId: call.sessionId,
+      slot: call.slot,
+      toolCallId: call.toolCall.id,
+      toolName: call.toolCall.name,
+      ...(call.mcp ? { mcp: call.mcp } : {}),
+    },
+    call.attempt,
+  );
+}
+
 /**
  * Stores `output` at the call's slot unless a result is there already, and completes the call's
  * activity with the stored one: `not-held` when neither happened (a superseded claim's late
- * report, see ClaimedHere), `stored` otherwise.
+ * report, see ClaimedHere), `stored` otherwise. Output the runner produced counts as tool time
+ * from the claim on.
  */
-async function storeResult(
+async function storeToolResult(
   deps: RunnerCallDeps,
   call: RunnerToolCall,
   output: ToolOutput,
-  outcome: ExecuteToolResult["outcome"],
+  outcome: "executed" | "unknown_outcome",
   mcpToolsChanged?: string[],
 ): Promise<"stored" | "not-held"> {
-  let message = toToolResultMessage(
-    { type: "toolCall", ...call.toolCall, arguments: {} },
-    output,
-    deps.now(),
-  );
-  if (call.argumentsOverride)
-    message = withApprovedEdit(message, call.toolCall.arguments ?? {}, call.argumentsOverride);
-  const ref = { tenantId: call.tenantId, sessionId: call.sessionId };
-  const { entry, written } = await deps.store.putEntry(
-    ref,
-    call.slot.seq,
-    createMessageEntry(call.slot, message),
-  );
-  const changed = mcpToolsChanged?.filter((name) => name === call.mcp?.server.name);
-  const completed = await finish(deps, call, {
-    ...summarize(resultOf(entry, call.slot.id), written ? outcome : "adopted"),
-    ...(changed?.length ? { mcpToolsChanged: changed } : {}),
+  const claimedAt = outcome === "executed" ? claimedAtOf(call.claim.id) : undefined;
+  const { result, written, counted } = await storeResult(deps, attemptOfCall(call), output, {
+    outcome,
+    ...(call.argumentsOverride
+      ? { edit: { requested: call.toolCall.arguments ?? {}, executed: call.argumentsOverride } }
+      : {}),
+    ...(claimedAt !== undefined ? { ranSinceMs: claimedAt } : {}),
   });
+  const changed = mcpToolsChanged?.filter((name) => name === call.mcp?.server.name);
+  // The tool time is recorded while the activity is completed: the result's path waits for
+  // neither S3 request alone.
+  const [completed] = await Promise.all([
+    finishToolCall(
+      deps,
+      call,
+      { ...result, ...(changed?.length ? { mcpToolsChanged: changed } : {}) },
+      written,
+    ),
+    counted,
+  ]);
   return written || completed ? "stored" : "not-held";
+}
+
+/**
+ * Completes a tool call's activity with `result` (`written`: this claim stored it) and, when
+ * either took effect, records the call's span and metric from its claim until now.
+ */
+async function finishToolCall(
+  deps: RunnerCallDeps,
+  call: RunnerToolCall,
+  result: ExecuteToolResult,
+  written: boolean,
+): Promise<boolean> {
+  const completed = await finish(deps, call, result);
+  const claimedAt = claimedAtOf(call.claim.id);
+  if ((written || completed) && claimedAt !== undefined)
+    recordToolCall(attemptOfCall(call), result, claimedAt, deps.now(), {
+      "keel.tenant_id": call.tenantId,
+      "keel.session_id": call.sessionId,
+      "keel.environment": call.environment,
+    });
+  return completed;
 }
 
 /**

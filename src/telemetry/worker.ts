@@ -8,9 +8,9 @@
  * a takeover for what it is: the attempt number (a takeover after a worker died is the next
  * attempt, run by another process: its `service.instance.id` differs), the queue the attempt came
  * from and how long it waited there. Tool calls get a span of their own with tool name, replay class and
- * outcome.
+ * outcome, made by the tool-call lifecycle (src/tool-calls/lifecycle.ts) as the API makes a runner's.
  */
-import { type Attributes, context, SpanStatusCode, trace } from "@opentelemetry/api";
+import { type Attributes, context, trace } from "@opentelemetry/api";
 import { baggageUtils } from "@opentelemetry/core";
 import type { Context as ActivityContext } from "@temporalio/activity";
 // The package's entries, not its root: the root also loads the worker plugin, whose
@@ -31,8 +31,8 @@ import type {
   WorkerInterceptors,
 } from "@temporalio/worker";
 import type { ExecuteToolInput, ExecuteToolResult, LlmTurnInput } from "../activities/types";
-import { TOOL_REPLAY_CLASSES } from "../core/tool-replay";
-import { instrumentation, keelInstruments, keelTracer, withRunScope } from "./instrumentation";
+import { attemptOf, tracedToolCall } from "../tool-calls/lifecycle";
+import { instrumentation, keelInstruments, withRunScope } from "./instrumentation";
 import type { Telemetry } from "./sdk";
 import type { TelemetrySettings } from "./settings";
 import type { KeelTelemetrySinks } from "./workflow-sinks";
@@ -166,44 +166,7 @@ class KeelActivityInterceptor implements ActivityInboundCallsInterceptor {
 
   /** A tool call as an `execute_tool` span (GenAI conventions) with Keel's outcome and replay class. */
   private toolCall(input: ActivityExecuteInput, next: Next<ActivityInboundCallsInterceptor, "execute">) {
-    const call = input.args[0] as ExecuteToolInput;
-    const replay =
-      call.mcp?.replay ?? TOOL_REPLAY_CLASSES[call.toolName as keyof typeof TOOL_REPLAY_CLASSES] ?? "unsafe";
-    const started = performance.now();
-    return keelTracer().startActiveSpan(
-      `execute_tool ${call.toolName}`,
-      {
-        attributes: {
-          "gen_ai.operation.name": "execute_tool",
-          "gen_ai.tool.name": call.toolName,
-          "gen_ai.tool.call.id": call.toolCallId,
-          "keel.tool.replay_class": replay,
-          "temporal.activity.attempt": this.ctx.info.attempt,
-          ...(call.mcp ? { "keel.tool.mcp_tool": call.mcp.tool } : {}),
-        },
-      },
-      async (span) => {
-        let outcome = "exception";
-        try {
-          const result = (await next(input)) as ExecuteToolResult;
-          outcome = result.isError ? `${result.outcome}_error` : result.outcome;
-          span.setAttribute("keel.tool.outcome", result.outcome);
-          span.setAttribute("keel.tool.is_error", result.isError);
-          if (result.isError) span.setStatus({ code: SpanStatusCode.ERROR });
-          return result;
-        } catch (error) {
-          span.recordException(error as Error);
-          span.setStatus({ code: SpanStatusCode.ERROR });
-          throw error;
-        } finally {
-          span.end();
-          keelInstruments().toolDuration.record((performance.now() - started) / 1000, {
-            "gen_ai.tool.name": call.toolName,
-            "keel.tool.outcome": outcome,
-            "keel.tool.replay_class": replay,
-          });
-        }
-      },
-    );
+    const call = attemptOf(input.args[0] as ExecuteToolInput, this.ctx.info.attempt);
+    return tracedToolCall(call, () => next(input) as Promise<ExecuteToolResult>);
   }
 }
