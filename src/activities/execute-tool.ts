@@ -183,4 +183,3 @@ async function snapshotBeforeResult(
 }
 
 /** Kept for src/runner/runner.ts until its import names src/tool-calls/lifecycle.ts. */
-export { tailOf } from "../tool-calls/lifecycle";

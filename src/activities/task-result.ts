@@ -90,6 +90,8 @@ export function mergeText(merge: MergeSubAgentWorkspaceResult, childSessionId: s
       return `Its changes were NOT applied to your workspace: another call of the same batch changed ${list(merge.paths, merge.count)} meanwhile. They are in the workspace of session ${childSessionId}.`;
     case "unavailable":
       return `Its changes could not be applied to your workspace (${merge.reason}). They are in the workspace of session ${childSessionId}.`;
+    case "separate":
+      return `Any files it changed are NOT in your workspace: on environment ${merge.environment} a sub-agent works in a workspace of its own (session ${childSessionId}), which is not merged into yours. Make the changes yourself if you need them.`;
   }
 }
 

@@ -260,12 +260,16 @@ export interface MergeSubAgentWorkspaceInput extends SessionRef {
   slot: EntrySlot;
 }
 
-/** What became of the child's edits; `paths` names at most 20 of `count`. */
+/**
+ * What became of the child's edits; `paths` names at most 20 of `count`. `separate`: the run's
+ * tools run in a runner environment, where a child's edits stay in its own workspace (no merge).
+ */
 export type MergeSubAgentWorkspaceResult =
   | { outcome: "unchanged" }
   | { outcome: "applied"; count: number; paths: string[]; unrecorded?: string }
   | { outcome: "conflict"; count: number; paths: string[] }
-  | { outcome: "unavailable"; reason: string };
+  | { outcome: "unavailable"; reason: string }
+  | { outcome: "separate"; environment: string };
 
 export interface CompactInput extends SessionRef {
   model: string;

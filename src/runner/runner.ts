@@ -14,13 +14,13 @@
 import { realpath } from "node:fs/promises";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { tailOf } from "../activities/execute-tool";
 import { DEFAULT_LIVE_EVENT_OPTIONS } from "../activities/live-events";
 import { ApiError } from "../cli/client";
 import type { ClaimedCall, ClaimedToolCall, RunnerReport } from "../environments/calls";
 import { type McpConnections, type McpSessionContext, messageOf } from "../mcp/connections";
 import { callSessionTool, listSessionServers } from "../mcp/session-tools";
-import { runToolCall, toolNamed } from "../tools";
+import { replayClassOf, tailOf } from "../tool-calls/lifecycle";
+import { runToolCall } from "../tools";
 import type { NetworkPolicy, SandboxConfig, SandboxPolicy } from "../tools/sandbox";
 import type { ToolUpdate } from "../tools/types";
 import type { Workspace } from "../tools/workspace";
@@ -258,7 +258,7 @@ async function reportOf(
 
 /** Whether the call's tool may change files (read-only tools are `safe` to replay). */
 const mayChangeWorkspace = (call: ClaimedToolCall) =>
-  (call.mcp?.replay ?? toolNamed(call.toolCall.name)?.replay) !== "safe";
+  replayClassOf({ toolName: call.toolCall.name, ...(call.mcp ? { mcp: call.mcp } : {}) }) !== "safe";
 
 /** The report of a call that could not start: an error result, or every server of a listing unavailable. */
 function cannotOpen(call: ClaimedCall, text: string): RunnerReport {

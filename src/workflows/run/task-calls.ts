@@ -216,9 +216,10 @@ export async function runTaskCall(ctx: RunContext, call: BatchCall, batch: TaskC
 
 /**
  * Carries the child's edits into the parent's workspace (activities/sub-agent-merge.ts) unless its
- * agent works in a fork (`workspace: "fork"`) or the run's tools run in a runner environment
- * (children there keep their own folder). A merge that fails for good becomes `unavailable`: the
- * call's result says so and the edits stay in the child's session.
+ * agent works in a fork (`workspace: "fork"`). When the run's tools run in a runner environment the
+ * children there keep their own folder: `separate`, so the call's result says where the edits are.
+ * A merge that fails for good becomes `unavailable`: the call's result says so and the edits stay
+ * in the child's session.
  */
 async function mergeChildEdits(
   ctx: RunContext,
@@ -228,8 +229,10 @@ async function mergeChildEdits(
   call: BatchCall,
 ): Promise<MergeSubAgentWorkspaceResult | undefined> {
   const { run } = ctx;
-  const onWorkers = run.settings.environment === undefined || run.settings.environment === "worker";
-  if (agent.workspace === "fork" || !onWorkers) return undefined;
+  const { environment } = run.settings;
+  if (agent.workspace === "fork") return undefined;
+  // No merge on runners: the result says where the edits are instead.
+  if (environment !== undefined && environment !== "worker") return { outcome: "separate", environment };
   if (!takesPatch(PATCHES.subAgentWorkspaceMerge, ctx.runVersion)) return undefined;
   try {
     // The worker holding the workspace may be gone: the merge follows the workspace.

@@ -209,6 +209,11 @@ test.each([
     );
     expect(readFileSync(join(root, childRef.sessionId, "notes", "child.txt"), "utf8")).toBe("child\n");
     expect(existsSync(join(root, ref.sessionId, "notes", "child.txt"))).toBe(false);
+    // The parent's model is told where the child's edits are, not led to think they are its own.
+    const taskResult = toolTexts(await api.stage.entries(ref))[1] ?? "";
+    expect(taskResult).toContain(
+      `Any files it changed are NOT in your workspace: on environment ${env.name} a sub-agent works in a workspace of its own (session ${childRef.sessionId})`,
+    );
   },
 );
 
