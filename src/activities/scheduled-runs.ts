@@ -1,18 +1,17 @@
 /**
- * Activities of a schedule's firing (`scheduledRun`): start the run as a client would (through
- * `RunClient.deliver`, so a firing starts or continues a session exactly as `POST …/messages`
- * does), wait for that run to end, and abort it when the schedule's overlap policy cancels the
- * firing. They use the worker's own Temporal client. A start is admitted under the tenant's
- * quotas as the API admits one: over a quota the firing fails, saying which, and nothing starts.
+ * Activities of a schedule's firing (`scheduledRun`): start the run through the one start path
+ * (`startOrDeliver`, so a firing is admitted under the tenant's quotas, holds its slot, is counted
+ * and is refused exactly as `POST …/messages` is), wait for that run to end, and abort it when
+ * the schedule's overlap policy cancels the firing. They use the worker's own Temporal client.
+ * Over a quota the firing fails, saying which, and nothing starts.
  */
 import { ApplicationFailure, Context } from "@temporalio/activity";
 import { WorkflowFailedError } from "@temporalio/client";
-import { FailureType } from "../core/failure-types";
+import { DeliveryRefusal, FailureType } from "../core/failure-types";
 import type { SessionRef } from "../core/session-ref";
 import { RunClient } from "../run-client/run-client";
-import type { Admission } from "../tenants/admission";
-import { QuotaExceededError } from "../tenants/admission";
-import { admitRunStart, quotaGate } from "../tenants/run-quotas";
+import { deliveryOf, type MessageOutcome, startOrDeliver } from "../run-client/start-or-deliver";
+import { quotaGate } from "../tenants/run-quotas";
 import type { RunSettings } from "../workflows/types";
 import { type RunResult, runWorkflowId } from "../workflows/types";
 import type { ActivityDeps } from "./deps";
@@ -59,53 +58,56 @@ function runClient(): RunClient {
 
 const ref = (input: SessionRef): SessionRef => ({ tenantId: input.tenantId, sessionId: input.sessionId });
 
+/**
+ * A firing's start as the activity's result, or its failure: over a quota the firing fails for
+ * good, saying which; a run's refusal fails it with the refusal's type, retried as the API's
+ * 409 and 429 invite a client to retry, except an invalid message, which would fail again.
+ */
+export function firingStartOf(outcome: MessageOutcome): StartScheduledRunResult {
+  switch (outcome.type) {
+    case "quota-exceeded":
+      throw ApplicationFailure.nonRetryable(
+        `the firing started no run: ${outcome.message}`,
+        FailureType.quotaExceeded,
+      );
+    case "refused":
+      throw ApplicationFailure.create({
+        message: `the firing's prompt was not delivered: ${outcome.message}`,
+        type: outcome.refusal,
+        nonRetryable: outcome.refusal === DeliveryRefusal.invalid,
+      });
+    default:
+      return { runId: outcome.runId, delivery: deliveryOf(outcome) };
+  }
+}
+
 export function scheduledRunActivities(
   deps: Pick<ActivityDeps, "tenants" | "usage"> = {},
 ): ScheduledRunActivities {
-  /** Admits the firing's start under the tenant's quotas; a firing over one fails for good, saying which. */
-  async function admit(runs: RunClient, input: SessionRef): Promise<Admission | undefined> {
-    const { tenants, usage } = deps;
-    if (!tenants || !usage) return undefined;
-    const { quotas } = await tenants.getSettings(input.tenantId);
-    try {
-      return await admitRunStart(
-        quotaGate(tenants, usage, async () => runs),
-        quotas,
-        ref(input),
-        runs,
-      );
-    } catch (error) {
-      if (!(error instanceof QuotaExceededError)) throw error;
-      throw ApplicationFailure.nonRetryable(
-        `the firing started no run: ${error.message}`,
-        FailureType.quotaExceeded,
-      );
-    }
-  }
+  const { tenants, usage } = deps;
+  // One gate for the worker's firings; a slot's holder is looked up with the firing's own client.
+  const admission = tenants && usage && { tenants, gate: quotaGate(tenants, usage, async () => runClient()) };
 
   return {
     async startScheduledRun(input) {
-      const runs = runClient();
-      const admission = await admit(runs, input);
-      let delivered: Awaited<ReturnType<RunClient["deliver"]>>;
-      try {
-        // A follow-up: a run already live in a named session reads the prompt when it would stop.
-        delivered = await runs.deliver(ref(input), { text: input.text, mode: "followUp" }, input.settings, {
+      const outcome = await startOrDeliver(
+        {
+          runs: runClient(),
+          ...(admission ? { quotas: admission.gate } : {}),
+          ...(usage ? { usage } : {}),
+          warn: (msg, fields) => Context.current().log.warn(msg, fields),
+          now: Date.now,
+        },
+        {
+          ref: ref(input),
+          // A follow-up: a run already live in a named session reads the prompt when it would stop.
+          request: { text: input.text, mode: "followUp" },
+          settings: input.settings,
+          quotas: admission && (await admission.tenants.getSettings(input.tenantId)).quotas,
           deliveryId: input.deliveryId,
-        });
-      } catch (error) {
-        await admission?.release();
-        throw error;
-      }
-      if (delivered.delivery !== "started") await admission?.release();
-      // Counted once per run id, as a start through the API is.
-      else
-        await deps.usage?.recordRun(input.tenantId, {
-          ...ref(input),
-          runId: delivered.runId,
-          atMs: Date.now(),
-        });
-      return { runId: delivered.runId, delivery: delivered.delivery };
+        },
+      );
+      return firingStartOf(outcome);
     },
 
     async awaitScheduledRun(input) {

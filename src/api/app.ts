@@ -6,12 +6,10 @@
 import type { Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
-import { DeliveryRefusal } from "../core/failure-types";
 import type { EnvironmentStore } from "../environments/store";
 import type { SlackReply } from "../integrations/slack/reply";
 import { createLogger, recordLogger } from "../logging/logger";
 import type { ModelCatalog } from "../providers/models";
-import { DeliveryRefusedError } from "../run-client/delivery";
 import type { RunClient } from "../run-client/run-client";
 import { RunNotAnsweringError } from "../run-client/session-runs";
 import type { McpToolListings } from "../store/mcp-tool-listings";
@@ -103,13 +101,6 @@ export interface RouteContext extends ApiDependencies {
   log: (record: Record<string, unknown>) => void;
 }
 
-const DELIVERY_REFUSALS: Record<string, ProblemSlug> = {
-  [DeliveryRefusal.busy]: "run-busy",
-  [DeliveryRefusal.queueFull]: "queue-full",
-  [DeliveryRefusal.invalid]: "invalid-message",
-  [DeliveryRefusal.ended]: "run-ended",
-};
-
 const HTTP_EXCEPTION_SLUGS: Partial<Record<number, ProblemSlug>> = {
   400: "malformed-body",
   401: "unauthorized",
@@ -143,10 +134,6 @@ const defaultLog = recordLogger(createLogger("api"));
 function errorResponse(error: unknown, c: Context, deps: RouteContext): Response {
   if (error instanceof ProblemError) {
     return problemResponse(error.slug, error.detail, error.extensions, error.headers);
-  }
-  if (error instanceof DeliveryRefusedError) {
-    const slug = DELIVERY_REFUSALS[error.type] ?? "invalid-message";
-    return problemResponse(slug, error.message, {}, slug === "queue-full" ? { "retry-after": "1" } : {});
   }
   if (error instanceof SessionNotFoundError) return problemResponse("session-not-found");
   if (error instanceof SessionExistsError) return problemResponse("session-exists");

@@ -1,23 +1,25 @@
 /**
  * What a tenant's settings do to a message that may start a run (docs/api.md, "Tenant settings"
  * and "Quotas"): its default run settings go under the message's own, the models it asks for are
- * checked against the tenant's allowed models and hosts, and a start is admitted against the
- * tenant's quotas before anything is started.
+ * checked against the tenant's allowed models and hosts; the services of the one start path
+ * (run-client/start-or-deliver.ts), which admits a start under the tenant's quotas, and the
+ * problem of each of its refusals.
  */
 import type { S3Client } from "@aws-sdk/client-s3";
+import { DeliveryRefusal } from "../core/failure-types";
 import type { RunClient } from "../run-client/run-client";
+import type { DeliveryRefusalType, MessageRefusal, StartServices } from "../run-client/start-or-deliver";
 import type { S3Settings } from "../store/s3-config";
-import { type Admission, QuotaExceededError, type QuotaGate } from "../tenants/admission";
+import type { QuotaGate } from "../tenants/admission";
 import { KeyResolver } from "../tenants/key-cache";
-import { admitRunStart, quotaGate } from "../tenants/run-quotas";
+import { quotaGate } from "../tenants/run-quotas";
 import { modelRefusal } from "../tenants/settings";
 import { StoredSlackTeams } from "../tenants/slack-teams";
 import { TenantStore } from "../tenants/store";
 import type { TenantSettings } from "../tenants/types";
 import { TenantUsage } from "../tenants/usage";
-import type { SessionRef } from "../workflows/types";
 import type { RouteContext } from "./app";
-import { ProblemError } from "./problems";
+import { ProblemError, type ProblemSlug } from "./problems";
 import type { MessageBody, MessageBodyOptions } from "./schemas";
 import { tenantDefaultsSchema } from "./schemas/tenants";
 
@@ -72,44 +74,40 @@ export function withTenantSettings<B extends Pick<MessageBody, "model" | "agents
   return merged;
 }
 
-/** The 429 of a start over a quota: which quota, its limit, and when to retry. */
-export function quotaProblem(error: QuotaExceededError): ProblemError {
-  return new ProblemError(
-    "quota-exceeded",
-    error.message,
-    { quota: error.quota, limit: error.limit, retryAfterSeconds: error.retryAfterSeconds },
-    { "retry-after": String(error.retryAfterSeconds) },
-  );
-}
+/** The problem each refusal of the start path is answered with (docs/api.md, "Errors"). */
+const REFUSAL_SLUGS: Record<DeliveryRefusalType, ProblemSlug> = {
+  [DeliveryRefusal.busy]: "run-busy",
+  [DeliveryRefusal.queueFull]: "queue-full",
+  [DeliveryRefusal.invalid]: "invalid-message",
+  [DeliveryRefusal.ended]: "run-ended",
+};
 
 /**
- * Admits the start of `ref`'s run under the tenant's quotas (`admitRunStart`). Throws the 429
- * problem when a quota is reached, having started and kept nothing.
+ * A refused message as its problem: 429 `quota-exceeded` naming the quota, its limit and when to
+ * retry; the run's refusals as 409 (busy, ended), 429 (queue full, retry after 1 s) or 400.
  */
-export async function admitStart(
-  tenants: TenantServices,
-  settings: TenantSettings,
-  ref: SessionRef,
-  runs: RunClient,
-): Promise<Admission | undefined> {
-  try {
-    return await admitRunStart(tenants.quotas, settings.quotas, ref, runs);
-  } catch (error) {
-    if (error instanceof QuotaExceededError) throw quotaProblem(error);
-    throw error;
+export function refusalProblem(refusal: MessageRefusal): ProblemError {
+  if (refusal.type === "quota-exceeded") {
+    const { quota, limit, retryAfterSeconds } = refusal;
+    return new ProblemError(
+      "quota-exceeded",
+      refusal.message,
+      { quota, limit, retryAfterSeconds },
+      { "retry-after": String(retryAfterSeconds) },
+    );
   }
+  const slug = REFUSAL_SLUGS[refusal.refusal];
+  return new ProblemError(slug, refusal.message, {}, slug === "queue-full" ? { "retry-after": "1" } : {});
 }
 
-/**
- * Counts a run the API started in its tenant's usage (once per run id). A failed write is logged,
- * not answered: the run has started, and the message must not be sent again.
- */
-export async function recordRunStart(deps: RouteContext, ref: SessionRef, runId: string): Promise<void> {
-  try {
-    await deps.tenants?.usage.recordRun(ref.tenantId, { sessionId: ref.sessionId, runId, atMs: deps.now() });
-  } catch (error) {
-    deps.log({ level: "warn", msg: "the run start was not recorded in usage", error: String(error) });
-  }
+/** What the one start path (`startOrDeliver`) uses in the API: its quota gate, usage and log. */
+export function startServices(deps: RouteContext, runs: RunClient): StartServices {
+  return {
+    runs,
+    ...(deps.tenants ? { quotas: deps.tenants.quotas, usage: deps.tenants.usage } : {}),
+    warn: (msg, fields) => deps.log({ level: "warn", msg, ...fields }),
+    now: deps.now,
+  };
 }
 
 /** The tenant store in the deployment's bucket, its key cache and quota gate. */

@@ -3,6 +3,7 @@ import { createRoute } from "@hono/zod-openapi";
 import { streamSSE } from "hono/streaming";
 import { ModelUrlPolicy } from "../../providers/model-urls";
 import { RunNotAnsweringError } from "../../run-client/session-runs";
+import { deliveryOf, isRefusal, startOrDeliver } from "../../run-client/start-or-deliver";
 import { FULL_NETWORK_REFUSAL, fullNetworkAllowed } from "../../tools/network-access";
 import { DEFAULT_RUN_SETTINGS } from "../../workflows/types";
 import type { RouteContext } from "../app";
@@ -25,7 +26,7 @@ import {
   messageBodySchema,
   SessionParamsSchema,
 } from "../schemas";
-import { admitStart, recordRunStart, withTenantSettings } from "../tenant-runs";
+import { refusalProblem, startServices, withTenantSettings } from "../tenant-runs";
 import {
   idempotencyHeaderParam,
   liveState,
@@ -176,34 +177,26 @@ export function runRoutes(deps: RouteContext) {
       refuseFullNetwork(deps, c.get("tenantId"), body.network, "message");
       await requireEnvironment(deps, c.get("tenantId"), body);
       const settings = runSettingsFrom(body, { ...DEFAULT_RUN_SETTINGS, model: deps.config.defaultModel });
-      const runs = await deps.runs();
       const ref = refOf(c, sessionId);
-      // A message to a live run is a delivery, not a start: only a start is admitted (quotas).
-      const admission = deps.tenants && (await admitStart(deps.tenants, tenantSettings, ref, runs));
       const idempotencyKey = c.req.header(IDEMPOTENCY_HEADER);
-      let delivered: Awaited<ReturnType<typeof runs.deliver>>;
-      try {
-        delivered = await runs.deliver(
-          ref,
-          { text: body.text, mode: body.delivery },
-          settings,
-          idempotencyKey !== undefined ? { deliveryId: deliveryId(c.get("tenantId"), idempotencyKey) } : {},
-        );
-      } catch (error) {
-        await admission?.release();
-        throw error;
-      }
-      // A concurrent message started the run first: this one went to it.
-      if (delivered.delivery !== "started") await admission?.release();
-      else await recordRunStart(deps, ref, delivered.runId);
+      const outcome = await startOrDeliver(startServices(deps, await deps.runs()), {
+        ref,
+        request: { text: body.text, mode: body.delivery },
+        settings,
+        quotas: tenantSettings.quotas,
+        ...(idempotencyKey !== undefined
+          ? { deliveryId: deliveryId(c.get("tenantId"), idempotencyKey) }
+          : {}),
+      });
+      if (isRefusal(outcome)) throw refusalProblem(outcome);
       return c.json(
         {
           sessionId,
-          runId: delivered.runId,
-          workflowId: delivered.workflowId,
-          delivery: delivered.delivery,
-          ...("queueLength" in delivered ? { queueLength: delivered.queueLength } : {}),
-          ...("handedOver" in delivered && delivered.handedOver ? { handedOver: true as const } : {}),
+          runId: outcome.runId,
+          workflowId: outcome.workflowId,
+          delivery: deliveryOf(outcome),
+          ...("queueLength" in outcome ? { queueLength: outcome.queueLength } : {}),
+          ...("handedOver" in outcome && outcome.handedOver ? { handedOver: true as const } : {}),
         },
         202,
       );

@@ -104,7 +104,8 @@ export function scheduleRoutes(deps: RouteContext) {
   const bodyOptions = messageBodyOptions(deps);
   return createRouter()
     .openapi(createSchedule(bodyOptions), async (c) => {
-      // The tenant's settings when the schedule is made (its runs are not admitted: docs/api.md, "Quotas").
+      // The tenant's settings when the schedule is made; its firings are admitted under the quotas
+      // of their moment (docs/api.md, "Starts and deliveries").
       const tenantSettings = (await deps.tenants?.store.getSettings(c.get("tenantId"))) ?? {};
       const body = withTenantSettings(
         tenantSettings,

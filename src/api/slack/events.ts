@@ -15,10 +15,10 @@
  * run's answer is posted to the thread later, by the worker (see reply.ts).
  */
 import { createRoute, z } from "@hono/zod-openapi";
+import { DeliveryRefusal } from "../../core/failure-types";
 import { parseBudgetCommand } from "../../integrations/slack/budget-commands";
 import { postSlackReply, type SlackReply } from "../../integrations/slack/reply";
-import { DeliveryRefusedError } from "../../run-client/delivery";
-import type { Admission } from "../../tenants/admission";
+import { isRefusal, type MessageOutcome, startOrDeliver } from "../../run-client/start-or-deliver";
 import { modelRefusal } from "../../tenants/settings";
 import type { TenantSettings } from "../../tenants/types";
 import { DEFAULT_RUN_SETTINGS, type RunLimits, type SessionRef } from "../../workflows/types";
@@ -28,7 +28,7 @@ import { ProblemError } from "../problems";
 import { problemResponses } from "../routes/common";
 import { requireEnvironment } from "../routes/runs";
 import { RunLimitsSchema } from "../schemas/message-body";
-import { admitStart, recordRunStart } from "../tenant-runs";
+import { startServices } from "../tenant-runs";
 import { answerBudgetReply } from "./budget-replies";
 import { SLACK_SIGNATURE_HEADER, SLACK_TIMESTAMP_HEADER, verifySlackSignature } from "./signature";
 import type { SlackTeam } from "./teams";
@@ -176,45 +176,35 @@ async function handleThreadMessage(
     await say(`The message was not delivered: ${error.message}`);
     return;
   }
-  // A message that would start a run is admitted under the tenant's quotas, as the API's are.
-  let admission: Admission | undefined;
-  try {
-    admission = deps.tenants && (await admitStart(deps.tenants, tenant.settings, ref, runs));
-  } catch (error) {
-    if (!(error instanceof ProblemError) || error.slug !== "quota-exceeded") throw error;
-    await say(`The message was not delivered: ${error.message}`);
-    return;
-  }
-  await saveSlackThread(deps.objects, ref, message.thread);
-  try {
-    // The worker posts the run's final answer into the thread when the run ends (and each pause).
-    const settings = {
-      ...DEFAULT_RUN_SETTINGS,
-      model: deps.config.defaultModel,
-      limits: { ...DEFAULT_RUN_SETTINGS.limits, ...tenant.limits },
-      tools: team.tools,
-      policy: team.policy,
-      ...(tenant.environment !== undefined ? { environment: tenant.environment } : {}),
-      chatReply: {
-        kind: "slack" as const,
-        channel: message.thread.channel,
-        threadTs: message.thread.threadTs,
-      },
-    };
-    const delivered = await runs.deliver(ref, { text: message.text, mode: "auto" }, settings, {
-      deliveryId: slackDeliveryId(team.tenantId, message.eventId),
-    });
-    if (delivered.delivery === "started") await recordRunStart(deps, ref, delivered.runId);
-    else await admission?.release();
-  } catch (error) {
-    await admission?.release();
-    if (!(error instanceof DeliveryRefusedError)) throw error;
-    const text =
-      error.type === "QueueFull"
-        ? "Too many messages are waiting for this run; try again when it has caught up."
-        : `The message was not delivered: ${error.message}`;
-    await say(text);
-  }
+  // The worker posts the run's final answer into the thread when the run ends (and each pause).
+  const settings = {
+    ...DEFAULT_RUN_SETTINGS,
+    model: deps.config.defaultModel,
+    limits: { ...DEFAULT_RUN_SETTINGS.limits, ...tenant.limits },
+    tools: team.tools,
+    policy: team.policy,
+    ...(tenant.environment !== undefined ? { environment: tenant.environment } : {}),
+    chatReply: { kind: "slack" as const, channel: message.thread.channel, threadTs: message.thread.threadTs },
+  };
+  const outcome = await startOrDeliver(startServices(deps, runs), {
+    ref,
+    request: { text: message.text, mode: "auto" },
+    settings,
+    quotas: tenant.settings.quotas,
+    deliveryId: slackDeliveryId(team.tenantId, message.eventId),
+    // Recorded once admitted, so a refused start leaves no thread that later messages would reach.
+    beforeDelivery: () => saveSlackThread(deps.objects, ref, message.thread),
+  });
+  const refused = slackRefusalText(outcome);
+  if (refused !== undefined) await say(refused);
+}
+
+/** What the thread is told of a message the start path refused; undefined when it was taken. */
+export function slackRefusalText(outcome: MessageOutcome): string | undefined {
+  if (!isRefusal(outcome)) return undefined;
+  if (outcome.type === "refused" && outcome.refusal === DeliveryRefusal.queueFull)
+    return "Too many messages are waiting for this run; try again when it has caught up.";
+  return `The message was not delivered: ${outcome.message}`;
 }
 
 /**

@@ -4,14 +4,17 @@
  * entry the Node server and the Lambda adapter use.
  */
 import { createHash } from "node:crypto";
+import { z } from "zod";
 import { type ApiApp, type ApiDependencies, createApp } from "../../../src/api/app";
 import type { SlackConfig } from "../../../src/api/config";
 import { JsonObjects } from "../../../src/api/json-objects";
 import { tenantServices } from "../../../src/api/tenant-runs";
 import { loadCatalog } from "../../../src/providers/models";
 import { WorkspaceSnapshots } from "../../../src/store/workspace-snapshots";
+import type { SlotClaim } from "../../../src/tenants/admission";
+import { TenantStore } from "../../../src/tenants/store";
 import { s3Client, s3Settings, uniqueName } from "../../support/integration-env";
-import { createRunStage, type RunStage } from "../../support/run-harness";
+import { createRunStage, eventually, type RunStage } from "../../support/run-harness";
 
 export const PROBLEM_JSON = "application/problem+json";
 
@@ -29,6 +32,24 @@ export interface ApiStage {
   callerWith(overrides: Partial<ApiDependencies>): Caller;
   /** A fresh session id. */
   sessionId(): string;
+  /** A new tenant in the tenant store (admin API) with one stored key. */
+  storedTenant(): Promise<{ tenantId: string; key: string }>;
+  /**
+   * A message body whose run calls bash once and waits for its approval (policy `ask`): a run
+   * that stays live, holding its tenant's concurrency slot, until it is aborted.
+   */
+  waitingRunBody(): { text: string; policy: Record<string, unknown> };
+  /** The scenario `waitingRunBody` uses, for starts that take no policy (Slack's team asks for bash). */
+  waitingScenario(): string;
+  /** Resolves once the session's run waits for an approval (it is live, holding its slot). */
+  untilWaitingForApproval(ref: { tenantId: string; sessionId: string }): Promise<void>;
+  /**
+   * The sessions named by the tenant's concurrency slot claims `slot-0` … `slot-{limit-1}`, in slot
+   * order (a claim given back is left out): who holds the slots, whichever path started the run.
+   */
+  slotHolders(tenantId: string, limit: number): Promise<string[]>;
+  /** The runs the tenant's usage counts over the last 30 days (every path counts its starts there). */
+  runsCounted(key: string): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -115,6 +136,18 @@ export async function createApiStage(
       return { status: response.status, headers: response.headers, text, body: parsed };
     };
 
+  const call = callerOf(app);
+  const tenantStore = new TenantStore(s3, settings.bucket, settings.prefix);
+  const SlotSchema: z.ZodType<SlotClaim> = z.object({ sessionId: z.string(), claimedAt: z.number() });
+  const waitingScenario = () => {
+    const scenario = uniqueName("waiting");
+    stage.llm.addScenario(scenario, {
+      turns: [{ toolCalls: [{ name: "bash", arguments: { command: "echo hi" } }] }],
+      after: { text: "done" },
+    });
+    return scenario;
+  };
+
   return {
     stage,
     app,
@@ -122,9 +155,43 @@ export async function createApiStage(
     adminKey,
     tenants,
     objects,
-    call: callerOf(app),
+    call,
     callerWith: (overrides) => callerOf(createApp({ ...dependencies, ...overrides })),
     sessionId: () => uniqueName("session"),
+    async storedTenant() {
+      const tenantId = uniqueName("tenant");
+      expect(
+        (await call("POST", "/v1/admin/tenants", { key: adminKey, json: { id: tenantId } })).status,
+      ).toBe(201);
+      const issued = await call("POST", `/v1/admin/tenants/${tenantId}/keys`, { key: adminKey, json: {} });
+      expect(issued.status).toBe(201);
+      return { tenantId, key: issued.body.key as string };
+    },
+    waitingRunBody: () => ({
+      text: `[scenario:${waitingScenario()}] go`,
+      policy: { rules: [{ tool: "bash", action: "ask" }], approvalTimeoutMs: 120_000 },
+    }),
+    waitingScenario,
+    async untilWaitingForApproval(ref) {
+      await eventually(
+        async () => ((await stage.runs.state(ref))?.status === "waiting_approval" ? true : undefined),
+        30_000,
+        `${ref.sessionId} waiting for an approval`,
+      );
+    },
+    async slotHolders(tenantId, limit) {
+      const claims = await Promise.all(
+        Array.from({ length: limit }, (_, i) =>
+          tenantStore.objects.read(`${tenantStore.folder(tenantId)}quota/runs/slot-${i}.json`, SlotSchema),
+        ),
+      );
+      return claims.flatMap((claim) => (claim && claim.claimedAt !== 0 ? [claim.sessionId] : []));
+    },
+    async runsCounted(key) {
+      const usage = await call("GET", "/v1/usage", { key });
+      expect(usage.status).toBe(200);
+      return (usage.body.days as Array<{ runs: number }>).reduce((sum, day) => sum + day.runs, 0);
+    },
     async close() {
       await stage.close();
       s3.destroy();

@@ -52,6 +52,15 @@ const firingResult = (firing: Firing) =>
     .getHandle(firing.workflowId, firing.runId, { followRuns: false })
     .result() as Promise<ScheduledRunResult>;
 
+/** Why a firing failed: its start activity's failure (a refusal's type and message). */
+async function startFailure(firing: Firing): Promise<{ message?: string; type?: string } | undefined> {
+  const failure = await firingResult(firing).then(
+    () => undefined,
+    (error: unknown) => error,
+  );
+  return (failure as { cause?: { cause?: { message?: string; type?: string } } } | undefined)?.cause?.cause;
+}
+
 /** The schedule's firings (recent runs) once there are at least `count`. */
 async function firings(id: string, count: number, timeoutMs = 30_000, key?: string) {
   return eventually(
@@ -395,12 +404,8 @@ test("a firing over its tenant's quota starts no run and fails saying which quot
     );
     expect((await post(id, "trigger", api.keys.b)).status).toBe(202);
     const [first] = await firings(id, 1, 30_000, api.keys.b);
-    const failure = await firingResult(first!).then(
-      () => undefined,
-      (error: unknown) => error,
-    );
     // The activity's failure names the quota; nothing was started.
-    const cause = (failure as { cause?: { cause?: { message?: string; type?: string } } }).cause?.cause;
+    const cause = await startFailure(first!);
     expect(cause).toMatchObject({ type: "QuotaExceeded" });
     expect(cause?.message).toMatch(
       /^the firing started no run: The tenant's quota concurrentRuns \(0\) is reached/,
@@ -415,5 +420,62 @@ test("a firing over its tenant's quota starts no run and fails saying which quot
   } finally {
     await api.call("PUT", settings, { key: api.adminKey, json: {} });
     await api.call("DELETE", `/v1/schedules/${id}`, { key: api.keys.b });
+  }
+});
+
+test("a firing takes the API's start path: at the concurrent-run quota it is refused as the API's message is and takes no slot; started, it holds the slot and is counted as an API start", async () => {
+  const { tenantId, key } = await api.storedTenant();
+  const settings = `/v1/admin/tenants/${tenantId}/settings`;
+  expect(
+    (await api.call("PUT", settings, { key: api.adminKey, json: { quotas: { concurrentRuns: 1 } } })).status,
+  ).toBe(200);
+  const message = (sessionId: string, json: Record<string, unknown>) =>
+    api.call("POST", `/v1/sessions/${sessionId}/messages`, { key, json });
+
+  // An API start holds the one slot; the API refuses the next start.
+  const held = api.sessionId();
+  expect((await message(held, api.waitingRunBody())).status).toBe(202);
+  await api.untilWaitingForApproval({ tenantId, sessionId: held });
+  expectProblem(await message(api.sessionId(), { text: "hi" }), 429, "quota-exceeded");
+  expect(await api.slotHolders(tenantId, 1)).toEqual([held]);
+  expect(await api.runsCounted(key)).toBe(1);
+
+  // A firing now is refused for the same quota, and its refusal takes nothing: the slot is the API run's.
+  const id = uniqueName("slots");
+  const fired = api.sessionId();
+  const { text, policy } = api.waitingRunBody();
+  await create(
+    { scheduleId: id, every: "1d", paused: true, sessionId: fired, onApproval: "wait", text, policy },
+    key,
+  );
+  try {
+    expect((await post(id, "trigger", key)).status).toBe(202);
+    const [refused] = await firings(id, 1, 30_000, key);
+    const cause = await startFailure(refused!);
+    expect(cause).toMatchObject({ type: "QuotaExceeded" });
+    expect(cause?.message).toMatch(
+      /^the firing started no run: The tenant's quota concurrentRuns \(1\) is reached/,
+    );
+    expect(await api.slotHolders(tenantId, 1)).toEqual([held]);
+    expect(await api.runsCounted(key)).toBe(1);
+    expect(await api.stage.runs.state({ tenantId, sessionId: fired })).toBeUndefined();
+
+    // Once the API's run has ended, a firing starts: its run holds the slot, so now the API is refused.
+    await api.stage.runs.signalAbort({ tenantId, sessionId: held }, "make room");
+    expect((await api.stage.result({ tenantId, sessionId: held })).status).toBe("aborted");
+    expect((await post(id, "trigger", key)).status).toBe(202);
+    const started = (await firings(id, 2, 30_000, key))[1]!;
+    await api.untilWaitingForApproval({ tenantId, sessionId: fired });
+    expect(await api.slotHolders(tenantId, 1)).toEqual([fired]);
+    expect(await api.runsCounted(key)).toBe(2);
+    const refusedByApi = await message(api.sessionId(), { text: "hi" });
+    expectProblem(refusedByApi, 429, "quota-exceeded");
+    expect(refusedByApi.body).toMatchObject({ quota: "concurrentRuns", limit: 1 });
+    // The firing follows its run to the end (its wait would otherwise hold the worker's shutdown).
+    await api.stage.runs.signalAbort({ tenantId, sessionId: fired }, "test over");
+    expect(await firingResult(started)).toMatchObject({ sessionId: fired, status: "aborted" });
+  } finally {
+    await api.stage.runs.signalAbort({ tenantId, sessionId: fired }, "test over");
+    await api.call("DELETE", `/v1/schedules/${id}`, { key });
   }
 });

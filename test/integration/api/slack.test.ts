@@ -686,3 +686,52 @@ test("Slack starts take the tenant's default environment: one that does not exis
     "session-not-found",
   );
 });
+
+test("a Slack start takes the API's start path: at the concurrent-run quota it is refused as the API's message is and takes no slot; started, it holds the slot and is counted as an API start", async () => {
+  const tenant = await api.storedTenant();
+  const team = freshTeamId();
+  const settings = slackSettings(
+    { [team]: { allow: ["read"], ask: ["bash"] } },
+    { quotas: { concurrentRuns: 1 } },
+  );
+  expect((await admin("PUT", `/${tenant.tenantId}/settings`, settings)).status).toBe(200);
+  const message = (sessionId: string, json: Record<string, unknown>) =>
+    api.call("POST", `/v1/sessions/${sessionId}/messages`, { key: tenant.key, json });
+
+  // An API start holds the one slot.
+  const held = { tenantId: tenant.tenantId, sessionId: api.sessionId() };
+  expect((await message(held.sessionId, api.waitingRunBody())).status).toBe(202);
+  await api.untilWaitingForApproval(held);
+
+  // A mention now is refused for the same quota, and its refusal takes nothing: the slot is the API run's.
+  const refusedTs = await mention(team, `[scenario:${api.waitingScenario()}] go`);
+  const refusal = await eventually(async () => slack.posts.find((post) => post.body.thread_ts === refusedTs));
+  expect(refusal.body.text).toMatch(
+    /^The message was not delivered: The tenant's quota concurrentRuns \(1\) is reached; retry after \d+ s\.$/,
+  );
+  const refusedRef = threadRef(refusedTs, team, tenant.tenantId);
+  expect(await api.stage.runs.state(refusedRef)).toBeUndefined();
+  expect(await readSlackThread(api.objects, refusedRef)).toBeUndefined();
+  expect(await api.slotHolders(tenant.tenantId, 1)).toEqual([held.sessionId]);
+  expect(await api.runsCounted(tenant.key)).toBe(1);
+
+  // Once the API's run has ended, a mention starts a run that holds the slot: now the API is refused.
+  await api.stage.runs.signalAbort(held, "make room");
+  expect((await api.stage.result(held)).status).toBe("aborted");
+  const startedRef = threadRef(
+    await mention(team, `[scenario:${api.waitingScenario()}] go`),
+    team,
+    tenant.tenantId,
+  );
+  try {
+    await api.untilWaitingForApproval(startedRef);
+    expect(await api.slotHolders(tenant.tenantId, 1)).toEqual([startedRef.sessionId]);
+    expect(await api.runsCounted(tenant.key)).toBe(2);
+    const refusedByApi = await message(api.sessionId(), { text: "hi" });
+    expectProblem(refusedByApi, 429, "quota-exceeded");
+    expect(refusedByApi.body).toMatchObject({ quota: "concurrentRuns", limit: 1 });
+  } finally {
+    await api.stage.runs.signalAbort(startedRef, "test over");
+  }
+  expect((await api.stage.result(startedRef)).status).toBe("aborted");
+});
