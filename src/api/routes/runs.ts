@@ -137,13 +137,14 @@ export function refuseFullNetwork(
 /**
  * 404 `environment-not-found` unless the body's `environment` is absent, "worker", or one of the
  * tenant's own environments; 400 `environment-required` for a run on the
- * workers when the deployment runs no tools there (KEEL_WORKER_TOOLS=off). For messages,
- * schedules and Slack starts.
+ * workers when the deployment runs no tools there (KEEL_WORKER_TOOLS=off); 400 `invalid-request`
+ * for a workspace source other than `empty` with a runner or launched environment (workers
+ * prepare sources; a runner's session starts from what its runners stored). For messages, schedules and Slack starts.
  */
 export async function requireEnvironment(
   deps: RouteContext,
   tenantId: string,
-  { environment }: { environment?: string },
+  { environment, workspace }: { environment?: string; workspace?: { type: string } },
 ): Promise<void> {
   if (environment === undefined || environment === "worker") {
     if (deps.config.workerTools === false)
@@ -158,6 +159,12 @@ export async function requireEnvironment(
     throw new ProblemError(
       "environment-not-found",
       `No environment ${JSON.stringify(environment)}: keel env list shows yours.`,
+    );
+  if (workspace !== undefined && workspace.type !== "empty")
+    throw new ProblemError(
+      "invalid-request",
+      `A workspace source is prepared on the workers, and the tools of environment ${JSON.stringify(environment)} run on its runners: start the runner in the folder (keel runner --workspace DIR), or run on the workers.`,
+      { errors: [{ path: "workspace", message: "not with a runner or launched environment" }] },
     );
 }
 

@@ -267,3 +267,26 @@ test("a runner session's workspace is one with the rest: exported with the runne
   expect((await api.stage.result(copy)).status).toBe("completed");
   expect((await results(copy)).at(-1)).toEqual({ isError: false, text: "on the runner" });
 });
+
+test("a workspace source with a runner environment is refused, not silently ignored", async () => {
+  const env = await stage.newEnvironment();
+  const refused = await api.call("POST", `/v1/sessions/${api.stage.newSession().sessionId}/messages`, {
+    key: api.keys.a,
+    json: {
+      text: "go",
+      environment: env.name,
+      workspace: { type: "git", url: "https://github.com/acme/app" },
+    },
+  });
+  expect(refused.status).toBe(400);
+  expect(refused.body).toMatchObject({
+    type: "https://keel.dev/problems/invalid-request",
+    errors: [{ path: "workspace", message: "not with a runner or launched environment" }],
+  });
+  // An empty workspace is what a runner's session starts from anyway.
+  const empty = await api.call("POST", `/v1/sessions/${api.stage.newSession().sessionId}/messages`, {
+    key: api.keys.a,
+    json: { text: "[scenario:none] hi", environment: env.name, workspace: { type: "empty" } },
+  });
+  expect(empty.status).toBe(202);
+});
