@@ -3,9 +3,11 @@
  * and sent: the stored session is intact (no seq gap, parent chain, every tool call answered
  * once, no adjacent user messages — the checks of test/integration/run/crash.test.ts), each
  * message the suite sent is stored exactly once, no model call was made for an answer that was
- * already stored, and every run ended within its bound.
+ * already stored, every run ended within its bound, no unsafe call ran twice, and every change a
+ * completed call reported is in the session's final stored workspace.
  */
-import { convertToLlm, type Message } from "../../src/core/messages";
+import { posix } from "node:path";
+import { convertToLlm, type Message, type ToolResultMessage } from "../../src/core/messages";
 import { checkInvariants } from "../../src/core/sanitize";
 import type { SessionEntry } from "../../src/core/session-types";
 import type { JournalEntry } from "../../src/providers/local-server/types";
@@ -256,37 +258,71 @@ export function followContinuations(
 const LOG_APPEND = /echo (\w+) >> log\.txt/g;
 
 /**
+ * How the workspace changes of a session's tool calls were recorded. On workers, by snapshots:
+ * the ids of the entries that have one (a call's own, at its result, or its batch's, at a later
+ * result of the batch). On runners with `--snapshots`, by the result itself (`"by-result"`): a
+ * runner stores the workspace through the API before it posts a call's result, and a store that
+ * was refused, failed or lost to another runner's makes the result an error
+ * (src/runner/runner.ts).
+ */
+export type ChangesRecorded = ReadonlySet<string> | "by-result";
+
+/** How a runner's result starts saying that the call's workspace changes were not stored (src/runner/runner.ts). */
+export const CHANGES_NOT_KEPT_TEXT = "The files this call changed were not kept";
+
+function toolResultOf(entry: SessionEntry | undefined): ToolResultMessage | undefined {
+  return entry?.type === "message" && entry.message.role === "toolResult" ? entry.message : undefined;
+}
+
+/** Whether a tool result says its call's changes were not kept (a runner's store did not happen). */
+function saysChangesNotKept(result: ToolResultMessage): boolean {
+  return result.content.some((block) => block.type === "text" && block.text.includes(CHANGES_NOT_KEPT_TEXT));
+}
+
+/**
+ * The tool calls whose stored result says they ran (no error, and not that their changes were not
+ * kept) and whose changes were recorded (`recorded`).
+ */
+export function recordedCalls(entries: readonly SessionEntry[], recorded: ChangesRecorded): Set<string> {
+  const calls = new Set<string>();
+  // Walking back: a result's batch goes on in the results stored after it, each the child of the last.
+  const recordedFrom = new Map<string, boolean>();
+  for (let index = entries.length - 1; index >= 0; index--) {
+    const entry = entries[index] as SessionEntry;
+    const result = toolResultOf(entry);
+    if (!result) continue;
+    const next = entries[index + 1];
+    const batchGoesOn = toolResultOf(next) !== undefined && next?.parentId === entry.id;
+    const isRecorded =
+      recorded === "by-result" ||
+      recorded.has(entry.id) ||
+      (batchGoesOn && (recordedFrom.get((next as SessionEntry).id) ?? false));
+    recordedFrom.set(entry.id, isRecorded);
+    if (!result.isError && !saysChangesNotKept(result) && isRecorded) calls.add(result.toolCallId);
+  }
+  return calls;
+}
+
+/**
  * The session's `log.txt` (`log`, as its current copy of the workspace holds it after the run; ""
  * when there is none) is the one its `bash` calls made, each line there:
  * - at most as often as stored calls ask for it: more means an unsafe call was run again. A call
  *   cut off by a kill may have appended its line or not (its result then says its outcome is
  *   unknown);
- * - at least as often as calls whose stored result says they ran (no error) and whose change a
- *   snapshot recorded (`snapshotted`: entry ids with a snapshot; the call's own, at its result,
- *   or its batch's, at a later result of the batch): fewer means a recorded change was lost (a
- *   disk's old copy worked on, or an older snapshot restored). A call whose own snapshot failed
- *   (S3 down) and whose batch's was never taken (its worker killed) is not counted: its change
- *   was never recorded (docs/store.md).
+ * - at least as often as calls whose stored result says they ran (no error) and whose change was
+ *   recorded (`recorded`: on workers, a snapshot, the call's own or its batch's; on runners, the
+ *   result itself): fewer means a recorded change was lost (a disk's old copy worked on, or an
+ *   older snapshot restored). A worker's call whose own snapshot failed (S3 down) and whose
+ *   batch's was never taken (its worker killed) is not counted: its change was never recorded
+ *   (docs/store.md).
  */
 export function checkUnsafeCallLines(
   sessionId: string,
   entries: readonly SessionEntry[],
   log: string,
-  snapshotted: ReadonlySet<string>,
+  recorded: ChangesRecorded,
 ): Violation[] {
-  const succeeded = new Set<string>();
-  // Walking back: a result's batch goes on in the results stored after it, each the child of the last.
-  const recordedFrom = new Map<string, boolean>();
-  for (let index = entries.length - 1; index >= 0; index--) {
-    const entry = entries[index] as SessionEntry;
-    if (entry.type !== "message" || entry.message.role !== "toolResult") continue;
-    const next = entries[index + 1];
-    const batchGoesOn =
-      next?.type === "message" && next.message.role === "toolResult" && next.parentId === entry.id;
-    const recorded = snapshotted.has(entry.id) || (batchGoesOn && (recordedFrom.get(next.id) ?? false));
-    recordedFrom.set(entry.id, recorded);
-    if (!entry.message.isError && recorded) succeeded.add(entry.message.toolCallId);
-  }
+  const succeeded = recordedCalls(entries, recorded);
   const asked = new Map<string, number>();
   const ran = new Map<string, number>();
   for (const entry of entries) {
@@ -327,4 +363,127 @@ export function checkUnsafeCallLines(
       : [],
   );
   return [...tooMany, ...missing];
+}
+
+/** A path in the workspace as `a/b` (`./a//b` too); undefined for one outside it (absolute, `..`). */
+function workspacePath(path: unknown): string | undefined {
+  if (typeof path !== "string" || path === "" || posix.isAbsolute(path)) return undefined;
+  const normal = posix.normalize(path);
+  return normal === "." || normal === ".." || normal.startsWith("../") ? undefined : normal;
+}
+
+/** A shell redirection of output to a file (`> f`, `>> f`; not `2>&1`). */
+const OUTPUT_REDIRECT = /(?:^|[^0-9&<>])>>?\s*([^\s;&|<>()]+)/g;
+
+/**
+ * The workspace paths a tool call may change: `write` and `edit` their `path`, `bash` the files
+ * its command redirects output to (the scenario's commands change nothing else). Other tools
+ * (read, ls, grep, find, MCP calls, `task`: a sub-agent works in its own session's folder) none.
+ */
+function pathsChangedBy(name: string, args: Record<string, unknown>): string[] {
+  if (name === "write" || name === "edit") {
+    const path = workspacePath(args.path);
+    return path === undefined ? [] : [path];
+  }
+  if (name !== "bash" || typeof args.command !== "string") return [];
+  return [...args.command.matchAll(OUTPUT_REDIRECT)].flatMap(([, target]) => {
+    const path = workspacePath(target);
+    return path === undefined ? [] : [path];
+  });
+}
+
+function occurrences(text: string, part: string): number {
+  if (part === "") return 0;
+  let count = 0;
+  for (let at = text.indexOf(part); at !== -1; at = text.indexOf(part, at + part.length)) count += 1;
+  return count;
+}
+
+const excerpt = (text: string) => JSON.stringify(text.length > 80 ? `${text.slice(0, 80)}…` : text);
+
+/**
+ * Every edit a completed call reported is in the session's final stored workspace (`readFile`: a
+ * file's text there by its workspace path, undefined when it has none; `where` names it for the
+ * details): a `write` whose result says it ran left its exact content at its path, an `edit` its
+ * `newText` (present, and every remaining `oldText` inside a `newText`, as the edit tool itself
+ * decides an edit is applied) — unless a later call of the session (the same batch or a later one;
+ * the session's branches share one workspace) may have changed that path (pathsChangedBy: its
+ * result, if any, does not matter). Only calls whose result says they ran and whose change was
+ * recorded count (`recordedCalls`): an error result, one saying its files were not kept, or a
+ * worker's change no snapshot recorded promises nothing. A call that ran twice passes when its
+ * content is there (`write` and `edit` are replayed safely). `bash` calls' changes are checked
+ * by `checkUnsafeCallLines` (appends to `log.txt`, counted). Also: a result saying its files were
+ * not kept must be an error, so the model never takes the edit for kept. `checked`: the edits
+ * looked for in the workspace.
+ */
+export function checkReportedEdits(
+  sessionId: string,
+  entries: readonly SessionEntry[],
+  readFile: (path: string) => string | undefined,
+  recorded: ChangesRecorded,
+  where: string,
+): { violations: Violation[]; checked: number } {
+  const violations: Violation[] = [];
+  let checked = 0;
+  const calls: Array<{ id: string; name: string; args: Record<string, unknown>; batch: number }> = [];
+  entries.forEach((entry, batch) => {
+    const result = toolResultOf(entry);
+    if (result && !result.isError && saysChangesNotKept(result))
+      violations.push({
+        sessionId,
+        kind: "not_kept_result_not_error",
+        detail: `the result of ${result.toolName} call ${result.toolCallId} says its files were not kept, yet it is not an error`,
+      });
+    if (entry.type !== "message" || entry.message.role !== "assistant") return;
+    for (const block of entry.message.content)
+      if (block.type === "toolCall")
+        calls.push({ id: block.id, name: block.name, args: block.arguments, batch });
+  });
+  const ran = recordedCalls(entries, recorded);
+  for (const call of calls) {
+    if ((call.name !== "write" && call.name !== "edit") || !ran.has(call.id)) continue;
+    const path = workspacePath(call.args.path);
+    if (path === undefined) continue;
+    const changedLater = calls.some(
+      (other) =>
+        other.id !== call.id &&
+        other.batch >= call.batch &&
+        pathsChangedBy(other.name, other.args).includes(path),
+    );
+    if (changedLater) continue;
+    checked += 1;
+    const text = readFile(path);
+    const missing = (what: string) =>
+      violations.push({
+        sessionId,
+        kind: "reported_edit_missing",
+        detail: `${call.name} of ${path} (call ${call.id}) has a result saying it ran and no later call changed ${path}, yet ${where} ${what}`,
+      });
+    if (text === undefined) {
+      missing(`has no ${path}`);
+      continue;
+    }
+    if (call.name === "write") {
+      const content = call.args.content;
+      if (typeof content === "string" && text !== content)
+        missing(`has ${excerpt(text)} there, not the ${excerpt(content)} written`);
+      continue;
+    }
+    const { oldText, newText } = call.args;
+    if (typeof oldText !== "string" || typeof newText !== "string") continue;
+    const applied =
+      occurrences(text, newText) > 0 &&
+      occurrences(text, oldText) === occurrences(text, newText) * occurrences(newText, oldText);
+    if (!applied)
+      missing(`has ${excerpt(text)} there, without the edit ${excerpt(oldText)} → ${excerpt(newText)}`);
+  }
+  return { violations, checked };
+}
+
+/** How many of the session's tool results say their files were not kept (a runner's store did not happen). */
+export function changesNotKept(entries: readonly SessionEntry[]): number {
+  return entries.filter((entry) => {
+    const result = toolResultOf(entry);
+    return result !== undefined && saysChangesNotKept(result);
+  }).length;
 }

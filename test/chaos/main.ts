@@ -96,7 +96,7 @@ async function main(): Promise<number> {
       api,
       records,
       join(stack.dir, "exports"),
-      runners?.workspaceRoot,
+      runners ? Object.values(runners.workspaceRoots) : [],
     ).finally(() => faults.close());
     const summary = summarize({
       options,

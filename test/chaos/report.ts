@@ -279,6 +279,18 @@ export function renderMarkdown(summary: ChaosSummary): string {
         ["sessions exported / opened by pi", `${verdict.sessionsExported} / ${verdict.sessionsOpenedByPi}`],
         ["of them sub-agent sessions", String(verdict.subAgentSessions)],
         ["workspaces that were on both workers' disks", verdict.workspacesOnTwoDisks],
+        [
+          "runner sessions whose workspace was on both runners' disks",
+          verdict.workspacesOnBothRunnerRoots ?? 0,
+        ],
+        [
+          "tool results saying their files were not kept (a runner's store refused, failed or lost the race)",
+          verdict.changesNotKept ?? 0,
+        ],
+        [
+          "edits (write, edit) completed calls reported, looked for in the session's final workspace",
+          verdict.reportedEditsChecked ?? 0,
+        ],
         ["model calls (local LLM server journal)", summary.modelCalls],
         ["repeated model calls for a stored answer", verdict.repeatedCalls.length],
         ["violations", verdict.violations.length],

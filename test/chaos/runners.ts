@@ -1,8 +1,12 @@
 /**
  * The chaos stage's `runner` environment: created through the API with the chaos tenant's key, one
- * runner token issued, and two `keel runner` processes (slots "a" and "b") serving it from one
- * workspace root, as two runners of one machine would. Each runner is its own process group
- * (src/cli/devstack/service-process), so a SIGKILL takes its tool sandboxes with it.
+ * runner token issued, and two `keel runner --snapshots` processes (slots "a" and "b") serving it,
+ * each on a workspace root of its own, as runners of two machines would: a session's workspace
+ * moves between them through the API (each store names the generation it replaces, and a runner
+ * whose copy is not the stored generation restores the stored one first). A slot's replacement
+ * runner gets the slot's root again, as a restarted machine keeps its disk (with copies that may
+ * have fallen behind). Each runner is its own process group (src/cli/devstack/service-process), so
+ * a SIGKILL takes its tool sandboxes with it.
  */
 import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -16,8 +20,8 @@ export const RUNNER_SLOTS = ["a", "b"] as const;
 export type RunnerSlot = (typeof RUNNER_SLOTS)[number];
 
 export interface ChaosRunners {
-  /** Where the runners keep each session's workspace: `<workspaceRoot>/<session>`. */
-  workspaceRoot: string;
+  /** Each slot's own disk: its runners keep a session's copy in `<root>/<session>`. */
+  workspaceRoots: Record<RunnerSlot, string>;
   /** Starts a runner in `slot` (which must be empty). */
   start(slot: RunnerSlot): Promise<void>;
   /** Ids of the calls the slot's runner claimed and has not finished (from its log). */
@@ -73,15 +77,18 @@ export async function startChaosRunners(
   );
   if (issued.status !== 201) throw new Error(`issuing a runner token: HTTP ${issued.status}`);
   const token = String(issued.body.token);
-  const workspaceRoot = join(dir, "runner-workspaces");
-  mkdirSync(workspaceRoot, { recursive: true });
+  const workspaceRoots: Record<RunnerSlot, string> = {
+    a: join(dir, "runner-workspaces-a"),
+    b: join(dir, "runner-workspaces-b"),
+  };
+  for (const root of Object.values(workspaceRoots)) mkdirSync(root, { recursive: true });
   const slots: Record<RunnerSlot, ServiceProcess | undefined> = { a: undefined, b: undefined };
   /** Runners started per slot: each gets its own log file, so a replacement's log starts empty. */
   const started: Record<RunnerSlot, number> = { a: 0, b: 0 };
   const alive = (slot: RunnerSlot) => (slots[slot]?.isAlive() ? slots[slot] : undefined);
 
   const runners: ChaosRunners = {
-    workspaceRoot,
+    workspaceRoots,
     async start(slot) {
       if (alive(slot)) throw new Error(`runner ${slot} is already running`);
       started[slot] += 1;
@@ -96,7 +103,10 @@ export async function startChaosRunners(
           "--env",
           CHAOS_ENVIRONMENT,
           "--workspace-root",
-          workspaceRoot,
+          workspaceRoots[slot],
+          // Each session's copy checked against the generation the API stores, and stored there
+          // (conditionally) after every call that may change it, before the call's result.
+          "--snapshots",
         ],
         {
           logFile: join(dir, `runner-${slot}-${started[slot]}.log`),

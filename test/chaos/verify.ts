@@ -1,20 +1,28 @@
 /**
  * The end of a chaos run: every session is read from S3, exported through the API and opened by
- * pi's own package, and the checks of ./checks run over what was found.
+ * pi's own package, its final workspace is found (a worker session's: the disk copy whose holder
+ * epoch is stored; a runner session's: the archive the API stores for the runner environment),
+ * and the checks of ./checks run over what was found.
  */
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { Readable } from "node:stream";
 import { HeadObjectCommand } from "@aws-sdk/client-s3";
 import { holderEpochPathOf } from "../../src/activities/workspace-holder";
 import { childSessionId, TASK_TOOL_NAME } from "../../src/core/agents";
 import type { SessionEntry } from "../../src/core/session-types";
+import { EnvironmentStore } from "../../src/environments/store";
 import { createS3Client } from "../../src/store/s3-config";
 import { SessionNotFoundError } from "../../src/store/session-errors";
 import { entryKey } from "../../src/store/session-keys";
+import { unpackSessionArchive } from "../../src/store/workspace-archive";
 import { type ApiAnswer, ApiGaveUpError, type ChaosApiClient } from "./api-client";
 import {
+  type ChangesRecorded,
+  changesNotKept,
   checkDeliveries,
+  checkReportedEdits,
   checkRuns,
   checkStoredSession,
   checkUnsafeCallLines,
@@ -24,6 +32,7 @@ import {
   type Violation,
 } from "./checks";
 import { describeExecutions, type ExecutionSummary, executionsLine } from "./executions";
+import { CHAOS_ENVIRONMENT } from "./runners";
 import { callTagOf } from "./scenario";
 import type { SessionRecord } from "./sessions";
 import { CHAOS_TENANT, type ChaosStack } from "./stack";
@@ -40,6 +49,12 @@ export interface Verdict {
   usableAfterAbort: number;
   /** Sessions whose workspace was on both workers' disks (it moved; the stale copy may remain). */
   workspacesOnTwoDisks: number;
+  /** Runner sessions whose workspace was on both runner slots' disks (it moved through the API); 0 when absent. */
+  workspacesOnBothRunnerRoots?: number;
+  /** Tool results saying their files were not kept (a runner's store refused, failed or lost the race); 0 when absent. */
+  changesNotKept?: number;
+  /** Edits (`write`, `edit`) completed calls reported that were looked for in their session's final workspace. */
+  reportedEditsChecked?: number;
   /** Per session, what the API and Temporal said and what is stored. */
   sessions: SessionRow[];
 }
@@ -105,6 +120,18 @@ function taskChildren(sessionId: string, entries: readonly SessionEntry[]): stri
   );
 }
 
+/** Whether the session has calls of the tools that change files (`write`, `edit`, `bash`). */
+function callsChangeFiles(entries: readonly SessionEntry[]): boolean {
+  return entries.some(
+    (entry) =>
+      entry.type === "message" &&
+      entry.message.role === "assistant" &&
+      entry.message.content.some(
+        (block) => block.type === "toolCall" && ["write", "edit", "bash"].includes(block.name),
+      ),
+  );
+}
+
 function openWithPi(files: string[]): PiOpenResult[] {
   if (files.length === 0) return [];
   const output = execFileSync(process.execPath, [join(__dirname, "pi-open.mjs"), ...files], {
@@ -156,22 +183,36 @@ function localEpochOf(dir: string): string | undefined {
   }
 }
 
-/** A workspace's `log.txt` ("" when the workspace or the file is not there). */
-function workspaceLog(workspace: string): string {
-  const file = join(workspace, "log.txt");
-  return existsSync(file) ? readFileSync(file, "utf8") : "";
+/** A file's text in the workspace folder `dir` (undefined when it is not there, or not a file). */
+function fileIn(dir: string, path: string): string | undefined {
+  const file = join(dir, path);
+  try {
+    return statSync(file).isFile() ? readFileSync(file, "utf8") : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A session's final workspace, as a folder to read, and what it is (for violations' details). */
+interface FinalWorkspace {
+  dir: string;
+  where: string;
+  /** How the changes of its calls were recorded there (checks.ts). */
+  recorded: ChangesRecorded;
 }
 
 /**
- * Checks every session of `records`; `exportDir` receives the exported pi files. The workspaces of
- * sessions on the runner environment are under `runnerWorkspaceRoot`, the others under the stack's.
+ * Checks every session of `records`; `exportDir` receives the exported pi files. The final
+ * workspace of a session on the runner environment is the one the API stores for it (unpacked
+ * under `<stack dir>/stored-runner-workspaces/`); `runnerWorkspaceRoots` are the runners' own
+ * disks (counted: sessions whose copy was on both).
  */
 export async function verifySessions(
   stack: ChaosStack,
   api: ChaosApiClient,
   records: readonly SessionRecord[],
   exportDir: string,
-  runnerWorkspaceRoot?: string,
+  runnerWorkspaceRoots: readonly string[] = [],
 ): Promise<Verdict> {
   mkdirSync(exportDir, { recursive: true });
   const violations: Violation[] = [];
@@ -181,6 +222,71 @@ export async function verifySessions(
   const entryCounts = new Map<string, number>();
   let entriesChecked = 0;
   let workspacesOnTwoDisks = 0;
+  let workspacesOnBothRunnerRoots = 0;
+  let notKept = 0;
+  let reportedEditsChecked = 0;
+  const s3 = stack.s3().settings;
+  const s3Client = createS3Client(s3);
+  const environments = new EnvironmentStore(s3Client, s3.bucket, s3.prefix);
+  const storedRunnerWorkspaces = join(stack.dir, "stored-runner-workspaces");
+  mkdirSync(storedRunnerWorkspaces, { recursive: true });
+
+  /**
+   * The session's final workspace: on runners, the archive the API stores for the environment,
+   * unpacked (with none stored, an empty folder: no call's change was kept); on workers, the
+   * current disk copy (or why there is none, a violation).
+   */
+  const finalWorkspace = async (
+    sessionId: string,
+    onRunner: boolean,
+  ): Promise<FinalWorkspace | { problem: string }> => {
+    if (onRunner) {
+      const dir = join(storedRunnerWorkspaces, sessionId);
+      const stored = await environments.getWorkspace(CHAOS_TENANT, CHAOS_ENVIRONMENT, sessionId);
+      if (stored === "current")
+        throw new Error("a stored workspace read without a held generation answered current");
+      if (stored === undefined) {
+        mkdirSync(dir);
+        return { dir, where: "the API stores no workspace for it, so it", recorded: "by-result" };
+      }
+      // The archive's workspace/ is unpacked into `dir` itself.
+      await unpackSessionArchive(Readable.from([Buffer.from(stored.archive)]), dir);
+      return {
+        dir,
+        where: `the workspace the API stores for it (generation ${stored.generation})`,
+        recorded: "by-result",
+      };
+    }
+    const copy = await currentWorkspaceCopy(stack, sessionId);
+    if (typeof copy !== "string") return copy;
+    return {
+      dir: copy,
+      where: `its current copy (${copy})`,
+      recorded: await stack.snapshots.snapshottedEntryIds({ tenantId: CHAOS_TENANT, sessionId }),
+    };
+  };
+
+  /**
+   * The workspace checks: no unsafe call ran twice, no recorded change of a `bash` call lost, every
+   * edit a completed call reported present (checks.ts).
+   */
+  const checkWorkspace = async (
+    sessionId: string,
+    onRunner: boolean,
+    entries: readonly SessionEntry[],
+  ): Promise<Violation[]> => {
+    notKept += changesNotKept(entries);
+    const workspace = await finalWorkspace(sessionId, onRunner);
+    if ("problem" in workspace)
+      return [{ sessionId, kind: "no_current_workspace_copy", detail: workspace.problem }];
+    const { dir, where, recorded } = workspace;
+    const edits = checkReportedEdits(sessionId, entries, (path) => fileIn(dir, path), recorded, where);
+    reportedEditsChecked += edits.checked;
+    return [
+      ...checkUnsafeCallLines(sessionId, entries, fileIn(dir, "log.txt") ?? "", recorded),
+      ...edits.violations,
+    ];
+  };
 
   const temporal = stack.temporal();
   const executions = await describeExecutions(
@@ -209,8 +315,8 @@ export async function verifySessions(
     writeFileSync(file, answer.text);
     exported.push({ sessionId, file, entries });
   };
-  /** Sub-agents' sessions, found from their parents' task calls. */
-  const children: string[] = [];
+  /** Sub-agents' sessions, found from their parents' task calls (on runners when their parent is). */
+  const children: Array<{ sessionId: string; onRunner: boolean }> = [];
 
   for (const record of records) {
     const sessionId = record.plan.sessionId;
@@ -249,32 +355,29 @@ export async function verifySessions(
         sessionExecutions.flatMap((execution) => execution.handedBack),
       ),
     ];
-    const copy =
-      record.plan.onRunner && runnerWorkspaceRoot
-        ? join(runnerWorkspaceRoot, sessionId)
-        : await currentWorkspaceCopy(stack, sessionId);
-    if (!record.plan.onRunner && onDisks(stack, sessionId) > 1) workspacesOnTwoDisks += 1;
-    if (typeof copy === "string") {
-      const snapshotted = await stack.snapshots.snapshottedEntryIds({ tenantId: CHAOS_TENANT, sessionId });
-      sessionViolations.push(...checkUnsafeCallLines(sessionId, entries, workspaceLog(copy), snapshotted));
-    } else sessionViolations.push({ sessionId, kind: "no_current_workspace_copy", detail: copy.problem });
+    const onRunner = record.plan.onRunner === true;
+    if (!onRunner && onDisks(stack, sessionId) > 1) workspacesOnTwoDisks += 1;
+    if (onRunner && runnerWorkspaceRoots.every((root) => existsSync(join(root, sessionId))))
+      workspacesOnBothRunnerRoots += 1;
+    sessionViolations.push(...(await checkWorkspace(sessionId, onRunner, entries)));
     violations.push(...sessionViolations);
     if (sessionViolations.length === 0 && runViolations.length === 0) intact.add(sessionId);
     answers.push(...(await storedAnswers(stack, sessionId, stored.entries)));
-    children.push(...taskChildren(sessionId, entries));
+    children.push(...taskChildren(sessionId, entries).map((child) => ({ sessionId: child, onRunner })));
     await exportSession(sessionId, entries);
   }
 
   // Each child: its executions replay, its session is intact (a task call an abort cut before its
-  // child started has none), its answers count for repeats, and pi opens its export.
+  // child started has none), its workspace checks pass, its answers count for repeats, and pi
+  // opens its export.
   const childExecutions = await describeExecutions(
     temporal.address,
     temporal.namespace,
     CHAOS_TENANT,
-    children,
+    children.map((child) => child.sessionId),
     stack.workflowBundlePath,
   );
-  for (const sessionId of children) {
+  for (const { sessionId, onRunner } of children) {
     for (const execution of childExecutions.get(sessionId) ?? []) {
       if (execution.replayError === undefined) continue;
       violations.push({
@@ -291,13 +394,15 @@ export async function verifySessions(
       continue;
     }
     entriesChecked += stored.entries.length;
+    const entries = stored.entries.map(({ entry }) => entry);
     violations.push(...checkStoredSession(sessionId, stored));
+    // A sub-agent's folder starts as a copy of its parent's: one whose calls change no file (the
+    // scenario's explore agent only reads) has nothing of its own to keep.
+    if (callsChangeFiles(entries)) violations.push(...(await checkWorkspace(sessionId, onRunner, entries)));
     answers.push(...(await storedAnswers(stack, sessionId, stored.entries)));
-    await exportSession(
-      sessionId,
-      stored.entries.map(({ entry }) => entry),
-    );
+    await exportSession(sessionId, entries);
   }
+  s3Client.destroy();
 
   let openedByPi = 0;
   const piResults = new Map(
@@ -358,5 +463,8 @@ export async function verifySessions(
     subAgentSessions: children.length,
     usableAfterAbort,
     workspacesOnTwoDisks,
+    workspacesOnBothRunnerRoots,
+    changesNotKept: notKept,
+    reportedEditsChecked,
   };
 }
