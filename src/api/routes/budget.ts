@@ -10,7 +10,13 @@ import type { RouteContext } from "../app";
 import { ProblemError } from "../problems";
 import { createRouter } from "../router";
 import { BudgetBodySchema, BudgetChangedSchema, ResumeBodySchema, SessionParamsSchema } from "../schemas";
-import { problemResponses, refOf, requireSession, requireStoredSession } from "./common";
+import {
+  idempotencyHeaderParam,
+  problemResponses,
+  refOf,
+  requireSession,
+  requireStoredSession,
+} from "./common";
 
 const answered = {
   description: "Change accepted",
@@ -26,7 +32,9 @@ const setBudget = createRoute({
     params: SessionParamsSchema,
     body: { required: true, content: { "application/json": { schema: BudgetBodySchema } } },
   },
-  responses: { 202: answered, ...problemResponses(409, 413, 415) },
+  responses: { 202: answered, ...problemResponses(409, 413, 415, 422) },
+  // Every POST under /v1/sessions takes an Idempotency-Key (src/api/idempotency.ts).
+  parameters: [idempotencyHeaderParam],
 });
 
 const resume = createRoute({
@@ -38,7 +46,9 @@ const resume = createRoute({
     params: SessionParamsSchema,
     body: { required: false, content: { "application/json": { schema: ResumeBodySchema } } },
   },
-  responses: { 202: answered, ...problemResponses(409, 413, 415) },
+  responses: { 202: answered, ...problemResponses(409, 413, 415, 422) },
+  // Every POST under /v1/sessions takes an Idempotency-Key (src/api/idempotency.ts).
+  parameters: [idempotencyHeaderParam],
 });
 
 /**

@@ -3,6 +3,7 @@
  * schemas validate requests and make the OpenAPI document.
  */
 import { z } from "@hono/zod-openapi";
+import { regexes } from "zod/v4/core";
 import { ID_PATTERN } from "../../store/session-keys";
 import { QuotasSchema, SlackSettingsSchema } from "../../tenants/types";
 import { type MessageBodyOptions, messageBodySchema } from "./message-body";
@@ -100,17 +101,17 @@ export function tenantSettingsSchema(options: MessageBodyOptions) {
     .openapi("TenantSettings");
 }
 
+/**
+ * A real day, YYYY-MM-DD (2026-02-30 and 0000-00-00 are refused, 2024-02-29 is taken): zod's ISO
+ * date check, declared as `format: date` and as the same check's pattern, since many validators
+ * treat a format as a note only.
+ */
+const calendarDay = (description: string) =>
+  z.iso.date().openapi({ pattern: regexes.date.source, description });
+
 export const UsageQuerySchema = z.object({
-  from: z
-    .string()
-    .regex(/^\d{4}-\d{2}-\d{2}$/)
-    .optional()
-    .openapi({ description: "First UTC day (YYYY-MM-DD); default: 30 days before `to`" }),
-  to: z
-    .string()
-    .regex(/^\d{4}-\d{2}-\d{2}$/)
-    .optional()
-    .openapi({ description: "Last UTC day (YYYY-MM-DD), included; default: today" }),
+  from: calendarDay("First UTC day (YYYY-MM-DD); default: 30 days before `to`").optional(),
+  to: calendarDay("Last UTC day (YYYY-MM-DD), included; default: today").optional(),
 });
 
 export const UsageDaySchema = z
