@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { TOOL_REPLAY_CLASSES } from "../core/tool-replay";
 import { explain, layerPath, withWorkspaceFs } from "./tool-fs";
-import { DEFAULT_LS_LIMIT, listing, MAX_OUTPUT_BYTES, notices } from "./truncate";
+import { DEFAULT_LS_LIMIT, EMPTY_DIRECTORY_LISTING, listing, MAX_OUTPUT_BYTES, notices } from "./truncate";
 import { defineTool, textOutput } from "./types";
 import { readDirAt } from "./workspace-fs";
 
@@ -33,7 +33,7 @@ export const lsTool = defineTool({
     const shown = entries
       .slice(0, limit)
       .map((entry) => entry.name + (entry.isDirectory() ? "/" : entry.isSymbolicLink() ? "@" : ""));
-    if (shown.length === 0) return textOutput("(empty directory)");
+    if (shown.length === 0) return textOutput(EMPTY_DIRECTORY_LISTING);
 
     const { text, details } = listing(
       shown,

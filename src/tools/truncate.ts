@@ -14,6 +14,8 @@ export const MAX_GREP_LINE_CHARS = 500;
 export const DEFAULT_GREP_LIMIT = 100;
 export const DEFAULT_FIND_LIMIT = 1000;
 export const DEFAULT_LS_LIMIT = 500;
+/** What `ls` answers for a directory with nothing in it (scripted models read it as such). */
+export const EMPTY_DIRECTORY_LISTING = "(empty directory)";
 
 export interface Truncation {
   /** The kept text. */

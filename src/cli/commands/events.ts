@@ -6,7 +6,8 @@ import { EventDetails, followRun, readEventsPage } from "./follow";
 
 export const eventsCommand: Command = {
   usage: "keel events <session> [--follow [--no-stream]] [--after N] [--json]",
-  summary: "the latest run's events after seq N; --follow streams them until the run ends",
+  summary:
+    "the latest run's events after seq N; --follow streams them until the run ends (and waits for a session not created yet)",
   help: "With --json every event is one JSON object per line (JSON Lines), with or without --follow. --follow shows the answer as it is written and bash output as it comes; --no-stream shows whole messages only.",
   async run(argv, context) {
     const parsed = parseCommand(
@@ -28,6 +29,7 @@ export const eventsCommand: Command = {
         details,
         deltas: !parsed.values["no-stream"],
         err: context.err,
+        waitForSession: true,
       });
       return status === undefined || status === "completed" ? EXIT.ok : EXIT.failed;
     }

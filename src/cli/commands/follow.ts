@@ -9,6 +9,8 @@ import type { EventPrinter } from "../render";
 const RECONNECT_DELAY_MS = 300;
 /** How long to wait before asking again for a run that did not answer. */
 const WAIT_RETRY_MS = 2_000;
+/** How often a session that does not exist yet is asked for again (a run starts within a second). */
+const SESSION_POLL_MS = 500;
 
 /** Errors that say the run cannot be read now but may be soon: its stream failed, no worker answers, a 503. */
 function isWaitable(error: unknown): error is ApiError {
@@ -109,6 +111,11 @@ export async function followRun(
     deltas?: boolean;
     /** Where Ctrl-C's note goes (how to reattach); without it Ctrl-C is left to the caller. */
     err?: (text: string) => void;
+    /**
+     * Wait for a session that does not exist yet (`keel events --follow` started before the run
+     * that creates it), saying so once, instead of failing with 404.
+     */
+    waitForSession?: boolean;
   } = {},
 ): Promise<AgentEndStatus | undefined> {
   let lastSeq = after;
@@ -131,10 +138,14 @@ export async function followRun(
   if (err) process.once("SIGINT", onInterrupt);
   printer.waiting();
   let toldWhy = false;
+  let awaitingSession = options.waitForSession === true;
+  let toldAwaiting = false;
   try {
     for (;;) {
       try {
         for await (const { id, event } of client.events(sessionId, lastId, { deltas: options.deltas })) {
+          // The session exists once its stream answers; a 404 after that is an answer, not a wait.
+          awaitingSession = false;
           if (!("seq" in event)) {
             printer.live(event);
             if (id !== undefined) lastId = id;
@@ -143,15 +154,29 @@ export async function followRun(
           const status = await take(event);
           if (status) return status;
         }
+        awaitingSession = false;
         // The stream ended without agent_end: either the run is over or the stream was cut.
         const page = await readEventsPage(client, sessionId, lastSeq);
         for (const event of page.events) {
           const status = await take(event);
           if (status) return status;
         }
-        if (page.runEnded) return page.run && CLOSED_BY_FAILURE.has(page.run.status) ? "failed" : undefined;
+        // A session waited for may be stored a moment before its run starts: wait for the run too.
+        const runNotStarted = toldAwaiting && lastSeq === after && page.events.length === 0 && !page.run;
+        if (page.runEnded && !runNotStarted)
+          return page.run && CLOSED_BY_FAILURE.has(page.run.status) ? "failed" : undefined;
         await sleep(RECONNECT_DELAY_MS);
       } catch (error) {
+        if (awaitingSession && error instanceof ApiError && error.slug === "session-not-found") {
+          if (!toldAwaiting) {
+            printer.done();
+            err?.(`Waiting for session ${sessionId} to be created (Ctrl-C stops waiting)…\n`);
+            printer.waiting("waiting for the session");
+            toldAwaiting = true;
+          }
+          await sleep(SESSION_POLL_MS);
+          continue;
+        }
         // The run is durable: a worker that died or a stack that restarts is waited out, and said.
         if (!isWaitable(error)) throw error;
         if (!toldWhy) {

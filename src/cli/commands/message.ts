@@ -55,6 +55,7 @@ export const MESSAGE_OPTIONS = {
   "max-turns": { type: "string" },
   "max-tool-calls": { type: "string" },
   "max-cost": { type: "string" },
+  "max-tokens": { type: "string" },
   "workspace-dir": { type: "string" },
   "workspace-git": { type: "string" },
   "workspace-ref": { type: "string" },
@@ -121,10 +122,12 @@ function limitsFrom(values: OptionValues): MessageBody["limits"] {
   const maxTurns = integerOption(values["max-turns"] as string | undefined, "max-turns", 1);
   const maxToolCalls = integerOption(values["max-tool-calls"] as string | undefined, "max-tool-calls");
   const maxCostUsd = costOption(values["max-cost"] as string | undefined);
+  const maxTokens = integerOption(values["max-tokens"] as string | undefined, "max-tokens");
   const limits = {
     ...(maxTurns !== undefined ? { maxTurns } : {}),
     ...(maxToolCalls !== undefined ? { maxToolCalls } : {}),
     ...(maxCostUsd !== undefined ? { maxCostUsd } : {}),
+    ...(maxTokens !== undefined ? { maxTokens } : {}),
   };
   return Object.keys(limits).length > 0 ? limits : undefined;
 }
@@ -258,7 +261,7 @@ async function deliver(
 }
 
 const COMMON_FLAGS =
-  "[--follow [--no-stream]] [--model M] [--system TEXT] [--tools a,b] [--allow|--ask|--deny TOOL[:REGEX]]... [--default-policy allow|ask|deny] [--approval-timeout 10m] [--hooks a,b] [--max-turns N] [--max-tool-calls N] [--max-cost USD] [--workspace-dir DIR | --workspace-git URL [--workspace-ref REF]] [--env NAME] [--mcp NAME=COMMAND…|NAME=URL]... [--agents FILE]";
+  "[--follow [--no-stream]] [--model M] [--system TEXT] [--tools a,b] [--allow|--ask|--deny TOOL[:REGEX]]... [--default-policy allow|ask|deny] [--approval-timeout 10m] [--hooks a,b] [--max-turns N] [--max-tool-calls N] [--max-cost USD] [--max-tokens N] [--workspace-dir DIR | --workspace-git URL [--workspace-ref REF]] [--env NAME] [--mcp NAME=COMMAND…|NAME=URL]... [--agents FILE]";
 
 /** Explains the run options (shown by `keel run --help` and friends). */
 export const RUN_OPTIONS_HELP = `Run options (they apply when the message starts a run):
@@ -271,9 +274,10 @@ export const RUN_OPTIONS_HELP = `Run options (they apply when the message starts
   --default-policy ACTION  what tools without a rule get (allow, ask or deny; default allow)
   --approval-timeout D     how long an ask waits for \`keel approve\` (90s, 15m, 2h; then it is refused)
   --hooks a,b              built-in hook sets: single-turn, read-only, stop-on-tool-error, …
-  --max-turns N, --max-tool-calls N, --max-cost USD
+  --max-turns N, --max-tool-calls N, --max-cost USD, --max-tokens N
                            limits of the run (the run ends when a turn or tool-call limit is
-                           reached; at its cost budget it pauses until \`keel resume\`)
+                           reached; at its cost or token budget, input and output tokens
+                           counted, it pauses until \`keel resume\` or \`keel budget\`)
   --workspace-dir DIR | --workspace-git URL [--workspace-ref REF]
                            what the run's workspace starts from
   --env NAME               run the tools in environment NAME (keel env list; default: the worker)

@@ -2,8 +2,9 @@
  * The session tree from the command line: `keel entries` (ids to point at), `keel fork`,
  * `keel branch [--summarize]`, `keel label` and `keel compact`.
  */
+import { ENTRY_ID_HEX_DIGITS } from "../../core/ids";
 import type { AgentMessage } from "../../core/messages";
-import { EXIT } from "../client";
+import { type ApiClient, EXIT, UsageError } from "../client";
 import { type Command, integerOption, parseCommand, printJson } from "../command";
 import { oneLine, textOf } from "../render";
 
@@ -38,9 +39,70 @@ export function entryLine(seq: number, entry: EntryView): string {
   return `${String(seq).padStart(4)}  ${entry.id}  ${what}`;
 }
 
+/** One page of a session's stored entries (`GET …/entries`), as the resolver reads them. */
+export type EntriesPage = {
+  entries: Array<{ seq: number; entry: Record<string, unknown> }>;
+  nextAfter?: number;
+};
+export type ReadEntriesPage = (after: number | undefined, limit: number) => Promise<EntriesPage>;
+
+const FULL_ENTRY_ID = new RegExp(`^[0-9a-f]{${ENTRY_ID_HEX_DIGITS}}$`);
+const ENTRIES_PAGE_LIMIT = 1_000;
+
+/**
+ * The entry id a command line names: an id as it is, the index \`keel entries\` shows in its
+ * first column (a number is always read as one), or the unambiguous start of an id. Anything
+ * else goes to the API as it is, which answers for an entry that does not exist.
+ */
+export async function resolveEntryRef(
+  sessionId: string,
+  ref: string,
+  readPage: ReadEntriesPage,
+): Promise<string> {
+  if (FULL_ENTRY_ID.test(ref)) return ref;
+  if (/^\d+$/.test(ref)) {
+    const seq = Number(ref);
+    // The entry at `seq` is the first one after `seq - 1`.
+    const { entries } = await readPage(seq > 0 ? seq - 1 : undefined, 1);
+    const found = entries[0]?.seq === seq ? entries[0].entry.id : undefined;
+    if (typeof found !== "string")
+      throw new UsageError(
+        `session ${sessionId} has no entry ${seq}; \`keel entries ${sessionId}\` lists them`,
+      );
+    return found;
+  }
+  if (!/^[0-9a-f]+$/i.test(ref)) return ref;
+  const prefix = ref.toLowerCase();
+  const matches: string[] = [];
+  for (let after: number | undefined; ; ) {
+    const page = await readPage(after, ENTRIES_PAGE_LIMIT);
+    for (const { entry } of page.entries)
+      if (typeof entry.id === "string" && entry.id.startsWith(prefix)) matches.push(entry.id);
+    if (page.nextAfter === undefined || page.entries.length === 0) break;
+    after = page.nextAfter;
+  }
+  if (matches.length > 1)
+    throw new UsageError(
+      `${ref} starts ${matches.length} entry ids (${matches.slice(0, 5).join(", ")}); give more of it`,
+    );
+  return matches[0] ?? ref;
+}
+
+/** `resolveEntryRef` over the API. */
+function entryIdOf(client: ApiClient, sessionId: string, ref: string): Promise<string> {
+  return resolveEntryRef(sessionId, ref, (after, limit) =>
+    client.json(
+      client.api.v1.sessions[":sessionId"].entries.$get({
+        param: { sessionId },
+        query: { limit: String(limit), ...(after !== undefined ? { after: String(after) } : {}) },
+      }),
+    ),
+  );
+}
+
 export const entriesCommand: Command = {
   usage: "keel entries <session> [--after SEQ] [--limit N]",
-  summary: "the session's stored entries with their ids (for fork, branch and label)",
+  summary: "the session's stored entries: index, id, what it is (fork, branch and label take either)",
   async run(argv, context) {
     const parsed = parseCommand(
       argv,
@@ -73,13 +135,18 @@ export const entriesCommand: Command = {
   },
 };
 
+const ENTRY_HELP =
+  "<entry> is an entry's id, its index (the first column of `keel entries`; a number is always an index) or the start of its id when no other id starts so.";
+
 export const forkCommand: Command = {
-  usage: "keel fork <session> <entryId>",
+  usage: "keel fork <session> <entry>",
   summary: "a new session holding the path from the root to the entry (the original is unchanged)",
+  help: ENTRY_HELP,
   async run(argv, context) {
-    const parsed = parseCommand(argv, {}, { min: 2, max: 2, names: "<session> <entryId>" }, context);
-    const [sessionId, entryId] = parsed.positionals as [string, string];
+    const parsed = parseCommand(argv, {}, { min: 2, max: 2, names: "<session> <entry>" }, context);
+    const [sessionId, ref] = parsed.positionals as [string, string];
     const { client } = parsed;
+    const entryId = await entryIdOf(client, sessionId, ref);
     const created = await client.json(
       client.api.v1.sessions[":sessionId"].fork.$post({ param: { sessionId }, json: { entryId } }),
     );
@@ -93,18 +160,20 @@ export const forkCommand: Command = {
 };
 
 export const branchCommand: Command = {
-  usage: "keel branch <session> <entryId> [--summarize]",
+  usage: "keel branch <session> <entry> [--summarize]",
   summary:
     "continue the (idle) session from an earlier entry; --summarize keeps a summary of the branch left",
+  help: ENTRY_HELP,
   async run(argv, context) {
     const parsed = parseCommand(
       argv,
       { summarize: { type: "boolean", default: false } },
-      { min: 2, max: 2, names: "<session> <entryId>" },
+      { min: 2, max: 2, names: "<session> <entry>" },
       context,
     );
-    const [sessionId, entryId] = parsed.positionals as [string, string];
+    const [sessionId, ref] = parsed.positionals as [string, string];
     const { client } = parsed;
+    const entryId = await entryIdOf(client, sessionId, ref);
     const result = await client.json(
       client.api.v1.sessions[":sessionId"].branch.$post({
         param: { sessionId },
@@ -121,12 +190,14 @@ export const branchCommand: Command = {
 };
 
 export const labelCommand: Command = {
-  usage: 'keel label <session> <entryId> ["<label>"]',
+  usage: 'keel label <session> <entry> ["<label>"]',
   summary: "label an entry of an idle session (no label: clear it)",
+  help: ENTRY_HELP,
   async run(argv, context) {
-    const parsed = parseCommand(argv, {}, { min: 2, max: 3, names: "<session> <entryId> [label]" }, context);
-    const [sessionId, entryId, label] = parsed.positionals as [string, string, string | undefined];
+    const parsed = parseCommand(argv, {}, { min: 2, max: 3, names: "<session> <entry> [label]" }, context);
+    const [sessionId, ref, label] = parsed.positionals as [string, string, string | undefined];
     const { client } = parsed;
+    const entryId = await entryIdOf(client, sessionId, ref);
     const result = await client.json(
       client.api.v1.sessions[":sessionId"].labels.$post({
         param: { sessionId },

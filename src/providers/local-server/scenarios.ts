@@ -7,6 +7,7 @@
  * in the request. A retried request therefore gets the same reply, tool-call ids included,
  * and no server-side counter is involved.
  */
+import { EMPTY_DIRECTORY_LISTING } from "../../tools/truncate";
 import type { NormalizedRequest, Scenario, Turn, TurnContext, TurnSource } from "./types";
 
 export const DEFAULT_SCENARIO = "default";
@@ -91,8 +92,12 @@ export const quickstartScenario: Scenario = {
 const DEMO_NOTE =
   "> Touched by the Keel demo: this line was added by an agent running in a Temporal workflow.";
 
-/** Picks the file to read from an `ls` listing: README first, then any Markdown file, then any file. */
+/**
+ * Picks the file to read from an `ls` listing: README first, then any Markdown file, then any
+ * file; none from the listing of an empty directory, which names no file.
+ */
 function pickFile(listing: string): string | undefined {
+  if (listing.trim() === EMPTY_DIRECTORY_LISTING) return undefined;
   const files = listing
     .split("\n")
     .map((line) => line.trim())

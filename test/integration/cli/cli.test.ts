@@ -503,7 +503,14 @@ test("entries, fork, branch --summarize, label and compact from the command line
     parentSession: sessionId,
   });
 
-  const labelled = await keel(["label", sessionId, firstAnswer, "good answer"]);
+  // The index `keel entries` prints before the id names the same entry, as does the id's start.
+  const byIndex = await keel(["fork", sessionId, String(entries[1]?.seq), "--json"]);
+  expect(byIndex.code).toBe(0);
+  expect(JSON.parse(byIndex.stdout)).toMatchObject({ entryCount: 2, leafId: firstAnswer });
+  const noSuchIndex = await keel(["fork", sessionId, "999"]);
+  expect(noSuchIndex).toMatchObject({ code: 2, stderr: expect.stringMatching(/has no entry 999/) });
+
+  const labelled = await keel(["label", sessionId, firstAnswer.slice(0, 8), "good answer"]);
   expect(labelled).toMatchObject({ code: 0, stdout: `labelled ${firstAnswer} "good answer"\n` });
   const afterLabel = JSON.parse((await keel(["entries", sessionId, "--json"])).stdout).entries;
   expect(afterLabel.at(-1).entry).toMatchObject({
@@ -548,6 +555,22 @@ test("sessions are listed most recently active first", async () => {
   expect(human.stdout.split("\n")[1]).toBe("    “one”");
   const byId = await keel(["sessions", "--sort", "id", "--cursor", "x", "--sort", "activity"]);
   expect(byId).toMatchObject({ code: 2, stderr: expect.stringMatching(/--cursor pages in id order/) });
+});
+
+test("events --follow started before the session exists waits for it and follows its run", async () => {
+  const sessionId = uniqueName("cli-later");
+  const follower = spawnKeel(["events", sessionId, "--follow"], env);
+  await eventually(
+    async () =>
+      follower.stderr().includes(`Waiting for session ${sessionId} to be created`) ? true : undefined,
+    60_000,
+    "the follower saying it waits for the session",
+  );
+  expect(follower.child.exitCode).toBeNull();
+  expect((await keel(["run", "created later", "--session", sessionId])).code).toBe(0);
+  expect(await follower.exited).toBe(0);
+  expect(follower.stdout()).toContain("● You said: created later");
+  expect(follower.stdout()).toContain("■ run completed");
 });
 
 test("steer on an idle session says that it started a run", async () => {

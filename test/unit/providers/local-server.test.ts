@@ -12,6 +12,7 @@ import {
 } from "../../../src/providers/local-server";
 import { resolveModel } from "../../../src/providers/models";
 import { createProvider } from "../../../src/providers/registry";
+import { EMPTY_DIRECTORY_LISTING } from "../../../src/tools/truncate";
 
 let server: LocalLlmServer;
 let openai: OpenAI;
@@ -266,6 +267,32 @@ describe("demo scenario", () => {
     const answer = history.at(-1)!;
     expect(answer.role === "assistant" && answer.stopReason).toBe("stop");
     expect(JSON.stringify(answer)).toContain("Successfully replaced 1 block in README.md.");
+  });
+
+  test("an empty workspace: it says so after the listing and reads nothing", async () => {
+    const provider = createProvider({
+      anthropic: { apiKey: "k", baseURL: server.anthropicBaseURL },
+      env: {},
+    });
+    const model = resolveModel("local-anthropic");
+    const history: Message[] = [
+      { role: "user", content: "[scenario:demo] Add a note to the readme", timestamp: 1 },
+    ];
+    const first = (await provider.complete(model, { messages: history })).message;
+    history.push(first);
+    const call = first.content.find((block) => block.type === "toolCall");
+    expect(call?.type === "toolCall" && call.name).toBe("ls");
+    history.push({
+      role: "toolResult",
+      toolCallId: call?.type === "toolCall" ? call.id : "",
+      toolName: "ls",
+      content: [{ type: "text", text: EMPTY_DIRECTORY_LISTING }],
+      isError: false,
+      timestamp: 1,
+    });
+    const second = (await provider.complete(model, { messages: history })).message;
+    expect(second.content.filter((block) => block.type === "toolCall")).toEqual([]);
+    expect(JSON.stringify(second.content)).toContain("The workspace is empty");
   });
 });
 
