@@ -357,7 +357,11 @@ export async function verifySessions(
     ];
     const onRunner = record.plan.onRunner === true;
     if (!onRunner && onDisks(stack, sessionId) > 1) workspacesOnTwoDisks += 1;
-    if (onRunner && runnerWorkspaceRoots.every((root) => existsSync(join(root, sessionId))))
+    if (
+      onRunner &&
+      runnerWorkspaceRoots.length > 1 &&
+      runnerWorkspaceRoots.every((root) => existsSync(join(root, sessionId)))
+    )
       workspacesOnBothRunnerRoots += 1;
     sessionViolations.push(...(await checkWorkspace(sessionId, onRunner, entries)));
     violations.push(...sessionViolations);
