@@ -1,14 +1,16 @@
 #!/usr/bin/env node
 // Builds Jaeger (pinned in scripts/tool-versions.json under "go") from the Go module proxy into
 // .keel/tools/jaeger/jaeger: the trace receiver and UI of `keel dev --traces` and of the tracing
-// test. Jaeger's module has replace directives, so `go install module@version` refuses it; it is
+// tests, which run this when Jaeger is missing (`npm run ensure` does not: a first start without
+// traces does not wait minutes for a compiler). Jaeger's module has replace directives, so `go install module@version` refuses it; it is
 // built from a scratch module that requires it as a tool. Needs Go (1.24+) on PATH; without Go it
 // says so and leaves Jaeger out (the tracing test then fails with the same advice). The build
 // cache is private to the build and removed after it (over a gigabyte no later build reuses); the
 // downloaded modules stay in Go's module cache. The binary is also kept per user, by version
 // (`~/.cache/keel/jaeger-<version>/jaeger`, or under XDG_CACHE_HOME), so another clone on the same
 // machine (CI's fresh clone of each submission) copies it instead of compiling for minutes again.
-// Idempotent and quiet when in place.
+// Callers at the same time (tracing test files in parallel workers) take turns through a lock
+// folder: one builds, the others wait and find it built. Idempotent and quiet when in place.
 import { execFileSync } from "node:child_process";
 import {
   chmodSync,
@@ -18,6 +20,7 @@ import {
   readFileSync,
   renameSync,
   rmSync,
+  statSync,
   writeFileSync,
 } from "node:fs";
 import { homedir } from "node:os";
@@ -53,6 +56,73 @@ function goVersion() {
   }
 }
 
+const lockDir = join(JAEGER_DIR, ".building");
+const LOCK_POLL_MS = 1_000;
+const PIDLESS_LOCK_MS = 30_000;
+
+/** When the lock folder was made (now when it is gone, so a vanished lock is never stale). */
+function lockMadeAt() {
+  try {
+    return statSync(lockDir).mtimeMs;
+  } catch {
+    return Date.now();
+  }
+}
+
+function isAlive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return error.code === "EPERM";
+  }
+}
+
+/** Sleeps without an event loop (this script is synchronous, run as its own process). */
+function sleepSync(ms) {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+/**
+ * Runs `action` holding the build lock: waits while another live process holds it (saying so
+ * once), takes over the lock of one that died.
+ */
+function withBuildLock(action) {
+  mkdirSync(JAEGER_DIR, { recursive: true });
+  let told = false;
+  for (;;) {
+    try {
+      mkdirSync(lockDir);
+      break;
+    } catch (error) {
+      if (error.code !== "EEXIST") throw error;
+    }
+    let holder = Number.NaN;
+    try {
+      holder = Number(readFileSync(join(lockDir, "pid"), "utf8"));
+    } catch {
+      // the holder has not written its pid yet, or has just released the lock
+    }
+    // A holder that died, or one that died before it wrote its pid (a lock without one for long).
+    const pidless = !Number.isInteger(holder) && Date.now() - lockMadeAt() > PIDLESS_LOCK_MS;
+    if ((Number.isInteger(holder) && !isAlive(holder)) || pidless) {
+      rmSync(lockDir, { recursive: true, force: true });
+      continue;
+    }
+    if (!told) {
+      process.stderr.write(`keel: waiting for another process building Jaeger ${version}\n`);
+      told = true;
+    }
+    sleepSync(LOCK_POLL_MS);
+  }
+  try {
+    writeFileSync(join(lockDir, "pid"), String(process.pid));
+    return action();
+  } finally {
+    rmSync(lockDir, { recursive: true, force: true });
+  }
+}
+
 /** True when the pinned Jaeger is built. */
 export function jaegerInstalled() {
   return existsSync(JAEGER_BIN) && existsSync(stampFile) && readFileSync(stampFile, "utf8") === version;
@@ -60,6 +130,12 @@ export function jaegerInstalled() {
 
 /** Builds Jaeger unless it is in place; returns false (after saying why) when Go is missing. */
 export function ensureJaeger() {
+  if (jaegerInstalled()) return true;
+  return withBuildLock(buildJaeger);
+}
+
+function buildJaeger() {
+  // Another process may have built it while this one waited for the lock.
   if (jaegerInstalled()) return true;
   if (existsSync(userCopy)) {
     copyInto(userCopy, JAEGER_BIN);

@@ -2,9 +2,10 @@
 // Makes a fresh clone ready to run: installs Node packages when package-lock.json changed since the
 // last install (npm ci), bubblewrap for the tool sandbox (scripts/ensure-bubblewrap.mjs), then the
 // local servers (scripts/bootstrap.mjs), the Python MCP server the tests call
-// (scripts/ensure-mcp-servers.mjs), Jaeger for the tracing test and `keel dev --traces`
-// (scripts/ensure-jaeger.mjs, built with Go), and compiles the CLI (scripts/build-cli.mjs). Quiet
-// when nothing to do.
+// (scripts/ensure-mcp-servers.mjs), and compiles the CLI (scripts/build-cli.mjs). Quiet when
+// nothing to do. Jaeger is not built here: `keel dev --traces` and the tracing tests build it when
+// they first need it (scripts/ensure-jaeger.mjs, minutes of Go compiling a first start without
+// traces does not wait for).
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
@@ -40,7 +41,6 @@ await buildCli();
 const { bootstrap } = await import("./bootstrap.mjs");
 const { ensureBubblewrap } = await import("./ensure-bubblewrap.mjs");
 const { ensureMcpServers } = await import("./ensure-mcp-servers.mjs");
-const { ensureJaeger } = await import("./ensure-jaeger.mjs");
 ensureBubblewrap();
 try {
   bootstrap();
@@ -48,11 +48,4 @@ try {
 } catch (error) {
   process.stderr.write(`keel bootstrap failed: ${error.message}\n`);
   process.exit(1);
-}
-// Only the tracing tests and `keel dev --traces` need Jaeger: a failed build is reported and the
-// rest goes on (those tests then fail saying Jaeger is missing).
-try {
-  ensureJaeger();
-} catch (error) {
-  process.stderr.write(`keel: building Jaeger failed: ${error.message}\n`);
 }

@@ -40,14 +40,18 @@ export class ApiError extends Error {
 
 /**
  * What to do about an error, for people (one line, or undefined when the message says it all):
- * a missing key names KEEL_API_KEY, an unknown session names its id and `keel sessions`, an API
- * that cannot be reached names the local stack.
+ * a missing key names KEEL_API_KEY (KEEL_ADMIN_KEY on the admin API), an unknown session names
+ * its id and `keel sessions`, an API that cannot be reached names the local stack.
  */
 export function hintFor(error: ApiError): string | undefined {
   if (error.status === 0) {
     return "Is the API running? `npm run dev` starts the local stack; set KEEL_API_URL or pass --url for another.";
   }
   if (error.status === 401) {
+    // The admin API takes the operator's key, which no tenant key opens.
+    if (/\/v1\/admin(\/|$)/.test(error.path ?? "")) {
+      return "Set KEEL_ADMIN_KEY or pass --key <operator key> (the local stack's operator key is keel-dev-admin-key).";
+    }
     return "Set KEEL_API_KEY or pass --key <API key> (the local stack's key is keel-dev-key).";
   }
   if (error.slug === "session-not-found") {

@@ -4,14 +4,14 @@
  *
  * Starts the Temporal dev server (web UI, state in `.keel/data/temporal`) and the S3 server,
  * the local LLM server when no provider key is set, a worker (child process) and the HTTP API
- * (in this process, with a fixed dev key for tenant `dev`); runs the demo (see `demo.ts`) unless
- * `--no-demo`; keeps everything up until Ctrl-C and then stops all of it. Existing servers are
+ * (in this process, with a fixed dev key for tenant `dev` and a fixed operator key); runs the
+ * demo (see `demo.ts`) unless `--no-demo`; keeps everything up until Ctrl-C and then stops all of it. Existing servers are
  * used instead when KEEL_TEMPORAL_ADDRESS or KEEL_S3_ENDPOINT / KEEL_S3_BUCKET are set. With
  * `--runner` the tenant's tools run on a `keel runner` child process instead of the worker
  * (`devstack/dev-runner.ts`).
  */
 import { createHash } from "node:crypto";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import type { Server } from "node:http";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -35,12 +35,13 @@ import {
   setDevRunnerDefault,
   startDevRunner,
 } from "./devstack/dev-runner";
-import { type JaegerServer, startJaeger } from "./devstack/jaeger-server";
+import { ensureJaeger, type JaegerServer, jaegerNeedsBuild, startJaeger } from "./devstack/jaeger-server";
 import { freePort } from "./devstack/ports";
 import { startS3DevServer } from "./devstack/s3-server";
 import { startTemporalDevServer } from "./devstack/temporal-server";
 import { projectRoot } from "./devstack/tools";
 import { startTraceViewer, type TraceViewer } from "./devstack/trace-viewer";
+import { workerPassThrough } from "./devstack/worker-env";
 import { startSupervisedWorker, WORKER_STOP_GRACE_MS } from "./devstack/worker-process";
 import { writeWorkflowBundle } from "./devstack/workflow-bundle";
 import { type Output, stdoutOutput } from "./render";
@@ -56,12 +57,15 @@ const DEFAULT_PORTS = {
   temporalUi: 8233,
   s3: 8333,
   api: 8787,
+  llm: 8788,
   jaegerUi: 16686,
   traceViewer: 16687,
 };
 
 /** The local API key of `keel dev` (loopback only, tenant `dev`); not a secret. */
 export const DEV_API_KEY = "keel-dev-key";
+/** The operator's key of `keel dev`'s admin API (`keel admin`; loopback only); not a secret. */
+export const DEV_ADMIN_KEY = "keel-dev-admin-key";
 const DEV_TASK_QUEUE = "keel";
 
 /** Each reply of the local LLM server waits this long, so the demo can be steered mid-run. */
@@ -83,10 +87,14 @@ OPENAI_API_KEY / ANTHROPIC_API_KEY is set, worker, HTTP API), then a demo run in
 examples/sample-project. Ctrl-C stops everything. KEEL_DATA_DIR moves the state folder
 (default .keel/data).
 
---traces also starts Jaeger (built by \`npm run ensure\`) and sends the API's and the
-worker's traces and metrics to it, and a trace viewer (each run's trace as a waterfall) whose
-address is printed beside the Temporal UI's. Without
-it, KEEL_OTEL_ENDPOINT (when set) is passed on to the API and the worker.
+--traces also starts Jaeger (built from Go sources the first time: several minutes) and sends
+the API's and the worker's traces and metrics to it, and a trace viewer (each run's trace as a
+waterfall) whose address is printed beside the Temporal UI's. Without it, KEEL_OTEL_ENDPOINT
+(when set) is passed on to the API and the worker.
+
+Worker settings set here (KEEL_MCP_MOUNTS, KEEL_MCP_HOSTS, KEEL_MCP_SECRETS, KEEL_SANDBOX_*, every
+variable the worker reads, and the variables they name) are passed on to the worker; the summary's
+"worker env" line names them. The API's operator key (keel admin) is ${DEV_ADMIN_KEY}.
 
 --runner also starts \`keel runner --env ${DEV_RUNNER_ENVIRONMENT}\` (restarted when it dies) and makes
 that environment the tenant's default, so tools run there, not on the worker: the runner holds
@@ -104,6 +112,20 @@ async function portOr(preferred: number): Promise<number> {
     server.listen(preferred, "127.0.0.1", () => server.close(() => done(true)));
   });
   return free ? preferred : freePort();
+}
+
+/**
+ * The port the local LLM server had the last time the stack ran on this data folder, so its URL
+ * (where a person or a script registered scenarios with `POST /_scenarios`) stays the same across
+ * restarts when the port is free; the default port the first time.
+ */
+function rememberedPort(file: string, fallback: number): number {
+  try {
+    const port = Number(readFileSync(file, "utf8").trim());
+    return Number.isInteger(port) && port > 0 && port < 65_536 ? port : fallback;
+  } catch {
+    return fallback;
+  }
 }
 
 /** Temporal and S3: started side by side (or the configured existing ones). */
@@ -237,6 +259,12 @@ export async function runDev(argv: string[], out: Output = stdoutOutput): Promis
     if (values.traces) {
       const jaegerDir = join(dataDir, "jaeger");
       mkdirSync(jaegerDir, { recursive: true });
+      if (jaegerNeedsBuild(env))
+        await step(
+          out,
+          "building Jaeger from the Go module proxy (the first --traces only: several minutes)",
+          () => ensureJaeger(env),
+        );
       const uiPort = await portOr(DEFAULT_PORTS.jaegerUi);
       jaeger = await step(out, "Jaeger (traces and metrics)", () =>
         startJaeger({ dataDir: jaegerDir, uiPort }),
@@ -268,8 +296,11 @@ export async function runDev(argv: string[], out: Output = stdoutOutput): Promis
 
     let llm: LocalLlmServer | undefined;
     if (local) {
+      const llmPortFile = join(dataDir, "llm-port");
+      const llmPort = await portOr(rememberedPort(llmPortFile, DEFAULT_PORTS.llm));
       llm = await step(out, "local LLM server (no provider key set)", () =>
         startLocalLlmServer({
+          port: llmPort,
           latencyMs: DEMO_LLM_LATENCY_MS,
           tokensPerSecond: DEMO_LLM_TOKENS_PER_SECOND,
           // A prompt without a [scenario:x] tag gets a small piece of visible work.
@@ -278,6 +309,7 @@ export async function runDev(argv: string[], out: Output = stdoutOutput): Promis
       );
       const server = llm;
       stops.push(() => server.close());
+      writeFileSync(llmPortFile, String(new URL(server.url).port));
     }
 
     // Where one-line models and git sources may point, for the worker and the API alike: the
@@ -311,11 +343,14 @@ export async function runDev(argv: string[], out: Output = stdoutOutput): Promis
       ...s3SettingsToEnv(stack.s3),
     };
     const workerLog = join(dataDir, "worker.log");
+    // The caller's worker settings (KEEL_MCP_MOUNTS, KEEL_SANDBOX_*, …) first: the stack's own win.
+    const passedOn = workerPassThrough(env);
     const worker = await step(out, "worker", () =>
       startSupervisedWorker(
         {
           logFile: workerLog,
           env: {
+            ...passedOn.env,
             ...serverEnv,
             ...providerEnv,
             ...outboundEnv,
@@ -339,7 +374,11 @@ export async function runDev(argv: string[], out: Output = stdoutOutput): Promis
         ...outboundEnv,
         // The base URLs only (no keys): one-line models may name them, as on the worker.
         ...providerUrls,
+        // The API checks runs' MCP servers against the same secrets and hosts as the worker.
+        KEEL_MCP_SECRETS: env.KEEL_MCP_SECRETS,
+        KEEL_MCP_HOSTS: env.KEEL_MCP_HOSTS,
         KEEL_API_KEYS: JSON.stringify({ [sha256(DEV_API_KEY)]: DEMO_TENANT }),
+        KEEL_ADMIN_KEY_SHA256: sha256(DEV_ADMIN_KEY),
         KEEL_API_ALLOW_DIRECTORY_WORKSPACES: "true",
         // `keel run` without --model uses the stack's model (local or the real provider's).
         KEEL_DEFAULT_MODEL: model,
@@ -390,17 +429,18 @@ export async function runDev(argv: string[], out: Output = stdoutOutput): Promis
             ? [`  Telemetry     ${otelEndpoint} (OTLP)`]
             : []),
         `  S3            ${stack.s3.endpoint ?? "AWS S3"} (bucket ${stack.s3.bucket})`,
-        `  LLM           ${llm ? `local LLM server ${llm.url} (model ${model})` : `model ${model}`}`,
+        `  LLM           ${llm ? `local LLM server ${llm.url} (model ${model}; POST ${llm.url}/_scenarios adds scenarios until the stack stops, at this URL again after a restart)` : `model ${model}`}`,
         `  worker        pid ${worker.current().pid}, task queue ${serverEnv.KEEL_TASK_QUEUE}, workspaces in ${workspaceRoot}, log ${workerLog} (restarted when it dies)`,
+        `  worker env    ${passedOn.names.length > 0 ? `${passedOn.names.join(", ")} (passed on from this environment)` : "no worker settings set in this environment (KEEL_MCP_MOUNTS, KEEL_SANDBOX_*, … are passed on when set)"}`,
         ...(runner
           ? [
               `  runner        pid ${runner.process.current().pid}, environment ${DEV_RUNNER_ENVIRONMENT} (the tenant's default: tools run here), workspaces in ${runner.workspaceRoot}, log ${runner.logFile} (restarted when it dies)`,
             ]
           : []),
-        `  API           ${api.url} (tenant ${DEMO_TENANT})`,
+        `  API           ${api.url} (tenant ${DEMO_TENANT}: key ${DEV_API_KEY}; operator key for \`keel admin\`: ${DEV_ADMIN_KEY})`,
         "",
         "Use the CLI from another terminal:",
-        `  export KEEL_API_URL=${api.url} KEEL_API_KEY=${DEV_API_KEY}`,
+        `  export KEEL_API_URL=${api.url} KEEL_API_KEY=${DEV_API_KEY} KEEL_ADMIN_KEY=${DEV_ADMIN_KEY}`,
         // A directory workspace is copied on the worker: a runner acts on its own directories.
         runner
           ? `  npx keel run "list the files" --follow    # tools run in ${runner.workspaceRoot}/<session>`

@@ -169,6 +169,9 @@ const WorkerEnvSchema = z.object({
     .default(DEFAULT_PROCESS_LIMITS.wallTimeMs / 1000),
 });
 
+/** Every variable the worker's configuration reads (the names of WorkerEnvSchema). */
+export const WORKER_SETTING_NAMES: readonly string[] = Object.keys(WorkerEnvSchema.shape);
+
 export interface WorkerConfig {
   temporal: TemporalSettings;
   taskQueue: string;

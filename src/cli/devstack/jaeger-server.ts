@@ -1,11 +1,13 @@
 /**
- * Jaeger (v2, built by scripts/ensure-jaeger.mjs into .keel/tools/jaeger) as the local trace
+ * Jaeger (v2, built by scripts/ensure-jaeger.mjs into .keel/tools/jaeger when first needed) as the local trace
  * receiver: OTLP over HTTP in, traces kept in memory, its UI and query API on one port. Metrics
  * sent to the same OTLP endpoint go to a Prometheus exporter (the OpenTelemetry Collector's, built
  * into Jaeger) whose `/metrics` page shows them. Everything binds to loopback on free ports (or the
  * given ones), so a dev stack and tests run side by side.
  */
-import { existsSync, writeFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { freePorts, startOnFreePorts, waitForPort } from "./ports";
 import { type ServiceProcess, startServiceProcess } from "./service-process";
@@ -28,12 +30,50 @@ export interface JaegerOptions {
   uiPort?: number;
 }
 
-/** The binary: KEEL_JAEGER_BIN, or the one `npm run ensure` builds. */
+const JAEGER_DIR = join(projectRoot, ".keel/tools/jaeger");
+const JAEGER_MODULE = "github.com/jaegertracing/jaeger";
+/** The longest a first build may take: about 13 minutes on a 2-core machine, far more under load. */
+export const JAEGER_BUILD_TIMEOUT_MS = 60 * 60_000;
+
+/**
+ * Whether Jaeger must be built before it can start: KEEL_JAEGER_BIN is unset and the pinned
+ * version (scripts/tool-versions.json) is not in place, as scripts/ensure-jaeger.mjs stamps it.
+ */
+export function jaegerNeedsBuild(env: NodeJS.ProcessEnv = process.env): boolean {
+  if (env.KEEL_JAEGER_BIN) return false;
+  const versions = JSON.parse(readFileSync(join(projectRoot, "scripts/tool-versions.json"), "utf8")) as {
+    go: Record<string, string>;
+  };
+  const stamp = join(JAEGER_DIR, ".installed");
+  return !(
+    existsSync(join(JAEGER_DIR, "jaeger")) &&
+    existsSync(stamp) &&
+    readFileSync(stamp, "utf8") === versions.go[JAEGER_MODULE]
+  );
+}
+
+/**
+ * Builds Jaeger with scripts/ensure-jaeger.mjs (its progress on stderr) unless it is in place:
+ * `keel dev --traces` and the tracing tests need it, nothing else, so `npm run ensure` leaves it
+ * to them. Waits for a build another process is doing. Without Go the script only says what to
+ * install, and `jaegerBinary` then refuses with the same advice.
+ */
+export async function ensureJaeger(env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  if (!jaegerNeedsBuild(env)) return;
+  const build = spawn(process.execPath, [join(projectRoot, "scripts/ensure-jaeger.mjs")], {
+    cwd: projectRoot,
+    stdio: ["ignore", "inherit", "inherit"],
+  });
+  const [code] = (await once(build, "exit")) as [number | null];
+  if (code !== 0) throw new Error(`building Jaeger failed (exit ${code}); its output is above`);
+}
+
+/** The binary: KEEL_JAEGER_BIN, or the one `ensureJaeger` builds. */
 export function jaegerBinary(env: NodeJS.ProcessEnv = process.env): string {
-  const path = env.KEEL_JAEGER_BIN ?? join(projectRoot, ".keel/tools/jaeger/jaeger");
+  const path = env.KEEL_JAEGER_BIN ?? join(JAEGER_DIR, "jaeger");
   if (!existsSync(path))
     throw new Error(
-      `Jaeger not found at ${path}; install Go 1.24+ and run \`npm run ensure\` (it builds Jaeger into .keel/tools/jaeger), or set KEEL_JAEGER_BIN.`,
+      `Jaeger not found at ${path}; install Go 1.24+ and run \`node scripts/ensure-jaeger.mjs\` (it builds Jaeger into .keel/tools/jaeger; \`keel dev --traces\` and the tracing tests run it themselves), or set KEEL_JAEGER_BIN.`,
     );
   return path;
 }

@@ -95,10 +95,16 @@ async function noProcessesLeft(dataDir: string): Promise<number[]> {
 
 const RESTART_SCENARIO = "dev-restart";
 
-/** Teaches the stack's local LLM server a run whose first turn is a long bash call. */
-async function addRestartScenario(output: string): Promise<void> {
+/** The local LLM server's URL the stack printed. */
+function llmUrlOf(output: string): string {
   const url = output.match(/local LLM server (http:\/\/127\.0\.0\.1:\d+)/)?.[1];
   if (!url) throw new Error(`no local LLM server URL in:\n${output}`);
+  return url;
+}
+
+/** Teaches the stack's local LLM server a run whose first turn is a long bash call. */
+async function addRestartScenario(output: string): Promise<void> {
+  const url = llmUrlOf(output);
   const response = await fetch(`${url}/_scenarios`, {
     method: "POST",
     headers: { "content-type": "application/json" },
@@ -160,6 +166,7 @@ test("npm run dev: quick start, kill -TERM / -INT on npm, JSON worker log, a run
   dev = startNpmDev(dataDir);
   await dev.waitFor(READY_LINE, STACK_START_TIMEOUT_MS);
   let env = apiEnvOf(dev.output());
+  const firstLlmUrl = llmUrlOf(dev.output());
 
   // Keyless, a prompt without a scenario tag does visible work with a tool.
   const quick = await runKeel(
@@ -208,6 +215,8 @@ test("npm run dev: quick start, kill -TERM / -INT on npm, JSON worker log, a run
   const upAt = Date.now();
   const restarted = dev.output().slice(dev.output().lastIndexOf("Keel local stack is up"));
   env = apiEnvOf(restarted);
+  // The local LLM server is back at the URL scenarios were registered at (its port was free).
+  expect(llmUrlOf(restarted)).toBe(firstLlmUrl);
   // The new local LLM server knows only the built-in scenarios; the run's next model call
   // comes after the retried tool call.
   await addRestartScenario(restarted);

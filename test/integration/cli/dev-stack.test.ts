@@ -25,9 +25,12 @@ jest.setTimeout(STACK_START_TIMEOUT_MS + 60_000);
 let dataDir: string;
 let dev: KeelDev;
 
+/** Worker settings of the caller's environment that `keel dev` passes on to its worker. */
+const WORKER_SETTINGS = { KEEL_MCP_MOUNTS: "/usr/share", KEEL_LIVE_EVENTS_INTERVAL_MS: "200" };
+
 beforeAll(() => {
   dataDir = mkdtempSync(join(testTmpDir(), "keel-dev-"));
-  dev = startKeelDev(dataDir);
+  dev = startKeelDev(dataDir, [], WORKER_SETTINGS);
 });
 
 afterAll(async () => {
@@ -43,6 +46,14 @@ test("keel dev brings the stack up, runs the steered demo, and stops without lef
   expect(output).toMatch(/worker … ok/);
   expect(output).toMatch(/HTTP API … ok/);
   expect(output).toContain("KEEL_API_KEY=keel-dev-key");
+  expect(output).toContain("KEEL_ADMIN_KEY=keel-dev-admin-key");
+  // The caller's worker settings are named (not their values) and are in the worker's environment.
+  expect(printed(output, "worker env")).toBe(
+    "KEEL_LIVE_EVENTS_INTERVAL_MS, KEEL_MCP_MOUNTS (passed on from this environment)",
+  );
+  const workerEnviron = readFileSync(`/proc/${output.match(/worker\s+pid (\d+),/)?.[1]}/environ`, "utf8");
+  for (const [name, value] of Object.entries(WORKER_SETTINGS))
+    expect(workerEnviron.split("\0")).toContain(`${name}=${value}`);
 
   // The run was steered while it worked and completed.
   expect(output).toMatch(/→ steer steered/);
@@ -127,6 +138,20 @@ test("keel dev brings the stack up, runs the steered demo, and stops without lef
   });
   expect(after.code).toBe(0);
   expect(after.stdout).toContain("■ run completed");
+
+  // Tenant administration works with the printed operator key; the tenant key is refused with a
+  // hint that names the operator key's variable.
+  const created = await runKeel(["admin", "tenant", "create", "acme"], {
+    KEEL_API_URL: apiUrl,
+    KEEL_ADMIN_KEY: "keel-dev-admin-key",
+  });
+  expect(created).toMatchObject({ code: 0, stdout: "created tenant acme\n" });
+  const refused = await runKeel(["admin", "tenant", "list"], {
+    KEEL_API_URL: apiUrl,
+    KEEL_API_KEY: "keel-dev-key",
+  });
+  expect(refused.code).toBe(3);
+  expect(refused.stderr).toContain("Set KEEL_ADMIN_KEY or pass --key");
 
   const stackProcesses = processesMentioning(dataDir);
   expect(stackProcesses.length).toBeGreaterThanOrEqual(3); // temporal, weed, worker (+ reapers)

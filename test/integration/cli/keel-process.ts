@@ -76,12 +76,17 @@ export interface KeelDev {
 
 /**
  * Starts `keel dev` with its own data folder, no provider keys (so the local LLM server plays
- * the demo) and none of the test run's own server settings (so it starts its own servers).
+ * the demo) and none of the test run's own server settings (so it starts its own servers);
+ * `extraEnv` adds variables of the caller's environment (worker settings to pass on).
  */
-export function startKeelDev(dataDir: string, args: string[] = []): KeelDev {
+export function startKeelDev(
+  dataDir: string,
+  args: string[] = [],
+  extraEnv: Record<string, string> = {},
+): KeelDev {
   const child = spawn(process.execPath, [keelBin, "dev", ...args], {
     cwd: projectRoot,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, KEEL_DATA_DIR: dataDir },
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...extraEnv, KEEL_DATA_DIR: dataDir },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";

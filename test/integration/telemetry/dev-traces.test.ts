@@ -7,6 +7,7 @@ import { mkdtempSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { DEMO_DONE_LINE } from "../../../src/cli/demo";
+import { ensureJaeger, JAEGER_BUILD_TIMEOUT_MS } from "../../../src/cli/devstack/jaeger-server";
 import { testTmpDir } from "../../support/integration-env";
 import { eventually } from "../../support/run-harness";
 import { type KeelDev, printed, processesMentioning, startKeelDev } from "../cli/keel-process";
@@ -16,6 +17,9 @@ jest.setTimeout(STACK_START_TIMEOUT_MS + 60_000);
 
 let dataDir: string;
 let dev: KeelDev;
+
+// Jaeger is built the first time a tracing test needs it (`npm run ensure` leaves it out).
+beforeAll(() => ensureJaeger(), JAEGER_BUILD_TIMEOUT_MS);
 
 beforeAll(() => {
   dataDir = mkdtempSync(join(testTmpDir(), "keel-dev-traces-"));

@@ -8,7 +8,12 @@ import { createHash } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { handler } from "../../../src/api/lambda";
-import { type JaegerServer, startJaeger } from "../../../src/cli/devstack/jaeger-server";
+import {
+  ensureJaeger,
+  JAEGER_BUILD_TIMEOUT_MS,
+  type JaegerServer,
+  startJaeger,
+} from "../../../src/cli/devstack/jaeger-server";
 import { temporalAddress, temporalNamespace, testTmpDir, uniqueName } from "../../support/integration-env";
 import { eventually } from "../../support/run-harness";
 
@@ -20,6 +25,9 @@ const RECEIVER_MS = 3_000;
 let jaeger: JaegerServer;
 
 // The handler reads its configuration on the first invocation: this is the environment it sees.
+// Jaeger is built the first time a tracing test needs it (`npm run ensure` leaves it out).
+beforeAll(() => ensureJaeger(), JAEGER_BUILD_TIMEOUT_MS);
+
 beforeAll(async () => {
   const dir = join(testTmpDir(), uniqueName("jaeger-lambda-api"));
   mkdirSync(dir, { recursive: true });

@@ -11,7 +11,12 @@ import { execFile } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
-import { type JaegerServer, startJaeger } from "../../../src/cli/devstack/jaeger-server";
+import {
+  ensureJaeger,
+  JAEGER_BUILD_TIMEOUT_MS,
+  type JaegerServer,
+  startJaeger,
+} from "../../../src/cli/devstack/jaeger-server";
 import type { LambdaContext } from "../../../src/worker/lambda";
 import { temporalAddress, temporalNamespace, testTmpDir, uniqueName } from "../../support/integration-env";
 import { createRunStage, eventually, type RunStage } from "../../support/run-harness";
@@ -32,6 +37,9 @@ let handler: typeof import("../../../src/worker/lambda").handler;
 
 const deploymentName = uniqueName("keel-lambda-traced");
 const buildId = "build-1";
+
+// Jaeger is built the first time a tracing test needs it (`npm run ensure` leaves it out).
+beforeAll(() => ensureJaeger(), JAEGER_BUILD_TIMEOUT_MS);
 
 beforeAll(async () => {
   const dir = join(testTmpDir(), uniqueName("jaeger-lambda"));

@@ -13,7 +13,12 @@ import { promisify } from "node:util";
 import { Client, Connection } from "@temporalio/client";
 import { historyFromJSON } from "@temporalio/common/lib/proto-utils";
 import { Runtime, Worker } from "@temporalio/worker";
-import { type JaegerServer, startJaeger } from "../../../src/cli/devstack/jaeger-server";
+import {
+  ensureJaeger,
+  JAEGER_BUILD_TIMEOUT_MS,
+  type JaegerServer,
+  startJaeger,
+} from "../../../src/cli/devstack/jaeger-server";
 import { startTraceViewer } from "../../../src/cli/devstack/trace-viewer";
 import { RunClient } from "../../../src/run-client/run-client";
 import { keelDataConverter } from "../../../src/store/payload-storage";
@@ -53,6 +58,9 @@ interface JaegerTrace {
   spans: JaegerSpan[];
   processes: Record<string, { serviceName: string; tags: { key: string; value: unknown }[] }>;
 }
+
+// Jaeger is built the first time a tracing test needs it (`npm run ensure` leaves it out).
+beforeAll(() => ensureJaeger(), JAEGER_BUILD_TIMEOUT_MS);
 
 beforeAll(async () => {
   const dir = join(testTmpDir(), uniqueName("jaeger"));

@@ -10,6 +10,15 @@ describe("hintFor", () => {
     );
   });
 
+  test("a refused key on the admin API names KEEL_ADMIN_KEY and the local stack's operator key", () => {
+    for (const path of ["/v1/admin/tenants", "/prod/v1/admin/tenants/acme/usage"]) {
+      const hint = hintFor(new ApiError(401, "unauthorized", "operator key", undefined, path));
+      expect(hint).toContain("Set KEEL_ADMIN_KEY or pass --key");
+      expect(hint).toContain("keel-dev-admin-key");
+      expect(hint).not.toContain("KEEL_API_KEY");
+    }
+  });
+
   test("an unknown session names its id and `keel sessions`", () => {
     const error = new ApiError(
       404,

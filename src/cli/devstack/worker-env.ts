@@ -1,0 +1,66 @@
+/**
+ * Which of the caller's variables `keel dev` passes on to its worker. The worker starts with an
+ * environment the stack builds (its servers, the local model server, the workflow bundle), so a
+ * worker setting the docs tell a user to set (KEEL_MCP_MOUNTS, KEEL_SANDBOX_*, …) would otherwise
+ * never reach it; and the variables those settings name (an MCP server's secret, a variable passed
+ * to tool commands, the key of a listed model URL) must be in the worker's environment to be read.
+ */
+import { TEMPORAL_ENV } from "../../core/temporal-settings";
+import { MCP_HOSTS_SETTING, MCP_MOUNTS_SETTING, MCP_SECRETS_SETTING } from "../../mcp/policy";
+import { MODEL_URLS_SETTING, parseModelUrls } from "../../providers/model-urls";
+import { WORKER_SETTING_NAMES } from "../../worker/config";
+
+/** Worker settings read outside the worker's configuration schema (the MCP policy, telemetry's interval). */
+const OTHER_WORKER_SETTINGS = [
+  MCP_SECRETS_SETTING,
+  MCP_HOSTS_SETTING,
+  MCP_MOUNTS_SETTING,
+  "KEEL_OTEL_METRICS_INTERVAL_MS",
+];
+
+/**
+ * Settings the stack sets itself: where Temporal is and the task queue (its own servers'), the
+ * workflow bundle it writes (a traced one replaces it, so another traced bundle must not), where
+ * workspaces go, and the model URLs and git hosts it merges the local model server into.
+ */
+const SET_BY_THE_STACK = new Set([
+  ...Object.keys(TEMPORAL_ENV),
+  "KEEL_WORKFLOW_BUNDLE",
+  "KEEL_WORKFLOW_BUNDLE_TRACED",
+  "KEEL_WORKSPACE_ROOT",
+  MODEL_URLS_SETTING,
+  "KEEL_GIT_HOSTS",
+]);
+
+function names(text: string | undefined): string[] {
+  return (text ?? "")
+    .split(",")
+    .map((name) => name.trim())
+    .filter(Boolean);
+}
+
+/**
+ * The caller's worker settings that are set, and the variables they name, to add to the worker's
+ * environment; `names` lists them in order for the start message (values may be secrets).
+ */
+export function workerPassThrough(env: NodeJS.ProcessEnv): { env: Record<string, string>; names: string[] } {
+  const settings = [...WORKER_SETTING_NAMES, ...OTHER_WORKER_SETTINGS].filter(
+    (name) => !SET_BY_THE_STACK.has(name),
+  );
+  // A malformed KEEL_MODEL_URLS names no variable here; the worker reports it at start.
+  let modelKeys: string[];
+  try {
+    modelKeys = parseModelUrls(env[MODEL_URLS_SETTING]).flatMap((entry) =>
+      entry.keyVariable ? [entry.keyVariable] : [],
+    );
+  } catch {
+    modelKeys = [];
+  }
+  const named = [...names(env[MCP_SECRETS_SETTING]), ...names(env.KEEL_SANDBOX_PASS_ENV), ...modelKeys];
+  const passed: Record<string, string> = {};
+  for (const name of [...settings, ...named]) {
+    const value = env[name];
+    if (value !== undefined && !(name in passed)) passed[name] = value;
+  }
+  return { env: passed, names: Object.keys(passed) };
+}
