@@ -9,7 +9,7 @@ import type { ChatReplyTarget, SessionCursor } from "../core/run-types";
 import type { SessionRef } from "../core/session-ref";
 import type { SessionEntry } from "../core/session-types";
 import type { UnclaimedWhy } from "../environments/unclaimed";
-import type { McpServerSettings, McpToolList } from "../mcp/types";
+import type { McpServerSettings, McpToolList, McpToolsOfTurn } from "../mcp/types";
 import type { ThinkingLevel } from "../providers/types";
 import type { Isolation, NetworkPolicy } from "../tools/sandbox";
 import type { ReplayClass } from "../tools/types";
@@ -120,16 +120,14 @@ export interface RestoreWorkspaceResult {
   bytes?: number;
 }
 
-export interface LlmTurnInput extends SessionRef {
+/** `mcpTools`: MCP tools the model may call (the run's recorded list; absent: none), or `mcpToolRefs`
+ * when every listing was stored by digest (the activity reads the tools). */
+export interface LlmTurnInput extends SessionRef, McpToolsOfTurn {
   turn: number;
   model: string;
   systemPrompt?: string;
   thinkingLevel: ThinkingLevel;
   tools: string[];
-  /** MCP tools the model may call (the run's recorded list; absent: none)... */
-  mcpTools?: McpToolList;
-  /** ...or, when every listing was stored by digest, those digests (the activity reads the tools). */
-  mcpToolRefs?: McpToolRef[];
   /** The agents the `task` tool offers (when `tools` names it): names and descriptions. */
   agents?: { name: string; description: string }[];
   /** Entries written before the call (user messages of this turn), in order. */
@@ -330,11 +328,6 @@ export interface RunnerMcpListingInput extends ListMcpToolsInput {
 }
 
 /** A ready server's listing as an `llmTurn` input names it: stored once, read by digest. */
-export interface McpToolRef {
-  server: string;
-  digest: string;
-}
-
 /** The MCP part of an `executeTool` input: the server (its settings) and the tool's own name. */
 export interface McpCallTarget {
   server: McpServerSettings;

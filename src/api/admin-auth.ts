@@ -5,7 +5,8 @@
  */
 import { timingSafeEqual } from "node:crypto";
 import type { MiddlewareHandler } from "hono";
-import { bearerKey, sha256Hex, type TenantVariables } from "./auth";
+import { sha256Hex } from "../store/digest";
+import { bearerKey, type TenantVariables } from "./auth";
 import { ProblemError } from "./problems";
 
 /** Answers 401 unless the request carries an operator key; compares every digest (no timing signal). */

@@ -3,8 +3,9 @@
  * is hashed and compared against every configured digest in constant time, then, when no static
  * key matches, looked up by digest in the tenant store (keys issued through the admin API).
  */
-import { createHash, timingSafeEqual } from "node:crypto";
+import { timingSafeEqual } from "node:crypto";
 import type { MiddlewareHandler } from "hono";
+import { sha256Hex } from "../store/digest";
 import type { KeyResolver } from "../tenants/key-cache";
 import type { ApiKeys } from "./config";
 import { ProblemError } from "./problems";
@@ -12,10 +13,6 @@ import { ProblemError } from "./problems";
 /** Longest Authorization header considered; anything longer is refused without hashing. */
 const MAX_AUTHORIZATION_LENGTH = 4096;
 const BEARER = /^Bearer ([\x21-\x7e]+)$/;
-
-export function sha256Hex(text: string | Uint8Array): string {
-  return createHash("sha256").update(text).digest("hex");
-}
 
 /** Tenant of a presented key, or undefined. Compares every digest, so timing reveals nothing. */
 export function tenantOfKey(apiKeys: ApiKeys, key: string): string | undefined {

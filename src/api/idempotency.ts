@@ -15,8 +15,9 @@
  */
 import type { MiddlewareHandler } from "hono";
 import { z } from "zod";
-import { sha256Hex, type TenantVariables } from "./auth";
-import type { JsonObjects } from "./json-objects";
+import { sha256Hex } from "../store/digest";
+import type { JsonObjects } from "../store/json-objects";
+import type { TenantVariables } from "./auth";
 import { ProblemError } from "./problems";
 
 export const IDEMPOTENCY_HEADER = "idempotency-key";

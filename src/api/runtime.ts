@@ -1,6 +1,7 @@
 /** Builds the app's dependencies from configuration (shared by the Lambda and the Node server). */
 import { EnvironmentStore } from "../environments/store";
 import { loadCatalog } from "../providers/models";
+import { JsonObjects } from "../store/json-objects";
 import { McpToolListings } from "../store/mcp-tool-listings";
 import { keelDataConverter } from "../store/payload-storage";
 import { createS3Client } from "../store/s3-config";
@@ -11,7 +12,6 @@ import { startTelemetry, type Telemetry } from "../telemetry/sdk";
 import { telemetrySettingsFromEnv } from "../telemetry/settings";
 import { type ApiApp, createApp } from "./app";
 import type { ApiConfig } from "./config";
-import { JsonObjects } from "./json-objects";
 import { LazyRunClient } from "./temporal";
 import { tenantServices } from "./tenant-runs";
 

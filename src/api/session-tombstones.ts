@@ -12,8 +12,8 @@
  * tenant's `sessions/` folder, so listings never see it).
  */
 import { z } from "zod";
+import type { JsonObjects } from "../store/json-objects";
 import { assertValidRef, type SessionRef } from "../store/session-keys";
-import type { JsonObjects } from "./json-objects";
 
 export const SessionTombstoneSchema = z.object({ deletedAt: z.string() });
 export type SessionTombstone = z.infer<typeof SessionTombstoneSchema>;

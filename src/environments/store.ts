@@ -15,12 +15,13 @@
  * objects: the token takes no call from its next claim on (its heartbeats and results: see
  * `recentOwner` and api/runner-auth.ts).
  */
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { GetObjectCommand, ListObjectsV2Command, type S3Client } from "@aws-sdk/client-s3";
 import { z } from "zod";
-import { JsonObjects } from "../api/json-objects";
 import type { McpServerSettings } from "../mcp/types";
 import { ConditionalObjects } from "../store/conditional-objects";
+import { sha256Hex } from "../store/digest";
+import { JsonObjects } from "../store/json-objects";
 import { isNotFound, s3HttpStatus } from "../store/s3-requests";
 import { ID_PATTERN } from "../store/session-keys";
 
@@ -390,8 +391,6 @@ export class EnvironmentStore {
     return keys;
   }
 }
-
-const sha256Hex = (text: string): string => createHash("sha256").update(text).digest("hex");
 
 export function isEnvironmentName(name: string): boolean {
   return ENVIRONMENT_NAME.test(name) && name !== WORKER_ENVIRONMENT;

@@ -3,10 +3,9 @@
  * class from the server's own annotations unless the operator overrides it. Pure (runs in the
  * workflow too).
  */
-import type { LlmTurnInput, McpToolRef } from "../activities/types";
 import type { ToolSpec } from "../core/messages";
 import type { ReplayClass } from "../tools/types";
-import type { McpServerSettings, McpToolEntry, McpToolList } from "./types";
+import type { McpServerSettings, McpToolEntry, McpToolList, McpToolRef, McpToolsOfTurn } from "./types";
 
 /** Between server and tool in a model-facing name; server names may not contain it. */
 export const MCP_SEPARATOR = "__";
@@ -76,9 +75,7 @@ export function mcpToolSpecs(list: McpToolList | undefined): ToolSpec[] {
  * stored (the history then holds a server's tools once, in its listing), else the list itself
  * (listings recorded before they were stored, or whose store failed).
  */
-export function mcpToolsForTurn(
-  list: McpToolList | undefined,
-): Pick<LlmTurnInput, "mcpTools" | "mcpToolRefs"> {
+export function mcpToolsForTurn(list: McpToolList | undefined): McpToolsOfTurn {
   if (!list) return {};
   const refs = list.servers.flatMap((listing) =>
     listing.status === "ready" ? [{ server: listing.server, digest: listing.digest }] : [],

@@ -65,3 +65,15 @@ export type McpServerListing =
 export interface McpToolList {
   servers: McpServerListing[];
 }
+
+/** A server's stored listing, named by digest (an `llmTurn` input carries these instead of the tools). */
+export interface McpToolRef {
+  server: string;
+  digest: string;
+}
+
+/** How a model call's input carries the run's MCP tools: the list itself, or refs to stored listings. */
+export interface McpToolsOfTurn {
+  mcpTools?: McpToolList;
+  mcpToolRefs?: McpToolRef[];
+}

@@ -9,10 +9,10 @@
  * checks the bytes against the digest, and a read is cached in the process (objects never change).
  * They live in the session's folder and go with it.
  */
-import { createHash } from "node:crypto";
 import { GetObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import type { McpToolEntry } from "../mcp/types";
 import { ConditionalObjects } from "./conditional-objects";
+import { sha256Hex } from "./digest";
 import type { S3Settings } from "./s3-config";
 import { type SessionRef, sessionPrefix } from "./session-keys";
 
@@ -40,7 +40,7 @@ export class McpToolListings {
   /** Stores `tools` for the session (once per content) and returns their digest. */
   async put(ref: SessionRef, tools: McpToolEntry[]): Promise<string> {
     const text = JSON.stringify(tools);
-    const digest = sha256(text);
+    const digest = sha256Hex(text);
     const key = mcpToolListingKey(this.settings.prefix, ref, digest);
     await this.conditional.createIfAbsent(key, text, "application/json");
     this.remember(key, tools);
@@ -54,7 +54,8 @@ export class McpToolListings {
     if (cached) return cached;
     const response = await this.client.send(new GetObjectCommand({ Bucket: this.settings.bucket, Key: key }));
     const text = (await response.Body?.transformToString("utf8")) ?? "";
-    if (sha256(text) !== digest) throw new Error(`the MCP tool listing at ${key} does not match its digest`);
+    if (sha256Hex(text) !== digest)
+      throw new Error(`the MCP tool listing at ${key} does not match its digest`);
     const tools = JSON.parse(text) as McpToolEntry[];
     this.remember(key, tools);
     return tools;
@@ -66,8 +67,4 @@ export class McpToolListings {
     const oldest = this.cache.keys().next().value;
     if (this.cache.size > CACHED_LISTINGS && oldest !== undefined) this.cache.delete(oldest);
   }
-}
-
-function sha256(text: string): string {
-  return createHash("sha256").update(text).digest("hex");
 }

@@ -26,6 +26,7 @@ import {
 import { siblingPathOf } from "../tools/workspace-siblings";
 import { mapWithLimit } from "./bounded-map";
 import { ConditionalObjects, readAfterConflict } from "./conditional-objects";
+import { sha256Hex } from "./digest";
 import type { S3Settings } from "./s3-config";
 import { isNotFound, listObjects } from "./s3-requests";
 import { CorruptObjectError } from "./session-errors";
@@ -44,7 +45,6 @@ import {
   type LocalIndex,
   readLocalIndex,
   scanWorkspace,
-  sha256,
   type Tree,
   TreeSchema,
   writeLocalIndex,
@@ -175,7 +175,7 @@ export class WorkspaceSnapshots {
       has: (hash) => stored.has(hash) || sending.has(hash),
       put: (hash, body) => {
         const sent = (async () => {
-          if (sha256(body) !== hash)
+          if (sha256Hex(body) !== hash)
             throw new Error(`workspace blob ${hash}: the bytes to send do not match it`);
           await upload(workspaceBlobKey(this.prefix, ref, hash), body, "application/octet-stream");
           stored.add(hash);
@@ -390,7 +390,7 @@ export class WorkspaceSnapshots {
   async getTree(ref: SessionRef, hash: string): Promise<Tree> {
     const key = workspaceTreeKey(this.prefix, ref, hash);
     const text = gunzipSync(await this.getObject(key)).toString("utf8");
-    if (sha256(text) !== hash) throw new CorruptObjectError(key, "the tree does not match its hash");
+    if (sha256Hex(text) !== hash) throw new CorruptObjectError(key, "the tree does not match its hash");
     return TreeSchema.parse(JSON.parse(text));
   }
 
@@ -398,7 +398,7 @@ export class WorkspaceSnapshots {
   async getBlob(ref: SessionRef, hash: string): Promise<Buffer> {
     const key = workspaceBlobKey(this.prefix, ref, hash);
     const body = await this.getObject(key);
-    if (sha256(body) !== hash) throw new CorruptObjectError(key, "the blob's bytes do not match its hash");
+    if (sha256Hex(body) !== hash) throw new CorruptObjectError(key, "the blob's bytes do not match its hash");
     return body;
   }
 

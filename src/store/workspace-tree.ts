@@ -25,6 +25,7 @@ import {
   WorkspacePathError,
 } from "../tools/workspace-fs";
 import { mapWithLimit } from "./bounded-map";
+import { sha256Hex } from "./digest";
 
 /** Paths never recorded: full outputs of truncated commands (scratch, re-creatable). */
 export const IGNORED_PATHS = [".keel/scratch"];
@@ -120,8 +121,6 @@ const MAX_ENTRY_RETRIES = 8;
 const IN_MEMORY_HASH_BYTES = 8 * 1024 ** 2;
 const READ_CHUNK_BYTES = 1024 ** 2;
 
-export const sha256 = (data: string | Uint8Array): string => createHash("sha256").update(data).digest("hex");
-
 /** Where a scan sends file contents: blobs it knows are stored are not read again. */
 export interface BlobSink {
   has(hash: string): boolean;
@@ -191,7 +190,7 @@ async function readAndStore(
   blobs: BlobSink | undefined,
 ): Promise<{ hash: string; size: number }> {
   const body = await readWhole(handle, size);
-  const hash = sha256(body);
+  const hash = sha256Hex(body);
   if (blobs && !blobs.has(hash)) await blobs.put(hash, body);
   return { hash, size: body.length };
 }
@@ -199,7 +198,7 @@ async function readAndStore(
 export function treeObject(entries: TreeEntry[]): TreeObject {
   const sorted = [...entries].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   const body = JSON.stringify({ version: 1, entries: sorted } satisfies Tree);
-  return { hash: sha256(body), body };
+  return { hash: sha256Hex(body), body };
 }
 
 const unchanged = (cached: IndexedFile | undefined, stats: Stats): cached is IndexedFile =>

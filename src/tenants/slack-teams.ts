@@ -6,8 +6,8 @@
  * settings (`slack.teams`) give the team's tools. A team serves events only while both agree.
  */
 import { z } from "zod";
-import { type SlackTeam, teamOf } from "../api/slack/teams";
 import { KEY_CACHE_SECONDS, ShortCache } from "./key-cache";
+import { type SlackTeam, teamOf } from "./slack-team-tools";
 import type { TenantStore } from "./store";
 import { TenantIdSchema, type TenantSettings } from "./types";
 

@@ -12,8 +12,8 @@
  */
 import { randomBytes } from "node:crypto";
 import { ListObjectsV2Command, type S3Client } from "@aws-sdk/client-s3";
-import { sha256Hex } from "../api/auth";
-import { JsonObjects } from "../api/json-objects";
+import { sha256Hex } from "../store/digest";
+import { JsonObjects } from "../store/json-objects";
 import { listObjects } from "../store/s3-requests";
 import { assertValidId } from "../store/session-keys";
 import {

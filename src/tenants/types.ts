@@ -4,8 +4,8 @@
  * each tenant's settings (allowed models and one-line model hosts, default run settings, quotas).
  */
 import { z } from "zod";
-import { SLACK_TEAM_ID, SLACK_TEAM_ID_HINT, SlackTeamToolsSchema } from "../api/slack/teams";
 import { isValidId } from "../store/session-keys";
+import { SLACK_TEAM_ID, SLACK_TEAM_ID_HINT, SlackTeamToolsSchema } from "./slack-team-tools";
 
 export const TenantIdSchema = z
   .string()

@@ -20,6 +20,7 @@ import { parseBudgetCommand } from "../../integrations/slack/budget-commands";
 import { postSlackReply, type SlackReply } from "../../integrations/slack/reply";
 import { isRefusal, type MessageOutcome, startOrDeliver } from "../../run-client/start-or-deliver";
 import { modelRefusal } from "../../tenants/settings";
+import type { SlackTeam } from "../../tenants/slack-team-tools";
 import type { TenantSettings } from "../../tenants/types";
 import { DEFAULT_RUN_SETTINGS, type RunLimits, type SessionRef } from "../../workflows/types";
 import type { ApiApp, RouteContext } from "../app";
@@ -31,7 +32,6 @@ import { RunLimitsSchema } from "../schemas/message-body";
 import { startServices } from "../tenant-runs";
 import { answerBudgetReply } from "./budget-replies";
 import { SLACK_SIGNATURE_HEADER, SLACK_TIMESTAMP_HEADER, verifySlackSignature } from "./signature";
-import type { SlackTeam } from "./teams";
 import {
   claimSlackEvent,
   readSlackThread,

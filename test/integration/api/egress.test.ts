@@ -8,9 +8,9 @@
 import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
 import { type ApiApp, createApp } from "../../../src/api/app";
-import { JsonObjects } from "../../../src/api/json-objects";
 import { parseModelUrls } from "../../../src/providers/model-urls";
 import { loadCatalog } from "../../../src/providers/models";
+import { JsonObjects } from "../../../src/store/json-objects";
 import { WorkspaceSnapshots } from "../../../src/store/workspace-snapshots";
 import { parseGitHosts } from "../../../src/tools/git-source";
 import { s3Client, s3Settings } from "../../support/integration-env";

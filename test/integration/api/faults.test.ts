@@ -14,12 +14,12 @@ import {
   REPLAYED_HEADER,
   STALE_CLAIM_MS,
 } from "../../../src/api/idempotency";
-import { JsonObjects } from "../../../src/api/json-objects";
 import { startApiServer } from "../../../src/api/server";
 import { LazyRunClient } from "../../../src/api/temporal";
 import { freePorts } from "../../../src/cli/devstack/ports";
 import { createSessionHeader } from "../../../src/core/session-entries";
 import { RunClient } from "../../../src/run-client/run-client";
+import { JsonObjects } from "../../../src/store/json-objects";
 import { keelDataConverter } from "../../../src/store/payload-storage";
 import { createS3Client } from "../../../src/store/s3-config";
 import { SessionStore } from "../../../src/store/session-store";

@@ -10,10 +10,11 @@ import * as fs from "node:fs/promises";
 import * as path from "node:path";
 import { gunzipSync, gzipSync } from "node:zlib";
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
+import { sha256Hex as sha256 } from "../../../src/store/digest";
 import { CorruptObjectError } from "../../../src/store/session-errors";
 import { workspaceBlobKey, workspaceTreeKey } from "../../../src/store/session-keys";
 import { type SnapshotRecord, WorkspaceSnapshots } from "../../../src/store/workspace-snapshots";
-import { indexPathOf, type LocalIndex, sha256, type TreeEntry } from "../../../src/store/workspace-tree";
+import { indexPathOf, type LocalIndex, type TreeEntry } from "../../../src/store/workspace-tree";
 import { s3Client, s3Settings, testTmpDir } from "../../support/integration-env";
 import { newRef } from "./store-fixtures";
 

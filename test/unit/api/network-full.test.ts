@@ -6,9 +6,9 @@
 import { createHash } from "node:crypto";
 import { type ApiDependencies, createApp } from "../../../src/api/app";
 import { apiConfigFromEnv } from "../../../src/api/config";
-import type { JsonObjects } from "../../../src/api/json-objects";
 import { loadCatalog } from "../../../src/providers/models";
 import type { RunClient } from "../../../src/run-client/run-client";
+import type { JsonObjects } from "../../../src/store/json-objects";
 import type { SessionStore } from "../../../src/store/session-store";
 import type { WorkspaceSnapshots } from "../../../src/store/workspace-snapshots";
 import { type FullNetworkAccess, parseFullNetworkAccess } from "../../../src/tools/network-access";

@@ -1,5 +1,5 @@
 import { apiConfigFromEnv } from "../../../src/api/config";
-import { parseSlackTeams } from "../../../src/api/slack/teams";
+import { parseSlackTeams } from "../../../src/tenants/slack-team-tools";
 import { decidePolicy } from "../../../src/workflows/policy";
 import { DEFAULT_RUN_SETTINGS } from "../../../src/workflows/types";
 

@@ -4,8 +4,8 @@
  */
 import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import type { z } from "zod";
-import { ConditionalObjects } from "../store/conditional-objects";
-import { isNotFound } from "../store/s3-requests";
+import { ConditionalObjects } from "./conditional-objects";
+import { isNotFound } from "./s3-requests";
 
 const JSON_CONTENT_TYPE = "application/json";
 

@@ -1,0 +1,6 @@
+/** The one content digest Keel uses (key digests, content addresses, tool listings): sha256, hex. */
+import { createHash } from "node:crypto";
+
+export function sha256Hex(data: string | Uint8Array): string {
+  return createHash("sha256").update(data).digest("hex");
+}
