@@ -26,7 +26,7 @@ import type { ToolUpdate } from "../tools/types";
 import type { Workspace } from "../tools/workspace";
 import { sweepFolder } from "../tools/workspace-siblings";
 import { SessionCopies, type WorkspaceOptions } from "./session-copies";
-import { type StoreOutcome, storeWorkspace } from "./workspace-sync";
+import { markStale, type StoreOutcome, storeWorkspace } from "./workspace-sync";
 
 export interface RunnerOptions extends WorkspaceOptions {
   sandbox: SandboxConfig;
@@ -162,8 +162,14 @@ async function runCall(options: RunnerOptions, call: ClaimedCall, copies: Sessio
         // Never a crash of the runner for one call (a folder removed under it, say): the run reads why.
         (error: unknown) => cannotOpen(call, `The runner could not run this call: ${messageOf(error)}`),
       );
-      if (!options.snapshots || lost || workspace instanceof Error || call.kind !== "tool") return ran;
+      if (!options.snapshots || workspace instanceof Error || call.kind !== "tool") return ran;
       if (!mayChangeWorkspace(call)) return ran;
+      // The call went to another attempt: what it changed here is in no result, so this copy
+      // must not be stored (by a later call) or worked on again.
+      if (lost) {
+        await copies.store(call.sessionId, () => markStale(workspace.dir));
+        return ran;
+      }
       // Before the result: a runner that dies after storing leaves the edits to the next one.
       const stored = await copies.store(call.sessionId, () =>
         storeWorkspace(client, environment, call.sessionId, workspace.dir),

@@ -109,7 +109,7 @@ export async function storeWorkspace(
   dir: string,
 ): Promise<StoreOutcome> {
   const notKept = async (reason: string): Promise<StoreOutcome> => {
-    await writeGeneration(dir, STALE).catch(() => undefined);
+    await markStale(dir);
     return { kind: "not-kept", reason };
   };
   try {
@@ -146,6 +146,15 @@ export async function storeWorkspace(
       `the workspace could not be stored (${error instanceof Error ? error.message : String(error)})`,
     );
   }
+}
+
+/**
+ * Marks the copy at `dir` as one whose changes are not kept (its store failed, or its call went to
+ * another attempt): the next call restores the stored workspace over it. Never throws.
+ */
+export async function markStale(dir: string): Promise<StoreOutcome> {
+  await writeGeneration(dir, STALE).catch(() => undefined);
+  return { kind: "not-kept", reason: "this runner's copy of the workspace is out of date" };
 }
 
 /**

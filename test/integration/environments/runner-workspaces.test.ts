@@ -7,12 +7,19 @@
 import { existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Readable } from "node:stream";
+import { UNKNOWN_OUTCOME_TEXT } from "../../../src/core/markers";
 import { EnvironmentStore } from "../../../src/environments/store";
 import { unpackSessionArchive } from "../../../src/store/workspace-archive";
 import { s3Client, s3Settings, testTmpDir, uniqueName } from "../../support/integration-env";
 import { eventually, expectIntactSession, messagesOf } from "../../support/run-harness";
 import type { ApiStage } from "../api/api-stage";
-import { type RunnerProcess, type RunnerStage, useRunnerStage, workspaceRoot } from "./runner-stage";
+import {
+  processesMatching,
+  type RunnerProcess,
+  type RunnerStage,
+  useRunnerStage,
+  workspaceRoot,
+} from "./runner-stage";
 
 let stage: RunnerStage;
 let api: ApiStage;
@@ -289,4 +296,43 @@ test("a workspace source with a runner environment is refused, not silently igno
     json: { text: "[scenario:none] hi", environment: env.name, workspace: { type: "empty" } },
   });
   expect(empty.status).toBe(202);
+});
+
+test("a runner whose call went to another attempt never keeps what that call changed", async () => {
+  const env = await stage.newEnvironment();
+  const root = workspaceRoot();
+  const marker = `${Math.floor(Math.random() * 1e6)}`;
+  const run = await stepByStep(env.name, [
+    { name: "bash", arguments: { command: `echo once >> runs.txt; sleep 40.${marker}` } },
+    { name: "bash", arguments: { command: "cat runs.txt 2>/dev/null || echo none" } },
+  ]);
+  const first = await started(
+    stage.startRunner(env.name, env.token, ["--workspace-root", root, "--snapshots"]),
+  );
+  await run.approveNext();
+  await eventually(async () =>
+    existsSync(join(root, run.ref.sessionId, "runs.txt")) &&
+    processesMatching(`sleep 40.${marker}`).length > 0
+      ? true
+      : undefined,
+  );
+  // The runner stops answering: its heartbeats stop, the call's attempt times out, and the next
+  // attempt (on another runner) finds the bash's start marker: an unknown outcome, nothing stored.
+  first.child.kill("SIGSTOP");
+  const other = stage.startRunner(env.name, env.token, ["--workspace-root", workspaceRoot(), "--snapshots"]);
+  await eventually(async () => ((await storedResults(run.ref)) > 0 ? true : undefined), 60_000);
+  await other.kill();
+  // Back, the first runner learns the call is not its own any more; the next call runs there.
+  first.child.kill("SIGCONT");
+  await eventually(
+    async () => (first.output().includes("call lost to another attempt") ? true : undefined),
+    30_000,
+  );
+  await run.approveNext();
+  expect((await api.stage.result(run.ref)).status).toBe("completed");
+  const [lost, next] = await results(run.ref);
+  expect(lost?.text).toBe(UNKNOWN_OUTCOME_TEXT);
+  // What the lost call did stays out of the workspace, as its result told the model.
+  expect(next).toEqual({ isError: false, text: "none" });
+  expect((await storedFiles(env.name, run.ref)).names).toEqual([]);
 });
