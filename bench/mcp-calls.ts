@@ -12,14 +12,9 @@ import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { temporal } from "@temporalio/proto";
+import { DEFAULT_RUN_SETTINGS, type RunResult, type RunSettings, runWorkflowId } from "../src/contracts/runs";
 import { RunClient } from "../src/run-client/run-client";
 import { s3SettingsToEnv } from "../src/store/s3-config";
-import {
-  DEFAULT_RUN_SETTINGS,
-  type RunResult,
-  type RunSettings,
-  runWorkflowId,
-} from "../src/workflows/types";
 import { encodedBytes, fetchEvents } from "./support/history";
 import {
   fixed,

@@ -29,8 +29,8 @@
 import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import { WithStartWorkflowOperation, WorkflowUpdateStage } from "@temporalio/client";
+import { RUN_VERSION, runWorkflowId, startedStatus } from "../src/contracts/runs";
 import { runAttributes } from "../src/workflows/search-attributes";
-import { RUN_VERSION, runWorkflowId, startedStatus } from "../src/workflows/types";
 import { registerBareIoScenario } from "./support/bare-io-activities";
 import { shapedPromptUpdate, type shapedTurns } from "./support/bare-workflow";
 import { startBareWorkerProcess } from "./support/bench-worker";

@@ -14,11 +14,11 @@
  */
 
 import { DEFAULT_LIVE_EVENT_OPTIONS } from "../src/activities/live-events";
+import { runWorkflowId } from "../src/contracts/runs";
 import { convertToLlm, type Message, type ToolResultMessage } from "../src/core/messages";
 import type { RunFeed } from "../src/run-client/run-feed";
 import { createS3Client } from "../src/store/s3-config";
 import { SessionStore } from "../src/store/session-store";
-import { runWorkflowId } from "../src/workflows/types";
 import { startBenchWorker } from "./support/bench-worker";
 import {
   bytesAfterTurns,

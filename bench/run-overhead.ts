@@ -12,7 +12,7 @@
  */
 
 import { join } from "node:path";
-import { runWorkflowId } from "../src/workflows/types";
+import { runWorkflowId } from "../src/contracts/runs";
 import { bareActivities } from "./support/bare-activities";
 import { bareIoActivities, registerBareIoScenario } from "./support/bare-io-activities";
 import type { bareTurns } from "./support/bare-workflow";

@@ -12,7 +12,7 @@
  * Writes bench/results/run-workers.md and .json.
  */
 import { temporal } from "@temporalio/proto";
-import { runWorkflowId } from "../src/workflows/types";
+import { runWorkflowId } from "../src/contracts/runs";
 import { fetchEvents } from "./support/history";
 import { startWorkerProcess } from "./support/keel-workers";
 import { type CpuWindow, measureCpu, sampleRss } from "./support/proc-stats";

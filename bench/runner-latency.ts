@@ -19,6 +19,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { GetObjectCommand, PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import { createApp } from "../src/api/app";
 import { startApiServer } from "../src/api/server";
+import { DEFAULT_RUN_SETTINGS, runWorkflowId } from "../src/contracts/runs";
 import { EnvironmentStore } from "../src/environments/store";
 import { loadCatalog } from "../src/providers/models";
 import { RunClient } from "../src/run-client/run-client";
@@ -27,7 +28,6 @@ import { createS3Client, s3SettingsToEnv } from "../src/store/s3-config";
 import { SessionStore } from "../src/store/session-store";
 import { ToolCallMarkers } from "../src/store/tool-call-markers";
 import { WorkspaceSnapshots } from "../src/store/workspace-snapshots";
-import { DEFAULT_RUN_SETTINGS, runWorkflowId } from "../src/workflows/types";
 import { fetchEvents } from "./support/history";
 import {
   fixed,

@@ -14,6 +14,7 @@ import { createParser } from "eventsource-parser";
 import { DEFAULT_LIVE_EVENT_OPTIONS } from "../src/activities/live-events";
 import { createApp } from "../src/api/app";
 import { startApiServer } from "../src/api/server";
+import { runWorkflowId } from "../src/contracts/runs";
 import type { LiveEvent } from "../src/core/events";
 import { loadCatalog } from "../src/providers/models";
 import { RunClient } from "../src/run-client/run-client";
@@ -21,7 +22,6 @@ import { JsonObjects } from "../src/store/json-objects";
 import { createS3Client } from "../src/store/s3-config";
 import { SessionStore } from "../src/store/session-store";
 import { WorkspaceSnapshots } from "../src/store/workspace-snapshots";
-import { runWorkflowId } from "../src/workflows/types";
 import { countEventsOfType, fetchEvents } from "./support/history";
 import { startInProcessWorkers } from "./support/keel-workers";
 import {

@@ -21,11 +21,11 @@ import { randomUUID } from "node:crypto";
 import { loadavg } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import { tenantServices } from "../src/api/tenant-runs";
+import { type RunResult, runWorkflowId } from "../src/contracts/runs";
 import type { RunClient } from "../src/run-client/run-client";
 import { createS3Client } from "../src/store/s3-config";
 import { QuotaExceededError, type QuotaGate } from "../src/tenants/admission";
 import type { Quotas } from "../src/tenants/types";
-import { type RunResult, runWorkflowId } from "../src/workflows/types";
 import { startWorkerProcess } from "./support/keel-workers";
 import {
   fixed,

@@ -15,11 +15,11 @@ import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { DEFAULT_RUN_SETTINGS, runWorkflowId } from "../src/contracts/runs";
 import { RunClient } from "../src/run-client/run-client";
 import { createS3Client, s3SettingsToEnv } from "../src/store/s3-config";
 import { SessionStore } from "../src/store/session-store";
 import { workspaceFor } from "../src/tools/workspace";
-import { DEFAULT_RUN_SETTINGS, runWorkflowId } from "../src/workflows/types";
 import { fetchEvents } from "./support/history";
 import {
   fixed,

@@ -3,14 +3,14 @@
  * helper that delivers its prompt through RunClient and waits for the run to end.
  */
 import { randomUUID } from "node:crypto";
-import type { LocalLlmServer } from "../../src/providers/local-server";
-import { RunClient } from "../../src/run-client/run-client";
 import {
   DEFAULT_RUN_SETTINGS,
   type RunResult,
   type RunSettings,
   runWorkflowId,
-} from "../../src/workflows/types";
+} from "../../src/contracts/runs";
+import type { LocalLlmServer } from "../../src/providers/local-server";
+import { RunClient } from "../../src/run-client/run-client";
 import type { BenchStack } from "./stack";
 
 /** Turn and tool-call limits far enough above a benchmark's turn count never to end it early. */

@@ -4,6 +4,8 @@
  * (old leaf back to the common ancestor) and writes a branch_summary entry below the target.
  */
 import { ApplicationFailure } from "@temporalio/activity";
+import type { BranchInput, BranchResult } from "../contracts/activities";
+import { entryConflict, storeWriteFailures } from "../contracts/store-failures";
 import {
   buildBranchSummaryRequest,
   collectEntriesForBranchSummary,
@@ -16,8 +18,6 @@ import { createBranchSummaryEntry, createLeafMarker } from "../core/session-entr
 import { summarizeWith } from "./compact";
 import { entriesBefore } from "./conversation";
 import type { ActivityDeps } from "./deps";
-import { entryConflict, storeWriteFailures } from "./store-failures";
-import type { BranchInput, BranchResult } from "./types";
 
 /** Token budget of the branch content sent for summarizing. */
 const BRANCH_SUMMARY_INPUT_BUDGET = 24_000;

@@ -4,10 +4,11 @@
  * written before posting, so a retry after an unknown outcome does not post a second time (a lost
  * reply is better than a duplicate in a team's channel).
  */
+
+import type { PostChatReplyInput, PostPauseNoticeInput } from "../contracts/activities";
 import { pauseNoticeText } from "../integrations/slack/budget-commands";
 import { postSlackReply } from "../integrations/slack/reply";
 import type { ActivityDeps } from "./deps";
-import type { PostChatReplyInput, PostPauseNoticeInput } from "./types";
 
 export function pauseNoticeActivity({ markers }: ActivityDeps) {
   return async function postPauseNotice(input: PostPauseNoticeInput): Promise<{ posted: boolean }> {

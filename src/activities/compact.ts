@@ -3,6 +3,8 @@
  * model for a structured summary and writes the compaction entry at the assigned slot.
  */
 import { ApplicationFailure, Context } from "@temporalio/activity";
+import type { CompactInput, CompactResult } from "../contracts/activities";
+import { storeWriteFailures } from "../contracts/store-failures";
 import {
   buildCompactionRequests,
   compactionEntryFor,
@@ -15,8 +17,6 @@ import { entriesBefore, pathOf } from "./conversation";
 import type { ActivityDeps } from "./deps";
 import { whileHeartbeating } from "./heartbeat";
 import { providerErrorFailure, tallyBefore } from "./llm-retry";
-import { storeWriteFailures } from "./store-failures";
-import type { CompactInput, CompactResult } from "./types";
 
 export function compactActivity({ store, provider, catalog }: ActivityDeps) {
   return async function compact(input: CompactInput): Promise<CompactResult> {

@@ -11,6 +11,7 @@
  * dying right after storing it loses no file change.
  */
 import { CancelledFailure, Context } from "@temporalio/activity";
+import type { ExecuteToolInput, ExecuteToolResult } from "../contracts/activities";
 import type { LiveEvent } from "../core/events";
 import { UNKNOWN_OUTCOME_TEXT } from "../core/markers";
 import type { ToolCallBlock } from "../core/messages";
@@ -34,7 +35,6 @@ import { failpoint } from "./failpoints";
 import { whileHeartbeating } from "./heartbeat";
 import { DEFAULT_LIVE_EVENT_OPTIONS, liveEventSink, withLiveTail } from "./live-events";
 import { mcpToolsChangedFor, runMcpCall } from "./mcp-tools";
-import type { ExecuteToolInput, ExecuteToolResult } from "./types";
 import { inCallWorkspace } from "./workspace-activities";
 
 /** Least time between two published updates of one tool (each carries the output so far). */

@@ -1,5 +1,6 @@
 /** All activities of a worker, wired to the process's dependencies. */
 
+import type { KeelActivities } from "../contracts/activities";
 import { branchActivity } from "./branch";
 import { chatReplyActivity, pauseNoticeActivity } from "./chat-reply";
 import { compactActivity } from "./compact";
@@ -14,7 +15,6 @@ import { servingOnlyTenant } from "./single-tenant";
 import { subAgentMergeActivity } from "./sub-agent-merge";
 import { taskResultActivity } from "./task-result";
 import { checkTenantBudgetActivity } from "./tenant-budget";
-import type { KeelActivities } from "./types";
 import { workspaceActivities } from "./workspace-activities";
 
 export type { ActivityDeps } from "./deps";

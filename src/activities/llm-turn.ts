@@ -15,6 +15,9 @@
  */
 
 import { ApplicationFailure, CancelledFailure, Context } from "@temporalio/activity";
+import type { LlmTurnInput, LlmTurnResult, ToolCallSummary } from "../contracts/activities";
+import type { TenantBudgetHold } from "../contracts/pause";
+import { entryConflict, storeWriteFailures } from "../contracts/store-failures";
 import { MAX_TASK_ARGUMENTS_CHARS, TASK_TOOL_NAME, taskToolSpec } from "../core/agents";
 import type { AssistantMessageDelta } from "../core/events";
 import { FailureType } from "../core/failure-types";
@@ -27,7 +30,6 @@ import { mcpToolSpecs } from "../mcp/tool-names";
 import { withUniqueToolCallIds } from "../providers/tool-call-ids";
 import type { ModelInfo } from "../providers/types";
 import { toolNamed, toolSpecs } from "../tools";
-import type { TenantBudgetHold } from "../workflows/pause-types";
 import { entriesBefore, modelMessages, pathOf } from "./conversation";
 import type { ActivityDeps } from "./deps";
 import { failpoint } from "./failpoints";
@@ -35,8 +37,6 @@ import { whileHeartbeating } from "./heartbeat";
 import { DEFAULT_LIVE_EVENT_OPTIONS, type LiveEventSink, liveEventSink, withLiveTail } from "./live-events";
 import { nextRetryDelayMs, providerErrorFailure, tallyBefore } from "./llm-retry";
 import { mcpToolsOfTurn } from "./mcp-tools";
-import { entryConflict, storeWriteFailures } from "./store-failures";
-import type { LlmTurnInput, LlmTurnResult, ToolCallSummary } from "./types";
 
 const PREVIEW_CHARS = 500;
 const ARGUMENTS_PREVIEW_CHARS = 300;

@@ -6,6 +6,7 @@
  */
 import { realpath } from "node:fs/promises";
 import { Context } from "@temporalio/activity";
+import type { ListMcpToolsInput, LlmTurnInput, McpCallTarget } from "../contracts/activities";
 import { type McpConnections, type McpSessionContext, messageOf } from "../mcp/connections";
 import { callSessionTool, listSessionServers } from "../mcp/session-tools";
 import type { McpServerListing, McpToolEntry, McpToolList } from "../mcp/types";
@@ -15,7 +16,6 @@ import type { NetworkPolicy } from "../tools/sandbox";
 import type { ActivityDeps } from "./deps";
 import { failpoint } from "./failpoints";
 import { whileHeartbeating } from "./heartbeat";
-import type { ListMcpToolsInput, LlmTurnInput, McpCallTarget } from "./types";
 
 export function listMcpToolsActivity(deps: ActivityDeps) {
   return async function listMcpTools(input: ListMcpToolsInput): Promise<McpToolList> {

@@ -15,9 +15,16 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { ApplicationFailure, Context } from "@temporalio/activity";
 import { temporal } from "@temporalio/proto";
+import type {
+  EnvironmentKindInput,
+  ExecuteToolResult,
+  RunnerEnvironmentKind,
+  UnclaimedRunnerCallInput,
+  WatchRunnerCallInput,
+} from "../contracts/activities";
+import { unclaimedText } from "../contracts/unclaimed";
 import { UNKNOWN_OUTCOME_TEXT } from "../core/markers";
 import { runnerCallId } from "../environments/store";
-import { unclaimedText } from "../environments/unclaimed";
 import {
   attemptOf,
   refusal,
@@ -30,13 +37,6 @@ import {
 import type { ActivityDeps } from "./deps";
 import { whileHeartbeating } from "./heartbeat";
 import { DEFAULT_LIVE_EVENT_OPTIONS, liveEventSink } from "./live-events";
-import type {
-  EnvironmentKindInput,
-  ExecuteToolResult,
-  RunnerEnvironmentKind,
-  UnclaimedRunnerCallInput,
-  WatchRunnerCallInput,
-} from "./types";
 
 /** How often a watcher asks Temporal whether its call was taken (and a launcher for its runner). */
 const WATCH_POLL_MS = 1_000;

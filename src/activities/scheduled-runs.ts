@@ -7,46 +7,14 @@
  */
 import { ApplicationFailure, Context } from "@temporalio/activity";
 import { WorkflowFailedError } from "@temporalio/client";
+import type { ScheduledRunActivities, StartScheduledRunResult } from "../contracts/activities";
+import { type RunResult, runWorkflowId } from "../contracts/runs";
 import { DeliveryRefusal, FailureType } from "../core/failure-types";
 import type { SessionRef } from "../core/session-ref";
 import { RunClient } from "../run-client/run-client";
 import { deliveryOf, type MessageOutcome, startOrDeliver } from "../run-client/start-or-deliver";
 import { quotaGate } from "../tenants/run-quotas";
-import type { RunSettings } from "../workflows/types";
-import { type RunResult, runWorkflowId } from "../workflows/types";
 import type { ActivityDeps } from "./deps";
-
-export interface StartScheduledRunInput extends SessionRef {
-  text: string;
-  settings: RunSettings;
-  /** The delivery id: one per firing, so a retried start never delivers twice. */
-  deliveryId: string;
-}
-
-export interface StartScheduledRunResult {
-  runId: string;
-  /** How the session took the prompt (`started`, or `queued` behind a run already live, …). */
-  delivery: string;
-}
-
-export interface AwaitScheduledRunInput extends SessionRef {
-  runId: string;
-}
-
-export interface ScheduledRunEnd {
-  status: string;
-  reason: string;
-}
-
-export interface AbortScheduledRunInput extends SessionRef {
-  reason: string;
-}
-
-export interface ScheduledRunActivities {
-  startScheduledRun(input: StartScheduledRunInput): Promise<StartScheduledRunResult>;
-  awaitScheduledRun(input: AwaitScheduledRunInput): Promise<ScheduledRunEnd>;
-  abortScheduledRun(input: AbortScheduledRunInput): Promise<{ aborted: boolean }>;
-}
 
 /** How often the wait heartbeats (cancellation reaches it with a heartbeat). */
 const HEARTBEAT_EVERY_MS = 2_000;

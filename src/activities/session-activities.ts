@@ -1,10 +1,15 @@
 /** Session writes the workflow needs directly: opening a session and appending entries it built. */
 import { randomBytes } from "node:crypto";
+import type {
+  AppendEntriesInput,
+  AppendEntriesResult,
+  OpenSessionInput,
+  OpenSessionResult,
+} from "../contracts/activities";
+import { storeWriteFailures } from "../contracts/store-failures";
 import { createSessionHeader } from "../core/session-entries";
 import { planSessionRepair } from "../core/session-repair";
 import type { ActivityDeps } from "./deps";
-import { storeWriteFailures } from "./store-failures";
-import type { AppendEntriesInput, AppendEntriesResult, OpenSessionInput, OpenSessionResult } from "./types";
 
 export function sessionActivities({ store }: ActivityDeps) {
   return {

@@ -5,8 +5,8 @@
  * other tenant's session may ever reach it.
  */
 import { ApplicationFailure } from "@temporalio/activity";
+import type { KeelActivities } from "../contracts/activities";
 import { FailureType } from "../core/failure-types";
-import type { KeelActivities } from "./types";
 
 /**
  * Every tenant id an activity input names: its own `tenantId` and that of any session ref it

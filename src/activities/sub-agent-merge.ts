@@ -15,6 +15,7 @@
 import { createHash } from "node:crypto";
 import { rmdir } from "node:fs/promises";
 import { Context } from "@temporalio/activity";
+import type { MergeSubAgentWorkspaceInput, MergeSubAgentWorkspaceResult } from "../contracts/activities";
 import {
   diffStates,
   type FlatState,
@@ -37,7 +38,6 @@ import {
 import type { ActivityDeps } from "./deps";
 import { failpoint } from "./failpoints";
 import { whileHeartbeating } from "./heartbeat";
-import type { MergeSubAgentWorkspaceInput, MergeSubAgentWorkspaceResult } from "./types";
 import { inCallWorkspace } from "./workspace-activities";
 
 /** Paths a result names at most (the history carries them). */

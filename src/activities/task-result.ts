@@ -5,6 +5,13 @@
  * from the child's session rather than passed through the workflow, so the parent's history
  * carries only a short summary however long the answer is.
  */
+
+import type {
+  ExecuteToolResult,
+  MergeSubAgentWorkspaceResult,
+  StoreTaskResultInput,
+} from "../contracts/activities";
+import { storeWriteFailures } from "../contracts/store-failures";
 import { taskResultText } from "../core/agents";
 import type { ToolResultMessage } from "../core/messages";
 import { createMessageEntry } from "../core/session-entries";
@@ -12,8 +19,6 @@ import type { SessionEntry } from "../core/session-types";
 import { summarize } from "../tool-calls/lifecycle";
 import { notices, truncateHead } from "../tools/truncate";
 import type { ActivityDeps } from "./deps";
-import { storeWriteFailures } from "./store-failures";
-import type { ExecuteToolResult, MergeSubAgentWorkspaceResult, StoreTaskResultInput } from "./types";
 
 /** The text of the last assistant message of `entries` that has any (the child's final answer). */
 export function finalAnswer(entries: readonly SessionEntry[]): string {

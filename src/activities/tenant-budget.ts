@@ -2,8 +2,9 @@
  * The tenant budget activity: a run paused at its tenant's budget asks afresh whether the tenant
  * is still over it (tenants/budget-check.ts). Reads only; a failed read is retried by Temporal.
  */
+
+import type { KeelActivities } from "../contracts/activities";
 import type { ActivityDeps } from "./deps";
-import type { KeelActivities } from "./types";
 
 export function checkTenantBudgetActivity(deps: ActivityDeps): KeelActivities["checkTenantBudget"] {
   return async function checkTenantBudget({ tenantId }) {

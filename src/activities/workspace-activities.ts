@@ -8,6 +8,14 @@
  */
 import * as fs from "node:fs/promises";
 import { ApplicationFailure, Context } from "@temporalio/activity";
+import type {
+  ClaimWorkspaceInput,
+  ClaimWorkspaceResult,
+  RestoreWorkspaceInput,
+  RestoreWorkspaceResult,
+  SnapshotWorkspaceInput,
+  SnapshotWorkspaceResult,
+} from "../contracts/activities";
 import { FailureType } from "../core/failure-types";
 import type { SessionRef } from "../store/session-keys";
 import type { SessionStore } from "../store/session-store";
@@ -27,14 +35,6 @@ import type { ActivityDeps } from "./deps";
 import { failpoint } from "./failpoints";
 import { whileHeartbeating } from "./heartbeat";
 import { closeMcpServersOf } from "./mcp-tools";
-import type {
-  ClaimWorkspaceInput,
-  ClaimWorkspaceResult,
-  RestoreWorkspaceInput,
-  RestoreWorkspaceResult,
-  SnapshotWorkspaceInput,
-  SnapshotWorkspaceResult,
-} from "./types";
 import { usingWorkspace } from "./workspace-eviction";
 import { holdRestoredCopy, holdWorkspace, whileWorking } from "./workspace-holder";
 

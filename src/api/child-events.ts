@@ -12,10 +12,10 @@
  * are not forwarded (a client wanting them subscribes to the child session's own stream).
  */
 import type { SSEStreamingApi } from "hono/streaming";
+import type { SessionRef } from "../contracts/runs";
 import { childSessionId, MAX_SUB_AGENT_DEPTH, TASK_TOOL_NAME } from "../core/agents";
 import type { AgentEvent } from "../core/events";
 import type { RunClient } from "../run-client/run-client";
-import type { SessionRef } from "../workflows/types";
 
 /** How often a running child's events are asked for. */
 export const CHILD_POLL_INTERVAL_MS = 300;

@@ -1,16 +1,16 @@
 /** API configuration from the environment, validated once when the app is built. */
 import { readFileSync } from "node:fs";
 import { z } from "zod";
+import { DEFAULT_RUN_SETTINGS } from "../contracts/runs";
 import { booleanFlag, describeIssues } from "../core/env-settings";
+import { isValidId } from "../core/ids";
 import { TEMPORAL_ENV, type TemporalSettings, temporalSettings } from "../core/temporal-settings";
 import { type McpPolicy, mcpPolicyFromEnv } from "../mcp/policy";
 import { configuredBaseUrls, type Family, type ModelUrlEntry, parseModelUrls } from "../providers/model-urls";
 import { type S3Settings, s3SettingsFromEnv } from "../store/s3-config";
-import { isValidId } from "../store/session-keys";
 import { parseSlackTeams, type SlackTeams } from "../tenants/slack-team-tools";
 import { type GitHosts, parseGitHosts } from "../tools/git-source";
 import { type FullNetworkAccess, parseFullNetworkAccess } from "../tools/network-access";
-import { DEFAULT_RUN_SETTINGS } from "../workflows/types";
 
 /** Default request body limit: below API Gateway's and Lambda's 6 MB payload limit. */
 export const DEFAULT_BODY_LIMIT_BYTES = 5 * 1024 * 1024;

@@ -7,10 +7,10 @@
  * has closed (its last events), and for runs without a stream (started before streams existed).
  */
 import type { SSEStreamingApi } from "hono/streaming";
+import type { SessionRef } from "../contracts/runs";
 import type { AgentEvent } from "../core/events";
 import type { RunClient } from "../run-client/run-client";
 import type { FeedItem } from "../run-client/run-feed";
-import type { SessionRef } from "../workflows/types";
 import { ChildEvents } from "./child-events";
 import { liveState } from "./routes/common";
 

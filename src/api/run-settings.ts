@@ -3,7 +3,7 @@
  * What a caller may ask for (catalog models, workspace sources the deployment allows) is checked
  * by the body's schema (`messageBodySchema`), so the OpenAPI document states the same rules.
  */
-import { DEFAULT_RUN_SETTINGS, type RunSettings } from "../workflows/types";
+import { DEFAULT_RUN_SETTINGS, type RunSettings } from "../contracts/runs";
 import type { MessageBody } from "./schemas";
 
 export function runSettingsFrom(

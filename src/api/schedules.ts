@@ -14,6 +14,7 @@ import {
   type ScheduleSpec,
   type ScheduleSummary,
 } from "@temporalio/client";
+import type { RunSettings } from "../contracts/runs";
 import { WorkflowType } from "../workflows/references";
 import {
   firingWorkflowIdBase,
@@ -25,7 +26,6 @@ import {
   type UnattendedApproval,
 } from "../workflows/schedules";
 import { TenantAttribute } from "../workflows/search-attributes";
-import type { RunSettings } from "../workflows/types";
 import { ProblemError } from "./problems";
 
 /** gRPC's INVALID_ARGUMENT status code, as Temporal's service answers a spec it cannot read. */

@@ -3,7 +3,7 @@
  * `--json`), the API client, and JSON or human output.
  */
 import { type ParseArgsConfig, parseArgs } from "node:util";
-import { ApiClient, type ExitCode, UsageError } from "./client";
+import { ApiClient, type ExitCode, UsageError } from "../api-client/client";
 import type { Output } from "./render";
 
 export const DEFAULT_API_URL = "http://127.0.0.1:8787";

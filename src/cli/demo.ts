@@ -5,11 +5,11 @@
  */
 import { cpSync } from "node:fs";
 import { join } from "node:path";
+import type { ApiClient } from "../api-client/client";
 import type { AgentEvent } from "../core/events";
 import type { S3Settings } from "../store/s3-config";
 import { sessionPrefix } from "../store/session-keys";
 import { viewerPagePath } from "../viewer/links";
-import type { ApiClient } from "./client";
 import { EventDetails, followRun } from "./commands/follow";
 import { deliverMessage } from "./commands/message";
 import { projectRoot } from "./devstack/tools";

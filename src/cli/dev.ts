@@ -18,6 +18,7 @@ import { parseArgs } from "node:util";
 import { apiConfigFromEnv } from "../api/config";
 import { createApiRuntime } from "../api/runtime";
 import { startApiServer } from "../api/server";
+import { ApiClient, EXIT, type ExitCode, UsageError } from "../api-client/client";
 import { DEFAULT_TEMPORAL_NAMESPACE } from "../core/temporal-settings";
 import {
   DEFAULT_SCENARIO,
@@ -27,7 +28,6 @@ import {
 } from "../providers/local-server";
 import { loadCatalog } from "../providers/models";
 import { type S3Settings, s3SettingsFromEnv, s3SettingsToEnv } from "../store/s3-config";
-import { ApiClient, EXIT, type ExitCode, UsageError } from "./client";
 import { DEMO_TENANT, runDemo } from "./demo";
 import {
   DEV_RUNNER_ENVIRONMENT,

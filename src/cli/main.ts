@@ -4,7 +4,7 @@
  * plus `keel dev`, the local stack. Exit codes: 0 ok, 1 run failed or aborted / server error,
  * 2 usage error, 3 not found or refused.
  */
-import { ApiError, EXIT, type ExitCode, exitCodeOf, hintFor, UsageError } from "./client";
+import { ApiError, EXIT, type ExitCode, exitCodeOf, hintFor, UsageError } from "../api-client/client";
 import type { Command, CommandContext } from "./command";
 import { adminCommand, usageCommand } from "./commands/admin";
 import { budgetCommand, resumeCommand } from "./commands/budget";

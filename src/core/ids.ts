@@ -55,3 +55,10 @@ export function seededRandom(seed: number): RandomSource {
     return ((t ^ (t >>> 14)) >>> 0) / DRAW_RANGE;
   };
 }
+
+/** Tenant and session ids: a letter or digit, then up to 127 letters, digits, `_` or `-`. */
+export const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
+
+export function isValidId(value: unknown): value is string {
+  return typeof value === "string" && ID_PATTERN.test(value);
+}

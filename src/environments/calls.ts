@@ -21,12 +21,12 @@ import {
   type AsyncCompletionClient,
 } from "@temporalio/client";
 import { ApplicationFailure } from "@temporalio/common";
-import type { ExecuteToolResult, RunnerMcpListingInput, RunnerToolInput } from "../activities/types";
+import type { ExecuteToolResult, RunnerMcpListingInput, RunnerToolInput } from "../contracts/activities";
+import { runnerTaskQueue } from "../contracts/task-queues";
 import type { LiveEvent } from "../core/events";
 import { UNKNOWN_OUTCOME_TEXT } from "../core/markers";
 import { offeredToModel } from "../mcp/tool-names";
 import type { McpServerListing, McpServerSettings, McpToolList } from "../mcp/types";
-import type { PolledActivityTask } from "../run-client/run-client";
 import type { McpToolListings } from "../store/mcp-tool-listings";
 import type { SessionStore } from "../store/session-store";
 import type { ToolCallMarkers } from "../store/tool-call-markers";
@@ -50,7 +50,6 @@ import {
   type RunnerToolCall,
   runnerCallId,
 } from "./store";
-import { runnerTaskQueue } from "./task-queues";
 
 interface ClaimedCommon {
   callId: string;
@@ -81,6 +80,19 @@ export type ClaimedCall = ClaimedToolCall | ClaimedListing;
 
 /** Activity heartbeats, completions and failures by task token (Temporal's AsyncCompletionClient). */
 export type ActivityCompletion = Pick<AsyncCompletionClient, "heartbeat" | "complete" | "fail">;
+
+/** An activity task taken from a task queue by `pollActivityTask`. */
+export interface PolledActivityTask {
+  taskToken: Uint8Array;
+  activityType: string;
+  activityId: string;
+  /** The run of the workflow that scheduled it. */
+  workflowRunId: string;
+  attempt: number;
+  args: unknown[];
+  /** Why its input could not be read (a stored payload out of reach): the task is failed back. */
+  decodeError?: unknown;
+}
 
 /** Takes activity tasks from a task queue (RunClient.pollActivityTask). */
 export interface ActivityTasks {

@@ -18,12 +18,12 @@
 import { randomBytes } from "node:crypto";
 import { GetObjectCommand, ListObjectsV2Command, type S3Client } from "@aws-sdk/client-s3";
 import { z } from "zod";
+import { ID_PATTERN } from "../core/ids";
 import type { McpServerSettings } from "../mcp/types";
 import { ConditionalObjects } from "../store/conditional-objects";
 import { sha256Hex } from "../store/digest";
 import { JsonObjects } from "../store/json-objects";
 import { isNotFound, s3HttpStatus } from "../store/s3-requests";
-import { ID_PATTERN } from "../store/session-keys";
 
 /** Where a session's tools run. `worker` is the built-in default and cannot be created. */
 export const WORKER_ENVIRONMENT = "worker";

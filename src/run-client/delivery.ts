@@ -14,10 +14,6 @@ import {
   WorkflowUpdateStage,
 } from "@temporalio/client";
 import { ApplicationFailure } from "@temporalio/common";
-import { viewerLinkMarkdown } from "../viewer/links";
-import { DeliveryRefusal, deliverSignal, deliverUpdate, deliveryQuery } from "../workflows/definitions";
-import { type Workflows, WorkflowType } from "../workflows/references";
-import { runAttributes } from "../workflows/search-attributes";
 import {
   type DeliverRequest,
   type DeliverResult,
@@ -27,7 +23,11 @@ import {
   runWorkflowId,
   type SessionRef,
   startedStatus,
-} from "../workflows/types";
+} from "../contracts/runs";
+import { viewerLinkMarkdown } from "../viewer/links";
+import { DeliveryRefusal, deliverSignal, deliverUpdate, deliveryQuery } from "../workflows/definitions";
+import { type Workflows, WorkflowType } from "../workflows/references";
+import { runAttributes } from "../workflows/search-attributes";
 import { tenantPriority } from "./fairness";
 import type { SessionRuns } from "./session-runs";
 

@@ -8,6 +8,7 @@ import {
   WorkflowExecutionAlreadyStartedError,
   type WorkflowResultType,
 } from "@temporalio/client";
+import { runWorkflowId, type SessionRef } from "../contracts/runs";
 import { type Workflows, WorkflowType } from "../workflows/references";
 import type {
   BranchSessionInput,
@@ -17,7 +18,6 @@ import type {
   LabelSessionInput,
   LabelSessionResult,
 } from "../workflows/session-maintenance";
-import { runWorkflowId, type SessionRef } from "../workflows/types";
 import { tenantPriority } from "./fairness";
 import { FOLLOWS_RUN_MEMO, NO_RUN, type SessionRuns } from "./session-runs";
 

@@ -12,7 +12,20 @@ import {
   walkPollActivityTaskQueueResponse,
 } from "@temporalio/common/lib/internal-non-workflow";
 import { temporal } from "@temporalio/proto";
+import {
+  type AbortRequest,
+  type AbortResult,
+  type ApprovalDecision,
+  type BudgetRequest,
+  DEFAULT_ABORT_REASON,
+  type DeliverRequest,
+  type RunSettings,
+  type RunState,
+  runWorkflowId,
+  type SessionRef,
+} from "../contracts/runs";
 import type { AgentEvent } from "../core/events";
+import type { PolledActivityTask } from "../environments/calls";
 import type { McpToolList } from "../mcp/types";
 import {
   abortSignal,
@@ -31,18 +44,6 @@ import type {
   LabelSessionInput,
   LabelSessionResult,
 } from "../workflows/session-maintenance";
-import {
-  type AbortRequest,
-  type AbortResult,
-  type ApprovalDecision,
-  type BudgetRequest,
-  DEFAULT_ABORT_REASON,
-  type DeliverRequest,
-  type RunSettings,
-  type RunState,
-  runWorkflowId,
-  type SessionRef,
-} from "../workflows/types";
 import { ANSWER_WAIT_MS, type Delivered, type DeliverOptions, Delivery } from "./delivery";
 import { Maintenance } from "./maintenance";
 import { type RunFeed, RunFeeds } from "./run-feed";
@@ -79,19 +80,6 @@ export type BudgetOutcome =
 export interface AbortOptions {
   /** How long to wait for the run's answer before answering `signalled`. */
   answerWaitMs?: number;
-}
-
-/** An activity task taken from a task queue by `pollActivityTask`. */
-export interface PolledActivityTask {
-  taskToken: Uint8Array;
-  activityType: string;
-  activityId: string;
-  /** The run of the workflow that scheduled it. */
-  workflowRunId: string;
-  attempt: number;
-  args: unknown[];
-  /** Why its input could not be read (a stored payload out of reach): the task is failed back. */
-  decodeError?: unknown;
 }
 
 export class RunClient {

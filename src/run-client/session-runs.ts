@@ -12,9 +12,9 @@ import {
 } from "@temporalio/client";
 import { ActivityFailure, ApplicationFailure } from "@temporalio/common";
 import { temporal } from "@temporalio/proto";
+import { type RunResult, type RunState, runWorkflowId, type SessionRef } from "../contracts/runs";
 import { stateQuery } from "../workflows/definitions";
 import { WorkflowType } from "../workflows/references";
-import { type RunResult, type RunState, runWorkflowId, type SessionRef } from "../workflows/types";
 
 /** How long a read of a run's state waits for its worker before the API says why it cannot. */
 export const STATE_QUERY_WAIT_MS = 5_000;

@@ -8,12 +8,13 @@
  * each caller maps it to its own answer (a problem, a thread reply, a firing's result or
  * failure) and decides nothing of its own.
  */
+
+import type { DeliverRequest, DeliveryOutcome, RunSettings, SessionRef } from "../contracts/runs";
 import { DeliveryRefusal } from "../core/failure-types";
 import { QuotaExceededError, type QuotaGate } from "../tenants/admission";
 import { admitRunStart } from "../tenants/run-quotas";
 import type { QuotaName, Quotas } from "../tenants/types";
 import type { TenantUsage } from "../tenants/usage";
-import type { DeliverRequest, DeliveryOutcome, RunSettings, SessionRef } from "../workflows/types";
 import { type Delivered, DeliveryRefusedError } from "./delivery";
 import type { RunClient } from "./run-client";
 

@@ -15,7 +15,7 @@ import { realpath } from "node:fs/promises";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { DEFAULT_LIVE_EVENT_OPTIONS } from "../activities/live-events";
-import { ApiError } from "../cli/client";
+import { ApiError } from "../api-client/client";
 import type { ClaimedCall, ClaimedToolCall, RunnerReport } from "../environments/calls";
 import { type McpConnections, type McpSessionContext, messageOf } from "../mcp/connections";
 import { callSessionTool, listSessionServers } from "../mcp/session-tools";

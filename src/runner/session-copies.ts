@@ -5,9 +5,9 @@
  */
 import { mkdir, stat } from "node:fs/promises";
 import path from "node:path";
-import type { ApiClient } from "../cli/client";
+import type { ApiClient } from "../api-client/client";
+import { ID_PATTERN } from "../core/ids";
 import type { ClaimedCall } from "../environments/calls";
-import { ID_PATTERN } from "../store/session-keys";
 import { ArchiveError } from "../store/workspace-archive";
 import { prepareWorkspace } from "../tools";
 import type { Workspace } from "../tools/workspace";

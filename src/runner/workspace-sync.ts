@@ -18,7 +18,7 @@ import { randomBytes } from "node:crypto";
 import * as fs from "node:fs/promises";
 import { Readable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
-import { type ApiClient, ApiError } from "../cli/client";
+import { type ApiClient, ApiError } from "../api-client/client";
 import { packSessionArchive, unpackSessionArchive } from "../store/workspace-archive";
 import { removeTree } from "../tools/workspace-fs";
 import { siblingPathOf } from "../tools/workspace-siblings";

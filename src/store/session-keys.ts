@@ -11,15 +11,13 @@
  * The prefix is used verbatim (give it a trailing "/" to make it a folder).
  */
 
-/** Tenant and session ids: a letter or digit, then up to 127 letters, digits, `_` or `-`. */
-export const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
-
 /** Digits of a sequence number in a key; zero-padding keeps S3's lexical order numeric. */
 export const SEQ_DIGITS = 12;
 
 /** Largest sequence number that fits in `SEQ_DIGITS` digits. */
 export const MAX_SEQ = 10 ** SEQ_DIGITS - 1;
 
+import { ID_PATTERN, isValidId } from "../core/ids";
 import type { SessionRef } from "../core/session-ref";
 
 export type { SessionRef };
@@ -41,10 +39,6 @@ export class InvalidSequenceError extends Error {
   constructor(readonly value: unknown) {
     super(`invalid sequence number ${String(value)}: must be an integer in [0, ${MAX_SEQ}]`);
   }
-}
-
-export function isValidId(value: unknown): value is string {
-  return typeof value === "string" && ID_PATTERN.test(value);
 }
 
 /** Throws `InvalidIdError` unless `value` is a valid id. */

@@ -10,7 +10,7 @@
  * run may take the turns of that interval past the budget. A paused run asks again with
  * `fresh: true` every `recheckAfterMs`, and at once when someone resumes it.
  */
-import type { TenantBudgetHold } from "../workflows/pause-types";
+import type { TenantBudgetHold } from "../contracts/pause";
 import type { TenantStore } from "./store";
 import type { QuotaName, Quotas } from "./types";
 import { type TenantBudgetState, type TenantUsage, tenantBudgetState } from "./usage";

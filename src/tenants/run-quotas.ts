@@ -3,17 +3,26 @@
  * schedule's firing): the quota gate built on the tenant store, usage and Temporal's view of each
  * session's run, and what holds a concurrency slot (docs/api.md, "Quotas").
  */
-import { WorkflowNotFoundError } from "@temporalio/client";
-import type { RunClient } from "../run-client/run-client";
+import { type WorkflowHandle, WorkflowNotFoundError } from "@temporalio/client";
+import type { SessionRef } from "../contracts/runs";
 import { WorkflowType } from "../workflows/references";
-import type { SessionRef } from "../workflows/types";
 import { type Admission, CLAIM_GRACE_MS, QuotaExceededError, QuotaGate, type SlotClaim } from "./admission";
 import type { TenantStore } from "./store";
 import type { Quotas } from "./types";
+
+/** What the quota gate asks of Temporal: a session's run, to describe (RunClient is one). */
+export interface SessionRunHandles {
+  handle(ref: SessionRef): Pick<WorkflowHandle, "describe">;
+}
+
 import { type TenantUsage, tenantBudgetState } from "./usage";
 
 /** The quota gate of the tenants in `store`: slots held by live runs, budgets from `usage`. */
-export function quotaGate(store: TenantStore, usage: TenantUsage, runs: () => Promise<RunClient>): QuotaGate {
+export function quotaGate(
+  store: TenantStore,
+  usage: TenantUsage,
+  runs: () => Promise<SessionRunHandles>,
+): QuotaGate {
   return new QuotaGate({
     store,
     isHeld: async (tenantId, claim) => claimHeld(await runs(), tenantId, claim, Date.now()),
@@ -38,7 +47,7 @@ export async function admitRunStart(
   gate: QuotaGate,
   quotas: Quotas | undefined,
   ref: SessionRef,
-  runs: RunClient,
+  runs: SessionRunHandles,
 ): Promise<Admission | undefined> {
   if (quotas === undefined || Object.keys(quotas).length === 0) return undefined;
   if (await sessionRunIsLive(runs, ref)) return undefined;
@@ -49,7 +58,7 @@ export async function admitRunStart(
  * Whether the session's run is live: Temporal describes an open agent-run workflow under its id
  * (from the workflow's mutable state, not from visibility). What holds a concurrency slot.
  */
-export async function sessionRunIsLive(runs: RunClient, ref: SessionRef): Promise<boolean> {
+export async function sessionRunIsLive(runs: SessionRunHandles, ref: SessionRef): Promise<boolean> {
   try {
     const description = await runs.handle(ref).describe();
     return description.status.name === "RUNNING" && description.type === WorkflowType.agentRun;
@@ -65,12 +74,12 @@ export async function sessionRunIsLive(runs: RunClient, ref: SessionRef): Promis
  * under way). A released claim (claimedAt 0) holds only while a run of the session is live.
  */
 export async function claimHeld(
-  runs: RunClient,
+  runs: SessionRunHandles,
   tenantId: string,
   claim: SlotClaim,
   now: number,
 ): Promise<boolean> {
-  let description: Awaited<ReturnType<ReturnType<RunClient["handle"]>["describe"]>> | undefined;
+  let description: Awaited<ReturnType<ReturnType<SessionRunHandles["handle"]>["describe"]>> | undefined;
   try {
     description = await runs.handle({ tenantId, sessionId: claim.sessionId }).describe();
   } catch (error) {

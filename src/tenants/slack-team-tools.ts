@@ -18,9 +18,9 @@
  * files or running commands is the operator's explicit choice.
  */
 import { z } from "zod";
-import { isValidId } from "../store/session-keys";
+import { DEFAULT_RUN_SETTINGS, type ToolPolicy } from "../contracts/runs";
+import { isValidId } from "../core/ids";
 import { builtinTools } from "../tools/index";
-import { DEFAULT_RUN_SETTINGS, type ToolPolicy } from "../workflows/types";
 
 /** What a team's runs may do when its mapping names no tools: read the workspace, nothing else. */
 export const READ_ONLY_TOOLS: readonly string[] = ["read", "grep", "find", "ls"];

@@ -4,7 +4,7 @@
  * each tenant's settings (allowed models and one-line model hosts, default run settings, quotas).
  */
 import { z } from "zod";
-import { isValidId } from "../store/session-keys";
+import { isValidId } from "../core/ids";
 import { SLACK_TEAM_ID, SLACK_TEAM_ID_HINT, SlackTeamToolsSchema } from "./slack-team-tools";
 
 export const TenantIdSchema = z

@@ -17,8 +17,8 @@
  *   metrics").
  */
 import { type Attributes, type Span, SpanStatusCode } from "@opentelemetry/api";
-import { entryConflict, storeWriteFailures } from "../activities/store-failures";
-import type { EntrySlot, ExecuteToolInput, ExecuteToolResult } from "../activities/types";
+import type { EntrySlot, ExecuteToolInput, ExecuteToolResult } from "../contracts/activities";
+import { entryConflict, storeWriteFailures } from "../contracts/store-failures";
 import type { ToolCallBlock, ToolResultMessage } from "../core/messages";
 import { createMessageEntry } from "../core/session-entries";
 import type { SessionEntry } from "../core/session-types";

@@ -4,7 +4,7 @@
  * worker (which refuses the call, running nothing). "full" reaches everything the worker reaches:
  * its loopback services (Temporal, S3, their UIs) and, on EC2, the instance metadata endpoint.
  */
-import { isValidId } from "../store/session-keys";
+import { isValidId } from "../core/ids";
 
 /** Nobody (default), every tenant, or the listed tenants. */
 export type FullNetworkAccess = "off" | "on" | { tenants: readonly string[] };

@@ -14,11 +14,11 @@ import { temporalConnectOptions } from "../core/temporal-settings";
 import { createS3Client } from "../store/s3-config";
 import { WorkspaceSnapshots } from "../store/workspace-snapshots";
 import type { Telemetry } from "../telemetry/sdk";
-import { workerTelemetryOptions } from "../telemetry/worker";
 import { workflowInterceptorModules } from "../telemetry/workflow-modules";
 import { sweepLeftoverSiblings } from "../tools/workspace-siblings";
 import { type WorkerConfig, workflowBundleOf } from "./config";
 import { log } from "./log";
+import { workerTelemetryOptions } from "./telemetry";
 import {
   commonWorkerOptions,
   launcherFromConfig,

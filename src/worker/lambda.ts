@@ -27,10 +27,10 @@ import { createS3Client } from "../store/s3-config";
 import { flushedInvocation } from "../telemetry/lambda";
 import { startTelemetry, type Telemetry } from "../telemetry/sdk";
 import { telemetrySettingsFromEnv } from "../telemetry/settings";
-import { temporalMetricsExporter, workerTelemetryOptions } from "../telemetry/worker";
 import { workerConfigFromEnv, workflowBundleOf } from "./config";
 import { log } from "./log";
 import { resolveSecretEnv } from "./secrets";
+import { temporalMetricsExporter, workerTelemetryOptions } from "./telemetry";
 import { commonWorkerOptions, mcpConnectionsFromEnv, workerActivities } from "./worker-setup";
 
 /** The handler `runWorker` builds. */

@@ -4,10 +4,10 @@
  */
 import { startTelemetry } from "../telemetry/sdk";
 import { telemetrySettingsFromEnv } from "../telemetry/settings";
-import { temporalMetricsExporter } from "../telemetry/worker";
 import { workerConfigFromEnv } from "./config";
 import { createKeelWorkers } from "./create-worker";
 import { installTemporalLogging, log } from "./log";
+import { temporalMetricsExporter } from "./telemetry";
 
 async function main(): Promise<void> {
   const config = workerConfigFromEnv();

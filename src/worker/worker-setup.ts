@@ -8,7 +8,7 @@ import { ECSClient } from "@aws-sdk/client-ecs";
 import type { S3Client } from "@aws-sdk/client-s3";
 import { createActivities } from "../activities";
 import { DEFAULT_LIVE_EVENT_OPTIONS } from "../activities/live-events";
-import type { KeelActivities } from "../activities/types";
+import type { KeelActivities } from "../contracts/activities";
 import { FargateLauncher } from "../environments/launchers/fargate";
 import { LocalLauncher } from "../environments/launchers/local";
 import { type Launcher, launchedMcpSettingsFromEnv } from "../environments/launchers/types";

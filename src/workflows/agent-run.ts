@@ -14,7 +14,8 @@ import {
   continueAsNew,
   workflowInfo,
 } from "@temporalio/workflow";
-import type { LlmTurnResult } from "../activities/types";
+import type { LlmTurnResult } from "../contracts/activities";
+import { type RunInput, type RunResult, sessionCwd, startedStatus } from "../contracts/runs";
 import { EMPTY_RESPONSE_NUDGE, INTERRUPTED_TOOL_RESULT_TEXT } from "../core/markers";
 import { hooksNamed } from "./hooks";
 import { PATCHES, takesPatch } from "./patches";
@@ -50,7 +51,6 @@ import { openRunStream } from "./run/stream";
 import { runTools } from "./run/tool-calls";
 import { carry } from "./run/views";
 import { runAttributes } from "./search-attributes";
-import { type RunInput, type RunResult, sessionCwd, startedStatus } from "./types";
 
 export async function agentRun(input: RunInput): Promise<RunResult> {
   const run = createRunRecord(input, { now: Date.now, random: Math.random });

@@ -1,8 +1,6 @@
 /** Signals, updates and queries of the run workflow: the names clients and the workflow share. */
 
 import { defineQuery, defineSignal, defineUpdate } from "@temporalio/workflow";
-import type { AgentEvent } from "../core/events";
-import type { McpToolList } from "../mcp/types";
 import type {
   AbortRequest,
   AbortResult,
@@ -14,7 +12,9 @@ import type {
   DeliveryAnswer,
   DeliverySignal,
   RunState,
-} from "./types";
+} from "../contracts/runs";
+import type { AgentEvent } from "../core/events";
+import type { McpToolList } from "../mcp/types";
 
 /**
  * Delivers a user message to a live run. The run records how it took it (or why it refused it)

@@ -3,8 +3,8 @@
  * name (`RunSettings.hooks`). They see short summaries only (no I/O, no clock), so a replay makes
  * the same decisions. Add a hook set by adding an entry to `HOOK_SETS`.
  */
-import type { ToolCallSummary } from "../activities/types";
-import type { ThinkingLevel } from "./types";
+import type { ToolCallSummary } from "../contracts/activities";
+import type { ThinkingLevel } from "../contracts/runs";
 
 /** What a finished turn looked like. */
 export interface TurnOutcome {

@@ -1,5 +1,5 @@
 /** Tool policy: allow, deny or ask, by tool name and a pattern over the call's arguments. */
-import type { PolicyAction, ToolPolicy } from "./types";
+import type { PolicyAction, ToolPolicy } from "../contracts/runs";
 
 /**
  * The action for a call: the first rule whose tool matches (`*` matches every tool, `fs__*` every

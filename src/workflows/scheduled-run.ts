@@ -13,7 +13,7 @@ import {
   uuid4,
   workflowInfo,
 } from "@temporalio/workflow";
-import type { ScheduledRunActivities } from "../activities/scheduled-runs";
+import type { ScheduledRunActivities } from "../contracts/activities";
 import { firingSessionId, type ScheduledRunInput, type ScheduledRunResult } from "./schedules";
 
 const RETRY = { initialInterval: "1 second", maximumInterval: "30 seconds" } as const;

@@ -3,7 +3,7 @@
  * (`scheduledRun`) reads from it. Plain data and pure functions only (used by the workflow
  * bundle, the activities and the API). Docs: docs/api.md ("Schedules"), docs/architecture.md.
  */
-import type { RunSettings } from "./types";
+import type { RunSettings } from "../contracts/runs";
 
 /** What a firing does while the schedule's previous run is still going. */
 export type OverlapPolicy = "skip" | "buffer-one" | "cancel-previous";

@@ -4,7 +4,7 @@
  * `temporal operator search-attribute create` (docs/deploy.md).
  */
 import { defineSearchAttributeKey, SearchAttributeType } from "@temporalio/common";
-import type { RunInput, RunStatus } from "./types";
+import type { RunInput, RunStatus } from "../contracts/runs";
 
 export const TenantAttribute = defineSearchAttributeKey("KeelTenant", SearchAttributeType.KEYWORD);
 export const SessionAttribute = defineSearchAttributeKey("KeelSession", SearchAttributeType.KEYWORD);

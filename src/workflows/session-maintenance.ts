@@ -2,7 +2,8 @@
  * Short workflows that change a session while no run is live: compaction, branching and labels.
  * They use the session's run workflow id, so Temporal itself keeps them and runs from overlapping.
  */
-import type { EntrySlot } from "../activities/types";
+import type { EntrySlot } from "../contracts/activities";
+import { DEFAULT_RUN_SETTINGS, type SessionRef, sessionCwd } from "../contracts/runs";
 import { makeEntryId } from "../core/ids";
 import { createLabelEntry } from "../core/session-entries";
 import { PATCHES, takesPatch } from "./patches";
@@ -14,7 +15,6 @@ import {
   snapshotActivities,
   storage,
 } from "./run/activity-options";
-import { DEFAULT_RUN_SETTINGS, type SessionRef, sessionCwd } from "./types";
 
 /** Model calls (summaries), with a run's model-call timeouts and retries. */
 const models = llmActivities(DEFAULT_RUN_SETTINGS.timeouts);

@@ -7,7 +7,7 @@
  */
 import { Client, Connection, WorkflowFailedError } from "@temporalio/client";
 import { DefaultLogger, Runtime, Worker } from "@temporalio/worker";
-import { type RunResult, runWorkflowId } from "../../src/workflows/types";
+import { type RunResult, runWorkflowId } from "../../src/contracts/runs";
 
 export interface ExecutionSummary {
   runId: string;

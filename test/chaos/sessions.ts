@@ -6,8 +6,8 @@
  */
 
 import { setTimeout as sleep } from "node:timers/promises";
+import { DEFAULT_RUN_SETTINGS } from "../../src/contracts/runs";
 import { TASK_TOOL_NAME } from "../../src/core/agents";
-import { DEFAULT_RUN_SETTINGS } from "../../src/workflows/types";
 import { everythingServer } from "../support/mcp-servers";
 import { ApiGaveUpError, type ChaosApiClient } from "./api-client";
 import type { FaultPlayer } from "./faults";

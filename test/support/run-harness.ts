@@ -8,6 +8,14 @@ import { mkdtempSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Client, Connection } from "@temporalio/client";
+import {
+  DEFAULT_RUN_SETTINGS,
+  type RunResult,
+  type RunSettings,
+  type RunState,
+  runWorkflowId,
+  type SessionRef,
+} from "../../src/contracts/runs";
 import { convertToLlm } from "../../src/core/messages";
 import { checkInvariants } from "../../src/core/sanitize";
 import type { SessionEntry } from "../../src/core/session-types";
@@ -17,14 +25,6 @@ import { RunClient } from "../../src/run-client/run-client";
 import { keelDataConverter } from "../../src/store/payload-storage";
 import { s3SettingsToEnv } from "../../src/store/s3-config";
 import { SessionStore } from "../../src/store/session-store";
-import {
-  DEFAULT_RUN_SETTINGS,
-  type RunResult,
-  type RunSettings,
-  type RunState,
-  runWorkflowId,
-  type SessionRef,
-} from "../../src/workflows/types";
 import {
   s3Client,
   s3Settings,

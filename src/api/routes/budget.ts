@@ -4,8 +4,8 @@
  * every worker down, then read the run's state until it shows the change.
  */
 import { createRoute } from "@hono/zod-openapi";
+import type { BudgetRequest, SessionRef } from "../../contracts/runs";
 import type { BudgetOutcome } from "../../run-client/run-client";
-import type { BudgetRequest, SessionRef } from "../../workflows/types";
 import type { RouteContext } from "../app";
 import { ProblemError } from "../problems";
 import { createRouter } from "../router";

@@ -1,9 +1,9 @@
 /** Helpers shared by the route modules: session refs, existence checks, OpenAPI fragments. */
 import type { Context } from "hono";
+import { RUN_END_STATUSES, type RunState, type SessionRef } from "../../contracts/runs";
 import type { SessionHeader } from "../../core/session-types";
 import type { LatestRun, MaintenanceTask } from "../../run-client/session-runs";
 import { SessionNotFoundError } from "../../store/session-errors";
-import { RUN_END_STATUSES, type RunState, type SessionRef } from "../../workflows/types";
 import type { RouteContext } from "../app";
 import type { TenantVariables } from "../auth";
 import { IDEMPOTENCY_KEY_PATTERN, MAX_IDEMPOTENCY_KEY_LENGTH } from "../idempotency";

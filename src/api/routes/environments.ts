@@ -8,6 +8,8 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { WorkflowStreamClient } from "@temporalio/workflow-streams/client";
 import type { Context } from "hono";
+import { runWorkflowId } from "../../contracts/runs";
+import { runnerTaskQueue } from "../../contracts/task-queues";
 import { type LiveEvent, RUN_STREAM_TOPIC } from "../../core/events";
 import { ToolResultBlockSchema } from "../../core/messages";
 import {
@@ -24,12 +26,10 @@ import {
   isEnvironmentName,
   RUNNER_CALL_ID,
 } from "../../environments/store";
-import { runnerTaskQueue } from "../../environments/task-queues";
 import { SessionNotFoundError } from "../../store/session-errors";
 import type { SessionRef } from "../../store/session-keys";
 import type { SessionStore } from "../../store/session-store";
 import type { WorkspaceSnapshots } from "../../store/workspace-snapshots";
-import { runWorkflowId } from "../../workflows/types";
 import type { RouteContext } from "../app";
 import { bearerAuth, singleTenantOnly } from "../auth";
 import { ProblemError } from "../problems";

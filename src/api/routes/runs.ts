@@ -1,11 +1,11 @@
 /** Run routes: messages, abort, approvals and the event stream. */
 import { createRoute } from "@hono/zod-openapi";
 import { streamSSE } from "hono/streaming";
+import { DEFAULT_RUN_SETTINGS } from "../../contracts/runs";
 import { ModelUrlPolicy } from "../../providers/model-urls";
 import { RunNotAnsweringError } from "../../run-client/session-runs";
 import { deliveryOf, isRefusal, startOrDeliver } from "../../run-client/start-or-deliver";
 import { FULL_NETWORK_REFUSAL, fullNetworkAllowed } from "../../tools/network-access";
-import { DEFAULT_RUN_SETTINGS } from "../../workflows/types";
 import type { RouteContext } from "../app";
 import { whileAuthorized } from "../auth";
 import { resumePointOf, streamRunEvents } from "../event-stream";

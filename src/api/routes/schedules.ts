@@ -2,8 +2,8 @@
 import { randomUUID } from "node:crypto";
 import { createRoute } from "@hono/zod-openapi";
 import type { Context } from "hono";
+import { DEFAULT_RUN_SETTINGS } from "../../contracts/runs";
 import { type OverlapPolicy, type UnattendedApproval, unattendedSettings } from "../../workflows/schedules";
-import { DEFAULT_RUN_SETTINGS } from "../../workflows/types";
 import type { RouteContext } from "../app";
 import type { ApiEnv } from "../router";
 import { createRouter } from "../router";

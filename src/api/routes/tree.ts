@@ -3,12 +3,12 @@
  * tasks that append to an idle session (label, branch, compact).
  */
 import { createRoute, type z } from "@hono/zod-openapi";
+import { DEFAULT_RUN_SETTINGS, type SessionRef } from "../../contracts/runs";
 import { makeUniqueEntryId } from "../../core/ids";
 import { closeForkedPath } from "../../core/session-repair";
 import { indexSession, pathToRoot } from "../../core/session-tree";
 import { SessionBusyError } from "../../run-client/maintenance";
 import type { RunClient } from "../../run-client/run-client";
-import { DEFAULT_RUN_SETTINGS, type SessionRef } from "../../workflows/types";
 import type { RouteContext } from "../app";
 import { ProblemError } from "../problems";
 import { createRouter } from "../router";

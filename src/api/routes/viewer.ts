@@ -5,11 +5,11 @@
  * session route. The offline export (`export?format=html`) is built by `viewerExport`.
  */
 import { createRoute, z } from "@hono/zod-openapi";
+import type { SessionRef } from "../../contracts/runs";
+import { runWorkflowId } from "../../contracts/runs";
 import { temporalRunsUrl } from "../../viewer/links";
 import { exportPage, livePage, type ViewerPage } from "../../viewer/page";
 import { buildViewModel, type ViewModel } from "../../viewer/view-model";
-import type { SessionRef } from "../../workflows/types";
-import { runWorkflowId } from "../../workflows/types";
 import type { RouteContext } from "../app";
 import { createRouter } from "../router";
 import { SessionParamsSchema } from "../schemas";

@@ -6,6 +6,7 @@
  */
 
 import { z } from "@hono/zod-openapi";
+import { DELIVERY_MODES, POLICY_ACTIONS } from "../../contracts/runs";
 import type { McpPolicy } from "../../mcp/policy";
 import { mcpServersSchema } from "../../mcp/schema";
 import { MODEL_SPEC_APIS, modelFromSpec } from "../../providers/model-spec";
@@ -19,7 +20,6 @@ import {
   parseGitHosts,
 } from "../../tools/git-source";
 import { HOOK_SETS } from "../../workflows/hooks";
-import { DELIVERY_MODES, POLICY_ACTIONS } from "../../workflows/types";
 import { agentDefinitionsSchema, RUN_TOOL_NAMES } from "./agents";
 
 export const MAX_MESSAGE_TEXT_CHARS = 1_000_000;

@@ -1,7 +1,7 @@
 /** Path and query parameters of the HTTP API: session and tool-call ids, paging, event reads. */
 
 import { z } from "@hono/zod-openapi";
-import { ID_PATTERN } from "../../store/session-keys";
+import { ID_PATTERN } from "../../core/ids";
 import { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from "../../store/session-store";
 
 export const MAX_TOOL_CALL_ID_CHARS = 256;

@@ -1,14 +1,14 @@
 /** Bodies and answers of the routes that talk to a session's run: messages, abort, approvals, events. */
 
 import { z } from "@hono/zod-openapi";
-import type { ClosedByFailure } from "../../run-client/session-runs";
 import {
   ABORT_REASON_PATTERN,
   APPROVAL_DECISIONS,
   DELIVERY_OUTCOMES,
   MAX_ABORT_REASON_CHARS,
   RUN_STATUSES,
-} from "../../workflows/types";
+} from "../../contracts/runs";
+import type { ClosedByFailure } from "../../run-client/session-runs";
 
 export const DeliveredSchema = z
   .object({

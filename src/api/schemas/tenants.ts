@@ -4,7 +4,7 @@
  */
 import { z } from "@hono/zod-openapi";
 import { regexes } from "zod/v4/core";
-import { ID_PATTERN } from "../../store/session-keys";
+import { ID_PATTERN } from "../../core/ids";
 import { QuotasSchema, SlackSettingsSchema } from "../../tenants/types";
 import { type MessageBodyOptions, messageBodySchema } from "./message-body";
 

@@ -6,8 +6,9 @@
  * spend its money: a reply whose author belongs to another team (a Slack Connect channel shared
  * with another organisation) is refused.
  */
+
+import type { BudgetRequest, SessionRef } from "../../contracts/runs";
 import type { SlackReply } from "../../integrations/slack/reply";
-import type { BudgetRequest, SessionRef } from "../../workflows/types";
 import type { RouteContext } from "../app";
 import { ProblemError } from "../problems";
 import { changeBudget } from "../routes/budget";

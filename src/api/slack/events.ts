@@ -15,6 +15,7 @@
  * run's answer is posted to the thread later, by the worker (see reply.ts).
  */
 import { createRoute, z } from "@hono/zod-openapi";
+import { DEFAULT_RUN_SETTINGS, type RunLimits, type SessionRef } from "../../contracts/runs";
 import { DeliveryRefusal } from "../../core/failure-types";
 import { parseBudgetCommand } from "../../integrations/slack/budget-commands";
 import { postSlackReply, type SlackReply } from "../../integrations/slack/reply";
@@ -22,7 +23,6 @@ import { isRefusal, type MessageOutcome, startOrDeliver } from "../../run-client
 import { modelRefusal } from "../../tenants/settings";
 import type { SlackTeam } from "../../tenants/slack-team-tools";
 import type { TenantSettings } from "../../tenants/types";
-import { DEFAULT_RUN_SETTINGS, type RunLimits, type SessionRef } from "../../workflows/types";
 import type { ApiApp, RouteContext } from "../app";
 import type { SlackConfig } from "../config";
 import { ProblemError } from "../problems";

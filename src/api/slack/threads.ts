@@ -7,9 +7,9 @@
  * events, `{prefix}integrations/slack/{tenantId}/events/{sha256(event_id)}.json`.
  */
 import { z } from "zod";
+import type { SessionRef } from "../../contracts/runs";
 import { sha256Hex } from "../../store/digest";
 import type { JsonObjects } from "../../store/json-objects";
-import type { SessionRef } from "../../workflows/types";
 
 export const SlackThreadSchema = z.object({
   teamId: z.string(),

@@ -4,7 +4,7 @@
  * administration" and "Usage").
  */
 import { readFileSync } from "node:fs";
-import { EXIT, UsageError } from "../client";
+import { EXIT, UsageError } from "../../api-client/client";
 import { type Command, type CommandContext, parseCommand, printJson } from "../command";
 
 const ADMIN_USAGE =

@@ -5,8 +5,8 @@
  * it in terms of the command line.
  */
 import { readFileSync } from "node:fs";
+import { UsageError } from "../../api-client/client";
 import { TASK_TOOL_NAME } from "../../core/agents";
-import { UsageError } from "../client";
 import type { MessageBody } from "./message";
 
 export type AgentsOption = NonNullable<MessageBody["agents"]>;

@@ -1,5 +1,5 @@
 /** `keel budget` and `keel resume`: a live run's budgets, and a run paused at one. */
-import { EXIT, UsageError } from "../client";
+import { EXIT, UsageError } from "../../api-client/client";
 import { type Command, integerOption, parseCommand, printJson } from "../command";
 import { costOption } from "./message";
 

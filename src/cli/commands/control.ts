@@ -1,5 +1,5 @@
 /** `keel abort` and `keel approve`: decisions about a session's live run. */
-import { EXIT, UsageError } from "../client";
+import { EXIT, UsageError } from "../../api-client/client";
 import { type Command, parseCommand, printJson } from "../command";
 
 export const abortCommand: Command = {

@@ -1,5 +1,5 @@
 /** `keel delete`: removes a session and everything stored for it (entries, workspace snapshots). */
-import { EXIT } from "../client";
+import { EXIT } from "../../api-client/client";
 import { type Command, parseCommand, printJson } from "../command";
 
 export const deleteCommand: Command = {

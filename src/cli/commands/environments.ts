@@ -5,11 +5,11 @@
  */
 import { homedir } from "node:os";
 import path from "node:path";
+import { ApiClient, EXIT, UsageError } from "../../api-client/client";
 import { McpConnections } from "../../mcp/connections";
 import { mcpMountsFromEnv, mcpPolicyFromEnv } from "../../mcp/policy";
 import { runRunner } from "../../runner/runner";
 import { DEFAULT_PROCESS_LIMITS } from "../../tools/sandbox";
-import { ApiClient, EXIT, UsageError } from "../client";
 import { type Command, integerOption, parseCommand, printJson } from "../command";
 
 const ENV_USAGE =

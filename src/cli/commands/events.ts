@@ -1,5 +1,5 @@
 /** `keel events`: the events of a session's latest run, once or followed live. */
-import { EXIT } from "../client";
+import { EXIT } from "../../api-client/client";
 import { type Command, integerOption, parseCommand } from "../command";
 import { EventPrinter } from "../render";
 import { EventDetails, followRun, readEventsPage } from "./follow";

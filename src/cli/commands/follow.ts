@@ -1,8 +1,8 @@
 /** Following a session's latest run until it ends, across stream reconnects. */
 import { setTimeout as sleep } from "node:timers/promises";
+import { type ApiClient, ApiError } from "../../api-client/client";
 import type { AgentEndStatus, AgentEvent } from "../../core/events";
 import type { AgentMessage, ToolResultMessage } from "../../core/messages";
-import { type ApiClient, ApiError } from "../client";
 import type { EventPrinter } from "../render";
 
 /** How long to wait before reconnecting a stream that ended while the run was still live. */

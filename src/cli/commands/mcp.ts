@@ -1,5 +1,5 @@
 /** `keel mcp list <session>`: the MCP servers of the session's latest run and the tools it was offered. */
-import { EXIT, UsageError } from "../client";
+import { EXIT, UsageError } from "../../api-client/client";
 import { type Command, parseCommand, printJson } from "../command";
 
 export const mcpCommand: Command = {

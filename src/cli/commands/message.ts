@@ -8,7 +8,7 @@ import { randomUUID } from "node:crypto";
 import { statSync } from "node:fs";
 import { resolve } from "node:path";
 import type { InferRequestType } from "hono/client";
-import { type ApiClient, EXIT, type ExitCode, UsageError } from "../client";
+import { type ApiClient, EXIT, type ExitCode, UsageError } from "../../api-client/client";
 import {
   type Command,
   type CommandContext,

@@ -5,8 +5,8 @@
  */
 import type { InferRequestType } from "hono/client";
 import type { ScheduleView } from "../../api/schedules";
+import { type ApiClient, EXIT, type ExitCode, UsageError } from "../../api-client/client";
 import { parseDuration } from "../../workflows/schedules";
-import { type ApiClient, EXIT, type ExitCode, UsageError } from "../client";
 import { type Command, type CommandContext, parseCommand, printJson } from "../command";
 import { MESSAGE_OPTIONS, messageBody, RUN_OPTIONS_HELP } from "./message";
 

@@ -4,9 +4,10 @@
  * prompt the session started with and what it cost, read from the stored entries (one request per
  * 1,000 entries): the same usage the turn lines and an export show.
  */
+
+import type { ApiClient } from "../../api-client/client";
 import type { AgentMessage, Usage } from "../../core/messages";
 import { addUsage, emptyUsage } from "../../core/usage";
-import type { ApiClient } from "../client";
 import { oneLine, textOf } from "../render";
 
 const ENTRIES_PAGE_LIMIT = 1_000;

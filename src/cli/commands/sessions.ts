@@ -1,6 +1,6 @@
 /** `keel sessions` and `keel show`: what a tenant's sessions are and where they stand. */
 import type { InferResponseType } from "hono/client";
-import { type ApiClient, EXIT, UsageError } from "../client";
+import { type ApiClient, EXIT, UsageError } from "../../api-client/client";
 import { type Command, integerOption, parseCommand, printJson } from "../command";
 import { formatUsage, formatUsd } from "../render";
 import { type SessionDetails, sessionDetails } from "./session-details";

@@ -3,9 +3,10 @@
  * child session (`keel show` it for the whole run), how it ended and what it cost, read from the
  * call's stored result (`details`), or the child session's status while the call runs.
  */
+
+import type { ApiClient } from "../../api-client/client";
 import { childSessionId, TASK_TOOL_NAME } from "../../core/agents";
 import type { Usage } from "../../core/messages";
-import type { ApiClient } from "../client";
 import { formatUsage } from "../render";
 import { forEachMessage, sessionDetails } from "./session-details";
 

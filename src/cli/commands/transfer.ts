@@ -3,8 +3,8 @@
  * (pydantic-ai wire messages)), or as session archives (`.tar.gz`: session.jsonl + workspace/).
  */
 import { readFileSync, writeFileSync } from "node:fs";
+import { EXIT, type ExitCode, UsageError } from "../../api-client/client";
 import { isGzip } from "../../store/workspace-archive";
-import { EXIT, type ExitCode, UsageError } from "../client";
 import { type Command, parseCommand, printJson } from "../command";
 
 export const exportCommand: Command = {

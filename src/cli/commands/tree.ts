@@ -2,9 +2,10 @@
  * The session tree from the command line: `keel entries` (ids to point at), `keel fork`,
  * `keel branch [--summarize]`, `keel label` and `keel compact`.
  */
+
+import { type ApiClient, EXIT, UsageError } from "../../api-client/client";
 import { ENTRY_ID_HEX_DIGITS } from "../../core/ids";
 import type { AgentMessage } from "../../core/messages";
-import { type ApiClient, EXIT, UsageError } from "../client";
 import { type Command, integerOption, parseCommand, printJson } from "../command";
 import { oneLine, textOf } from "../render";
 

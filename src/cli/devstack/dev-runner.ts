@@ -6,9 +6,9 @@
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { type ApiClient, ApiError } from "../../api-client/client";
 import { createS3Client, type S3Settings } from "../../store/s3-config";
 import { TenantStore } from "../../tenants/store";
-import { type ApiClient, ApiError } from "../client";
 import {
   runnerProcess,
   type SupervisedWorker,

@@ -7,7 +7,7 @@
  * - `budget <n> tokens`: the run's token budget becomes that (`POST …/budget {maxTokens}`).
  * Anything else is a message to the run, as before.
  */
-import type { BudgetRequest, PauseReason } from "../../workflows/pause-types";
+import type { BudgetRequest, PauseReason } from "../../contracts/pause";
 
 /** The largest budgets a reply may set: the API's own bounds (schemas/budget.ts). */
 const MAX_COST_USD = 1_000_000;

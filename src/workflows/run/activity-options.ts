@@ -10,10 +10,10 @@ import {
   TimeoutFailure,
   workflowInfo,
 } from "@temporalio/workflow";
-import type { KeelActivities, RunnerQueueActivities } from "../../activities/types";
+import type { KeelActivities, RunnerQueueActivities } from "../../contracts/activities";
+import type { RunTimeouts } from "../../contracts/runs";
 import { FailureType } from "../../core/failure-types";
 import { LLM_RETRY } from "../../core/retry-policy";
-import type { RunTimeouts } from "../types";
 
 /**
  * Upper bounds on the run's heartbeat and tool schedule-to-start timeouts (RunTimeouts; 30 s

@@ -4,13 +4,14 @@
  * words a pause is shown with; and the share of its budgets each of its sub-agents gets. Pure,
  * like `state.ts`: the workflow waits in `pause.ts` and starts sub-agents in `task-calls.ts`.
  */
-import { TASK_TOOL_NAME } from "../../core/agents";
+
 import {
   type BudgetRequest,
   DEFAULT_PAUSE_TIMEOUT_SECONDS,
   type PauseReason,
   type RunLimits,
-} from "../types";
+} from "../../contracts/runs";
+import { TASK_TOOL_NAME } from "../../core/agents";
 import { type ChildShare, callState, type RunRecord } from "./state";
 
 /**

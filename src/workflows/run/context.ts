@@ -4,7 +4,7 @@
  * stream, the model call under way).
  */
 import type { CancellationScope } from "@temporalio/workflow";
-import type { EntrySlot, EntryWrite, RunnerEnvironmentKind } from "../../activities/types";
+import type { EntrySlot, EntryWrite, RunnerEnvironmentKind } from "../../contracts/activities";
 import type { RunHooks } from "../hooks";
 import type { llmActivities } from "./activity-options";
 import type { RunRecord } from "./state";

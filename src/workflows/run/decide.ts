@@ -4,7 +4,17 @@
  * and when to continue as new. No Temporal API, no I/O: every branch is unit-tested without a
  * server, and a replay makes the same decisions.
  */
-import type { LlmTurnResult } from "../../activities/types";
+import type { LlmTurnResult } from "../../contracts/activities";
+import {
+  ABORT_REASON_PATTERN,
+  DEFAULT_ABORT_REASON,
+  DELIVERY_MODES,
+  type DeliverRequest,
+  type DeliverResult,
+  type DeliveryMode,
+  MAX_ABORT_REASON_CHARS,
+  type QueuedMessage,
+} from "../../contracts/runs";
 import { AbortRefusal, DeliveryRefusal } from "../../core/failure-types";
 import { decideDelivery, type LiveRunDeliveryMode } from "../../core/queues";
 import { shouldCompact } from "../../core/tokens";
@@ -15,16 +25,6 @@ import {
   stopReasonAfterTurn,
   type TurnOutcome,
 } from "../hooks";
-import {
-  ABORT_REASON_PATTERN,
-  DEFAULT_ABORT_REASON,
-  DELIVERY_MODES,
-  type DeliverRequest,
-  type DeliverResult,
-  type DeliveryMode,
-  MAX_ABORT_REASON_CHARS,
-  type QueuedMessage,
-} from "../types";
 import { budgetReached } from "./budget";
 import { type QueueName, type RunRecord, take } from "./state";
 

@@ -3,12 +3,12 @@
  * each at a slot it assigned. Pure: the writes go through the session-write activity, which keeps
  * whatever an activity already stored at the same slot.
  */
-import type { EntrySlot, EntryWrite } from "../../activities/types";
+import type { EntrySlot, EntryWrite } from "../../contracts/activities";
+import type { QueuedMessage } from "../../contracts/runs";
 import { FAILED_MARKER, INTERRUPTED_MARKER } from "../../core/markers";
 import type { AssistantMessage, ToolResultMessage } from "../../core/messages";
 import { createMessageEntry } from "../../core/session-entries";
 import { emptyUsage } from "../../core/usage";
-import type { QueuedMessage } from "../types";
 import { type BatchCall, emit, newSlot, type RunRecord } from "./state";
 
 /**

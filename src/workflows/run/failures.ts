@@ -3,7 +3,7 @@
  * the session and `agent_end`. Pure: the failure classes come from @temporalio/common.
  */
 import { type ActivityFailure, ApplicationFailure, TimeoutFailure } from "@temporalio/common";
-import type { RunError } from "../types";
+import type { RunError } from "../../contracts/runs";
 
 /** The failure's type (the cause's failure type, or its timeout) and message, for the API. */
 export function runErrorOf(error: ActivityFailure): RunError {

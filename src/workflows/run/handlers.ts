@@ -5,6 +5,16 @@
  * what they cannot use and log why.
  */
 import { ApplicationFailure, currentUpdateInfo, log, setHandler, workflowInfo } from "@temporalio/workflow";
+import {
+  type AbortRequest,
+  type AbortResult,
+  type ApprovalDecision,
+  DEFAULT_ABORT_REASON,
+  type DeliverRequest,
+  type DeliverResult,
+  type DeliveryAnswer,
+  type DeliverySignal,
+} from "../../contracts/runs";
 import { DeliveryRefusal } from "../../core/failure-types";
 import { enqueue } from "../../core/queues";
 import {
@@ -20,16 +30,6 @@ import {
   mcpToolsQuery,
   stateQuery,
 } from "../definitions";
-import {
-  type AbortRequest,
-  type AbortResult,
-  type ApprovalDecision,
-  DEFAULT_ABORT_REASON,
-  type DeliverRequest,
-  type DeliverResult,
-  type DeliveryAnswer,
-  type DeliverySignal,
-} from "../types";
 import { applyBudget, parseBudgetRequest } from "./budget";
 import type { RunContext } from "./context";
 import { validateAbort, validateDelivery } from "./decide";

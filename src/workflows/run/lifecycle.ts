@@ -14,12 +14,12 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from "@temporalio/workflow";
-import type { AppendEntriesResult, EntryWrite } from "../../activities/types";
+import type { AppendEntriesResult, EntryWrite } from "../../contracts/activities";
+import type { RunInput, RunResult, RunStatus } from "../../contracts/runs";
 import { ABORTED_TOOL_RESULT_TEXT, UNFINISHED_TOOL_RESULT_TEXT } from "../../core/markers";
 import type { ToolCallState } from "../../core/tool-registry";
 import { PATCHES, takesPatch } from "../patches";
 import { type RunAttributePair, RunStatusAttribute } from "../search-attributes";
-import type { RunInput, RunResult, RunStatus } from "../types";
 import { replies, storage } from "./activity-options";
 import type { RunContext } from "./context";
 import { syntheticToolResult, unansweredAssistant } from "./entries";

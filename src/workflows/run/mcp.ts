@@ -8,8 +8,8 @@
  * a batch of calls is listed again after the batch (`mcp_tools_changed`): the new list replaces
  * its old one in the run's state, and the model sees it from the next turn.
  */
-import type { ExecuteToolInput } from "../../activities/types";
-import { unclaimedText } from "../../environments/unclaimed";
+import type { ExecuteToolInput } from "../../contracts/activities";
+import { unclaimedText } from "../../contracts/unclaimed";
 import { findMcpTool, mcpToolName } from "../../mcp/tool-names";
 import type { McpServerSettings, McpToolList } from "../../mcp/types";
 import { PATCHES, takesPatch } from "../patches";

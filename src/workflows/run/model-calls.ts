@@ -3,7 +3,7 @@
  * half-written compaction is worse than a late abort).
  */
 import { CancellationScope } from "@temporalio/workflow";
-import type { EntrySlot, EntryWrite, LlmTurnResult } from "../../activities/types";
+import type { EntrySlot, EntryWrite, LlmTurnResult } from "../../contracts/activities";
 import { mcpToolsForTurn } from "../../mcp/tool-names";
 import type { RunContext } from "./context";
 import { cancellable, closeModelCall } from "./lifecycle";

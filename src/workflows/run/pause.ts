@@ -8,8 +8,8 @@
  * replaced by any other, which waits on the same timer.
  */
 import { CancellationScope, condition, log, workflowInfo } from "@temporalio/workflow";
+import type { PauseReason } from "../../contracts/runs";
 import { PATCHES, takesPatch } from "../patches";
-import type { PauseReason } from "../types";
 import { replies, storage } from "./activity-options";
 import { budgetReached, describePause, pauseTimeoutMs } from "./budget";
 import type { RunContext } from "./context";

@@ -7,9 +7,9 @@
  * waits for a runner) and stores the error result of one no runner took in time.
  */
 import { CancellationScope, sleep, uuid4 } from "@temporalio/workflow";
-import type { RunnerEnvironmentKind } from "../../activities/types";
-import { runnerTaskQueue } from "../../environments/task-queues";
-import type { UnclaimedWhy } from "../../environments/unclaimed";
+import type { RunnerEnvironmentKind } from "../../contracts/activities";
+import { runnerTaskQueue } from "../../contracts/task-queues";
+import type { UnclaimedWhy } from "../../contracts/unclaimed";
 import {
   environments,
   isScheduleToStartTimeout,

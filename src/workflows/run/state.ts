@@ -4,7 +4,20 @@
  * the same in a replay and in a unit test.
  */
 
-import type { EntrySlot, ToolCallSummary } from "../../activities/types";
+import type { EntrySlot, ToolCallSummary } from "../../contracts/activities";
+import type { TenantBudgetHold } from "../../contracts/pause";
+import type {
+  ApprovalDecision,
+  QueuedMessage,
+  RecentDelivery,
+  RunError,
+  RunInput,
+  RunPause,
+  RunSettings,
+  RunStatus,
+  SessionCursor,
+  SessionRef,
+} from "../../contracts/runs";
 import {
   type AgentEvent,
   type AgentEventBody,
@@ -26,19 +39,6 @@ import {
 import { addUsage, emptyUsage } from "../../core/usage";
 import type { McpToolList } from "../../mcp/types";
 import type { NextTurnSettings } from "../hooks";
-import type { TenantBudgetHold } from "../pause-types";
-import type {
-  ApprovalDecision,
-  QueuedMessage,
-  RecentDelivery,
-  RunError,
-  RunInput,
-  RunPause,
-  RunSettings,
-  RunStatus,
-  SessionCursor,
-  SessionRef,
-} from "../types";
 
 /** Deterministic sources of time and randomness (the workflow's own, or a test's). */
 export interface RunClock {

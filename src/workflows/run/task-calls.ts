@@ -14,7 +14,14 @@ import {
   ParentClosePolicy,
   startChild,
 } from "@temporalio/workflow";
-import type { MergeSubAgentWorkspaceResult } from "../../activities/types";
+import type { MergeSubAgentWorkspaceResult } from "../../contracts/activities";
+import {
+  type RunInput,
+  type RunResult,
+  type RunSettings,
+  runWorkflowId,
+  startedStatus,
+} from "../../contracts/runs";
 import {
   type AgentDefinition,
   availableAgents,
@@ -29,7 +36,6 @@ import { emptyUsage } from "../../core/usage";
 import { abortSignal } from "../definitions";
 import { PATCHES, takesPatch } from "../patches";
 import { runAttributes } from "../search-attributes";
-import { type RunInput, type RunResult, type RunSettings, runWorkflowId, startedStatus } from "../types";
 import { snapshotActivities, storage } from "./activity-options";
 import { childShare, wholeBudgetLeft } from "./budget";
 import type { RunContext } from "./context";

@@ -4,7 +4,7 @@
  * result, refusals included (an error result the model can read).
  */
 import { ActivityFailure, condition, log } from "@temporalio/workflow";
-import type { ToolCallSummary } from "../../activities/types";
+import type { ToolCallSummary } from "../../contracts/activities";
 import { MUTATING_TOOLS } from "../../core/tool-replay";
 import { blockReason } from "../hooks";
 import { PATCHES, takesPatch } from "../patches";

@@ -2,10 +2,17 @@
  * What the run shows and hands on: the `state` and `events` queries' answers, the state carried
  * into a continue-as-new, and the deliveries remembered by id. Pure, like `state.ts`.
  */
+
+import type {
+  AbortState,
+  CarriedState,
+  DeliveryAnswer,
+  RecentDelivery,
+  RunState,
+} from "../../contracts/runs";
 import { TASK_TOOL_NAME } from "../../core/agents";
 import { eventsAfter } from "../../core/events";
 import { findMcpTool } from "../../mcp/tool-names";
-import type { AbortState, CarriedState, DeliveryAnswer, RecentDelivery, RunState } from "../types";
 import { callState, openCalls, queuedMessages, RECENT_DELIVERIES_KEPT, type RunRecord } from "./state";
 
 /** What a continuation of this run (continue-as-new) starts from: small by construction. */

@@ -4,9 +4,10 @@
  * and end, the parent's own numbering untouched; a message steered to the child session reaches the
  * child's run directly.
  */
+
+import { DEFAULT_RUN_SETTINGS } from "../../../src/contracts/runs";
 import { childSessionId } from "../../../src/core/agents";
 import type { AgentEvent } from "../../../src/core/events";
-import { DEFAULT_RUN_SETTINGS } from "../../../src/workflows/types";
 import { messagesOf } from "../../support/run-harness";
 import { readSse, type SseEvent } from "../../support/sse";
 import { type ApiStage, createApiStage } from "./api-stage";

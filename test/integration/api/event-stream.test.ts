@@ -3,10 +3,11 @@
  * exactly, a reconnect with Last-Event-ID loses and repeats nothing, and many clients of one run
  * share one subscription instead of querying the run each.
  */
+
+import { type RunInput, runWorkflowId } from "../../../src/contracts/runs";
 import type { AgentEvent, LiveEvent } from "../../../src/core/events";
 import type { AssistantMessage } from "../../../src/core/messages";
 import { STREAM_ITEMS_CARRIED } from "../../../src/workflows/run/stream";
-import { type RunInput, runWorkflowId } from "../../../src/workflows/types";
 import { rebuiltText, textOf } from "../../support/run-stream";
 import { readSse, type SseEvent } from "../../support/sse";
 import { type ApiStage, createApiStage } from "./api-stage";

@@ -17,13 +17,13 @@ import {
 import { startApiServer } from "../../../src/api/server";
 import { LazyRunClient } from "../../../src/api/temporal";
 import { freePorts } from "../../../src/cli/devstack/ports";
+import { runWorkflowId } from "../../../src/contracts/runs";
 import { createSessionHeader } from "../../../src/core/session-entries";
 import { RunClient } from "../../../src/run-client/run-client";
 import { JsonObjects } from "../../../src/store/json-objects";
 import { keelDataConverter } from "../../../src/store/payload-storage";
 import { createS3Client } from "../../../src/store/s3-config";
 import { SessionStore } from "../../../src/store/session-store";
-import { runWorkflowId } from "../../../src/workflows/types";
 import { s3Client, s3Settings, temporalNamespace } from "../../support/integration-env";
 import { expectIntactSession, messagesOf, modelCalled, slowEchoScenario } from "../../support/run-harness";
 import { type S3FaultProxy, startS3FaultProxy } from "../../support/s3-fault-proxy";

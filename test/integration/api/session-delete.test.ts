@@ -6,9 +6,9 @@
  */
 import { ListObjectsV2Command } from "@aws-sdk/client-s3";
 import { WorkflowNotFoundError } from "@temporalio/client";
+import { runWorkflowId } from "../../../src/contracts/runs";
 import type { RunClient } from "../../../src/run-client/run-client";
 import { sessionPrefix } from "../../../src/store/session-keys";
-import { runWorkflowId } from "../../../src/workflows/types";
 import { s3Client, s3Settings } from "../../support/integration-env";
 import { eventually, modelCalled, slowEchoScenario } from "../../support/run-harness";
 import { type ApiStage, type Caller, createApiStage, expectProblem } from "./api-stage";

@@ -11,12 +11,12 @@ import { Client, WorkflowNotFoundError } from "@temporalio/client";
 import { FOREIGN_AUTHOR_TEXT } from "../../../src/api/slack/budget-replies";
 import { slackSignature } from "../../../src/api/slack/signature";
 import { readSlackThread, slackSessionId } from "../../../src/api/slack/threads";
+import { runWorkflowId } from "../../../src/contracts/runs";
 import { postSlackReply } from "../../../src/integrations/slack/reply";
 import { RunClient } from "../../../src/run-client/run-client";
 import { keelDataConverter } from "../../../src/store/payload-storage";
 import { parseSlackTeams } from "../../../src/tenants/slack-team-tools";
 import { workspaceFor } from "../../../src/tools/workspace";
-import { runWorkflowId } from "../../../src/workflows/types";
 import { s3Client, s3Settings, temporalNamespace, uniqueName } from "../../support/integration-env";
 import {
   eventually,

@@ -5,10 +5,10 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { type RunSettings, runWorkflowId } from "../../../src/contracts/runs";
 import type { AgentEvent } from "../../../src/core/events";
 import { UNKNOWN_OUTCOME_TEXT } from "../../../src/core/markers";
 import type { McpServerSettings } from "../../../src/mcp/types";
-import { type RunSettings, runWorkflowId } from "../../../src/workflows/types";
 import { uniqueName } from "../../support/integration-env";
 import {
   changingServer,

@@ -10,13 +10,13 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { defaultPayloadConverter, type Payload } from "@temporalio/common";
-import type { RunnerToolInput } from "../../../src/activities/types";
+import type { RunnerToolInput } from "../../../src/contracts/activities";
+import { runWorkflowId } from "../../../src/contracts/runs";
 import { UNKNOWN_OUTCOME_TEXT } from "../../../src/core/markers";
 import { createMessageEntry } from "../../../src/core/session-entries";
 import { listObjects } from "../../../src/store/s3-requests";
 import { enableInstrumentation } from "../../../src/telemetry/instrumentation";
 import { dayOf } from "../../../src/tenants/usage";
-import { runWorkflowId } from "../../../src/workflows/types";
 import { s3Client, s3Settings } from "../../support/integration-env";
 import { eventually, expectIntactSession, messagesOf } from "../../support/run-harness";
 import { CAPTURED_TELEMETRY, captureTelemetry } from "../../support/telemetry-capture";

@@ -9,10 +9,10 @@ import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSy
 import { join } from "node:path";
 import { propagation, trace } from "@opentelemetry/api";
 import { holderEpochPathOf } from "../../../src/activities/workspace-holder";
+import { runWorkflowId } from "../../../src/contracts/runs";
 import { indexPathOf } from "../../../src/store/workspace-tree";
 import { lockPathOf, workspaceFor } from "../../../src/tools/workspace";
 import type { LambdaContext } from "../../../src/worker/lambda";
-import { runWorkflowId } from "../../../src/workflows/types";
 import {
   temporalAddress,
   temporalNamespace,

@@ -1,4 +1,4 @@
-import type { RunSettings } from "../../../src/workflows/types";
+import type { RunSettings } from "../../../src/contracts/runs";
 import { eventually, expectIntactSession, messagesOf, runStageForSuite } from "../../support/run-harness";
 
 const stage = runStageForSuite();

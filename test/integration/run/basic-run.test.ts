@@ -1,6 +1,7 @@
 import { ListObjectsV2Command } from "@aws-sdk/client-s3";
 import { defaultPayloadConverter } from "@temporalio/common";
 import { temporal } from "@temporalio/proto";
+import { runWorkflowId } from "../../../src/contracts/runs";
 import { convertToLlm } from "../../../src/core/messages";
 import { checkInvariants } from "../../../src/core/sanitize";
 import { PAYLOADS_FOLDER } from "../../../src/store/payload-storage";
@@ -10,7 +11,6 @@ import {
   SessionAttribute,
   TenantAttribute,
 } from "../../../src/workflows/search-attributes";
-import { runWorkflowId } from "../../../src/workflows/types";
 import { s3Client, s3Settings } from "../../support/integration-env";
 import { messagesOf, runStageForSuite } from "../../support/run-harness";
 

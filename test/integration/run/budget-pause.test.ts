@@ -6,14 +6,9 @@
  * whole and closed afterwards.
  */
 import { workflowMetadataQuery } from "@temporalio/workflow";
+import { type RunSettings, type RunState, runWorkflowId, type SessionRef } from "../../../src/contracts/runs";
 import type { AgentEvent } from "../../../src/core/events";
 import { RunStatusAttribute } from "../../../src/workflows/search-attributes";
-import {
-  type RunSettings,
-  type RunState,
-  runWorkflowId,
-  type SessionRef,
-} from "../../../src/workflows/types";
 import { eventually, expectIntactSession, messagesOf, runStageForSuite } from "../../support/run-harness";
 
 // Each test starts its workers (one test kills one): the stage starts none.

@@ -6,10 +6,10 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { temporal } from "@temporalio/proto";
+import { runWorkflowId } from "../../../src/contracts/runs";
 import { UNKNOWN_OUTCOME_TEXT } from "../../../src/core/markers";
 import { LLM_RETRY } from "../../../src/core/retry-policy";
 import { workspaceFor } from "../../../src/tools/workspace";
-import { runWorkflowId } from "../../../src/workflows/types";
 import { eventually, expectIntactSession, messagesOf, runStageForSuite } from "../../support/run-harness";
 
 // Each test starts its workers (and kills some): the stage starts none.

@@ -2,9 +2,10 @@
  * A run whose session another writer changed under it: the activity that finds a different entry
  * at its slot fails at once (EntryConflict, no retry) and the run ends failed with the reason.
  */
+
+import { runWorkflowId } from "../../../src/contracts/runs";
 import { createMessageEntry } from "../../../src/core/session-entries";
 import { SessionNotFoundError } from "../../../src/store/session-errors";
-import { runWorkflowId } from "../../../src/workflows/types";
 import { eventually, runStageForSuite, slowEchoScenario } from "../../support/run-harness";
 
 jest.setTimeout(120_000);

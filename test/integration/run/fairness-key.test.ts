@@ -5,8 +5,9 @@
  * others (docs/deploy.md, "Fairness between tenants"; the effect is measured by
  * bench/tenant-fairness.ts).
  */
+
+import { runWorkflowId } from "../../../src/contracts/runs";
 import { fairnessKey } from "../../../src/run-client/fairness";
-import { runWorkflowId } from "../../../src/workflows/types";
 import { runStageForSuite } from "../../support/run-harness";
 
 const stage = runStageForSuite();

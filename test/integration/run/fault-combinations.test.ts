@@ -6,11 +6,11 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { sessionCwd } from "../../../src/contracts/runs";
 import { FAILED_MARKER, UNFINISHED_TOOL_RESULT_TEXT } from "../../../src/core/markers";
 import type { AgentMessage } from "../../../src/core/messages";
 import { createMessageEntry, createSessionHeader } from "../../../src/core/session-entries";
 import { workspaceFor } from "../../../src/tools/workspace";
-import { sessionCwd } from "../../../src/workflows/types";
 import {
   eventually,
   expectIntactSession,

@@ -3,7 +3,7 @@
  * Action): a model call streaming for less than its heartbeat interval sends none, while a longer
  * one still heartbeats (so it stays alive and can be cancelled).
  */
-import { runWorkflowId } from "../../../src/workflows/types";
+import { runWorkflowId } from "../../../src/contracts/runs";
 import { modelCalled, runStageForSuite } from "../../support/run-harness";
 
 jest.setTimeout(120_000);

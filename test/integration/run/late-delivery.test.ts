@@ -7,9 +7,9 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { runWorkflowId } from "../../../src/contracts/runs";
 import type { SessionRef } from "../../../src/core/session-ref";
 import { deliverSignal } from "../../../src/workflows/definitions";
-import { runWorkflowId } from "../../../src/workflows/types";
 import {
   eventually,
   expectIntactSession,

@@ -4,8 +4,8 @@
  * a reset and the retried text; deltas never reach the session store.
  */
 import { DEFAULT_LIVE_EVENT_OPTIONS } from "../../../src/activities/live-events";
+import { runWorkflowId } from "../../../src/contracts/runs";
 import type { AssistantMessage } from "../../../src/core/messages";
-import { runWorkflowId } from "../../../src/workflows/types";
 import { eventually, expectIntactSession, messagesOf, runStageForSuite } from "../../support/run-harness";
 import { collectRunStream, rebuiltText, textOf } from "../../support/run-stream";
 

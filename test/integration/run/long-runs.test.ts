@@ -1,9 +1,10 @@
 /** Compaction mid-run (threshold and context overflow) and continue-as-new mid-run. */
+
+import { runWorkflowId } from "../../../src/contracts/runs";
 import { COMPACTION_SUMMARY_PREFIX, convertToLlm } from "../../../src/core/messages";
 import { checkInvariants } from "../../../src/core/sanitize";
 import { buildContext } from "../../../src/core/session-tree";
 import type { TurnContext } from "../../../src/providers/local-server";
-import { runWorkflowId } from "../../../src/workflows/types";
 import { messagesOf, runStageForSuite } from "../../support/run-harness";
 
 const stage = runStageForSuite();

@@ -7,9 +7,9 @@
 import { mkdtempSync } from "node:fs";
 import { join } from "node:path";
 import { temporal } from "@temporalio/proto";
+import { runWorkflowId } from "../../../src/contracts/runs";
 import { UNKNOWN_OUTCOME_TEXT } from "../../../src/core/markers";
 import type { McpStdioServer } from "../../../src/mcp/types";
-import { runWorkflowId } from "../../../src/workflows/types";
 import { testTmpDir } from "../../support/integration-env";
 import { everythingServer, MCP_WORKER_ENV } from "../../support/mcp-servers";
 import {

@@ -9,9 +9,9 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Worker } from "@temporalio/worker";
+import { type RunSettings, runWorkflowId } from "../../../src/contracts/runs";
 import type { AgentEvent } from "../../../src/core/events";
 import { workspaceFor } from "../../../src/tools/workspace";
-import { type RunSettings, runWorkflowId } from "../../../src/workflows/types";
 import { workflowBundlePath } from "../../support/integration-env";
 import {
   changingServer,

@@ -16,8 +16,8 @@ import { join, resolve } from "node:path";
 import { historyFromJSON } from "@temporalio/common/lib/proto-utils";
 import { Worker } from "@temporalio/worker";
 import { toolPaths } from "../../../src/cli/devstack/tools";
+import { type RunSettings, runWorkflowId } from "../../../src/contracts/runs";
 import { UNRELEASED } from "../../../src/workflows/patches";
-import { type RunSettings, runWorkflowId } from "../../../src/workflows/types";
 import { temporalAddress, workflowBundlePath } from "../../support/integration-env";
 import {
   createRunStage,

@@ -5,8 +5,8 @@
  * `KeelStatus` search attribute a list query filters on; the static summary is the prompt.
  */
 import { workflowMetadataQuery } from "@temporalio/workflow";
+import { runWorkflowId } from "../../../src/contracts/runs";
 import { RunStatusAttribute } from "../../../src/workflows/search-attributes";
-import { runWorkflowId } from "../../../src/workflows/types";
 import { eventually, modelCalled, runStageForSuite } from "../../support/run-harness";
 
 const stage = runStageForSuite();

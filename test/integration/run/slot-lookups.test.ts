@@ -6,9 +6,9 @@
  */
 import { mkdtempSync } from "node:fs";
 import { join } from "node:path";
+import { runWorkflowId } from "../../../src/contracts/runs";
 import type { SessionRef } from "../../../src/core/session-ref";
 import { entryKey } from "../../../src/store/session-keys";
-import { runWorkflowId } from "../../../src/workflows/types";
 import { s3Settings, testTmpDir } from "../../support/integration-env";
 import { createRunStage, expectIntactSession, messagesOf, type RunStage } from "../../support/run-harness";
 import { type S3RequestLog, startS3RequestLog } from "../../support/s3-request-log";

@@ -7,9 +7,9 @@
  */
 import { mkdtempSync } from "node:fs";
 import { join } from "node:path";
+import { DEFAULT_RUN_SETTINGS, runWorkflowId } from "../../../src/contracts/runs";
 import { childSessionId } from "../../../src/core/agents";
 import type { ToolResultMessage } from "../../../src/core/messages";
-import { DEFAULT_RUN_SETTINGS, runWorkflowId } from "../../../src/workflows/types";
 import { testTmpDir } from "../../support/integration-env";
 import { expectIntactSession, messagesOf, modelCalled, runStageForSuite } from "../../support/run-harness";
 

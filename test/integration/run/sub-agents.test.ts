@@ -3,10 +3,11 @@
  * its answer comes back as the call's result; children run in parallel, each on its share of the
  * parent's budgets; a failed child is an error result; an abort of the parent aborts the child.
  */
+
+import { DEFAULT_RUN_SETTINGS, type RunSettings, runWorkflowId } from "../../../src/contracts/runs";
 import { childSessionId } from "../../../src/core/agents";
 import type { ToolResultMessage } from "../../../src/core/messages";
 import { SessionNotFoundError } from "../../../src/store/session-errors";
-import { DEFAULT_RUN_SETTINGS, type RunSettings, runWorkflowId } from "../../../src/workflows/types";
 import {
   eventually,
   expectIntactSession,

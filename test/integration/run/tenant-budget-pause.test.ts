@@ -6,10 +6,11 @@
  * worker that replaced the one it paused on, or at once on a resume. A pause that times out ends
  * the run. Every session is whole and closed afterwards.
  */
+
+import { type RunState, runWorkflowId, type SessionRef } from "../../../src/contracts/runs";
 import type { AgentEvent } from "../../../src/core/events";
 import { TenantStore } from "../../../src/tenants/store";
 import { RunStatusAttribute } from "../../../src/workflows/search-attributes";
-import { type RunState, runWorkflowId, type SessionRef } from "../../../src/workflows/types";
 import { s3Client, s3Settings } from "../../support/integration-env";
 import { eventually, expectIntactSession, messagesOf, runStageForSuite } from "../../support/run-harness";
 

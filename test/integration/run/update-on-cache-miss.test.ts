@@ -10,9 +10,9 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Worker } from "@temporalio/worker";
+import { runWorkflowId } from "../../../src/contracts/runs";
 import { workspaceFor } from "../../../src/tools/workspace";
 import { stateQuery } from "../../../src/workflows/definitions";
-import { runWorkflowId } from "../../../src/workflows/types";
 import { workflowBundlePath } from "../../support/integration-env";
 import { eventually, expectIntactSession, messagesOf, runStageForSuite } from "../../support/run-harness";
 

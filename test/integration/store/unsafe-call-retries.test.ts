@@ -11,7 +11,7 @@ import type { S3Client } from "@aws-sdk/client-s3";
 import { MockActivityEnvironment } from "@temporalio/testing";
 import type { ActivityDeps } from "../../../src/activities/deps";
 import { executeToolActivity } from "../../../src/activities/execute-tool";
-import type { ExecuteToolInput, ExecuteToolResult } from "../../../src/activities/types";
+import type { ExecuteToolInput, ExecuteToolResult } from "../../../src/contracts/activities";
 import { UNKNOWN_OUTCOME_TEXT } from "../../../src/core/markers";
 import { emptyUsage } from "../../../src/core/messages";
 import { createMessageEntry } from "../../../src/core/session-entries";

@@ -24,7 +24,7 @@ import { RunClient } from "../../../src/run-client/run-client";
 import { keelDataConverter } from "../../../src/store/payload-storage";
 import { clientTelemetryOptions } from "../../../src/telemetry/client";
 import { startTelemetry, type Telemetry } from "../../../src/telemetry/sdk";
-import { replayTelemetrySinks } from "../../../src/telemetry/worker";
+import { replayTelemetrySinks } from "../../../src/worker/telemetry";
 import {
   s3Client,
   s3Settings,

@@ -1,7 +1,7 @@
 /** A worker declared for one tenant refuses every activity of any other tenant before it runs. */
 import { ApplicationFailure } from "@temporalio/activity";
 import { servingOnlyTenant } from "../../../src/activities/single-tenant";
-import type { ExecuteToolInput, KeelActivities } from "../../../src/activities/types";
+import type { ExecuteToolInput, KeelActivities } from "../../../src/contracts/activities";
 
 /** Activities that record what reached them. */
 function recordingActivities(reached: string[]): KeelActivities {

@@ -6,13 +6,13 @@
 import { createHash } from "node:crypto";
 import { type ApiDependencies, createApp } from "../../../src/api/app";
 import { apiConfigFromEnv } from "../../../src/api/config";
+import type { RunSettings } from "../../../src/contracts/runs";
 import { loadCatalog } from "../../../src/providers/models";
 import type { RunClient } from "../../../src/run-client/run-client";
 import type { JsonObjects } from "../../../src/store/json-objects";
 import type { SessionStore } from "../../../src/store/session-store";
 import type { WorkspaceSnapshots } from "../../../src/store/workspace-snapshots";
 import { type FullNetworkAccess, parseFullNetworkAccess } from "../../../src/tools/network-access";
-import type { RunSettings } from "../../../src/workflows/types";
 
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
 const KEYS = { alpha: "alpha-key", beta: "beta-key" };

@@ -1,7 +1,7 @@
 import { runSettingsFrom } from "../../../src/api/run-settings";
 import { messageBodySchema } from "../../../src/api/schemas";
+import { DEFAULT_RUN_SETTINGS } from "../../../src/contracts/runs";
 import { loadCatalog } from "../../../src/providers/models";
-import { DEFAULT_RUN_SETTINGS } from "../../../src/workflows/types";
 
 describe("run settings from a message body", () => {
   const modelIds = loadCatalog()

@@ -1,7 +1,7 @@
 import { apiConfigFromEnv } from "../../../src/api/config";
+import { DEFAULT_RUN_SETTINGS } from "../../../src/contracts/runs";
 import { parseSlackTeams } from "../../../src/tenants/slack-team-tools";
 import { decidePolicy } from "../../../src/workflows/policy";
-import { DEFAULT_RUN_SETTINGS } from "../../../src/workflows/types";
 
 describe("Slack team mapping", () => {
   test("a bare tenant gets the read-only tools; everything else is denied", () => {

@@ -3,7 +3,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { messageBodySchema } from "../../../src/api/schemas";
-import { UsageError } from "../../../src/cli/client";
+import { UsageError } from "../../../src/api-client/client";
 import { messageBody } from "../../../src/cli/commands/message";
 
 const dir = mkdtempSync(join(tmpdir(), "keel-agents-"));

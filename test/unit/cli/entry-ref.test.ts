@@ -1,5 +1,5 @@
 /** fork, branch and label take what `keel entries` shows: an id, the index before it, or an id's start. */
-import { UsageError } from "../../../src/cli/client";
+import { UsageError } from "../../../src/api-client/client";
 import { type EntriesPage, resolveEntryRef } from "../../../src/cli/commands/tree";
 
 const IDS = [

@@ -2,7 +2,7 @@
  * The CLI's reading of a run's Server-Sent Events: framing per the SSE specification whatever
  * the line ends and however the bytes are split into chunks.
  */
-import { ApiError, readEventStream, type StreamedEvent } from "../../../src/cli/client";
+import { ApiError, readEventStream, type StreamedEvent } from "../../../src/api-client/client";
 import type { AgentEvent, LiveEvent } from "../../../src/core/events";
 
 const encoder = new TextEncoder();

@@ -1,5 +1,5 @@
 /** What the CLI tells a person to do next: the hint under an error, the approval commands, Ctrl-C's note. */
-import { ApiError, hintFor } from "../../../src/cli/client";
+import { ApiError, hintFor } from "../../../src/api-client/client";
 import { followInterruptedNote } from "../../../src/cli/commands/follow";
 import { formatEvent } from "../../../src/cli/render";
 

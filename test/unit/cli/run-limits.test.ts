@@ -1,6 +1,6 @@
 /** `keel run`'s limits: every budget `keel budget` sets can also be given when the run starts. */
 import { messageBodySchema } from "../../../src/api/schemas";
-import { UsageError } from "../../../src/cli/client";
+import { UsageError } from "../../../src/api-client/client";
 import { messageBody } from "../../../src/cli/commands/message";
 
 const API = "http://127.0.0.1:8080";

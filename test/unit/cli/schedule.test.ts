@@ -1,5 +1,5 @@
 /** `keel schedule create`'s first argument: a cron expression or an interval. */
-import { UsageError } from "../../../src/cli/client";
+import { UsageError } from "../../../src/api-client/client";
 import { timingFrom } from "../../../src/cli/commands/schedule";
 
 test("an interval (with or without `every`) or a cron expression; anything else is a usage error", () => {

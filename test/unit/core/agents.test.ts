@@ -1,5 +1,6 @@
 import { runSettingsFrom } from "../../../src/api/run-settings";
 import { messageBodySchema } from "../../../src/api/schemas";
+import { DEFAULT_RUN_SETTINGS } from "../../../src/contracts/runs";
 import {
   availableAgents,
   childSessionId,
@@ -9,10 +10,9 @@ import {
   parseTaskArguments,
   taskToolSpec,
 } from "../../../src/core/agents";
+import { ID_PATTERN } from "../../../src/core/ids";
 import { loadCatalog } from "../../../src/providers/models";
-import { ID_PATTERN } from "../../../src/store/session-keys";
 import { childSettings } from "../../../src/workflows/run/task-calls";
-import { DEFAULT_RUN_SETTINGS } from "../../../src/workflows/types";
 
 describe("sub-agent definitions", () => {
   test("a child never gets a tool its parent lacks, nor task unless its definition names it", () => {

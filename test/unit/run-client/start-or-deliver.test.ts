@@ -8,6 +8,7 @@ import { ApplicationFailure, WorkflowNotFoundError } from "@temporalio/common";
 import { firingStartOf } from "../../../src/activities/scheduled-runs";
 import { slackRefusalText } from "../../../src/api/slack/events";
 import { refusalProblem } from "../../../src/api/tenant-runs";
+import { DEFAULT_RUN_SETTINGS } from "../../../src/contracts/runs";
 import { type Delivered, DeliveryRefusedError } from "../../../src/run-client/delivery";
 import type { RunClient } from "../../../src/run-client/run-client";
 import {
@@ -19,7 +20,6 @@ import {
 } from "../../../src/run-client/start-or-deliver";
 import { QuotaExceededError, type QuotaGate } from "../../../src/tenants/admission";
 import type { TenantUsage } from "../../../src/tenants/usage";
-import { DEFAULT_RUN_SETTINGS } from "../../../src/workflows/types";
 
 const ref = { tenantId: "acme", sessionId: "s1" };
 const reached = { workflowId: "keel-run/acme/s1", runId: "run-1" };

@@ -15,7 +15,7 @@ import { AsyncLocalContextManager } from "../../../src/telemetry/context-manager
 import { enableInstrumentation } from "../../../src/telemetry/instrumentation";
 import { tracedProvider } from "../../../src/telemetry/model-calls";
 import { type TelemetrySettings, telemetrySettingsFromEnv } from "../../../src/telemetry/settings";
-import { temporalMetricsExporter } from "../../../src/telemetry/worker";
+import { temporalMetricsExporter } from "../../../src/worker/telemetry";
 
 describe("telemetry settings", () => {
   test("off unless KEEL_OTEL_ENDPOINT is set; the standard OTLP variable alone does not turn it on", () => {

@@ -3,6 +3,8 @@
  * may carry, and how a raise or a resume changes the run's limits; the shares of its budgets its
  * sub-agents get.
  */
+
+import { DEFAULT_RUN_SETTINGS, type RunLimits } from "../../../src/contracts/runs";
 import { emptyUsage } from "../../../src/core/usage";
 import {
   applyBudget,
@@ -23,7 +25,6 @@ import {
   releaseShare,
   startBatch,
 } from "../../../src/workflows/run/state";
-import { DEFAULT_RUN_SETTINGS, type RunLimits } from "../../../src/workflows/types";
 
 function spent(limits: Partial<RunLimits>, cost: number, tokens: number): RunRecord {
   const run = createRunRecord(

@@ -3,7 +3,8 @@
  * turn, what follows a model answer, when the run stops after a turn, and which deliveries are
  * accepted where.
  */
-import type { LlmTurnResult, ToolCallSummary } from "../../../src/activities/types";
+import type { LlmTurnResult, ToolCallSummary } from "../../../src/contracts/activities";
+import { DEFAULT_RUN_SETTINGS, type RunSettings } from "../../../src/contracts/runs";
 import { AbortRefusal, DeliveryRefusal } from "../../../src/core/failure-types";
 import { addUsage, emptyUsage } from "../../../src/core/usage";
 import { HOOK_SETS } from "../../../src/workflows/hooks";
@@ -38,7 +39,6 @@ import {
   rememberDelivery,
   stateAnswer,
 } from "../../../src/workflows/run/views";
-import { DEFAULT_RUN_SETTINGS, type RunSettings } from "../../../src/workflows/types";
 
 function record(settings: Partial<RunSettings> = {}): RunRecord {
   let tick = 0;

@@ -1,4 +1,6 @@
 /** Scheduled runs' pure parts: unattended approvals, durations, the session of a firing. */
+
+import { DEFAULT_RUN_SETTINGS, type RunSettings } from "../../../src/contracts/runs";
 import {
   DEFAULT_SCHEDULED_APPROVAL_WAIT_MS,
   firingSessionId,
@@ -6,7 +8,6 @@ import {
   temporalScheduleId,
   unattendedSettings,
 } from "../../../src/workflows/schedules";
-import { DEFAULT_RUN_SETTINGS, type RunSettings } from "../../../src/workflows/types";
 
 const asking: RunSettings = {
   ...DEFAULT_RUN_SETTINGS,

@@ -8,8 +8,8 @@
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { RUN_VERSION } from "../../../src/contracts/runs";
 import { PATCHES, type PatchRecord, UNRELEASED } from "../../../src/workflows/patches";
-import { RUN_VERSION } from "../../../src/workflows/types";
 
 /** Releases whose runs the current code replays: the current code's and the last release's. */
 const SUPPORTED_RELEASES = 2;

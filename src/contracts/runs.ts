@@ -16,7 +16,7 @@ import type { McpServerSettings, McpToolList } from "../mcp/types";
 import type { ThinkingLevel } from "../providers/types";
 import type { NetworkPolicy } from "../tools/sandbox";
 import type { WorkspaceSource } from "../tools/workspace";
-import type { RunPause, TenantBudgetHold } from "./pause-types";
+import type { RunPause, TenantBudgetHold } from "./pause";
 
 /** How a message reaches a session: `auto` starts a run or steers the live one; see docs/architecture.md. */
 export const DELIVERY_MODES = ["auto", ...LIVE_RUN_DELIVERY_MODES] as const;
@@ -141,7 +141,7 @@ export {
   type PauseReason,
   type RunPause,
   type TenantBudgetHold,
-} from "./pause-types";
+} from "./pause";
 
 export interface QueuedMessage {
   text: string;

@@ -8,14 +8,14 @@ import type { Usage } from "../core/messages";
 import type { ChatReplyTarget, SessionCursor } from "../core/run-types";
 import type { SessionRef } from "../core/session-ref";
 import type { SessionEntry } from "../core/session-types";
-import type { UnclaimedWhy } from "../environments/unclaimed";
 import type { McpServerSettings, McpToolList, McpToolsOfTurn } from "../mcp/types";
 import type { ThinkingLevel } from "../providers/types";
 import type { Isolation, NetworkPolicy } from "../tools/sandbox";
 import type { ReplayClass } from "../tools/types";
 import type { WorkspaceSource } from "../tools/workspace";
-import type { RunPause, TenantBudgetHold } from "../workflows/pause-types";
-import type { ScheduledRunActivities } from "./scheduled-runs";
+import type { RunPause, TenantBudgetHold } from "./pause";
+import type { RunSettings } from "./runs";
+import type { UnclaimedWhy } from "./unclaimed";
 
 /** A sequence number and an entry to write there (conditional create; a retry adopts). */
 export interface EntryWrite {
@@ -364,4 +364,37 @@ export interface KeelActivities extends ScheduledRunActivities {
   listMcpTools(input: ListMcpToolsInput): Promise<McpToolList>;
   /** The tenant budget the tenant has used up, asked afresh (a paused run asking whether it may go on); null: none. */
   checkTenantBudget(input: { tenantId: string }): Promise<TenantBudgetHold | null>;
+}
+
+/** The activities of a schedule's firing (activities/scheduled-runs.ts). */
+export interface StartScheduledRunInput extends SessionRef {
+  text: string;
+  settings: RunSettings;
+  /** The delivery id: one per firing, so a retried start never delivers twice. */
+  deliveryId: string;
+}
+
+export interface StartScheduledRunResult {
+  runId: string;
+  /** How the session took the prompt (`started`, or `queued` behind a run already live, …). */
+  delivery: string;
+}
+
+export interface AwaitScheduledRunInput extends SessionRef {
+  runId: string;
+}
+
+export interface ScheduledRunEnd {
+  status: string;
+  reason: string;
+}
+
+export interface AbortScheduledRunInput extends SessionRef {
+  reason: string;
+}
+
+export interface ScheduledRunActivities {
+  startScheduledRun(input: StartScheduledRunInput): Promise<StartScheduledRunResult>;
+  awaitScheduledRun(input: AwaitScheduledRunInput): Promise<ScheduledRunEnd>;
+  abortScheduledRun(input: AbortScheduledRunInput): Promise<{ aborted: boolean }>;
 }

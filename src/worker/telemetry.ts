@@ -30,12 +30,12 @@ import type {
   Next,
   WorkerInterceptors,
 } from "@temporalio/worker";
-import type { ExecuteToolInput, ExecuteToolResult, LlmTurnInput } from "../activities/types";
+import type { ExecuteToolInput, ExecuteToolResult, LlmTurnInput } from "../contracts/activities";
+import { instrumentation, keelInstruments, withRunScope } from "../telemetry/instrumentation";
+import type { Telemetry } from "../telemetry/sdk";
+import type { TelemetrySettings } from "../telemetry/settings";
+import type { KeelTelemetrySinks } from "../telemetry/workflow-sinks";
 import { attemptOf, tracedToolCall } from "../tool-calls/lifecycle";
-import { instrumentation, keelInstruments, withRunScope } from "./instrumentation";
-import type { Telemetry } from "./sdk";
-import type { TelemetrySettings } from "./settings";
-import type { KeelTelemetrySinks } from "./workflow-sinks";
 
 /**
  * The sinks a traced workflow bundle calls, with nothing behind them: for replay workers
