@@ -11,7 +11,7 @@ import type { ClaimedCall } from "../environments/calls";
 import { ArchiveError } from "../store/workspace-archive";
 import { prepareWorkspace } from "../tools";
 import type { Workspace } from "../tools/workspace";
-import { forkWorkspace, type StoreOutcome, syncWorkspace } from "./workspace-sync";
+import { forkWorkspace, syncWorkspace } from "./workspace-sync";
 
 /** What a runner's options say of where its calls work (runner.ts's `RunnerOptions`). */
 export interface WorkspaceOptions {
@@ -72,11 +72,14 @@ export class SessionCopies {
     }
   }
 
-  /** Runs a store of `sessionId`'s copy after the stores before it (called while working there). */
-  store(sessionId: string, store: () => Promise<StoreOutcome>): Promise<StoreOutcome> {
+  /**
+   * Runs `work` on `sessionId`'s copy after the stores (and marks) before it, one at a time (called
+   * while working there): each store names the generation the one before it left.
+   */
+  store<T>(sessionId: string, work: () => Promise<T>): Promise<T> {
     const session = this.sessions.get(sessionId);
-    if (!session) return store();
-    const done = session.stores.then(store, store);
+    if (!session) return work();
+    const done = session.stores.then(work, work);
     session.stores = done;
     return done;
   }

@@ -152,9 +152,8 @@ export async function storeWorkspace(
  * Marks the copy at `dir` as one whose changes are not kept (its store failed, or its call went to
  * another attempt): the next call restores the stored workspace over it. Never throws.
  */
-export async function markStale(dir: string): Promise<StoreOutcome> {
+export async function markStale(dir: string): Promise<void> {
   await writeGeneration(dir, STALE).catch(() => undefined);
-  return { kind: "not-kept", reason: "this runner's copy of the workspace is out of date" };
 }
 
 /**

@@ -26,6 +26,7 @@ import {
   isEnvironmentName,
   RUNNER_CALL_ID,
 } from "../../environments/store";
+import type { RunClient } from "../../run-client/run-client";
 import { SessionNotFoundError } from "../../store/session-errors";
 import type { SessionRef } from "../../store/session-keys";
 import type { SessionStore } from "../../store/session-store";
@@ -383,12 +384,14 @@ const MAX_FORK_DEPTH = 8;
  * generation `held`), else (a session whose runner stored none yet: a sub-agent's first call) the
  * nearest stored one of the sessions it was started from (its header's `parentSession`, then that
  * one's), all of the same tenant and environment, else the workspace workers recorded at the
- * session's leaf. Only the session's own stored one has a generation.
+ * session's leaf while a call of its run is headed to this environment. Only the session's own
+ * stored one has a generation.
  */
 async function storedWorkspaceOrAncestors(
   environments: EnvironmentStore,
   store: SessionStore,
   snapshots: WorkspaceSnapshots,
+  runs: () => Promise<Pick<RunClient, "state">>,
   scope: { tenantId: string; environment: string },
   sessionId: string,
   held: string | undefined,
@@ -416,8 +419,24 @@ async function storedWorkspaceOrAncestors(
     from = header?.parentSession;
   }
   // Nothing a runner stored: the workspace workers recorded for the session, if any (imported
-  // with its files, forked from a session whose tools ran on workers, or moved here).
-  return leafWorkspaceArchive(store, snapshots, { tenantId: scope.tenantId, sessionId });
+  // with its files, forked from a session whose tools ran on workers, or moved here) — only while
+  // a call of the session's run is headed to this environment: a runner token reads no workspace
+  // of its tenant's that its runners have no call of.
+  const ref = { tenantId: scope.tenantId, sessionId };
+  if (!(await callsHeadedTo(runs, ref, scope.environment))) return undefined;
+  return leafWorkspaceArchive(store, snapshots, ref);
+}
+
+/** Whether the session's live run has a tool call that runs on `environment` (its state query). */
+async function callsHeadedTo(
+  runs: () => Promise<Pick<RunClient, "state">>,
+  ref: SessionRef,
+  environment: string,
+): Promise<boolean> {
+  const state = await (await runs()).state(ref).catch(() => undefined);
+  return (state?.pendingToolCalls ?? []).some(
+    (call) => call.ranOn === environment || call.ranOn?.endsWith(`@${environment}`) === true,
+  );
 }
 
 /** API keys may not use runner routes, runner tokens may not manage environments. */
@@ -618,6 +637,7 @@ export function environmentRoutes(deps: RouteContext) {
         environments,
         deps.store,
         deps.snapshots,
+        deps.runs,
         scope,
         sessionId,
         held,

@@ -268,6 +268,14 @@ test("a runner session's workspace is one with the rest: exported with the runne
     tenantId: ref.tenantId,
     sessionId: ((await imported.json()) as { sessionId: string }).sessionId,
   };
+  // No call of the copy is headed to the environment yet: its token reads nothing of it.
+  const early = await fetch(
+    `${stage.apiUrl}/v1/environments/${env.name}/sessions/${copy.sessionId}/workspace`,
+    {
+      headers: { authorization: `Bearer ${env.token}`, accept: "application/gzip" },
+    },
+  );
+  expect(early.status).toBe(404);
   await stage.killRunners();
   stage.startRunner(env.name, env.token, ["--workspace-root", workspaceRoot(), "--snapshots"]);
   await api.stage.runs.deliver(copy, { text: "show the file", mode: "auto" }, settings);
