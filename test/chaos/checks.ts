@@ -7,10 +7,12 @@
  * completed call reported is in the session's final stored workspace.
  */
 import { posix } from "node:path";
+import { TASK_TOOL_NAME } from "../../src/core/agents";
 import { convertToLlm, type Message, type ToolResultMessage } from "../../src/core/messages";
 import { checkInvariants } from "../../src/core/sanitize";
 import type { SessionEntry } from "../../src/core/session-types";
 import type { JournalEntry } from "../../src/providers/local-server/types";
+import { callTagOf } from "./scenario";
 import type { RunOutcome, SentMessage, SessionRecord } from "./sessions";
 
 export interface Violation {
@@ -486,4 +488,151 @@ export function changesNotKept(entries: readonly SessionEntry[]): number {
     const result = toolResultOf(entry);
     return result !== undefined && saysChangesNotKept(result);
   }).length;
+}
+
+/** What one model call of a budgeted tree spends (the scripted usage: test/chaos/plan.ts, BUDGETED_CALL). */
+export interface CallSpend {
+  tokens: number;
+  costUsd: number;
+}
+
+/** A budgeted session and the stored sessions of its sub-agents. */
+export interface BudgetTree {
+  sessionId: string;
+  /** The run's budgets (0: none). */
+  budget: { maxCostUsd: number; maxTokens: number };
+  entries: readonly SessionEntry[];
+  /** The sub-agents that have a stored session, by session id. */
+  children: ReadonlyMap<string, readonly SessionEntry[]>;
+  /** The sub-agent session each `task` call of `entries` starts (core/agents childSessionId). */
+  childOf: (callId: string) => string;
+}
+
+/** Cost sums of floating-point dollars: a bound is passed only by more than this. */
+const COST_SLACK_USD = 1e-9;
+/** The least shares a parent with a budget used up gives (src/workflows/run/budget.ts). */
+const LEAST_SHARE = { costUsd: 1e-9, tokens: 1 };
+
+interface Spend {
+  tokens: number;
+  costUsd: number;
+  calls: number;
+}
+
+function assistantMessages(entries: readonly SessionEntry[]) {
+  return entries.flatMap((entry) =>
+    entry.type === "message" && entry.message.role === "assistant" ? [entry.message] : [],
+  );
+}
+
+/** The usage stored with a session's model answers, summed. */
+function spendOf(entries: readonly SessionEntry[]): Spend {
+  return assistantMessages(entries).reduce(
+    (sum, message) => ({
+      tokens: sum.tokens + message.usage.totalTokens,
+      costUsd: sum.costUsd + message.usage.cost.total,
+      calls: sum.calls + 1,
+    }),
+    { tokens: 0, costUsd: 0, calls: 0 },
+  );
+}
+
+/**
+ * A budgeted session's tree keeps to its budgets as docs/api.md ("Budgets that pause") bounds
+ * them: each run checks its budgets after each turn, so it passes its own by at most the model
+ * call that crosses it, and the tree — the session and its sub-agents, whose spend its budgets
+ * cover — spends at most the budget plus one model call per run in it (`budget_exceeded_by_tree`).
+ * Each sub-agent's own spend is at most its share plus one model call (`budget_exceeded_by_child`):
+ * its share is what the parent had left when the batch's `task` calls started (the budget, less
+ * the parent's stored spend up to the assistant entry with the calls, less what the sub-agents of
+ * earlier batches spent) divided among that batch's calls (tokens rounded down; a budget used up
+ * leaves the least share). Spend is the usage stored with the answers; every answer (with a call tag) must report
+ * the scripted usage of one call (`budget_call_usage_unexpected`), which is what makes the bounds
+ * exact.
+ */
+export function checkBudgetTree(tree: BudgetTree, perCall: CallSpend): Violation[] {
+  const violations: Violation[] = [];
+  const { maxCostUsd, maxTokens } = tree.budget;
+  const over = (spend: Spend, costLimit: number, tokenLimit: number, calls: number) => {
+    const parts: string[] = [];
+    if (maxCostUsd > 0 && spend.costUsd > costLimit + calls * perCall.costUsd + COST_SLACK_USD)
+      parts.push(
+        `cost $${spend.costUsd.toFixed(6)} > $${costLimit.toFixed(6)} + ${calls} × $${perCall.costUsd}`,
+      );
+    if (maxTokens > 0 && spend.tokens > tokenLimit + calls * perCall.tokens)
+      parts.push(`${spend.tokens} tokens > ${tokenLimit} + ${calls} × ${perCall.tokens}`);
+    return parts;
+  };
+  const sessions: Array<[string, readonly SessionEntry[]]> = [
+    [tree.sessionId, tree.entries],
+    ...tree.children,
+  ];
+  for (const [sessionId, entries] of sessions) {
+    for (const message of assistantMessages(entries)) {
+      const first = message.content.find((block) => block.type === "text");
+      if (first?.type !== "text" || callTagOf(first.text) === undefined) continue;
+      const { totalTokens, cost } = message.usage;
+      if (totalTokens !== perCall.tokens || Math.abs(cost.total - perCall.costUsd) > COST_SLACK_USD)
+        violations.push({
+          sessionId,
+          kind: "budget_call_usage_unexpected",
+          detail: `a model answer reports ${totalTokens} tokens and $${cost.total}, not the scripted ${perCall.tokens} tokens and $${perCall.costUsd}`,
+        });
+    }
+  }
+
+  // Each batch's sub-agents against their shares, the parent's spend counted as the batches come.
+  const parentSoFar: Spend = { tokens: 0, costUsd: 0, calls: 0 };
+  const earlierChildren: Spend = { tokens: 0, costUsd: 0, calls: 0 };
+  for (const entry of tree.entries) {
+    if (entry.type !== "message" || entry.message.role !== "assistant") continue;
+    const message = entry.message;
+    parentSoFar.tokens += message.usage.totalTokens;
+    parentSoFar.costUsd += message.usage.cost.total;
+    const tasks = message.content.filter(
+      (block) => block.type === "toolCall" && block.name === TASK_TOOL_NAME,
+    );
+    if (tasks.length === 0) continue;
+    const share = {
+      costUsd: Math.max(
+        (maxCostUsd - parentSoFar.costUsd - earlierChildren.costUsd) / tasks.length,
+        LEAST_SHARE.costUsd,
+      ),
+      tokens: Math.max(
+        Math.floor((maxTokens - parentSoFar.tokens - earlierChildren.tokens) / tasks.length),
+        LEAST_SHARE.tokens,
+      ),
+    };
+    for (const block of tasks) {
+      if (block.type !== "toolCall") continue;
+      const childId = tree.childOf(block.id);
+      const childEntries = tree.children.get(childId);
+      if (!childEntries) continue;
+      const spend = spendOf(childEntries);
+      earlierChildren.tokens += spend.tokens;
+      earlierChildren.costUsd += spend.costUsd;
+      const parts = over(spend, share.costUsd, share.tokens, 1);
+      if (parts.length > 0)
+        violations.push({
+          sessionId: childId,
+          kind: "budget_exceeded_by_child",
+          detail: `sub-agent of ${tree.sessionId} (call ${block.id}, one of ${tasks.length}) spent more than its share plus one model call: ${parts.join("; ")}`,
+        });
+    }
+  }
+
+  const total = sessions.map(([, entries]) => spendOf(entries));
+  const treeSpend = total.reduce((sum, spend) => ({
+    tokens: sum.tokens + spend.tokens,
+    costUsd: sum.costUsd + spend.costUsd,
+    calls: sum.calls + spend.calls,
+  }));
+  const parts = over(treeSpend, maxCostUsd, maxTokens, sessions.length);
+  if (parts.length > 0)
+    violations.push({
+      sessionId: tree.sessionId,
+      kind: "budget_exceeded_by_tree",
+      detail: `the session and its ${tree.children.size} sub-agents (${treeSpend.calls} model calls) spent more than the budget plus one model call per run: ${parts.join("; ")}`,
+    });
+  return violations;
 }

@@ -3,7 +3,8 @@
  * a killed primary is started again at once, one that died on its own is restarted and counted.
  * An API server that exits on its own is started again and counted (with its last log lines).
  * A runner kill SIGKILLs a `keel runner` (one holding a call when one does within 10 s) and starts a
- * replacement, alone or with its companion fault (test/chaos/plan.ts).
+ * replacement, alone or with its companion fault (test/chaos/plan.ts). An API restart SIGKILLs the
+ * API server (while a runner holds a call, when one does within 10 s) and starts it on its port.
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import type { FaultEvent, RunnerKillCompanion } from "./plan";
@@ -18,6 +19,8 @@ export interface FaultTally {
   s3Outages: number;
   /** Runner SIGKILLs (each followed by a replacement): while holding a call or idle, and what they met. */
   runnerKills: { holding: number; idle: number; during: Record<RunnerKillCompanion, number> };
+  /** Planned API server SIGKILLs (each followed by a start on the same port): while a runner held a call, or not. */
+  apiRestarts: { holding: number; idle: number };
   /** Workers that exited without being killed or stopped by the suite. */
   unplannedWorkerExits: number;
   /** The API server exiting on its own (nothing here stops it): the last lines of its log, each time. */
@@ -63,6 +66,7 @@ export function emptyFaultTally(): FaultTally {
     temporalRestarts: 0,
     s3Outages: 0,
     runnerKills: { holding: 0, idle: 0, during: { alone: 0, worker_kill: 0, s3_outage: 0 } },
+    apiRestarts: { holding: 0, idle: 0 },
     unplannedWorkerExits: 0,
     apiExits: [],
     skipped: 0,
@@ -110,20 +114,28 @@ export function playFaults(
     }
   };
 
-  /**
-   * The runner to kill: the first that holds a call within RUNNER_HOLD_WAIT_MS; when none does,
-   * the slots take turns.
-   */
-  const runnerTarget = async (pool: ChaosRunners): Promise<{ slot: RunnerSlot; held: number }> => {
+  /** The first runner that holds a call within RUNNER_HOLD_WAIT_MS, with how many it holds. */
+  const holdingRunner = async (
+    pool: ChaosRunners,
+  ): Promise<{ slot: RunnerSlot; held: number } | undefined> => {
     const deadline = Date.now() + RUNNER_HOLD_WAIT_MS;
     for (;;) {
       for (const slot of RUNNER_SLOTS) {
         const held = pool.heldCalls(slot).length;
         if (held > 0) return { slot, held };
       }
-      if (Date.now() >= deadline || stopping) break;
+      if (Date.now() >= deadline || stopping) return undefined;
       await sleep(RUNNER_HOLD_POLL_MS);
     }
+  };
+
+  /**
+   * The runner to kill: the first that holds a call within RUNNER_HOLD_WAIT_MS; when none does,
+   * the slots take turns.
+   */
+  const runnerTarget = async (pool: ChaosRunners): Promise<{ slot: RunnerSlot; held: number }> => {
+    const holding = await holdingRunner(pool);
+    if (holding) return holding;
     const turn = tally.runnerKills.holding + tally.runnerKills.idle;
     return { slot: RUNNER_SLOTS[turn % RUNNER_SLOTS.length] as RunnerSlot, held: 0 };
   };
@@ -153,6 +165,29 @@ export function playFaults(
     } else await runners.start(slot);
     note(`runner ${slot} replaced`);
     if (alsoWorker) await ensureWorker("primary");
+  };
+
+  /** Set while the API server is down for a restart: the watcher leaves it alone then. */
+  let restartingApi = false;
+
+  /**
+   * SIGKILLs the API server while a runner holds a call (its heartbeats and result then meet no
+   * server), or after RUNNER_HOLD_WAIT_MS without one, and starts it again on its port.
+   */
+  const restartApi = async () => {
+    const holding = runners ? await holdingRunner(runners) : undefined;
+    restartingApi = true;
+    try {
+      await stack.killApi();
+      note(
+        `SIGKILL the API server (${holding ? `runner ${holding.slot} holding ${holding.held} call${holding.held === 1 ? "" : "s"}` : "no runner holding a call"})`,
+      );
+      await stack.restartApi();
+      tally.apiRestarts[holding ? "holding" : "idle"] += 1;
+      note("API server started again on its port");
+    } finally {
+      restartingApi = false;
+    }
   };
 
   const apply = async (fault: FaultEvent) => {
@@ -194,10 +229,12 @@ export function playFaults(
       case "runner_kill":
         await killRunner(fault);
         return;
+      case "api_restart":
+        await restartApi();
+        return;
     }
   };
 
-  let restartingApi = false;
   const watchApi = () => {
     if (restartingApi || stack.apiAlive()) return;
     restartingApi = true;

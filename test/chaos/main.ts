@@ -1,7 +1,8 @@
 /**
  * `npm run chaos -- [--short] [options]`: runs agent sessions through the HTTP API on one local
- * stack while workers and `keel runner` processes are SIGKILLed, a second worker comes and goes, the Temporal dev server
- * restarts on its database and the S3 server goes down; then checks every session. Writes
+ * stack while workers, `keel runner` processes and the API server are SIGKILLed, a second worker comes and goes, the
+ * Temporal dev server restarts on its database and the S3 server goes down, some sessions on budgets with parallel
+ * sub-agents; then checks every session. Writes
  * bench/results/chaos.{md,json}. Exit code: 0 all checks passed, 1 a check failed (violation,
  * stuck run, repeated model call) or a fault could not be applied, 2 usage error or the stack
  * did not start. Options: test/chaos/options.ts (`--help`).

@@ -29,6 +29,16 @@ export interface ChaosOptions {
   runnerSessions: number;
   /** Runner SIGKILLs (each aimed at a runner holding a call, then replaced): alone, with a worker SIGKILL, with an S3 outage. */
   runnerKills: number;
+  /**
+   * SIGKILLs of the HTTP API process (each at a moment a runner holds a call, when one does within
+   * 10 s), then started again on its port.
+   */
+  apiRestarts: number;
+  /**
+   * Sessions (never aborted or steered) run with a cost and/or token budget and a turn of two or
+   * three parallel `task` calls; the tree's spend is checked against the budget.
+   */
+  budgetedSessions: number;
   /** A run not over this long after its message was delivered and after the last fault is stuck. */
   runBoundMs: number;
   /** No new run starts and no fault is injected after this; in-flight runs get `runBoundMs`. */
@@ -49,6 +59,8 @@ export const CHAOS_PRESETS: Record<ChaosForm, ChaosOptions> = {
     s3OutageMs: 7_000,
     runnerSessions: 4,
     runnerKills: 3,
+    apiRestarts: 1,
+    budgetedSessions: 2,
     runBoundMs: 180_000,
     durationCapMs: 5 * 60_000,
   },
@@ -65,6 +77,8 @@ export const CHAOS_PRESETS: Record<ChaosForm, ChaosOptions> = {
     s3OutageMs: 7_000,
     runnerSessions: 40,
     runnerKills: 30,
+    apiRestarts: 3,
+    budgetedSessions: 10,
     runBoundMs: 180_000,
     durationCapMs: 40 * 60_000,
   },
@@ -85,6 +99,8 @@ const NUMERIC_FLAGS: ReadonlyArray<{ flag: string; key: NumericOption; min: numb
   { flag: "s3-outage-seconds", key: "s3OutageMs", min: 1, unit: 1000 },
   { flag: "runner-sessions", key: "runnerSessions", min: 0, unit: 1 },
   { flag: "runner-kills", key: "runnerKills", min: 0, unit: 1 },
+  { flag: "api-restarts", key: "apiRestarts", min: 0, unit: 1 },
+  { flag: "budgeted-sessions", key: "budgetedSessions", min: 0, unit: 1 },
   { flag: "run-bound-seconds", key: "runBoundMs", min: 10, unit: 1000 },
   { flag: "max-minutes", key: "durationCapMs", min: 1, unit: 60_000 },
 ];
@@ -96,7 +112,7 @@ ${NUMERIC_FLAGS.map(({ flag }) => `  --${flag} N`).join("\n")}
 Each option may also come from the environment: CHAOS_SEED, CHAOS_RUNS, CHAOS_KILLS, ... (flags win).`;
 
 function describe(options: ChaosOptions): string {
-  return `${options.runs} runs, ${options.kills} kills, ${options.aborts} aborts, ${options.temporalRestarts} Temporal restarts, ${options.s3Outages} S3 outages, ${options.runnerSessions} sessions on runners, ${options.runnerKills} runner kills`;
+  return `${options.runs} runs, ${options.kills} kills, ${options.aborts} aborts, ${options.temporalRestarts} Temporal restarts, ${options.s3Outages} S3 outages, ${options.runnerSessions} sessions on runners, ${options.runnerKills} runner kills, ${options.apiRestarts} API restarts, ${options.budgetedSessions} budgeted sessions`;
 }
 
 export class ChaosUsageError extends Error {
@@ -150,6 +166,11 @@ export function parseChaosOptions(argv: readonly string[], env: NodeJS.ProcessEn
   if (options.runnerSessions > options.runs) {
     throw new ChaosUsageError(
       `--runner-sessions (${options.runnerSessions}) cannot exceed --runs (${options.runs})`,
+    );
+  }
+  if (options.budgetedSessions > options.runs - options.aborts) {
+    throw new ChaosUsageError(
+      `--budgeted-sessions (${options.budgetedSessions}) cannot exceed the sessions not aborted (${options.runs - options.aborts})`,
     );
   }
   if (options.runnerKills > 0 && options.runnerSessions === 0) {

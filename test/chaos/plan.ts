@@ -23,7 +23,30 @@ export interface SessionPlan {
   steerAfterMs?: number;
   /** The session's tools run on the stack's `runner` environment (its `keel runner` processes), not in the worker. */
   onRunner?: boolean;
+  /**
+   * The run has a cost and/or token budget (with a pause timeout of 1 s: a run paused at it ends)
+   * and its second tool turn has `parallelTasks` parallel `task` calls; never with an abort or a
+   * steering message, so the session has one run.
+   */
+  budget?: SessionBudget;
 }
+
+/** A budgeted session's limits (0: no such budget). */
+export interface SessionBudget {
+  /** Parallel `task` calls in the second tool turn (instead of one). */
+  parallelTasks: 2 | 3;
+  maxCostUsd: number;
+  maxTokens: number;
+  /** The budget in model calls of the scripted usage (BUDGETED_CALL): the draw both budgets come from. */
+  calls: number;
+}
+
+/**
+ * The usage every model call of a budgeted session's tree reports (the local LLM server reports it
+ * exactly: test/chaos/scenario.ts), and its cost at `local-chat`'s prices in src/providers/models.json
+ * ($1 per million input tokens, $2 per million output tokens): 2,000 × $1e-6 + 500 × $2e-6 = $0.003.
+ */
+export const BUDGETED_CALL = { input: 2_000, output: 500, tokens: 2_500, costUsd: 0.003 } as const;
 
 /** What a runner kill brings with it: nothing, a primary worker SIGKILL at the same moment, or an S3 outage right after it. */
 export type RunnerKillCompanion = "alone" | "worker_kill" | "s3_outage";
@@ -40,7 +63,9 @@ export type FaultEvent =
    * primary worker at the same moment when `during` is `worker_kill`; with `s3_outage`, followed at
    * once by the plan's next outage, or by one of `outageMs` of its own when it has that.
    */
-  | { atMs: number; kind: "runner_kill"; during: RunnerKillCompanion; outageMs?: number };
+  | { atMs: number; kind: "runner_kill"; during: RunnerKillCompanion; outageMs?: number }
+  /** SIGKILL the HTTP API process (when a runner holds a call, if one does within 10 s), then start it on its port. */
+  | { atMs: number; kind: "api_restart" };
 
 export interface ChaosPlan {
   sessions: SessionPlan[];
@@ -107,6 +132,29 @@ function runnerKills(
       ? { atMs: Math.max(0, outage.atMs - 1), kind: "runner_kill", during }
       : { atMs, kind: "runner_kill", during, outageMs: s3OutageMs };
   });
+}
+
+/**
+ * A budgeted session's budget, in model calls of BUDGETED_CALL, between `2 + N/2` (the parent's
+ * two calls before its `task` batch, then half a call per child: each child ends after its first
+ * call and the parent pauses at the next turn boundary, so the run ends at its 1 s pause timeout)
+ * and `toolTurns + 2N + 1.5` (every child's two calls and all the parent's fit: nothing stops);
+ * a cost budget, a token budget or both.
+ */
+function drawBudget(random: RandomSource, toolTurns: number): SessionBudget {
+  const parallelTasks: 2 | 3 = random() < 0.5 ? 2 : 3;
+  const low = 2 + parallelTasks / 2;
+  const high = toolTurns + 2 * parallelTasks + 1.5;
+  const calls = Math.round((low + random() * (high - low)) * 100) / 100;
+  const kind = random();
+  const cost = kind < 2 / 3;
+  const tokens = kind >= 1 / 3;
+  return {
+    parallelTasks,
+    maxCostUsd: cost ? Number((calls * BUDGETED_CALL.costUsd).toFixed(6)) : 0,
+    maxTokens: tokens ? Math.round(calls * BUDGETED_CALL.tokens) : 0,
+    calls,
+  };
 }
 
 /** Draws the plan for `options`; equal options give equal plans. */
@@ -176,6 +224,19 @@ export function makeChaosPlan(options: ChaosOptions): ChaosPlan {
   }
   const outages = faults.filter((fault) => fault.kind === "s3_outage");
   faults.push(...runnerKills(random, options.runnerKills, span, outages, options.s3OutageMs));
+  // API restarts and budgets are drawn after the runners': a seed without them plays as before.
+  for (let restart = 0; restart < options.apiRestarts; restart++) {
+    faults.push({
+      atMs: between(random, Math.floor(span * 0.1), Math.floor(span * 0.9)),
+      kind: "api_restart",
+    });
+  }
+  const notAborted = sessions.filter((session) => session.abortAfterMs === undefined);
+  for (const index of pick(random, notAborted.length, options.budgetedSessions)) {
+    const session = notAborted[index] as SessionPlan;
+    session.budget = drawBudget(random, session.toolTurns);
+    delete session.steerAfterMs;
+  }
   // Stable: a runner kill 1 ms before its outage stays before it.
   faults.sort((a, b) => a.atMs - b.atMs);
   return { sessions, faults };

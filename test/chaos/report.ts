@@ -16,7 +16,15 @@ export interface ChaosSummary {
   wallSeconds: number;
   faults: Omit<FaultTally, "log">;
   faultLog: string[];
-  planned: { runs: number; aborts: number; kills: number; runnerSessions: number; runnerKills: number };
+  planned: {
+    runs: number;
+    aborts: number;
+    kills: number;
+    runnerSessions: number;
+    runnerKills: number;
+    apiRestarts?: number;
+    budgetedSessions?: number;
+  };
   /** Sessions not driven because the duration cap was reached first. */
   sessionsSkipped: number;
   runs: {
@@ -79,6 +87,8 @@ export function summarize(input: {
       kills: input.plan.faults.filter((fault) => fault.kind === "kill").length,
       runnerSessions: input.plan.sessions.filter((session) => session.onRunner).length,
       runnerKills: input.plan.faults.filter((fault) => fault.kind === "runner_kill").length,
+      apiRestarts: input.plan.faults.filter((fault) => fault.kind === "api_restart").length,
+      budgetedSessions: input.plan.sessions.filter((session) => session.budget).length,
     },
     sessionsSkipped: input.plan.sessions.length - records.length,
     runs,
@@ -103,7 +113,15 @@ function planCell(row: SessionRow): string {
     plan.abortAfterMs === undefined
       ? ""
       : `; abort at ${(plan.abortAfterMs / 1000).toFixed(1)} s${plan.abortAfterKill ? " then after the next kill" : ""} (${row.record.abort?.detail ?? "not sent"})`;
-  return `${plan.onRunner ? "on runners, " : ""}${plan.toolTurns} tool turns, model ${plan.modelLatencyMs} ms${abort}`;
+  const budget = plan.budget
+    ? `; budget ${[
+        plan.budget.maxCostUsd > 0 ? `$${plan.budget.maxCostUsd}` : "",
+        plan.budget.maxTokens > 0 ? `${plan.budget.maxTokens} tokens` : "",
+      ]
+        .filter(Boolean)
+        .join(" and ")} (${plan.budget.calls} calls), ${plan.budget.parallelTasks} parallel sub-agents`
+    : "";
+  return `${plan.onRunner ? "on runners, " : ""}${plan.toolTurns} tool turns, model ${plan.modelLatencyMs} ms${abort}${budget}`;
 }
 
 function runsCell(row: SessionRow): string {
@@ -169,6 +187,15 @@ function countsByKind(summary: ChaosSummary): Array<[string, number]> {
   return [...counts.entries()].sort((a, b) => b[1] - a[1]);
 }
 
+/** Budgeted sessions whose run ended paused at its budget (its end reason says the budget was reached). */
+function endedAtBudget(summary: ChaosSummary): number {
+  return summary.verdict.sessions.filter(
+    (row) =>
+      row.record.plan.budget !== undefined &&
+      row.record.runs.some((run) => run.kind === "ended" && /budget reached/.test(run.reason)),
+  ).length;
+}
+
 /** The command-line flags that give `options` again. */
 function reproduceFlags(options: ChaosOptions): string {
   const seconds = (ms: number) => Math.round(ms / 1000);
@@ -178,6 +205,7 @@ function reproduceFlags(options: ChaosOptions): string {
     `--kills ${options.kills} --kill-every-seconds ${seconds(options.killEveryMs)} --aborts ${options.aborts}`,
     `--temporal-restarts ${options.temporalRestarts} --s3-outages ${options.s3Outages} --s3-outage-seconds ${seconds(options.s3OutageMs)}`,
     `--runner-sessions ${options.runnerSessions} --runner-kills ${options.runnerKills}`,
+    `--api-restarts ${options.apiRestarts} --budgeted-sessions ${options.budgetedSessions}`,
     `--run-bound-seconds ${seconds(options.runBoundMs)} --max-minutes ${Math.round(options.durationCapMs / 60_000)}`,
   ]
     .filter(Boolean)
@@ -226,6 +254,11 @@ export function renderMarkdown(summary: ChaosSummary): string {
           "… of them alone / with a primary worker SIGKILL / with an S3 outage",
           "-",
           `${faults.runnerKills.during.alone} / ${faults.runnerKills.during.worker_kill} / ${faults.runnerKills.during.s3_outage}`,
+        ],
+        [
+          "API server SIGKILL, then started on its port (while a runner held a call + not)",
+          summary.planned.apiRestarts ?? 0,
+          `${faults.apiRestarts.holding + faults.apiRestarts.idle} (${faults.apiRestarts.holding} + ${faults.apiRestarts.idle})`,
         ],
         [
           "Temporal dev server restart (same database, same port)",
@@ -290,6 +323,10 @@ export function renderMarkdown(summary: ChaosSummary): string {
         [
           "edits (write, edit) completed calls reported, looked for in the session's final workspace",
           verdict.reportedEditsChecked ?? 0,
+        ],
+        [
+          "budgeted sessions (parallel sub-agents): tree spend checked / runs ended at their budget / sub-agents checked against their share",
+          `${verdict.budgetTreesChecked ?? 0} / ${endedAtBudget(summary)} / ${verdict.budgetChildrenChecked ?? 0}`,
         ],
         ["model calls (local LLM server journal)", summary.modelCalls],
         ["repeated model calls for a stored answer", verdict.repeatedCalls.length],

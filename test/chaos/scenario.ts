@@ -12,7 +12,7 @@ import type {
   ScriptedToolCall,
   Turn,
 } from "../../src/providers/local-server/types";
-import type { SessionPlan } from "./plan";
+import { BUDGETED_CALL, type SessionPlan } from "./plan";
 
 /** Words that mark a follow-up message (the scenario answers it in one tool turn). */
 export const FOLLOW_UP_WORD = "follow-up";
@@ -29,12 +29,23 @@ export function callTagOf(text: string): string | undefined {
   return TAG_PATTERN.exec(text)?.[1];
 }
 
+/** A `task` call: the built-in explore agent plays `scenario` as a follow-up (one read, then its report). */
+function taskCall(scenario: string, which = ""): ScriptedToolCall {
+  return {
+    name: "task",
+    arguments: {
+      agent: "explore",
+      prompt: `[scenario:${scenario}] A ${FOLLOW_UP_WORD} for a sub-agent${which}: read notes.md and report.`,
+    },
+  };
+}
+
 /**
  * The tool batch of step `step` (cycling): files first written, then read (by the session and by
- * a sub-agent, which plays `scenario` as a follow-up: one read, then its report), edited and
- * searched.
+ * a sub-agent, which plays `scenario` as a follow-up: one read, then its report; `parallelTasks`
+ * sub-agents in parallel when set), edited and searched.
  */
-function toolBatch(step: number, scenario: string): ScriptedToolCall[] {
+function toolBatch(step: number, scenario: string, parallelTasks = 1): ScriptedToolCall[] {
   switch (step % 4) {
     case 0:
       return [
@@ -49,14 +60,13 @@ function toolBatch(step: number, scenario: string): ScriptedToolCall[] {
         // An MCP call (server-everything on stdio, in the sandbox of the worker or runner holding the
         // session's workspace; read-only, so repeated after a kill).
         { name: "everything__echo", arguments: { message: "chaos" } },
-        // A sub-agent: a child workflow on its own session, in a fork of this workspace.
-        {
-          name: "task",
-          arguments: {
-            agent: "explore",
-            prompt: `[scenario:${scenario}] A ${FOLLOW_UP_WORD} for a sub-agent: read notes.md and report.`,
-          },
-        },
+        // A sub-agent: a child workflow on its own session, in a fork of this workspace (several in
+        // parallel in a budgeted session, each on its share of the budgets).
+        ...(parallelTasks === 1
+          ? [taskCall(scenario)]
+          : [...Array(parallelTasks).keys()].map((which) =>
+              taskCall(scenario, ` (${which + 1} of ${parallelTasks})`),
+            )),
       ];
     case 2:
       return [
@@ -73,8 +83,14 @@ function toolBatch(step: number, scenario: string): ScriptedToolCall[] {
 
 /**
  * The scenario `name` of one session: `toolTurns` tool turns per prompt, one after a follow-up.
+ * With `parallelTasks` (a budgeted session), the second turn has that many `task` calls and every
+ * answer, the sub-agents' too, reports the usage of BUDGETED_CALL exactly.
  */
-export function chaosScenario(name: string, toolTurns: number): Scenario {
+export function chaosScenario(name: string, toolTurns: number, parallelTasks?: number): Scenario {
+  const usage =
+    parallelTasks === undefined
+      ? {}
+      : { usage: { input: BUDGETED_CALL.input, output: BUDGETED_CALL.output, cacheRead: 0, cacheWrite: 0 } };
   const reply = (request: NormalizedRequest): Turn => {
     const tag = `[call:${requestDigest(request)}]`;
     const lastUser = request.messages.findLastIndex((message) => message.role === "user");
@@ -86,17 +102,23 @@ export function chaosScenario(name: string, toolTurns: number): Scenario {
     if (steps < (followUp ? 1 : toolTurns)) {
       return {
         text: `${tag} Step ${steps + 1}.`,
-        toolCalls: followUp ? [{ name: "read", arguments: { path: "notes.md" } }] : toolBatch(steps, name),
+        toolCalls: followUp
+          ? [{ name: "read", arguments: { path: "notes.md" } }]
+          : toolBatch(steps, name, parallelTasks),
+        ...usage,
       };
     }
-    return { text: `${tag} Finished after ${steps} tool turns.` };
+    return { text: `${tag} Finished after ${steps} tool turns.`, ...usage };
   };
   return { turns: [], after: ({ request }) => reply(request) };
 }
 
 /** Registers the session's scenario and its slow model calls on the local LLM server. */
 export function registerSessionScenario(llm: LocalLlmServer, session: SessionPlan): void {
-  llm.addScenario(session.scenario, chaosScenario(session.scenario, session.toolTurns));
+  llm.addScenario(
+    session.scenario,
+    chaosScenario(session.scenario, session.toolTurns, session.budget?.parallelTasks),
+  );
   llm.addFaults([
     { kind: "slow", match: { scenario: session.scenario }, rate: 1, latencyMs: session.modelLatencyMs },
   ]);

@@ -11,7 +11,7 @@ import { TASK_TOOL_NAME } from "../../src/core/agents";
 import { everythingServer } from "../support/mcp-servers";
 import { ApiGaveUpError, type ChaosApiClient } from "./api-client";
 import type { FaultPlayer } from "./faults";
-import type { SessionPlan } from "./plan";
+import type { SessionBudget, SessionPlan } from "./plan";
 import { CHAOS_ENVIRONMENT } from "./runners";
 import { FOLLOW_UP_WORD } from "./scenario";
 
@@ -23,6 +23,8 @@ const POLL_INTERVAL_MS = 1_000;
 const KILL_WAIT_BOUND_MS = 60_000;
 /** An abort after a kill lands this long after it: the worker is still dead (a restart takes seconds). */
 const ABORT_AFTER_KILL_MS = 300;
+/** A budgeted run paused at its budget ends after this long (docs/api.md, "Budgets that pause"). */
+const BUDGET_PAUSE_TIMEOUT_SECONDS = 1;
 const TERMINAL = new Set(["completed", "aborted", "failed"]);
 
 /** A message the suite sent, and whether the API confirmed its delivery. */
@@ -136,6 +138,18 @@ async function waitForRun(
 }
 
 /**
+ * A budgeted session's limits: its budgets (a 0 one left out) and a pause timeout of 1 s, so a run
+ * that pauses at its budget ends (completed, its end reason saying so) instead of waiting a day.
+ */
+function budgetLimits(budget: SessionBudget): Record<string, number> {
+  return {
+    ...(budget.maxCostUsd > 0 ? { maxCostUsd: budget.maxCostUsd } : {}),
+    ...(budget.maxTokens > 0 ? { maxTokens: budget.maxTokens } : {}),
+    pauseTimeoutSeconds: BUDGET_PAUSE_TIMEOUT_SECONDS,
+  };
+}
+
+/**
  * Sends one message (Idempotency-Key = `key`); resolves with the run it started or reached and how
  * it was delivered, or undefined (recorded) when the API gave no 202.
  */
@@ -159,6 +173,7 @@ async function send(
         // A runner session's server runs on the runner that takes its calls.
         ...(record.plan.onRunner ? { environment: CHAOS_ENVIRONMENT } : {}),
         mcpServers: [everythingServer()],
+        ...(record.plan.budget ? { limits: budgetLimits(record.plan.budget) } : {}),
       },
       key,
     );

@@ -74,6 +74,8 @@ export interface ChaosStack {
   apiAlive(): boolean;
   /** Starts the API server again on its port (after it exited); resolves with its log's last lines. */
   restartApi(): Promise<string>;
+  /** SIGKILLs the API server process (its process group); `restartApi` starts it again. */
+  killApi(): Promise<void>;
   temporal(): TemporalDevServer;
   s3(): S3DevServer;
   /** Starts a worker in `role`'s slot (which must be empty). */
@@ -197,6 +199,7 @@ export async function startChaosStack(options: StackOptions = {}): Promise<Chaos
       api = await startApi();
       return tail;
     },
+    killApi: () => api.kill(),
     temporal: () => temporal,
     s3: () => s3,
     async startWorker(role) {

@@ -21,6 +21,7 @@ import { type ApiAnswer, ApiGaveUpError, type ChaosApiClient } from "./api-clien
 import {
   type ChangesRecorded,
   changesNotKept,
+  checkBudgetTree,
   checkDeliveries,
   checkReportedEdits,
   checkRuns,
@@ -32,6 +33,7 @@ import {
   type Violation,
 } from "./checks";
 import { describeExecutions, type ExecutionSummary, executionsLine } from "./executions";
+import { BUDGETED_CALL } from "./plan";
 import { CHAOS_ENVIRONMENT } from "./runners";
 import { callTagOf } from "./scenario";
 import type { SessionRecord } from "./sessions";
@@ -55,6 +57,9 @@ export interface Verdict {
   changesNotKept?: number;
   /** Edits (`write`, `edit`) completed calls reported that were looked for in their session's final workspace. */
   reportedEditsChecked?: number;
+  /** Budgeted sessions whose tree's spend was checked, and the sub-agent sessions of theirs checked against their shares. */
+  budgetTreesChecked?: number;
+  budgetChildrenChecked?: number;
   /** Per session, what the API and Temporal said and what is stored. */
   sessions: SessionRow[];
 }
@@ -317,6 +322,8 @@ export async function verifySessions(
   };
   /** Sub-agents' sessions, found from their parents' task calls (on runners when their parent is). */
   const children: Array<{ sessionId: string; onRunner: boolean }> = [];
+  /** Every session's stored entries (the budget checks read a tree's). */
+  const storedEntries = new Map<string, SessionEntry[]>();
 
   for (const record of records) {
     const sessionId = record.plan.sessionId;
@@ -346,6 +353,7 @@ export async function verifySessions(
     entriesChecked += stored.entries.length;
     entryCounts.set(sessionId, stored.entries.length);
     const entries = stored.entries.map(({ entry }) => entry);
+    storedEntries.set(sessionId, entries);
     const sessionViolations = [
       ...checkStoredSession(sessionId, stored),
       ...checkDeliveries(
@@ -399,6 +407,7 @@ export async function verifySessions(
     }
     entriesChecked += stored.entries.length;
     const entries = stored.entries.map(({ entry }) => entry);
+    storedEntries.set(sessionId, entries);
     violations.push(...checkStoredSession(sessionId, stored));
     // A sub-agent's folder starts as a copy of its parent's: one whose calls change no file (the
     // scenario's explore agent only reads) has nothing of its own to keep.
@@ -407,6 +416,36 @@ export async function verifySessions(
     await exportSession(sessionId, entries);
   }
   s3Client.destroy();
+
+  // Budgeted sessions: the tree's spend within the budget plus one model call per run, each
+  // sub-agent's within its share plus one.
+  let budgetTreesChecked = 0;
+  let budgetChildrenChecked = 0;
+  for (const record of records) {
+    const { budget, sessionId } = record.plan;
+    const entries = storedEntries.get(sessionId);
+    if (!budget || !entries) continue;
+    const treeChildren = new Map(
+      taskChildren(sessionId, entries).flatMap((child) => {
+        const childEntries = storedEntries.get(child);
+        return childEntries ? [[child, childEntries] as const] : [];
+      }),
+    );
+    violations.push(
+      ...checkBudgetTree(
+        {
+          sessionId,
+          budget,
+          entries,
+          children: treeChildren,
+          childOf: (callId) => childSessionId(sessionId, callId),
+        },
+        { tokens: BUDGETED_CALL.tokens, costUsd: BUDGETED_CALL.costUsd },
+      ),
+    );
+    budgetTreesChecked += 1;
+    budgetChildrenChecked += treeChildren.size;
+  }
 
   let openedByPi = 0;
   const piResults = new Map(
@@ -470,5 +509,7 @@ export async function verifySessions(
     workspacesOnBothRunnerRoots,
     changesNotKept: notKept,
     reportedEditsChecked,
+    budgetTreesChecked,
+    budgetChildrenChecked,
   };
 }

@@ -3,8 +3,10 @@ import { UNKNOWN_OUTCOME_TEXT } from "../../../src/core/markers";
 import type { AgentMessage } from "../../../src/core/messages";
 import { createMessageEntry } from "../../../src/core/session-entries";
 import type { SessionEntry } from "../../../src/core/session-types";
+import { emptyUsage } from "../../../src/core/usage";
 import type { JournalEntry } from "../../../src/providers/local-server/types";
 import {
+  checkBudgetTree,
   checkDeliveries,
   checkRuns,
   checkStoredSession,
@@ -291,5 +293,80 @@ describe("checkUnsafeCallLines", () => {
   it("does not count a call whose change no snapshot recorded (its own failed, its batch's never taken)", () => {
     expect(checkUnsafeCallLines("s", entries, "", new Set())).toEqual([]);
     expect(checkUnsafeCallLines("s", entries, "", new Set(["e1", "e4"]))).toEqual([]);
+  });
+});
+
+describe("checkBudgetTree", () => {
+  const perCall = { tokens: 2_500, costUsd: 0.003 };
+  /** A tagged model answer reporting `tokens` and `costUsd`. */
+  const answer = (
+    content: Parameters<typeof assistant>[0],
+    tokens = perCall.tokens,
+    costUsd = perCall.costUsd,
+  ) =>
+    assistant([{ type: "text", text: "[call:0123456789abcdef] step" }, ...content], {
+      usage: { ...emptyUsage(), totalTokens: tokens, cost: { ...emptyUsage().cost, total: costUsd } },
+    });
+  const entriesOf = (messages: AgentMessage[]) => stored(messages).entries.map(({ entry }) => entry);
+  /** A parent: one call, then a call with `tasks` parallel task calls, then its final answer. */
+  const parent = (tasks: number) =>
+    entriesOf([
+      user("go"),
+      answer([toolCall("w", "write")]),
+      toolResult("w"),
+      answer([...Array(tasks).keys()].map((index) => toolCall(`t${index}`, "task"))),
+      ...[...Array(tasks).keys()].map((index) => toolResult(`t${index}`, "report", "task")),
+      answer([]),
+    ]);
+  /** A sub-agent of `calls` model calls. */
+  const child = (calls: number, tokens = perCall.tokens) =>
+    entriesOf([user("explore"), ...[...Array(calls).keys()].map(() => answer([], tokens))]);
+  const oneCall = () => child(1);
+  const threeCalls = () => child(3);
+  const fourCalls = () => child(4);
+  const tree = (
+    budget: { maxCostUsd: number; maxTokens: number },
+    children: Array<readonly SessionEntry[]>,
+  ) => ({
+    sessionId: "p",
+    budget,
+    entries: parent(children.length),
+    children: new Map(children.map((entries, index) => [`p-t${index}`, entries])),
+    childOf: (callId: string) => `p-${callId}`,
+  });
+
+  it("passes a tree within its budget plus one model call per run", () => {
+    // 4.5 calls: 2 used before the batch, 1.25 calls each for two children; each spends 2 (one past).
+    expect(
+      checkBudgetTree(tree({ maxCostUsd: 0.0135, maxTokens: 11_250 }, [child(2), child(2)]), perCall),
+    ).toEqual([]);
+  });
+
+  it("finds a child spending more than its share plus one call, and the tree past its bound", () => {
+    // Shares of 1 call (2 × 2,500 tokens left of 10,000 after the parent's two): 3 calls is one too many,
+    // yet the tree (7 calls) is within 10,000 + 3 × 2,500.
+    const child = checkBudgetTree(
+      tree({ maxCostUsd: 0, maxTokens: 10_000 }, [threeCalls(), oneCall()]),
+      perCall,
+    );
+    expect(child.map(({ sessionId, kind }) => [sessionId, kind])).toEqual([
+      ["p-t0", "budget_exceeded_by_child"],
+    ]);
+    // A cost budget of 4 calls, shares of 1 call: children of 4 calls each, 11 calls in a tree of 3 runs.
+    const overTree = checkBudgetTree(
+      tree({ maxCostUsd: 0.012, maxTokens: 0 }, [fourCalls(), fourCalls()]),
+      perCall,
+    );
+    expect(kinds(overTree)).toEqual([
+      "budget_exceeded_by_child",
+      "budget_exceeded_by_child",
+      "budget_exceeded_by_tree",
+    ]);
+  });
+
+  it("finds an answer that does not report the scripted usage", () => {
+    expect(
+      kinds(checkBudgetTree(tree({ maxCostUsd: 0, maxTokens: 100_000 }, [child(1, 10)]), perCall)),
+    ).toEqual(["budget_call_usage_unexpected"]);
   });
 });

@@ -2,7 +2,7 @@
 import OpenAI from "openai";
 import { startLocalLlmServer } from "../../../src/providers/local-server";
 import { CHAOS_PRESETS, ChaosUsageError, parseChaosOptions } from "../../chaos/options";
-import { makeChaosPlan } from "../../chaos/plan";
+import { BUDGETED_CALL, makeChaosPlan } from "../../chaos/plan";
 import { callTagOf, registerSessionScenario } from "../../chaos/scenario";
 
 describe("parseChaosOptions", () => {
@@ -24,6 +24,12 @@ describe("parseChaosOptions", () => {
     expect(options).toMatchObject({ runnerSessions: 2, runnerKills: 6 });
   });
 
+  it("takes the API restarts and budgeted sessions from flags and the environment", () => {
+    const options = parseChaosOptions(["--short", "--api-restarts", "2"], { CHAOS_BUDGETED_SESSIONS: "4" });
+    expect(options).toMatchObject({ apiRestarts: 2, budgetedSessions: 4 });
+    expect(CHAOS_PRESETS.short.apiRestarts).toBeLessThanOrEqual(1);
+  });
+
   it.each([
     [["--runs", "0"], "--runs must be an integer >= 1"],
     [["--kills", "many"], '--kills must be an integer >= 0, got "many"'],
@@ -35,6 +41,10 @@ describe("parseChaosOptions", () => {
       "--runner-sessions (3) cannot exceed --runs (2)",
     ],
     [["--runner-sessions", "0"], "--runner-kills needs --runner-sessions > 0"],
+    [
+      ["--short", "--aborts", "2", "--budgeted-sessions", "7"],
+      "--budgeted-sessions (7) cannot exceed the sessions not aborted (6)",
+    ],
   ])("refuses %j", (argv, message) => {
     expect(() => parseChaosOptions(argv)).toThrow(ChaosUsageError);
     expect(() => parseChaosOptions(argv)).toThrow(message);
@@ -101,14 +111,78 @@ describe("runner kills in the plan", () => {
   });
 
   it("leaves the sessions and the other faults of a seed as they were without runners", () => {
-    const without = makeChaosPlan({ ...options, runnerSessions: 0, runnerKills: 0 });
-    const withRunners = makeChaosPlan(options);
+    const plain = { ...options, apiRestarts: 0, budgetedSessions: 0 };
+    const without = makeChaosPlan({ ...plain, runnerSessions: 0, runnerKills: 0 });
+    const withRunners = makeChaosPlan(plain);
     expect(withRunners.sessions.map(({ onRunner: _, ...session }) => session)).toEqual(without.sessions);
     expect(withRunners.faults.filter((fault) => fault.kind !== "runner_kill")).toEqual(without.faults);
   });
 });
 
+describe("API restarts and budgeted sessions in the plan", () => {
+  const options = { ...CHAOS_PRESETS.short, apiRestarts: 3, budgetedSessions: 5 };
+
+  it("plans the API restarts inside the faults' span, and leaves the rest of a seed's plan as it was", () => {
+    const plan = makeChaosPlan(options);
+    const restarts = plan.faults.filter((fault) => fault.kind === "api_restart");
+    expect(restarts).toHaveLength(3);
+    const without = makeChaosPlan({ ...options, apiRestarts: 0, budgetedSessions: 0 });
+    expect(plan.faults.filter((fault) => fault.kind !== "api_restart")).toEqual(without.faults);
+    expect(plan.sessions.map(({ budget: _, steerAfterMs: __, ...session }) => session)).toEqual(
+      without.sessions.map(({ steerAfterMs: _, ...session }) => session),
+    );
+  });
+
+  it("gives budgets to sessions never aborted nor steered, within the drawn range", () => {
+    const budgeted = makeChaosPlan(options).sessions.filter((session) => session.budget);
+    expect(budgeted).toHaveLength(5);
+    for (const session of budgeted) {
+      const budget = session.budget as NonNullable<typeof session.budget>;
+      expect(session.abortAfterMs).toBeUndefined();
+      expect(session.steerAfterMs).toBeUndefined();
+      expect([2, 3]).toContain(budget.parallelTasks);
+      expect(budget.maxCostUsd > 0 || budget.maxTokens > 0).toBe(true);
+      expect(budget.calls).toBeGreaterThanOrEqual(2 + budget.parallelTasks / 2);
+      expect(budget.calls).toBeLessThanOrEqual(session.toolTurns + 2 * budget.parallelTasks + 1.5);
+      if (budget.maxTokens > 0)
+        expect(budget.maxTokens).toBe(Math.round(budget.calls * BUDGETED_CALL.tokens));
+    }
+  });
+});
+
 describe("the chaos scenario", () => {
+  it("has a budgeted session's second turn start parallel sub-agents, every answer with the scripted usage", async () => {
+    const llm = await startLocalLlmServer();
+    try {
+      const [session] = makeChaosPlan({ ...CHAOS_PRESETS.short, runs: 1, aborts: 0 }).sessions;
+      if (!session) throw new Error("no session planned");
+      const budget = { parallelTasks: 3 as const, maxCostUsd: 0.01, maxTokens: 0, calls: 3.33 };
+      registerSessionScenario(llm, { ...session, modelLatencyMs: 0, toolTurns: 2, budget });
+      const openai = new OpenAI({ apiKey: "k", baseURL: llm.openaiBaseURL, maxRetries: 0 });
+      const prompt = { role: "user" as const, content: `[scenario:${session.scenario}] start` };
+      const tools = [
+        { type: "function" as const, function: { name: "read", parameters: { type: "object" } } },
+      ];
+      const first = await openai.chat.completions.create({ model: "local-chat", messages: [prompt], tools });
+      const second = await openai.chat.completions.create({
+        model: "local-chat",
+        messages: [prompt, { role: "assistant", content: "step 1" }],
+        tools,
+      });
+      const tasks = second.choices[0]?.message.tool_calls?.filter(
+        (call) => call.type === "function" && call.function.name === "task",
+      );
+      expect(tasks).toHaveLength(3);
+      for (const reply of [first, second])
+        expect(reply.usage).toMatchObject({
+          prompt_tokens: BUDGETED_CALL.input,
+          completion_tokens: BUDGETED_CALL.output,
+        });
+    } finally {
+      await llm.close();
+    }
+  });
+
   it("tags each answer with the digest the LLM server journals for its request", async () => {
     const llm = await startLocalLlmServer();
     try {
