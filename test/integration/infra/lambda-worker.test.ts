@@ -23,6 +23,7 @@ import {
 import { everythingServer, MCP_WORKER_ENV } from "../../support/mcp-servers";
 import {
   createRunStage,
+  eventually,
   expectIntactSession,
   messagesOf,
   modelCalled,
@@ -303,6 +304,7 @@ test("the MCP servers an invocation's calls started are closed when it returns",
   // Kept while the invocation polls (the connection serves the session's next call)...
   expect(processesWith(marker).length).toBeGreaterThan(0);
   await invocation;
-  // ...and gone once it returned.
-  expect(processesWith(marker)).toEqual([]);
+  // ...and gone once it returned: closed then, so gone within moments (its sandbox's processes
+  // exit after their parent on a loaded machine), not after the pool's idle minute.
+  await eventually(async () => (processesWith(marker).length === 0 ? true : undefined), 10_000);
 });
