@@ -39,7 +39,7 @@ export const JAEGER_BUILD_TIMEOUT_MS = 60 * 60_000;
  * Whether Jaeger must be built before it can start: KEEL_JAEGER_BIN is unset and the pinned
  * version (scripts/tool-versions.json) is not in place, as scripts/ensure-jaeger.mjs stamps it.
  */
-export function jaegerNeedsBuild(env: NodeJS.ProcessEnv = process.env): boolean {
+export function jaegerNeedsBuild(env: NodeJS.ProcessEnv): boolean {
   if (env.KEEL_JAEGER_BIN) return false;
   const versions = JSON.parse(readFileSync(join(projectRoot, "scripts/tool-versions.json"), "utf8")) as {
     go: Record<string, string>;
@@ -58,7 +58,7 @@ export function jaegerNeedsBuild(env: NodeJS.ProcessEnv = process.env): boolean 
  * to them. Waits for a build another process is doing. Without Go the script only says what to
  * install, and `jaegerBinary` then refuses with the same advice.
  */
-export async function ensureJaeger(env: NodeJS.ProcessEnv = process.env): Promise<void> {
+export async function ensureJaeger(env: NodeJS.ProcessEnv): Promise<void> {
   if (!jaegerNeedsBuild(env)) return;
   const build = spawn(process.execPath, [join(projectRoot, "scripts/ensure-jaeger.mjs")], {
     cwd: projectRoot,

@@ -19,7 +19,7 @@ let dataDir: string;
 let dev: KeelDev;
 
 // Jaeger is built the first time a tracing test needs it (`npm run ensure` leaves it out).
-beforeAll(() => ensureJaeger(), JAEGER_BUILD_TIMEOUT_MS);
+beforeAll(() => ensureJaeger(process.env), JAEGER_BUILD_TIMEOUT_MS);
 
 beforeAll(() => {
   dataDir = mkdtempSync(join(testTmpDir(), "keel-dev-traces-"));

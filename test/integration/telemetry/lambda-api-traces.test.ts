@@ -26,7 +26,7 @@ let jaeger: JaegerServer;
 
 // The handler reads its configuration on the first invocation: this is the environment it sees.
 // Jaeger is built the first time a tracing test needs it (`npm run ensure` leaves it out).
-beforeAll(() => ensureJaeger(), JAEGER_BUILD_TIMEOUT_MS);
+beforeAll(() => ensureJaeger(process.env), JAEGER_BUILD_TIMEOUT_MS);
 
 beforeAll(async () => {
   const dir = join(testTmpDir(), uniqueName("jaeger-lambda-api"));

@@ -39,7 +39,7 @@ const deploymentName = uniqueName("keel-lambda-traced");
 const buildId = "build-1";
 
 // Jaeger is built the first time a tracing test needs it (`npm run ensure` leaves it out).
-beforeAll(() => ensureJaeger(), JAEGER_BUILD_TIMEOUT_MS);
+beforeAll(() => ensureJaeger(process.env), JAEGER_BUILD_TIMEOUT_MS);
 
 beforeAll(async () => {
   const dir = join(testTmpDir(), uniqueName("jaeger-lambda"));

@@ -60,7 +60,7 @@ interface JaegerTrace {
 }
 
 // Jaeger is built the first time a tracing test needs it (`npm run ensure` leaves it out).
-beforeAll(() => ensureJaeger(), JAEGER_BUILD_TIMEOUT_MS);
+beforeAll(() => ensureJaeger(process.env), JAEGER_BUILD_TIMEOUT_MS);
 
 beforeAll(async () => {
   const dir = join(testTmpDir(), uniqueName("jaeger"));
