@@ -109,6 +109,8 @@ function attempt(
   id: string,
   description: string,
   send: (scene: Staged, ctx: EscapeContext) => Promise<ApiAnswer>,
+  /** Any 2xx answer is a leak (a route that hands over data, not a call). */
+  successLeaks = false,
 ): Attempt {
   return {
     id,
@@ -119,7 +121,10 @@ function attempt(
       const scene = await stage(ctx);
       try {
         const answer = await send(scene, ctx);
-        return judge(await victimFindings(ctx, scene, answer), `API ${answerLine(answer)}`);
+        const findings = await victimFindings(ctx, scene, answer);
+        if (successLeaks && answer.status < 300)
+          findings.push(`the API handed it over (${answerLine(answer)})`);
+        return judge(findings, `API ${answerLine(answer)}`);
       } finally {
         if (id === LAST_ATTEMPT) await clearScene(ctx, scene);
       }
@@ -163,6 +168,12 @@ export const runnerAttempts: Attempt[] = [
       if (list.status < 300) return list;
       return scene.runner.get(`/v1/sessions/${scene.victimSession}`);
     },
+  ),
+  attempt(
+    "runner-workspace-victim-session",
+    "the attacker's runner asks for the workspace of the victim's session, whose call waits on the victim's `build`",
+    (scene) => scene.runner.get(`/v1/environments/${SHARED_NAME}/sessions/${scene.victimSession}/workspace`),
+    true,
   ),
   attempt(
     "runner-token-environment-admin",
