@@ -9,6 +9,7 @@ import type {
 import { storeWriteFailures } from "../contracts/store-failures";
 import { createSessionHeader } from "../core/session-entries";
 import { planSessionRepair } from "../core/session-repair";
+import type { SessionEntry } from "../core/session-types";
 import type { ActivityDeps } from "./deps";
 
 export function sessionActivities({ store }: ActivityDeps) {
@@ -41,15 +42,31 @@ export function sessionActivities({ store }: ActivityDeps) {
       return { nextSeq: leaf ? leaf.seq + 1 : 0, leafId: leaf ? leaf.entry.id : null };
     },
 
-    /** Writes entries at their sequence numbers, in order; entries already stored are adopted. */
+    /**
+     * Writes entries at their sequence numbers, in order; entries already stored are adopted, and
+     * the adopted tool results that are errors named (the run's events then say what is stored).
+     */
     async appendEntries(input: AppendEntriesInput): Promise<AppendEntriesResult> {
       const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
       const adoptedSeqs: number[] = [];
+      const adoptedErrorSeqs: number[] = [];
       for (const write of input.writes) {
         const result = await storeWriteFailures(() => store.putEntry(ref, write.seq, write.entry));
-        if (!result.written) adoptedSeqs.push(write.seq);
+        if (result.written) continue;
+        adoptedSeqs.push(write.seq);
+        if (isErrorResult(result.entry)) adoptedErrorSeqs.push(write.seq);
       }
-      return { written: input.writes.length - adoptedSeqs.length, adopted: adoptedSeqs.length, adoptedSeqs };
+      return {
+        written: input.writes.length - adoptedSeqs.length,
+        adopted: adoptedSeqs.length,
+        adoptedSeqs,
+        ...(adoptedErrorSeqs.length > 0 ? { adoptedErrorSeqs } : {}),
+      };
     },
   };
+}
+
+/** Whether `entry` is a tool result that reports an error. */
+function isErrorResult(entry: SessionEntry): boolean {
+  return entry.type === "message" && entry.message.role === "toolResult" && entry.message.isError;
 }

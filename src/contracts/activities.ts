@@ -56,6 +56,12 @@ export interface AppendEntriesResult {
    * first. Absent in results recorded before it existed.
    */
   adoptedSeqs?: number[];
+  /**
+   * Those of `adoptedSeqs` whose stored entry is a tool result with `isError`: a tool that stored
+   * its own error (a command cut off by an abort) before the run closed the call. Absent in
+   * results recorded before it existed (their adopted results then count as not errors).
+   */
+  adoptedErrorSeqs?: number[];
 }
 
 export interface ClaimWorkspaceInput extends SessionRef {

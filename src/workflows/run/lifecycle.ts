@@ -130,17 +130,18 @@ export function endCall(ctx: RunContext, call: BatchCall, state: ToolCallState, 
 
 /**
  * Closes every open tool call with a synthetic error result. A result the tool stored first is
- * kept, and the event then says the call completed: events describe what is stored.
+ * kept, and the event says what is stored: `completed` for a kept success; for a kept error (a
+ * command the abort cut off) `state` with `isError`, as for the synthetic result.
  */
 export async function closeOpenCalls(ctx: RunContext, text: string, state: ToolCallState): Promise<void> {
   const open = openCalls(ctx.run);
-  const { adoptedSeqs = [] } = await writeEntries(
+  const { adoptedSeqs = [], adoptedErrorSeqs = [] } = await writeEntries(
     ctx,
     open.map((call) => syntheticToolResult(call, text, ctx.run.clock.now())),
   );
   for (const call of open) {
-    const keptToolResult = adoptedSeqs.includes(call.slot.seq);
-    endCall(ctx, call, keptToolResult ? "completed" : state, !keptToolResult);
+    const keptSuccess = adoptedSeqs.includes(call.slot.seq) && !adoptedErrorSeqs.includes(call.slot.seq);
+    endCall(ctx, call, keptSuccess ? "completed" : state, !keptSuccess);
   }
 }
 

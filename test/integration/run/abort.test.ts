@@ -84,6 +84,9 @@ test("abort during a long bash kills its process group and closes the tool call"
     result?.role === "toolResult" && result.content[0]?.type === "text" ? result.content[0].text : "";
   // Either the tool's own cancellation report (with its output) or the synthetic result.
   expect(text === ABORTED_TOOL_RESULT_TEXT || /abort/i.test(text)).toBe(true);
+  // The event says what was stored: an error, closed by the abort — not a completed call.
+  const ends = (await stage().runs.events(ref, 0)).filter((event) => event.type === "tool_execution_end");
+  expect(ends).toEqual([expect.objectContaining({ toolName: "bash", state: "cancelled", isError: true })]);
   await expectUsableAfterwards(ref);
 });
 
