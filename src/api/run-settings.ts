@@ -7,7 +7,7 @@ import { DEFAULT_RUN_SETTINGS, type RunSettings } from "../contracts/runs";
 import type { MessageBody } from "./schemas";
 
 export function runSettingsFrom(
-  body: MessageBody,
+  body: Omit<MessageBody, "text" | "delivery">,
   defaults: RunSettings = DEFAULT_RUN_SETTINGS,
 ): RunSettings {
   const settings: RunSettings = { ...defaults };

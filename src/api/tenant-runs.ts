@@ -33,8 +33,8 @@ export interface TenantServices {
   slackTeams: StoredSlackTeams;
 }
 
-/** The part of a message body a tenant's defaults may fill. */
-type RunFields = Omit<MessageBody, "text" | "delivery">;
+/** The part of a message body a tenant's defaults may fill: the run settings it asks for. */
+export type RunFields = Omit<MessageBody, "text" | "delivery">;
 
 /**
  * The body with the tenant's default run settings under its own fields (a field the message

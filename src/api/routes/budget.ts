@@ -7,16 +7,9 @@ import { createRoute } from "@hono/zod-openapi";
 import type { BudgetRequest, SessionRef } from "../../contracts/runs";
 import type { BudgetOutcome } from "../../run-client/run-client";
 import type { RouteContext } from "../app";
-import { ProblemError } from "../problems";
 import { createRouter } from "../router";
 import { BudgetBodySchema, BudgetChangedSchema, ResumeBodySchema, SessionParamsSchema } from "../schemas";
-import {
-  idempotencyHeaderParam,
-  problemResponses,
-  refOf,
-  requireSession,
-  requireStoredSession,
-} from "./common";
+import { idempotencyHeaderParam, problemResponses, refOf, refuseEndedRun } from "./common";
 
 const answered = {
   description: "Change accepted",
@@ -72,14 +65,8 @@ export async function changeBudget(deps: RouteContext, ref: SessionRef, request:
     }
     case "signalled":
       return { accepted: true as const, runId: outcome.runId, answered: false };
-    case "no-run":
-      await requireStoredSession(deps, ref);
-      break;
-    case "not-live":
-      await requireSession(deps, ref);
-      break;
   }
-  throw new ProblemError("no-active-run", "The session's latest run has already ended.");
+  return refuseEndedRun(deps, ref, outcome);
 }
 
 export function budgetRoutes(deps: RouteContext) {

@@ -58,6 +58,22 @@ export async function requireStoredSession(deps: RouteContext, ref: SessionRef):
   }
 }
 
+/**
+ * The problem of a signal (an abort, a budget change) that found no live run to take it: 404
+ * `session-not-found` when the session does not exist (`no-run`: no stored header; `not-live`: as
+ * `requireSession` decides, so a deleted session's closed run is no session's to signal), else 409
+ * `no-active-run`. Always throws.
+ */
+export async function refuseEndedRun(
+  deps: RouteContext,
+  ref: SessionRef,
+  outcome: { kind: "no-run" | "not-live" },
+): Promise<never> {
+  if (outcome.kind === "no-run") await requireStoredSession(deps, ref);
+  else await requireSession(deps, ref);
+  throw new ProblemError("no-active-run", "The session's latest run has already ended.");
+}
+
 export const TERMINAL_RUN_STATUSES: ReadonlySet<RunState["status"]> = new Set(RUN_END_STATUSES);
 
 /** How the run ended (its own status, or how its workflow closed); undefined while it is live. */

@@ -1,10 +1,11 @@
 /** Run routes: messages, abort, approvals and the event stream. */
 import { createRoute } from "@hono/zod-openapi";
 import { streamSSE } from "hono/streaming";
-import { DEFAULT_RUN_SETTINGS } from "../../contracts/runs";
+import { DEFAULT_RUN_SETTINGS, type RunSettings } from "../../contracts/runs";
 import { ModelUrlPolicy } from "../../providers/model-urls";
 import { RunNotAnsweringError } from "../../run-client/session-runs";
 import { deliveryOf, isRefusal, startOrDeliver } from "../../run-client/start-or-deliver";
+import type { TenantSettings } from "../../tenants/types";
 import { FULL_NETWORK_REFUSAL, fullNetworkAllowed } from "../../tools/network-access";
 import type { RouteContext } from "../app";
 import { whileAuthorized } from "../auth";
@@ -26,14 +27,14 @@ import {
   messageBodySchema,
   SessionParamsSchema,
 } from "../schemas";
-import { refusalProblem, startServices, withTenantSettings } from "../tenant-runs";
+import { type RunFields, refusalProblem, startServices, withTenantSettings } from "../tenant-runs";
 import {
   idempotencyHeaderParam,
   liveState,
   problemResponses,
   refOf,
+  refuseEndedRun,
   requireSession,
-  requireStoredSession,
   runEnd,
 } from "./common";
 
@@ -168,22 +169,41 @@ export async function requireEnvironment(
     );
 }
 
+/**
+ * A body that starts runs (a message, a schedule) under its tenant's settings: the tenant's
+ * defaults under the body's own fields and every model checked (`withTenantSettings`), network
+ * "full" refused where the tenant does not have it (`refuseFullNetwork`, naming the body as
+ * `what`), its environment checked (`requireEnvironment`), and the run settings it asks for over
+ * the deployment's defaults. The tenant's settings come back too: their quotas admit a start.
+ */
+export async function tenantRunRequest<B extends RunFields>(
+  deps: RouteContext,
+  tenantId: string,
+  request: B,
+  options: MessageBodyOptions,
+  what: string,
+): Promise<{ body: B; settings: RunSettings; tenantSettings: TenantSettings }> {
+  const tenantSettings = (await deps.tenants?.store.getSettings(tenantId)) ?? {};
+  const body = withTenantSettings(tenantSettings, request, options, deps.config.defaultModel);
+  refuseFullNetwork(deps, tenantId, body.network, what);
+  await requireEnvironment(deps, tenantId, body);
+  const settings = runSettingsFrom(body, { ...DEFAULT_RUN_SETTINGS, model: deps.config.defaultModel });
+  return { body, settings, tenantSettings };
+}
+
 export function runRoutes(deps: RouteContext) {
   const bodyOptions = messageBodyOptions(deps);
   const postMessage = postMessageRoute(bodyOptions);
   return createRouter()
     .openapi(postMessage, async (c) => {
       const { sessionId } = c.req.valid("param");
-      const tenantSettings = (await deps.tenants?.store.getSettings(c.get("tenantId"))) ?? {};
-      const body = withTenantSettings(
-        tenantSettings,
+      const { body, settings, tenantSettings } = await tenantRunRequest(
+        deps,
+        c.get("tenantId"),
         c.req.valid("json"),
         bodyOptions,
-        deps.config.defaultModel,
+        "message",
       );
-      refuseFullNetwork(deps, c.get("tenantId"), body.network, "message");
-      await requireEnvironment(deps, c.get("tenantId"), body);
-      const settings = runSettingsFrom(body, { ...DEFAULT_RUN_SETTINGS, model: deps.config.defaultModel });
       const ref = refOf(c, sessionId);
       const idempotencyKey = c.req.header(IDEMPOTENCY_HEADER);
       const outcome = await startOrDeliver(startServices(deps, await deps.runs()), {
@@ -232,15 +252,8 @@ export function runRoutes(deps: RouteContext) {
           );
         case "signalled":
           return c.json({ accepted: true as const, runId: outcome.runId, answered: false }, 202);
-        case "no-run":
-          await requireStoredSession(deps, ref);
-          break;
-        case "not-live":
-          // A deleted session's closed run is no session's to abort.
-          await requireSession(deps, ref);
-          break;
       }
-      throw new ProblemError("no-active-run", "The session's latest run has already ended.");
+      return refuseEndedRun(deps, ref, outcome);
     })
     .openapi(approve, async (c) => {
       const { sessionId, toolCallId } = c.req.valid("param");

@@ -2,12 +2,10 @@
 import { randomUUID } from "node:crypto";
 import { createRoute } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import { DEFAULT_RUN_SETTINGS } from "../../contracts/runs";
 import { type OverlapPolicy, type UnattendedApproval, unattendedSettings } from "../../workflows/schedules";
 import type { RouteContext } from "../app";
 import type { ApiEnv } from "../router";
 import { createRouter } from "../router";
-import { runSettingsFrom } from "../run-settings";
 import {
   ScheduleDeletedSchema,
   ScheduleListSchema,
@@ -19,9 +17,8 @@ import {
 } from "../schedule-schemas";
 import { TenantSchedules } from "../schedules";
 import { AcceptedSchema, type MessageBodyOptions } from "../schemas";
-import { withTenantSettings } from "../tenant-runs";
 import { idempotencyHeaderParam, problemResponses } from "./common";
-import { messageBodyOptions, refuseFullNetwork, requireEnvironment } from "./runs";
+import { messageBodyOptions, tenantRunRequest } from "./runs";
 
 const json = <T>(schema: T) => ({ content: { "application/json": { schema } } });
 
@@ -106,18 +103,12 @@ export function scheduleRoutes(deps: RouteContext) {
     .openapi(createSchedule(bodyOptions), async (c) => {
       // The tenant's settings when the schedule is made; its firings are admitted under the quotas
       // of their moment (docs/api.md, "Starts and deliveries").
-      const tenantSettings = (await deps.tenants?.store.getSettings(c.get("tenantId"))) ?? {};
-      const body = withTenantSettings(
-        tenantSettings,
+      const { body, settings } = await tenantRunRequest(
+        deps,
+        c.get("tenantId"),
         c.req.valid("json"),
         bodyOptions,
-        deps.config.defaultModel,
-      );
-      refuseFullNetwork(deps, c.get("tenantId"), body.network, "schedule");
-      await requireEnvironment(deps, c.get("tenantId"), body);
-      const settings = runSettingsFrom(
-        { ...body, delivery: "auto" },
-        { ...DEFAULT_RUN_SETTINGS, model: deps.config.defaultModel },
+        "schedule",
       );
       const onApproval = body.onApproval as UnattendedApproval;
       const timing = scheduleTimingOf(body);
