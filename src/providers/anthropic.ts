@@ -16,10 +16,10 @@ import type {
 } from "@anthropic-ai/sdk/resources/messages";
 import type { LlmContext, StopReason, ToolResultMessage, UserMessage } from "../core/messages";
 import type { OutputBuilder, TokenCounts } from "./output";
-import { SdkProvider } from "./sdk-provider";
+import { SdkProvider, type SdkRequestOptions } from "./sdk-provider";
 import { toAnthropicToolId } from "./tool-call-ids";
 import { isSameModel, prepareMessages } from "./transform";
-import type { AnthropicConnection, CompleteOptions, ModelInfo, ProviderResult, ThinkingLevel } from "./types";
+import type { AnthropicConnection, CompleteOptions, ModelInfo, ThinkingLevel } from "./types";
 
 /** Thinking budget per level, in tokens (Anthropic's minimum budget is 1024). */
 const THINKING_BUDGET: Record<Exclude<ThinkingLevel, "off">, number> = {
@@ -251,7 +251,7 @@ function applyStreamEvent(out: OutputBuilder, event: RawMessageStreamEvent, usag
   }
 }
 
-export class AnthropicProvider extends SdkProvider {
+export class AnthropicProvider extends SdkProvider<MessageParams> {
   private client?: Promise<Anthropic>;
   private readonly cache: boolean;
 
@@ -279,23 +279,29 @@ export class AnthropicProvider extends SdkProvider {
     return this.client;
   }
 
-  protected async request(
+  protected params(model: ModelInfo, context: LlmContext, options: CompleteOptions): MessageParams {
+    return buildParams(model, context, options, this.cache);
+  }
+
+  protected async whole(
     out: OutputBuilder,
-    model: ModelInfo,
-    context: LlmContext,
-    options: CompleteOptions,
-  ): Promise<ProviderResult> {
-    const params = buildParams(model, context, options, this.cache);
-    const requestOptions = { signal: options.signal };
+    params: MessageParams,
+    requestOptions: SdkRequestOptions,
+  ): Promise<void> {
     const client = await this.sdkClient();
-    if (!this.stream) {
-      const response = await client.messages.create({ ...params, stream: false }, requestOptions);
-      out.message.responseId = response.id;
-      for (const block of response.content) pushWholeBlock(out, block);
-      out.setUsage(usageOf(response.usage));
-      out.setStopReason(mapStopReason(response.stop_reason));
-      return out.finish(context);
-    }
+    const response = await client.messages.create({ ...params, stream: false }, requestOptions);
+    out.message.responseId = response.id;
+    for (const block of response.content) pushWholeBlock(out, block);
+    out.setUsage(usageOf(response.usage));
+    out.setStopReason(mapStopReason(response.stop_reason));
+  }
+
+  protected async streamed(
+    out: OutputBuilder,
+    params: MessageParams,
+    requestOptions: SdkRequestOptions,
+  ): Promise<string | undefined> {
+    const client = await this.sdkClient();
     const events = await client.messages.create({ ...params, stream: true }, requestOptions);
     const usage: TokenCounts = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
     let stopped = false;
@@ -303,8 +309,6 @@ export class AnthropicProvider extends SdkProvider {
       applyStreamEvent(out, event, usage);
       if (event.type === "message_stop") stopped = true;
     }
-    if (options.signal?.aborted) return out.fail(new Error("aborted"));
-    if (!stopped) return out.fail(new Error("Anthropic stream ended before message_stop"));
-    return out.finish(context);
+    return stopped ? undefined : "Anthropic stream ended before message_stop";
   }
 }

@@ -15,7 +15,7 @@ export function createOpenAiClient(connection: ProviderConnection): OpenAI {
 }
 
 /** A provider speaking one of the OpenAI wire APIs through the SDK (see `SdkProvider`). */
-export abstract class OpenAiSdkProvider extends SdkProvider {
+export abstract class OpenAiSdkProvider<Params> extends SdkProvider<Params> {
   protected readonly client: OpenAI;
 
   constructor(connection: ProviderConnection) {

@@ -12,9 +12,10 @@ import type {
 import type { LlmContext, StopReason } from "../core/messages";
 import { OpenAiSdkProvider } from "./openai-client";
 import type { OutputBuilder, TokenCounts } from "./output";
+import type { SdkRequestOptions } from "./sdk-provider";
 import { toChatToolId } from "./tool-call-ids";
 import { prepareMessages, textOf } from "./transform";
-import type { CompleteOptions, ModelInfo, ProviderResult } from "./types";
+import type { CompleteOptions, ModelInfo } from "./types";
 
 /** Servers that stream reasoning put it in one of these non-standard delta fields. */
 const REASONING_DELTA_FIELDS = ["reasoning_content", "reasoning"] as const;
@@ -146,37 +147,43 @@ function applyChunk(out: OutputBuilder, chunk: ChatCompletionChunk): void {
   }
 }
 
-export class OpenAiCompletionsProvider extends OpenAiSdkProvider {
-  protected async request(
-    out: OutputBuilder,
+export class OpenAiCompletionsProvider extends OpenAiSdkProvider<ChatCompletionCreateParamsBase> {
+  protected params(
     model: ModelInfo,
     context: LlmContext,
     options: CompleteOptions,
-  ): Promise<ProviderResult> {
-    const params = buildParams(model, context, options);
-    const requestOptions = { signal: options.signal };
-    if (!this.stream) {
-      const response = await this.client.chat.completions.create(
-        { ...params, stream: false },
-        requestOptions,
-      );
-      out.message.responseId = response.id;
-      const choice = response.choices?.[0];
-      // Same as a stream without choices: a server hiccup worth retrying, not an empty answer.
-      if (!choice) return out.fail(new Error(NO_CHOICES));
-      const reasoning = reasoningDelta(choice.message);
-      if (reasoning) out.thinking("reasoning", reasoning);
-      if (choice.message.content) out.text("content", choice.message.content);
-      if (choice.message.refusal) out.text("content", choice.message.refusal);
-      for (const call of choice.message.tool_calls ?? []) {
-        if (call.type !== "function") continue;
-        out.startToolCall(call.id, call.id, call.function.name);
-        out.toolArguments(call.id, call.function.arguments);
-      }
-      if (response.usage) out.setUsage(usageOf(response.usage));
-      out.setStopReason(choice.message.refusal ? "error" : mapFinishReason(choice.finish_reason));
-      return out.finish(context);
+  ): ChatCompletionCreateParamsBase {
+    return buildParams(model, context, options);
+  }
+
+  protected async whole(
+    out: OutputBuilder,
+    params: ChatCompletionCreateParamsBase,
+    requestOptions: SdkRequestOptions,
+  ): Promise<void> {
+    const response = await this.client.chat.completions.create({ ...params, stream: false }, requestOptions);
+    out.message.responseId = response.id;
+    const choice = response.choices?.[0];
+    // Same as a stream without choices: a server hiccup worth retrying, not an empty answer.
+    if (!choice) throw new Error(NO_CHOICES);
+    const reasoning = reasoningDelta(choice.message);
+    if (reasoning) out.thinking("reasoning", reasoning);
+    if (choice.message.content) out.text("content", choice.message.content);
+    if (choice.message.refusal) out.text("content", choice.message.refusal);
+    for (const call of choice.message.tool_calls ?? []) {
+      if (call.type !== "function") continue;
+      out.startToolCall(call.id, call.id, call.function.name);
+      out.toolArguments(call.id, call.function.arguments);
     }
+    if (response.usage) out.setUsage(usageOf(response.usage));
+    out.setStopReason(choice.message.refusal ? "error" : mapFinishReason(choice.finish_reason));
+  }
+
+  protected async streamed(
+    out: OutputBuilder,
+    params: ChatCompletionCreateParamsBase,
+    requestOptions: SdkRequestOptions,
+  ): Promise<string | undefined> {
     const chunks = await this.client.chat.completions.create(
       { ...params, stream: true, stream_options: { include_usage: true } },
       requestOptions,
@@ -188,9 +195,8 @@ export class OpenAiCompletionsProvider extends OpenAiSdkProvider {
       anyChoice ||= (chunk.choices?.length ?? 0) > 0;
       if (chunk.choices?.[0]?.finish_reason) finished = true;
     }
-    if (options.signal?.aborted) return out.fail(new Error("aborted"));
-    if (!anyChoice) return out.fail(new Error(NO_CHOICES));
-    if (!finished) return out.fail(new Error("Chat Completions stream ended without a finish reason"));
-    return out.finish(context);
+    if (!anyChoice) return NO_CHOICES;
+    if (!finished) return "Chat Completions stream ended without a finish reason";
+    return undefined;
   }
 }

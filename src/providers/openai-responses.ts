@@ -14,9 +14,10 @@ import type {
 import type { LlmContext } from "../core/messages";
 import { OpenAiSdkProvider } from "./openai-client";
 import type { OutputBuilder, TokenCounts } from "./output";
+import type { SdkRequestOptions } from "./sdk-provider";
 import { joinResponsesId, toResponsesToolIds } from "./tool-call-ids";
 import { isSameModel, prepareMessages, textOf } from "./transform";
-import type { CompleteOptions, ModelInfo, ProviderResult } from "./types";
+import type { CompleteOptions, ModelInfo } from "./types";
 
 const EMPTY_TOOL_RESULT = "(no output)";
 
@@ -206,26 +207,33 @@ function applyEvent(out: OutputBuilder, event: ResponseStreamEvent): boolean {
   }
 }
 
-export class OpenAiResponsesProvider extends OpenAiSdkProvider {
-  protected async request(
-    out: OutputBuilder,
+export class OpenAiResponsesProvider extends OpenAiSdkProvider<ResponseCreateParamsBase> {
+  protected params(
     model: ModelInfo,
     context: LlmContext,
     options: CompleteOptions,
-  ): Promise<ProviderResult> {
-    const params = buildParams(model, context, options);
-    const requestOptions = { signal: options.signal };
-    if (!this.stream) {
-      const response = await this.client.responses.create({ ...params, stream: false }, requestOptions);
-      for (const item of response.output) applyItem(out, item);
-      applyResponse(out, response);
-      return out.finish(context);
-    }
+  ): ResponseCreateParamsBase {
+    return buildParams(model, context, options);
+  }
+
+  protected async whole(
+    out: OutputBuilder,
+    params: ResponseCreateParamsBase,
+    requestOptions: SdkRequestOptions,
+  ): Promise<void> {
+    const response = await this.client.responses.create({ ...params, stream: false }, requestOptions);
+    for (const item of response.output) applyItem(out, item);
+    applyResponse(out, response);
+  }
+
+  protected async streamed(
+    out: OutputBuilder,
+    params: ResponseCreateParamsBase,
+    requestOptions: SdkRequestOptions,
+  ): Promise<string | undefined> {
     const events = await this.client.responses.create({ ...params, stream: true }, requestOptions);
     let completed = false;
     for await (const event of events) completed = applyEvent(out, event) || completed;
-    if (options.signal?.aborted) return out.fail(new Error("aborted"));
-    if (!completed) return out.fail(new Error("Responses stream ended before response.completed"));
-    return out.finish(context);
+    return completed ? undefined : "Responses stream ended before response.completed";
   }
 }
