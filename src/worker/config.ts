@@ -6,7 +6,7 @@ import { DEFAULT_LIVE_EVENT_OPTIONS, type LiveEventOptions } from "../activities
 import { booleanFlag, describeIssues } from "../core/env-settings";
 import { isValidId } from "../core/ids";
 import { TEMPORAL_ENV, type TemporalSettings, temporalSettings } from "../core/temporal-settings";
-import { DEFAULT_LAUNCHED_IDLE_SECONDS } from "../environments/launchers/types";
+import { DEFAULT_LAUNCHED_IDLE_SECONDS, type LauncherConfig } from "../environments/launchers/types";
 import { MODEL_URLS_SETTING, type ModelUrlEntry, parseModelUrls } from "../providers/model-urls";
 import type { ProviderConfig } from "../providers/registry";
 import { type S3Settings, s3SettingsFromEnv } from "../store/s3-config";
@@ -202,20 +202,6 @@ export interface WorkerConfig {
   /** Runners this worker launches for `launched` environments (KEEL_LAUNCHER); absent: none. */
   launcher?: LauncherConfig;
 }
-
-/** Where launched runners run: shared settings, and the ECS ones of `fargate`. */
-export type LauncherConfig = { apiUrl: string; idleMs: number } & (
-  | { kind: "local" }
-  | {
-      kind: "fargate";
-      cluster: string;
-      taskDefinition: string;
-      container: string;
-      subnets: string[];
-      securityGroups: string[];
-      assignPublicIp: boolean;
-    }
-);
 
 /** Throws one readable error listing every invalid variable (values of secrets are never shown). */
 export function workerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): WorkerConfig {

@@ -36,20 +36,16 @@ import {
   RunTaskCommand,
   StopTaskCommand,
 } from "@aws-sdk/client-ecs";
-import { type Launcher, type LauncherOptions, type LaunchRequest, launchedMcpEnv } from "./types";
+import {
+  type FargateTaskSettings,
+  type Launcher,
+  type LauncherOptions,
+  type LaunchRequest,
+  launchedMcpEnv,
+} from "./types";
 
-export interface FargateLauncherOptions extends LauncherOptions {
+export interface FargateLauncherOptions extends LauncherOptions, FargateTaskSettings {
   ecs: ECSClient;
-  /** The cluster's name or ARN. */
-  cluster: string;
-  /** The runner's task definition (family, family:revision or ARN); its entry point is `keel runner`. */
-  taskDefinition: string;
-  /** The runner container's name in the task definition (its overrides go there). */
-  container: string;
-  subnets: string[];
-  securityGroups: string[];
-  /** A public IP for the task: needed in public subnets without NAT to reach the API. */
-  assignPublicIp: boolean;
   /** How long `ensure` trusts what it last saw of a session's task before asking ECS again. */
   recheckMs?: number;
   /** How often the launcher looks for its stopped tasks (to revoke their tokens); 0: never (tests). */

@@ -43,6 +43,27 @@ export interface LauncherOptions {
   log: (level: "info" | "warn", message: string, fields?: Record<string, unknown>) => void;
 }
 
+/** Where a Fargate launcher's runner tasks run: its ECS cluster, task definition and network. */
+export interface FargateTaskSettings {
+  /** The cluster's name or ARN. */
+  cluster: string;
+  /** The runner's task definition (family, family:revision or ARN); its entry point is `keel runner`. */
+  taskDefinition: string;
+  /** The runner container's name in the task definition (its overrides go there). */
+  container: string;
+  subnets: string[];
+  securityGroups: string[];
+  /** A public IP for the task: needed in public subnets without NAT to reach the API. */
+  assignPublicIp: boolean;
+}
+
+/**
+ * A worker's launcher as its settings give it (KEEL_LAUNCHER): what every launcher takes from
+ * them, and the ECS settings of `fargate`. The worker adds the rest of `LauncherOptions`.
+ */
+export type LauncherConfig = Pick<LauncherOptions, "apiUrl" | "idleMs"> &
+  ({ kind: "local" } | ({ kind: "fargate" } & FargateTaskSettings));
+
 /** Default idle time after which a launched runner stops (KEEL_LAUNCHER_IDLE_SECONDS). */
 export const DEFAULT_LAUNCHED_IDLE_SECONDS = 300;
 
