@@ -1,5 +1,6 @@
 /** One place that builds `openai` SDK clients and providers, so both OpenAI APIs share the same settings. */
 import OpenAI from "openai";
+import type { TokenCounts } from "./output";
 import { SdkProvider } from "./sdk-provider";
 import type { ProviderConnection } from "./types";
 export function createOpenAiClient(connection: ProviderConnection): OpenAI {
@@ -12,6 +13,20 @@ export function createOpenAiClient(connection: ProviderConnection): OpenAI {
     maxRetries: 0,
     ...(connection.timeoutMs !== undefined ? { timeout: connection.timeoutMs } : {}),
   });
+}
+
+/**
+ * Token counts as both OpenAI APIs report them: their input count includes the tokens read from
+ * the prompt cache (absent or null from some compatible servers: none), which Keel counts apart,
+ * as they are priced apart; these APIs report no cache writes.
+ */
+export function openAiTokenCounts(
+  input: number,
+  output: number,
+  cached: number | null | undefined,
+): TokenCounts {
+  const cacheRead = cached ?? 0;
+  return { input: input - cacheRead, output, cacheRead, cacheWrite: 0 };
 }
 
 /** A provider speaking one of the OpenAI wire APIs through the SDK (see `SdkProvider`). */

@@ -10,7 +10,7 @@ import type {
   ChatCompletionMessageParam,
 } from "openai/resources/chat/completions";
 import type { LlmContext, StopReason } from "../core/messages";
-import { OpenAiSdkProvider } from "./openai-client";
+import { OpenAiSdkProvider, openAiTokenCounts } from "./openai-client";
 import type { OutputBuilder, TokenCounts } from "./output";
 import type { SdkRequestOptions } from "./sdk-provider";
 import { toChatToolId } from "./tool-call-ids";
@@ -105,13 +105,11 @@ function buildParams(
 }
 
 function usageOf(usage: OpenAI.CompletionUsage): TokenCounts {
-  const cached = usage.prompt_tokens_details?.cached_tokens ?? 0;
-  return {
-    input: usage.prompt_tokens - cached,
-    output: usage.completion_tokens,
-    cacheRead: cached,
-    cacheWrite: 0,
-  };
+  return openAiTokenCounts(
+    usage.prompt_tokens,
+    usage.completion_tokens,
+    usage.prompt_tokens_details?.cached_tokens,
+  );
 }
 
 function reasoningDelta(delta: object): string {

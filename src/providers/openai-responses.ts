@@ -12,7 +12,7 @@ import type {
   ResponseUsage,
 } from "openai/resources/responses/responses";
 import type { LlmContext } from "../core/messages";
-import { OpenAiSdkProvider } from "./openai-client";
+import { OpenAiSdkProvider, openAiTokenCounts } from "./openai-client";
 import type { OutputBuilder, TokenCounts } from "./output";
 import type { SdkRequestOptions } from "./sdk-provider";
 import { joinResponsesId, toResponsesToolIds } from "./tool-call-ids";
@@ -124,13 +124,11 @@ function buildParams(
 }
 
 function usageOf(usage: ResponseUsage): TokenCounts {
-  const cached = usage.input_tokens_details?.cached_tokens ?? 0;
-  return {
-    input: usage.input_tokens - cached,
-    output: usage.output_tokens,
-    cacheRead: cached,
-    cacheWrite: 0,
-  };
+  return openAiTokenCounts(
+    usage.input_tokens,
+    usage.output_tokens,
+    usage.input_tokens_details?.cached_tokens,
+  );
 }
 
 function reasoningText(item: Extract<ResponseOutputItem, { type: "reasoning" }>): string {
