@@ -3,6 +3,7 @@
  * bounded by the total size of the cached objects. The objects it holds are never overwritten in
  * S3 (conditional creates only), so nothing is ever invalidated: a key's value is final.
  */
+import { BoundedCache } from "../core/bounded-cache";
 
 /** Default bound on the bytes held by one cache. */
 export const DEFAULT_CACHE_MAX_BYTES = 64 * 1024 * 1024;
@@ -23,45 +24,35 @@ export interface EntryCacheStats {
   evictions: number;
 }
 
-interface Slot {
-  value: unknown;
-  bytes: number;
-}
-
 export class EntryCache {
   readonly maxBytes: number;
-  // A Map iterates in insertion order; re-inserting on every hit keeps the least recently used
-  // key first.
-  private readonly slots = new Map<string, Slot>();
-  private totalBytes = 0;
+  private readonly objects: BoundedCache<string, unknown>;
   private hitCount = 0;
   private missCount = 0;
   private evictionCount = 0;
 
   constructor(options: EntryCacheOptions = {}) {
-    const maxBytes = options.maxBytes ?? DEFAULT_CACHE_MAX_BYTES;
-    if (!Number.isSafeInteger(maxBytes) || maxBytes < 0) {
-      throw new RangeError(`cache maxBytes must be a non-negative integer, got ${maxBytes}`);
-    }
-    this.maxBytes = maxBytes;
+    // Throws a RangeError for a bound that is not a non-negative integer.
+    this.objects = new BoundedCache({
+      capacity: options.maxBytes ?? DEFAULT_CACHE_MAX_BYTES,
+      onEvict: () => this.evictionCount++,
+    });
+    this.maxBytes = this.objects.capacity;
   }
 
   /** The value stored for `key`, counting a hit or a miss and marking it recently used. */
   get<T>(key: string): T | undefined {
-    const slot = this.slots.get(key);
-    if (!slot) {
+    if (!this.objects.has(key)) {
       this.missCount++;
       return undefined;
     }
     this.hitCount++;
-    this.slots.delete(key);
-    this.slots.set(key, slot);
-    return slot.value as T;
+    return this.objects.get(key) as T;
   }
 
   /** Whether `key` is cached; counts nothing and does not change the recency order. */
   has(key: string): boolean {
-    return this.slots.has(key);
+    return this.objects.has(key);
   }
 
   /**
@@ -70,37 +61,20 @@ export class EntryCache {
    * until the total fits.
    */
   set(key: string, value: unknown, bytes: number): void {
-    const previous = this.slots.get(key);
-    if (previous) {
-      this.slots.delete(key);
-      this.totalBytes -= previous.bytes;
-    }
-    if (bytes > this.maxBytes) return;
-    this.slots.set(key, { value, bytes });
-    this.totalBytes += bytes;
-    for (const [oldest, slot] of this.slots) {
-      if (this.totalBytes <= this.maxBytes) break;
-      this.slots.delete(oldest);
-      this.totalBytes -= slot.bytes;
-      this.evictionCount++;
-    }
+    this.objects.set(key, value, bytes);
   }
 
   /** Forgets every object whose key starts with `prefix` (a deleted session's folder). */
   dropPrefix(prefix: string): void {
-    for (const [key, slot] of this.slots) {
-      if (!key.startsWith(prefix)) continue;
-      this.slots.delete(key);
-      this.totalBytes -= slot.bytes;
-    }
+    this.objects.deleteWhere((key) => key.startsWith(prefix));
   }
 
   stats(): EntryCacheStats {
     return {
       hits: this.hitCount,
       misses: this.missCount,
-      objects: this.slots.size,
-      bytes: this.totalBytes,
+      objects: this.objects.size,
+      bytes: this.objects.weight,
       maxBytes: this.maxBytes,
       evictions: this.evictionCount,
     };

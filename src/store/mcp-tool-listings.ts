@@ -6,10 +6,12 @@
  * {prefix}tenants/{t}/sessions/{s}/mcp-tools/{sha256 of the JSON}.json
  * ```
  * Content-addressed: a write is a conditional create (the same list twice is one object), a read
- * checks the bytes against the digest, and a read is cached in the process (objects never change).
+ * checks the bytes against the digest, and a read is cached in the process (objects never change;
+ * the most recently used 256 listings).
  * They live in the session's folder and go with it.
  */
 import { GetObjectCommand, type S3Client } from "@aws-sdk/client-s3";
+import { BoundedCache } from "../core/bounded-cache";
 import type { McpToolEntry } from "../mcp/types";
 import { ConditionalObjects } from "./conditional-objects";
 import { sha256Hex } from "./digest";
@@ -28,7 +30,8 @@ export function mcpToolListingKey(prefix: string, ref: SessionRef, digest: strin
 
 export class McpToolListings {
   private readonly conditional: ConditionalObjects;
-  private readonly cache = new Map<string, McpToolEntry[]>();
+  /** Listings by key; concurrent reads of one share a GET. */
+  private readonly cache = new BoundedCache<string, McpToolEntry[]>({ capacity: CACHED_LISTINGS });
 
   constructor(
     private readonly client: S3Client,
@@ -43,28 +46,21 @@ export class McpToolListings {
     const digest = sha256Hex(text);
     const key = mcpToolListingKey(this.settings.prefix, ref, digest);
     await this.conditional.createIfAbsent(key, text, "application/json");
-    this.remember(key, tools);
+    this.cache.set(key, tools);
     return digest;
   }
 
   /** The tools stored under `digest`; throws when absent or when the bytes do not match it. */
   async get(ref: SessionRef, digest: string): Promise<McpToolEntry[]> {
     const key = mcpToolListingKey(this.settings.prefix, ref, digest);
-    const cached = this.cache.get(key);
-    if (cached) return cached;
-    const response = await this.client.send(new GetObjectCommand({ Bucket: this.settings.bucket, Key: key }));
-    const text = (await response.Body?.transformToString("utf8")) ?? "";
-    if (sha256Hex(text) !== digest)
-      throw new Error(`the MCP tool listing at ${key} does not match its digest`);
-    const tools = JSON.parse(text) as McpToolEntry[];
-    this.remember(key, tools);
-    return tools;
-  }
-
-  private remember(key: string, tools: McpToolEntry[]): void {
-    this.cache.delete(key);
-    this.cache.set(key, tools);
-    const oldest = this.cache.keys().next().value;
-    if (this.cache.size > CACHED_LISTINGS && oldest !== undefined) this.cache.delete(oldest);
+    return this.cache.getOrLoad(key, async () => {
+      const response = await this.client.send(
+        new GetObjectCommand({ Bucket: this.settings.bucket, Key: key }),
+      );
+      const text = (await response.Body?.transformToString("utf8")) ?? "";
+      if (sha256Hex(text) !== digest)
+        throw new Error(`the MCP tool listing at ${key} does not match its digest`);
+      return JSON.parse(text) as McpToolEntry[];
+    });
   }
 }

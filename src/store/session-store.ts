@@ -13,6 +13,7 @@ import {
   ListObjectsV2Command,
   type S3Client,
 } from "@aws-sdk/client-s3";
+import { BoundedCache } from "../core/bounded-cache";
 import { serializeEntry, serializeSession } from "../core/session-codec";
 import type { SessionEntry, SessionHeader } from "../core/session-types";
 import { mapWithLimit } from "./bounded-map";
@@ -167,7 +168,7 @@ export class SessionStore {
   private readonly prefix: string;
   private readonly concurrency: number;
   private readonly sealChunksOnRead: boolean;
-  private readonly progress = new Map<string, SessionProgress>();
+  private readonly progress = new BoundedCache<string, SessionProgress>({ capacity: MAX_TRACKED_SESSIONS });
   private readonly conditional: ConditionalObjects;
 
   constructor(
@@ -573,16 +574,11 @@ export class SessionStore {
   /** The store's record for a session folder, created empty; an LRU bounded in sessions. */
   private progressOf(folder: string): SessionProgress {
     let record = this.progress.get(folder);
-    if (record) {
-      this.progress.delete(folder);
-    } else {
+    if (!record) {
+      // Forgotten (or never known): the next read lists the folder again from the start.
       record = { contiguousEnd: 0, sealedEnd: 0 };
-      if (this.progress.size >= MAX_TRACKED_SESSIONS) {
-        const oldest = this.progress.keys().next().value;
-        if (oldest !== undefined) this.progress.delete(oldest);
-      }
+      this.progress.set(folder, record);
     }
-    this.progress.set(folder, record);
     return record;
   }
 
