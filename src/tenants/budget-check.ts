@@ -11,6 +11,7 @@
  * `fresh: true` every `recheckAfterMs`, and at once when someone resumes it.
  */
 import type { TenantBudgetHold } from "../contracts/pause";
+import { BoundedCache } from "../core/bounded-cache";
 import type { TenantStore } from "./store";
 import type { QuotaName, Quotas } from "./types";
 import { type TenantBudgetState, type TenantUsage, tenantBudgetState } from "./usage";
@@ -53,8 +54,8 @@ export interface TenantBudgetCheckOptions {
 }
 
 export class TenantBudgetCheck {
-  private readonly cache = new Map<string, { at: number; hold: TenantBudgetHold | undefined }>();
-  private readonly cacheMs: number;
+  /** Answers by tenant; the asks of one tenant at one moment share its reads. */
+  private readonly cache: BoundedCache<string, TenantBudgetHold | undefined>;
   private readonly recheckAfterMs: number;
   private readonly now: () => number;
 
@@ -63,27 +64,22 @@ export class TenantBudgetCheck {
     private readonly usage: TenantUsage,
     options: TenantBudgetCheckOptions = {},
   ) {
-    this.cacheMs = options.cacheMs ?? DEFAULT_TENANT_BUDGET_CACHE_MS;
     this.recheckAfterMs = options.recheckAfterMs ?? DEFAULT_TENANT_BUDGET_RECHECK_MS;
     this.now = options.now ?? Date.now;
+    this.cache = new BoundedCache({
+      capacity: CACHED_TENANTS,
+      ttlMs: options.cacheMs ?? DEFAULT_TENANT_BUDGET_CACHE_MS,
+      now: this.now,
+    });
   }
 
   /**
    * The tenant budget the tenant has used up, if any; undefined for a tenant without token or cost
-   * quotas (one settings read, no usage listed). A cached answer younger than `cacheMs` is
-   * returned unless `fresh`. Throws when the store cannot be read.
+   * quotas (one settings read, no usage listed). An answer whose reads began less than `cacheMs`
+   * ago is returned unless `fresh`. Throws when the store cannot be read (and keeps no answer).
    */
-  async reached(tenantId: string, options: { fresh?: boolean } = {}): Promise<TenantBudgetHold | undefined> {
-    const cached = this.cache.get(tenantId);
-    if (!options.fresh && cached && this.now() - cached.at < this.cacheMs) return cached.hold;
-    const hold = await this.read(tenantId);
-    this.cache.delete(tenantId);
-    this.cache.set(tenantId, { at: this.now(), hold });
-    if (this.cache.size > CACHED_TENANTS) {
-      const oldest = this.cache.keys().next().value;
-      if (oldest !== undefined) this.cache.delete(oldest);
-    }
-    return hold;
+  reached(tenantId: string, options: { fresh?: boolean } = {}): Promise<TenantBudgetHold | undefined> {
+    return this.cache.getOrLoad(tenantId, () => this.read(tenantId), options);
   }
 
   private async read(tenantId: string): Promise<TenantBudgetHold | undefined> {

@@ -6,7 +6,8 @@
  * settings (`slack.teams`) give the team's tools. A team serves events only while both agree.
  */
 import { z } from "zod";
-import { KEY_CACHE_SECONDS, ShortCache } from "./key-cache";
+import type { BoundedCache } from "../core/bounded-cache";
+import { KEY_CACHE_SECONDS, shortCache } from "./key-cache";
 import { type SlackTeam, teamOf } from "./slack-team-tools";
 import type { TenantStore } from "./store";
 import { TenantIdSchema, type TenantSettings } from "./types";
@@ -105,18 +106,18 @@ export async function putSettingsClaimingTeams(
  * within that bound, like a key's.
  */
 export class StoredSlackTeams {
-  private readonly cache: ShortCache<SlackTeam | undefined>;
+  private readonly cache: BoundedCache<string, SlackTeam | undefined>;
 
   constructor(
     private readonly store: TenantStore,
     ttlMs = KEY_CACHE_SECONDS * 1000,
   ) {
-    this.cache = new ShortCache(ttlMs);
+    this.cache = shortCache(ttlMs);
   }
 
   /** The team's tenant and tools, or undefined when no tenant maps it (or its claim and settings disagree). */
   teamOf(teamId: string): Promise<SlackTeam | undefined> {
-    return this.cache.get(teamId, async () => {
+    return this.cache.getOrLoad(teamId, async () => {
       const tenantId = await slackTeamOwner(this.store, teamId);
       if (tenantId === undefined) return undefined;
       const teams = (await this.store.getSettings(tenantId)).slack?.teams ?? {};

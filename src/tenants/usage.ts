@@ -10,6 +10,7 @@
  * `tool~{sessionId}~{resultSlotSeq}~{milliseconds}` (ids never hold `~`).
  */
 import { PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
+import { BoundedCache } from "../core/bounded-cache";
 import { listObjects } from "../store/s3-requests";
 import { assertValidId } from "../store/session-keys";
 import type { QuotaName, Quotas } from "./types";
@@ -26,6 +27,8 @@ export interface UsageDay {
 
 /** How long the totals of a past day are reused (a late record of that day shows after this). */
 const PAST_DAY_CACHE_MS = 60_000;
+/** Past days (a tenant's, each) whose totals are kept: a month's for some 300 busy tenants. */
+const PAST_DAYS_CACHED = 10_000;
 const DAY_MS = 86_400_000;
 
 export const dayOf = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
@@ -40,7 +43,8 @@ const emptyDay = (day: string): UsageDay => ({
 });
 
 export class TenantUsage {
-  private readonly pastDays = new Map<string, { totals: UsageDay; expires: number }>();
+  /** Past days' totals by `tenant/day`; concurrent reads of one share its listing. */
+  private readonly pastDays: BoundedCache<string, UsageDay>;
 
   constructor(
     private readonly s3: S3Client,
@@ -48,7 +52,9 @@ export class TenantUsage {
     /** The deployment's S3 prefix, used verbatim. */
     private readonly prefix: string,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.pastDays = new BoundedCache({ capacity: PAST_DAYS_CACHED, ttlMs: PAST_DAY_CACHE_MS, now });
+  }
 
   /** One model turn: at most once per session and entry slot, on the day `atMs` falls on. */
   recordTurn(
@@ -85,12 +91,14 @@ export class TenantUsage {
     return Promise.all(days.map((day) => this.day(tenantId, day)));
   }
 
-  /** The totals of one day (a past day's from a short cache). */
-  async day(tenantId: string, day: string): Promise<UsageDay> {
-    const cacheKey = `${tenantId}/${day}`;
-    const today = dayOf(this.now());
-    const cached = this.pastDays.get(cacheKey);
-    if (day < today && cached && cached.expires > this.now()) return cached.totals;
+  /** The totals of one day (a past day's from a short cache; today's always listed). */
+  day(tenantId: string, day: string): Promise<UsageDay> {
+    if (day >= dayOf(this.now())) return this.listDay(tenantId, day);
+    return this.pastDays.getOrLoad(`${tenantId}/${day}`, () => this.listDay(tenantId, day));
+  }
+
+  /** A day's totals from the LIST of its records. */
+  private async listDay(tenantId: string, day: string): Promise<UsageDay> {
     const totals = emptyDay(day);
     const folder = this.folder(tenantId, day);
     for await (const object of listObjects(this.s3, { Bucket: this.bucket, Prefix: folder })) {
@@ -106,7 +114,6 @@ export class TenantUsage {
       else if (kind === "tool") totals.toolSeconds += (Number(a) || 0) / 1000;
     }
     totals.costUsd = Math.round(totals.costUsd * 1e6) / 1e6;
-    if (day < today) this.pastDays.set(cacheKey, { totals, expires: this.now() + PAST_DAY_CACHE_MS });
     return totals;
   }
 

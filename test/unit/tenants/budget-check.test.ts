@@ -89,3 +89,23 @@ test("answers are reused for the cache time, unless asked afresh", async () => {
   await budget.reached("t");
   expect(reads.settings).toBe(3);
 });
+
+test("a tenant's asks at one moment share one read; a read that fails is not kept", async () => {
+  const { budget, reads } = check({ quotas: { tokensPerDay: 100 } }, [{ tokens: 150 }]);
+  const [first, second] = await Promise.all([budget.reached("t"), budget.reached("t")]);
+  expect(first).toEqual(second);
+  expect(reads.settings).toBe(1);
+
+  let settingsReads = 0;
+  const store = {
+    getSettings: async () => {
+      settingsReads += 1;
+      if (settingsReads === 1) throw new Error("S3 down");
+      return { quotas: { concurrentRuns: 3 } };
+    },
+  };
+  const flaky = new TenantBudgetCheck(store, {} as TenantUsage, { now: () => NOW });
+  await expect(flaky.reached("t")).rejects.toThrow("S3 down");
+  expect(await flaky.reached("t")).toBeUndefined();
+  expect(settingsReads).toBe(2);
+});
