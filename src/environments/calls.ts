@@ -23,6 +23,7 @@ import {
 import { ApplicationFailure } from "@temporalio/common";
 import type { ExecuteToolResult, RunnerMcpListingInput, RunnerToolInput } from "../contracts/activities";
 import { runnerTaskQueue } from "../contracts/task-queues";
+import { BoundedCache } from "../core/bounded-cache";
 import type { LiveEvent } from "../core/events";
 import { UNKNOWN_OUTCOME_TEXT } from "../core/markers";
 import { offeredToModel } from "../mcp/tool-names";
@@ -148,21 +149,20 @@ export function claimedAtOf(claimId: string): number | undefined {
  * call (Temporal's retry after the first runner stopped heartbeating) is not known here: the older
  * claim's heartbeats are still refused (Temporal answers that its attempt is over), and its result
  * is stored only when the call has none yet (the first result stands, as when a worker thought
- * dead finishes a call), its activity's completion refused. Bounded: the oldest claims are
- * forgotten first (a runner that died holding a call never reports it), and a call with an
- * approved edit (its arguments can be large) is not kept.
+ * dead finishes a call), its activity's completion refused. Bounded: the least recently used
+ * claims are forgotten first (a runner that died holding a call never reports it; one that
+ * heartbeats stays), and a call with an approved edit (its arguments can be large) is not kept.
  */
 export class ClaimedHere {
-  private readonly calls = new Map<string, RunnerCall>();
+  private readonly calls: BoundedCache<string, RunnerCall>;
 
-  constructor(private readonly limit = 4_096) {}
+  constructor(limit = 4_096) {
+    this.calls = new BoundedCache({ capacity: limit });
+  }
 
   remember(call: RunnerCall): void {
     if (call.kind !== "mcp-list" && call.argumentsOverride) return;
-    const key = claimKey(call.tenantId, call.environment, call.callId);
-    this.calls.delete(key);
-    this.calls.set(key, call);
-    if (this.calls.size > this.limit) this.calls.delete(this.calls.keys().next().value as string);
+    this.calls.set(claimKey(call.tenantId, call.environment, call.callId), call);
   }
 
   /** The call, when `claimId` is the newest claim this process made for it. */
@@ -173,7 +173,7 @@ export class ClaimedHere {
 
   forget(call: RunnerCall): void {
     const key = claimKey(call.tenantId, call.environment, call.callId);
-    if (this.calls.get(key)?.claim.id === call.claim.id) this.calls.delete(key);
+    if (this.calls.peek(key)?.claim.id === call.claim.id) this.calls.delete(key);
   }
 }
 

@@ -18,6 +18,7 @@
 import { randomBytes } from "node:crypto";
 import { GetObjectCommand, ListObjectsV2Command, type S3Client } from "@aws-sdk/client-s3";
 import { z } from "zod";
+import { BoundedCache } from "../core/bounded-cache";
 import { ID_PATTERN } from "../core/ids";
 import type { McpServerSettings } from "../mcp/types";
 import { ConditionalObjects } from "../store/conditional-objects";
@@ -147,16 +148,18 @@ export function mcpListingCallId(sessionId: string, key: string): string {
 /** A runner token: `keel_rt_`, its id, `_`, 32 random bytes. */
 const TOKEN_PATTERN = /^keel_rt_[0-9a-f]{12}_[A-Za-z0-9_-]{43}$/;
 
-/** Tokens this process remembers having found standing (the oldest forgotten first). */
+/** Tokens this process remembers having found standing, and having revoked (each, at most). */
 const STANDING_TOKENS_MAX = 1_000;
 
 export class EnvironmentStore {
   private readonly objects: JsonObjects;
   private readonly conditional: ConditionalObjects;
-  /** Tokens found standing, by digest, and when (`tokenOwner`'s `standingWithinMs`). */
-  private readonly standing = new Map<string, { owner: RunnerTokenRecord; at: number }>();
+  /** Tokens found standing, by digest, and when (`recentOwner`'s `withinMs`). */
+  private readonly standing = new BoundedCache<string, { owner: RunnerTokenRecord; at: number }>({
+    capacity: STANDING_TOKENS_MAX,
+  });
   /** Tokens this process revoked, by digest: a lookup that was under way then does not bring one back. */
-  private readonly revoked = new Set<string>();
+  private readonly revoked = new BoundedCache<string, true>({ capacity: STANDING_TOKENS_MAX });
 
   constructor(
     private readonly s3: S3Client,
@@ -263,21 +266,15 @@ export class EnvironmentStore {
     const owner = await this.objects.read(this.tokenKey(digest), TokenRecordSchema);
     // Revoked through this process while the read was under way: it read the token before it went.
     if (this.revoked.has(digest)) return undefined;
-    this.standing.delete(digest);
-    if (owner) {
-      this.standing.set(digest, { owner, at: Date.now() });
-      if (this.standing.size > STANDING_TOKENS_MAX)
-        this.standing.delete(this.standing.keys().next().value as string);
-    }
+    if (owner) this.standing.set(digest, { owner, at: Date.now() });
+    else this.standing.delete(digest);
     return owner;
   }
 
   /** Forgets a token this process revoked, for good (tokens are never restored). */
   private forget(digest: string): void {
     this.standing.delete(digest);
-    this.revoked.add(digest);
-    if (this.revoked.size > STANDING_TOKENS_MAX)
-      this.revoked.delete(this.revoked.values().next().value as string);
+    this.revoked.set(digest, true);
   }
 
   /**

@@ -54,6 +54,17 @@ test("past its limit the oldest claims are forgotten first", () => {
   expect(here.held("tenant-a", "laptop", "s1.3", "claim-2")).toBe(calls[2]);
 });
 
+test("a claim whose heartbeats keep reaching this process outlives newer, quiet ones", () => {
+  const here = new ClaimedHere(2);
+  const calls = ["s1.1", "s1.2", "s1.3"].map((callId, index) => claimed(`claim-${index}`, { callId }));
+  here.remember(calls[0]!);
+  here.remember(calls[1]!);
+  expect(here.held("tenant-a", "laptop", "s1.1", "claim-0")).toBe(calls[0]);
+  here.remember(calls[2]!);
+  expect(here.held("tenant-a", "laptop", "s1.1", "claim-0")).toBe(calls[0]);
+  expect(here.held("tenant-a", "laptop", "s1.2", "claim-1")).toBeUndefined();
+});
+
 test("a call with an approved edit is not kept (its arguments can be large): its record is read", () => {
   const here = new ClaimedHere();
   here.remember(claimed("edited", { argumentsOverride: { path: "a.txt", content: "x".repeat(1_000) } }));
