@@ -51,16 +51,9 @@ export interface AppendEntriesInput extends SessionRef {
 export interface AppendEntriesResult {
   written: number;
   adopted: number;
-  /**
-   * Sequence numbers where this very entry (same id) was already stored: an activity wrote it
-   * first. Absent in results recorded before it existed.
-   */
+  /** Seqs where this very entry (same id) was stored first, by an activity; absent in older results. */
   adoptedSeqs?: number[];
-  /**
-   * Those of `adoptedSeqs` whose stored entry is a tool result with `isError`: a tool that stored
-   * its own error (a command cut off by an abort) before the run closed the call. Absent in
-   * results recorded before it existed (their adopted results then count as not errors).
-   */
+  /** Those of `adoptedSeqs` that are tool results with `isError` (a command an abort cut off). */
   adoptedErrorSeqs?: number[];
 }
 
