@@ -8,8 +8,9 @@
  * - `describeEnvironment`: the environment's kind, once per run (a launched environment's calls
  *   go to one queue per session, for the session's own runner);
  * - `watchRunnerCall`, beside a call that has not ended quickly: keeps a launched environment's
- *   runner up (one that died or stopped idle is replaced) and tells the run's stream once that
- *   the call waits for a runner, while Temporal says it is not taken yet;
+ *   runner up (one that died or stopped idle is replaced) and tells the run's stream, once per
+ *   attempt, that the call waits for a runner while Temporal says that attempt is not taken yet
+ *   (a retry after a runner died mid-call waits again, and says so again);
  * - `storeUnclaimedRunnerResult`: the error result of a call no runner took in time.
  */
 import { setTimeout as sleep } from "node:timers/promises";
@@ -23,6 +24,7 @@ import type {
   WatchRunnerCallInput,
 } from "../contracts/activities";
 import { unclaimedText } from "../contracts/unclaimed";
+import { environmentWaitText } from "../contracts/waits";
 import { UNKNOWN_OUTCOME_TEXT } from "../core/markers";
 import { runnerCallId } from "../environments/store";
 import {
@@ -65,8 +67,9 @@ export function runnerActivities({
 
     /**
      * Runs beside a call on the environment's queue until the workflow cancels it (the call
-     * ended) or, in a runner environment, a runner took the call. Never fails the call: a
-     * launcher's error is logged and tried again.
+     * ended). Never fails the call: a launcher's error is logged and tried again. It outlives the
+     * runner's claim because a runner may die mid-call: Temporal then schedules the next attempt,
+     * which waits for a runner as the first did, and the run's stream must say so again.
      */
     async watchRunnerCall(input: WatchRunnerCallInput): Promise<void> {
       const ctx = Context.current();
@@ -86,7 +89,8 @@ export function runnerActivities({
           : undefined;
       const live = liveEventSink(liveEvents);
       const ended = stopping ? AbortSignal.any([ctx.cancellationSignal, stopping]) : ctx.cancellationSignal;
-      let announced = false;
+      /** The last attempt the stream was told waits (0: none yet). */
+      let announced = 0;
       try {
         await whileHeartbeating(ctx, waiting, async () => {
           while (!ended.aborted) {
@@ -98,18 +102,19 @@ export function runnerActivities({
             const pending = described.pendingActivities?.find(
               (activity) => activity.activityId === input.activityId,
             );
+            if (!pending) return;
             const taken =
-              pending?.state !== temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED;
-            if (!pending || (taken && input.kind === "runner")) return;
-            if (!taken && !announced && input.toolCall) {
-              announced = true;
+              pending.state !== temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED;
+            const attempt = pending.attempt ?? 1;
+            if (!taken && attempt > announced && input.toolCall) {
+              announced = attempt;
               // The run's stream says what the call waits for (the Temporal UI: the heartbeat's phase).
               live.publish({
                 type: "tool_execution_update",
                 toolCallId: input.toolCall.id,
                 toolName: input.toolCall.name,
-                attempt: pending.attempt ?? 1,
-                partial: `[${waiting}: no runner has taken this call yet]`,
+                attempt,
+                partial: `[${environmentWaitText(input.environment, attempt)}]`,
               });
             }
             await sleep(WATCH_POLL_MS, undefined, { signal: ended }).catch(() => undefined);

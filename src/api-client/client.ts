@@ -12,6 +12,7 @@ import { createParser, type EventSourceMessage } from "eventsource-parser";
 import { type ClientResponse, hc } from "hono/client";
 import type { SuccessStatusCode } from "hono/utils/http-status";
 import type { ApiApp } from "../api/app";
+import type { RunWait } from "../contracts/waits";
 import type { AgentEvent, LiveEvent } from "../core/events";
 
 /** Where the CLI's exit code comes from: see `exitCodeOf`. */
@@ -256,10 +257,11 @@ export async function* readEventStream(body: AsyncIterable<Uint8Array>): AsyncGe
 /** An event as the stream sent it, with its SSE id (what `Last-Event-ID` resumes after). */
 export interface StreamedEvent {
   id?: string;
-  event: AgentEvent | LiveEvent;
+  event: AgentEvent | LiveEvent | RunWait;
 }
 
-const LIVE_EVENT_TYPES = new Set<string>(["message_update", "tool_execution_update", "retry"]);
+/** Unnumbered events: the run's live events, and the API's `waiting` (contracts/waits.ts). */
+const LIVE_EVENT_TYPES = new Set<string>(["message_update", "tool_execution_update", "retry", "waiting"]);
 
 function runEventOf(message: EventSourceMessage): StreamedEvent | undefined {
   let data: unknown;
@@ -269,16 +271,17 @@ function runEventOf(message: EventSourceMessage): StreamedEvent | undefined {
     data = undefined;
   }
   if (message.event === "error") {
+    // The server's message says what failed; only a message-less error needs saying that the stream did.
     const detail = (data as { message?: unknown } | undefined)?.message;
     throw new ApiError(
       0,
       "stream-error",
-      `event stream failed: ${typeof detail === "string" ? detail : message.data}`,
+      typeof detail === "string" ? detail : `event stream failed: ${message.data}`,
     );
   }
   const fields = data as { seq?: unknown; type?: unknown } | undefined;
   const numbered = typeof fields?.seq === "number";
   if (!numbered && !(typeof fields?.type === "string" && LIVE_EVENT_TYPES.has(fields.type))) return undefined;
-  const event = data as AgentEvent | LiveEvent;
+  const event = data as AgentEvent | LiveEvent | RunWait;
   return message.id !== undefined ? { id: message.id, event } : { event };
 }

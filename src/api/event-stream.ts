@@ -18,6 +18,11 @@ import { liveState } from "./routes/common";
 export const EVENT_POLL_INTERVAL_MS = 300;
 /** An SSE comment this often keeps idle connections (and proxies) open. */
 export const SSE_KEEPALIVE_MS = 15_000;
+/**
+ * A stream quiet this long asks Temporal what the run waits for (and again as often while it
+ * stays quiet), so a wait on a runner or a worker is told within seconds, not after it.
+ */
+export const WAIT_CHECK_MS = 2_000;
 
 /** Where a client resumes: after numbered event `seq` and, among the live events after it, stream offset `offset`. */
 export interface ResumePoint {
@@ -104,13 +109,24 @@ async function streamEvents(
     (resume.offset === undefined || item.offset > resume.offset);
 
   const feed = runs.feed(ref, options.runOpen);
+  const waits = new WaitTeller(stream, runs, ref);
+  let lastItemAt = Date.now();
+  let lastWriteAt = Date.now();
   while (!closed.signal.aborted && Date.now() < deadline) {
-    const wait = Math.min(SSE_KEEPALIVE_MS, deadline - Date.now());
+    const wait = Math.min(WAIT_CHECK_MS, deadline - Date.now());
     const { items, end } = await feed.read(position, wait, closed.signal);
     if (items.length === 0 && !end) {
-      if (!closed.signal.aborted) await stream.write(": keep-alive\n\n");
+      if (closed.signal.aborted) continue;
+      const now = Date.now();
+      if (now - lastItemAt >= WAIT_CHECK_MS && (await waits.tell())) lastWriteAt = now;
+      if (now - lastWriteAt >= SSE_KEEPALIVE_MS) {
+        await stream.write(": keep-alive\n\n");
+        lastWriteAt = now;
+      }
       continue;
     }
+    lastItemAt = Date.now();
+    lastWriteAt = lastItemAt;
     for (const item of items) {
       position = item.n + 1;
       const event = item.event;
@@ -128,6 +144,7 @@ async function streamEvents(
       feedSeq = event.seq;
       if (event.seq <= sentSeq) continue;
       await send(event);
+      waits.progressed();
       if (event.type === "agent_end") return;
     }
     if (end?.kind === "closed") {
@@ -139,6 +156,36 @@ async function streamEvents(
       options.onFallback(end.error);
       return pollEvents(stream, runs, ref, sentSeq, deadline, closed.signal, children);
     }
+  }
+}
+
+/**
+ * Sends `event: waiting` (contracts/waits.ts; no id: it is not in the run's stream) when the run
+ * waits on a runner or a worker, once per wait: the same wait is told again only after the run
+ * made progress.
+ */
+class WaitTeller {
+  private told?: string;
+
+  constructor(
+    private readonly stream: SSEStreamingApi,
+    private readonly runs: RunClient,
+    private readonly ref: SessionRef,
+  ) {}
+
+  /** Asks what the run waits for and tells a new wait; true when it wrote. */
+  async tell(): Promise<boolean> {
+    // A description that fails says nothing new: the stream goes on as it would without it.
+    const wait = await this.runs.wait(this.ref).catch(() => undefined);
+    if (!wait || wait.message === this.told) return false;
+    this.told = wait.message;
+    await this.stream.writeSSE({ event: "waiting", data: JSON.stringify(wait) });
+    return true;
+  }
+
+  /** The run sent a numbered event: a wait after it is a new one. */
+  progressed(): void {
+    this.told = undefined;
   }
 }
 

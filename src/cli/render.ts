@@ -3,12 +3,12 @@
  * tokens and cost), and a spinner while a person waits on a terminal. Pure formatting except for
  * `EventPrinter` and `Spinner`, which write.
  */
+import type { RunWait } from "../contracts/waits";
 import type { AgentEvent, LiveEvent } from "../core/events";
 import type { AgentMessage, ToolResultMessage, Usage } from "../core/messages";
+import { Spinner } from "./spinner";
 
 const PREVIEW_CHARS = 160;
-const SPINNER_FRAMES = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
-const SPINNER_INTERVAL_MS = 100;
 
 export interface Output {
   write(text: string): void;
@@ -187,36 +187,6 @@ function waitingLabel(event: AgentEvent): string {
   }
 }
 
-/** A one-line spinner on a terminal; does nothing elsewhere. */
-export class Spinner {
-  private timer: NodeJS.Timeout | undefined;
-  private frame = 0;
-  private label = "";
-
-  constructor(private readonly output: Output) {}
-
-  start(label: string): void {
-    if (!this.output.isTTY) return;
-    this.label = label;
-    if (this.timer) return;
-    this.timer = setInterval(() => this.draw(), SPINNER_INTERVAL_MS);
-    this.draw();
-  }
-
-  /** Clears the spinner line so that other output can be written. */
-  stop(): void {
-    if (!this.timer) return;
-    clearInterval(this.timer);
-    this.timer = undefined;
-    this.output.write("\r\x1b[K");
-  }
-
-  private draw(): void {
-    this.frame = (this.frame + 1) % SPINNER_FRAMES.length;
-    this.output.write(`\r\x1b[K${SPINNER_FRAMES[this.frame]} ${this.label}`);
-  }
-}
-
 /** What the printer is in the middle of writing live: a block of a message, or a tool's output. */
 type OpenLive =
   | { kind: "text" | "thinking"; entryId: string; contentIndex: number }
@@ -247,6 +217,12 @@ export class EventPrinter {
   private readonly streamed = new Set<string>();
   /** A running tool's output shown so far, by tool call id. */
   private readonly toolOutput = new Map<string, string>();
+  /** Tool calls started and not ended, with the latest attempt whose output was shown (0: none yet). */
+  private readonly toolAttempts = new Map<string, number>();
+  /** Running tool calls whose runner or worker was lost: their output of attempts up to this one is old. */
+  private readonly staleUpTo = new Map<string, number>();
+  /** The wait last told, until the run makes progress. */
+  private toldWait?: string;
 
   constructor(
     private readonly output: Output,
@@ -268,8 +244,12 @@ export class EventPrinter {
     }
     this.spinner.stop();
     this.closeLive();
+    this.toldWait = undefined;
     const streamed = event.type === "message_end" && this.streamed.delete(event.entryId);
+    if (event.type === "tool_execution_start") this.toolAttempts.set(event.toolCallId, 0);
     if (event.type === "tool_execution_end") {
+      this.toolAttempts.delete(event.toolCallId);
+      this.staleUpTo.delete(event.toolCallId);
       // The live view ends with exactly what was stored: the rest of a command's output (the last
       // batch never comes live), or all of it when the events are read after the fact.
       const shown = this.toolOutput.get(event.toolCallId);
@@ -291,12 +271,13 @@ export class EventPrinter {
     if (event.type !== "agent_end") this.spinner.start(waitingLabel(event));
   }
 
-  /** Writes a live event: text as it comes, or one JSON line. */
-  live(event: LiveEvent): void {
+  /** Writes a live event (or the API's `waiting`): text as it comes, or one JSON line. */
+  live(event: LiveEvent | RunWait): void {
     if (this.json) {
       this.output.write(`${JSON.stringify(event)}\n`);
       return;
     }
+    if (event.type === "waiting") return this.waitingFor(event);
     if (event.type === "retry") {
       this.spinner.stop();
       this.closeLive();
@@ -307,6 +288,17 @@ export class EventPrinter {
       return;
     }
     if (event.type === "tool_execution_update") {
+      // Output of an attempt whose runner or worker was lost, read after that: not news.
+      if (event.attempt <= (this.staleUpTo.get(event.toolCallId) ?? 0)) return;
+      const shownAttempt = this.toolAttempts.get(event.toolCallId) ?? 0;
+      if (event.attempt < shownAttempt) return;
+      if (shownAttempt > 0 && event.attempt > shownAttempt) {
+        this.spinner.stop();
+        this.closeLive();
+        this.output.write(`  ↻ ${event.toolName} is tried again (attempt ${event.attempt})\n`);
+        this.toolOutput.delete(event.toolCallId);
+      }
+      if (this.toolAttempts.has(event.toolCallId)) this.toolAttempts.set(event.toolCallId, event.attempt);
       const fresh = unseenOutput(this.toolOutput.get(event.toolCallId) ?? "", event.partial);
       this.toolOutput.set(event.toolCallId, event.partial);
       if (!fresh) return;
@@ -349,6 +341,23 @@ export class EventPrinter {
     }
     this.streamed.add(event.entryId);
     this.writeLive(delta.delta, "    ", kind === "thinking");
+  }
+
+  /**
+   * Says what the run waits for, once per wait until the run makes progress; a lost runner or
+   * worker makes the running calls' output of its attempts old (it may still arrive, late).
+   */
+  private waitingFor(wait: RunWait): void {
+    if (wait.staleUpTo !== undefined) {
+      for (const id of this.toolAttempts.keys())
+        this.staleUpTo.set(id, Math.max(this.staleUpTo.get(id) ?? 0, wait.staleUpTo));
+    }
+    if (wait.message === this.toldWait) return;
+    this.toldWait = wait.message;
+    this.spinner.stop();
+    this.closeLive();
+    this.output.write(`  … ${wait.message}\n`);
+    this.spinner.start(wait.message.split(":")[0] ?? wait.message);
   }
 
   /** Writes `text`, starting each new line with `indent`. */

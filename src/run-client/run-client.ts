@@ -24,6 +24,7 @@ import {
   runWorkflowId,
   type SessionRef,
 } from "../contracts/runs";
+import type { RunWait } from "../contracts/waits";
 import type { AgentEvent } from "../core/events";
 import type { PolledActivityTask } from "../environments/calls";
 import type { McpToolList } from "../mcp/types";
@@ -47,6 +48,7 @@ import type {
 import { ANSWER_WAIT_MS, type Delivered, type DeliverOptions, Delivery } from "./delivery";
 import { Maintenance } from "./maintenance";
 import { type RunFeed, RunFeeds } from "./run-feed";
+import { describeRunWait } from "./run-waits";
 import {
   type LatestRun,
   type SessionExecutions,
@@ -300,6 +302,15 @@ export class RunClient {
   feed(ref: SessionRef, runOpen: boolean): RunFeed {
     this.feeds ??= new RunFeeds(this.client);
     return this.feeds.feed(runWorkflowId(ref), runOpen);
+  }
+
+  /**
+   * What the session's open run waits for (a runner of its environment, a worker), from
+   * Temporal's description of it: no worker needs to answer. Undefined when it waits on nothing
+   * outside itself, or is not open.
+   */
+  wait(ref: SessionRef): Promise<RunWait | undefined> {
+    return describeRunWait(this.handle(ref));
   }
 
   /** Events of the session's newest agent run after `afterSeq` (none when it never had a run). */

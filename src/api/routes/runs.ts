@@ -312,10 +312,11 @@ export function runRoutes(deps: RouteContext) {
             await stream.writeSSE({
               event: "error",
               data: JSON.stringify({
+                // What failed, precisely: a client shows it as it is (and reconnects).
                 message:
                   error instanceof RunNotAnsweringError
                     ? `the run cannot be read now: ${error.why}`
-                    : "event stream failed",
+                    : `the API could not read the run's events: ${String(error).split("\n")[0]?.slice(0, 300)}`,
               }),
             });
           },

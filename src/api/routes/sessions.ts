@@ -110,6 +110,11 @@ export function sessionRoutes(deps: RouteContext) {
       if (header?.parentSession !== undefined) view.parentSession = header.parentSession;
       if (header) view.createdAt = header.timestamp;
       if (run) view.run = runView(run);
+      if (view.run && view.status === "running") {
+        // Best effort: the view answers without it when Temporal cannot describe the run now.
+        const waiting = await (await deps.runs()).wait(ref).catch(() => undefined);
+        if (waiting) view.run.waiting = waiting;
+      }
       if (maintenance) view.maintenance = maintenance;
       return c.json(view, 200);
     })

@@ -21,6 +21,21 @@ export const PendingToolCallSchema = z.object({
   }),
 });
 
+export const RunWaitSchema = z
+  .object({
+    type: z.literal("waiting"),
+    on: z.enum(["environment", "worker"]),
+    environment: z.string().optional(),
+    message: z.string().openapi({ description: 'What a person reads, starting with "waiting for"' }),
+    attempt: z.number().int(),
+    staleUpTo: z.number().int().optional().openapi({
+      description:
+        "Set when a tool call's runner or worker stopped answering: its live output of attempts up to this one, read later, is old",
+    }),
+    since: z.number().openapi({ description: "Since when (epoch ms)" }),
+  })
+  .openapi("RunWait");
+
 export const SessionStatusSchema = z.enum(["idle", "running", "waiting_approval", "paused"]);
 
 export const SessionViewSchema = z
@@ -45,6 +60,10 @@ export const SessionViewSchema = z
           description: "Set while the run is paused at a budget: why, and until when it waits",
         }),
         budget: RunBudgetSchema.optional(),
+        waiting: RunWaitSchema.optional().openapi({
+          description:
+            "What a live run waits for outside itself (a runner of its environment, a worker), from Temporal's description of it; absent when its work is under way",
+        }),
         previousRunId: z.string().optional().openapi({
           description:
             "The run this one continues (continue-as-new): a long run's next execution, or the run that reads messages handed over at a run's end",

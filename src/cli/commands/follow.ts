@@ -138,6 +138,11 @@ export async function followRun(
   if (err) process.once("SIGINT", onInterrupt);
   printer.waiting();
   let toldWhy = false;
+  /**
+   * Stream errors since the last event: the first is a stream that broke off (the API's read of
+   * the run failed once) and is resumed quietly from the last id; a second in a row is said.
+   */
+  let brokenStreams = 0;
   let awaitingSession = options.waitForSession === true;
   let toldAwaiting = false;
   try {
@@ -146,6 +151,7 @@ export async function followRun(
         for await (const { id, event } of client.events(sessionId, lastId, { deltas: options.deltas })) {
           // The session exists once its stream answers; a 404 after that is an answer, not a wait.
           awaitingSession = false;
+          brokenStreams = 0;
           if (!("seq" in event)) {
             printer.live(event);
             if (id !== undefined) lastId = id;
@@ -175,6 +181,10 @@ export async function followRun(
             toldAwaiting = true;
           }
           await sleep(SESSION_POLL_MS);
+          continue;
+        }
+        if (error instanceof ApiError && error.slug === "stream-error" && brokenStreams++ === 0) {
+          await sleep(RECONNECT_DELAY_MS);
           continue;
         }
         // The run is durable: a worker that died or a stack that restarts is waited out, and said.

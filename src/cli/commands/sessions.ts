@@ -1,6 +1,7 @@
 /** `keel sessions` and `keel show`: what a tenant's sessions are and where they stand. */
 import type { InferResponseType } from "hono/client";
 import { type ApiClient, EXIT, UsageError } from "../../api-client/client";
+import type { RunWait } from "../../contracts/waits";
 import { type Command, integerOption, parseCommand, printJson } from "../command";
 import { formatUsage, formatUsd } from "../render";
 import { type SessionDetails, sessionDetails } from "./session-details";
@@ -156,6 +157,8 @@ export const showCommand: Command = {
       lines.push(`run      ${run.runId}: ${run.status}${turn}${run.endReason ? ` (${run.endReason})` : ""}`);
       if (run.error)
         lines.push(`error    ${run.error.type ? `${run.error.type}: ` : ""}${run.error.message}`);
+      // What a running run waits for outside itself: its status alone says "running".
+      if (run.waiting) lines.push(`waiting  ${waitLine(run.waiting, Date.now())}`);
       if (run.usage) lines.push(`usage    ${formatUsage(run.usage)}`);
       for (const call of run.pendingToolCalls) {
         lines.push(`pending  ${call.name} ${call.toolCallId} (${call.state})`);
@@ -166,3 +169,9 @@ export const showCommand: Command = {
     return EXIT.ok;
   },
 };
+
+/** `keel show`'s wait line: what the run waits for, and how long it has (`for environment \`e\`: … (52 s)`). */
+export function waitLine(wait: Pick<RunWait, "message" | "since">, now: number): string {
+  const seconds = Math.max(0, Math.round((now - wait.since) / 1000));
+  return `${wait.message.replace(/^waiting /, "")} (${seconds} s)`;
+}

@@ -15,6 +15,7 @@ import { streamQuery } from "../../../src/workflows/definitions";
 import { s3Client, s3Settings, uniqueName } from "../../support/integration-env";
 import { eventually, expectIntactSession, messagesOf, toolCallIds } from "../../support/run-harness";
 import { type ApiStage, expectProblem } from "../api/api-stage";
+import { runKeel } from "../cli/keel-process";
 import { claims, processesMatching, type RunnerStage, useRunnerStage, workspaceRoot } from "./runner-stage";
 
 let stage: RunnerStage;
@@ -361,6 +362,36 @@ test("no runner: the call waits, visibly, and runs when a runner comes", async (
   startRunner(env.name, env.token, ["--workspace-root", workspaceRoot()]);
   expect((await api.stage.result(ref)).status).toBe("completed");
   expect(toolTexts(await api.stage.entries(ref))).toEqual(["back"]);
+});
+
+test("a runner that died mid-call and no other up: the retry's wait is said in the stream and by keel show", async () => {
+  const env = await newEnvironment();
+  // A claim held here and never answered is a runner killed mid-call: its heartbeats stop.
+  const { ref } = await claimedByHand(
+    env,
+    "retry-waits",
+    { name: "bash", arguments: { command: "echo x" } },
+    20_000,
+  );
+  // The claim's heartbeat timeout (4 s) passes; Temporal schedules attempt 2, which no runner takes.
+  const retryWait = await eventually(async () => {
+    const page = await api.stage.client.workflow.getHandle(runWorkflowId(ref)).query(streamQuery, 0);
+    return page.items.find(
+      (item) => item.topic === "live" && (item.data as { attempt?: number }).attempt === 2,
+    )?.data as { partial?: string } | undefined;
+  }, 15_000);
+  expect(retryWait?.partial).toBe(
+    `[waiting for environment \`${env.name}\`: the runner that took this call stopped answering, and no runner has taken it again yet]`,
+  );
+  const shown = await runKeel(["show", ref.sessionId], {
+    KEEL_API_URL: stage.apiUrl,
+    KEEL_API_KEY: api.keys.a,
+  });
+  expect(shown.stdout).toMatch(
+    new RegExp(
+      `status   running\\n[^]*waiting  for environment \`${env.name}\`: the runner that took this call stopped answering, and no runner has taken it again yet \\(\\d+ s\\)`,
+    ),
+  );
 });
 
 test("a runner that went away while its claim waited: the call that claim's poll takes is given back at once", async () => {

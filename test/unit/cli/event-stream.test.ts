@@ -17,7 +17,7 @@ async function readWithIds(parts: string[]): Promise<StreamedEvent[]> {
   return events;
 }
 
-async function read(parts: string[]): Promise<(AgentEvent | LiveEvent)[]> {
+async function read(parts: string[]): Promise<StreamedEvent["event"][]> {
   return (await readWithIds(parts)).map(({ event }) => event);
 }
 
@@ -54,14 +54,15 @@ test("retry: fields, comments and multi-line data are read as the specification 
   expect(await read([body])).toEqual([]);
 });
 
-test("an error event from the server ends the stream with an ApiError", async () => {
-  const body = `data: ${JSON.stringify(start)}\r\n\r\nevent: error\r\ndata: {"message":"event stream failed"}\r\n\r\n`;
+test("an error event from the server ends the stream with an ApiError saying what the server said, once", async () => {
+  const said = "the API could not read the run's events: Error: 14 UNAVAILABLE";
+  const body = `data: ${JSON.stringify(start)}\r\n\r\nevent: error\r\ndata: ${JSON.stringify({ message: said })}\r\n\r\n`;
   const seen: AgentEvent[] = [];
   const reading = (async () => {
     for await (const { event } of readEventStream(chunks([body]))) seen.push(event as AgentEvent);
   })();
   await expect(reading).rejects.toThrow(ApiError);
-  await expect(reading).rejects.toThrow("event stream failed: event stream failed");
+  await expect(reading).rejects.toThrow(new ApiError(0, "stream-error", said));
   expect(seen).toEqual([start]);
 });
 

@@ -126,3 +126,47 @@ describe("a tool call ends with what was stored", () => {
     expect(aborted.text()).not.toContain("✓");
   });
 });
+
+const bashStart = {
+  seq: 3,
+  type: "tool_execution_start",
+  toolCallId: "c1",
+  toolName: "bash",
+  ranOn: "worker",
+} as const;
+const tick = (partial: string, attempt = 1): LiveEvent => ({
+  type: "tool_execution_update",
+  toolCallId: "c1",
+  toolName: "bash",
+  attempt,
+  partial,
+});
+const lostWorker = {
+  type: "waiting",
+  on: "worker",
+  attempt: 1,
+  staleUpTo: 1,
+  since: 0,
+  message: "waiting for a worker: the worker running a tool call stopped reporting",
+} as const;
+
+test("a takeover: the wait is said once, and the lost attempt's output read after it is not shown as new", () => {
+  const { out, text } = printer();
+  out.print(bashStart);
+  out.live(tick("tick 1\n"));
+  out.live(lostWorker);
+  out.live(lostWorker);
+  // Published before the worker died, read only once another worker took the run over.
+  out.live(tick("tick 1\ntick 2\n"));
+  expect(text()).toBe(`  ⚙ bash\n    │ tick 1\n  … ${lostWorker.message}\n`);
+});
+
+test("a call tried again says so, and its output starts again", () => {
+  const { out, text } = printer();
+  out.print(bashStart);
+  out.live(tick("[waiting for environment `e`: no runner has taken this call yet]"));
+  out.live(tick("[waiting for environment `e`: no runner has taken this call yet]", 2));
+  expect(text()).toBe(
+    "  ⚙ bash\n    │ [waiting for environment `e`: no runner has taken this call yet]\n  ↻ bash is tried again (attempt 2)\n    │ [waiting for environment `e`: no runner has taken this call yet]",
+  );
+});
