@@ -277,7 +277,10 @@ export class EventPrinter {
       this.output.write(`${JSON.stringify(event)}\n`);
       return;
     }
-    if (event.type === "waiting") return this.waitingFor(event);
+    if (event.type === "waiting") {
+      this.waitingFor(event);
+      return;
+    }
     if (event.type === "retry") {
       this.spinner.stop();
       this.closeLive();
@@ -348,10 +351,9 @@ export class EventPrinter {
    * worker makes the running calls' output of its attempts old (it may still arrive, late).
    */
   private waitingFor(wait: RunWait): void {
-    if (wait.staleUpTo !== undefined) {
-      for (const id of this.toolAttempts.keys())
-        this.staleUpTo.set(id, Math.max(this.staleUpTo.get(id) ?? 0, wait.staleUpTo));
-    }
+    const lost = wait.staleUpTo ?? 0;
+    for (const id of this.toolAttempts.keys())
+      this.staleUpTo.set(id, Math.max(this.staleUpTo.get(id) ?? 0, lost));
     if (wait.message === this.toldWait) return;
     this.toldWait = wait.message;
     this.spinner.stop();
