@@ -25,7 +25,7 @@ function activitiesFromEnv(): BareActivities {
   const io = require("./bare-io-activities") as typeof import("./bare-io-activities");
   const s3 = require("../../src/store/s3-config") as typeof import("../../src/store/s3-config");
   return io.bareIoActivities({
-    s3: s3.s3SettingsFromEnv(),
+    s3: s3.s3SettingsFromEnv(process.env),
     openaiBaseURL,
     folder: required("BENCH_IO_FOLDER"),
   });

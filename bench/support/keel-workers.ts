@@ -32,7 +32,13 @@ function workerConfig(stack: BenchStack, taskQueue: string, s3: S3Settings): Wor
     workflowBundlePath: stack.keelBundlePath,
     maxConcurrentActivities: MAX_CONCURRENT_ACTIVITIES,
     s3,
-    sandbox: { isolation: "bwrap", limits: DEFAULT_PROCESS_LIMITS, passEnv: [], fullNetwork: "off" },
+    sandbox: {
+      isolation: "bwrap",
+      limits: DEFAULT_PROCESS_LIMITS,
+      passEnv: [],
+      hostEnv: {},
+      fullNetwork: "off",
+    },
     snapshotMaxBytes: DEFAULT_SNAPSHOT_MAX_BYTES,
     workspaceIdleEvictMs: 0,
   };

@@ -10,23 +10,26 @@ import { pauseNoticeText } from "../integrations/slack/budget-commands";
 import { postSlackReply } from "../integrations/slack/reply";
 import type { ActivityDeps } from "./deps";
 
-export function pauseNoticeActivity({ markers }: ActivityDeps) {
+export function pauseNoticeActivity({ markers, slack = {} }: ActivityDeps) {
   return async function postPauseNotice(input: PostPauseNoticeInput): Promise<{ posted: boolean }> {
     const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
     const notice = `pause-${input.pause.since}`;
     if (!(await markers.markStarted(ref, { kind: "chatReply", runId: input.runId, notice }, 1)))
       return { posted: false };
     const { reason, message, until } = input.pause;
-    await postSlackReply({
-      channel: input.target.channel,
-      threadTs: input.target.threadTs,
-      text: pauseNoticeText(reason, message, until),
-    });
+    await postSlackReply(
+      {
+        channel: input.target.channel,
+        threadTs: input.target.threadTs,
+        text: pauseNoticeText(reason, message, until),
+      },
+      slack,
+    );
     return { posted: true };
   };
 }
 
-export function chatReplyActivity({ store, markers }: ActivityDeps) {
+export function chatReplyActivity({ store, markers, slack = {} }: ActivityDeps) {
   return async function postChatReply(input: PostChatReplyInput): Promise<{ posted: boolean }> {
     const ref = { tenantId: input.tenantId, sessionId: input.sessionId };
     if (!(await markers.markStarted(ref, { kind: "chatReply", runId: input.runId }, 1)))
@@ -46,7 +49,7 @@ export function chatReplyActivity({ store, markers }: ActivityDeps) {
       input.status === "completed"
         ? answerText || "(the run finished without a text answer)"
         : `The run ${input.status === "aborted" ? "was aborted" : "failed"}: ${input.reason}`;
-    await postSlackReply({ channel: input.target.channel, threadTs: input.target.threadTs, text });
+    await postSlackReply({ channel: input.target.channel, threadTs: input.target.threadTs, text }, slack);
     return { posted: true };
   };
 }

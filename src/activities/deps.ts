@@ -1,6 +1,7 @@
 /** What activities need from the worker process: created once per process, shared by every call. */
 import type { Launcher } from "../environments/launchers/types";
 import type { EnvironmentStore } from "../environments/store";
+import type { SlackClientSettings } from "../integrations/slack/reply";
 import type { McpConnections } from "../mcp/connections";
 import type { ModelCatalog } from "../providers/models";
 import type { Provider } from "../providers/types";
@@ -67,4 +68,6 @@ export interface ActivityDeps {
   tenants?: TenantStore;
   /** Whether a tenant has used up its token or cost budget (absent: tenant budgets pause nothing). */
   tenantBudget?: TenantBudgetCheck;
+  /** Where replies to Slack threads go (the worker's KEEL_SLACK_BOT_TOKEN and KEEL_SLACK_API_URL). */
+  slack?: SlackClientSettings;
 }

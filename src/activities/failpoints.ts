@@ -16,16 +16,16 @@ export type FailpointName =
   | "mergeSubAgentWorkspace.afterApply";
 
 /** How many times each enabled point is passed before it kills (1: the first time). */
-const killAt = new Map(
-  (process.env.KEEL_FAILPOINTS ?? "")
-    .split(",")
-    .filter(Boolean)
-    .map((spec): [string, number] => {
-      const [name = "", count] = spec.split("@");
-      return [name, count ? Number(count) : 1];
-    }),
-);
+const killAt = new Map<string, number>();
 const reached = new Map<string, number>();
+
+/** Enables the points of `spec` (the worker's KEEL_FAILPOINTS) in this process; once, at start. */
+export function armFailpoints(spec: string | undefined): void {
+  for (const item of (spec ?? "").split(",").filter(Boolean)) {
+    const [name = "", count] = item.split("@");
+    killAt.set(name, count ? Number(count) : 1);
+  }
+}
 
 export function failpoint(name: FailpointName): void {
   const at = killAt.get(name);

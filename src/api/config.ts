@@ -2,15 +2,18 @@
 import { readFileSync } from "node:fs";
 import { z } from "zod";
 import { DEFAULT_RUN_SETTINGS } from "../contracts/runs";
-import { booleanFlag, describeIssues } from "../core/env-settings";
+import { booleanFlag, parseSettings, type SettingsShape } from "../core/env-settings";
 import { isValidId } from "../core/ids";
 import { TEMPORAL_ENV, type TemporalSettings, temporalSettings } from "../core/temporal-settings";
-import { type McpPolicy, mcpPolicyFromEnv } from "../mcp/policy";
+import { MCP_ENV, type McpPolicy, mcpPolicyFromEnv } from "../mcp/policy";
 import { configuredBaseUrls, type Family, type ModelUrlEntry, parseModelUrls } from "../providers/model-urls";
-import { type S3Settings, s3SettingsFromEnv } from "../store/s3-config";
+import { PROVIDER_ENV } from "../providers/settings";
+import { S3_ENV, type S3Settings, s3SettingsFromEnv } from "../store/s3-config";
+import { TELEMETRY_ENV, type TelemetrySettings, telemetrySettingsFromEnv } from "../telemetry/settings";
 import { parseSlackTeams, type SlackTeams } from "../tenants/slack-team-tools";
 import { type GitHosts, parseGitHosts } from "../tools/git-source";
 import { type FullNetworkAccess, parseFullNetworkAccess } from "../tools/network-access";
+import { WORKER_ENV } from "../worker/env";
 
 /** Default request body limit: below API Gateway's and Lambda's 6 MB payload limit. */
 export const DEFAULT_BODY_LIMIT_BYTES = 5 * 1024 * 1024;
@@ -26,47 +29,101 @@ export const ApiKeysSchema = z.record(
 );
 export type ApiKeys = z.infer<typeof ApiKeysSchema>;
 
-const ApiEnvSchema = z.object({
+/** The API's variables: its own, and those of the parts it reaches (Temporal, S3, models, MCP, telemetry). */
+export const API_ENV = {
   ...TEMPORAL_ENV,
-  /** Model of runs whose message names none, and of branch summaries and compactions. */
-  KEEL_DEFAULT_MODEL: z.string().min(1).default(DEFAULT_RUN_SETTINGS.model),
-  KEEL_API_KEYS: z.string().optional(),
-  KEEL_API_KEYS_FILE: z.string().optional(),
-  /** Comma-separated sha256 digests of the operator's keys for the admin API (unset: no admin access). */
-  KEEL_ADMIN_KEY_SHA256: z.string().optional(),
-  KEEL_API_BODY_LIMIT_BYTES: z.coerce.number().int().positive().default(DEFAULT_BODY_LIMIT_BYTES),
-  KEEL_API_PORT: z.coerce.number().int().min(0).max(65_535).default(DEFAULT_API_PORT),
-  /** Lets callers start a workspace from a directory on the worker machine (off by default). */
-  KEEL_API_ALLOW_DIRECTORY_WORKSPACES: booleanFlag.default(false),
-  /** "off": runs must name a runner or launched environment (the workers run no tool call). */
-  KEEL_WORKER_TOOLS: z.enum(["on", "off"]).default("on"),
-  /** Who may ask for network "full" (the workers read the same setting): off, on, or tenant ids. */
-  KEEL_SANDBOX_NETWORK_FULL: z.string().optional(),
-  /** Longest life of one event stream; 0 = until the run ends. Behind API Gateway keep it < 29. */
-  KEEL_API_SSE_MAX_SECONDS: z.coerce.number().int().min(0).default(0),
-  /**
-   * The one tenant this deployment serves (its workers run tools unsandboxed, KEEL_SANDBOX=off):
-   * requests of every other tenant are refused with 403 tenant-not-served.
-   */
-  KEEL_SINGLE_TENANT: z.string().refine(isValidId, "must be a valid tenant id").optional(),
-  KEEL_SLACK_SIGNING_SECRET: z.string().min(1).optional(),
-  KEEL_SLACK_BOT_TOKEN: z.string().min(1).optional(),
-  /** JSON: Slack team id → tenant id, or → {tenant, allow, ask} (see slack/teams.ts). */
-  KEEL_SLACK_TEAMS: z.string().optional(),
-  KEEL_SLACK_TEAMS_FILE: z.string().optional(),
-  /** Replaced by KEEL_SLACK_TEAMS: refused with a message saying so. */
-  KEEL_SLACK_TENANT: z.string().optional(),
-  KEEL_SLACK_API_URL: z.url().optional(),
-  KEEL_SLACK_STOP_WORD: z.string().min(1).default(DEFAULT_SLACK_STOP_WORD),
-  /** Extra base URLs one-line models may name (the worker's list: see providers/model-urls.ts). */
-  KEEL_MODEL_URLS: z.string().optional(),
-  /** Hosts git workspace sources may name (tools/git-source.ts); unset: DEFAULT_GIT_HOSTS. */
-  KEEL_GIT_HOSTS: z.string().optional(),
-  /** The Temporal UI's address: the session viewer links each model and tool call there. */
-  KEEL_TEMPORAL_UI_URL: z.url({ protocol: /^https?$/ }).optional(),
-  /** The API's address as readers' browsers reach it: new runs link to their viewer page from the Temporal UI. */
-  KEEL_API_PUBLIC_URL: z.url({ protocol: /^https?$/ }).optional(),
-});
+  ...S3_ENV,
+  OPENAI_BASE_URL: PROVIDER_ENV.OPENAI_BASE_URL,
+  ANTHROPIC_BASE_URL: PROVIDER_ENV.ANTHROPIC_BASE_URL,
+  KEEL_MODELS_FILE: PROVIDER_ENV.KEEL_MODELS_FILE,
+  KEEL_MODEL_URLS: PROVIDER_ENV.KEEL_MODEL_URLS,
+  KEEL_MCP_SECRETS: MCP_ENV.KEEL_MCP_SECRETS,
+  KEEL_MCP_HOSTS: MCP_ENV.KEEL_MCP_HOSTS,
+  ...TELEMETRY_ENV,
+  KEEL_DEFAULT_MODEL: z
+    .string()
+    .min(1)
+    .default(DEFAULT_RUN_SETTINGS.model)
+    .describe("Model of runs whose message names none, and of branch summaries and compactions."),
+  KEEL_API_KEYS: z
+    .string()
+    .optional()
+    .describe(
+      'Tenants\' API keys (secret): JSON {"<sha256 hex of the key>": "<tenant id>"}; keys are never configured in clear.',
+    ),
+  KEEL_API_KEYS_FILE: z
+    .string()
+    .optional()
+    .describe("A file holding the same JSON as KEEL_API_KEYS (both are merged)."),
+  KEEL_ADMIN_KEY_SHA256: z
+    .string()
+    .optional()
+    .describe(
+      "Comma-separated sha256 digests of the operator's keys for the admin API (unset: no admin access).",
+    ),
+  KEEL_API_BODY_LIMIT_BYTES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(DEFAULT_BODY_LIMIT_BYTES)
+    .describe("Largest request body, in bytes (below API Gateway's and Lambda's 6 MB)."),
+  KEEL_API_PORT: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(65_535)
+    .default(DEFAULT_API_PORT)
+    .describe("The port the Node API server listens on."),
+  KEEL_API_ALLOW_DIRECTORY_WORKSPACES: booleanFlag
+    .default(false)
+    .describe("Lets callers start a workspace from a directory on the worker machine."),
+  KEEL_WORKER_TOOLS: WORKER_ENV.KEEL_WORKER_TOOLS,
+  KEEL_SANDBOX_NETWORK_FULL: WORKER_ENV.KEEL_SANDBOX_NETWORK_FULL,
+  KEEL_API_SSE_MAX_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(0)
+    .describe(
+      "Longest life of one event stream in seconds; 0 = until the run ends. Behind API Gateway keep it under 29.",
+    ),
+  KEEL_SINGLE_TENANT: WORKER_ENV.KEEL_SINGLE_TENANT,
+  KEEL_SLACK_SIGNING_SECRET: z
+    .string()
+    .min(1)
+    .optional()
+    .describe("The Slack app's signing secret (secret); unset: the Slack route answers 404."),
+  KEEL_SLACK_BOT_TOKEN: WORKER_ENV.KEEL_SLACK_BOT_TOKEN,
+  KEEL_SLACK_TEAMS: z
+    .string()
+    .optional()
+    .describe("JSON: Slack team id → tenant id, or → {tenant, allow, ask} (docs/integrations.md)."),
+  KEEL_SLACK_TEAMS_FILE: z
+    .string()
+    .optional()
+    .describe("A file holding the same JSON as KEEL_SLACK_TEAMS (both are merged)."),
+  KEEL_SLACK_TENANT: z
+    .string()
+    .optional()
+    .describe("Replaced by KEEL_SLACK_TEAMS: refused at start with a message saying so."),
+  KEEL_SLACK_API_URL: WORKER_ENV.KEEL_SLACK_API_URL,
+  KEEL_SLACK_STOP_WORD: z
+    .string()
+    .min(1)
+    .default(DEFAULT_SLACK_STOP_WORD)
+    .describe("A thread message consisting of this word (case-insensitive) aborts the run."),
+  KEEL_GIT_HOSTS: WORKER_ENV.KEEL_GIT_HOSTS,
+  KEEL_TEMPORAL_UI_URL: z
+    .url({ protocol: /^https?$/ })
+    .optional()
+    .describe("The Temporal UI's address: the session viewer links each model and tool call there."),
+  KEEL_API_PUBLIC_URL: z
+    .url({ protocol: /^https?$/ })
+    .optional()
+    .describe(
+      "The API's address as readers' browsers reach it: runs link to their viewer page from the Temporal UI.",
+    ),
+} satisfies SettingsShape;
 
 /** Where callers may point outbound requests: checked in message bodies, again on the worker. */
 export interface OutboundSettings {
@@ -117,6 +174,10 @@ export interface ApiConfig {
   outbound: OutboundSettings;
   /** The session viewer's links (docs/api.md, "Session viewer"). */
   viewer: ViewerLinks;
+  /** The operator's model catalog file (KEEL_MODELS_FILE). */
+  modelsFile?: string;
+  /** Spans and metrics (KEEL_OTEL_*); absent: telemetry off. */
+  telemetry?: TelemetrySettings;
 }
 
 export interface ViewerLinks {
@@ -166,10 +227,8 @@ function parseAdminDigests(text: string | undefined, apiKeys: ApiKeys): string[]
 }
 
 /** Throws one readable error listing every invalid variable (secret values are never shown). */
-export function apiConfigFromEnv(env: NodeJS.ProcessEnv = process.env): ApiConfig {
-  const parsed = ApiEnvSchema.safeParse(env);
-  if (!parsed.success) throw new Error(`Invalid API configuration: ${describeIssues(parsed.error)}`);
-  const values = parsed.data;
+export function apiConfigFromEnv(env: NodeJS.ProcessEnv): ApiConfig {
+  const values = parseSettings(API_ENV, env, "API");
   const apiKeys = {
     ...(values.KEEL_API_KEYS_FILE
       ? parseApiKeys(readFileSync(values.KEEL_API_KEYS_FILE, "utf8"), "KEEL_API_KEYS_FILE")
@@ -178,7 +237,9 @@ export function apiConfigFromEnv(env: NodeJS.ProcessEnv = process.env): ApiConfi
   };
   const adminKeyDigests = parseAdminDigests(values.KEEL_ADMIN_KEY_SHA256, apiKeys);
   let outbound: OutboundSettings;
+  let telemetry: TelemetrySettings | undefined;
   try {
+    telemetry = telemetrySettingsFromEnv("keel-api", env);
     outbound = {
       modelUrls: parseModelUrls(values.KEEL_MODEL_URLS),
       providerBaseUrls: configuredBaseUrls(env),
@@ -233,6 +294,8 @@ export function apiConfigFromEnv(env: NodeJS.ProcessEnv = process.env): ApiConfi
     ...(values.KEEL_SINGLE_TENANT !== undefined ? { singleTenant: values.KEEL_SINGLE_TENANT } : {}),
     slack,
     outbound,
+    ...(values.KEEL_MODELS_FILE ? { modelsFile: values.KEEL_MODELS_FILE } : {}),
+    ...(telemetry ? { telemetry } : {}),
     viewer: {
       ...(values.KEEL_TEMPORAL_UI_URL !== undefined
         ? { temporalUi: { url: values.KEEL_TEMPORAL_UI_URL, namespace: values.KEEL_TEMPORAL_NAMESPACE } }

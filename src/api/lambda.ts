@@ -7,6 +7,7 @@
  * (`flushedInvocation`): the environment is frozen once it returns.
  */
 import { handle } from "hono/aws-lambda";
+import { describeUnknownSettings, unknownSettings } from "../core/env-settings";
 import { flushedInvocation } from "../telemetry/lambda";
 import type { Telemetry } from "../telemetry/sdk";
 import { resolveSecretEnv } from "../worker/secrets";
@@ -24,8 +25,12 @@ let cached: Promise<Environment> | undefined;
 
 /** Secrets (`*_SECRET_ARN`) are resolved once, before the configuration is read. */
 async function createHandler(): Promise<Environment> {
-  await resolveSecretEnv();
-  const runtime = createApiRuntime(apiConfigFromEnv());
+  // The one read of this process's environment: everything below gets its settings from here.
+  await resolveSecretEnv(process.env);
+  const config = apiConfigFromEnv(process.env);
+  for (const line of describeUnknownSettings(unknownSettings(process.env)))
+    process.stderr.write(`${JSON.stringify({ level: "warn", msg: line })}\n`);
+  const runtime = createApiRuntime(config);
   return { handle: handle(runtime.app), telemetry: runtime.telemetry };
 }
 

@@ -9,7 +9,6 @@ import { SessionStore } from "../store/session-store";
 import { ToolCallMarkers } from "../store/tool-call-markers";
 import { WorkspaceSnapshots } from "../store/workspace-snapshots";
 import { startTelemetry, type Telemetry } from "../telemetry/sdk";
-import { telemetrySettingsFromEnv } from "../telemetry/settings";
 import { type ApiApp, createApp } from "./app";
 import type { ApiConfig } from "./config";
 import { LazyRunClient } from "./temporal";
@@ -22,10 +21,9 @@ export interface ApiRuntime {
   close(): Promise<void>;
 }
 
-/** The app over its dependencies; starts telemetry first when `env` sets KEEL_OTEL_ENDPOINT. */
-export function createApiRuntime(config: ApiConfig, env: NodeJS.ProcessEnv = process.env): ApiRuntime {
-  const telemetrySettings = telemetrySettingsFromEnv("keel-api", env);
-  const telemetry = telemetrySettings ? startTelemetry(telemetrySettings) : undefined;
+/** The app over its dependencies; starts telemetry first when the configuration turns it on. */
+export function createApiRuntime(config: ApiConfig): ApiRuntime {
+  const telemetry = config.telemetry ? startTelemetry(config.telemetry) : undefined;
   const s3 = createS3Client(config.s3);
   const store = new SessionStore(s3, config.s3);
   const temporal = new LazyRunClient(
@@ -41,7 +39,7 @@ export function createApiRuntime(config: ApiConfig, env: NodeJS.ProcessEnv = pro
     store,
     snapshots: new WorkspaceSnapshots(s3, config.s3),
     objects: new JsonObjects(s3, config.s3.bucket, config.s3.prefix),
-    catalog: loadCatalog(),
+    catalog: loadCatalog(config.modelsFile ? { modelsFile: config.modelsFile } : {}),
     tenants: tenantServices(s3, config.s3, () => temporal.get()),
     environments: {
       store: new EnvironmentStore(s3, config.s3.bucket, config.s3.prefix),

@@ -4,6 +4,7 @@
  */
 import type { Duplex } from "node:stream";
 import { type ServerType, serve } from "@hono/node-server";
+import { describeUnknownSettings, unknownSettings } from "../core/env-settings";
 import type { ApiApp } from "./app";
 import { apiConfigFromEnv } from "./config";
 import { PROBLEM_CONTENT_TYPE, type ProblemSlug, problemDocument } from "./problems";
@@ -92,7 +93,10 @@ function logLine(record: Record<string, unknown>): void {
 
 async function main(): Promise<void> {
   installSafetyNet(logLine);
-  const config = apiConfigFromEnv();
+  // The one read of this process's environment: everything below gets its settings from here.
+  const config = apiConfigFromEnv(process.env);
+  for (const line of describeUnknownSettings(unknownSettings(process.env)))
+    logLine({ level: "warn", msg: line });
   const runtime = createApiRuntime(config);
   const { server, port } = await startApiServer(runtime.app, config.port);
   process.stdout.write(`${JSON.stringify({ msg: "api started", port })}\n`);

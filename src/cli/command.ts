@@ -4,9 +4,8 @@
  */
 import { type ParseArgsConfig, parseArgs } from "node:util";
 import { ApiClient, type ExitCode, UsageError } from "../api-client/client";
+import { DEFAULT_API_URL } from "../api-client/settings";
 import type { Output } from "./render";
-
-export const DEFAULT_API_URL = "http://127.0.0.1:8787";
 
 type OptionSpecs = NonNullable<ParseArgsConfig["options"]>;
 

@@ -129,7 +129,7 @@ function rememberedPort(file: string, fallback: number): number {
 }
 
 /** Temporal and S3: started side by side (or the configured existing ones). */
-export async function startDevStack(env: NodeJS.ProcessEnv = process.env): Promise<DevStack> {
+export async function startDevStack(env: NodeJS.ProcessEnv): Promise<DevStack> {
   const dataDir = env.KEEL_DATA_DIR ?? join(projectRoot, ".keel/data");
   const stops: Array<() => Promise<void>> = [];
   const stop = async () => {
@@ -220,8 +220,15 @@ async function step<T>(out: Output, label: string, action: () => Promise<T>): Pr
   }
 }
 
-/** Runs the local stack in the foreground until SIGINT / SIGTERM. */
-export async function runDev(argv: string[], out: Output = stdoutOutput): Promise<ExitCode> {
+/**
+ * Runs the local stack in the foreground until SIGINT / SIGTERM. `env`: the caller's environment
+ * (DEV_ENV's variables, and the worker settings it passes on).
+ */
+export async function runDev(
+  argv: string[],
+  env: NodeJS.ProcessEnv,
+  out: Output = stdoutOutput,
+): Promise<ExitCode> {
   let values: { "no-demo"?: boolean; model?: string; traces?: boolean; runner?: boolean };
   try {
     values = parseArgs({
@@ -237,7 +244,6 @@ export async function runDev(argv: string[], out: Output = stdoutOutput): Promis
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
-  const env = process.env;
   const { model, local } = chooseModel(env, values.model);
   const dataDir = env.KEEL_DATA_DIR ?? join(projectRoot, ".keel/data");
   mkdirSync(dataDir, { recursive: true });
@@ -386,8 +392,10 @@ export async function runDev(argv: string[], out: Output = stdoutOutput): Promis
         // The session viewer links to the Temporal UI, and new runs link back to the viewer.
         ...(stack.temporal.uiUrl ? { KEEL_TEMPORAL_UI_URL: stack.temporal.uiUrl } : {}),
         KEEL_API_PUBLIC_URL: `http://127.0.0.1:${apiPort}`,
+        KEEL_MODELS_FILE: env.KEEL_MODELS_FILE,
+        ...telemetryEnv,
       });
-      const runtime = createApiRuntime(config, telemetryEnv);
+      const runtime = createApiRuntime(config);
       const { server, port } = await startApiServer(runtime.app, apiPort);
       return { runtime, server: server as Server, url: `http://127.0.0.1:${port}` };
     });

@@ -5,6 +5,7 @@
  * 2 usage error, 3 not found or refused.
  */
 import { ApiError, EXIT, type ExitCode, exitCodeOf, hintFor, UsageError } from "../api-client/client";
+import { describeUnknownSettings, unknownSettings } from "../core/env-settings";
 import type { Command, CommandContext } from "./command";
 import { adminCommand, usageCommand } from "./commands/admin";
 import { budgetCommand, resumeCommand } from "./commands/budget";
@@ -86,7 +87,7 @@ export async function main(argv: string[], context: CommandContext): Promise<Exi
       context.out.write(devUsage);
       return EXIT.ok;
     }
-    return runDev(rest, context.out);
+    return runDev(rest, context.env, context.out);
   }
   const command = COMMANDS[name];
   if (!command) throw new UsageError(`unknown command '${name}'`);
@@ -125,9 +126,14 @@ function exitAfterFlush(code: number): void {
   process.stdout.write("", () => process.exit(code));
 }
 
-/** Runs `keel` with the process's arguments and exits with its code. */
+/**
+ * Runs `keel` with the process's arguments and exits with its code. The one read of this
+ * process's environment: commands get it as `context.env`.
+ */
 export function cli(): void {
   const argv = process.argv.slice(2);
+  for (const line of describeUnknownSettings(unknownSettings(process.env)))
+    process.stderr.write(`keel: warning: ${line}\n`);
   main(argv, {
     env: process.env,
     out: stdoutOutput,

@@ -4,17 +4,27 @@
  * one deployment cannot read the same variables differently.
  */
 import { z } from "zod";
+import type { SettingsShape } from "./env-settings";
 
 export const DEFAULT_TEMPORAL_NAMESPACE = "default";
 
 /** KEEL_TEMPORAL_* and KEEL_TASK_QUEUE, as fields of a process's environment schema. */
 export const TEMPORAL_ENV = {
-  KEEL_TEMPORAL_ADDRESS: z.string().default("127.0.0.1:7233"),
-  KEEL_TEMPORAL_NAMESPACE: z.string().default(DEFAULT_TEMPORAL_NAMESPACE),
-  /** Temporal Cloud API key; TLS is used when it is set. */
-  KEEL_TEMPORAL_API_KEY: z.string().optional(),
-  KEEL_TASK_QUEUE: z.string().min(1).default("keel"),
-};
+  KEEL_TEMPORAL_ADDRESS: z.string().default("127.0.0.1:7233").describe("The Temporal frontend, host:port."),
+  KEEL_TEMPORAL_NAMESPACE: z
+    .string()
+    .default(DEFAULT_TEMPORAL_NAMESPACE)
+    .describe("The Temporal namespace runs live in."),
+  KEEL_TEMPORAL_API_KEY: z
+    .string()
+    .optional()
+    .describe("A Temporal Cloud API key (secret); TLS is used when it is set."),
+  KEEL_TASK_QUEUE: z
+    .string()
+    .min(1)
+    .default("keel")
+    .describe("The task queue of runs and their activities (environments' calls have queues of their own)."),
+} satisfies SettingsShape;
 
 type TemporalEnv = z.infer<z.ZodObject<typeof TEMPORAL_ENV>>;
 

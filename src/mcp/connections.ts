@@ -14,7 +14,7 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { guardedFetch } from "../net/guarded-fetch";
 import { bashCommandLine, type SandboxPolicy } from "../tools/sandbox";
-import { MCP_SECRETS_SETTING, type McpPolicy } from "./policy";
+import { MCP_SECRETS_SETTING, type McpSettings } from "./policy";
 import { CommandLineTransport } from "./stdio-transport";
 import { isHttpServer, type McpServerSettings, type McpValue } from "./types";
 
@@ -54,12 +54,8 @@ interface Pooled {
 export class McpConnections {
   private readonly pool = new Map<string, Pooled>();
 
-  constructor(
-    private readonly policy: McpPolicy,
-    /** Host folders bound read-only into stdio servers' sandboxes (KEEL_MCP_MOUNTS). */
-    private readonly mounts: string[],
-    private readonly env: NodeJS.ProcessEnv = process.env,
-  ) {}
+  /** `settings`: the process's KEEL_MCP_* settings and the values of the secrets they list (mcpSettingsFromEnv). */
+  constructor(private readonly settings: McpSettings) {}
 
   /**
    * Runs `use` with a connected client of `server` for the session, connecting first when needed.
@@ -156,7 +152,7 @@ export class McpConnections {
     try {
       if (isHttpServer(server)) {
         const headers = this.resolve(server.headers);
-        const allowed = (host: string) => this.policy.privateHosts.includes(host);
+        const allowed = (host: string) => this.settings.policy.privateHosts.includes(host);
         transport = new StreamableHTTPClientTransport(new URL(server.url), {
           fetch: guardedFetch(allowed),
           requestInit: { headers },
@@ -167,7 +163,7 @@ export class McpConnections {
         const policy: SandboxPolicy = {
           ...context.sandbox,
           network,
-          readOnlyPaths: this.mounts,
+          readOnlyPaths: this.settings.mounts,
           extraEnv: this.resolve(server.env),
         };
         stdio = new CommandLineTransport(bashCommandLine(context.workspaceDir, policy, script));
@@ -200,11 +196,11 @@ export class McpConnections {
         out[name] = value;
         continue;
       }
-      if (!this.policy.secrets.includes(value.secret))
+      if (!this.settings.policy.secrets.includes(value.secret))
         throw new Error(
           `the secret ${value.secret} is not one this worker lets MCP servers have (${MCP_SECRETS_SETTING})`,
         );
-      const secret = this.env[value.secret];
+      const secret = this.settings.secretValues[value.secret];
       if (secret === undefined) throw new Error(`the secret ${value.secret} is not set on this worker`);
       out[name] = secret;
     }

@@ -136,11 +136,9 @@ export function readModelsFile(path: string): ModelInfo[] {
   return parsed.data.models;
 }
 
-/** Built-in models, then `modelsFile` (default `KEEL_MODELS_FILE`), then `extra`. */
-export function loadCatalog(
-  options: { modelsFile?: string; extra?: ModelInfo[]; env?: NodeJS.ProcessEnv } = {},
-): ModelCatalog {
-  const modelsFile = options.modelsFile ?? (options.env ?? process.env).KEEL_MODELS_FILE;
+/** Built-in models, then `modelsFile` (the operator's KEEL_MODELS_FILE), then `extra`. */
+export function loadCatalog(options: { modelsFile?: string; extra?: ModelInfo[] } = {}): ModelCatalog {
+  const { modelsFile } = options;
   const builtin = CatalogFileSchema.parse(builtinCatalog).models;
   const extra = options.extra ?? [];
   if (!modelsFile) return new ModelCatalog([...builtin, ...extra]);
@@ -153,7 +151,7 @@ export function loadCatalog(
 
 let defaultCatalog: ModelCatalog | undefined;
 
-/** Resolves `id` in the default catalog (built-ins + `KEEL_MODELS_FILE`, re-read on change). */
+/** Resolves `id` among the built-in models (and one-line model ids). */
 export function resolveModel(id: string): ModelInfo {
   defaultCatalog ??= loadCatalog();
   return defaultCatalog.resolve(id);

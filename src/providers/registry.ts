@@ -35,11 +35,15 @@ export interface ProviderConfig {
   openai?: Partial<ProviderConnection>;
   /** Unset fields come from `ANTHROPIC_API_KEY` / `ANTHROPIC_BASE_URL`. */
   anthropic?: Partial<AnthropicConnection>;
-  /** Environment to read; defaults to `process.env`. */
+  /**
+   * The variables keys and base URLs are read from (the process's environment, passed down from
+   * its entry point): the OPENAI_ and ANTHROPIC_ keys and base URLs, and the key variables KEEL_MODEL_URLS names. Default:
+   * none.
+   */
   env?: NodeJS.ProcessEnv;
   /** Extra base URLs one-line models may name (KEEL_MODEL_URLS); default: parsed from `env`. */
   modelUrls?: readonly ModelUrlEntry[];
-  /** The operator's catalog, whose base URLs get the family's key; default: `loadCatalog({ env })`. */
+  /** The operator's catalog, whose base URLs get the family's key; default: the built-in models. */
   catalog?: ModelCatalog;
 }
 
@@ -66,8 +70,8 @@ function instantiate(api: ModelApi, connection: AnthropicConnection): Provider {
  * refuses, the call comes back as a non-retryable error result without any request.
  */
 export function createProvider(config: ProviderConfig = {}): Provider {
-  const env = config.env ?? process.env;
-  const catalog = config.catalog ?? loadCatalog({ env });
+  const env = config.env ?? {};
+  const catalog = config.catalog ?? loadCatalog();
   const configuredUrls = configuredBaseUrls(env);
   for (const family of ["openai", "anthropic"] as const) {
     const baseURL = config[family]?.baseURL;

@@ -5,6 +5,7 @@
  */
 import { S3Client } from "@aws-sdk/client-s3";
 import { z } from "zod";
+import type { SettingsShape } from "../core/env-settings";
 
 export const S3SettingsSchema = z.object({
   bucket: z.string().min(3),
@@ -26,8 +27,43 @@ export const S3SettingsSchema = z.object({
 });
 export type S3Settings = z.infer<typeof S3SettingsSchema>;
 
-/** Reads S3 settings from KEEL_S3_* variables; throws a readable error when they are invalid. */
-export function s3SettingsFromEnv(env: NodeJS.ProcessEnv = process.env): S3Settings {
+/** The KEEL_S3_* variables, as fields of a process's settings schema. */
+export const S3_ENV = {
+  KEEL_S3_BUCKET: z
+    .string()
+    .optional()
+    .describe("The bucket sessions, workspaces and Keel's records are kept in (required)."),
+  KEEL_S3_PREFIX: z
+    .string()
+    .optional()
+    .describe('Key prefix under which Keel keeps everything, e.g. "keel/".'),
+  KEEL_S3_REGION: z.string().optional().describe("The bucket's region (else AWS_REGION, else us-east-1)."),
+  AWS_REGION: z
+    .string()
+    .optional()
+    .describe("The AWS region (set by AWS runtimes); the S3 region when KEEL_S3_REGION is unset."),
+  KEEL_S3_ENDPOINT: z.url().optional().describe("An S3-compatible server's URL; unset for AWS S3."),
+  KEEL_S3_FORCE_PATH_STYLE: z
+    .enum(["true", "false"])
+    .optional()
+    .describe("true: path-style addressing (bucket in the path), which most S3-compatible servers need."),
+  KEEL_S3_ACCESS_KEY_ID: z
+    .string()
+    .optional()
+    .describe(
+      "Static credentials (secret); unset: the AWS default provider chain (roles, environment, profile).",
+    ),
+  KEEL_S3_SECRET_ACCESS_KEY: z.string().optional().describe("Static credentials' secret key (secret)."),
+  KEEL_S3_CHECKSUMS: z
+    .enum(["when_required", "when_supported"])
+    .optional()
+    .describe(
+      '"when_required" sends checksums only where S3 requires them (S3-compatible servers that do not know the SDK\'s CRC checksums); "when_supported" (default) is the SDK\'s.',
+    ),
+} satisfies SettingsShape;
+
+/** S3 settings from parsed `S3_ENV` values; throws a readable error when they are invalid. */
+export function s3SettingsFromEnv(env: NodeJS.ProcessEnv): S3Settings {
   const parsed = S3SettingsSchema.safeParse({
     bucket: env.KEEL_S3_BUCKET,
     prefix: env.KEEL_S3_PREFIX,

@@ -50,20 +50,35 @@ export function assertPassableNames(names: readonly string[]): void {
   }
 }
 
+/**
+ * What of the host process's environment commands may be given (SandboxConfig.hostEnv): PATH,
+ * HOME, TMPDIR and USER (unsandboxed commands), locales, and the `passEnv` variables. Built once
+ * at the process's entry point, so nothing else of it is kept beside the sandbox's settings.
+ */
+export function hostEnvironment(env: NodeJS.ProcessEnv, passEnv: readonly string[]): NodeJS.ProcessEnv {
+  const kept: NodeJS.ProcessEnv = {};
+  for (const [name, value] of Object.entries(env)) {
+    const wanted =
+      ["PATH", "HOME", "TMPDIR", "USER"].includes(name) ||
+      LOCALE_NAMES.includes(name) ||
+      name.startsWith("LC_") ||
+      passEnv.includes(name);
+    if (wanted && value !== undefined) kept[name] = value;
+  }
+  return kept;
+}
+
 export interface EnvironmentOptions {
   /** Worker variables passed through (already checked by assertPassableNames). */
   passEnv: readonly string[];
   /** Inside the sandbox: the system PATH and a private home under /tmp; otherwise the worker's PATH and HOME. */
   sandboxed: boolean;
-  source?: NodeJS.ProcessEnv;
+  /** The host process's environment (SandboxConfig.hostEnv). */
+  source: NodeJS.ProcessEnv;
 }
 
 /** The complete environment of a command: allowlisted names only. */
-export function commandEnvironment({
-  passEnv,
-  sandboxed,
-  source = process.env,
-}: EnvironmentOptions): NodeJS.ProcessEnv {
+export function commandEnvironment({ passEnv, sandboxed, source }: EnvironmentOptions): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = sandboxed
     ? { PATH: SYSTEM_PATH, HOME: "/tmp", TMPDIR: "/tmp", USER: "sandbox", LOGNAME: "sandbox" }
     : { PATH: source.PATH, HOME: source.HOME, TMPDIR: source.TMPDIR, USER: source.USER };

@@ -89,6 +89,11 @@ export interface SandboxConfig {
   limits: ProcessLimits;
   /** Names of worker environment variables passed to commands (none by default). */
   passEnv: string[];
+  /**
+   * The host process's environment, given by its entry point: where an unsandboxed command's
+   * PATH, HOME and locale come from, and the values of `passEnv`. Nothing else of it is used.
+   */
+  hostEnv: NodeJS.ProcessEnv;
   /** Who may use network "full" (KEEL_SANDBOX_NETWORK_FULL; default nobody). */
   fullNetwork: FullNetworkAccess;
 }
@@ -108,6 +113,7 @@ export const DEFAULT_SANDBOX_POLICY: SandboxPolicy = {
   isolation: "bwrap",
   limits: DEFAULT_PROCESS_LIMITS,
   passEnv: [],
+  hostEnv: {},
   fullNetwork: "off",
   network: "none",
 };
@@ -267,7 +273,10 @@ export function bashCommandLine(
       ? {
           file: "bash",
           args: ["-c", body],
-          env: { ...commandEnvironment({ passEnv: policy.passEnv, sandboxed: false }), ...policy.extraEnv },
+          env: {
+            ...commandEnvironment({ passEnv: policy.passEnv, sandboxed: false, source: policy.hostEnv }),
+            ...policy.extraEnv,
+          },
           cwd: workspaceDir,
         }
       : {
@@ -280,7 +289,7 @@ export function bashCommandLine(
                 workspaceDir,
                 policy,
                 {
-                  ...commandEnvironment({ passEnv: policy.passEnv, sandboxed: true }),
+                  ...commandEnvironment({ passEnv: policy.passEnv, sandboxed: true, source: policy.hostEnv }),
                   ...policy.extraEnv,
                   ...(allowlist ? EGRESS_PROXY_ENV : {}),
                 },

@@ -22,8 +22,8 @@ import { workerTelemetryOptions } from "./telemetry";
 import {
   commonWorkerOptions,
   launcherFromConfig,
-  mcpConnectionsFromEnv,
   workerActivities,
+  workerMcpConnections,
 } from "./worker-setup";
 
 const DEFAULT_SHUTDOWN_GRACE_MS = 60_000;
@@ -54,7 +54,7 @@ export async function createKeelWorkers(config: WorkerConfig, telemetry?: Teleme
   const connection = await NativeConnection.connect(temporalConnectOptions(config.temporal));
   const s3 = createS3Client(config.s3);
   const ownTaskQueue = workspaceTaskQueue(config.taskQueue, config.workspaceRoot);
-  const mcp = mcpConnectionsFromEnv();
+  const mcp = workerMcpConnections(config);
   const launcher = launcherFromConfig(config, s3);
   const stopping = new AbortController();
   const activities = workerActivities(config, s3, ownTaskQueue, mcp, launcher, stopping.signal);

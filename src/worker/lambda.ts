@@ -22,16 +22,21 @@
  */
 import { runWorker } from "@temporalio/lambda-worker";
 import { z } from "zod";
+import {
+  describeUnknownSettings,
+  parseSettings,
+  type SettingsShape,
+  unknownSettings,
+} from "../core/env-settings";
 import type { McpConnections } from "../mcp/connections";
 import { createS3Client } from "../store/s3-config";
 import { flushedInvocation } from "../telemetry/lambda";
 import { startTelemetry, type Telemetry } from "../telemetry/sdk";
-import { telemetrySettingsFromEnv } from "../telemetry/settings";
 import { workerConfigFromEnv, workflowBundleOf } from "./config";
 import { log } from "./log";
 import { resolveSecretEnv } from "./secrets";
 import { temporalMetricsExporter, workerTelemetryOptions } from "./telemetry";
-import { commonWorkerOptions, mcpConnectionsFromEnv, workerActivities } from "./worker-setup";
+import { commonWorkerOptions, workerActivities, workerMcpConnections } from "./worker-setup";
 
 /** The handler `runWorker` builds. */
 type LambdaWorkerHandler = ReturnType<typeof runWorker>;
@@ -41,10 +46,17 @@ export type LambdaContext = Parameters<LambdaWorkerHandler>[1];
 /** Activity slots per invocation: a run's parallel tool calls plus its LLM turn. */
 const LAMBDA_MAX_CONCURRENT_ACTIVITIES = 8;
 
-const DeploymentEnvSchema = z.object({
-  KEEL_WORKER_DEPLOYMENT_NAME: z.string().min(1),
-  KEEL_WORKER_BUILD_ID: z.string().min(1),
-});
+/** The Lambda worker's variables beside the worker's (WORKER_ENV). */
+export const LAMBDA_WORKER_ENV = {
+  KEEL_WORKER_DEPLOYMENT_NAME: z
+    .string()
+    .min(1)
+    .describe("Lambda worker: the Temporal worker deployment's name (set by the CDK stack)."),
+  KEEL_WORKER_BUILD_ID: z
+    .string()
+    .min(1)
+    .describe("Lambda worker: the build id of this worker deployment version (set by the CDK stack)."),
+} satisfies SettingsShape;
 
 /** The `runWorker` handler, the MCP connections its activities open, telemetry when on. */
 interface Environment {
@@ -55,10 +67,12 @@ interface Environment {
 
 /** Resolves secrets, validates configuration and builds the `runWorker` handler: once per environment. */
 async function createHandler(): Promise<Environment> {
-  await resolveSecretEnv();
-  const config = workerConfigFromEnv();
-  const deployment = DeploymentEnvSchema.parse(process.env);
-  const telemetrySettings = telemetrySettingsFromEnv("keel-worker");
+  // The one read of this process's environment: everything below gets its settings from here.
+  await resolveSecretEnv(process.env);
+  const config = workerConfigFromEnv(process.env);
+  const deployment = parseSettings(LAMBDA_WORKER_ENV, process.env, "Lambda worker");
+  for (const line of describeUnknownSettings(unknownSettings(process.env))) log("warn", line, {});
+  const telemetrySettings = config.telemetry;
   const workflowBundlePath = workflowBundleOf(config, telemetrySettings !== undefined);
   if (!workflowBundlePath) throw new Error("KEEL_WORKFLOW_BUNDLE is required on Lambda");
   // Before the activities: they wrap the model provider only when telemetry is on.
@@ -66,7 +80,7 @@ async function createHandler(): Promise<Environment> {
   try {
     const s3 = createS3Client(config.s3);
     // No per-invocation queue can outlive the invocation: tool calls use the shared queue.
-    const mcp = mcpConnectionsFromEnv();
+    const mcp = workerMcpConnections(config);
     const activities = workerActivities(config, s3, config.taskQueue, mcp);
     log("info", "lambda worker configured", {
       taskQueue: config.taskQueue,

@@ -2,16 +2,18 @@
  * The long-running worker process: `tsx src/worker/main.ts`. Configuration from KEEL_* variables
  * (see docs/architecture.md); SIGINT / SIGTERM drain in-flight tasks and stop it.
  */
+import { describeUnknownSettings, unknownSettings } from "../core/env-settings";
 import { startTelemetry } from "../telemetry/sdk";
-import { telemetrySettingsFromEnv } from "../telemetry/settings";
 import { workerConfigFromEnv } from "./config";
 import { createKeelWorkers } from "./create-worker";
 import { installTemporalLogging, log } from "./log";
 import { temporalMetricsExporter } from "./telemetry";
 
 async function main(): Promise<void> {
-  const config = workerConfigFromEnv();
-  const telemetrySettings = telemetrySettingsFromEnv("keel-worker");
+  // The one read of this process's environment: everything below gets its settings from here.
+  const config = workerConfigFromEnv(process.env);
+  for (const line of describeUnknownSettings(unknownSettings(process.env))) log("warn", line, {});
+  const telemetrySettings = config.telemetry;
   installTemporalLogging(telemetrySettings && temporalMetricsExporter(telemetrySettings));
   const telemetry = telemetrySettings ? startTelemetry(telemetrySettings) : undefined;
   const workers = await createKeelWorkers(config, telemetry);

@@ -4,9 +4,8 @@
  * Values are never logged.
  */
 import { z } from "zod";
+import { SECRET_ARN_SUFFIX } from "../core/env-settings";
 
-/** Variables naming a secret end with this; the value is set on the name without it. */
-export const SECRET_ARN_SUFFIX = "_SECRET_ARN";
 /** The Parameters and Secrets extension's default port. */
 const SECRETS_EXTENSION_DEFAULT_PORT = 2773;
 
@@ -18,7 +17,7 @@ const ExtensionResponseSchema = z.object({ SecretString: z.string() });
  * (never the value) when a secret cannot be read.
  */
 export async function resolveSecretEnv(
-  env: NodeJS.ProcessEnv = process.env,
+  env: NodeJS.ProcessEnv,
   fetchImpl: typeof fetch = fetch,
 ): Promise<void> {
   const port = Number(env.PARAMETERS_SECRETS_EXTENSION_HTTP_PORT ?? SECRETS_EXTENSION_DEFAULT_PORT);

@@ -11,7 +11,6 @@
  * outcome, made by the tool-call lifecycle (src/tool-calls/lifecycle.ts) as the API makes a runner's.
  */
 import { type Attributes, context, trace } from "@opentelemetry/api";
-import { baggageUtils } from "@opentelemetry/core";
 import type { Context as ActivityContext } from "@temporalio/activity";
 // The package's entries, not its root: the root also loads the worker plugin, whose
 // require.resolve of the workflow interceptors cannot be bundled into a Lambda function.
@@ -98,19 +97,13 @@ export function workerTelemetryOptions(
  * from the standard `OTEL_EXPORTER_OTLP_HEADERS` / `OTEL_EXPORTER_OTLP_METRICS_HEADERS` (the core
  * does not read them itself). For `Runtime.install`, which runs once, before any worker exists.
  */
-export function temporalMetricsExporter(
-  settings: TelemetrySettings,
-  env: NodeJS.ProcessEnv = process.env,
-): MetricsExporterConfig {
+export function temporalMetricsExporter(settings: TelemetrySettings): MetricsExporterConfig {
   return {
     otel: {
       url: `${settings.endpoint}/v1/metrics`,
       http: true,
       metricsExportInterval: settings.metricsIntervalMs,
-      headers: {
-        ...baggageUtils.parseKeyPairsIntoRecord(env.OTEL_EXPORTER_OTLP_HEADERS),
-        ...baggageUtils.parseKeyPairsIntoRecord(env.OTEL_EXPORTER_OTLP_METRICS_HEADERS),
-      },
+      headers: settings.metricsHeaders ?? {},
     },
     // The process's service name on the exported resource, not the core's own on every point.
     globalTags: { "service.name": settings.serviceName },

@@ -7,14 +7,15 @@ import { join } from "node:path";
 import { ECSClient } from "@aws-sdk/client-ecs";
 import type { S3Client } from "@aws-sdk/client-s3";
 import { createActivities } from "../activities";
+import { armFailpoints } from "../activities/failpoints";
 import { DEFAULT_LIVE_EVENT_OPTIONS } from "../activities/live-events";
 import type { KeelActivities } from "../contracts/activities";
 import { FargateLauncher } from "../environments/launchers/fargate";
 import { LocalLauncher } from "../environments/launchers/local";
-import { type Launcher, launchedMcpSettingsFromEnv } from "../environments/launchers/types";
+import { type Launcher, launchedMcpSettings } from "../environments/launchers/types";
 import { EnvironmentStore } from "../environments/store";
 import { McpConnections } from "../mcp/connections";
-import { mcpMountsFromEnv, mcpPolicyFromEnv } from "../mcp/policy";
+import { NO_MCP_SETTINGS } from "../mcp/policy";
 import { loadCatalog } from "../providers/models";
 import { createProvider } from "../providers/registry";
 import { EntryCache } from "../store/entry-cache";
@@ -40,12 +41,13 @@ export function workerActivities(
   config: WorkerConfig,
   s3: S3Client,
   toolTaskQueue: string,
-  mcp: McpConnections = mcpConnectionsFromEnv(),
+  mcp: McpConnections = workerMcpConnections(config),
   launcher?: Launcher,
   stopping?: AbortSignal,
 ): KeelActivities {
   checkSandbox(config.sandbox, config.singleTenant);
-  const catalog = loadCatalog();
+  armFailpoints(config.failpoints);
+  const catalog = loadCatalog(config.modelsFile ? { modelsFile: config.modelsFile } : {});
   // The catalog's base URLs are places the operator configured: they get the family's key.
   const provider = createProvider({ ...config.providers, catalog });
   const usage = new TenantUsage(s3, config.s3.bucket, config.s3.prefix);
@@ -75,6 +77,7 @@ export function workerActivities(
       ...(config.tenantBudgetRecheckMs !== undefined ? { recheckAfterMs: config.tenantBudgetRecheckMs } : {}),
     }),
     ...(launcher ? { launcher } : {}),
+    ...(config.slack ? { slack: config.slack } : {}),
   });
 }
 
@@ -83,7 +86,8 @@ export function launcherFromConfig(config: WorkerConfig, s3: S3Client): Launcher
   const { launcher } = config;
   if (!launcher) return undefined;
   const tokens = new EnvironmentStore(s3, config.s3.bucket, config.s3.prefix);
-  const mcpSettings = launchedMcpSettingsFromEnv(process.env);
+  const { mounts, policy } = config.mcp ?? NO_MCP_SETTINGS;
+  const mcpSettings = launchedMcpSettings(mounts, policy.privateHosts);
   if (launcher.kind === "fargate") {
     // Credentials and region: the worker's own (its task role, AWS_REGION), never the runner's.
     return new FargateLauncher({ ...launcher, ecs: new ECSClient({}), tokens, mcpSettings, log });
@@ -101,8 +105,8 @@ export function launcherFromConfig(config: WorkerConfig, s3: S3Client): Launcher
 }
 
 /** The worker's MCP connections (KEEL_MCP_SECRETS, KEEL_MCP_HOSTS, KEEL_MCP_MOUNTS); closed at shutdown. */
-export function mcpConnectionsFromEnv(env: NodeJS.ProcessEnv = process.env): McpConnections {
-  return new McpConnections(mcpPolicyFromEnv(env), mcpMountsFromEnv(env));
+export function workerMcpConnections(config: Pick<WorkerConfig, "mcp">): McpConnections {
+  return new McpConnections(config.mcp ?? NO_MCP_SETTINGS);
 }
 
 /** Worker options every Keel worker shares. */

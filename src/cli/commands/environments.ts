@@ -7,9 +7,8 @@ import { homedir } from "node:os";
 import path from "node:path";
 import { ApiClient, EXIT, UsageError } from "../../api-client/client";
 import { McpConnections } from "../../mcp/connections";
-import { mcpMountsFromEnv, mcpPolicyFromEnv } from "../../mcp/policy";
 import { runRunner } from "../../runner/runner";
-import { DEFAULT_PROCESS_LIMITS } from "../../tools/sandbox";
+import { runnerSettingsFromEnv } from "../../runner/settings";
 import { type Command, integerOption, parseCommand, printJson } from "../command";
 
 const ENV_USAGE =
@@ -128,7 +127,8 @@ a server's {secret: NAME} is read from this runner's environment.`,
     );
     const environment = parsed.values.env as string | undefined;
     if (!environment) throw new UsageError("--env <name> is required");
-    const token = (parsed.values.token as string | undefined) ?? context.env.KEEL_RUNNER_TOKEN;
+    const settings = runnerSettingsFromEnv(context.env);
+    const token = (parsed.values.token as string | undefined) ?? settings.token;
     if (!token)
       throw new UsageError("a runner token is required: --token or KEEL_RUNNER_TOKEN (keel env token NAME)");
     const stop = new AbortController();
@@ -147,15 +147,9 @@ a server's {secret: NAME} is read from this runner's environment.`,
       workspaceRoot:
         (parsed.values["workspace-root"] as string | undefined) ??
         path.join(homedir(), ".keel", "runner", environment),
-      sandbox: {
-        isolation: context.env.KEEL_SANDBOX === "off" ? "off" : "bwrap",
-        limits: DEFAULT_PROCESS_LIMITS,
-        passEnv: [],
-        // The runner's host is the tenant's own: network "full" (which the API allowed for the run) is its network.
-        fullNetwork: "on",
-      },
+      sandbox: settings.sandbox,
       // The run's MCP servers start (stdio) or are reached (HTTP) from here, under this host's KEEL_MCP_*.
-      mcp: new McpConnections(mcpPolicyFromEnv(context.env), mcpMountsFromEnv(context.env), context.env),
+      mcp: new McpConnections(settings.mcp),
       concurrency: integerOption(parsed.values.concurrency as string | undefined, "concurrency", 1) ?? 4,
       snapshots: parsed.values.snapshots === true,
       ...(idleExit !== undefined ? { idleExitMs: idleExit * 1000 } : {}),

@@ -6,25 +6,25 @@
  * to tool commands, the key of a listed model URL) must be in the worker's environment to be read.
  */
 import { TEMPORAL_ENV } from "../../core/temporal-settings";
-import { MCP_HOSTS_SETTING, MCP_MOUNTS_SETTING, MCP_SECRETS_SETTING } from "../../mcp/policy";
+import { MCP_SECRETS_SETTING } from "../../mcp/policy";
 import { MODEL_URLS_SETTING, parseModelUrls } from "../../providers/model-urls";
-import { WORKER_SETTING_NAMES } from "../../worker/config";
-
-/** Worker settings read outside the worker's configuration schema (the MCP policy, telemetry's interval). */
-const OTHER_WORKER_SETTINGS = [
-  MCP_SECRETS_SETTING,
-  MCP_HOSTS_SETTING,
-  MCP_MOUNTS_SETTING,
-  "KEEL_OTEL_METRICS_INTERVAL_MS",
-];
+import { PROVIDER_ENV } from "../../providers/settings";
+import { S3_ENV } from "../../store/s3-config";
+import { WORKER_SETTING_NAMES } from "../../worker/env";
 
 /**
- * Settings the stack sets itself: where Temporal is and the task queue (its own servers'), the
- * workflow bundle it writes (a traced one replaces it, so another traced bundle must not), where
- * workspaces go, and the model URLs and git hosts it merges the local model server into.
+ * Settings the stack sets itself: where Temporal and S3 are (its own servers'), the task queue,
+ * the providers (the local model server, or the caller's keys), the workflow bundle it writes (a
+ * traced one replaces it, so another traced bundle must not), where workspaces go, telemetry
+ * (Jaeger's, or the caller's endpoint), and the model URLs and git hosts it merges the local
+ * model server into.
  */
 const SET_BY_THE_STACK = new Set([
   ...Object.keys(TEMPORAL_ENV),
+  ...Object.keys(S3_ENV),
+  ...Object.keys(PROVIDER_ENV),
+  "KEEL_OTEL_ENDPOINT",
+  "KEEL_OTEL_CAPTURE_CONTENT",
   "KEEL_WORKFLOW_BUNDLE",
   "KEEL_WORKFLOW_BUNDLE_TRACED",
   "KEEL_WORKSPACE_ROOT",
@@ -44,9 +44,7 @@ function names(text: string | undefined): string[] {
  * environment; `names` lists them in order for the start message (values may be secrets).
  */
 export function workerPassThrough(env: NodeJS.ProcessEnv): { env: Record<string, string>; names: string[] } {
-  const settings = [...WORKER_SETTING_NAMES, ...OTHER_WORKER_SETTINGS].filter(
-    (name) => !SET_BY_THE_STACK.has(name),
-  );
+  const settings = WORKER_SETTING_NAMES.filter((name) => !SET_BY_THE_STACK.has(name));
   // A malformed KEEL_MODEL_URLS names no variable here; the worker reports it at start.
   let modelKeys: string[];
   try {

@@ -79,8 +79,14 @@ export interface LaunchedMcpSettings {
 }
 
 /** The worker's MCP settings a launched runner gets: its mounts and hosts, nothing else. */
-export function launchedMcpSettingsFromEnv(env: NodeJS.ProcessEnv): LaunchedMcpSettings {
-  return { mounts: env[MCP_MOUNTS_SETTING], hosts: env[MCP_HOSTS_SETTING] };
+export function launchedMcpSettings(
+  mounts: readonly string[],
+  privateHosts: readonly string[],
+): LaunchedMcpSettings {
+  return {
+    ...(mounts.length > 0 ? { mounts: mounts.join(",") } : {}),
+    ...(privateHosts.length > 0 ? { hosts: privateHosts.join(",") } : {}),
+  };
 }
 
 /** The variables a launched runner gets for `settings` (none for what is unset or empty). */

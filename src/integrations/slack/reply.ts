@@ -12,9 +12,9 @@ export interface SlackReplyTarget {
 }
 
 export interface SlackClientSettings {
-  /** Bot token (`xoxb-…`); default `KEEL_SLACK_BOT_TOKEN`. */
+  /** Bot token (`xoxb-…`; KEEL_SLACK_BOT_TOKEN). */
   token?: string;
-  /** Base URL of the Web API ending in `/`; default `KEEL_SLACK_API_URL` or Slack's own. */
+  /** Base URL of the Web API ending in `/` (KEEL_SLACK_API_URL); default Slack's own. */
   apiUrl?: string;
 }
 
@@ -24,12 +24,8 @@ export type SlackReply = (reply: SlackReplyTarget) => Promise<void>;
 export const MAX_SLACK_TEXT_CHARS = 39_000;
 
 /** Posts `text` into the thread. Throws the Web API's error when Slack refuses. */
-export async function postSlackReply(
-  reply: SlackReplyTarget,
-  settings: SlackClientSettings = {},
-): Promise<void> {
-  const token = settings.token ?? process.env.KEEL_SLACK_BOT_TOKEN;
-  const apiUrl = settings.apiUrl ?? process.env.KEEL_SLACK_API_URL;
+export async function postSlackReply(reply: SlackReplyTarget, settings: SlackClientSettings): Promise<void> {
+  const { token, apiUrl } = settings;
   const client = new WebClient(token, {
     ...(apiUrl ? { slackApiUrl: apiUrl } : {}),
     retryConfig: { retries: 2 },

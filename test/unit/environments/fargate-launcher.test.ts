@@ -12,8 +12,9 @@ import {
 import {
   type LauncherTokens,
   type LaunchRequest,
-  launchedMcpSettingsFromEnv,
+  launchedMcpSettings,
 } from "../../../src/environments/launchers/types";
+import { mcpSettingsFromEnv } from "../../../src/mcp/policy";
 import { FakeEcs } from "../../support/fake-ecs";
 
 /** Tokens issued and revoked, as the environment store would keep them. */
@@ -155,7 +156,8 @@ test("the worker's MCP mounts and hosts go with the task, as they are; its MCP s
     KEEL_MCP_SECRETS: "TRACKER_TOKEN",
     TRACKER_TOKEN: "worker-tracker-token",
   };
-  await launcher({ mcpSettings: launchedMcpSettingsFromEnv(workerEnv) }).ensure(SESSION);
+  const { mounts, policy } = mcpSettingsFromEnv(workerEnv);
+  await launcher({ mcpSettings: launchedMcpSettings(mounts, policy.privateHosts) }).ensure(SESSION);
   const [run] = ecsFake.calls("RunTask");
   const overrides = run?.body.overrides as
     | { containerOverrides: Array<{ environment: unknown }> }

@@ -20,7 +20,7 @@ const custom: ModelInfo = {
 describe("model catalog", () => {
   test("built-ins cover OpenAI, Anthropic and the local test models", () => {
     const providers = new Set(
-      loadCatalog({ env: {} })
+      loadCatalog()
         .list()
         .map((model) => model.provider),
     );
@@ -31,12 +31,12 @@ describe("model catalog", () => {
     const dir = mkdtempSync(join(tmpdir(), "keel-models-"));
     const file = join(dir, "models.json");
     const cheaperSonnet = {
-      ...loadCatalog({ env: {} }).resolve("claude-sonnet-4-5"),
+      ...loadCatalog().resolve("claude-sonnet-4-5"),
       contextWindow: 1_000_000,
     };
     writeFileSync(file, JSON.stringify({ models: [custom, cheaperSonnet] }));
     const catalog = loadCatalog({
-      env: { KEEL_MODELS_FILE: file },
+      modelsFile: file,
       extra: [{ ...custom, maxOutputTokens: 8192 }],
     });
     expect(catalog.resolve("claude-sonnet-4-5").contextWindow).toBe(1_000_000);
@@ -51,7 +51,7 @@ describe("model catalog", () => {
   });
 
   test("computeCost prices each token class per million", () => {
-    const sonnet = loadCatalog({ env: {} }).resolve("claude-sonnet-4-5");
+    const sonnet = loadCatalog().resolve("claude-sonnet-4-5");
     const cost = computeCost(sonnet, {
       input: 1_000_000,
       output: 2_000,

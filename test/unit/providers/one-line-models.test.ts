@@ -71,7 +71,7 @@ describe("the catalog", () => {
   };
 
   it("finds one-line models, and says how to add an unknown one", () => {
-    const catalog = loadCatalog({ env: {} });
+    const catalog = loadCatalog();
     expect(catalog.find("openai-compatible:m@http://x:1")?.id).toBe("m");
     expect(() => catalog.resolve("qwen3")).toThrow(
       /openai-compatible:<model>\[@<base URL>\].*KEEL_MODELS_FILE/s,
@@ -97,7 +97,7 @@ describe("the catalog", () => {
     const server = await startLocalLlmServer();
     try {
       const model = { ...entry("local-chat"), baseUrl: server.url };
-      const provider = createProvider({ env: {}, catalog: loadCatalog({ env: {}, extra: [model] }) });
+      const provider = createProvider({ env: {}, catalog: loadCatalog({ extra: [model] }) });
       const { message } = await provider.complete(model, {
         messages: [{ role: "user", content: "hi", timestamp: 0 }],
       });
@@ -130,7 +130,7 @@ describe("keys and base URLs", () => {
     ["anthropic-compatible", "/v1", "anthropic-messages"],
     ["anthropic-compatible", "", "anthropic-messages"],
   ])("%s with base URL …%s and no key", async (kind, suffix, api) => {
-    const model = loadCatalog({ env: {} }).resolve(`${kind}:local-model@${server.url}${suffix}`);
+    const model = loadCatalog().resolve(`${kind}:local-model@${server.url}${suffix}`);
     // The operator lists the server (without a key: it needs none).
     const { message, error } = await createProvider({ env: { KEEL_MODEL_URLS: server.url } }).complete(
       model,
@@ -195,7 +195,7 @@ describe("provider options from the worker's environment", () => {
 
 describe("the API's model check", () => {
   const body = messageBodySchema({
-    modelIds: loadCatalog({ env: {} })
+    modelIds: loadCatalog()
       .list()
       .map((model) => model.id),
     allowDirectoryWorkspaces: false,

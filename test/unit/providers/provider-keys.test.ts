@@ -69,7 +69,7 @@ it("a catalog model's base URL gets its family's key; the other family's key doe
   };
   const provider = createProvider({
     env: { OPENAI_API_KEY: "sk-openai", ANTHROPIC_API_KEY: "sk-anthropic" },
-    catalog: loadCatalog({ env: {}, extra: [entry] }),
+    catalog: loadCatalog({ extra: [entry] }),
   });
   await provider.complete(entry, context);
   expect(JSON.stringify(attacker.requests[0])).toContain("sk-openai");

@@ -381,7 +381,7 @@ describe("model catalog", () => {
     const provider = createProvider({
       openai: { apiKey: "k", baseURL: "http://127.0.0.1:1/v1" },
       env: {},
-      catalog: loadCatalog({ env: {}, extra: [custom] }),
+      catalog: loadCatalog({ extra: [custom] }),
     });
     const result = await provider.complete(custom, context([user("via model url")]));
     expect(textOf(result.message)).toBe("You said: via model url");

@@ -33,6 +33,7 @@ describe("telemetry settings", () => {
         captureContent: false,
         metricsIntervalMs: 15_000,
         spanExportDelayMs: 1_000,
+        metricsHeaders: {},
       },
     );
     const on = telemetrySettingsFromEnv("keel-api", {
@@ -62,12 +63,10 @@ describe("telemetry settings", () => {
     const settings = telemetrySettingsFromEnv("keel-worker", {
       KEEL_OTEL_ENDPOINT: "https://otel.example/",
       KEEL_OTEL_METRICS_INTERVAL_MS: "500",
-    }) as TelemetrySettings;
-    const env = {
       OTEL_EXPORTER_OTLP_HEADERS: "authorization=Bearer%20abc,x-team=agents",
       OTEL_EXPORTER_OTLP_METRICS_HEADERS: "x-team=metrics",
-    };
-    expect(temporalMetricsExporter(settings, env)).toMatchObject({
+    }) as TelemetrySettings;
+    expect(temporalMetricsExporter(settings)).toMatchObject({
       otel: {
         url: "https://otel.example/v1/metrics",
         http: true,

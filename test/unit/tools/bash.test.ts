@@ -174,7 +174,12 @@ describe("bash", () => {
     process.env.PLAIN_SETTING = "visible";
     try {
       await removeSandbox(sandbox);
-      sandbox = await makeSandbox({ ...DEFAULT_SANDBOX_POLICY, passEnv: ["PLAIN_SETTING"] });
+      // The whole host environment, secrets included: only PLAIN_SETTING may come through.
+      sandbox = await makeSandbox({
+        ...DEFAULT_SANDBOX_POLICY,
+        passEnv: ["PLAIN_SETTING"],
+        hostEnv: process.env,
+      });
       const out = await sandbox.run("bash", { command: "env" });
       const text = textOf(out);
       expect(text).not.toContain("should-not-leak");

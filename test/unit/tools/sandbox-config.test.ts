@@ -26,10 +26,14 @@ describe("sandbox configuration", () => {
       KEEL_SANDBOX_MAX_FILE_MB: "5",
       KEEL_SANDBOX_TMP_MB: "7",
       KEEL_SANDBOX_MAX_SECONDS: "90",
+      NODE_ENV: "production",
+      OPENAI_API_KEY: "sk-never-kept",
     });
     expect(sandbox).toEqual({
       isolation: "off",
       passEnv: ["NODE_ENV", "JAVA_HOME"],
+      // What commands may be given of the worker's environment, and nothing else of it.
+      hostEnv: { NODE_ENV: "production" },
       fullNetwork: { tenants: ["tenant-a", "tenant-b"] },
       limits: {
         memoryBytes: 256 * MIB,

@@ -536,7 +536,11 @@ describe("the command's view of the host", () => {
 
   it("no environment value and no host path appears in any /proc/*/cmdline", async () => {
     process.env.KEEL_TEST_PASSED_SETTING = PASSED_VALUE;
-    const passing = await makeSandbox({ ...POLICY, passEnv: ["KEEL_TEST_PASSED_SETTING"] });
+    const passing = await makeSandbox({
+      ...POLICY,
+      passEnv: ["KEEL_TEST_PASSED_SETTING"],
+      hostEnv: process.env,
+    });
     try {
       const out = await passing.run("bash", {
         command:
