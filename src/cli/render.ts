@@ -291,10 +291,9 @@ export class EventPrinter {
       return;
     }
     if (event.type === "tool_execution_update") {
-      // Output of an attempt whose runner or worker was lost, read after that: not news.
-      if (event.attempt <= (this.staleUpTo.get(event.toolCallId) ?? 0)) return;
       const shownAttempt = this.toolAttempts.get(event.toolCallId) ?? 0;
-      if (event.attempt < shownAttempt) return;
+      const lost = this.staleUpTo.get(event.toolCallId) ?? 0; // its runner or worker was lost up to here
+      if (event.attempt <= lost || event.attempt < shownAttempt) return; // old output, read late: not news
       if (shownAttempt > 0 && event.attempt > shownAttempt) {
         this.spinner.stop();
         this.closeLive();
