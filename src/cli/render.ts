@@ -6,6 +6,7 @@
 import type { RunWait } from "../contracts/waits";
 import type { AgentEvent, LiveEvent } from "../core/events";
 import type { AgentMessage, ToolResultMessage, Usage } from "../core/messages";
+import { goOnAfter } from "./pause-advice";
 import { Spinner } from "./spinner";
 
 const PREVIEW_CHARS = 160;
@@ -138,9 +139,7 @@ export function formatEvent(
       return event.error ? `  ⇣ compaction failed: ${oneLine(event.error)}` : "  ⇣ compacted";
     case "run_paused": {
       const line = `  ⏸ paused: ${oneLine(event.message)} (until ${new Date(event.until).toISOString()})`;
-      return sessionId === undefined
-        ? line
-        : `${line}\n    raise: keel budget ${sessionId} --max-cost USD    resume: keel resume ${sessionId}`;
+      return sessionId === undefined ? line : `${line}\n    go on: ${goOnAfter(event, sessionId)}`;
     }
     case "run_resumed":
       return "  ▶ resumed";

@@ -3,6 +3,7 @@ import type { InferResponseType } from "hono/client";
 import { type ApiClient, EXIT, UsageError } from "../../api-client/client";
 import type { RunWait } from "../../contracts/waits";
 import { type Command, integerOption, parseCommand, printJson } from "../command";
+import { pauseAdvice } from "../pause-advice";
 import { formatUsage, formatUsd } from "../render";
 import { type SessionDetails, sessionDetails } from "./session-details";
 import { subAgentLines } from "./sub-agents";
@@ -134,7 +135,9 @@ forked from, and the prompt it started with.`,
 
 export const showCommand: Command = {
   usage: "keel show <session>",
-  summary: "a session's status, latest run, usage and pending approvals",
+  summary: "a session's status, latest run, usage, pending approvals, and why a paused run waits",
+  help: `A paused run says whose budget it reached (its own cost or token budget, or the tenant's) and the
+command that lets it go on.`,
   async run(argv, context) {
     const parsed = parseCommand(argv, {}, { min: 1, max: 1, names: "<session>" }, context);
     const [sessionId] = parsed.positionals as [string];
@@ -155,6 +158,12 @@ export const showCommand: Command = {
       const run = view.run;
       const turn = run.turn !== undefined ? `, turn ${run.turn}` : "";
       lines.push(`run      ${run.runId}: ${run.status}${turn}${run.endReason ? ` (${run.endReason})` : ""}`);
+      if (run.pause) {
+        const advice = pauseAdvice(sessionId, run.pause.reason);
+        const until = new Date(run.pause.until).toISOString();
+        lines.push(`paused   at ${advice.cause}; without a raise or a resume it ends at ${until}`);
+        lines.push(`go on    ${advice.goOn}`);
+      }
       if (run.error)
         lines.push(`error    ${run.error.type ? `${run.error.type}: ` : ""}${run.error.message}`);
       // What a running run waits for outside itself: its status alone says "running".

@@ -224,7 +224,7 @@ test("abort stops a live run and prints the queued messages it never read; follo
   expect(listed.stdout).toMatch(new RegExp(`^${sessionId}  aborted  \\$\\d+\\.\\d{4}  `, "m"));
 });
 
-test("a run paused at its cost budget: following shows the pause and how to go on; budget and resume", async () => {
+test("a run paused at its cost budget: show and following say whose budget and how to go on; the suggested raise lets it finish", async () => {
   stage.llm.addScenario("cli-budget", {
     turns: [{ toolCalls: [{ name: "ls", arguments: {} }] }],
     after: { text: "listed" },
@@ -244,6 +244,19 @@ test("a run paused at its cost budget: following shows the pause and how to go o
     60_000,
     "the run paused",
   );
+  // Show says whose budget stopped the run and the commands that let it go on.
+  const paused = (await keel(["show", sessionId])).stdout;
+  expect(paused).toMatch(
+    /^paused {3}at this run's cost budget \(\$0\.000001; used \$\d+\.\d+\); without a raise or a resume it ends at \d{4}-/m,
+  );
+  const [, raise] =
+    paused.match(
+      new RegExp(
+        `^go on {4}(keel budget ${sessionId} --max-cost \\d+\\.\\d+) \\(raises it\\) or keel resume ${sessionId} \\(goes on without it\\)$`,
+        "m",
+      ),
+    ) ?? [];
+  expect(raise).toBeDefined();
   const small = await keel(["budget", sessionId, "--max-cost", "0.0000011"]);
   expect(small).toMatchObject({ code: 0 });
   if (small.stdout.startsWith("budget change recorded")) {
@@ -264,13 +277,14 @@ test("a run paused at its cost budget: following shows the pause and how to go o
       ),
     );
   }
-  const resumed = await keel(["resume", sessionId]);
-  expect(resumed.code).toBe(0);
-  expect(resumed.stdout).not.toContain("still paused");
+  // The raise show suggested lets the run go on.
+  const raised = await keel([...(raise ?? "").split(" ").slice(1)]);
+  expect(raised.code).toBe(0);
+  expect(raised.stdout).not.toContain("still paused");
   const followed = await follower;
   expect(followed.code).toBe(0);
   expect(followed.stdout).toContain(`⏸ paused: cost budget reached`);
-  expect(followed.stdout).toContain(`resume: keel resume ${sessionId}`);
+  expect(followed.stdout).toContain(`go on: ${raise} (raises it) or keel resume ${sessionId}`);
   expect(followed.stdout).toMatch(/▶ resumed[\s\S]*■ run completed/);
   // Nothing is live any more.
   expect((await keel(["resume", sessionId])).code).toBe(3);
