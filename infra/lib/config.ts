@@ -108,7 +108,7 @@ const WorkersSchema = z.discriminatedUnion("mode", [
 /** Worker modes whose hosts cannot create user namespaces: tools run there without the sandbox. */
 export const UNSANDBOXED_MODES: ReadonlySet<string> = new Set(["fargate", "lambda"]);
 
-export const KeelInfraConfigSchema = z.object({
+const KeelInfraConfigSchema = z.object({
   /** Short name used in resource names: "dev", "prod". */
   environment: z.string().regex(/^[a-z][a-z0-9-]{1,19}$/),
   /** Production keeps the bucket and log groups when the stack is deleted. */
@@ -238,7 +238,6 @@ export type FargateWorkersConfig = z.infer<typeof FargateWorkersSchema>;
 export type EcsWorkersConfig = Ec2WorkersConfig | FargateWorkersConfig;
 export type LambdaWorkersConfig = z.infer<typeof LambdaWorkersSchema>;
 export type LaunchedEnvironmentsConfig = z.infer<typeof LaunchedEnvironmentsSchema>;
-export type WorkerMode = KeelInfraConfig["workers"]["mode"];
 
 /** Validates a parsed config; throws one error listing every problem with its path. */
 export function parseInfraConfig(raw: unknown): KeelInfraConfig {

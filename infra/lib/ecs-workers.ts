@@ -31,8 +31,8 @@ import type { SecretBinding } from "./secrets";
 import type { SessionBucket } from "./storage";
 
 /** Where the image keeps the session workspaces (a task volume) and its prebuilt workflow bundle. */
-export const CONTAINER_WORKSPACE_ROOT = "/var/lib/keel/workspaces";
-export const CONTAINER_WORKFLOW_BUNDLE = "/app/dist/workflow-bundle.js";
+const CONTAINER_WORKSPACE_ROOT = "/var/lib/keel/workspaces";
+const CONTAINER_WORKFLOW_BUNDLE = "/app/dist/workflow-bundle.js";
 /** The image's unprivileged user (Dockerfile `USER node`), stated again so no task runs as root. */
 const CONTAINER_USER = "node";
 const WORKSPACE_VOLUME = "workspaces";

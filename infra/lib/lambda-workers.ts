@@ -24,9 +24,9 @@ import type { SessionBucket } from "./storage";
 
 export const LAMBDA_WORKER_ENTRY = "src/worker/lambda.ts";
 /** File name of the prebuilt workflow bundle inside the function's package. */
-export const WORKFLOW_BUNDLE_FILE = "workflow-bundle.js";
+const WORKFLOW_BUNDLE_FILE = "workflow-bundle.js";
 /** The same bundle with the tracing interceptors, loaded when KEEL_OTEL_ENDPOINT is set. */
-export const TRACED_WORKFLOW_BUNDLE_FILE = "workflow-bundle.traced.js";
+const TRACED_WORKFLOW_BUNDLE_FILE = "workflow-bundle.traced.js";
 /** Lambda's writable storage: workspaces live for as long as the execution environment. */
 const LAMBDA_WORKSPACE_ROOT = "/tmp/keel/workspaces";
 /** The native Temporal core for Lambda's arm64 Linux. */

@@ -26,7 +26,7 @@ import { keelLogGroup } from "./runtime";
 import { RUNNER_TOKENS_FOLDER, type SessionBucket } from "./storage";
 
 /** The runner container's name: the launcher's overrides name it (KEEL_LAUNCHER_FARGATE_CONTAINER). */
-export const RUNNER_CONTAINER = "runner";
+const RUNNER_CONTAINER = "runner";
 /** `keel runner` in the image (the Dockerfile builds the CLI to dist/cli.js). */
 const RUNNER_ENTRY_POINT = ["node", "/app/dist/cli.js", "runner"];
 

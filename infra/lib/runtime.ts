@@ -11,8 +11,8 @@ import type { SessionBucket } from "./storage";
 /** The repository root: Lambda entries and the Dockerfile are resolved against it. */
 export const REPO_ROOT = resolve(__dirname, "../..");
 /** Node 22: Lambda deprecated nodejs20.x on 2026-04-30; Keel runs on Node >= 20.6. */
-export const LAMBDA_RUNTIME = lambda.Runtime.NODEJS_22_X;
-export const LAMBDA_ARCHITECTURE = lambda.Architecture.ARM_64;
+const LAMBDA_RUNTIME = lambda.Runtime.NODEJS_22_X;
+const LAMBDA_ARCHITECTURE = lambda.Architecture.ARM_64;
 /** The Lambda extension serving Secrets Manager values on localhost (see `secrets.ts`). */
 const SECRETS_EXTENSION_VERSION = lambda.ParamsAndSecretsVersions.V1_0_103;
 

@@ -8,7 +8,7 @@ import type { Construct } from "constructs";
 import type { KeelInfraConfig } from "./config";
 
 /** Suffix of the variable naming a secret's ARN; the runtime sets `<NAME>` from it. */
-export const SECRET_ARN_SUFFIX = "_SECRET_ARN";
+const SECRET_ARN_SUFFIX = "_SECRET_ARN";
 
 /** A secret and the environment variable its value belongs in. */
 export interface SecretBinding {

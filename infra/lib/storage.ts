@@ -12,7 +12,7 @@ import type { KeelInfraConfig } from "./config";
 
 /** Folders under the Keel prefix; `src/store/session-keys.ts` and `src/api/idempotency.ts` own the layouts. */
 export const SESSIONS_FOLDER = "tenants/";
-export const PAYLOADS_FOLDER = "payloads/";
+const PAYLOADS_FOLDER = "payloads/";
 export const IDEMPOTENCY_FOLDER = "idempotency/";
 /** Runner tokens by digest (src/environments/store.ts); the API removes them when revoked. */
 export const RUNNER_TOKENS_FOLDER = "runner-tokens/";

@@ -12,7 +12,7 @@ import { FailureType } from "../core/failure-types";
  * Every tenant id an activity input names: its own `tenantId` and that of any session ref it
  * carries (`ref`, `from` of a restore).
  */
-export function tenantsNamedBy(input: unknown): string[] {
+function tenantsNamedBy(input: unknown): string[] {
   if (typeof input !== "object" || input === null) return [];
   const tenants: string[] = [];
   const own = (input as { tenantId?: unknown }).tenantId;
@@ -29,7 +29,7 @@ export function tenantsNamedBy(input: unknown): string[] {
  * Throws a non-retryable `TenantNotServed` failure unless `input` names at least one tenant and
  * every tenant it names is `tenantId`.
  */
-export function assertServedTenant(tenantId: string, input: unknown): void {
+function assertServedTenant(tenantId: string, input: unknown): void {
   const named = tenantsNamedBy(input);
   const other = named.find((tenant) => tenant !== tenantId);
   if (named.length === 0 || other !== undefined) {

@@ -83,7 +83,7 @@ export function taskResultMessage(
 }
 
 /** What the parent's model reads of the child's edits, after the answer. */
-export function mergeText(merge: MergeSubAgentWorkspaceResult, childSessionId: string): string | undefined {
+function mergeText(merge: MergeSubAgentWorkspaceResult, childSessionId: string): string | undefined {
   const list = (paths: string[], count: number) =>
     `${paths.join(", ")}${count > paths.length ? `, and ${count - paths.length} more` : ""}`;
   switch (merge.outcome) {

@@ -17,7 +17,7 @@ import { siblingPathOf } from "../tools/workspace-siblings";
 import { whileCounted } from "./use-counts";
 
 /** Marks the workspace as used now (the lock file's mtime is its last use). */
-export async function touchWorkspace(workspace: Workspace): Promise<void> {
+async function touchWorkspace(workspace: Workspace): Promise<void> {
   const now = new Date();
   await fs.utimes(lockPathOf(workspace), now, now).catch(() => undefined);
 }

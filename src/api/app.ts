@@ -43,10 +43,10 @@ import { registerSlackRoutes } from "./slack/events";
 import type { TenantServices } from "./tenant-runs";
 import { type UnavailableDependency, unavailableDependency } from "./unavailable";
 
-export const API_VERSION = "0.1.0";
+const API_VERSION = "0.1.0";
 
 /** `outbound` absent: the settings' defaults (no KEEL_MODEL_URLS, no base URLs, DEFAULT_GIT_HOSTS). */
-export type ApiConfigSubset = Pick<
+type ApiConfigSubset = Pick<
   ApiConfig,
   | "apiKeys"
   | "bodyLimitBytes"

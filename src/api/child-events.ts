@@ -18,7 +18,7 @@ import type { AgentEvent } from "../core/events";
 import type { RunClient } from "../run-client/run-client";
 
 /** How often a running child's events are asked for. */
-export const CHILD_POLL_INTERVAL_MS = 300;
+const CHILD_POLL_INTERVAL_MS = 300;
 
 /** Where a forwarded event comes from: the child session, and the `task` call of the session that started it. */
 export interface ChildMark {

@@ -16,14 +16,14 @@ import { type FullNetworkAccess, parseFullNetworkAccess } from "../tools/network
 import { WORKER_ENV } from "../worker/env";
 
 /** Default request body limit: below API Gateway's and Lambda's 6 MB payload limit. */
-export const DEFAULT_BODY_LIMIT_BYTES = 5 * 1024 * 1024;
-export const DEFAULT_API_PORT = 8787;
-export const DEFAULT_SLACK_STOP_WORD = "stop";
+const DEFAULT_BODY_LIMIT_BYTES = 5 * 1024 * 1024;
+const DEFAULT_API_PORT = 8787;
+const DEFAULT_SLACK_STOP_WORD = "stop";
 
 const SHA256_HEX = /^[0-9a-f]{64}$/;
 
 /** `{"<sha256 hex of the key>": "<tenant id>"}`: keys are never configured in clear. */
-export const ApiKeysSchema = z.record(
+const ApiKeysSchema = z.record(
   z.string().regex(SHA256_HEX, "must be the lowercase sha256 hex digest of an API key"),
   z.string().refine(isValidId, "tenant ids match ^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$"),
 );
@@ -126,7 +126,7 @@ export const API_ENV = {
 } satisfies SettingsShape;
 
 /** Where callers may point outbound requests: checked in message bodies, again on the worker. */
-export interface OutboundSettings {
+interface OutboundSettings {
   /** KEEL_MODEL_URLS. */
   modelUrls: ModelUrlEntry[];
   /** OPENAI_BASE_URL / ANTHROPIC_BASE_URL, when set on the API (set them as on the worker for one-line models to name them). */
@@ -180,7 +180,7 @@ export interface ApiConfig {
   telemetry?: TelemetrySettings;
 }
 
-export interface ViewerLinks {
+interface ViewerLinks {
   /** KEEL_TEMPORAL_UI_URL and the namespace the runs are in. */
   temporalUi?: { url: string; namespace: string };
   /** KEEL_API_PUBLIC_URL. */

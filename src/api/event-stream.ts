@@ -15,14 +15,14 @@ import { ChildEvents } from "./child-events";
 import { liveState } from "./routes/common";
 
 /** How often the fallback loop (a run without a stream) asks the run for new events. */
-export const EVENT_POLL_INTERVAL_MS = 300;
+const EVENT_POLL_INTERVAL_MS = 300;
 /** An SSE comment this often keeps idle connections (and proxies) open. */
-export const SSE_KEEPALIVE_MS = 15_000;
+const SSE_KEEPALIVE_MS = 15_000;
 /**
  * A stream quiet this long asks Temporal what the run waits for (and again as often while it
  * stays quiet), so a wait on a runner or a worker is told within seconds, not after it.
  */
-export const WAIT_CHECK_MS = 2_000;
+const WAIT_CHECK_MS = 2_000;
 
 /** Where a client resumes: after numbered event `seq` and, among the live events after it, stream offset `offset`. */
 export interface ResumePoint {

@@ -48,7 +48,7 @@ export const DEDUPLICATED_CLAIM_LEASE_MS = 10_000;
  */
 const TEMPORAL_DEDUPLICATED_PATH = /^\/v1\/sessions\/[^/]+\/messages$/;
 
-export function isTemporalDeduplicated(method: string, path: string): boolean {
+function isTemporalDeduplicated(method: string, path: string): boolean {
   return method === "POST" && TEMPORAL_DEDUPLICATED_PATH.test(path);
 }
 /** Claim attempts when the record vanishes or changes between a failed create and the takeover. */

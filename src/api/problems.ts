@@ -5,11 +5,11 @@
  */
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 
-export const PROBLEM_TYPE_BASE = "https://keel.dev/problems/";
+const PROBLEM_TYPE_BASE = "https://keel.dev/problems/";
 export const PROBLEM_CONTENT_TYPE = "application/problem+json";
 
 /** Every problem the API can answer: slug → HTTP status and a fixed title. */
-export const PROBLEMS = {
+const PROBLEMS = {
   "invalid-request": { status: 400, title: "The request is invalid" },
   "malformed-body": { status: 400, title: "The request body cannot be read" },
   "invalid-message": { status: 400, title: "The run refused the message as invalid" },

@@ -14,9 +14,9 @@ import type { ScheduleTiming } from "./schedules";
 import { API_SESSION_ID_PATTERN, type MessageBodyOptions, messageBodySchema } from "./schemas";
 
 /** Shortest interval between firings, and the shortest catch-up window Temporal accepts. */
-export const MIN_INTERVAL_MS = 1_000;
-export const MIN_CATCHUP_WINDOW_MS = 10_000;
-export const DEFAULT_CATCHUP_WINDOW = "10m";
+const MIN_INTERVAL_MS = 1_000;
+const MIN_CATCHUP_WINDOW_MS = 10_000;
+const DEFAULT_CATCHUP_WINDOW = "10m";
 const MAX_CRON_CHARS = 256;
 /** The form of a cron expression (its fields' values are Temporal's to check). */
 const CRON_PATTERN =
@@ -24,7 +24,7 @@ const CRON_PATTERN =
 
 const SCHEDULE_ID_PATTERN = new RegExp(`^[A-Za-z0-9][A-Za-z0-9_-]{0,${MAX_SCHEDULE_ID_CHARS - 1}}$`);
 
-export const ScheduleIdSchema = z
+const ScheduleIdSchema = z
   .string()
   .regex(
     SCHEDULE_ID_PATTERN,

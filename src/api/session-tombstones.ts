@@ -15,7 +15,7 @@ import { z } from "zod";
 import type { JsonObjects } from "../store/json-objects";
 import { assertValidRef, type SessionRef } from "../store/session-keys";
 
-export const SessionTombstoneSchema = z.object({ deletedAt: z.string() });
+const SessionTombstoneSchema = z.object({ deletedAt: z.string() });
 export type SessionTombstone = z.infer<typeof SessionTombstoneSchema>;
 
 function tombstoneKey(objects: JsonObjects, ref: SessionRef): string {

@@ -16,7 +16,7 @@ import { projectRoot } from "./devstack/tools";
 import { EventPrinter, type Output } from "./render";
 
 export const DEMO_TENANT = "dev";
-export const SAMPLE_PROJECT = join(projectRoot, "examples/sample-project");
+const SAMPLE_PROJECT = join(projectRoot, "examples/sample-project");
 /** Printed when the demo is over; scripts (and the stack's test) wait for it. */
 export const DEMO_DONE_LINE = "Demo finished.";
 
@@ -61,7 +61,7 @@ export interface DemoResult {
  * Link to a run's timeline in the Temporal web UI: its model turns and tool calls by their
  * summaries, not the raw event history (workflow ids hold slashes: they are encoded).
  */
-export function temporalUiLink(uiUrl: string, namespace: string, workflowId: string, runId: string): string {
+function temporalUiLink(uiUrl: string, namespace: string, workflowId: string, runId: string): string {
   return `${uiUrl}/namespaces/${encodeURIComponent(namespace)}/workflows/${encodeURIComponent(workflowId)}/${runId}/timeline`;
 }
 
@@ -74,7 +74,7 @@ export function temporalUiListLink(uiUrl: string, namespace: string, query: stri
 }
 
 /** The trace viewer's page of one session's traces (its activities carry `keel.session_id`). */
-export function sessionTracesLink(viewerUrl: string, sessionId: string): string {
+function sessionTracesLink(viewerUrl: string, sessionId: string): string {
   return `${viewerUrl}/?session=${encodeURIComponent(sessionId)}`;
 }
 

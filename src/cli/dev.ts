@@ -46,7 +46,7 @@ import { startSupervisedWorker, WORKER_STOP_GRACE_MS } from "./devstack/worker-p
 import { writeWorkflowBundle } from "./devstack/workflow-bundle";
 import { type Output, stdoutOutput } from "./render";
 
-export interface DevStack {
+interface DevStack {
   temporal: { address: string; namespace: string; uiUrl?: string };
   s3: S3Settings;
   stop(): Promise<void>;
@@ -65,7 +65,7 @@ const DEFAULT_PORTS = {
 /** The local API key of `keel dev` (loopback only, tenant `dev`); not a secret. */
 export const DEV_API_KEY = "keel-dev-key";
 /** The operator's key of `keel dev`'s admin API (`keel admin`; loopback only); not a secret. */
-export const DEV_ADMIN_KEY = "keel-dev-admin-key";
+const DEV_ADMIN_KEY = "keel-dev-admin-key";
 const DEV_TASK_QUEUE = "keel";
 
 /** Each reply of the local LLM server waits this long, so the demo can be steered mid-run. */
@@ -129,7 +129,7 @@ function rememberedPort(file: string, fallback: number): number {
 }
 
 /** Temporal and S3: started side by side (or the configured existing ones). */
-export async function startDevStack(env: NodeJS.ProcessEnv): Promise<DevStack> {
+async function startDevStack(env: NodeJS.ProcessEnv): Promise<DevStack> {
   const dataDir = env.KEEL_DATA_DIR ?? join(projectRoot, ".keel/data");
   const stops: Array<() => Promise<void>> = [];
   const stop = async () => {
@@ -175,7 +175,7 @@ export async function startDevStack(env: NodeJS.ProcessEnv): Promise<DevStack> {
 }
 
 /** Which model the stack uses: a real provider's when its key is set, else the local server's. */
-export function chooseModel(env: NodeJS.ProcessEnv, requested?: string): { model: string; local: boolean } {
+function chooseModel(env: NodeJS.ProcessEnv, requested?: string): { model: string; local: boolean } {
   const real = REAL_PROVIDER_MODELS.find(({ envKey }) => env[envKey]);
   if (requested) {
     const catalog = loadCatalog();

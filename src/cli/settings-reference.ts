@@ -14,7 +14,7 @@ import { DEV_ENV } from "./devstack/settings";
 import { CLI_ENV } from "./settings";
 
 /** The process kinds, in the order the reference page names them. */
-export const PROCESS_SETTINGS: readonly { process: string; shape: SettingsShape }[] = [
+const PROCESS_SETTINGS: readonly { process: string; shape: SettingsShape }[] = [
   { process: "API", shape: API_ENV },
   { process: "worker", shape: WORKER_ENV },
   { process: "Lambda worker", shape: LAMBDA_WORKER_ENV },

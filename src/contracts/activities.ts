@@ -144,7 +144,7 @@ export interface ToolCallSummary {
   label: string;
 }
 
-export type LlmErrorKind = "non_retryable" | "context_overflow";
+type LlmErrorKind = "non_retryable" | "context_overflow";
 
 export interface LlmTurnResult {
   stopReason: "stop" | "length" | "toolUse" | "error" | "aborted";
@@ -366,7 +366,7 @@ export interface KeelActivities extends ScheduledRunActivities {
 }
 
 /** The activities of a schedule's firing (activities/scheduled-runs.ts). */
-export interface StartScheduledRunInput extends SessionRef {
+interface StartScheduledRunInput extends SessionRef {
   text: string;
   settings: RunSettings;
   /** The delivery id: one per firing, so a retried start never delivers twice. */
@@ -379,16 +379,16 @@ export interface StartScheduledRunResult {
   delivery: string;
 }
 
-export interface AwaitScheduledRunInput extends SessionRef {
+interface AwaitScheduledRunInput extends SessionRef {
   runId: string;
 }
 
-export interface ScheduledRunEnd {
+interface ScheduledRunEnd {
   status: string;
   reason: string;
 }
 
-export interface AbortScheduledRunInput extends SessionRef {
+interface AbortScheduledRunInput extends SessionRef {
   reason: string;
 }
 

@@ -30,7 +30,7 @@ export const POLICY_ACTIONS = ["allow", "deny", "ask"] as const;
 export type PolicyAction = (typeof POLICY_ACTIONS)[number];
 
 /** First matching rule wins; `argumentsPattern` is a regular expression over the JSON arguments. */
-export interface ToolPolicyRule {
+interface ToolPolicyRule {
   tool: string;
   argumentsPattern?: string;
   action: PolicyAction;
@@ -63,7 +63,7 @@ export interface RunLimits {
 }
 
 /** Compaction of a run: on or off, and the thresholds of core/compaction-settings. */
-export interface RunCompactionSettings extends CompactionSettings {
+interface RunCompactionSettings extends CompactionSettings {
   enabled: boolean;
 }
 
@@ -133,14 +133,13 @@ export const DEFAULT_RUN_SETTINGS: RunSettings = {
   hooks: [],
 };
 
-export type { ChatReplyTarget, SessionCursor } from "../core/run-types";
+export type { SessionCursor } from "../core/run-types";
 export type { SessionRef } from "../core/session-ref";
 export {
   type BudgetRequest,
   DEFAULT_PAUSE_TIMEOUT_SECONDS,
   type PauseReason,
   type RunPause,
-  type TenantBudgetHold,
 } from "./pause";
 
 export interface QueuedMessage {
@@ -193,7 +192,7 @@ export type RecentDelivery = {
 } & DeliveryAnswer;
 
 /** Why a run refused a delivery: `type` is one of `DeliveryRefusal`. */
-export interface DeliveryRefusalAnswer {
+interface DeliveryRefusalAnswer {
   type: string;
   message: string;
 }
@@ -257,7 +256,7 @@ export function startedStatus(runVersion: number): RunStatus {
  * session's workflow (continue-as-new) with the ended run's settings, and answers a retried
  * delivery id as the ended run did.
  */
-export interface HandOver {
+interface HandOver {
   messages: QueuedMessage[];
   deliveries: RecentDelivery[];
 }
@@ -330,9 +329,9 @@ export const RUN_STATUSES = [
   ...RUN_END_STATUSES,
 ] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
-export type RunEndStatus = (typeof RUN_END_STATUSES)[number];
+type RunEndStatus = (typeof RUN_END_STATUSES)[number];
 
-export interface PendingToolCall {
+interface PendingToolCall {
   toolCallId: string;
   name: string;
   state: ToolCallState;

@@ -47,7 +47,7 @@ export const EXPLORE_AGENT: AgentDefinition = {
   maxTurns: DEFAULT_AGENT_MAX_TURNS,
 };
 
-export const BUILTIN_AGENTS: readonly AgentDefinition[] = [EXPLORE_AGENT];
+const BUILTIN_AGENTS: readonly AgentDefinition[] = [EXPLORE_AGENT];
 
 /** The agents a run offers: its own definitions, then the built-ins it does not redefine. */
 export function availableAgents(defined: readonly AgentDefinition[] = []): AgentDefinition[] {

@@ -27,9 +27,9 @@ import {
 import { estimateTokens } from "./tokens";
 
 /** Output limit of a branch summary, as pi sets it. */
-export const BRANCH_SUMMARY_MAX_TOKENS = 2_048;
+const BRANCH_SUMMARY_MAX_TOKENS = 2_048;
 /** An older summary that overflows the budget is still taken while less than this share is used. */
-export const SUMMARY_OVERFLOW_SHARE = 0.9;
+const SUMMARY_OVERFLOW_SHARE = 0.9;
 /** Text stored when the abandoned branch held nothing to summarize. */
 export const EMPTY_BRANCH_SUMMARY = "No content to summarize";
 

@@ -16,15 +16,15 @@ import {
 } from "./summary-prompts";
 import { estimateContextTokens, estimateTokens } from "./tokens";
 
-export { type CompactionSettings, DEFAULT_COMPACTION_SETTINGS } from "./compaction-settings";
+export type { CompactionSettings } from "./compaction-settings";
 /** Characters of one tool result kept when serializing a conversation for a summary. */
 export const TOOL_RESULT_MAX_CHARS = 2_000;
 /** Share of `reserveTokens` the history summary may use as output. */
-export const HISTORY_SUMMARY_OUTPUT_SHARE = 0.8;
+const HISTORY_SUMMARY_OUTPUT_SHARE = 0.8;
 /** Share of `reserveTokens` the turn-prefix summary may use as output. */
-export const TURN_PREFIX_SUMMARY_OUTPUT_SHARE = 0.5;
+const TURN_PREFIX_SUMMARY_OUTPUT_SHARE = 0.5;
 /** Summary used for the history part of a split turn when nothing precedes the turn. */
-export const NO_PRIOR_HISTORY = "No prior history.";
+const NO_PRIOR_HISTORY = "No prior history.";
 
 /** Files seen in tool calls: sets while collecting, sorted lists in the result. */
 export interface FileOperations {
@@ -134,7 +134,7 @@ export interface CutPoint {
  * Indices in [start, end) where a kept part may begin: any message but a tool result (a result
  * must follow its call), and branch summaries / custom messages.
  */
-export function findValidCutPoints(entries: readonly SessionEntry[], start: number, end: number): number[] {
+function findValidCutPoints(entries: readonly SessionEntry[], start: number, end: number): number[] {
   const points: number[] = [];
   for (let i = start; i < end; i++) {
     const entry = entries[i]!;
@@ -145,7 +145,7 @@ export function findValidCutPoints(entries: readonly SessionEntry[], start: numb
 }
 
 /** Index of the user message (or bash execution, branch summary, custom message) starting the turn at `index`. */
-export function findTurnStartIndex(entries: readonly SessionEntry[], index: number, start: number): number {
+function findTurnStartIndex(entries: readonly SessionEntry[], index: number, start: number): number {
   for (let i = index; i >= start; i--) {
     const entry = entries[i]!;
     if (entry.type === "branch_summary" || entry.type === "custom_message") return i;
@@ -325,7 +325,7 @@ export function conversationBlock(messages: readonly AgentMessage[]): string {
 }
 
 /** The summary text stored in the compaction entry, from the summarizer's answers. */
-export function composeCompactionSummary(
+function composeCompactionSummary(
   preparation: CompactionPreparation,
   historySummary: string,
   turnPrefixSummary?: string,

@@ -16,7 +16,7 @@ export const booleanFlag = z
   .transform((value) => value === "true" || value === "1");
 
 /** One line naming every invalid variable and why, never its value (it may be a secret). */
-export function describeIssues(error: z.ZodError): string {
+function describeIssues(error: z.ZodError): string {
   return error.issues.map((issue) => `${issue.path.join(".") || "(value)"}: ${issue.message}`).join("; ");
 }
 

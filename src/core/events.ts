@@ -7,7 +7,7 @@ import type { AgentMessage, StopReason, ToolResultMessage, Usage } from "./messa
 import type { ToolCallState } from "./tool-registry";
 
 /** Events kept by default; older ones are dropped first (readers learn it through `missed`). */
-export const DEFAULT_EVENT_BUFFER_CAPACITY = 1_000;
+const DEFAULT_EVENT_BUFFER_CAPACITY = 1_000;
 
 /** How a run ends by itself, as its `agent_end` event and its result say. */
 export const AGENT_END_STATUSES = ["completed", "aborted", "failed"] as const;
@@ -65,8 +65,6 @@ export type AgentEventBody =
       decision: "approved" | "rejected" | "denied" | "timed_out";
       editedArgs?: Record<string, unknown>;
     };
-
-export type AgentEventType = AgentEventBody["type"];
 
 /**
  * One step of the assistant message being built (pi's `assistantMessageEvent` deltas): text,

@@ -28,8 +28,6 @@ export const FailureType = {
   quotaExceeded: "QuotaExceeded",
 } as const;
 
-export type FailureTypeName = (typeof FailureType)[keyof typeof FailureType];
-
 /** Failure types of a refused delivery (the run's `deliver` update), mapped to HTTP by the API. */
 export const DeliveryRefusal = {
   busy: "RunBusy",

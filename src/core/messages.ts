@@ -7,14 +7,14 @@
  */
 import { z } from "zod";
 
-export const TextBlockSchema = z.object({
+const TextBlockSchema = z.object({
   type: z.literal("text"),
   text: z.string(),
   /** Provider-opaque signature of a text block (OpenAI Responses item id); replayed as is. */
   textSignature: z.string().optional(),
 });
 
-export const ThinkingBlockSchema = z.object({
+const ThinkingBlockSchema = z.object({
   type: z.literal("thinking"),
   thinking: z.string(),
   /** Anthropic signature, or the encrypted payload of redacted thinking; replayed as is. */
@@ -23,14 +23,14 @@ export const ThinkingBlockSchema = z.object({
   redacted: z.boolean().optional(),
 });
 
-export const ImageBlockSchema = z.object({
+const ImageBlockSchema = z.object({
   type: z.literal("image"),
   /** Base64 without a data: prefix. */
   data: z.string(),
   mimeType: z.string(),
 });
 
-export const ToolCallBlockSchema = z.object({
+const ToolCallBlockSchema = z.object({
   type: z.literal("toolCall"),
   id: z.string().min(1),
   name: z.string().min(1),
@@ -42,7 +42,7 @@ export const UserContentSchema = z.union([
   z.string(),
   z.array(z.discriminatedUnion("type", [TextBlockSchema, ImageBlockSchema])),
 ]);
-export const AssistantBlockSchema = z.discriminatedUnion("type", [
+const AssistantBlockSchema = z.discriminatedUnion("type", [
   TextBlockSchema,
   ThinkingBlockSchema,
   ToolCallBlockSchema,
@@ -73,16 +73,16 @@ export const UsageSchema = z.object({
   estimated: z.literal(true).optional(),
 });
 
-export const StopReasonSchema = z.enum(["stop", "length", "toolUse", "error", "aborted"]);
+const StopReasonSchema = z.enum(["stop", "length", "toolUse", "error", "aborted"]);
 
-export const UserMessageSchema = z.object({
+const UserMessageSchema = z.object({
   role: z.literal("user"),
   content: UserContentSchema,
   /** Epoch milliseconds. */
   timestamp: z.number(),
 });
 
-export const AssistantMessageSchema = z.object({
+const AssistantMessageSchema = z.object({
   role: z.literal("assistant"),
   content: z.array(AssistantBlockSchema),
   /** Wire API used: "openai-completions" | "openai-responses" | "anthropic-messages" | other. */
@@ -96,7 +96,7 @@ export const AssistantMessageSchema = z.object({
   timestamp: z.number(),
 });
 
-export const ToolResultMessageSchema = z.object({
+const ToolResultMessageSchema = z.object({
   role: z.literal("toolResult"),
   toolCallId: z.string().min(1),
   toolName: z.string(),
@@ -107,7 +107,7 @@ export const ToolResultMessageSchema = z.object({
 });
 
 /** A message an LLM can be sent. */
-export const MessageSchema = z.discriminatedUnion("role", [
+const MessageSchema = z.discriminatedUnion("role", [
   UserMessageSchema,
   AssistantMessageSchema,
   ToolResultMessageSchema,
@@ -118,7 +118,6 @@ export type ThinkingBlock = z.infer<typeof ThinkingBlockSchema>;
 export type ImageBlock = z.infer<typeof ImageBlockSchema>;
 export type ToolCallBlock = z.infer<typeof ToolCallBlockSchema>;
 export type AssistantBlock = z.infer<typeof AssistantBlockSchema>;
-export type ToolResultBlock = z.infer<typeof ToolResultBlockSchema>;
 export type Cost = z.infer<typeof CostSchema>;
 export type Usage = z.infer<typeof UsageSchema>;
 export type StopReason = z.infer<typeof StopReasonSchema>;
@@ -155,7 +154,7 @@ export { emptyUsage } from "./usage";
 // ---------------------------------------------------------------------------------------------
 
 /** A shell command the user ran directly (pi's `!` command), with its captured output. */
-export const BashExecutionMessageSchema = z.object({
+const BashExecutionMessageSchema = z.object({
   role: z.literal("bashExecution"),
   command: z.string(),
   output: z.string(),
@@ -170,7 +169,7 @@ export const BashExecutionMessageSchema = z.object({
 });
 
 /** A message injected by an extension (pi's `sendMessage`); reaches the model as a user message. */
-export const CustomMessageSchema = z.object({
+const CustomMessageSchema = z.object({
   role: z.literal("custom"),
   customType: z.string(),
   content: UserContentSchema,
@@ -179,14 +178,14 @@ export const CustomMessageSchema = z.object({
   timestamp: z.number(),
 });
 
-export const BranchSummaryMessageSchema = z.object({
+const BranchSummaryMessageSchema = z.object({
   role: z.literal("branchSummary"),
   summary: z.string(),
   fromId: z.string(),
   timestamp: z.number(),
 });
 
-export const CompactionSummaryMessageSchema = z.object({
+const CompactionSummaryMessageSchema = z.object({
   role: z.literal("compactionSummary"),
   summary: z.string(),
   tokensBefore: z.number(),
@@ -204,23 +203,20 @@ export const AgentMessageSchema = z.discriminatedUnion("role", [
   CompactionSummaryMessageSchema,
 ]);
 
-export type BashExecutionMessage = z.infer<typeof BashExecutionMessageSchema>;
-export type CustomMessage = z.infer<typeof CustomMessageSchema>;
-export type BranchSummaryMessage = z.infer<typeof BranchSummaryMessageSchema>;
-export type CompactionSummaryMessage = z.infer<typeof CompactionSummaryMessageSchema>;
+type BashExecutionMessage = z.infer<typeof BashExecutionMessageSchema>;
 export type AgentMessage = z.infer<typeof AgentMessageSchema>;
 
 /** Text pi wraps around a compaction summary when it becomes a user message. */
 export const COMPACTION_SUMMARY_PREFIX =
   "The conversation history before this point was compacted into the following summary:\n\n<summary>\n";
-export const COMPACTION_SUMMARY_SUFFIX = "\n</summary>";
+const COMPACTION_SUMMARY_SUFFIX = "\n</summary>";
 /** Text pi wraps around a branch summary when it becomes a user message. */
-export const BRANCH_SUMMARY_PREFIX =
+const BRANCH_SUMMARY_PREFIX =
   "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n";
-export const BRANCH_SUMMARY_SUFFIX = "</summary>";
+const BRANCH_SUMMARY_SUFFIX = "</summary>";
 
 /** The user-message text pi sends for a bash execution (same wording, byte for byte). */
-export function bashExecutionToText(message: BashExecutionMessage): string {
+function bashExecutionToText(message: BashExecutionMessage): string {
   let text = `Ran \`${message.command}\`\n`;
   text += message.output ? `\`\`\`\n${message.output}\n\`\`\`` : "(no output)";
   if (message.cancelled) {

@@ -25,7 +25,7 @@ import {
   type UserMessage,
 } from "./messages";
 
-export type MessagePart = Record<string, unknown> & { part_kind: string };
+type MessagePart = Record<string, unknown> & { part_kind: string };
 export interface PartsMessage {
   kind: "request" | "response";
   parts: MessagePart[];
@@ -50,7 +50,7 @@ export interface ToCanonicalOptions {
 }
 
 /** `api` recorded for assistant messages that came from parts messages without one. */
-export const PARTS_MESSAGES_API = "pydantic-ai";
+const PARTS_MESSAGES_API = "pydantic-ai";
 const UNKNOWN = "unknown";
 
 const STOP_TO_FINISH: Record<StopReason, string> = {

@@ -22,10 +22,10 @@ import { indexSession, isoToEpochMs, pathToRoot } from "./session-tree";
 import type { SessionEntry, SessionFile } from "./session-types";
 
 /** Custom type of the entry holding an imported file's metadata; stored in sessions, so its value stays. */
-export const PARTS_SESSION_CUSTOM_TYPE = "keel.wire-session";
+const PARTS_SESSION_CUSTOM_TYPE = "keel.wire-session";
 
 /** The session file keys other than `messages`, kept as they were. */
-export interface PartsSessionMetadata {
+interface PartsSessionMetadata {
   version?: unknown;
   session_id?: unknown;
   project_id?: unknown;

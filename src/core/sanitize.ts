@@ -17,13 +17,13 @@ import { TERMINAL_TOOL_CALL_STATES, type ToolCallRegistry, toolCallPartsById } f
 /** Replacement text for a pruned tool output. */
 export const PRUNED_TOOL_OUTPUT_MARKER = "[Old tool output cleared to save context]";
 /** Most recent user turns whose tool outputs are never pruned. */
-export const PRUNE_PROTECTED_USER_TURNS = 2;
+const PRUNE_PROTECTED_USER_TURNS = 2;
 /** Tool-output tokens before the protected turns that are also kept (newest first). */
-export const PRUNE_PROTECT_TOKENS = 40_000;
+const PRUNE_PROTECT_TOKENS = 40_000;
 /** Pruning only happens when it frees at least this many tokens (a cache miss costs too). */
-export const PRUNE_MINIMUM_TOKENS = 20_000;
+const PRUNE_MINIMUM_TOKENS = 20_000;
 /** Upper bound of cleanup passes; each pass only removes, so a few always suffice. */
-export const MAX_CLEANUP_ITERATIONS = 10;
+const MAX_CLEANUP_ITERATIONS = 10;
 
 /** What to do with a tool call that has no result. */
 export type DanglingToolCallPolicy =
@@ -315,7 +315,7 @@ function checkRegistry(
 }
 
 /** True when an assistant message has no tool call and no non-blank text or thinking. */
-export function isEmptyAssistant(message: AssistantMessage): boolean {
+function isEmptyAssistant(message: AssistantMessage): boolean {
   return message.content.every(
     (block) =>
       (block.type === "text" && block.text.trim() === "") ||

@@ -16,7 +16,7 @@ import {
 } from "./session-types";
 
 /** Why one line of a session file was skipped. */
-export interface LineError {
+interface LineError {
   /** 1-based line number in the input text. */
   line: number;
   reason: string;
@@ -115,7 +115,7 @@ export function serializeSession(file: SessionFile): string {
  * - v2 → v3: the message role `hookMessage` is renamed `custom`.
  * The header's `version` is set to 3. Does nothing for version 3 files.
  */
-export function migrateRawEntries(version: number, header: RawObject | null, entries: RawObject[]): void {
+function migrateRawEntries(version: number, header: RawObject | null, entries: RawObject[]): void {
   if (version >= CURRENT_SESSION_VERSION) return;
   if (version < 2) assignLinearIds(entries);
   for (const entry of entries) {

@@ -25,7 +25,7 @@ export interface EntryPlacement {
 }
 
 /** Custom type of the marker entry that moves the leaf without adding content. */
-export const LEAF_MARKER_CUSTOM_TYPE = "keel.leaf";
+const LEAF_MARKER_CUSTOM_TYPE = "keel.leaf";
 
 export function createSessionHeader(
   id: string,

@@ -32,19 +32,19 @@ const entryBase = {
   timestamp: z.string(),
 };
 
-export const MessageEntrySchema = z.object({
+const MessageEntrySchema = z.object({
   type: z.literal("message"),
   ...entryBase,
   message: AgentMessageSchema,
 });
 
-export const ThinkingLevelChangeEntrySchema = z.object({
+const ThinkingLevelChangeEntrySchema = z.object({
   type: z.literal("thinking_level_change"),
   ...entryBase,
   thinkingLevel: z.string(),
 });
 
-export const ModelChangeEntrySchema = z.object({
+const ModelChangeEntrySchema = z.object({
   type: z.literal("model_change"),
   ...entryBase,
   provider: z.string(),
@@ -52,12 +52,12 @@ export const ModelChangeEntrySchema = z.object({
 });
 
 /** File operations carried by pi-generated compaction and branch-summary entries. */
-export const FileOperationDetailsSchema = z.object({
+const FileOperationDetailsSchema = z.object({
   readFiles: z.array(z.string()),
   modifiedFiles: z.array(z.string()),
 });
 
-export const CompactionEntrySchema = z.object({
+const CompactionEntrySchema = z.object({
   type: z.literal("compaction"),
   ...entryBase,
   summary: z.string(),
@@ -69,7 +69,7 @@ export const CompactionEntrySchema = z.object({
   fromHook: z.boolean().optional(),
 });
 
-export const BranchSummaryEntrySchema = z.object({
+const BranchSummaryEntrySchema = z.object({
   type: z.literal("branch_summary"),
   ...entryBase,
   /** Entry the abandoned branch was left from, or "root". */
@@ -80,7 +80,7 @@ export const BranchSummaryEntrySchema = z.object({
 });
 
 /** Extension state; never part of the LLM context. */
-export const CustomEntrySchema = z.object({
+const CustomEntrySchema = z.object({
   type: z.literal("custom"),
   ...entryBase,
   customType: z.string(),
@@ -88,7 +88,7 @@ export const CustomEntrySchema = z.object({
 });
 
 /** Extension message; reaches the LLM as a user message. */
-export const CustomMessageEntrySchema = z.object({
+const CustomMessageEntrySchema = z.object({
   type: z.literal("custom_message"),
   ...entryBase,
   customType: z.string(),
@@ -98,14 +98,14 @@ export const CustomMessageEntrySchema = z.object({
 });
 
 /** Sets (or, with no label, clears) the label of `targetId`. */
-export const LabelEntrySchema = z.object({
+const LabelEntrySchema = z.object({
   type: z.literal("label"),
   ...entryBase,
   targetId: z.string(),
   label: z.string().optional(),
 });
 
-export const SessionInfoEntrySchema = z.object({
+const SessionInfoEntrySchema = z.object({
   type: z.literal("session_info"),
   ...entryBase,
   name: z.string().optional(),
@@ -133,9 +133,7 @@ export type BranchSummaryEntry = z.infer<typeof BranchSummaryEntrySchema>;
 export type CustomEntry = z.infer<typeof CustomEntrySchema>;
 export type CustomMessageEntry = z.infer<typeof CustomMessageEntrySchema>;
 export type LabelEntry = z.infer<typeof LabelEntrySchema>;
-export type SessionInfoEntry = z.infer<typeof SessionInfoEntrySchema>;
 export type SessionEntry = z.infer<typeof SessionEntrySchema>;
-export type SessionEntryType = SessionEntry["type"];
 
 /** A whole session in memory: header plus entries in file order. */
 export interface SessionFile {

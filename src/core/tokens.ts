@@ -7,7 +7,7 @@ import type { AgentMessage, Usage } from "./messages";
 /** Characters per token of the heuristic; overestimates tokens for typical text and code. */
 export const CHARS_PER_TOKEN = 4;
 /** Characters an image counts as (1200 tokens), as pi counts them. */
-export const IMAGE_CHARS = 4800;
+const IMAGE_CHARS = 4800;
 
 /**
  * Estimated tokens of one message (pi's `estimateTokens`): text, thinking, tool-call name +
@@ -49,12 +49,12 @@ export function estimateTokens(message: AgentMessage): number {
 }
 
 /** Context size a usage figure reports: `totalTokens`, else the sum of its parts. */
-export function calculateContextTokens(usage: Usage): number {
+function calculateContextTokens(usage: Usage): number {
   return usage.totalTokens || usage.input + usage.output + usage.cacheRead + usage.cacheWrite;
 }
 
 /** Usage of an assistant message that completed (aborted / error responses carry no valid usage). */
-export function validAssistantUsage(message: AgentMessage): Usage | undefined {
+function validAssistantUsage(message: AgentMessage): Usage | undefined {
   if (message.role !== "assistant" || message.stopReason === "aborted" || message.stopReason === "error") {
     return undefined;
   }

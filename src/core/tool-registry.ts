@@ -16,7 +16,7 @@ export type ToolCallState =
   | "failed"
   | "cancelled";
 
-export interface ToolCallRecord {
+interface ToolCallRecord {
   toolCallId: string;
   toolName: string;
   state: ToolCallState;
@@ -46,11 +46,11 @@ export function emptyToolCallRegistry(): ToolCallRegistry {
   return { calls: [] };
 }
 
-export function isTransitionAllowed(from: ToolCallState, to: ToolCallState): boolean {
+function isTransitionAllowed(from: ToolCallState, to: ToolCallState): boolean {
   return ALLOWED_TRANSITIONS[from].includes(to);
 }
 
-export function findToolCall(registry: ToolCallRegistry, toolCallId: string): ToolCallRecord | undefined {
+function findToolCall(registry: ToolCallRegistry, toolCallId: string): ToolCallRecord | undefined {
   return registry.calls.find((record) => record.toolCallId === toolCallId);
 }
 

@@ -23,8 +23,6 @@ export const TOOL_REPLAY_CLASSES = {
   bash: "unsafe",
 } as const satisfies Record<string, ReplayClass>;
 
-export type BuiltinToolName = keyof typeof TOOL_REPLAY_CLASSES;
-
 /**
  * Tools that may change the workspace: every tool that is not safe to re-run (read-only tools
  * are; a tool that may write is not). Snapshots follow batches that ran one; `read-only` blocks them.

@@ -71,7 +71,7 @@ export interface ClaimedToolCall extends ClaimedCommon {
 }
 
 /** A run's MCP servers a runner claimed to list (the run's tools are what it answers). */
-export interface ClaimedListing extends ClaimedCommon {
+interface ClaimedListing extends ClaimedCommon {
   kind: "mcp-list";
   servers: McpServerSettings[];
 }
@@ -80,7 +80,7 @@ export interface ClaimedListing extends ClaimedCommon {
 export type ClaimedCall = ClaimedToolCall | ClaimedListing;
 
 /** Activity heartbeats, completions and failures by task token (Temporal's AsyncCompletionClient). */
-export type ActivityCompletion = Pick<AsyncCompletionClient, "heartbeat" | "complete" | "fail">;
+type ActivityCompletion = Pick<AsyncCompletionClient, "heartbeat" | "complete" | "fail">;
 
 /** An activity task taken from a task queue by `pollActivityTask`. */
 export interface PolledActivityTask {
@@ -96,7 +96,7 @@ export interface PolledActivityTask {
 }
 
 /** Takes activity tasks from a task queue (RunClient.pollActivityTask). */
-export interface ActivityTasks {
+interface ActivityTasks {
   pollActivityTask(
     taskQueue: string,
     identity: string,

@@ -27,13 +27,13 @@ import { JsonObjects } from "../store/json-objects";
 import { isNotFound, s3HttpStatus } from "../store/s3-requests";
 
 /** Where a session's tools run. `worker` is the built-in default and cannot be created. */
-export const WORKER_ENVIRONMENT = "worker";
+const WORKER_ENVIRONMENT = "worker";
 /** `runner`: `keel runner` processes the tenant starts; `launched`: Keel starts one per session (launchers/). */
 export const ENVIRONMENT_KINDS = ["runner", "launched"] as const;
 /** Environment names: like session ids, at most 63 characters, and never `worker`. */
 export const ENVIRONMENT_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/;
 
-export const EnvironmentSchema = z.object({
+const EnvironmentSchema = z.object({
   name: z.string(),
   kind: z.enum(ENVIRONMENT_KINDS),
   createdAt: z.string(),
@@ -126,7 +126,7 @@ const McpListingCallSchema = z.object({
 });
 export type McpListingCall = z.infer<typeof McpListingCallSchema>;
 
-export const RunnerCallSchema = z.union([McpListingCallSchema, RunnerToolCallSchema]);
+const RunnerCallSchema = z.union([McpListingCallSchema, RunnerToolCallSchema]);
 export type RunnerCall = z.infer<typeof RunnerCallSchema>;
 
 /** Call ids: a session id, `.`, then a result slot's sequence number or an MCP listing's key. */

@@ -22,7 +22,7 @@ export const REDACTED = "[redacted]";
 const SECRET_KEY =
   /(apikey|authorization|token|secret|password|passwd|credentials?|cookie|signature|privatekey)$/;
 
-export function isSecretKey(key: string): boolean {
+function isSecretKey(key: string): boolean {
   return SECRET_KEY.test(key.toLowerCase().replace(/[-_]/g, ""));
 }
 

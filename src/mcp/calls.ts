@@ -82,7 +82,7 @@ type ResultBlock = { type: string; [key: string]: unknown };
  * structured content as JSON text when the server sent no text (and in `details` always).
  * Text beyond MAX_OUTPUT_BYTES is cut with a notice.
  */
-export function toToolOutput(result: Record<string, unknown>): ToolOutput {
+function toToolOutput(result: Record<string, unknown>): ToolOutput {
   const blocks = (Array.isArray(result.content) ? result.content : []) as ResultBlock[];
   const content: ToolContentBlock[] = blocks.flatMap((block): ToolContentBlock[] => {
     if (block.type === "text") return [{ type: "text", text: String(block.text ?? "") }];

@@ -34,7 +34,7 @@ export interface McpSessionContext {
 }
 
 /** A server that could not be reached or started; its message is what the run reports. */
-export class McpServerUnavailable extends Error {
+class McpServerUnavailable extends Error {
   constructor(server: string, why: string) {
     super(`MCP server ${server} is unavailable: ${why}`);
     this.name = "McpServerUnavailable";

@@ -96,7 +96,7 @@ function mcpSecretValues(policy: McpPolicy, env: NodeJS.ProcessEnv): Record<stri
 }
 
 /** Folders of KEEL_MCP_MOUNTS; throws for one that is not absolute. */
-export function mcpMountsFromEnv(env: NodeJS.ProcessEnv): string[] {
+function mcpMountsFromEnv(env: NodeJS.ProcessEnv): string[] {
   const mounts = list(env[MCP_MOUNTS_SETTING]);
   const bad = mounts.find((mount) => !mount.startsWith("/"));
   if (bad) throw new Error(`${MCP_MOUNTS_SETTING}: ${JSON.stringify(bad)} is not an absolute path`);

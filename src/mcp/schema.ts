@@ -7,7 +7,7 @@ import { MCP_HOSTS_SETTING, MCP_SECRETS_SETTING, type McpPolicy, mcpUrlRefusal }
 import { MCP_SERVER_NAME } from "./tool-names";
 
 /** Most servers one run may name. */
-export const MAX_MCP_SERVERS = 10;
+const MAX_MCP_SERVERS = 10;
 
 export function mcpServersSchema(policy: McpPolicy = { secrets: [], privateHosts: [] }) {
   // The document names the secrets the operator lists; with none listed, values are text only.

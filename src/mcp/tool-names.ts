@@ -8,7 +8,7 @@ import type { ReplayClass } from "../tools/types";
 import type { McpServerSettings, McpToolEntry, McpToolList, McpToolRef, McpToolsOfTurn } from "./types";
 
 /** Between server and tool in a model-facing name; server names may not contain it. */
-export const MCP_SEPARATOR = "__";
+const MCP_SEPARATOR = "__";
 
 /** Server names: lower-case letters, digits, `_` and `-`, no `__`. */
 export const MCP_SERVER_NAME = /^(?!.*__)[a-z0-9][a-z0-9_-]{0,31}$/;

@@ -8,7 +8,7 @@ import type { ReplayClass } from "../tools/types";
 export type McpValue = string | { secret: string };
 
 /** Replay classes an operator may give a tool by name, overriding its annotations. */
-export type McpReplayOverrides = Record<string, ReplayClass>;
+type McpReplayOverrides = Record<string, ReplayClass>;
 
 interface McpServerCommon {
   /** `[a-z0-9_-]`, at most 32 characters, no `__` (the separator of the model-facing names). */

@@ -9,7 +9,7 @@ import { Agent, buildConnector, fetch as undiciFetch } from "undici";
 import { checkAddresses, guardedLookup, type HostAllowance, normalizeHost } from "./egress-policy";
 
 /** The dispatcher: undici's own connector, with the guarded lookup and the IP-literal check in front. */
-export function guardedAgent(allowed: HostAllowance): Agent {
+function guardedAgent(allowed: HostAllowance): Agent {
   const connect = buildConnector({ lookup: guardedLookup(allowed) });
   return new Agent({
     connect: (options, callback) => {

@@ -79,7 +79,7 @@ function toolResultBlock(message: ToolResultMessage): ToolResultBlockParam {
 }
 
 /** Converts the canonical history; consecutive tool results share one user message. */
-export function toAnthropicMessages(context: LlmContext, model: ModelInfo, cache: boolean): MessageParam[] {
+function toAnthropicMessages(context: LlmContext, model: ModelInfo, cache: boolean): MessageParam[] {
   const params: MessageParam[] = [];
   for (const message of prepareMessages(context.messages, model)) {
     if (message.role === "user") {

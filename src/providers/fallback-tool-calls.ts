@@ -13,7 +13,7 @@
  */
 import type { ToolCallBlock } from "../core/messages";
 
-export const TOOL_NAME_PATTERN = /^[a-zA-Z_][a-zA-Z0-9_.-]{0,63}$/;
+const TOOL_NAME_PATTERN = /^[a-zA-Z_][a-zA-Z0-9_.-]{0,63}$/;
 
 const TOOL_CALL_TAG = /<tool_call>\s*([\s\S]*?)\s*<\/tool_call>/g;
 const FUNCTION_TAG = /<function=([^>\s]+)>\s*([\s\S]*?)\s*<\/function>/g;

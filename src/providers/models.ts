@@ -124,7 +124,7 @@ function fileVersion(path: string): string {
 }
 
 /** Reads a catalog file (`{"models": [...]}`); throws with the file name when invalid. */
-export function readModelsFile(path: string): ModelInfo[] {
+function readModelsFile(path: string): ModelInfo[] {
   let json: unknown;
   try {
     json = JSON.parse(readFileSync(path, "utf8"));

@@ -3,7 +3,8 @@ import OpenAI from "openai";
 import type { TokenCounts } from "./output";
 import { SdkProvider } from "./sdk-provider";
 import type { ProviderConnection } from "./types";
-export function createOpenAiClient(connection: ProviderConnection): OpenAI {
+
+function createOpenAiClient(connection: ProviderConnection): OpenAI {
   return new OpenAI({
     apiKey: connection.apiKey,
     ...(connection.baseURL ? { baseURL: connection.baseURL } : {}),

@@ -36,7 +36,7 @@ function mapFinishReason(reason: string | null | undefined): StopReason {
   }
 }
 
-export function toChatMessages(context: LlmContext, model: ModelInfo): ChatCompletionMessageParam[] {
+function toChatMessages(context: LlmContext, model: ModelInfo): ChatCompletionMessageParam[] {
   const params: ChatCompletionMessageParam[] = [];
   if (context.systemPrompt) params.push({ role: "system", content: context.systemPrompt });
   for (const message of prepareMessages(context.messages, model)) {

@@ -34,7 +34,7 @@ function reasoningItemOf(signature: string | undefined): ResponseInputItem | und
   }
 }
 
-export function toResponsesInput(context: LlmContext, model: ModelInfo): ResponseInputItem[] {
+function toResponsesInput(context: LlmContext, model: ModelInfo): ResponseInputItem[] {
   const items: ResponseInputItem[] = [];
   for (const message of prepareMessages(context.messages, model)) {
     if (message.role === "user") {

@@ -54,7 +54,7 @@ function parseArguments(json: string): Record<string, unknown> {
   }
 }
 
-export function newFallbackToolCallId(): string {
+function newFallbackToolCallId(): string {
   return `call_${randomUUID().replaceAll("-", "").slice(0, 24)}`;
 }
 

@@ -14,11 +14,11 @@ export const ANTHROPIC_TOOL_ID_MAX = 64;
 /** OpenAI Chat Completions rejects tool-call ids longer than 40 characters. */
 export const CHAT_TOOL_ID_MAX = 40;
 /** OpenAI Responses call ids and item ids: at most 64 characters. */
-export const RESPONSES_ID_MAX = 64;
+const RESPONSES_ID_MAX = 64;
 const HASH_CHARS = 12;
 const UNSAFE_ID_CHARS = /[^a-zA-Z0-9_-]/g;
 
-export function shortHash(text: string): string {
+function shortHash(text: string): string {
   return createHash("sha256").update(text).digest("hex").slice(0, HASH_CHARS);
 }
 
@@ -26,7 +26,7 @@ export function shortHash(text: string): string {
  * `id` unchanged when it is already safe and short enough; otherwise its safe characters
  * (truncated) plus a hash of the original, so two different ids never collapse into one.
  */
-export function toSafeId(id: string, maxLength: number): string {
+function toSafeId(id: string, maxLength: number): string {
   const sanitized = id.replace(UNSAFE_ID_CHARS, "_");
   if (sanitized === id && id.length > 0 && id.length <= maxLength) return id;
   const head = sanitized.slice(0, maxLength - HASH_CHARS - 1);
@@ -34,7 +34,7 @@ export function toSafeId(id: string, maxLength: number): string {
 }
 
 /** Splits a canonical id into its Responses call id and item id (the latter may be absent). */
-export function splitResponsesId(id: string): { callId: string; itemId?: string } {
+function splitResponsesId(id: string): { callId: string; itemId?: string } {
   const separator = id.indexOf("|");
   if (separator < 0) return { callId: id };
   return { callId: id.slice(0, separator), itemId: id.slice(separator + 1) };

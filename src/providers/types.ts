@@ -11,7 +11,7 @@ import type { AssistantMessage, LlmContext } from "../core/messages";
 export type ModelApi = "openai-completions" | "openai-responses" | "anthropic-messages";
 
 /** Prices in US dollars per million tokens. */
-export interface ModelPrices {
+interface ModelPrices {
   input: number;
   output: number;
   cacheRead: number;
@@ -64,7 +64,7 @@ export interface ContentDelta {
   delta: string;
 }
 
-export type ProviderErrorKind = "retryable" | "non_retryable" | "context_overflow" | "aborted";
+type ProviderErrorKind = "retryable" | "non_retryable" | "context_overflow" | "aborted";
 
 /** Why a call failed, in the terms a retry policy needs. */
 export interface ProviderError {

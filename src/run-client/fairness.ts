@@ -10,7 +10,7 @@ import { createHash } from "node:crypto";
 import type { Priority } from "@temporalio/common";
 
 /** Temporal's limit on a fairness key, in bytes. */
-export const MAX_FAIRNESS_KEY_BYTES = 64;
+const MAX_FAIRNESS_KEY_BYTES = 64;
 
 /**
  * The fairness key of a tenant: its id, or, for an id longer than Temporal allows, a hash of it

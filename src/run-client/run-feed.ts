@@ -13,12 +13,12 @@ import type { AgentEvent, LiveEvent } from "../core/events";
 import { streamQuery } from "../workflows/definitions";
 
 /** Items a feed keeps for clients that fall behind or join late. */
-export const FEED_ITEMS_KEPT = 2_000;
+const FEED_ITEMS_KEPT = 2_000;
 /**
  * How long a feed is kept after its run closed: clients that reconnect or come late still get
  * the last message's deltas (the run's query has its numbered events only).
  */
-export const FEED_LINGER_MS = 60_000;
+const FEED_LINGER_MS = 60_000;
 
 export type RunStreamEvent = AgentEvent | LiveEvent;
 
@@ -110,15 +110,15 @@ export class RunFeed {
 }
 
 /** How often a feed asks its run for new items, at most and (after quiet polls) at least. */
-export const FEED_POLL_MS = { min: 100, max: 500 } as const;
+const FEED_POLL_MS = { min: 100, max: 500 } as const;
 /**
  * How long after its last item a feed keeps polling at the fastest pace: batches of deltas come
  * every few hundred ms while an answer streams, and a poll that slowed between two of them would
  * read the next one late (measured: bench/results/stream-latency.md).
  */
-export const FEED_ACTIVE_MS = 1_000;
+const FEED_ACTIVE_MS = 1_000;
 /** A feed nobody read for this long stops (a later client starts another). */
-export const FEED_ABANDONED_MS = 60_000;
+const FEED_ABANDONED_MS = 60_000;
 /** Quiet polls between two checks that the run is still open (it may close without agent_end). */
 const POLLS_PER_OPEN_CHECK = 20;
 

@@ -19,9 +19,9 @@ const TASK_SCHEDULED = temporal.api.enums.v1.PendingWorkflowTaskState.PENDING_WO
  * A started activity silent this long has likely lost its worker or runner: workers heartbeat at
  * least every 2 s (maxHeartbeatThrottleInterval), runners every second.
  */
-export const SILENT_AFTER_MS = 4_000;
+const SILENT_AFTER_MS = 4_000;
 /** A task on a worker's queue (or the run's next workflow task) not taken for this long is waited on. */
-export const UNTAKEN_AFTER_MS = 2_000;
+const UNTAKEN_AFTER_MS = 2_000;
 
 /** Activities of a runner environment's queue (no worker runs them; the API hands them to runners). */
 const RUNNER_ACTIVITIES = new Set(["executeToolOnRunner", "listMcpToolsOnRunner"]);

@@ -23,7 +23,7 @@ export const STATE_QUERY_WAIT_MS = 5_000;
 export type ClosedByFailure = "failed" | "terminated" | "timed_out" | "canceled";
 
 /** Why a run's workflow closed without returning: the failure's class (or type) and message. */
-export interface RunFailure {
+interface RunFailure {
   status: ClosedByFailure;
   error: { type: string; message: string };
 }

@@ -27,7 +27,7 @@ const workspacePath = (environment: string, sessionId: string) =>
   `/v1/environments/${encodeURIComponent(environment)}/sessions/${encodeURIComponent(sessionId)}/workspace`;
 
 /** Where a copy keeps its generation: beside its folder, out of the sandbox's reach. */
-export const generationPathOf = (dir: string): string => `${dir}.generation`;
+const generationPathOf = (dir: string): string => `${dir}.generation`;
 
 /**
  * The generation of a copy that must not be used again (its store failed, or it is being

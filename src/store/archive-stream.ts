@@ -33,7 +33,7 @@ export const DEFAULT_ARCHIVE_LIMITS: Readonly<ArchiveLimits> = {
  * The expansion ratio is judged only past this many unpacked bytes: a small archive of tar
  * headers (512-byte blocks that are mostly zeros) legitimately compresses far better than 100:1.
  */
-export const RATIO_GRACE_BYTES = 1024 ** 2;
+const RATIO_GRACE_BYTES = 1024 ** 2;
 /** Largest pax or GNU long-name header (a path or link text never needs more). */
 const MAX_META_BYTES = 64 * 1024;
 const BLOCK = 512;

@@ -10,7 +10,7 @@ import { S3StorageDriver, type S3StorageDriverClient } from "@temporalio/externa
 import { AwsSdkS3StorageDriverClient } from "@temporalio/external-storage-s3-aws-sdk";
 import type { S3Settings } from "./s3-config";
 
-export const DEFAULT_PAYLOAD_THRESHOLD_BYTES = 256 * 1024;
+const DEFAULT_PAYLOAD_THRESHOLD_BYTES = 256 * 1024;
 /** Under the configured prefix; the deployment's lifecycle rule expires objects here. */
 export const PAYLOADS_FOLDER = "payloads/";
 

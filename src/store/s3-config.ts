@@ -7,7 +7,7 @@ import { S3Client } from "@aws-sdk/client-s3";
 import { z } from "zod";
 import type { SettingsShape } from "../core/env-settings";
 
-export const S3SettingsSchema = z.object({
+const S3SettingsSchema = z.object({
   bucket: z.string().min(3),
   /** Key prefix under which Keel keeps everything, e.g. "keel/". */
   prefix: z.string().default(""),

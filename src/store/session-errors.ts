@@ -5,7 +5,7 @@
 import type { SessionRef } from "./session-keys";
 
 /** Base class of the store's own errors (S3 errors are passed through unchanged). */
-export class SessionStoreError extends Error {}
+class SessionStoreError extends Error {}
 
 export class SessionNotFoundError extends SessionStoreError {
   override readonly name = "SessionNotFoundError";

@@ -12,7 +12,7 @@
  */
 
 /** Digits of a sequence number in a key; zero-padding keeps S3's lexical order numeric. */
-export const SEQ_DIGITS = 12;
+const SEQ_DIGITS = 12;
 
 /** Largest sequence number that fits in `SEQ_DIGITS` digits. */
 export const MAX_SEQ = 10 ** SEQ_DIGITS - 1;
@@ -77,9 +77,9 @@ export function sessionPrefix(prefix: string, ref: SessionRef): string {
   return `${tenantSessionsPrefix(prefix, ref.tenantId)}${ref.sessionId}/`;
 }
 
-export const HEADER_NAME = "header.json";
+const HEADER_NAME = "header.json";
 export const ENTRIES_FOLDER = "entries/";
-export const CHUNKS_FOLDER = "chunks/";
+const CHUNKS_FOLDER = "chunks/";
 
 export function headerKey(prefix: string, ref: SessionRef): string {
   return `${sessionPrefix(prefix, ref)}${HEADER_NAME}`;
@@ -137,13 +137,13 @@ export function sessionIdOfFolder(tenantFolder: string, commonPrefix: string): s
 const HASH_PATTERN = /^[0-9a-f]{64}$/;
 /** Entry ids as the workflow makes them (hex), or test ids; never a path. */
 const ENTRY_ID_PATTERN = /^[A-Za-z0-9_-]{1,128}$/;
-export const WORKSPACE_SNAPSHOTS_FOLDER = "workspace/snapshots/";
+const WORKSPACE_SNAPSHOTS_FOLDER = "workspace/snapshots/";
 
 function assertHash(hash: string): void {
   if (!HASH_PATTERN.test(hash)) throw new Error(`invalid content hash ${JSON.stringify(hash.slice(0, 80))}`);
 }
 
-export function assertValidEntryId(entryId: string): void {
+function assertValidEntryId(entryId: string): void {
   if (!ENTRY_ID_PATTERN.test(entryId))
     throw new Error(`invalid entry id ${JSON.stringify(entryId.slice(0, 80))}`);
 }

@@ -53,9 +53,9 @@ import {
 } from "./session-objects";
 
 /** Entries per chunk object unless configured otherwise. Part of the storage layout: see docs. */
-export const DEFAULT_CHUNK_SIZE = 256;
+const DEFAULT_CHUNK_SIZE = 256;
 /** S3 requests one store operation keeps in flight at most. */
-export const DEFAULT_REQUEST_CONCURRENCY = 32;
+const DEFAULT_REQUEST_CONCURRENCY = 32;
 /** Page size of a `listSessions` call when none is given, and the largest S3 allows. */
 export const DEFAULT_LIST_LIMIT = 100;
 export const MAX_LIST_LIMIT = 1000;
@@ -99,7 +99,7 @@ export interface PutEntryResult {
   entry: SessionEntry;
 }
 
-export interface SequencedEntry {
+interface SequencedEntry {
   seq: number;
   entry: SessionEntry;
 }
@@ -127,7 +127,7 @@ export interface ListSessionsOptions {
   cursor?: string;
 }
 
-export interface SessionSummary {
+interface SessionSummary {
   sessionId: string;
   /** Null when the folder has entries but no header (entries written without `createSession`). */
   header: SessionHeader | null;

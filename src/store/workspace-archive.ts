@@ -41,8 +41,8 @@ import { IGNORED_PATHS } from "./workspace-tree";
 
 export { ArchiveError } from "./archive-stream";
 
-export const SESSION_FILE = "session.jsonl";
-export const WORKSPACE_FOLDER = "workspace";
+const SESSION_FILE = "session.jsonl";
+const WORKSPACE_FOLDER = "workspace";
 const READ_CHUNK_BYTES = 64 * 1024;
 const fchmodAsync = promisify(fchmod);
 

@@ -54,7 +54,7 @@ import {
 export const DEFAULT_SNAPSHOT_MAX_BYTES = 2 * 1024 ** 3;
 const UPLOAD_CONCURRENCY = 8;
 
-export const SnapshotRecordSchema = z.object({
+const SnapshotRecordSchema = z.object({
   version: z.literal(1),
   afterEntryId: z.string(),
   afterSeq: z.number().int().min(0),

@@ -40,7 +40,7 @@ const Name = z
 const Hash = z.string().regex(/^[0-9a-f]{64}$/);
 const Mode = z.number().int().min(0).max(0o7777);
 
-export const TreeEntrySchema = z.discriminatedUnion("type", [
+const TreeEntrySchema = z.discriminatedUnion("type", [
   z.object({ name: Name, type: z.literal("file"), mode: Mode, size: z.number().int().min(0), hash: Hash }),
   z.object({ name: Name, type: z.literal("dir"), mode: Mode, tree: Hash }),
   z.object({ name: Name, type: z.literal("symlink"), target: z.string().min(1).max(4096) }),
@@ -51,13 +51,13 @@ export const TreeSchema = z.object({ version: z.literal(1), entries: z.array(Tre
 export type Tree = z.infer<typeof TreeSchema>;
 
 /** One tree object ready to store: its hash and exact bytes. */
-export interface TreeObject {
+interface TreeObject {
   hash: string;
   body: string;
 }
 
 /** A regular file found by a scan: where it is and what it holds. */
-export interface ScannedFile {
+interface ScannedFile {
   /** Workspace-relative, POSIX separators. */
   relative: string;
   hash: string;
@@ -77,7 +77,7 @@ export interface Scan {
 }
 
 /** Cached hash of a file, valid while its size, mtime, ctime and inode are unchanged. */
-export interface IndexedFile {
+interface IndexedFile {
   size: number;
   mtimeMs: number;
   ctimeMs: number;
@@ -85,7 +85,7 @@ export interface IndexedFile {
   hash: string;
 }
 
-export const LocalIndexSchema = z.object({
+const LocalIndexSchema = z.object({
   version: z.literal(1),
   files: z.record(
     z.string(),
@@ -195,7 +195,7 @@ async function readAndStore(
   return { hash, size: body.length };
 }
 
-export function treeObject(entries: TreeEntry[]): TreeObject {
+function treeObject(entries: TreeEntry[]): TreeObject {
   const sorted = [...entries].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   const body = JSON.stringify({ version: 1, entries: sorted } satisfies Tree);
   return { hash: sha256Hex(body), body };

@@ -19,7 +19,7 @@ export function instrumentation(): TelemetrySettings | undefined {
   return current;
 }
 
-export const INSTRUMENTATION_SCOPE = "keel";
+const INSTRUMENTATION_SCOPE = "keel";
 
 export function keelTracer() {
   return trace.getTracer(INSTRUMENTATION_SCOPE);

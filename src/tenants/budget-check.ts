@@ -17,7 +17,7 @@ import type { QuotaName, Quotas } from "./types";
 import { type TenantBudgetState, type TenantUsage, tenantBudgetState } from "./usage";
 
 /** How long one answer is reused for a tenant by default (ms). */
-export const DEFAULT_TENANT_BUDGET_CACHE_MS = 10_000;
+const DEFAULT_TENANT_BUDGET_CACHE_MS = 10_000;
 /** How often a paused run asks again by default (ms): KEEL_TENANT_BUDGET_RECHECK_SECONDS. */
 export const DEFAULT_TENANT_BUDGET_RECHECK_MS = 300_000;
 /** Tenants whose answers are cached at once; the oldest is dropped beyond it. */

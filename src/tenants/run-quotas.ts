@@ -58,7 +58,7 @@ export async function admitRunStart(
  * Whether the session's run is live: Temporal describes an open agent-run workflow under its id
  * (from the workflow's mutable state, not from visibility). What holds a concurrency slot.
  */
-export async function sessionRunIsLive(runs: SessionRunHandles, ref: SessionRef): Promise<boolean> {
+async function sessionRunIsLive(runs: SessionRunHandles, ref: SessionRef): Promise<boolean> {
   try {
     const description = await runs.handle(ref).describe();
     return description.status.name === "RUNNING" && description.type === WorkflowType.agentRun;
@@ -73,7 +73,7 @@ export async function sessionRunIsLive(runs: SessionRunHandles, ref: SessionRef)
  * session closed after the claim and the claim is younger than CLAIM_GRACE_MS (its start may be
  * under way). A released claim (claimedAt 0) holds only while a run of the session is live.
  */
-export async function claimHeld(
+async function claimHeld(
   runs: SessionRunHandles,
   tenantId: string,
   claim: SlotClaim,

@@ -23,7 +23,7 @@ import { isValidId } from "../core/ids";
 import { builtinTools } from "../tools/index";
 
 /** What a team's runs may do when its mapping names no tools: read the workspace, nothing else. */
-export const READ_ONLY_TOOLS: readonly string[] = ["read", "grep", "find", "ls"];
+const READ_ONLY_TOOLS: readonly string[] = ["read", "grep", "find", "ls"];
 
 /** Slack team ids: `T` then upper-case letters and digits (Enterprise Grid orgs: `E`). */
 export const SLACK_TEAM_ID = /^[TE][A-Z0-9]{2,30}$/;

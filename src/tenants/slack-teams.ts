@@ -38,7 +38,7 @@ function claimKey(store: TenantStore, teamId: string): string {
 }
 
 /** The tenant whose claim holds the team, or undefined. */
-export async function slackTeamOwner(store: TenantStore, teamId: string): Promise<string | undefined> {
+async function slackTeamOwner(store: TenantStore, teamId: string): Promise<string | undefined> {
   return (await store.objects.read(claimKey(store, teamId), ClaimSchema))?.tenantId;
 }
 

@@ -32,7 +32,6 @@ export type ApiKeyRecord = z.infer<typeof ApiKeyRecordSchema>;
 
 /** `tenant-keys/{digest}.json`: which tenant and key record a digest belongs to (never changes). */
 export const KeyPointerSchema = z.object({ tenantId: TenantIdSchema, keyId: z.string() });
-export type KeyPointer = z.infer<typeof KeyPointerSchema>;
 
 /** Limits checked before a run starts (absent: unlimited). Costs in US dollars. */
 export const QuotasSchema = z.object({
@@ -51,7 +50,7 @@ export type QuotaName = keyof Quotas;
  * team belongs to one tenant at most (slack-teams.ts keeps the claim).
  */
 /** Most Slack teams one tenant maps (each is a claim object written when the settings are). */
-export const MAX_SLACK_TEAMS = 100;
+const MAX_SLACK_TEAMS = 100;
 
 export const SlackSettingsSchema = z
   .object({
@@ -60,7 +59,6 @@ export const SlackSettingsSchema = z
       .refine((teams) => Object.keys(teams).length <= MAX_SLACK_TEAMS, `at most ${MAX_SLACK_TEAMS} teams`),
   })
   .strict();
-export type SlackSettings = z.infer<typeof SlackSettingsSchema>;
 
 /**
  * A tenant's settings as stored. `defaults` is a partial message body (model, tools, policy,

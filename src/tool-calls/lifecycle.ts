@@ -222,7 +222,7 @@ export function tailOf(update: ToolUpdate): string {
   return text.length > PARTIAL_CHARS ? text.slice(-PARTIAL_CHARS) : text;
 }
 
-export function resultOf(entry: SessionEntry, expectedId: string): ToolResultMessage {
+function resultOf(entry: SessionEntry, expectedId: string): ToolResultMessage {
   if (entry.id !== expectedId || entry.type !== "message" || entry.message.role !== "toolResult") {
     throw entryConflict(`the entry stored at the tool result slot is not the expected result (${entry.id})`);
   }
@@ -241,7 +241,7 @@ export function summarize(
  * The result of a call a person approved with edited arguments: the model reads first that its call
  * was changed and what ran, and `details.approval` keeps both argument sets for people and tools.
  */
-export function withApprovedEdit(
+function withApprovedEdit(
   message: ToolResultMessage,
   requested: Record<string, unknown>,
   executed: Record<string, unknown>,

@@ -27,7 +27,7 @@ function lineEndingOf(text: string): "\r\n" | "\n" {
   return lf > 0 && text[lf - 1] === "\r" ? "\r\n" : "\n";
 }
 
-export interface EditDetails {
+interface EditDetails {
   /** Unified diff of the change (LF line endings). */
   diff: string;
   /** First changed line in the new file (1-indexed). */

@@ -21,8 +21,8 @@ import { EgressRefusedError, normalizeHost, resolveAllowed } from "../net/egress
 /** The setting that lists the hosts remote git sources may name. */
 export const GIT_HOSTS_SETTING = "KEEL_GIT_HOSTS";
 /** Hosts remote git sources may name when KEEL_GIT_HOSTS is unset. */
-export const DEFAULT_GIT_HOSTS = "github.com,gitlab.com,bitbucket.org,codeberg.org";
-export const GIT_CLONE_TIMEOUT_MS = 5 * 60_000;
+const DEFAULT_GIT_HOSTS = "github.com,gitlab.com,bitbucket.org,codeberg.org";
+const GIT_CLONE_TIMEOUT_MS = 5 * 60_000;
 
 /** The hosts remote git sources may name. */
 export interface GitHosts {
@@ -78,7 +78,7 @@ export class GitSourceRefusedError extends Error {
 }
 
 /** What `git clone` is run with. */
-export interface GitInvocation {
+interface GitInvocation {
   args: string[];
   env: NodeJS.ProcessEnv;
 }
@@ -98,7 +98,7 @@ const LOCKED_DOWN_CONFIG = [
  * The arguments and environment of the clone: `home` is an empty folder used as HOME and as
  * the template folder; `resolve` pins host:port to checked addresses (curl's `--resolve` form).
  */
-export function gitCloneInvocation(
+function gitCloneInvocation(
   source: { url: string; ref?: string },
   target: string,
   home: string,

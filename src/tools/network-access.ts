@@ -9,7 +9,7 @@ import { isValidId } from "../core/ids";
 /** Nobody (default), every tenant, or the listed tenants. */
 export type FullNetworkAccess = "off" | "on" | { tenants: readonly string[] };
 
-export const FULL_NETWORK_SETTING = "KEEL_SANDBOX_NETWORK_FULL";
+const FULL_NETWORK_SETTING = "KEEL_SANDBOX_NETWORK_FULL";
 
 /** Parses the setting: `off`, `on`, or comma-separated tenant ids. Throws naming the setting. */
 export function parseFullNetworkAccess(value: string | undefined): FullNetworkAccess {

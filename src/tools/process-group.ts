@@ -7,11 +7,11 @@ import { readdirSync, readFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 
 /** Time between SIGTERM and SIGKILL when stopping a command. */
-export const KILL_GRACE_MS = 2000;
+const KILL_GRACE_MS = 2000;
 const POLL_MS = 25;
 
 /** Sends `signal` to the whole group; false when the group no longer exists. */
-export function signalGroup(pgid: number, signal: NodeJS.Signals | 0): boolean {
+function signalGroup(pgid: number, signal: NodeJS.Signals | 0): boolean {
   try {
     process.kill(-pgid, signal);
     return true;
@@ -25,7 +25,7 @@ export function signalGroup(pgid: number, signal: NodeJS.Signals | 0): boolean {
  * waiting to be reaped; where PID 1 does not reap orphans (some containers) they linger, and
  * `kill(-pgid, 0)` alone would report them as alive forever. Undefined without /proc.
  */
-export function livingGroupMembers(pgid: number): number[] | undefined {
+function livingGroupMembers(pgid: number): number[] | undefined {
   let entries: string[];
   try {
     entries = readdirSync("/proc");

@@ -142,7 +142,7 @@ export class SandboxUnavailableError extends Error {
  * a hard limit one second above the soft one: the kernel sends SIGKILL at the hard limit before
  * SIGXCPU at an equal soft one, and only SIGXCPU says which limit ended the process.
  */
-export function limitsPrelude(limits: ProcessLimits): string {
+function limitsPrelude(limits: ProcessLimits): string {
   const kib = (bytes: number) => Math.max(1, Math.floor(bytes / 1024));
   return (
     `ulimit -c 0 -v ${kib(limits.memoryBytes)} -u ${limits.processes} -f ${kib(limits.fileSizeBytes)}` +
@@ -196,7 +196,7 @@ function systemMounts(): string[] {
  * seccomp program expected on SECCOMP_FD. They hold host paths and environment values: bwrap must
  * read them from a file descriptor (`--args`), never from its argv.
  */
-export function bwrapArguments(
+function bwrapArguments(
   workspaceDir: string,
   policy: SandboxPolicy,
   env: NodeJS.ProcessEnv,

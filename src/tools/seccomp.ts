@@ -324,7 +324,7 @@ function archSteps(arch: keyof typeof SYSCALLS): Step[] {
 }
 
 /** The filter's steps: dispatch on the architecture, then the per-architecture and shared checks. */
-export function filterSteps(): Step[] {
+function filterSteps(): Step[] {
   const personality: Step[] = ALLOWED_PERSONALITIES.map((k) => ({ jump: "eq", k, to: "allow" }));
   return [
     { load: DATA_ARCH },

@@ -205,7 +205,7 @@ export const notices = {
 } as const;
 
 /** Appends `[notice. notice]` to a listing when any notice applies. */
-export function withNotices(text: string, list: string[]): string {
+function withNotices(text: string, list: string[]): string {
   return list.length === 0 ? text : `${text}\n\n[${list.join(". ")}]`;
 }
 

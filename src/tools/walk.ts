@@ -19,7 +19,7 @@ import { openDirAt, openFileAt, readDirAt, type WorkspaceFs } from "./workspace-
  */
 export const MAX_WALK_DEPTH = 100;
 
-export interface WalkEntry {
+interface WalkEntry {
   /** Path relative to the walk's start directory, POSIX separators. */
   relative: string;
   isDirectory: boolean;

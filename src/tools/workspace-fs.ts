@@ -32,8 +32,8 @@ import { ToolError } from "./types";
 const { O_RDONLY, O_WRONLY, O_RDWR, O_CREAT, O_EXCL, O_TRUNC, O_NOFOLLOW, O_DIRECTORY, O_NONBLOCK } =
   constants;
 
-export const MAX_PATH_BYTES = 4096;
-export const MAX_PATH_SEGMENT_BYTES = 255;
+const MAX_PATH_BYTES = 4096;
+const MAX_PATH_SEGMENT_BYTES = 255;
 /** Links followed while resolving one path (Linux's own limit). */
 const MAX_LINK_HOPS = 40;
 /** Times a walk starts over when a name changed under it (a link appeared, a directory vanished). */
@@ -64,7 +64,7 @@ const at = (dirFd: number, name: string): string => `/proc/self/fd/${dirFd}/${na
  * a NUL byte or an over-long path or component is refused. `..` stays in the list: the walk
  * resolves it against the directories it holds.
  */
-export function pathComponents(userPath: string): string[] {
+function pathComponents(userPath: string): string[] {
   if (userPath.length === 0) throw new WorkspacePathError(userPath, "the path is empty");
   if (userPath.includes("\0")) throw new WorkspacePathError(userPath, "the path contains a NUL byte");
   const bytes = Buffer.byteLength(userPath, "utf8");
@@ -491,7 +491,7 @@ export async function removeTree(absolutePath: string): Promise<void> {
 }
 
 /** Removes `name` from a held directory: a file or link by unlink, a directory with its content. */
-export async function removeAt(dirFd: number, name: string): Promise<void> {
+async function removeAt(dirFd: number, name: string): Promise<void> {
   const stats = await lstatAt(dirFd, name);
   if (stats === undefined) return;
   if (!stats.isDirectory()) {

@@ -27,7 +27,7 @@ export type ViewBlock =
   /** A compaction's or branch summary's text. */
   | { type: "summary"; text: string };
 
-export type ViewKind =
+type ViewKind =
   | "user"
   | "assistant"
   | "tool_result"

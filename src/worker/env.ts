@@ -47,7 +47,7 @@ const idList = (prefix: string) =>
     });
 
 /** Default of KEEL_WORKSPACE_IDLE_EVICT_SECONDS: half an hour unused, then only S3 holds it. */
-export const DEFAULT_WORKSPACE_IDLE_EVICT_SECONDS = 1800;
+const DEFAULT_WORKSPACE_IDLE_EVICT_SECONDS = 1800;
 
 /** The worker's variables: its own, and those of the parts it runs (Temporal, S3, models, MCP, telemetry). */
 export const WORKER_ENV = {

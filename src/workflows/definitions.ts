@@ -65,4 +65,4 @@ export const streamQuery = defineQuery<StreamPage, [number]>("stream");
 /** The MCP tool list the run recorded at its start (null: the run has no MCP servers, or has not listed yet). */
 export const mcpToolsQuery = defineQuery<McpToolList | null>("mcpTools");
 
-export { AbortRefusal, DeliveryRefusal } from "../core/failure-types";
+export { DeliveryRefusal } from "../core/failure-types";

@@ -16,6 +16,3 @@ export const WorkflowType = {
   compactSession: "compactSession",
   labelSession: "labelSession",
 } as const satisfies { [Name in keyof Workflows]: Name };
-
-/** One of the registered workflow type names. */
-export type WorkflowTypeName = keyof Workflows;

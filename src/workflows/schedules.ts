@@ -123,6 +123,3 @@ export function parseDuration(text: string): number | undefined {
   }
   return total;
 }
-
-/** The pattern `parseDuration` accepts, for schemas and the document. */
-export const DURATION_PATTERN = DURATION;

@@ -49,7 +49,7 @@ export async function requireSession(deps: RouteContext, ref: SessionRef): Promi
  * The session's stored header; session-not-found when it has none. For routes that already know
  * the session has no workflow, so the header alone decides whether it exists.
  */
-export async function requireStoredSession(deps: RouteContext, ref: SessionRef): Promise<SessionHeader> {
+async function requireStoredSession(deps: RouteContext, ref: SessionRef): Promise<SessionHeader> {
   try {
     return await deps.store.getHeader(ref);
   } catch (error) {
@@ -74,7 +74,7 @@ export async function refuseEndedRun(
   throw new ProblemError("no-active-run", "The session's latest run has already ended.");
 }
 
-export const TERMINAL_RUN_STATUSES: ReadonlySet<RunState["status"]> = new Set(RUN_END_STATUSES);
+const TERMINAL_RUN_STATUSES: ReadonlySet<RunState["status"]> = new Set(RUN_END_STATUSES);
 
 /** How the run ended (its own status, or how its workflow closed); undefined while it is live. */
 export function runEnd(

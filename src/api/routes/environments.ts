@@ -451,7 +451,7 @@ function tenantOnly(c: Context<ApiEnv>): string {
  * Temporal's long polls (the namespace's pollers are shared by every tenant) and one of the
  * process's connections. A `keel runner` keeps one; runners sharing a token keep one each.
  */
-export const DEFAULT_WAITING_CLAIMS_PER_TOKEN = 32;
+const DEFAULT_WAITING_CLAIMS_PER_TOKEN = 32;
 
 /** The environment routes; without `deps.environments` every one answers 501. */
 export function environmentRoutes(deps: RouteContext) {

@@ -25,7 +25,7 @@ import { createSessionFrom, secureRandom } from "./new-session";
 import { pageHeaders, viewerExport } from "./viewer";
 
 /** Skipped lines reported back by an import, at most. */
-export const MAX_IMPORT_WARNINGS = 50;
+const MAX_IMPORT_WARNINGS = 50;
 const JSONL_CONTENT_TYPE = "application/x-ndjson";
 const GZIP_CONTENT_TYPE = "application/gzip";
 /** Media types of a session archive (`keel export --with-workspace`). */

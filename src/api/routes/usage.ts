@@ -11,7 +11,7 @@ import { TenantParamsSchema, UsageQuerySchema, UsageSchema } from "../schemas/te
 import { problemResponses } from "./common";
 
 /** Longest range one read covers (one LIST or more per day). */
-export const MAX_USAGE_DAYS = 92;
+const MAX_USAGE_DAYS = 92;
 const DEFAULT_USAGE_DAYS = 30;
 const DAY_MS = 86_400_000;
 

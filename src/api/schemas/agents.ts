@@ -8,8 +8,8 @@ import { z } from "@hono/zod-openapi";
 import { TASK_TOOL_NAME } from "../../core/agents";
 import { builtinTools } from "../../tools/index";
 
-export const MAX_AGENTS = 20;
-export const MAX_AGENT_DESCRIPTION_CHARS = 2_000;
+const MAX_AGENTS = 20;
+const MAX_AGENT_DESCRIPTION_CHARS = 2_000;
 const MAX_AGENT_SYSTEM_PROMPT_CHARS = 200_000;
 const MAX_AGENT_TURNS = 1_000;
 

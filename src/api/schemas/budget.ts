@@ -25,7 +25,7 @@ export const BudgetBodySchema = z.object(budgetFields).openapi("BudgetRequest");
 
 export const ResumeBodySchema = z.object(budgetFields).openapi("ResumeRequest");
 
-export const PauseReasonSchema = z
+const PauseReasonSchema = z
   .discriminatedUnion("type", [
     z.object({
       type: z.literal("runBudget"),

@@ -22,13 +22,13 @@ import {
 import { HOOK_SETS } from "../../workflows/hooks";
 import { agentDefinitionsSchema, RUN_TOOL_NAMES } from "./agents";
 
-export const MAX_MESSAGE_TEXT_CHARS = 1_000_000;
-export const MAX_SYSTEM_PROMPT_CHARS = 200_000;
-export const MAX_POLICY_RULES = 100;
-export const MAX_PATTERN_CHARS = 1_000;
+const MAX_MESSAGE_TEXT_CHARS = 1_000_000;
+const MAX_SYSTEM_PROMPT_CHARS = 200_000;
+const MAX_POLICY_RULES = 100;
+const MAX_PATTERN_CHARS = 1_000;
 /** Longest approval wait a caller may ask for: one week. */
-export const MAX_APPROVAL_TIMEOUT_MS = 7 * 24 * 60 * 60 * 1000;
-export const MIN_APPROVAL_TIMEOUT_MS = 1_000;
+const MAX_APPROVAL_TIMEOUT_MS = 7 * 24 * 60 * 60 * 1000;
+const MIN_APPROVAL_TIMEOUT_MS = 1_000;
 
 function compiles(pattern: string): boolean {
   try {
@@ -39,9 +39,9 @@ function compiles(pattern: string): boolean {
   }
 }
 
-export const PolicyActionSchema = z.enum(POLICY_ACTIONS);
+const PolicyActionSchema = z.enum(POLICY_ACTIONS);
 
-export const ToolPolicyRuleSchema = z.object({
+const ToolPolicyRuleSchema = z.object({
   tool: z.string().min(1).max(128).openapi({ description: "Tool name, or * for every tool" }),
   argumentsPattern: z
     .string()
@@ -52,7 +52,7 @@ export const ToolPolicyRuleSchema = z.object({
   action: PolicyActionSchema,
 });
 
-export const ToolPolicySchema = z
+const ToolPolicySchema = z
   .object({
     rules: z.array(ToolPolicyRuleSchema).max(MAX_POLICY_RULES).default([]),
     default: PolicyActionSchema.optional(),
@@ -100,10 +100,7 @@ function gitUrlPattern(allowDirectoryWorkspaces: boolean, hosts: GitHosts): RegE
  * Workspace sources: `empty`, `git` from an https URL on an allowed host, and with worker-disk
  * access `directory` and local git paths (absolute, or file://).
  */
-export function workspaceSourceSchema(
-  allowDirectoryWorkspaces: boolean,
-  gitHosts = parseGitHosts(undefined),
-) {
+function workspaceSourceSchema(allowDirectoryWorkspaces: boolean, gitHosts = parseGitHosts(undefined)) {
   // A leading '-' would read as an option to git: refused by pattern, so the document says so too.
   const url = z
     .string()
@@ -148,11 +145,11 @@ export function workspaceSourceSchema(
 }
 
 /** Largest turn / tool-call limit a caller may set. */
-export const MAX_RUN_LIMIT = 100_000;
+const MAX_RUN_LIMIT = 100_000;
 /** Largest token budget a caller may set (a run's or a raise). */
 export const MAX_TOKEN_BUDGET = 1_000_000_000_000;
 /** Longest pause a caller may ask for: 30 days. */
-export const MAX_PAUSE_TIMEOUT_SECONDS = 30 * 24 * 60 * 60;
+const MAX_PAUSE_TIMEOUT_SECONDS = 30 * 24 * 60 * 60;
 
 export const RunLimitsSchema = z
   .object({
@@ -188,7 +185,7 @@ const ALLOWLIST_ENTRY_PATTERN = new RegExp(
  * deployment offers it to some tenant (KEEL_SANDBOX_NETWORK_FULL); a tenant it is not offered to
  * gets 403 `network-not-allowed`.
  */
-export function networkPolicySchema(fullOffered: boolean) {
+function networkPolicySchema(fullOffered: boolean) {
   const modes = fullOffered ? (["none", "full"] as const) : (["none"] as const);
   return z
     .union(
@@ -220,7 +217,7 @@ export function networkPolicySchema(fullOffered: boolean) {
     });
 }
 
-export const DeliveryModeSchema = z.enum(DELIVERY_MODES);
+const DeliveryModeSchema = z.enum(DELIVERY_MODES);
 
 /**
  * One-line models as one pattern: each kind, a model name, and optionally a base URL at or below

@@ -4,17 +4,15 @@ import { z } from "@hono/zod-openapi";
 import { ID_PATTERN } from "../../core/ids";
 import { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from "../../store/session-store";
 
-export const MAX_TOOL_CALL_ID_CHARS = 256;
+const MAX_TOOL_CALL_ID_CHARS = 256;
 /**
  * Tool-call ids as providers make them (`call_…`, `toolu_…`, Responses `call_…|fc_…`): no `/`,
  * no leading `.`, so an id never reads as a path.
  */
-export const TOOL_CALL_ID_PATTERN = new RegExp(
-  `^[A-Za-z0-9_][A-Za-z0-9_.:|-]{0,${MAX_TOOL_CALL_ID_CHARS - 1}}$`,
-);
+const TOOL_CALL_ID_PATTERN = new RegExp(`^[A-Za-z0-9_][A-Za-z0-9_.:|-]{0,${MAX_TOOL_CALL_ID_CHARS - 1}}$`);
 /** Page size of a list without `limit`, and the largest one may ask for: the store's own bounds. */
 export const DEFAULT_PAGE_LIMIT = DEFAULT_LIST_LIMIT;
-export const MAX_PAGE_LIMIT = MAX_LIST_LIMIT;
+const MAX_PAGE_LIMIT = MAX_LIST_LIMIT;
 
 /**
  * Session ids in paths: the store's id pattern, except the words the routes use at that place

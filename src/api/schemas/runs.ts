@@ -46,7 +46,7 @@ const CLOSED_BY_TEMPORAL = [
 ] as const satisfies readonly ClosedByFailure[];
 
 /** A run's status in the API: its own, or how its workflow closed (routes/sessions.ts assigns both). */
-export const RUN_VIEW_STATUSES = [...RUN_STATUSES, ...CLOSED_BY_TEMPORAL] as const;
+const RUN_VIEW_STATUSES = [...RUN_STATUSES, ...CLOSED_BY_TEMPORAL] as const;
 
 export const RunViewStatusSchema = z.enum(RUN_VIEW_STATUSES).openapi({
   description:
@@ -54,7 +54,7 @@ export const RunViewStatusSchema = z.enum(RUN_VIEW_STATUSES).openapi({
 });
 
 /** How a run ended: its status and, for a workflow closed by failure, the error. */
-export const RunEndSchema = z
+const RunEndSchema = z
   .object({ status: RunViewStatusSchema, error: RunErrorSchema.optional() })
   .openapi("RunEnd");
 

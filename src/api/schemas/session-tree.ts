@@ -2,7 +2,7 @@
 
 import { z } from "@hono/zod-openapi";
 
-export const MAX_ENTRY_ID_CHARS = 256;
+const MAX_ENTRY_ID_CHARS = 256;
 
 export const ForkBodySchema = z
   .object({ entryId: z.string().min(1).max(MAX_ENTRY_ID_CHARS) })
@@ -12,7 +12,7 @@ export const BranchBodySchema = z
   .object({ entryId: z.string().min(1).max(MAX_ENTRY_ID_CHARS), summarize: z.boolean().default(false) })
   .openapi("BranchRequest");
 
-export const MAX_LABEL_CHARS = 200;
+const MAX_LABEL_CHARS = 200;
 
 export const LabelBodySchema = z
   .object({

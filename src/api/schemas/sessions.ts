@@ -8,9 +8,9 @@ import { RunBudgetSchema, RunPauseSchema } from "./budget";
 import { RunErrorSchema, RunViewStatusSchema } from "./runs";
 
 /** A run's token counts and cost: the core's own shape (`core/messages.ts`), as the run reports it. */
-export const UsageSchema = CoreUsageSchema.meta({ id: "Usage" });
+const UsageSchema = CoreUsageSchema.meta({ id: "Usage" });
 
-export const PendingToolCallSchema = z.object({
+const PendingToolCallSchema = z.object({
   toolCallId: z.string(),
   name: z.string(),
   state: z.string(),
@@ -21,7 +21,7 @@ export const PendingToolCallSchema = z.object({
   }),
 });
 
-export const RunWaitSchema = z
+const RunWaitSchema = z
   .object({
     type: z.literal("waiting"),
     on: z.enum(["environment", "worker"]),

@@ -8,7 +8,7 @@ import { ID_PATTERN } from "../../core/ids";
 import { QuotasSchema, SlackSettingsSchema } from "../../tenants/types";
 import { type MessageBodyOptions, messageBodySchema } from "./message-body";
 
-export const TenantIdParamSchema = z
+const TenantIdParamSchema = z
   .string()
   .regex(ID_PATTERN, `tenant ids match ${ID_PATTERN.source}`)
   .openapi({ param: { name: "tenantId", in: "path" }, example: "acme" });
@@ -60,18 +60,15 @@ export const ApiKeyListSchema = z.object({ keys: z.array(ApiKeyViewSchema) }).op
 
 // Fresh objects of the OpenAPI-aware zod: the tenant store's schemas may be built before that zod
 // is loaded (a module that imports the store first, e.g. a benchmark, would find no `.openapi`).
-export const QuotasViewSchema = z.object(QuotasSchema.shape).openapi("TenantQuotas", {
+const QuotasViewSchema = z.object(QuotasSchema.shape).openapi("TenantQuotas", {
   description:
     "Limits checked before a run starts (absent: unlimited): live runs at once, runs started per UTC minute, tokens and cost (US dollars) per UTC day and month",
 });
 
-export const SlackSettingsViewSchema = z
-  .object(SlackSettingsSchema.shape)
-  .strict()
-  .openapi("TenantSlackSettings", {
-    description:
-      "Slack teams (workspace ids like T0123ABCD) whose threads start this tenant's runs, each with `allow` (tools used freely) and `ask` (tools whose every call waits for an approval); without lists, the read-only tools. A team belongs to one tenant only (409 `slack-team-taken` otherwise) and takes effect on every API instance within 5 s; a team in the operator's KEEL_SLACK_TEAMS is refused",
-  });
+const SlackSettingsViewSchema = z.object(SlackSettingsSchema.shape).strict().openapi("TenantSlackSettings", {
+  description:
+    "Slack teams (workspace ids like T0123ABCD) whose threads start this tenant's runs, each with `allow` (tools used freely) and `ask` (tools whose every call waits for an approval); without lists, the read-only tools. A team belongs to one tenant only (409 `slack-team-taken` otherwise) and takes effect on every API instance within 5 s; a team in the operator's KEEL_SLACK_TEAMS is refused",
+});
 
 /** A tenant's default run settings: a message body's run settings, every field optional. */
 export function tenantDefaultsSchema(options: MessageBodyOptions) {
@@ -114,7 +111,7 @@ export const UsageQuerySchema = z.object({
   to: calendarDay("Last UTC day (YYYY-MM-DD), included; default: today").optional(),
 });
 
-export const UsageDaySchema = z
+const UsageDaySchema = z
   .object({
     day: z.string(),
     runs: z.number().int(),

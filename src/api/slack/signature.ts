@@ -8,7 +8,7 @@ import { createHmac, timingSafeEqual } from "node:crypto";
 export const SLACK_SIGNATURE_HEADER = "x-slack-signature";
 export const SLACK_TIMESTAMP_HEADER = "x-slack-request-timestamp";
 /** Slack's recommended replay window. */
-export const SLACK_MAX_CLOCK_SKEW_SECONDS = 5 * 60;
+const SLACK_MAX_CLOCK_SKEW_SECONDS = 5 * 60;
 
 export type SignatureCheck =
   | { ok: true }

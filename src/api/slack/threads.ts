@@ -11,7 +11,7 @@ import type { SessionRef } from "../../contracts/runs";
 import { sha256Hex } from "../../store/digest";
 import type { JsonObjects } from "../../store/json-objects";
 
-export const SlackThreadSchema = z.object({
+const SlackThreadSchema = z.object({
   teamId: z.string(),
   channel: z.string(),
   threadTs: z.string(),

@@ -68,7 +68,7 @@ const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/;
 const DURATION_UNITS_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 } as const;
 
 /** `90`, `90s`, `15m`, `2h`, `500ms` → milliseconds (a bare number is seconds). */
-export function durationMs(text: string, name: string): number {
+function durationMs(text: string, name: string): number {
   const match = DURATION.exec(text.trim());
   if (!match) throw new UsageError(`--${name} must be a duration such as 90s, 15m or 2h (got ${text})`);
   const unit = (match[2] ?? "s") as keyof typeof DURATION_UNITS_MS;
@@ -88,7 +88,7 @@ function commaList(value: string | boolean | string[] | undefined): string[] | u
  * is matched against the call's JSON arguments), `--default-policy` and `--approval-timeout`.
  * Rules keep the order given per action: allow, then ask, then deny.
  */
-export function policyFrom(values: OptionValues): ToolPolicy | undefined {
+function policyFrom(values: OptionValues): ToolPolicy | undefined {
   const rules: PolicyRule[] = [];
   for (const action of POLICY_ACTIONS) {
     for (const spec of listOption(values[action])) {

@@ -21,7 +21,7 @@ type EntryView = {
 };
 
 /** One line per entry: `seq  id  what it is`. */
-export function entryLine(seq: number, entry: EntryView): string {
+function entryLine(seq: number, entry: EntryView): string {
   let what: string = entry.type;
   if (entry.type === "message" && entry.message) {
     const calls =

@@ -62,7 +62,7 @@ export async function startDevRunner(
   };
 }
 
-export interface DevRunnerToken {
+interface DevRunnerToken {
   token: string;
   tokenId: string;
 }
@@ -72,7 +72,7 @@ export interface DevRunnerToken {
  * error), revokes the token the previous start recorded in `tokenFile`, issues a new one and
  * records its id there. Runs through the API with the tenant's key, as `keel env` would.
  */
-export async function issueDevRunnerToken(client: ApiClient, tokenFile: string): Promise<DevRunnerToken> {
+async function issueDevRunnerToken(client: ApiClient, tokenFile: string): Promise<DevRunnerToken> {
   const environments = client.api.v1.environments;
   const name = DEV_RUNNER_ENVIRONMENT;
   try {
@@ -93,7 +93,7 @@ export async function issueDevRunnerToken(client: ApiClient, tokenFile: string):
 }
 
 /** Revokes one of the environment's tokens; one already gone is no error. */
-export async function revokeDevRunnerToken(client: ApiClient, tokenId: string): Promise<void> {
+async function revokeDevRunnerToken(client: ApiClient, tokenId: string): Promise<void> {
   try {
     await client.response(
       client.api.v1.environments[":name"].tokens[":tokenId"].$delete({

@@ -69,7 +69,7 @@ export async function ensureJaeger(env: NodeJS.ProcessEnv): Promise<void> {
 }
 
 /** The binary: KEEL_JAEGER_BIN, or the one `ensureJaeger` builds. */
-export function jaegerBinary(env: NodeJS.ProcessEnv = process.env): string {
+function jaegerBinary(env: NodeJS.ProcessEnv = process.env): string {
   const path = env.KEEL_JAEGER_BIN ?? join(JAEGER_DIR, "jaeger");
   if (!existsSync(path))
     throw new Error(

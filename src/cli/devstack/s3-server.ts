@@ -25,7 +25,7 @@ export interface S3DevServer {
 }
 
 /** The ports of `weed mini`'s components (S3, master, volume, filer, WebDAV, admin, metrics). */
-export interface S3DevServerPorts {
+interface S3DevServerPorts {
   s3: number;
   s3Grpc: number;
   master: number;

@@ -23,7 +23,7 @@ export interface KeelProcessKind {
   readyText: string;
 }
 
-export const WORKER_PROCESS: KeelProcessKind = {
+const WORKER_PROCESS: KeelProcessKind = {
   name: "worker",
   args: [join(projectRoot, "src/worker/main.ts")],
   readyText: '"worker started"',

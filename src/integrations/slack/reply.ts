@@ -21,7 +21,7 @@ export interface SlackClientSettings {
 export type SlackReply = (reply: SlackReplyTarget) => Promise<void>;
 
 /** Slack's limit for one message's text is 40,000 characters; longer answers are cut. */
-export const MAX_SLACK_TEXT_CHARS = 39_000;
+const MAX_SLACK_TEXT_CHARS = 39_000;
 
 /** Posts `text` into the thread. Throws the Web API's error when Slack refuses. */
 export async function postSlackReply(reply: SlackReplyTarget, settings: SlackClientSettings): Promise<void> {

@@ -22,7 +22,7 @@ export const FAULT_KINDS = [
 ] as const satisfies readonly FaultKind[];
 const FAULT_KIND_SET: ReadonlySet<string> = new Set(FAULT_KINDS);
 
-export function isFaultKind(value: string): value is FaultKind {
+function isFaultKind(value: string): value is FaultKind {
   return FAULT_KIND_SET.has(value);
 }
 

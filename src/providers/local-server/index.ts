@@ -1,7 +1,6 @@
 export { FAULT_HEADER } from "./faults";
 export {
   DEFAULT_SCENARIO,
-  demoScenario,
   quickstartScenario,
   SCENARIO_HEADER,
   SCENARIO_HINT,

@@ -28,12 +28,12 @@ export function turnIndexOf(request: NormalizedRequest): number {
   return request.messages.filter((message) => message.role === "assistant").length;
 }
 
-export function lastUserText(request: NormalizedRequest): string {
+function lastUserText(request: NormalizedRequest): string {
   const last = request.messages.findLast((message) => message.role === "user");
   return last?.text ?? "";
 }
 
-export function lastToolResultText(request: NormalizedRequest): string {
+function lastToolResultText(request: NormalizedRequest): string {
   const last = request.messages.findLast((message) => message.role === "tool");
   return last?.text ?? "";
 }
@@ -61,7 +61,7 @@ export function resolveTurn(scenario: Scenario, context: TurnContext): Turn {
 }
 
 /** Catch-all: echoes the last user message, or acknowledges the last tool result. */
-export const defaultScenario: Scenario = {
+const defaultScenario: Scenario = {
   turns: [],
   after: ({ request }) => {
     const last = request.messages.at(-1);
@@ -119,7 +119,7 @@ function pathOfLastCall(context: TurnContext): string {
  * The keyless demo: a small coding task played against whatever workspace the agent has —
  * list the files, read one, add a note under its first line, report.
  */
-export const demoScenario: Scenario = {
+const demoScenario: Scenario = {
   turns: [
     {
       thinking: "The user wants a small change. I should look at the workspace before editing anything.",

@@ -107,7 +107,7 @@ export type FaultKind =
   | "cut_stream"
   | "slow";
 
-export interface FaultMatch {
+interface FaultMatch {
   path?: string;
   model?: string;
   scenario?: string;

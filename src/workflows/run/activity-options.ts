@@ -29,8 +29,8 @@ import { LLM_RETRY } from "../../core/retry-policy";
  * whose slots are all busy for 3 s loses the workspace to another worker, which restores it from
  * the last snapshot: slower, still correct; the moves of one call are bounded).
  */
-export const HEARTBEAT_TIMEOUT_CAP_MS = 8_000;
-export const TOOL_SCHEDULE_TO_START_CAP_MS = 3_000;
+const HEARTBEAT_TIMEOUT_CAP_MS = 8_000;
+const TOOL_SCHEDULE_TO_START_CAP_MS = 3_000;
 
 const heartbeatTimeoutOf = (timeouts: RunTimeouts): number =>
   Math.min(timeouts.heartbeatMs, HEARTBEAT_TIMEOUT_CAP_MS);

@@ -30,7 +30,7 @@ import { type QueueName, type RunRecord, take } from "./state";
 
 /** Signals and updates accepted before continuing as new, below Temporal's per-run caps (10k / 2k). */
 export const MAX_SIGNALS_PER_EXECUTION = 9_000;
-export const MAX_UPDATES_PER_EXECUTION = 1_800;
+const MAX_UPDATES_PER_EXECUTION = 1_800;
 
 /** What happens at a turn boundary. */
 export type TurnStart =

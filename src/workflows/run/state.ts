@@ -47,7 +47,7 @@ export interface RunClock {
 }
 
 /** Why the current in-flight work is being cancelled. */
-export type Cancelling = { kind: "abort"; reason: string } | { kind: "interrupt" };
+type Cancelling = { kind: "abort"; reason: string } | { kind: "interrupt" };
 
 /** A tool call of the current batch: what the model asked for and where its result goes. */
 export interface BatchCall {

@@ -23,13 +23,13 @@ import type { RunRecord } from "./state";
  * Stream items kept in memory (every cached run holds its log on the worker, like its 1,000
  * buffered events); a reader further behind restarts at the oldest kept.
  */
-export const STREAM_ITEMS_KEPT = 1_000;
+const STREAM_ITEMS_KEPT = 1_000;
 /** Items a continue-as-new carries: the tail a subscriber polling right then still needs. */
 export const STREAM_ITEMS_CARRIED = 50;
 /** Items one `stream` query answers at most (the reader asks again for the rest). */
-export const STREAM_PAGE_ITEMS = 500;
+const STREAM_PAGE_ITEMS = 500;
 /** Longest a closing run waits for its subscribers to fetch the last items. */
-export const DRAIN_TIMEOUT = "3 seconds";
+const DRAIN_TIMEOUT = "3 seconds";
 
 /**
  * The stream's own handlers, which the library registers in its constructor and keeps private.
