@@ -3,6 +3,8 @@
  * configuration and the environment. Keys are passed to the SDKs only; they are never logged
  * or put into error messages, and go only where `ModelUrlPolicy` sends them.
  */
+
+import { BoundedCache } from "../core/bounded-cache";
 import type { LlmContext } from "../core/messages";
 import { guardedFetch } from "../net/guarded-fetch";
 import { AnthropicProvider } from "./anthropic";
@@ -47,6 +49,9 @@ export interface ProviderConfig {
   catalog?: ModelCatalog;
 }
 
+/** SDK clients kept at once; another is built again when needed (cheap: no connection is held open). */
+const MAX_CLIENTS = 64;
+
 /** Sent as the key to servers that need none (the SDKs refuse to start without one). */
 const NO_KEY = "not-needed";
 
@@ -83,7 +88,8 @@ export function createProvider(config: ProviderConfig = {}): Provider {
     catalog: () => catalog.list(),
   });
   const fetch = guardedFetch(policy.allowsHost);
-  const instances = new Map<string, Provider>();
+  // One SDK client per API, base URL and key; bounded, as an allowlisted URL prefix covers many URLs.
+  const instances = new BoundedCache<string, Provider>({ capacity: MAX_CLIENTS });
 
   /** The connection for `model`, or why there is none. */
   const connectionFor = (model: ModelInfo): AnthropicConnection | string => {

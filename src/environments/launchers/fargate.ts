@@ -118,8 +118,14 @@ export class FargateLauncher implements Launcher {
   /**
    * Revokes the tokens of this launcher's tasks that ECS reports STOPPED or no longer knows
    * (failure `MISSING`); a task ECS could not describe for another reason is asked about again.
+   * Forgets other workers' tasks it has not checked within `recheckMs`.
    */
   async reapStopped(): Promise<void> {
+    // Another worker's task is remembered only to spare a recheck: stale, it is worth nothing,
+    // and a worker that saw many sessions' tasks must not keep them all.
+    const recheckMs = this.options.recheckMs ?? DEFAULT_RECHECK_MS;
+    for (const [key, known] of this.known)
+      if (known.tokenId === undefined && Date.now() - known.checkedAt >= recheckMs) this.known.delete(key);
     const mine = [...this.known].filter(([, known]) => known.tokenId !== undefined);
     for (let i = 0; i < mine.length; i += DESCRIBE_BATCH) {
       const batch = mine.slice(i, i + DESCRIBE_BATCH);

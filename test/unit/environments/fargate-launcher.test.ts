@@ -268,6 +268,21 @@ test("another worker's launcher finds the session's task and starts none (an act
   expect(tokens.revoked).toEqual([]);
 });
 
+test("another worker's tasks are forgotten by the poll once stale: the launcher's memory stays bounded", async () => {
+  const first = launcher();
+  const second = launcher();
+  await first.ensure(SESSION);
+  await second.ensure(SESSION);
+  const remembered = (launched: FargateLauncher) =>
+    (launched as unknown as { known: Map<string, unknown> }).known.size;
+  expect(remembered(second)).toBe(1);
+  // recheckMs is 0 here: the poll drops the other worker's task, and keeps its own.
+  await second.reapStopped();
+  expect(remembered(second)).toBe(0);
+  await first.reapStopped();
+  expect(remembered(first)).toBe(1);
+});
+
 test("a RunTask answer lost on the way is retried with the same clientToken: one task", async () => {
   ecsFake.failNextRunTaskAnswer = true;
   await launcher().ensure(SESSION);
