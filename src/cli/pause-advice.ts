@@ -6,7 +6,7 @@
 import type { PauseReason } from "../contracts/pause";
 import type { AgentEventBody } from "../core/events";
 
-export interface PauseAdvice {
+interface PauseAdvice {
   /** Whose budget, which limit and what was used. */
   cause: string;
   /** The commands that let the run go on, or what it waits for. */

@@ -4,8 +4,14 @@ import { type ApiClient, EXIT, UsageError } from "../../api-client/client";
 import type { RunWait } from "../../contracts/waits";
 import { type Command, integerOption, parseCommand, printJson } from "../command";
 import { pauseAdvice } from "../pause-advice";
-import { formatUsage, formatUsd } from "../render";
-import { type SessionDetails, sessionDetails } from "./session-details";
+import { formatUsage } from "../render";
+import {
+  costOf,
+  formatCost,
+  readStoredSession,
+  type SessionDetails,
+  sessionDetails,
+} from "./session-details";
 import { subAgentLines } from "./sub-agents";
 
 type ListSessions = ApiClient["api"]["v1"]["sessions"]["$get"];
@@ -51,15 +57,14 @@ const DEFAULT_SHOWN = 20;
 const DETAIL_READS = 4;
 
 /**
- * Two lines per session: id, where its latest run stands, cost, last activity and origin; then
- * the prompt it started with.
+ * Two lines per session: id, where its latest run stands, cost (its sub-agents' included), last
+ * activity and origin; then the prompt it started with.
  */
 function sessionLines(session: SessionListItem, details: SessionDetails): string {
   const parent = session.parentSession ? `  fork of ${session.parentSession}` : "";
   const active = session.lastActivityAt ? `  last active ${session.lastActivityAt}` : "";
   const created = !active && session.createdAt ? `  created ${session.createdAt}` : "";
-  const usage = details.usage;
-  const cost = usage ? `  ${usage.cost.unpriced ? "cost unknown" : formatUsd(usage.cost.total)}` : "";
+  const cost = details.cost ? `  ${formatCost(details.cost)}` : "";
   const state = `  ${details.status ?? "status unknown"}${cost}`;
   const prompt = details.firstPrompt ? `\n    “${details.firstPrompt}”` : "";
   return `${session.sessionId}${state}${active}${created}${parent}${prompt}`;
@@ -81,9 +86,10 @@ export const sessionsCommand: Command = {
   help: `--sort activity (default) or created: newest first, over all your sessions;
 --sort id: the API's own order, a page at a time (--limit N, then --cursor C for the next page).
 --limit N shows the first N sessions (without it: the first ${DEFAULT_SHOWN}, and how many more there are).
-Each session shows its latest run's status (running, waiting_approval, completed, failed,
-aborted), its cost (the usage stored on its answers), its last activity, the session it was
-forked from, and the prompt it started with.`,
+Each session shows its latest run's status (running, waiting_approval, paused, completed,
+failed, aborted), its cost over all its runs (the usage stored on its answers, plus its
+sub-agents': "incl. sub-agents $X" says their part), its last activity, the session it was forked
+from, and the prompt it started with.`,
   async run(argv, context) {
     const parsed = parseCommand(
       argv,
@@ -135,8 +141,10 @@ forked from, and the prompt it started with.`,
 
 export const showCommand: Command = {
   usage: "keel show <session>",
-  summary: "a session's status, latest run, usage, pending approvals, and why a paused run waits",
-  help: `A paused run says whose budget it reached (its own cost or token budget, or the tenant's) and the
+  summary: "a session's status, latest run, cost, pending approvals, and why a paused run waits",
+  help: `usage: the latest run's tokens and cost, its sub-agents' included (as its budgets count them).
+cost: the session's over all its runs, sub-agents included — what keel sessions shows.
+A paused run says whose budget it reached (its own cost or token budget, or the tenant's) and the
 command that lets it go on.`,
   async run(argv, context) {
     const parsed = parseCommand(argv, {}, { min: 1, max: 1, names: "<session>" }, context);
@@ -154,6 +162,7 @@ command that lets it go on.`,
       ...(view.createdAt ? [`created  ${view.createdAt}`] : []),
       ...(view.parentSession ? [`fork of  ${view.parentSession}`] : []),
     ];
+    const stored = await readStoredSession(client, sessionId);
     if (view.run) {
       const run = view.run;
       const turn = run.turn !== undefined ? `, turn ${run.turn}` : "";
@@ -168,12 +177,14 @@ command that lets it go on.`,
         lines.push(`error    ${run.error.type ? `${run.error.type}: ` : ""}${run.error.message}`);
       // What a running run waits for outside itself: its status alone says "running".
       if (run.waiting) lines.push(`waiting  ${waitLine(run.waiting, Date.now())}`);
-      if (run.usage) lines.push(`usage    ${formatUsage(run.usage)}`);
+      const included = stored.taskCalls.length > 0 ? ", sub-agents included" : "";
+      if (run.usage) lines.push(`usage    this run${included}: ${formatUsage(run.usage)}`);
       for (const call of run.pendingToolCalls) {
         lines.push(`pending  ${call.name} ${call.toolCallId} (${call.state})`);
       }
     }
-    lines.push(...(await subAgentLines(client, sessionId)));
+    lines.push(`cost     ${formatCost(await costOf(client, stored))}`);
+    lines.push(...(await subAgentLines(client, stored.taskCalls)));
     context.out.write(`${lines.join("\n")}\n`);
     return EXIT.ok;
   },

@@ -5,56 +5,21 @@
  */
 
 import type { ApiClient } from "../../api-client/client";
-import { childSessionId, TASK_TOOL_NAME } from "../../core/agents";
-import type { Usage } from "../../core/messages";
 import { formatUsage } from "../render";
-import { forEachMessage, sessionDetails } from "./session-details";
-
-/** What a `task` result's `details` holds (src/activities/task-result.ts). */
-interface TaskDetails {
-  agent?: string;
-  childSessionId?: string;
-  status?: string;
-  cutShort?: boolean;
-  usage?: Usage;
-}
-
-interface TaskCall {
-  id: string;
-  agent: string;
-  result?: { isError: boolean; details: TaskDetails };
-}
+import { sessionDetails, type TaskCall } from "./session-details";
 
 /** The lines `keel show` prints for the session's task calls (none when it made none). */
-export async function subAgentLines(client: ApiClient, sessionId: string): Promise<string[]> {
-  const calls = new Map<string, TaskCall>();
-  await forEachMessage(client, sessionId, (message) => {
-    if (message.role === "assistant") {
-      for (const block of message.content) {
-        if (block.type !== "toolCall" || block.name !== TASK_TOOL_NAME) continue;
-        const agent = typeof block.arguments.agent === "string" ? block.arguments.agent : "?";
-        calls.set(block.id, { id: block.id, agent });
-      }
-    }
-    const call = message.role === "toolResult" ? calls.get(message.toolCallId) : undefined;
-    if (call && message.role === "toolResult") {
-      const details = typeof message.details === "object" && message.details !== null ? message.details : {};
-      call.result = { isError: message.isError, details: details as TaskDetails };
-    }
-  });
+export async function subAgentLines(client: ApiClient, calls: TaskCall[]): Promise<string[]> {
   const lines = await Promise.all(
-    [...calls.values()].map(async (call) => {
-      const child = call.result?.details.childSessionId ?? childSessionId(sessionId, call.id);
-      return `  ${call.agent}  ${child}  ${await outcome(client, child, call)}`;
-    }),
+    calls.map(async (call) => `  ${call.agent}  ${call.child}  ${await outcome(client, call)}`),
   );
   return lines.length > 0 ? ["sub-agents", ...lines] : [];
 }
 
-async function outcome(client: ApiClient, child: string, call: TaskCall): Promise<string> {
+async function outcome(client: ApiClient, call: TaskCall): Promise<string> {
   if (!call.result) {
     // Still running (or never started): the child session says where it is.
-    const { status } = await sessionDetails(client, child);
+    const { status } = await sessionDetails(client, call.child);
     return status ?? "not started";
   }
   const { details, isError } = call.result;

@@ -74,4 +74,14 @@ test("run --agents FILE delegates to the file's agent; show lists the child run"
   const childShown = await runKeel(["show", child], env);
   expect(childShown.stdout).toContain(`fork of  ${sessionId}`);
   expect(childShown.stdout).not.toContain("sub-agents");
+
+  // One cost for the parent wherever it is shown: its own model calls and its sub-agent's.
+  const [, total, subAgents] =
+    shown.stdout.match(/^cost {5}(\$\d+\.\d{4}) incl\. sub-agents (\$\d+\.\d{4})/m) ?? [];
+  expect(total).toBeDefined();
+  expect(childShown.stdout).toMatch(new RegExp(`^cost {5}\\${subAgents}$`, "m"));
+  expect(shown.stdout).toMatch(new RegExp(`^usage {4}this run, sub-agents included: .* · \\${total}$`, "m"));
+  const listed = await runKeel(["sessions", "--limit", "50"], env);
+  const row = listed.stdout.split("\n").find((line) => line.startsWith(`${sessionId}  `));
+  expect(row).toContain(`  completed  ${total} incl. sub-agents ${subAgents}  `);
 });
