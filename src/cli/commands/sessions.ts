@@ -18,8 +18,8 @@ type ListSessions = ApiClient["api"]["v1"]["sessions"]["$get"];
 type SessionListItem = InferResponseType<ListSessions, 200>["sessions"][number];
 
 /** Orders `keel sessions` can print in: by last activity or creation (newest first), or by id. */
-export const SESSION_SORTS = ["activity", "created", "id"] as const;
-export type SessionSort = (typeof SESSION_SORTS)[number];
+const SESSION_SORTS = ["activity", "created", "id"] as const;
+type SessionSort = (typeof SESSION_SORTS)[number];
 
 /** Newest first by `field`; sessions without it last, then by id. */
 function newestFirst(field: "lastActivityAt" | "createdAt") {
@@ -35,10 +35,7 @@ function newestFirst(field: "lastActivityAt" | "createdAt") {
  * The tenant's sessions in `sort` order. The API pages in id order, so every page is read and
  * the whole list sorted here (one request per 1,000 sessions).
  */
-export async function allSessions(
-  client: ApiClient,
-  sort: Exclude<SessionSort, "id">,
-): Promise<SessionListItem[]> {
+async function allSessions(client: ApiClient, sort: Exclude<SessionSort, "id">): Promise<SessionListItem[]> {
   const sessions: SessionListItem[] = [];
   let cursor: string | undefined;
   do {
@@ -191,7 +188,7 @@ command that lets it go on.`,
 };
 
 /** `keel show`'s wait line: what the run waits for, and how long it has (`for environment \`e\`: … (52 s)`). */
-export function waitLine(wait: Pick<RunWait, "message" | "since">, now: number): string {
+function waitLine(wait: Pick<RunWait, "message" | "since">, now: number): string {
   const seconds = Math.max(0, Math.round((now - wait.since) / 1000));
   return `${wait.message.replace(/^waiting /, "")} (${seconds} s)`;
 }
