@@ -8,7 +8,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { makeEntryId, seededRandom } from "../src/core/ids";
-import { emptyUsage, type Message } from "../src/core/messages";
+import type { Message } from "../src/core/messages";
 import { parseSession, serializeSession } from "../src/core/session-codec";
 import {
   createCompactionEntry,
@@ -18,6 +18,7 @@ import {
 } from "../src/core/session-entries";
 import { buildContext, indexSession } from "../src/core/session-tree";
 import type { SessionEntry } from "../src/core/session-types";
+import { emptyUsage } from "../src/core/usage";
 
 const SIZES = [1_000, 10_000, 50_000];
 /** Timed runs per size and loader; the median is reported. */

@@ -6,27 +6,18 @@
 import type { Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
-import type { EnvironmentStore } from "../environments/store";
-import type { SlackReply } from "../integrations/slack/reply";
 import { createLogger, recordLogger } from "../logging/logger";
-import type { ModelCatalog } from "../providers/models";
-import type { RunClient } from "../run-client/run-client";
 import { RunNotAnsweringError } from "../run-client/session-runs";
-import type { JsonObjects } from "../store/json-objects";
-import type { McpToolListings } from "../store/mcp-tool-listings";
 import { InvalidSessionDataError, SessionExistsError, SessionNotFoundError } from "../store/session-errors";
 import { InvalidIdError } from "../store/session-keys";
-import type { SessionStore } from "../store/session-store";
-import type { ToolCallMarkers } from "../store/tool-call-markers";
-import type { WorkspaceSnapshots } from "../store/workspace-snapshots";
 import { traceRequests } from "../telemetry/http";
 import { instrumentation } from "../telemetry/instrumentation";
 import { adminAuth } from "./admin-auth";
 import { allowedMethods, isAllowed, literalMethods } from "./allowed-methods";
 import { bearerAuth, singleTenantOnly } from "./auth";
-import type { ApiConfig } from "./config";
 import { idempotency } from "./idempotency";
 import { ProblemError, type ProblemSlug, problemResponse } from "./problems";
+import type { ApiDependencies, RouteContext } from "./route-context";
 import { createRouter } from "./router";
 import { adminRoutes } from "./routes/admin";
 import { budgetRoutes } from "./routes/budget";
@@ -40,66 +31,15 @@ import { treeRoutes } from "./routes/tree";
 import { usageRoutes } from "./routes/usage";
 import { viewerRoutes } from "./routes/viewer";
 import { registerSlackRoutes } from "./slack/events";
-import type { TenantServices } from "./tenant-runs";
 import { type UnavailableDependency, unavailableDependency } from "./unavailable";
 
 const API_VERSION = "0.1.0";
-
-/** `outbound` absent: the settings' defaults (no KEEL_MODEL_URLS, no base URLs, DEFAULT_GIT_HOSTS). */
-type ApiConfigSubset = Pick<
-  ApiConfig,
-  | "apiKeys"
-  | "bodyLimitBytes"
-  | "allowDirectoryWorkspaces"
-  | "fullNetwork"
-  | "sseMaxSeconds"
-  | "slack"
-  | "defaultModel"
-  | "singleTenant"
-> &
-  Partial<Pick<ApiConfig, "adminKeyDigests" | "workerTools">> &
-  Partial<Pick<ApiConfig, "outbound" | "viewer">>;
-
-export interface ApiDependencies {
-  config: ApiConfigSubset;
-  /** The run client; in production a lazy connection (see `LazyRunClient`). */
-  runs: () => Promise<RunClient>;
-  /** Told about every error escaping a route, so a dead Temporal connection can be dropped. */
-  onFailure?: (error: unknown) => void;
-  store: SessionStore;
-  /** Workspace snapshots (export and import with the workspace). */
-  snapshots: WorkspaceSnapshots;
-  /** Idempotency records and chat thread mappings. */
-  objects: JsonObjects;
-  catalog: ModelCatalog;
-  /** Posts a chat reply (Slack); default: `postSlackReply` with the configured token. */
-  slackReply?: SlackReply;
-  now?: () => number;
-  /** Structured log lines; never receives headers, keys or bodies. */
-  log?: (record: Record<string, unknown>) => void;
-  /** Environments and runner calls (absent: no environment routes are served). */
-  environments?: {
-    store: EnvironmentStore;
-    markers: ToolCallMarkers;
-    mcpListings?: McpToolListings;
-    /** Claims one runner token may have waiting at once in this process (default 32). */
-    waitingClaimsPerToken?: number;
-  };
-  /** Tenants, keys, settings and quotas kept in S3 (absent: static keys only, no admin API). */
-  tenants?: TenantServices;
-}
 
 /**
  * The app with every session route in its type: `hc<ApiApp>(url)` from `hono/client` is a typed
  * client of the API (the `keel` CLI uses it).
  */
 export type ApiApp = ReturnType<typeof createApp>;
-
-/** Context handed to the route modules. */
-export interface RouteContext extends ApiDependencies {
-  now: () => number;
-  log: (record: Record<string, unknown>) => void;
-}
 
 const HTTP_EXCEPTION_SLUGS: Partial<Record<number, ProblemSlug>> = {
   400: "malformed-body",

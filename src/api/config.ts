@@ -102,10 +102,6 @@ export const API_ENV = {
     .string()
     .optional()
     .describe("A file holding the same JSON as KEEL_SLACK_TEAMS (both are merged)."),
-  KEEL_SLACK_TENANT: z
-    .string()
-    .optional()
-    .describe("Replaced by KEEL_SLACK_TEAMS: refused at start with a message saying so."),
   KEEL_SLACK_API_URL: WORKER_ENV.KEEL_SLACK_API_URL,
   KEEL_SLACK_STOP_WORD: z
     .string()
@@ -248,11 +244,6 @@ export function apiConfigFromEnv(env: NodeJS.ProcessEnv): ApiConfig {
     };
   } catch (error) {
     throw new Error(`Invalid API configuration: ${error instanceof Error ? error.message : String(error)}`);
-  }
-  if (values.KEEL_SLACK_TENANT !== undefined) {
-    throw new Error(
-      'Invalid API configuration: KEEL_SLACK_TENANT is replaced by KEEL_SLACK_TEAMS, which maps each Slack team to its tenant (e.g. {"T0123ABCD":"acme"}); see docs/integrations.md',
-    );
   }
   let slack: SlackConfig | undefined;
   if (values.KEEL_SLACK_SIGNING_SECRET) {

@@ -10,7 +10,6 @@ import { DeliveryRefusal } from "../core/failure-types";
 import type { RunClient } from "../run-client/run-client";
 import type { DeliveryRefusalType, MessageRefusal, StartServices } from "../run-client/start-or-deliver";
 import type { S3Settings } from "../store/s3-config";
-import type { QuotaGate } from "../tenants/admission";
 import { KeyResolver } from "../tenants/key-cache";
 import { quotaGate } from "../tenants/run-quotas";
 import { modelRefusal } from "../tenants/settings";
@@ -18,20 +17,10 @@ import { StoredSlackTeams } from "../tenants/slack-teams";
 import { TenantStore } from "../tenants/store";
 import type { TenantSettings } from "../tenants/types";
 import { TenantUsage } from "../tenants/usage";
-import type { RouteContext } from "./app";
 import { ProblemError, type ProblemSlug } from "./problems";
+import type { RouteContext, TenantServices } from "./route-context";
 import type { MessageBody, MessageBodyOptions } from "./schemas";
 import { tenantDefaultsSchema } from "./schemas/tenants";
-
-/** The tenant store and what the API builds on it. */
-export interface TenantServices {
-  store: TenantStore;
-  keys: KeyResolver;
-  quotas: QuotaGate;
-  usage: TenantUsage;
-  /** The Slack teams tenants map in their settings (cached like keys). */
-  slackTeams: StoredSlackTeams;
-}
 
 /** The part of a message body a tenant's defaults may fill: the run settings it asks for. */
 export type RunFields = Omit<MessageBody, "text" | "delivery">;

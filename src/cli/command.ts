@@ -5,7 +5,7 @@
 import { type ParseArgsConfig, parseArgs } from "node:util";
 import { ApiClient, type ExitCode, UsageError } from "../api-client/client";
 import { DEFAULT_API_URL } from "../api-client/settings";
-import type { Output } from "./render";
+import type { Output } from "./output";
 
 type OptionSpecs = NonNullable<ParseArgsConfig["options"]>;
 

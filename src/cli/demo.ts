@@ -13,7 +13,8 @@ import { viewerPagePath } from "../viewer/links";
 import { EventDetails, followRun } from "./commands/follow";
 import { deliverMessage } from "./commands/message";
 import { projectRoot } from "./devstack/tools";
-import { EventPrinter, type Output } from "./render";
+import type { Output } from "./output";
+import { EventPrinter } from "./render";
 
 export const DEMO_TENANT = "dev";
 const SAMPLE_PROJECT = join(projectRoot, "examples/sample-project");

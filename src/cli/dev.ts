@@ -44,7 +44,7 @@ import { startTraceViewer, type TraceViewer } from "./devstack/trace-viewer";
 import { workerPassThrough } from "./devstack/worker-env";
 import { startSupervisedWorker, WORKER_STOP_GRACE_MS } from "./devstack/worker-process";
 import { writeWorkflowBundle } from "./devstack/workflow-bundle";
-import { type Output, stdoutOutput } from "./render";
+import { type Output, stdoutOutput } from "./output";
 
 interface DevStack {
   temporal: { address: string; namespace: string; uiUrl?: string };

@@ -19,7 +19,7 @@ import { scheduleCommand } from "./commands/schedule";
 import { sessionsCommand, showCommand } from "./commands/sessions";
 import { exportCommand, importCommand } from "./commands/transfer";
 import { branchCommand, compactCommand, entriesCommand, forkCommand, labelCommand } from "./commands/tree";
-import { stdoutOutput } from "./render";
+import { stdoutOutput } from "./output";
 
 const COMMANDS: Record<string, Command> = {
   run: runCommand,

@@ -6,21 +6,11 @@
 import type { RunWait } from "../contracts/waits";
 import type { AgentEvent, LiveEvent } from "../core/events";
 import type { AgentMessage, ToolResultMessage, Usage } from "../core/messages";
+import type { Output } from "./output";
 import { goOnAfter } from "./pause-advice";
 import { Spinner } from "./spinner";
 
 const PREVIEW_CHARS = 160;
-
-export interface Output {
-  write(text: string): void;
-  /** True when a person is watching (stdout is a terminal): spinners are drawn. */
-  isTTY: boolean;
-}
-
-export const stdoutOutput: Output = {
-  write: (text) => process.stdout.write(text),
-  isTTY: Boolean(process.stdout.isTTY),
-};
 
 /** `text` on one line, cut to `max` characters with an ellipsis. */
 export function oneLine(text: string, max = PREVIEW_CHARS): string {

@@ -6,7 +6,7 @@
 import type { z } from "zod";
 import { API_ENV } from "../api/config";
 import { CLIENT_ENV } from "../api-client/settings";
-import type { SettingsShape } from "../core/env-settings";
+import { RETIRED_SETTINGS, type SettingsShape } from "../core/env-settings";
 import { RUNNER_ENV } from "../runner/settings";
 import { WORKER_ENV } from "../worker/env";
 import { LAMBDA_WORKER_ENV } from "../worker/lambda";
@@ -97,6 +97,13 @@ export function renderConfigurationReference(): string {
     "| Variable | Type | Default | Read by | What it does |",
     "| --- | --- | --- | --- | --- |",
     ...rows,
+    "",
+    "## Retired",
+    "",
+    "No process reads these any more; each refuses to start while one is set, and `keel` says what",
+    "replaced it.",
+    "",
+    ...Object.entries(RETIRED_SETTINGS).map(([name, replacement]) => `- \`${name}\`: ${cell(replacement)}.`),
   ].join("\n")}\n`;
 }
 

@@ -1,5 +1,5 @@
 /** The one-line spinner the CLI draws while a person waits on a terminal (nothing elsewhere). */
-import type { Output } from "./render";
+import type { Output } from "./output";
 
 const SPINNER_FRAMES = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 const SPINNER_INTERVAL_MS = 100;

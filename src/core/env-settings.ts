@@ -1,7 +1,7 @@
 /**
  * How a process reads its settings: each process kind (API, worker, runner, CLI, `keel dev`) has
  * one schema of environment variables, composed of the shapes below it, parsed once at its entry
- * point; nothing below an entry point reads `process.env`. Every field carries its description
+ * point; nothing below an entry point reads the environment. Every field carries its description
  * (`.describe()`), from which docs/configuration.md is generated (`npm run settings:doc`).
  */
 import { z } from "zod";
@@ -21,14 +21,25 @@ function describeIssues(error: z.ZodError): string {
 }
 
 /**
+ * Variables no process reads any more, with what replaced them: a process refuses to start while
+ * one is set (it would otherwise be ignored in silence), and `keel` says what replaced it.
+ */
+export const RETIRED_SETTINGS: Readonly<Record<string, string>> = {
+  KEEL_SLACK_TENANT:
+    'replaced by KEEL_SLACK_TEAMS, which maps each Slack team to its tenant (e.g. {"T0123ABCD":"acme"}); see docs/integrations.md',
+};
+
+/**
  * `env` parsed with `shape`; throws `Invalid <what> configuration: …` naming every invalid
- * variable, never its value.
+ * variable (never its value), or a retired one that is set.
  */
 export function parseSettings<Shape extends SettingsShape>(
   shape: Shape,
   env: NodeJS.ProcessEnv,
   what: string,
 ): z.infer<z.ZodObject<Shape>> {
+  const retired = Object.keys(RETIRED_SETTINGS).find((name) => env[name] !== undefined);
+  if (retired) throw new Error(`Invalid ${what} configuration: ${retired} is ${RETIRED_SETTINGS[retired]}`);
   const parsed = z.object(shape).safeParse(env);
   if (!parsed.success) throw new Error(`Invalid ${what} configuration: ${describeIssues(parsed.error)}`);
   return parsed.data;
@@ -61,7 +72,7 @@ function variablesNamedBy(env: NodeJS.ProcessEnv): string[] {
  * The `KEEL_*` variables of `env` that no Keel process reads, each with the setting it most
  * likely meant: a typo must not silently leave a default in place. Never throws.
  */
-export function unknownSettings(env: NodeJS.ProcessEnv): { name: string; suggestion?: string }[] {
+export function unknownSettings(env: NodeJS.ProcessEnv): UnknownSetting[] {
   const known = new Set<string>([...SETTING_NAMES, ...variablesNamedBy(env)]);
   return Object.keys(env)
     .filter((name) => name.startsWith("KEEL_") && env[name] !== undefined)
@@ -71,16 +82,28 @@ export function unknownSettings(env: NodeJS.ProcessEnv): { name: string; suggest
     )
     .sort()
     .map((name) => {
+      const retired = RETIRED_SETTINGS[name];
+      if (retired) return { name, retired };
       const suggestion = nearestSetting(name, SETTING_NAMES);
       return suggestion ? { name, suggestion } : { name };
     });
 }
 
+/** A `KEEL_*` variable no process reads: retired (with what replaced it), or perhaps a typo. */
+export interface UnknownSetting {
+  name: string;
+  /** The setting it most likely meant. */
+  suggestion?: string;
+  /** What replaced it, when it is a retired setting. */
+  retired?: string;
+}
+
 /** One line per unknown variable, for a process to log or print at start. */
-export function describeUnknownSettings(unknown: readonly { name: string; suggestion?: string }[]): string[] {
-  return unknown.map(
-    ({ name, suggestion }) =>
-      `${name} is not a Keel setting and is ignored${suggestion ? ` (did you mean ${suggestion}?)` : ""}; docs/configuration.md lists them all`,
+export function describeUnknownSettings(unknown: readonly UnknownSetting[]): string[] {
+  return unknown.map(({ name, suggestion, retired }) =>
+    retired
+      ? `${name} is no longer read: ${retired}`
+      : `${name} is not a Keel setting and is ignored${suggestion ? ` (did you mean ${suggestion}?)` : ""}; docs/configuration.md lists them all`,
   );
 }
 

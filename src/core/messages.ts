@@ -146,8 +146,6 @@ export function toolCallsOf(message: AssistantMessage): ToolCallBlock[] {
   return message.content.filter((block): block is ToolCallBlock => block.type === "toolCall");
 }
 
-export { emptyUsage } from "./usage";
-
 // ---------------------------------------------------------------------------------------------
 // Agent messages: the extra roles pi stores in session files next to LLM messages. They never
 // reach a provider as such; `convertToLlm` turns them into user messages exactly as pi does.

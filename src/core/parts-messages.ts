@@ -19,11 +19,11 @@
 import {
   type AssistantMessage,
   CostSchema,
-  emptyUsage,
   type Message,
   type StopReason,
   type UserMessage,
 } from "./messages";
+import { emptyUsage } from "./usage";
 
 type MessagePart = Record<string, unknown> & { part_kind: string };
 export interface PartsMessage {

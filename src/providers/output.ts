@@ -11,8 +11,8 @@ import type {
   ThinkingBlock,
   ToolCallBlock,
 } from "../core/messages";
-import { emptyUsage } from "../core/messages";
 import { CHARS_PER_TOKEN, estimateContextTokens, estimateTokens } from "../core/tokens";
+import { emptyUsage } from "../core/usage";
 import { classifyError } from "./errors";
 import { parseTextToolCalls } from "./fallback-tool-calls";
 import { computeCost } from "./models";

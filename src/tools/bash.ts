@@ -18,9 +18,9 @@ import {
   type SandboxPolicy,
   SandboxUnavailableError,
 } from "./sandbox";
+import { ToolError } from "./tool-error";
 import { MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES, notices, type Truncation, truncateTail } from "./truncate";
-import type { ToolContext, ToolOutput } from "./types";
-import { defineTool, ToolError } from "./types";
+import { defineTool, type ToolContext, type ToolOutput } from "./types";
 import { createScratchFile, SCRATCH_SUBDIR, type Workspace } from "./workspace";
 
 const BashParameters = z.object({

@@ -4,9 +4,10 @@ import { z } from "zod";
 import { TOOL_REPLAY_CLASSES } from "../core/tool-replay";
 import { countOccurrences, locate } from "./edit-match";
 import { looksBinary, MAX_EDIT_FILE_BYTES } from "./files";
+import { ToolError } from "./tool-error";
 import { explain, layerPath, replaceContent, withWorkspaceFs } from "./tool-fs";
 import { formatSize } from "./truncate";
-import { defineTool, ToolError, type ToolOutput, textOutput } from "./types";
+import { defineTool, type ToolOutput, textOutput } from "./types";
 
 const EditParameters = z.object({
   path: z

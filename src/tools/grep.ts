@@ -5,6 +5,7 @@ import picomatch from "picomatch";
 import { z } from "zod";
 import { TOOL_REPLAY_CLASSES } from "../core/tool-replay";
 import { looksBinary, MAX_EDIT_FILE_BYTES } from "./files";
+import { ToolError } from "./tool-error";
 import { explain, layerPath, withWorkspaceFs } from "./tool-fs";
 import {
   DEFAULT_GREP_LIMIT,
@@ -14,7 +15,7 @@ import {
   notices,
   truncateLine,
 } from "./truncate";
-import { defineTool, ToolError, textOutput } from "./types";
+import { defineTool, textOutput } from "./types";
 import { assertConfinedGlob, walk } from "./walk";
 import { errorCode } from "./workspace-fs";
 

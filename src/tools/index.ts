@@ -11,14 +11,8 @@ import { findTool } from "./find";
 import { grepTool } from "./grep";
 import { lsTool } from "./ls";
 import { readTool } from "./read";
-import {
-  errorOutput,
-  type ToolContext,
-  type ToolDefinition,
-  ToolError,
-  type ToolOutput,
-  toolSpec,
-} from "./types";
+import { ToolError } from "./tool-error";
+import { errorOutput, type ToolContext, type ToolDefinition, type ToolOutput, toolSpec } from "./types";
 import { describeReceived, formatValidationError, validateArguments } from "./validate";
 import { writeTool } from "./write";
 

@@ -3,9 +3,10 @@ import { createInterface } from "node:readline";
 import { z } from "zod";
 import { TOOL_REPLAY_CLASSES } from "../core/tool-replay";
 import { looksBinary, MAX_IMAGE_BYTES, SNIFF_BYTES, sniffImageMimeType } from "./files";
+import { ToolError } from "./tool-error";
 import { explain, layerPath, withWorkspaceFs } from "./tool-fs";
 import { formatSize, MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES, notices, truncateHead } from "./truncate";
-import { defineTool, ToolError, type ToolOutput, textOutput } from "./types";
+import { defineTool, type ToolOutput, textOutput } from "./types";
 
 const ReadParameters = z.object({
   path: z

@@ -4,7 +4,7 @@
  */
 import * as fs from "node:fs/promises";
 import { SANDBOX_WORKSPACE_PATH } from "./sandbox";
-import { ToolError } from "./types";
+import { ToolError } from "./tool-error";
 import type { Workspace } from "./workspace";
 import { errorCode, WorkspaceFs } from "./workspace-fs";
 

@@ -51,17 +51,6 @@ export interface ToolDefinition<P extends ToolParameters = ToolParameters> {
   execute(args: z.output<P>, ctx: ToolContext): Promise<ToolOutput>;
 }
 
-/** An expected tool failure: its message is what the model reads; details go to the result. */
-export class ToolError extends Error {
-  constructor(
-    message: string,
-    readonly details?: unknown,
-  ) {
-    super(message);
-    this.name = "ToolError";
-  }
-}
-
 /** Identity helper that keeps a tool's argument type tied to its schema. */
 export function defineTool<P extends ToolParameters>(definition: ToolDefinition<P>): ToolDefinition<P> {
   return definition;

@@ -10,7 +10,7 @@ import type { Stats } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
 import * as path from "node:path";
 import ignore, { type Ignore } from "ignore";
-import { ToolError } from "./types";
+import { ToolError } from "./tool-error";
 import { openDirAt, openFileAt, readDirAt, type WorkspaceFs } from "./workspace-fs";
 
 /**

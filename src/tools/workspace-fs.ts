@@ -27,7 +27,7 @@ import { constants } from "node:fs";
 import * as fs from "node:fs/promises";
 import * as path from "node:path";
 import { SANDBOX_WORKSPACE_PATH } from "./sandbox";
-import { ToolError } from "./types";
+import { ToolError } from "./tool-error";
 
 const { O_RDONLY, O_WRONLY, O_RDWR, O_CREAT, O_EXCL, O_TRUNC, O_NOFOLLOW, O_DIRECTORY, O_NONBLOCK } =
   constants;

@@ -1,7 +1,8 @@
 import { z } from "zod";
 import { TOOL_REPLAY_CLASSES } from "../core/tool-replay";
+import { ToolError } from "./tool-error";
 import { explain, layerPath, replaceContent, withWorkspaceFs } from "./tool-fs";
-import { defineTool, ToolError, textOutput } from "./types";
+import { defineTool, textOutput } from "./types";
 
 const WriteParameters = z.object({
   path: z

@@ -8,8 +8,8 @@ import { hostsBeyondOperator } from "../../tenants/settings";
 import { putSettingsClaimingTeams, SlackTeamTakenError } from "../../tenants/slack-teams";
 import type { TenantStore } from "../../tenants/store";
 import type { ApiKeyRecord } from "../../tenants/types";
-import type { RouteContext } from "../app";
 import { ProblemError } from "../problems";
+import type { RouteContext } from "../route-context";
 import { createRouter } from "../router";
 import {
   ApiKeyListSchema,

@@ -6,7 +6,7 @@
 import { createRoute } from "@hono/zod-openapi";
 import type { BudgetRequest, SessionRef } from "../../contracts/runs";
 import type { BudgetOutcome } from "../../run-client/run-client";
-import type { RouteContext } from "../app";
+import type { RouteContext } from "../route-context";
 import { createRouter } from "../router";
 import { BudgetBodySchema, BudgetChangedSchema, ResumeBodySchema, SessionParamsSchema } from "../schemas";
 import { idempotencyHeaderParam, problemResponses, refOf, refuseEndedRun } from "./common";

@@ -4,10 +4,10 @@ import { RUN_END_STATUSES, type RunState, type SessionRef } from "../../contract
 import type { SessionHeader } from "../../core/session-types";
 import type { LatestRun, MaintenanceTask } from "../../run-client/session-runs";
 import { SessionNotFoundError } from "../../store/session-errors";
-import type { RouteContext } from "../app";
 import type { TenantVariables } from "../auth";
 import { IDEMPOTENCY_KEY_PATTERN, MAX_IDEMPOTENCY_KEY_LENGTH } from "../idempotency";
 import { ProblemError } from "../problems";
+import type { RouteContext } from "../route-context";
 import { ProblemSchema } from "../schemas";
 import { readTombstone } from "../session-tombstones";
 

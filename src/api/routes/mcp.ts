@@ -1,6 +1,6 @@
 /** `GET /v1/sessions/{id}/mcp-tools`: the MCP tools the session's latest run recorded at its start. */
 import { createRoute, z } from "@hono/zod-openapi";
-import type { RouteContext } from "../app";
+import type { RouteContext } from "../route-context";
 import { createRouter } from "../router";
 import { SessionParamsSchema } from "../schemas";
 import { problemResponses, refOf, requireSession } from "./common";

@@ -2,7 +2,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { createSessionHeader } from "../../core/session-entries";
 import type { SessionEntry, SessionHeader } from "../../core/session-types";
-import type { RouteContext } from "../app";
+import type { RouteContext } from "../route-context";
 
 /** A uniform random number in [0, 1) from the system CSPRNG (entry ids of imports). */
 export function secureRandom(): number {

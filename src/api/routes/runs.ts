@@ -7,11 +7,11 @@ import { RunNotAnsweringError } from "../../run-client/session-runs";
 import { deliveryOf, isRefusal, startOrDeliver } from "../../run-client/start-or-deliver";
 import type { TenantSettings } from "../../tenants/types";
 import { FULL_NETWORK_REFUSAL, fullNetworkAllowed } from "../../tools/network-access";
-import type { RouteContext } from "../app";
 import { whileAuthorized } from "../auth";
 import { resumePointOf, streamRunEvents } from "../event-stream";
 import { deliveryId, IDEMPOTENCY_HEADER } from "../idempotency";
 import { ProblemError } from "../problems";
+import type { RouteContext } from "../route-context";
 import { createRouter } from "../router";
 import { runSettingsFrom } from "../run-settings";
 import {

@@ -3,7 +3,7 @@ import { randomUUID } from "node:crypto";
 import { createRoute } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { type OverlapPolicy, type UnattendedApproval, unattendedSettings } from "../../workflows/schedules";
-import type { RouteContext } from "../app";
+import type { RouteContext } from "../route-context";
 import type { ApiEnv } from "../router";
 import { createRouter } from "../router";
 import {

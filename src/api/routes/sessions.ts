@@ -3,8 +3,8 @@
 import type { z } from "@hono/zod-openapi";
 import { createRoute } from "@hono/zod-openapi";
 import type { LatestRun } from "../../run-client/session-runs";
-import type { RouteContext } from "../app";
 import { ProblemError } from "../problems";
+import type { RouteContext } from "../route-context";
 import { createRouter } from "../router";
 import {
   DeletedSessionSchema,

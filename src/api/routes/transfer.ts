@@ -5,8 +5,8 @@ import type { HonoRequest } from "hono";
 import { importPartsSession } from "../../core/parts-session";
 import { parseSession } from "../../core/session-codec";
 import type { SessionEntry, SessionHeader } from "../../core/session-types";
-import type { RouteContext } from "../app";
 import { ProblemError } from "../problems";
+import type { RouteContext } from "../route-context";
 import { createRouter } from "../router";
 import {
   CreatedSessionSchema,

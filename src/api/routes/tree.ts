@@ -9,8 +9,8 @@ import { closeForkedPath } from "../../core/session-repair";
 import { indexSession, pathToRoot } from "../../core/session-tree";
 import { SessionBusyError } from "../../run-client/maintenance";
 import type { RunClient } from "../../run-client/run-client";
-import type { RouteContext } from "../app";
 import { ProblemError } from "../problems";
+import type { RouteContext } from "../route-context";
 import { createRouter } from "../router";
 import {
   BranchBodySchema,

@@ -4,8 +4,8 @@
  */
 import { createRoute } from "@hono/zod-openapi";
 import { dayOf } from "../../tenants/usage";
-import type { RouteContext } from "../app";
 import { ProblemError } from "../problems";
+import type { RouteContext } from "../route-context";
 import { createRouter } from "../router";
 import { TenantParamsSchema, UsageQuerySchema, UsageSchema } from "../schemas/tenants";
 import { problemResponses } from "./common";

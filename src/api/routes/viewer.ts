@@ -10,7 +10,7 @@ import { runWorkflowId } from "../../contracts/runs";
 import { temporalRunsUrl } from "../../viewer/links";
 import { exportPage, livePage, type ViewerPage } from "../../viewer/page";
 import { buildViewModel, type ViewModel } from "../../viewer/view-model";
-import type { RouteContext } from "../app";
+import type { RouteContext } from "../route-context";
 import { createRouter } from "../router";
 import { SessionParamsSchema } from "../schemas";
 import { problemResponses, refOf, requireSession } from "./common";

@@ -9,8 +9,8 @@
 
 import type { BudgetRequest, SessionRef } from "../../contracts/runs";
 import type { SlackReply } from "../../integrations/slack/reply";
-import type { RouteContext } from "../app";
 import { ProblemError } from "../problems";
+import type { RouteContext } from "../route-context";
 import { changeBudget } from "../routes/budget";
 import type { SlackThread } from "./threads";
 

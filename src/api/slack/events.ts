@@ -23,9 +23,10 @@ import { isRefusal, type MessageOutcome, startOrDeliver } from "../../run-client
 import { modelRefusal } from "../../tenants/settings";
 import type { SlackTeam } from "../../tenants/slack-team-tools";
 import type { TenantSettings } from "../../tenants/types";
-import type { ApiApp, RouteContext } from "../app";
 import type { SlackConfig } from "../config";
 import { ProblemError } from "../problems";
+import type { RouteContext } from "../route-context";
+import type { ApiRouter } from "../router";
 import { problemResponses } from "../routes/common";
 import { requireEnvironment } from "../routes/runs";
 import { RunLimitsSchema } from "../schemas/message-body";
@@ -245,7 +246,7 @@ async function tenantRunFields(
   };
 }
 
-export function registerSlackRoutes(app: ApiApp, deps: RouteContext): void {
+export function registerSlackRoutes(app: ApiRouter, deps: RouteContext): void {
   app.openapi(slackEvents, async (c) => {
     const slack = deps.config.slack;
     if (!slack) throw new ProblemError("not-found", "The Slack integration is not configured.");

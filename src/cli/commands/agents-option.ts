@@ -7,7 +7,7 @@
 import { readFileSync } from "node:fs";
 import { UsageError } from "../../api-client/client";
 import { TASK_TOOL_NAME } from "../../core/agents";
-import type { MessageBody } from "./message";
+import type { MessageBody } from "./message-body";
 
 export type AgentsOption = NonNullable<MessageBody["agents"]>;
 

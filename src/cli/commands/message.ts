@@ -7,7 +7,6 @@
 import { randomUUID } from "node:crypto";
 import { statSync } from "node:fs";
 import { resolve } from "node:path";
-import type { InferRequestType } from "hono/client";
 import { type ApiClient, EXIT, type ExitCode, UsageError } from "../../api-client/client";
 import {
   type Command,
@@ -21,10 +20,8 @@ import {
 import { EventPrinter } from "../render";
 import { agentsFrom } from "./agents-option";
 import { EventDetails, followRun } from "./follow";
+import type { MessageBody } from "./message-body";
 
-type PostMessage = ApiClient["api"]["v1"]["sessions"][":sessionId"]["messages"]["$post"];
-/** The body of `POST /v1/sessions/{id}/messages`, as the API declares it. */
-export type MessageBody = InferRequestType<PostMessage>["json"];
 type Delivery = NonNullable<MessageBody["delivery"]>;
 type ToolPolicy = NonNullable<MessageBody["policy"]>;
 type PolicyRule = NonNullable<ToolPolicy["rules"]>[number];

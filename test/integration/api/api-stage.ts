@@ -5,8 +5,9 @@
  */
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import { type ApiApp, type ApiDependencies, createApp } from "../../../src/api/app";
+import { type ApiApp, createApp } from "../../../src/api/app";
 import type { SlackConfig } from "../../../src/api/config";
+import type { ApiDependencies } from "../../../src/api/route-context";
 import { tenantServices } from "../../../src/api/tenant-runs";
 import { loadCatalog } from "../../../src/providers/models";
 import { JsonObjects } from "../../../src/store/json-objects";

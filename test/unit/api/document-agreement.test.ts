@@ -3,7 +3,8 @@
  * API fuzz found them disagreeing on, and on the shapes the document takes from the core.
  */
 import Ajv2020 from "ajv/dist/2020";
-import { type ApiDependencies, createApp } from "../../../src/api/app";
+import { createApp } from "../../../src/api/app";
+import type { ApiDependencies } from "../../../src/api/route-context";
 import { PI_HEADER_JSON_SCHEMA } from "../../../src/api/schemas";
 import { importPartsSession } from "../../../src/core/parts-session";
 import { SessionHeaderSchema } from "../../../src/core/session-types";

@@ -4,7 +4,8 @@
  */
 import { createHash } from "node:crypto";
 import Ajv2020 from "ajv/dist/2020";
-import { type ApiDependencies, createApp } from "../../../src/api/app";
+import { createApp } from "../../../src/api/app";
+import type { ApiDependencies } from "../../../src/api/route-context";
 import { loadCatalog } from "../../../src/providers/models";
 
 type Operation = {

@@ -4,8 +4,9 @@
  * a run client that records deliveries stands in for Temporal.
  */
 import { createHash } from "node:crypto";
-import { type ApiDependencies, createApp } from "../../../src/api/app";
+import { createApp } from "../../../src/api/app";
 import { apiConfigFromEnv } from "../../../src/api/config";
+import type { ApiDependencies } from "../../../src/api/route-context";
 import type { RunSettings } from "../../../src/contracts/runs";
 import { loadCatalog } from "../../../src/providers/models";
 import type { RunClient } from "../../../src/run-client/run-client";

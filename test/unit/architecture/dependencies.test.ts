@@ -3,7 +3,7 @@
  * layer, and a file imports only files of its own folder or of a layer below (type-only imports
  * and re-exports included: they tie the modules as much). A new folder must be given its layer.
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import ts from "typescript";
 
@@ -79,4 +79,75 @@ test("the check sees imports: type-only ones and re-exports too", () => {
   // Known, downward ones of each form, so a parser that sees nothing cannot pass the test above.
   expect(imports).toContainEqual({ from: "workflows/run/state.ts", to: "contracts/activities" });
   expect(imports.length).toBeGreaterThan(300);
+});
+
+/** Every import of the tree (within a folder too): file → imported file, both relative to src/. */
+function fileImports(): Map<string, string[]> {
+  const resolveFile = (target: string) =>
+    [`${target}.ts`, `${target}/index.ts`, target].find(
+      (candidate) => existsSync(candidate) && candidate.endsWith(".ts"),
+    );
+  const graph = new Map<string, string[]>();
+  for (const file of sourceFiles(SRC)) {
+    const targets = ts
+      .preProcessFile(readFileSync(file, "utf8"), true, true)
+      .importedFiles.map((imported) => imported.fileName)
+      .filter((name) => name.startsWith("."))
+      .flatMap((name) => resolveFile(resolve(dirname(file), name)) ?? [])
+      .map((target) => relative(SRC, target));
+    graph.set(relative(SRC, file), targets);
+  }
+  return graph;
+}
+
+/** The strongly connected groups of more than one file (Tarjan): each is a circle of imports. */
+function circles(graph: Map<string, string[]>): string[][] {
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const found: string[][] = [];
+  let next = 0;
+  const visit = (file: string) => {
+    index.set(file, next);
+    low.set(file, next);
+    next++;
+    stack.push(file);
+    onStack.add(file);
+    for (const target of graph.get(file) ?? []) {
+      if (!index.has(target)) {
+        visit(target);
+        low.set(file, Math.min(low.get(file) ?? 0, low.get(target) ?? 0));
+      } else if (onStack.has(target)) low.set(file, Math.min(low.get(file) ?? 0, index.get(target) ?? 0));
+    }
+    if (low.get(file) === index.get(file)) {
+      const group: string[] = [];
+      let member: string | undefined;
+      do {
+        member = stack.pop();
+        if (member === undefined) break;
+        onStack.delete(member);
+        group.push(member);
+      } while (member !== file);
+      if (group.length > 1) found.push(group.sort());
+    }
+  };
+  for (const file of graph.keys()) if (!index.has(file)) visit(file);
+  return found;
+}
+
+test("no circle of imports between files, within a folder either", () => {
+  expect(circles(fileImports())).toEqual([]);
+});
+
+test("the circle check finds a circle", () => {
+  const graph = new Map([
+    ["a.ts", ["b.ts"]],
+    ["b.ts", ["c.ts"]],
+    ["c.ts", ["a.ts"]],
+    ["d.ts", ["a.ts"]],
+  ]);
+  expect(circles(graph)).toEqual([["a.ts", "b.ts", "c.ts"]]);
+  // The real tree's graph holds its imports.
+  expect(fileImports().get("api/app.ts")).toContain("api/route-context.ts");
 });

@@ -8,7 +8,12 @@ import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { renderConfigurationReference, renderSettingNames } from "../../../src/cli/settings-reference";
-import { describeUnknownSettings, unknownSettings } from "../../../src/core/env-settings";
+import {
+  describeUnknownSettings,
+  parseSettings,
+  RETIRED_SETTINGS,
+  unknownSettings,
+} from "../../../src/core/env-settings";
 import { SETTING_NAMES } from "../../../src/core/setting-names";
 
 const ROOT = resolve(__dirname, "../../..");
@@ -65,9 +70,9 @@ test("every KEEL_ variable the code names is declared in a settings schema", () 
   // A constant's own name, not a variable.
   named.delete("KEEL_GITIGNORE");
   const tooling = /^KEEL_(TEST_|FUZZ_|KEEP_|RECORD_HISTORIES$)/;
-  expect([...named].filter((name) => !SETTING_NAMES.includes(name) && !tooling.test(name)).sort()).toEqual(
-    [],
-  );
+  const declared = (name: string) =>
+    SETTING_NAMES.includes(name) || name in RETIRED_SETTINGS || tooling.test(name);
+  expect([...named].filter((name) => !declared(name)).sort()).toEqual([]);
 });
 
 test("docs/configuration.md and src/core/setting-names.ts are generated from the schemas (npm run settings:doc)", () => {
@@ -109,6 +114,15 @@ test("a KEEL_ variable no process reads is reported with the setting it most lik
   );
   // The value is never in the line (it may be a secret).
   expect(lines.join("\n")).not.toContain("temporal:7233");
+});
+
+test("a retired setting stops every process that parses its settings, and keel says what replaced it", () => {
+  expect(() => parseSettings({}, { KEEL_SLACK_TENANT: "acme" }, "worker")).toThrow(
+    "Invalid worker configuration: KEEL_SLACK_TENANT is replaced by KEEL_SLACK_TEAMS",
+  );
+  expect(describeUnknownSettings(unknownSettings({ KEEL_SLACK_TENANT: "acme" }))).toEqual([
+    `KEEL_SLACK_TENANT is no longer read: ${RETIRED_SETTINGS.KEEL_SLACK_TENANT}`,
+  ]);
 });
 
 test("the keel command warns of a mistyped setting, and still runs", () => {

@@ -8,7 +8,7 @@ import type {
   ToolResultMessage,
   UserMessage,
 } from "../../../src/core/messages";
-import { emptyUsage } from "../../../src/core/messages";
+import { emptyUsage } from "../../../src/core/usage";
 
 export const SESSION_FIXTURES = join(__dirname, "../../fixtures/sessions");
 export const PI_FIXTURES = join(__dirname, "../../fixtures/pi-sessions");

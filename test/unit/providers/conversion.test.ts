@@ -1,6 +1,6 @@
 /** Id normalisation and history conversion, checked on the request bodies the SDKs send. */
 import type { AssistantMessage, Message } from "../../../src/core/messages";
-import { emptyUsage } from "../../../src/core/messages";
+import { emptyUsage } from "../../../src/core/usage";
 import { type LocalLlmServer, startLocalLlmServer } from "../../../src/providers/local-server";
 import { resolveModel } from "../../../src/providers/models";
 import { createProvider } from "../../../src/providers/registry";

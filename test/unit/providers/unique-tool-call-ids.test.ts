@@ -1,5 +1,5 @@
 import type { AssistantMessage } from "../../../src/core/messages";
-import { emptyUsage } from "../../../src/core/messages";
+import { emptyUsage } from "../../../src/core/usage";
 import { withUniqueToolCallIds } from "../../../src/providers/tool-call-ids";
 import { markerKey } from "../../../src/store/tool-call-markers";
 
