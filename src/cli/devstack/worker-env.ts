@@ -41,7 +41,7 @@ function names(text: string | undefined): string[] {
 
 /**
  * The caller's worker settings that are set, and the variables they name, to add to the worker's
- * environment; `names` lists them in order for the start message (values may be secrets).
+ * environment; `names` lists them, sorted, for the start message (values may be secrets).
  */
 export function workerPassThrough(env: NodeJS.ProcessEnv): { env: Record<string, string>; names: string[] } {
   const settings = WORKER_SETTING_NAMES.filter((name) => !SET_BY_THE_STACK.has(name));
@@ -60,5 +60,6 @@ export function workerPassThrough(env: NodeJS.ProcessEnv): { env: Record<string,
     const value = env[name];
     if (value !== undefined && !(name in passed)) passed[name] = value;
   }
-  return { env: passed, names: Object.keys(passed) };
+  // Sorted: the start message reads the same whatever order the schema declares them in.
+  return { env: passed, names: Object.keys(passed).sort() };
 }
