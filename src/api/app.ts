@@ -31,7 +31,7 @@ import { treeRoutes } from "./routes/tree";
 import { usageRoutes } from "./routes/usage";
 import { viewerRoutes } from "./routes/viewer";
 import { registerSlackRoutes } from "./slack/events";
-import { type UnavailableDependency, unavailableDependency } from "./unavailable";
+import { UNAVAILABLE_PROBLEMS, unavailableDependency } from "./unavailable";
 
 const API_VERSION = "0.1.0";
 
@@ -51,10 +51,6 @@ const HTTP_EXCEPTION_SLUGS: Partial<Record<number, ProblemSlug>> = {
 
 /** What a client is told to wait before retrying when a dependency is down. */
 const RETRY_AFTER_SECONDS = 2;
-const UNAVAILABLE: Record<UnavailableDependency, { slug: ProblemSlug; msg: string }> = {
-  temporal: { slug: "temporal-unavailable", msg: "temporal unavailable" },
-  storage: { slug: "storage-unavailable", msg: "storage unavailable" },
-};
 
 function methodNotAllowed(method: string, allowed: readonly string[]): Response {
   return problemResponse(
@@ -97,7 +93,7 @@ function errorResponse(error: unknown, c: Context, deps: RouteContext): Response
   }
   const unavailable = unavailableDependency(error);
   if (unavailable) {
-    const { slug, msg } = UNAVAILABLE[unavailable];
+    const { slug, msg } = UNAVAILABLE_PROBLEMS[unavailable];
     deps.log({ level: "warn", msg, method, path, error: String(error) });
     return problemResponse(slug, "Retry shortly.", {}, { "retry-after": String(RETRY_AFTER_SECONDS) });
   }

@@ -2,10 +2,18 @@
  * Which dependency an error says is unreachable: Temporal or the S3 store. The API answers those
  * with 503 and `Retry-After` (a client should retry), never as an internal error.
  */
+import { RunNotAnsweringError } from "../run-client/session-runs";
 import { s3HttpStatus } from "../store/s3-requests";
+import type { ProblemSlug } from "./problems";
 import { isConnectionFailure } from "./temporal";
 
 export type UnavailableDependency = "temporal" | "storage";
+
+/** How the API names an unreachable dependency to a caller: the problem and its text. */
+export const UNAVAILABLE_PROBLEMS: Record<UnavailableDependency, { slug: ProblemSlug; msg: string }> = {
+  temporal: { slug: "temporal-unavailable", msg: "temporal unavailable" },
+  storage: { slug: "storage-unavailable", msg: "storage unavailable" },
+};
 
 /** S3 answers that mean "not now": server errors left after the SDK's own retries. */
 const S3_UNAVAILABLE_STATUSES = new Set([500, 502, 503, 504]);
@@ -39,4 +47,16 @@ export function unavailableDependency(error: unknown): UnavailableDependency | u
   if (isConnectionFailure(error)) return "temporal";
   if (isStorageFailure(error)) return "storage";
   return undefined;
+}
+
+/**
+ * What an event stream that failed tells its client: why the run cannot be read, or which
+ * dependency is unreachable, as a response would say it. Never the error's own text, which may
+ * name internal addresses, buckets or hosts (the API's log has it).
+ */
+export function streamFailureMessage(error: unknown): string {
+  if (error instanceof RunNotAnsweringError) return `the run cannot be read now: ${error.why}`;
+  const unavailable = unavailableDependency(error);
+  if (unavailable) return `the API could not read the run's events: ${UNAVAILABLE_PROBLEMS[unavailable].msg}`;
+  return "the API could not read the run's events (an internal error, logged by the API)";
 }

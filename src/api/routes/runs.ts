@@ -3,7 +3,6 @@ import { createRoute } from "@hono/zod-openapi";
 import { streamSSE } from "hono/streaming";
 import { DEFAULT_RUN_SETTINGS, type RunSettings } from "../../contracts/runs";
 import { ModelUrlPolicy } from "../../providers/model-urls";
-import { RunNotAnsweringError } from "../../run-client/session-runs";
 import { deliveryOf, isRefusal, startOrDeliver } from "../../run-client/start-or-deliver";
 import type { TenantSettings } from "../../tenants/types";
 import { FULL_NETWORK_REFUSAL, fullNetworkAllowed } from "../../tools/network-access";
@@ -28,6 +27,7 @@ import {
   SessionParamsSchema,
 } from "../schemas";
 import { type RunFields, refusalProblem, startServices, withTenantSettings } from "../tenant-runs";
+import { streamFailureMessage } from "../unavailable";
 import {
   idempotencyHeaderParam,
   liveState,
@@ -312,11 +312,8 @@ export function runRoutes(deps: RouteContext) {
             await stream.writeSSE({
               event: "error",
               data: JSON.stringify({
-                // What failed, precisely: a client shows it as it is (and reconnects).
-                message:
-                  error instanceof RunNotAnsweringError
-                    ? `the run cannot be read now: ${error.why}`
-                    : `the API could not read the run's events: ${String(error).split("\n")[0]?.slice(0, 300)}`,
+                // What failed, as a client may be told it: it shows it as it is (and reconnects).
+                message: streamFailureMessage(error),
               }),
             });
           },
