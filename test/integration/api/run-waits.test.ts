@@ -7,6 +7,7 @@
 import { EventPrinter } from "../../../src/cli/render";
 import type { RunWait } from "../../../src/contracts/waits";
 import type { AgentEvent, LiveEvent } from "../../../src/core/events";
+import { expectIntactSession, messagesOf } from "../../support/run-harness";
 import { readSse } from "../../support/sse";
 import { type ApiStage, createApiStage } from "./api-stage";
 
@@ -72,4 +73,9 @@ test("a worker killed during bash: the stream says the run waits for a worker, a
   expect(told).toBeGreaterThan(-1);
   const end = lines.findIndex((line) => line.startsWith("  ✓ bash") || line.startsWith("  ✗ bash"));
   expect(lines.slice(told + 1, end).filter((line) => line.includes("│ tick"))).toEqual([]);
+
+  // What the takeover left stored: the run completed, its session whole, bash answered once.
+  expect((await api.stage.result(ref)).status).toBe("completed");
+  const stored = messagesOf(await expectIntactSession(api.stage, ref));
+  expect(stored.filter((message) => message.role === "toolResult")).toHaveLength(1);
 });
