@@ -36,7 +36,7 @@ import {
   startDevRunner,
 } from "./devstack/dev-runner";
 import { ensureJaeger, type JaegerServer, jaegerNeedsBuild, startJaeger } from "./devstack/jaeger-server";
-import { freePort } from "./devstack/ports";
+import { freePort, startOnFreePorts } from "./devstack/ports";
 import { startS3DevServer } from "./devstack/s3-server";
 import { startTemporalDevServer } from "./devstack/temporal-server";
 import { projectRoot } from "./devstack/tools";
@@ -144,13 +144,17 @@ async function startDevStack(env: NodeJS.ProcessEnv): Promise<DevStack> {
     }
     const temporalDir = join(dataDir, "temporal");
     mkdirSync(temporalDir, { recursive: true });
-    const server = await startTemporalDevServer({
-      dataDir: temporalDir,
-      persist: true,
-      port: await portOr(DEFAULT_PORTS.temporal),
-      uiPort: await portOr(DEFAULT_PORTS.temporalUi),
-      namespace: env.KEEL_TEMPORAL_NAMESPACE ?? DEFAULT_TEMPORAL_NAMESPACE,
-    });
+    // The default ports are preferences: another stack can take one between the check and the
+    // bind (two `keel dev` starting at once), and the start is tried again on other ports.
+    const server = await startOnFreePorts(false, async () =>
+      startTemporalDevServer({
+        dataDir: temporalDir,
+        persist: true,
+        port: await portOr(DEFAULT_PORTS.temporal),
+        uiPort: await portOr(DEFAULT_PORTS.temporalUi),
+        namespace: env.KEEL_TEMPORAL_NAMESPACE ?? DEFAULT_TEMPORAL_NAMESPACE,
+      }),
+    );
     stops.push(() => server.process.stop());
     return { address: server.address, namespace: server.namespace, uiUrl: server.uiUrl };
   };
@@ -158,11 +162,9 @@ async function startDevStack(env: NodeJS.ProcessEnv): Promise<DevStack> {
     if (env.KEEL_S3_ENDPOINT || env.KEEL_S3_BUCKET) return s3SettingsFromEnv(env);
     const s3Dir = join(dataDir, "s3");
     mkdirSync(s3Dir, { recursive: true });
-    const server = await startS3DevServer({
-      dataDir: s3Dir,
-      bucket: "keel",
-      port: await portOr(DEFAULT_PORTS.s3),
-    });
+    const server = await startOnFreePorts(false, async () =>
+      startS3DevServer({ dataDir: s3Dir, bucket: "keel", port: await portOr(DEFAULT_PORTS.s3) }),
+    );
     stops.push(() => server.process.stop());
     return server.settings;
   };
