@@ -14,6 +14,7 @@ import type { TenantStore } from "../tenants/store";
 import type { TenantUsage } from "../tenants/usage";
 import type { GitHosts } from "../tools/git-source";
 import type { SandboxConfig } from "../tools/sandbox";
+import type { SecretResolver } from "../vault/types";
 import type { LiveEventOptions } from "./live-events";
 
 export interface ActivityDeps {
@@ -70,4 +71,6 @@ export interface ActivityDeps {
   tenantBudget?: TenantBudgetCheck;
   /** Where replies to Slack threads go (the worker's KEEL_SLACK_BOT_TOKEN and KEEL_SLACK_API_URL). */
   slack?: SlackClientSettings;
+  /** Tenant secrets, read fresh for each call that names them (absent: no vault configured). */
+  vault?: SecretResolver;
 }

@@ -25,6 +25,7 @@ import { environmentRoutes, registerEnvironmentAuth } from "./routes/environment
 import { mcpRoutes } from "./routes/mcp";
 import { runRoutes } from "./routes/runs";
 import { scheduleRoutes } from "./routes/schedules";
+import { secretRoutes } from "./routes/secrets";
 import { sessionRoutes } from "./routes/sessions";
 import { transferRoutes } from "./routes/transfer";
 import { treeRoutes } from "./routes/tree";
@@ -146,6 +147,12 @@ export function createApp(dependencies: ApiDependencies) {
     if (singleTenant !== undefined) app.use(path, singleTenantOnly(singleTenant));
     app.use(path, limit, idempotency(deps.objects, deps.now, deps.log));
   }
+  // No idempotency records: the routes are PUT, GET and DELETE (and a record would keep the body's digest).
+  for (const path of ["/v1/secrets/*"]) {
+    app.use(path, bearerAuth(deps.config.apiKeys, deps.tenants?.keys));
+    if (singleTenant !== undefined) app.use(path, singleTenantOnly(singleTenant));
+    app.use(path, limit);
+  }
   app.use("/v1/integrations/*", limit);
   app.use("/v1/admin/*", adminAuth(deps.config.adminKeyDigests ?? []), limit);
   registerEnvironmentAuth(app, deps);
@@ -175,5 +182,6 @@ export function createApp(dependencies: ApiDependencies) {
     .route("/", environmentRoutes(deps))
     .route("/", mcpRoutes(deps))
     .route("/", adminRoutes(deps))
-    .route("/", usageRoutes(deps));
+    .route("/", usageRoutes(deps))
+    .route("/", secretRoutes(deps));
 }

@@ -13,6 +13,7 @@ import { TELEMETRY_ENV, type TelemetrySettings, telemetrySettingsFromEnv } from 
 import { parseSlackTeams, type SlackTeams } from "../tenants/slack-team-tools";
 import { type GitHosts, parseGitHosts } from "../tools/git-source";
 import { type FullNetworkAccess, parseFullNetworkAccess } from "../tools/network-access";
+import { VAULT_ENV, type VaultSettings, vaultSettings } from "../vault/settings";
 import { WORKER_ENV } from "../worker/env";
 
 /** Default request body limit: below API Gateway's and Lambda's 6 MB payload limit. */
@@ -40,6 +41,7 @@ export const API_ENV = {
   KEEL_MCP_SECRETS: MCP_ENV.KEEL_MCP_SECRETS,
   KEEL_MCP_HOSTS: MCP_ENV.KEEL_MCP_HOSTS,
   ...TELEMETRY_ENV,
+  ...VAULT_ENV,
   KEEL_DEFAULT_MODEL: z
     .string()
     .min(1)
@@ -174,6 +176,8 @@ export interface ApiConfig {
   modelsFile?: string;
   /** Spans and metrics (KEEL_OTEL_*); absent: telemetry off. */
   telemetry?: TelemetrySettings;
+  /** Tenant secrets' key (KEEL_VAULT_KEY_FILE or KEEL_VAULT_KMS_KEY_ID); absent: no secrets. */
+  vault?: VaultSettings;
 }
 
 interface ViewerLinks {
@@ -234,8 +238,10 @@ export function apiConfigFromEnv(env: NodeJS.ProcessEnv): ApiConfig {
   const adminKeyDigests = parseAdminDigests(values.KEEL_ADMIN_KEY_SHA256, apiKeys);
   let outbound: OutboundSettings;
   let telemetry: TelemetrySettings | undefined;
+  let vault: VaultSettings | undefined;
   try {
     telemetry = telemetrySettingsFromEnv("keel-api", env);
+    vault = vaultSettings(values);
     outbound = {
       modelUrls: parseModelUrls(values.KEEL_MODEL_URLS),
       providerBaseUrls: configuredBaseUrls(env),
@@ -287,6 +293,7 @@ export function apiConfigFromEnv(env: NodeJS.ProcessEnv): ApiConfig {
     outbound,
     ...(values.KEEL_MODELS_FILE ? { modelsFile: values.KEEL_MODELS_FILE } : {}),
     ...(telemetry ? { telemetry } : {}),
+    ...(vault ? { vault } : {}),
     viewer: {
       ...(values.KEEL_TEMPORAL_UI_URL !== undefined
         ? { temporalUi: { url: values.KEEL_TEMPORAL_UI_URL, namespace: values.KEEL_TEMPORAL_NAMESPACE } }

@@ -28,6 +28,7 @@ const PROBLEMS = {
   "schedule-not-found": { status: 404, title: "No such schedule" },
   "environment-not-found": { status: 404, title: "No such environment" },
   "call-not-found": { status: 404, title: "No such call held by this runner" },
+  "secret-not-found": { status: 404, title: "No such secret" },
   "method-not-allowed": { status: 405, title: "Method not allowed" },
   "run-busy": { status: 409, title: "The session's run is busy" },
   "run-ended": { status: 409, title: "The session's run ended while the message was delivered" },
@@ -64,6 +65,7 @@ const PROBLEMS = {
   "temporal-unavailable": { status: 503, title: "The workflow service is unavailable" },
   "storage-unavailable": { status: 503, title: "The session store is unavailable" },
   "run-not-answering": { status: 503, title: "The session's run does not answer" },
+  "vault-not-configured": { status: 503, title: "Tenant secrets are not configured on this deployment" },
 } as const satisfies Record<string, { status: ContentfulStatusCode; title: string }>;
 
 export type ProblemSlug = keyof typeof PROBLEMS;

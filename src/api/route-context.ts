@@ -16,6 +16,7 @@ import type { KeyResolver } from "../tenants/key-cache";
 import type { StoredSlackTeams } from "../tenants/slack-teams";
 import type { TenantStore } from "../tenants/store";
 import type { TenantUsage } from "../tenants/usage";
+import type { SecretStore } from "../vault/store";
 import type { ApiConfig } from "./config";
 
 /** `outbound` absent: the settings' defaults (no KEEL_MODEL_URLS, no base URLs, DEFAULT_GIT_HOSTS). */
@@ -60,6 +61,8 @@ export interface ApiDependencies {
   };
   /** Tenants, keys, settings and quotas kept in S3 (absent: static keys only, no admin API). */
   tenants?: TenantServices;
+  /** Tenant secrets (absent: no KEEL_VAULT_* setting; the secrets routes answer 503). */
+  vault?: SecretStore;
 }
 
 /** Context handed to the route modules. */

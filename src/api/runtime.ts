@@ -9,6 +9,7 @@ import { SessionStore } from "../store/session-store";
 import { ToolCallMarkers } from "../store/tool-call-markers";
 import { WorkspaceSnapshots } from "../store/workspace-snapshots";
 import { startTelemetry, type Telemetry } from "../telemetry/sdk";
+import { createVault } from "../vault/settings";
 import { type ApiApp, createApp } from "./app";
 import type { ApiConfig } from "./config";
 import { LazyRunClient } from "./temporal";
@@ -32,8 +33,10 @@ export function createApiRuntime(config: ApiConfig): ApiRuntime {
     keelDataConverter(s3, config.s3),
     config.viewer.publicUrl,
   );
+  const vault = createVault(config.vault, s3, config.s3);
   const app = createApp({
     config,
+    ...(vault ? { vault } : {}),
     runs: () => temporal.get(),
     onFailure: (error) => temporal.reportFailure(error),
     store,

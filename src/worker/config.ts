@@ -16,6 +16,7 @@ import { assertPassableNames, hostEnvironment } from "../tools/environment";
 import { type GitHosts, parseGitHosts } from "../tools/git-source";
 import { parseFullNetworkAccess } from "../tools/network-access";
 import type { SandboxConfig } from "../tools/sandbox";
+import { type VaultSettings, vaultSettings } from "../vault/settings";
 import { MIB, WORKER_ENV } from "./env";
 
 export interface WorkerConfig {
@@ -57,6 +58,8 @@ export interface WorkerConfig {
   telemetry?: TelemetrySettings;
   /** Tests only: crash points (KEEL_FAILPOINTS). */
   failpoints?: string;
+  /** Tenant secrets' key (KEEL_VAULT_KEY_FILE or KEEL_VAULT_KMS_KEY_ID); absent: no secrets. */
+  vault?: VaultSettings;
 }
 
 /** Throws one readable error listing every invalid variable (values of secrets are never shown). */
@@ -114,6 +117,7 @@ export function workerConfigFromEnv(env: NodeJS.ProcessEnv): WorkerConfig {
     tenantBudgetRecheckMs: values.KEEL_TENANT_BUDGET_RECHECK_SECONDS * 1000,
     ...launcherSettings(values),
     mcp: invalidAsWorkerConfiguration(() => mcpSettingsFromEnv(env)),
+    ...definedOnly({ vault: invalidAsWorkerConfiguration(() => vaultSettings(values)) }),
     ...(values.KEEL_MODELS_FILE ? { modelsFile: values.KEEL_MODELS_FILE } : {}),
     slack: definedOnly({ token: values.KEEL_SLACK_BOT_TOKEN, apiUrl: values.KEEL_SLACK_API_URL }),
     ...(telemetry ? { telemetry } : {}),

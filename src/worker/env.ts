@@ -16,6 +16,7 @@ import { DEFAULT_SNAPSHOT_MAX_BYTES } from "../store/workspace-snapshots";
 import { TELEMETRY_ENV } from "../telemetry/settings";
 import { DEFAULT_TENANT_BUDGET_RECHECK_MS } from "../tenants/budget-check";
 import { DEFAULT_PROCESS_LIMITS } from "../tools/sandbox";
+import { VAULT_ENV } from "../vault/settings";
 
 export const MIB = 1024 ** 2;
 
@@ -56,6 +57,7 @@ export const WORKER_ENV = {
   ...PROVIDER_ENV,
   ...MCP_ENV,
   ...TELEMETRY_ENV,
+  ...VAULT_ENV,
   KEEL_WORKSPACE_ROOT: z
     .string()
     .optional()

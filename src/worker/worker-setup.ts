@@ -30,6 +30,7 @@ import { TenantBudgetCheck } from "../tenants/budget-check";
 import { TenantStore } from "../tenants/store";
 import { TenantUsage } from "../tenants/usage";
 import { probeSandbox, type SandboxConfig } from "../tools/sandbox";
+import { createVault } from "../vault/settings";
 import type { WorkerConfig } from "./config";
 import { log } from "./log";
 
@@ -78,6 +79,7 @@ export function workerActivities(
     }),
     ...(launcher ? { launcher } : {}),
     ...(config.slack ? { slack: config.slack } : {}),
+    ...(config.vault ? { vault: createVault(config.vault, s3, config.s3) } : {}),
   });
 }
 
