@@ -12,6 +12,7 @@ import { groupAlive, terminateGroup } from "./process-group";
 import {
   bashCommandLine,
   type CommandLine,
+  egressAllowlist,
   findExecutable,
   limitNotice,
   SANDBOX_WORKSPACE_PATH,
@@ -171,9 +172,14 @@ export const bashTool = defineTool({
     let egress: CallEgress | undefined;
     try {
       egress = await egressFor(sandbox);
-      const line = bashCommandLine(workspaceDir, sandbox, REAP_ON_TERM + command, cgroup, egress?.dir);
+      const line = bashCommandLine(workspaceDir, sandbox, REAP_ON_TERM + command, cgroup, egress);
       const output = await runCommand(line, { workspace, sandbox, signal, onUpdate, timeout, cgroup });
-      return egress ? withRefusals(output, egress.refusals) : output;
+      return withNotices(output, [
+        ...(egress?.refusals ?? []).map(
+          ({ host, port, reason }) => `[network: ${host}:${port} refused: ${reason}]`,
+        ),
+        ...(sandbox.missingSecrets ?? []).map((name) => `[secrets: ${name} is not set for this tenant]`),
+      ]);
     } catch (error) {
       if (error instanceof SandboxUnavailableError) throw new ToolError(error.message, { refused: true });
       throw error;
@@ -184,16 +190,24 @@ export const bashTool = defineTool({
   },
 });
 
-/** The call's egress proxy when its run allows a list of hosts (and the sandbox can bridge to it). */
+/**
+ * The call's egress proxy when its run allows a list of hosts or names secrets (and the sandbox
+ * can bridge to it): it reaches the run's list and the secrets' hosts, and injects the values.
+ */
 async function egressFor(sandbox: SandboxPolicy): Promise<CallEgress | undefined> {
-  if (typeof sandbox.network !== "object" || sandbox.isolation === "off") return undefined;
+  const allow = egressAllowlist(sandbox);
+  if (allow === undefined || sandbox.isolation === "off") return undefined;
   if (!findExecutable("socat")) {
     throw new SandboxUnavailableError(
-      "This run asks for a network allowlist, but socat (the sandbox's bridge to the egress proxy) is not installed on this worker; nothing was run.",
+      `This run ${typeof sandbox.network === "object" ? "asks for a network allowlist" : "names tenant secrets"}, but socat (the sandbox's bridge to the egress proxy) is not installed on this worker; nothing was run.`,
     );
   }
   try {
-    return await startCallEgress(sandbox.network.allow);
+    return await startCallEgress(
+      allow,
+      { secrets: sandbox.secrets, missing: sandbox.missingSecrets },
+      sandbox.egressOptions,
+    );
   } catch (error) {
     throw new SandboxUnavailableError(
       `${error instanceof Error ? error.message : String(error)}; nothing was run.`,
@@ -201,10 +215,9 @@ async function egressFor(sandbox: SandboxPolicy): Promise<CallEgress | undefined
   }
 }
 
-/** The output with the hosts the egress proxy refused during the call named at its end. */
-function withRefusals(output: ToolOutput, refusals: CallEgress["refusals"]): ToolOutput {
-  if (refusals.length === 0) return output;
-  const lines = refusals.map(({ host, port, reason }) => `[network: ${host}:${port} refused: ${reason}]`);
+/** The output with notice lines at its end: hosts the egress proxy refused, secrets the tenant lacks. */
+function withNotices(output: ToolOutput, lines: readonly string[]): ToolOutput {
+  if (lines.length === 0) return output;
   const text = output.content.map((block) => (block.type === "text" ? block.text : "")).join("");
   return { ...output, content: [{ type: "text", text: `${text}\n\n${lines.join("\n")}` }] };
 }

@@ -34,8 +34,9 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
+import type { ResolvedSecret } from "../vault/types";
 import type { CallCgroup } from "./cgroup";
-import { EGRESS_SOCKET_NAME } from "./egress-proxy";
+import { type CallEgressOptions, EGRESS_INSIDE, type SandboxEgress, SYSTEM_CA_BUNDLE } from "./egress-proxy";
 import { commandEnvironment } from "./environment";
 import { FULL_NETWORK_REFUSAL, type FullNetworkAccess, fullNetworkAllowed } from "./network-access";
 import { seccompProgram } from "./seccomp";
@@ -107,6 +108,31 @@ export interface SandboxPolicy extends SandboxConfig {
   readOnlyPaths?: string[];
   /** Environment beyond the allowlist (an MCP server's own, secrets resolved on the worker). */
   extraEnv?: Record<string, string>;
+  /**
+   * The tenant secrets the call's run names, resolved for this call (docs/tools.md, "Secrets"):
+   * the sandbox sees placeholders, the egress proxy injects the values toward their hosts. Any
+   * makes the call go through the proxy; with network "full" the call is refused.
+   */
+  secrets?: readonly ResolvedSecret[];
+  /** Names the run gives that the tenant does not have (now): placeholders standing for nothing. */
+  missingSecrets?: readonly string[];
+  /** How the call's egress proxy resolves names and which upstream CAs it trusts (tests; a private CA). */
+  egressOptions?: CallEgressOptions;
+}
+
+/** Whether the call names tenant secrets (resolved or missing). */
+export function namesSecrets(policy: SandboxPolicy): boolean {
+  return (policy.secrets?.length ?? 0) > 0 || (policy.missingSecrets?.length ?? 0) > 0;
+}
+
+/**
+ * The hosts the call may reach through its egress proxy (its run's list and every host its secrets
+ * are bound to), or undefined when it has no proxy (network "none" or "full" without secrets).
+ */
+export function egressAllowlist(policy: SandboxPolicy): string[] | undefined {
+  const own = typeof policy.network === "object" ? policy.network.allow : undefined;
+  if (!namesSecrets(policy) || policy.network === "full") return own;
+  return [...(own ?? []), ...(policy.secrets ?? []).flatMap((secret) => secret.hosts)];
 }
 
 export const DEFAULT_SANDBOX_POLICY: SandboxPolicy = {
@@ -200,7 +226,7 @@ function bwrapArguments(
   workspaceDir: string,
   policy: SandboxPolicy,
   env: NodeJS.ProcessEnv,
-  egressDir?: string,
+  egress?: SandboxEgress,
 ): string[] {
   const args = [
     "--unshare-all",
@@ -233,8 +259,7 @@ function bwrapArguments(
     SANDBOX_WORKSPACE_PATH,
     "--chdir",
     SANDBOX_WORKSPACE_PATH,
-    // The egress proxy's socket: the only way out of an otherwise empty network namespace.
-    ...(egressDir ? ["--bind", egressDir, EGRESS_DIR_INSIDE] : []),
+    ...(egress ? egressMounts(egress) : []),
     "--seccomp",
     String(SECCOMP_FD),
     "--clearenv",
@@ -256,15 +281,19 @@ export function bashCommandLine(
   policy: SandboxPolicy,
   script: string,
   cgroup?: CallCgroup,
-  /** Host folder holding the call's egress proxy socket (`startCallEgress`), for a network allowlist. */
-  egressDir?: string,
+  /** The call's egress proxy (`startCallEgress`), for a network allowlist or secrets. */
+  egress?: SandboxEgress,
 ): CommandLine {
+  if (policy.network === "full" && namesSecrets(policy))
+    throw new SandboxUnavailableError(
+      'This run names tenant secrets and asks for network "full": secrets are injected by the egress proxy, which "full" bypasses. Nothing was run.',
+    );
   if (policy.network === "full" && !fullNetworkAllowed(policy.fullNetwork, policy.tenantId))
     throw new SandboxUnavailableError(`This run asks for ${FULL_NETWORK_REFUSAL} Nothing was run.`);
-  const allowlist = typeof policy.network === "object";
-  if (allowlist && (policy.isolation === "off" || egressDir === undefined)) {
+  const allowlist = egressAllowlist(policy) !== undefined;
+  if (allowlist && (policy.isolation === "off" || egress === undefined)) {
     throw new SandboxUnavailableError(
-      "This run asks for a network allowlist, which only a sandboxed worker with its egress proxy can enforce; nothing was run.",
+      `This run ${typeof policy.network === "object" ? "asks for a network allowlist" : "names tenant secrets"}, which only a sandboxed worker with its egress proxy can ${typeof policy.network === "object" ? "enforce" : "inject"}; nothing was run.`,
     );
   }
   const body = limitsPrelude(policy.limits) + (allowlist ? EGRESS_BRIDGE : "") + script;
@@ -292,8 +321,9 @@ export function bashCommandLine(
                   ...commandEnvironment({ passEnv: policy.passEnv, sandboxed: true, source: policy.hostEnv }),
                   ...policy.extraEnv,
                   ...(allowlist ? EGRESS_PROXY_ENV : {}),
+                  ...egress?.env,
                 },
-                egressDir,
+                egress,
               ),
             ),
             seccompProgram(),
@@ -304,8 +334,22 @@ export function bashCommandLine(
   return cgroup ? joiningCgroup(cgroup, line) : line;
 }
 
-/** Where the egress proxy's socket folder appears inside the sandbox. */
-const EGRESS_DIR_INSIDE = "/run/keel-egress";
+/**
+ * The egress proxy's files inside the sandbox, each bound read-only on its own (never the host
+ * folder holding them): the socket — connect() needs no write access to a bound socket — and,
+ * with secrets, the call CA and the combined bundle, also over the system bundle's path (after
+ * /etc). /run is a tmpfs made read-only once they are in place, so the sandbox can neither
+ * remove, move nor shadow them.
+ */
+function egressMounts(egress: SandboxEgress): string[] {
+  const args = ["--tmpfs", "/run", "--ro-bind", egress.socketPath, EGRESS_INSIDE.socket];
+  if (egress.ca) {
+    args.push("--ro-bind", egress.ca.certificateFile, EGRESS_INSIDE.certificate);
+    args.push("--ro-bind", egress.ca.bundleFile, EGRESS_INSIDE.bundle);
+    if (existsSync(SYSTEM_CA_BUNDLE)) args.push("--ro-bind", egress.ca.bundleFile, SYSTEM_CA_BUNDLE);
+  }
+  return [...args, "--remount-ro", "/run"];
+}
 /** The port of the in-sandbox bridge to the proxy (the sandbox's own loopback). */
 const EGRESS_BRIDGE_PORT = 3128;
 /** What tools read to find the proxy (curl, git, pip and npm honour these). */
@@ -319,7 +363,7 @@ const EGRESS_PROXY_ENV = Object.fromEntries(
  * Starts the bridge from the sandbox's loopback to the proxy's socket (socat, in the background;
  * it ends with the sandbox's PID namespace) and waits until it listens.
  */
-const EGRESS_BRIDGE = `socat TCP-LISTEN:${EGRESS_BRIDGE_PORT},bind=127.0.0.1,fork,reuseaddr UNIX-CONNECT:${EGRESS_DIR_INSIDE}/${EGRESS_SOCKET_NAME} 2>/dev/null &
+const EGRESS_BRIDGE = `socat TCP-LISTEN:${EGRESS_BRIDGE_PORT},bind=127.0.0.1,fork,reuseaddr UNIX-CONNECT:${EGRESS_INSIDE.socket} 2>/dev/null &
 for _ in $(seq 200); do (exec 3<>/dev/tcp/127.0.0.1/${EGRESS_BRIDGE_PORT}) 2>/dev/null && break; sleep 0.01; done
 `;
 
