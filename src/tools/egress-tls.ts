@@ -149,9 +149,17 @@ export function systemTrustPem(): string {
   return systemRoots;
 }
 
-/** The TLS context the proxy verifies upstream servers with: the system store plus `extraCaPem`. */
+let lastTrust: { extraCaPem?: string; context: tls.SecureContext } | undefined;
+
+/**
+ * The TLS context the proxy verifies upstream servers with: the system store plus `extraCaPem`.
+ * Parsing the system store takes tens of milliseconds; the context is kept for the next call
+ * with the same extra CA (the store is read once per process anyway).
+ */
 export function upstreamTrust(extraCaPem?: string): tls.SecureContext {
-  return tls.createSecureContext({
-    ca: extraCaPem ? [systemTrustPem(), extraCaPem] : systemTrustPem(),
-  });
+  if (lastTrust?.extraCaPem !== extraCaPem || !lastTrust) {
+    const ca = extraCaPem ? [systemTrustPem(), extraCaPem] : systemTrustPem();
+    lastTrust = { extraCaPem, context: tls.createSecureContext({ ca }) };
+  }
+  return lastTrust.context;
 }
