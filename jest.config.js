@@ -14,6 +14,11 @@ module.exports = {
   modulePathIgnorePatterns: ["<rootDir>/infra/cdk.out", "<rootDir>/.keel"],
   // Integration tests drive real servers on a shared 2-core machine: generous per-test time.
   testTimeout: 60_000,
+  // Two test files at once even on a 2-core machine (jest's default there is one): the
+  // integration tests mostly wait on servers, heartbeats and timers, and two in parallel take
+  // about half the wall time. Tests that start `keel dev` share its default ports as preferences
+  // (src/cli/dev.ts) and so may run side by side.
+  maxWorkers: 2,
   reporters: ["default", "<rootDir>/test/support/summary-reporter.js"],
   projects: [
     {
