@@ -7,10 +7,13 @@
  * tracing and reading other processes' memory, the kernel keyring, eBPF, perf events,
  * userfaultfd, kernel modules, every mount API, swap, reboot, kexec, process accounting, quotas,
  * port I/O, file handles (`open_by_handle_at`), chroot, the kernel log, personality flags
- * other than the default (ADDR_NO_RANDOMIZE would turn address randomisation off), and setuid or
- * setgid bits in any mode a file is created or changed with (`SETID_BITS`). Denied calls
- * fail with EPERM; `clone3` fails with ENOSYS so the C library falls back to `clone`, whose flags
- * the filter can inspect (clone3 passes them in memory, out of a filter's reach). A syscall of
+ * other than the default (ADDR_NO_RANDOMIZE would turn address randomisation off), setuid or
+ * setgid bits in any mode a file is created or changed with (`SETID_BITS`), and io_uring (a large
+ * kernel surface with a history of privilege escalations, and a way to do I/O that no later
+ * syscall check sees). Denied calls fail with EPERM; `clone3` fails with ENOSYS so the C library
+ * falls back to `clone`, whose flags the filter can inspect (clone3 passes them in memory, out of
+ * a filter's reach), and the io_uring calls fail with ENOSYS, as on a kernel built without it, so
+ * its users (libuv in Node, liburing) take their ordinary fallback. A syscall of
  * another architecture (32-bit x86 through `int 0x80`, 32-bit ARM) kills the process, and so do
  * x32 syscalls on x86_64: the filter only knows the 64-bit numbers.
  */
@@ -160,7 +163,10 @@ type Checked =
   | "fchmodat"
   | "fchmodat2"
   | "mknod"
-  | "mknodat";
+  | "mknodat"
+  | "io_uring_setup"
+  | "io_uring_enter"
+  | "io_uring_register";
 export type SyscallName = (typeof DENIED)[number] | Checked;
 
 /** Syscall numbers per architecture (x86_64: asm/unistd_64.h; aarch64: asm-generic/unistd.h). */
@@ -219,6 +225,9 @@ export const SYSCALLS: Record<"x86_64" | "aarch64", Partial<Record<SyscallName, 
     fchmodat2: 452,
     mknod: 133,
     mknodat: 259,
+    io_uring_setup: 425,
+    io_uring_enter: 426,
+    io_uring_register: 427,
   },
   // No iopl/ioperm on aarch64.
   aarch64: {
@@ -270,6 +279,9 @@ export const SYSCALLS: Record<"x86_64" | "aarch64", Partial<Record<SyscallName, 
     fchmodat: 53,
     fchmodat2: 452,
     mknodat: 33,
+    io_uring_setup: 425,
+    io_uring_enter: 426,
+    io_uring_register: 427,
   },
 };
 
@@ -304,6 +316,10 @@ function archSteps(arch: keyof typeof SYSCALLS): Step[] {
     ["personality", "personality"],
     // openat2 passes its mode in memory, out of the filter's reach: libc falls back to openat.
     ["openat2", "enosys"],
+    // io_uring: as on a kernel without it (libuv and liburing fall back to ordinary syscalls).
+    ["io_uring_setup", "enosys"],
+    ["io_uring_enter", "enosys"],
+    ["io_uring_register", "enosys"],
     // The mode is argument 1, 2 or 3.
     ["chmod", "mode1"],
     ["fchmod", "mode1"],

@@ -492,6 +492,28 @@ describe("seccomp filter", () => {
     }
   });
 
+  it("io_uring does not reach the kernel; node and git work without it", async () => {
+    const probe = `python3 - <<'PY'
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+params = ctypes.create_string_buffer(120)
+for name, nr, args in (("io_uring_setup", 425, (4, params)), ("io_uring_enter", 426, (0, 1, 0, 0, 0, 0)), ("io_uring_register", 427, (0, 0, 0, 0))):
+    r = libc.syscall(nr, *args)
+    print(name + ":", "ok" if r >= 0 else os.strerror(ctypes.get_errno()))
+PY
+UV_USE_IO_URING=1 node -e 'require("fs").promises.writeFile("f", "x").then(() => require("fs").readFile("f", "utf8", (e, d) => console.log("node", d)))'
+git init -q r && git -C r -c user.email=a@b -c user.name=n commit -q --allow-empty -m one && echo git`;
+    const roomy = await makeSandbox({ ...POLICY, limits: { ...LIMITS, memoryBytes: 2 * 1024 ** 3 } });
+    const out = await roomy.run("bash", { command: probe, timeout: 60 }).finally(() => removeSandbox(roomy));
+    expect(textOf(out).split("\n")).toEqual([
+      "io_uring_setup: Function not implemented",
+      "io_uring_enter: Function not implemented",
+      "io_uring_register: Function not implemented",
+      "node x",
+      "git",
+    ]);
+  }, 60_000);
+
   it("kills a process making 32-bit x86 syscalls", async () => {
     const out = await sandbox.run("bash", { command: INT80_GETPID });
     expect(out.isError).toBe(true);

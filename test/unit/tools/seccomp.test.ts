@@ -150,6 +150,13 @@ describe("the tool-process filter", () => {
     },
   );
 
+  test.each(["x86_64", "aarch64"] as const)("%s: io_uring fails with ENOSYS", (arch) => {
+    const table = SYSCALLS[arch];
+    for (const name of ["io_uring_setup", "io_uring_enter", "io_uring_register"] as const) {
+      expect([name, evaluate(program, ARCH[arch], table[name] ?? -1)]).toEqual([name, retErrno(ENOSYS)]);
+    }
+  });
+
   test("other architectures and the x32 ABI are killed", () => {
     expect(evaluate(program, ARCH.i386, 20)).toBe(SECCOMP_RET_KILL_PROCESS);
     expect(evaluate(program, ARCH.arm, 20)).toBe(SECCOMP_RET_KILL_PROCESS);
