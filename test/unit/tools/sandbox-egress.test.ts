@@ -3,7 +3,8 @@
  * the proxy and nothing else (not the worker's loopback services, not any address directly); a
  * host the list does not name, an address, and a listed name that does not resolve are refused by
  * the proxy and named at the end of the call's result. (The proxy's own rules, including a listed
- * name that resolves to an internal address, are tested in egress-proxy.test.ts.)
+ * name that resolves to an internal address, are tested in egress-proxy.test.ts.) The proxy's
+ * socket is bound alone and read-only: it cannot be removed, and nothing can be written beside it.
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -47,6 +48,21 @@ maybe("network allowlist", () => {
     expect(text).toContain(
       "[network: not-listed.example.org:443 refused: the host is not on the run's network allowlist]",
     );
+  });
+
+  test("the sandbox sees the proxy's socket alone, read-only, and no call CA without secrets", async () => {
+    const text = await bash(
+      [
+        "ls -A /run/keel-egress",
+        "rm -f /run/keel-egress/proxy.sock 2>/dev/null || echo rm-refused",
+        "touch /run/keel-egress/x 2>/dev/null || echo write-refused",
+        'echo "ca-vars:$(env | grep -c -e SSL_CERT_FILE -e NODE_EXTRA_CA_CERTS -e GIT_SSL_CAINFO)"',
+        "curl -sS -m 10 https://not-listed.example.org/ 2>&1 | head -c 0",
+      ].join("; "),
+    );
+    expect(text.split("\n").slice(0, 4)).toEqual(["proxy.sock", "rm-refused", "write-refused", "ca-vars:0"]);
+    // The proxy still answers after the attempts.
+    expect(text).toContain("[network: not-listed.example.org:443 refused:");
   });
 
   test("an address, even the worker's own loopback, is refused by the proxy and unreachable directly", async () => {
