@@ -209,6 +209,21 @@ maybe("tenant secrets at the egress proxy", () => {
     process.stdout.write(`one call with secrets and a curl through the proxy: ${elapsed} ms\n`);
   });
 
+  test("clients that read only the system bundle's path trust the call CA too (it is bound over it)", async () => {
+    const unset = "env -u SSL_CERT_FILE -u CURL_CA_BUNDLE -u REQUESTS_CA_BUNDLE";
+    const text = await bash(
+      [
+        `${unset} curl -sS -m 20 -H "X-Key: $TOKEN" https://api.bound.test:${tlsPort}/curl-system`,
+        `${unset} python3 -c 'import os, urllib.request; print(urllib.request.urlopen(urllib.request.Request("https://api.bound.test:${tlsPort}/python", headers={"X-Key": os.environ["TOKEN"]}), timeout=20).read().decode())'`,
+      ].join("; "),
+    );
+    expect(text.match(/stand-in says hi/g)).toHaveLength(2);
+    expect(seen.map((entry) => [entry.url, entry.headers["x-key"]])).toEqual([
+      ["/curl-system", value],
+      ["/python", value],
+    ]);
+  });
+
   test("git push over HTTPS with the placeholder in the URL's credentials pushes, and the server sees the real Basic credentials", async () => {
     const text = await bash(
       [
