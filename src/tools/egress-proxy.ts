@@ -26,6 +26,7 @@ import * as https from "node:https";
 import * as net from "node:net";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
+import { Duplex, PassThrough } from "node:stream";
 import * as tls from "node:tls";
 import { isPublicAddress } from "../net/egress-policy";
 import type { ResolvedSecret } from "../vault/types";
@@ -234,6 +235,14 @@ function upstreamRefusal(error: NodeJS.ErrnoException): string | undefined {
   return undefined;
 }
 
+/** A duplex reading `head` and then `socket`, writing to `socket`. */
+function startingWith(head: Buffer, socket: net.Socket): Duplex {
+  const readable = new PassThrough();
+  readable.write(head);
+  socket.pipe(readable);
+  return Duplex.from({ readable, writable: socket });
+}
+
 /** Starts a proxy for one tool call. */
 export async function startEgressProxy(options: EgressProxyOptions): Promise<EgressProxy> {
   const refusals: { host: string; port: number; reason: string }[] = [];
@@ -381,8 +390,10 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
     const context = await (ca as CallCa).contextFor(target.host);
     if (client.destroyed) return;
     client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
-    if (head.length > 0) client.unshift(head);
-    const secure = new tls.TLSSocket(client, {
+    // TLS reads a socket's handle directly, past anything already read from it: bytes a client
+    // sent before the 200 (its ClientHello, optimistically) go through a stream that starts with them.
+    const transport = head.length > 0 ? startingWith(head, client) : client;
+    const secure = new tls.TLSSocket(transport as net.Socket, {
       isServer: true,
       secureContext: context,
       ALPNProtocols: ["http/1.1"],

@@ -12,6 +12,7 @@ import type { AddressInfo } from "node:net";
 import * as net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Duplex, PassThrough } from "node:stream";
 import * as tls from "node:tls";
 import { type EgressProxy, parseAllowlist, startEgressProxy } from "../../../src/tools/egress-proxy";
 import { createCallCa } from "../../../src/tools/egress-tls";
@@ -123,6 +124,44 @@ describe("secret injection at the egress proxy", () => {
     ]);
     expect(seen[0]?.["x-a"]).toBe(A);
     expect(seen[0]?.["x-c"]).toBe("value-c");
+  });
+
+  test("a client that sends its ClientHello with the CONNECT, before the 200, is served", async () => {
+    const raw = net.connect(join(dir, "proxy.sock"));
+    // What TLS reads: the proxy's bytes after its 200 line; what it writes goes right after the CONNECT.
+    let skipped = false;
+    let pending = Buffer.alloc(0);
+    const incoming = new PassThrough();
+    raw.on("data", (chunk: Buffer) => {
+      if (skipped) return void incoming.write(chunk);
+      pending = Buffer.concat([pending, chunk]);
+      const end = pending.indexOf("\r\n\r\n");
+      if (end < 0) return;
+      skipped = true;
+      incoming.write(pending.subarray(end + 4));
+    });
+    raw.on("end", () => incoming.end());
+    raw.cork();
+    raw.write(`CONNECT api.example.test:${port} HTTP/1.1\r\nhost: api.example.test:${port}\r\n\r\n`);
+    const secure = tls.connect({
+      socket: Duplex.from({ readable: incoming, writable: raw }) as net.Socket,
+      servername: "api.example.test",
+      ca: proxy.ca?.certificatePem,
+    });
+    setImmediate(() => raw.uncork());
+    const answer = await new Promise<string>((resolve, reject) => {
+      let text = "";
+      secure.on("secureConnect", () =>
+        secure.write(`GET /eager HTTP/1.1\r\nhost: x\r\nx-b: ${B}\r\nconnection: close\r\n\r\n`),
+      );
+      secure.on("data", (data) => {
+        text += data;
+      });
+      secure.on("end", () => resolve(text));
+      secure.on("error", reject);
+    });
+    expect(answer).toMatch(/^HTTP\/1.1 200/);
+    expect(seen[0]?.["x-b"]).toBeDefined();
   });
 
   test("an absolute-form request inside the tunnel is refused", async () => {
