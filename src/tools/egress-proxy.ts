@@ -1,3 +1,4 @@
+// Over 400 lines: what the proxy reaches, which connections it opens and what it injects into them are one security boundary, kept readable in one place.
 /**
  * The egress proxy behind a run's network allowlist (`network: {allow: [...]}`): an HTTP proxy
  * on a Unix socket that the sandbox of one tool call reaches through a bridge inside its own,
@@ -317,6 +318,27 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
     request.pipe(upstream);
   });
 
+  /** One request to the judged address of an intercepted connection, verified against the trust store. */
+  const forward = (
+    target: InterceptTarget,
+    url: string,
+    method: string | undefined,
+    headers: Record<string, string[]>,
+  ) =>
+    https.request({
+      host: target.address,
+      port: target.port,
+      servername: target.host,
+      method,
+      path: url,
+      // The host the connection was judged for, whatever the request says: a shared front end
+      // (a CDN) must not route a request carrying a value to another of its customers.
+      headers: { ...headers, host: target.port === 443 ? target.host : `${target.host}:${target.port}` },
+      secureContext: trust,
+      ALPNProtocols: ["http/1.1"],
+      agent,
+    } as https.RequestOptions & { secureContext?: tls.SecureContext });
+
   /**
    * The requests inside intercepted TLS connections: forwarded one by one to the judged address
    * over TLS verified against the system store, with the bound placeholders replaced in headers.
@@ -340,27 +362,27 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
       response.writeHead(400).end("keel egress proxy: unreadable request headers\n");
       return;
     }
-    const upstream = https.request(
-      {
-        host: target.address,
-        port: target.port,
-        servername: target.host,
-        method: request.method,
-        path: url,
-        // The host the connection was judged for, whatever the request says: a shared front end
-        // (a CDN) must not route a request carrying a value to another of its customers.
-        headers: { ...headers, host: target.port === 443 ? target.host : `${target.host}:${target.port}` },
-        secureContext: trust,
-        ALPNProtocols: ["http/1.1"],
-        agent,
-      } as https.RequestOptions & { secureContext?: tls.SecureContext },
-      (answer) => {
-        const back = forwardedHeaders(answer.rawHeaders);
-        delete back["transfer-encoding"];
+    let upstream: http.ClientRequest;
+    try {
+      upstream = forward(target, url, request.method, headers);
+    } catch {
+      // Node refuses what it cannot write (a header it will not send): the client is told, the worker goes on.
+      response.writeHead(400).end("keel egress proxy: the request cannot be forwarded\n");
+      request.resume();
+      return;
+    }
+    upstream.on("response", (answer) => {
+      const back = forwardedHeaders(answer.rawHeaders);
+      delete back["transfer-encoding"];
+      try {
         response.writeHead(answer.statusCode ?? 502, answer.statusMessage, back);
-        answer.pipe(response);
-      },
-    );
+      } catch {
+        answer.destroy();
+        response.destroy();
+        return;
+      }
+      answer.pipe(response);
+    });
     upstream.on("error", (error: NodeJS.ErrnoException) => {
       const reason = upstreamRefusal(error);
       if (
