@@ -14,6 +14,7 @@ import type { SuccessStatusCode } from "hono/utils/http-status";
 import type { ApiApp } from "../api/app";
 import type { RunWait } from "../contracts/waits";
 import type { AgentEvent, LiveEvent } from "../core/events";
+import type { SecretMetadata, SecretPlacement } from "../vault/types";
 
 /** Where the CLI's exit code comes from: see `exitCodeOf`. */
 export const EXIT = { ok: 0, failed: 1, usage: 2, refused: 3 } as const;
@@ -55,6 +56,10 @@ export function hintFor(error: ApiError): string | undefined {
     }
     return "Set KEEL_API_KEY or pass --key <API key> (the local stack's key is keel-dev-key).";
   }
+  if (error.slug === "vault-not-configured") {
+    return "The API has no vault: set KEEL_VAULT_KEY_FILE (keel dev sets one) or KEEL_VAULT_KMS_KEY_ID on the API and the workers (docs/deploy.md).";
+  }
+  if (error.slug === "secret-not-found") return "`keel secret list` lists this API key's tenant's secrets.";
   if (error.slug === "session-not-found") {
     const id = /^\/v1\/sessions\/([^/?]+)/.exec(error.path ?? "")?.[1];
     const named = id === undefined ? "That session" : `Session ${JSON.stringify(decodeURIComponent(id))}`;
@@ -165,6 +170,33 @@ export class ApiClient {
     yield* readEventStream(response.body as unknown as AsyncIterable<Uint8Array>);
   }
 
+  /**
+   * Creates or rotates the tenant's secret `name` (`PUT /v1/secrets/{name}`): its metadata and
+   * whether it was created. The value goes in the request body only, never in the URL.
+   */
+  async setSecret(
+    name: string,
+    body: { value: string; hosts: string[]; in?: SecretPlacement[] },
+  ): Promise<{ secret: SecretMetadata; created: boolean }> {
+    const response = await this.api.v1.secrets[":name"].$put({ param: { name }, json: body });
+    return { secret: (await response.json()) as SecretMetadata, created: response.status === 201 };
+  }
+
+  /** The tenant's secrets: bindings and times, never values. */
+  async listSecrets(): Promise<SecretMetadata[]> {
+    return (await this.json(this.api.v1.secrets.$get())).secrets as SecretMetadata[];
+  }
+
+  /** One secret's metadata (ApiError `secret-not-found` when the tenant has none by that name). */
+  async getSecret(name: string): Promise<SecretMetadata> {
+    return (await this.json(this.api.v1.secrets[":name"].$get({ param: { name } }))) as SecretMetadata;
+  }
+
+  /** Deletes the secret (ApiError `secret-not-found` when the tenant has none by that name). */
+  async deleteSecret(name: string): Promise<void> {
+    await this.api.v1.secrets[":name"].$delete({ param: { name } });
+  }
+
   /** A request to `path` (below the base URL) outside the typed routes (binary bodies): 2xx, else ApiError. */
   request(path: string, init: RequestInit = {}): Promise<Response> {
     return this.send(`${this.baseUrl}${path}`, init);
@@ -197,8 +229,9 @@ export class ApiClient {
       if (response.ok) return response;
       if (response.status === 503 && attempt < MAX_ATTEMPTS) {
         const problem = await problemOf(response, new URL(response.url || this.baseUrl).pathname);
-        // A run whose worker does not answer is explained at once, not retried in silence.
-        if (problem.slug === "run-not-answering") throw problem;
+        // A run whose worker does not answer is explained at once, not retried in silence; so is
+        // a deployment without tenant secrets (no retry changes its settings).
+        if (problem.slug === "run-not-answering" || problem.slug === "vault-not-configured") throw problem;
         const retryAfter = Number(response.headers.get("retry-after")) || DEFAULT_RETRY_AFTER_SECONDS;
         await sleep(retryAfter * 1000);
         continue;

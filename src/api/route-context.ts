@@ -13,10 +13,10 @@ import type { ToolCallMarkers } from "../store/tool-call-markers";
 import type { WorkspaceSnapshots } from "../store/workspace-snapshots";
 import type { QuotaGate } from "../tenants/admission";
 import type { KeyResolver } from "../tenants/key-cache";
+import type { SecretStore } from "../tenants/secrets";
 import type { StoredSlackTeams } from "../tenants/slack-teams";
 import type { TenantStore } from "../tenants/store";
 import type { TenantUsage } from "../tenants/usage";
-import type { SecretStore } from "../vault/store";
 import type { ApiConfig } from "./config";
 
 /** `outbound` absent: the settings' defaults (no KEEL_MODEL_URLS, no base URLs, DEFAULT_GIT_HOSTS). */

@@ -9,7 +9,7 @@ import { SessionStore } from "../store/session-store";
 import { ToolCallMarkers } from "../store/tool-call-markers";
 import { WorkspaceSnapshots } from "../store/workspace-snapshots";
 import { startTelemetry, type Telemetry } from "../telemetry/sdk";
-import { createVault } from "../vault/settings";
+import { createVault } from "../tenants/secrets";
 import { type ApiApp, createApp } from "./app";
 import type { ApiConfig } from "./config";
 import { LazyRunClient } from "./temporal";

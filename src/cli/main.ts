@@ -16,6 +16,7 @@ import { eventsCommand } from "./commands/events";
 import { mcpCommand } from "./commands/mcp";
 import { followUpCommand, interruptCommand, runCommand, sendCommand, steerCommand } from "./commands/message";
 import { scheduleCommand } from "./commands/schedule";
+import { secretCommand } from "./commands/secret";
 import { sessionsCommand, showCommand } from "./commands/sessions";
 import { exportCommand, importCommand } from "./commands/transfer";
 import { branchCommand, compactCommand, entriesCommand, forkCommand, labelCommand } from "./commands/tree";
@@ -46,6 +47,7 @@ const COMMANDS: Record<string, Command> = {
   env: envCommand,
   runner: runnerCommand,
   mcp: mcpCommand,
+  secret: secretCommand,
   usage: usageCommand,
   admin: adminCommand,
 };

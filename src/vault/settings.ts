@@ -5,12 +5,10 @@
  */
 import { readFileSync } from "node:fs";
 import { KMSClient } from "@aws-sdk/client-kms";
-import type { S3Client } from "@aws-sdk/client-s3";
 import { z } from "zod";
 import type { SettingsShape } from "../core/env-settings";
 import { DATA_KEY_BYTES } from "./crypto";
 import { type KeyWrapper, KmsKeyWrapper, LocalKeyWrapper } from "./key-wrapper";
-import { SecretStore } from "./store";
 
 export const VAULT_ENV = {
   KEEL_VAULT_KEY_FILE: z
@@ -78,13 +76,4 @@ export function keyWrapperOf(settings: VaultSettings, kms?: KMSClient): KeyWrapp
   if ("keyFile" in settings) return new LocalKeyWrapper(readVaultKeyFile(settings.keyFile));
   // Region and credentials: the process's own (AWS_REGION, its role); AWS_ENDPOINT_URL_KMS is honoured.
   return new KmsKeyWrapper(kms ?? new KMSClient({}), settings.kmsKeyId);
-}
-
-/** The vault over `s3`, or undefined when no setting turns it on. */
-export function createVault(
-  settings: VaultSettings | undefined,
-  s3: S3Client,
-  location: { bucket: string; prefix: string },
-): SecretStore | undefined {
-  return settings ? new SecretStore(s3, location, keyWrapperOf(settings)) : undefined;
 }

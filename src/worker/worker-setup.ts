@@ -27,10 +27,10 @@ import { WorkspaceSnapshots } from "../store/workspace-snapshots";
 import { instrumentation } from "../telemetry/instrumentation";
 import { tracedProvider } from "../telemetry/model-calls";
 import { TenantBudgetCheck } from "../tenants/budget-check";
+import { createVault } from "../tenants/secrets";
 import { TenantStore } from "../tenants/store";
 import { TenantUsage } from "../tenants/usage";
 import { probeSandbox, type SandboxConfig } from "../tools/sandbox";
-import { createVault } from "../vault/settings";
 import type { WorkerConfig } from "./config";
 import { log } from "./log";
 

@@ -5,9 +5,9 @@
  * logs no request body. Every name is looked up under the caller's own tenant.
  */
 import { createRoute, z } from "@hono/zod-openapi";
+import { type SecretStore, TooManySecretsError } from "../../tenants/secrets";
 import { parseAllowlist } from "../../tools/egress-proxy";
 import { VAULT_SETTING_NAMES } from "../../vault/settings";
-import { type SecretStore, TooManySecretsError } from "../../vault/store";
 import {
   MAX_SECRET_HOSTS,
   MAX_SECRET_VALUE_BYTES,

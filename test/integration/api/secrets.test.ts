@@ -5,8 +5,8 @@
  * the routes answer 503 naming the settings.
  */
 import { randomBytes } from "node:crypto";
+import { SecretStore } from "../../../src/tenants/secrets";
 import { LocalKeyWrapper } from "../../../src/vault/key-wrapper";
-import { SecretStore } from "../../../src/vault/store";
 import { s3Client, s3Settings } from "../../support/integration-env";
 import { type ApiStage, createApiStage, expectProblem } from "./api-stage";
 

@@ -11,9 +11,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CreateKeyCommand, KMSClient } from "@aws-sdk/client-kms";
 import { freePort, waitForPort } from "../../../src/cli/devstack/ports";
+import { SecretStore } from "../../../src/tenants/secrets";
 import { KmsKeyWrapper } from "../../../src/vault/key-wrapper";
 import { keyWrapperOf } from "../../../src/vault/settings";
-import { SecretStore } from "../../../src/vault/store";
 import { s3Client, s3Settings, uniqueName } from "../../support/integration-env";
 
 const root = join(__dirname, "../../..");

@@ -6,8 +6,8 @@
  */
 import { randomBytes } from "node:crypto";
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand } from "@aws-sdk/client-s3";
+import { SecretStore } from "../../../src/tenants/secrets";
 import { LocalKeyWrapper } from "../../../src/vault/key-wrapper";
-import { SecretStore } from "../../../src/vault/store";
 import { s3Client, s3Settings, uniqueName } from "../../support/integration-env";
 
 const s3 = s3Client();

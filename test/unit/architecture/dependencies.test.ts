@@ -12,6 +12,7 @@ const SRC = resolve(__dirname, "../../../src");
 /** Bottom to top; folders of one layer do not import each other. */
 const LAYERS: readonly (readonly string[])[] = [
   ["core", "logging", "net"],
+  ["vault"],
   ["tools"],
   ["providers", "viewer"],
   ["mcp", "telemetry"],

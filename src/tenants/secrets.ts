@@ -20,8 +20,9 @@ import { readAfterConflict } from "../store/conditional-objects";
 import { JsonObjects } from "../store/json-objects";
 import { listObjects } from "../store/s3-requests";
 import { assertValidId } from "../store/session-keys";
-import { open, seal } from "./crypto";
-import type { KeyWrapper } from "./key-wrapper";
+import { open, seal } from "../vault/crypto";
+import type { KeyWrapper } from "../vault/key-wrapper";
+import { keyWrapperOf, type VaultSettings } from "../vault/settings";
 import {
   MAX_TENANT_SECRETS,
   type ResolvedSecret,
@@ -31,7 +32,7 @@ import {
   type SecretMetadata,
   type SecretResolver,
   type SecretsForCall,
-} from "./types";
+} from "../vault/types";
 
 /** How long an unwrapped data key is kept in memory (ms). */
 const DATA_KEY_CACHE_MS = 5 * 60_000;
@@ -266,4 +267,13 @@ function metadataOf(stored: StoredSecret): SecretMetadata {
     updatedAt: stored.updatedAt,
     version: stored.version,
   };
+}
+
+/** The vault over `s3` the settings ask for (reads a key file now), or undefined when none is set. */
+export function createVault(
+  settings: VaultSettings | undefined,
+  s3: S3Client,
+  location: { bucket: string; prefix: string },
+): SecretStore | undefined {
+  return settings ? new SecretStore(s3, location, keyWrapperOf(settings)) : undefined;
 }

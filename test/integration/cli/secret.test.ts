@@ -1,0 +1,102 @@
+/**
+ * `keel secret set|list|delete` as subprocesses against the Node API built from its environment
+ * with KEEL_VAULT_KEY_FILE: the value comes from standard input only and is never printed; a
+ * rotation bumps the version; delete, then 404 with its hint; without a vault, the 503 names the
+ * settings at once (no retries).
+ */
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { uniqueName } from "../../support/integration-env";
+import { createRunStage, type RunStage } from "../../support/run-harness";
+import { type CliApi, runKeel, startCliApi } from "./keel-process";
+
+const KEY = `key-${uniqueName("k")}`;
+let stage: RunStage;
+let api: CliApi;
+let bare: CliApi;
+let dir: string;
+
+beforeAll(async () => {
+  stage = await createRunStage();
+  dir = mkdtempSync(path.join(tmpdir(), "keel-secret-cli-"));
+  const keyFile = path.join(dir, "vault.key");
+  writeFileSync(keyFile, `${randomBytes(32).toString("base64")}\n`, { mode: 0o600 });
+  api = await startCliApi(stage, { [KEY]: stage.tenantId }, { KEEL_VAULT_KEY_FILE: keyFile });
+  bare = await startCliApi(stage, { [KEY]: stage.tenantId });
+});
+
+afterAll(async () => {
+  await api?.close();
+  await bare?.close();
+  await stage?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+// Several `keel` processes (tsx each) on a shared 2-core machine.
+jest.setTimeout(180_000);
+
+const keel = (args: string[], stdin?: string, url = api.url) =>
+  runKeel(["secret", ...args], { KEEL_API_URL: url, KEEL_API_KEY: KEY }, stdin);
+
+test("set from standard input, rotate, list, delete; the value is never printed", async () => {
+  const first = `ghp_${randomBytes(12).toString("hex")}`;
+  const created = await keel(
+    ["set", "GITHUB_TOKEN", "--host", "api.github.com", "--host", "github.com"],
+    `${first}\n`,
+  );
+  expect(created).toMatchObject({ code: 0, stderr: "" });
+  expect(created.stdout).toMatch(
+    /^created GITHUB_TOKEN {2}v1 {2}hosts api\.github\.com,github\.com {2}in header,basic-auth/,
+  );
+
+  const second = `ghp_${randomBytes(12).toString("hex")}`;
+  const rotated = await keel(
+    ["set", "GITHUB_TOKEN", "--host", "github.com", "--in", "basic-auth", "--json"],
+    second,
+  );
+  expect(rotated.code).toBe(0);
+  expect(JSON.parse(rotated.stdout)).toMatchObject({
+    name: "GITHUB_TOKEN",
+    version: 2,
+    in: ["basic-auth"],
+    created: false,
+  });
+
+  const listed = await keel(["list"]);
+  expect(listed.code).toBe(0);
+  expect(listed.stdout).toMatch(/^GITHUB_TOKEN {2}v2 {2}hosts github\.com {2}in basic-auth/);
+
+  // A value on the command line is no option: it is refused as a usage error.
+  const inArgv = await keel(["set", "GITHUB_TOKEN", first, "--host", "github.com"]);
+  expect(inArgv.code).toBe(2);
+  expect((await keel(["set", "GITHUB_TOKEN"], "v")).code).toBe(2);
+  const badHost = await keel(["set", "GITHUB_TOKEN", "--host", "localhost"], second);
+  expect(badHost.code).toBe(2);
+  expect(badHost.stderr).toMatch(/not a host name/);
+  expect((await keel(["set", "GITHUB_TOKEN", "--host", "github.com"], "")).code).toBe(2);
+
+  expect(await keel(["delete", "GITHUB_TOKEN"])).toMatchObject({
+    code: 0,
+    stdout: "deleted secret GITHUB_TOKEN\n",
+  });
+  const again = await keel(["delete", "GITHUB_TOKEN"]);
+  expect(again.code).toBe(3);
+  expect(again.stderr).toMatch(/keel secret list/);
+  expect((await keel(["list"])).stdout).toBe("no secrets\n");
+
+  for (const result of [created, rotated, listed, inArgv, badHost]) {
+    expect(result.stdout + result.stderr).not.toContain(second);
+    if (result !== inArgv) expect(result.stdout + result.stderr).not.toContain(first);
+  }
+});
+
+test("without a vault the API's 503 names the settings at once", async () => {
+  const started = Date.now();
+  const refused = await keel(["list"], undefined, bare.url);
+  expect(refused.code).toBe(1);
+  expect(refused.stderr).toMatch(/KEEL_VAULT_KEY_FILE/);
+  // Not retried after Retry-After: a configuration does not change between attempts.
+  expect(Date.now() - started).toBeLessThan(30_000);
+});
