@@ -271,8 +271,8 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
     };
   });
   const certificates = injections.length > 0 ? egressTls() : undefined;
-  const ca = await certificates?.createCallCa(injections.flatMap((i) => i.hosts));
-  const trust = certificates?.upstreamTrust(options.extraCaPem);
+  const ca = await certificates?.createCallCa(injections.flatMap((i) => i.hosts.map((entry) => entry.host)));
+  const trust = certificates?.upstreamTrust(SYSTEM_CA_BUNDLE, options.extraCaPem);
   const agent = ca ? new https.Agent({ keepAlive: true }) : undefined;
   const targets = new WeakMap<net.Socket, InterceptTarget>();
 
@@ -580,9 +580,13 @@ export async function startCallEgress(
       ca = { certificateFile: path.join(dir, CALL_CA_NAME), bundleFile: path.join(dir, CA_BUNDLE_NAME) };
       await writeFile(ca.certificateFile, proxy.ca.certificatePem, { mode: 0o444 });
       const { systemTrustPem } = egressTls();
-      await writeFile(ca.bundleFile, `${systemTrustPem().trimEnd()}\n${proxy.ca.certificatePem}`, {
-        mode: 0o444,
-      });
+      await writeFile(
+        ca.bundleFile,
+        `${systemTrustPem(SYSTEM_CA_BUNDLE).trimEnd()}\n${proxy.ca.certificatePem}`,
+        {
+          mode: 0o444,
+        },
+      );
       for (const name of BUNDLE_VARIABLES) env[name] = EGRESS_INSIDE.bundle;
       env.NODE_EXTRA_CA_CERTS = EGRESS_INSIDE.certificate;
     }

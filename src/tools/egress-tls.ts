@@ -20,7 +20,6 @@ import {
   NameConstraints,
 } from "@peculiar/asn1-x509";
 import * as x509 from "@peculiar/x509";
-import { type AllowedHost, SYSTEM_CA_BUNDLE } from "./egress-proxy";
 
 x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
 
@@ -54,9 +53,9 @@ async function privateKeyPem(key: webcrypto.CryptoKey): Promise<string> {
   return `-----BEGIN PRIVATE KEY-----\n${lines.join("\n")}\n-----END PRIVATE KEY-----\n`;
 }
 
-/** The critical name-constraints extension permitting `hosts` (and their subdomains) only. */
-function nameConstraints(hosts: readonly AllowedHost[]): x509.Extension {
-  const names = [...new Set(hosts.map((entry) => entry.host))];
+/** The critical name-constraints extension permitting `names` (and their subdomains) only. */
+function nameConstraints(hostNames: readonly string[]): x509.Extension {
+  const names = [...new Set(hostNames)];
   const permitted = new GeneralSubtrees(
     names.map((name) => new GeneralSubtree({ base: new GeneralName({ dNSName: name }) })),
   );
@@ -68,10 +67,11 @@ function nameConstraints(hosts: readonly AllowedHost[]): x509.Extension {
 }
 
 /**
- * Makes the CA of one call, constrained to the names of `hosts` (a secret bound to
- * `*.example.com` permits example.com and its subdomains). Leaves share one key pair per call.
+ * Makes the CA of one call, constrained to `hostNames` and their subdomains (the `host` of each
+ * allowlist entry its secrets are bound to: `*.example.com` gives example.com); none, no
+ * constraint. Leaves share one key pair per call.
  */
-export async function createCallCa(hosts: readonly AllowedHost[]): Promise<CallCa> {
+export async function createCallCa(hostNames: readonly string[]): Promise<CallCa> {
   const now = Date.now();
   const notBefore = new Date(now - CLOCK_SKEW_MS);
   const notAfter = new Date(now + VALIDITY_MS);
@@ -87,7 +87,7 @@ export async function createCallCa(hosts: readonly AllowedHost[]): Promise<CallC
       new x509.BasicConstraintsExtension(true, 0, true),
       new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
       await x509.SubjectKeyIdentifierExtension.create(caKeys.publicKey),
-      ...(hosts.length > 0 ? [nameConstraints(hosts)] : []),
+      ...(hostNames.length > 0 ? [nameConstraints(hostNames)] : []),
     ],
   });
   const leafKeyPem = await privateKeyPem(leafKeys.privateKey);
@@ -135,13 +135,13 @@ export async function createCallCa(hosts: readonly AllowedHost[]): Promise<CallC
 let systemRoots: string | undefined;
 
 /**
- * The certificates a public client trusts on this worker, PEM: the system bundle when present,
- * else Node's own roots. Read once per process.
+ * The certificates a public client trusts on this worker, PEM: the system bundle (`bundleFile`)
+ * when present, else Node's own roots. Read once per process.
  */
-export function systemTrustPem(): string {
+export function systemTrustPem(bundleFile: string): string {
   if (systemRoots === undefined) {
     try {
-      systemRoots = readFileSync(SYSTEM_CA_BUNDLE, "utf8");
+      systemRoots = readFileSync(bundleFile, "utf8");
     } catch {
       systemRoots = tls.rootCertificates.join("\n");
     }
@@ -156,9 +156,9 @@ let lastTrust: { extraCaPem?: string; context: tls.SecureContext } | undefined;
  * Parsing the system store takes tens of milliseconds; the context is kept for the next call
  * with the same extra CA (the store is read once per process anyway).
  */
-export function upstreamTrust(extraCaPem?: string): tls.SecureContext {
+export function upstreamTrust(bundleFile: string, extraCaPem?: string): tls.SecureContext {
   if (lastTrust?.extraCaPem !== extraCaPem || !lastTrust) {
-    const ca = extraCaPem ? [systemTrustPem(), extraCaPem] : systemTrustPem();
+    const ca = extraCaPem ? [systemTrustPem(bundleFile), extraCaPem] : systemTrustPem(bundleFile);
     lastTrust = { extraCaPem, context: tls.createSecureContext({ ca }) };
   }
   return lastTrust.context;

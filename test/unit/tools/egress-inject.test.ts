@@ -173,7 +173,7 @@ describe("secret injection at the egress proxy", () => {
   });
 
   test("the call CA cannot vouch for a name outside its secrets' hosts", async () => {
-    const ca = await createCallCa(parseAllowlist(["api.example.test"]));
+    const ca = await createCallCa(["api.example.test"]);
     const server = tls.createServer({
       SNICallback: (name, done) => ca.contextFor(name).then((c) => done(null, c)),
     });
