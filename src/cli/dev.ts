@@ -40,6 +40,7 @@ import { freePort, startOnFreePorts } from "./devstack/ports";
 import { startS3DevServer } from "./devstack/s3-server";
 import { startTemporalDevServer } from "./devstack/temporal-server";
 import { projectRoot } from "./devstack/tools";
+import { devVaultEnv } from "./devstack/vault-key";
 import { startTraceViewer, type TraceViewer } from "./devstack/trace-viewer";
 import { workerPassThrough } from "./devstack/worker-env";
 import { startSupervisedWorker, WORKER_STOP_GRACE_MS } from "./devstack/worker-process";
@@ -350,6 +351,8 @@ export async function runDev(
       KEEL_TASK_QUEUE: env.KEEL_TASK_QUEUE ?? DEV_TASK_QUEUE,
       ...s3SettingsToEnv(stack.s3),
     };
+    // Tenant secrets' key: the caller's vault setting, else a key file made once in the data folder.
+    const vaultEnv = devVaultEnv(env, dataDir);
     const workerLog = join(dataDir, "worker.log");
     // The caller's worker settings (KEEL_MCP_MOUNTS, KEEL_SANDBOX_*, …) first: the stack's own win.
     const passedOn = workerPassThrough(env);
@@ -366,6 +369,7 @@ export async function runDev(
             KEEL_WORKSPACE_ROOT: workspaceRoot,
             KEEL_MODELS_FILE: env.KEEL_MODELS_FILE,
             ...telemetryEnv,
+            ...vaultEnv,
           },
         },
         (line) => {
@@ -396,6 +400,7 @@ export async function runDev(
         KEEL_API_PUBLIC_URL: `http://127.0.0.1:${apiPort}`,
         KEEL_MODELS_FILE: env.KEEL_MODELS_FILE,
         ...telemetryEnv,
+        ...vaultEnv,
       });
       const runtime = createApiRuntime(config);
       const { server, port } = await startApiServer(runtime.app, apiPort);

@@ -10,6 +10,7 @@ import { MCP_SECRETS_SETTING } from "../../mcp/policy";
 import { MODEL_URLS_SETTING, parseModelUrls } from "../../providers/model-urls";
 import { PROVIDER_ENV } from "../../providers/settings";
 import { S3_ENV } from "../../store/s3-config";
+import { VAULT_ENV } from "../../vault/settings";
 import { WORKER_SETTING_NAMES } from "../../worker/env";
 
 /**
@@ -30,6 +31,8 @@ const SET_BY_THE_STACK = new Set([
   "KEEL_WORKSPACE_ROOT",
   MODEL_URLS_SETTING,
   "KEEL_GIT_HOSTS",
+  // The stack's vault key (devstack/vault-key.ts), or the caller's, given to the worker and the API alike.
+  ...Object.keys(VAULT_ENV),
 ]);
 
 function names(text: string | undefined): string[] {
