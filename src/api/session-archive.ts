@@ -6,11 +6,13 @@
  * restores those files when it claims the workspace. Both ways stream: the export is packed as
  * the response is sent, the import unpacked as the request body arrives.
  */
-import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { createReadStream } from "node:fs";
+import { mkdir, mkdtemp, open, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import type { EnvironmentStore } from "../environments/store";
+import { checkArchiveLimits, DEFAULT_ARCHIVE_LIMITS } from "../store/archive-stream";
 import type { SessionRef } from "../store/session-keys";
 import type { SessionStore } from "../store/session-store";
 import { ArchiveError, packSessionArchive, unpackSessionArchive } from "../store/workspace-archive";
@@ -130,10 +132,13 @@ export interface ImportedArchive {
 }
 
 /**
- * Unpacks an import body (a gzipped session archive, read as it arrives) into a temporary
- * folder and runs `use` with it; the folder is removed afterwards whatever happens. A refused
- * archive is a problem: `payload-too-large` (413) over a limit, `invalid-session-file` (400)
- * otherwise.
+ * Unpacks an import body (a gzipped session archive) into a temporary folder and runs `use` with
+ * it; the folder is removed afterwards whatever happens. The body is read once as it arrives,
+ * kept compressed in that folder and judged against the archive limits by its headers alone
+ * (`checkArchiveLimits`), so an archive over a limit — 150,000 empty entries — is refused at
+ * the entry that crosses it, before any file is written; only then is it unpacked from the kept
+ * copy. A refused archive is a problem: `payload-too-large` (413) over a limit,
+ * `invalid-session-file` (400) otherwise.
  */
 export async function withImportedArchive<T>(
   body: AsyncIterable<Uint8Array>,
@@ -144,7 +149,14 @@ export async function withImportedArchive<T>(
     const workspaceDir = join(dir, "workspace");
     let unpacked: { jsonl: string; workspace: boolean };
     try {
-      unpacked = await unpackSessionArchive(body, workspaceDir);
+      const kept = join(dir, "import.tar.gz");
+      const handle = await open(kept, "wx", 0o600);
+      try {
+        await checkArchiveLimits(body, DEFAULT_ARCHIVE_LIMITS, (chunk) => handle.writeFile(chunk));
+      } finally {
+        await handle.close();
+      }
+      unpacked = await unpackSessionArchive(createReadStream(kept), workspaceDir);
     } catch (error) {
       if (error instanceof ArchiveError) {
         throw new ProblemError(error.overLimit ? "payload-too-large" : "invalid-session-file", error.message);

@@ -167,6 +167,41 @@ export async function readTarStream(
   if (failure) throw failure.error;
 }
 
+/**
+ * Reads the gzipped archive `source` once, unpacking nothing, and refuses it at the first entry
+ * that crosses a limit of `limits` (the entry count, an entry's size, the unpacked total, the
+ * expansion ratio) or that the tar reader cannot parse. Every compressed chunk is handed to
+ * `keep` before it is judged (the caller spools it, to unpack it from there once it passed):
+ * an archive over a limit is refused after reading its headers only, without writing the files
+ * before the crossing entry, which costs far more (100,000 empty files: tens of seconds).
+ */
+export async function checkArchiveLimits(
+  source: AsyncIterable<Uint8Array>,
+  limits: ArchiveLimits,
+  keep: (chunk: Uint8Array) => Promise<unknown>,
+): Promise<{ entries: number }> {
+  async function* kept(): AsyncGenerator<Uint8Array> {
+    for await (const chunk of source) {
+      await keep(chunk);
+      yield chunk;
+    }
+  }
+  let entries = 0;
+  await readTarStream(gunzipWithLimits(kept(), limits), async (entry) => {
+    entries += 1;
+    if (entries > limits.maxEntries) {
+      throw new ArchiveError(`the archive has more than ${limits.maxEntries} entries`, true);
+    }
+    if (entry.size > limits.maxEntryBytes) {
+      throw new ArchiveError(
+        `archive entry ${JSON.stringify(entry.path)} is larger than ${limits.maxEntryBytes} bytes`,
+        true,
+      );
+    }
+  });
+  return { entries };
+}
+
 const isCompressed = (chunk: Buffer): boolean =>
   (chunk[0] === 0x1f && chunk[1] === 0x8b) ||
   chunk.subarray(0, 4).equals(Buffer.from([0x28, 0xb5, 0x2f, 0xfd]));
