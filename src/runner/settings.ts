@@ -19,6 +19,14 @@ export const RUNNER_ENV = {
     .enum(["on", "off"])
     .default("on")
     .describe('"off" runs tool processes unsandboxed (hosts without user namespaces).'),
+  KEEL_WORKSPACE_MAX_MB: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default((DEFAULT_PROCESS_LIMITS.workspaceBytes ?? 0) / 1024 ** 2)
+    .describe(
+      'Bytes of files one workspace may hold on this runner, in MiB (the same quota as a worker\'s: docs/tools.md, "Workspace quota").',
+    ),
   ...MCP_ENV,
 } satisfies SettingsShape;
 
@@ -44,7 +52,7 @@ export function runnerSettingsFromEnv(env: NodeJS.ProcessEnv): RunnerSettings {
     ...(values.KEEL_RUNNER_TOKEN ? { token: values.KEEL_RUNNER_TOKEN } : {}),
     sandbox: {
       isolation: values.KEEL_SANDBOX === "off" ? "off" : "bwrap",
-      limits: DEFAULT_PROCESS_LIMITS,
+      limits: { ...DEFAULT_PROCESS_LIMITS, workspaceBytes: values.KEEL_WORKSPACE_MAX_MB * 1024 ** 2 },
       passEnv: [],
       hostEnv: hostEnvironment(env, []),
       // The runner's host is the tenant's own: network "full" (which the API allowed for the run) is its network.

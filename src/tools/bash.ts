@@ -23,6 +23,7 @@ import { ToolError } from "./tool-error";
 import { MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES, notices, type Truncation, truncateTail } from "./truncate";
 import { defineTool, type ToolContext, type ToolOutput } from "./types";
 import { createScratchFile, SCRATCH_SUBDIR, type Workspace } from "./workspace";
+import { type CallQuota, prepareCallQuota } from "./workspace-quota";
 
 const BashParameters = z.object({
   command: z.string().min(1).describe("Bash command to execute"),
@@ -172,9 +173,12 @@ export const bashTool = defineTool({
     let egress: CallEgress | undefined;
     try {
       egress = await egressFor(sandbox);
-      const line = bashCommandLine(workspaceDir, sandbox, REAP_ON_TERM + command, cgroup, egress);
-      const output = await runCommand(line, { workspace, sandbox, signal, onUpdate, timeout, cgroup });
+      const quota = await prepareCallQuota(workspaceDir, sandbox.limits);
+      const limited = { ...sandbox, limits: quota.limits };
+      const line = bashCommandLine(workspaceDir, limited, REAP_ON_TERM + command, cgroup, egress);
+      const output = await runCommand(line, { workspace, sandbox, signal, onUpdate, timeout, cgroup, quota });
       return withNotices(output, [
+        ...(await quotaNotices(quota, output)),
         ...(egress?.refusals ?? []).map(
           ({ host, port, reason }) => `[network: ${host}:${port} refused: ${reason}]`,
         ),
@@ -215,6 +219,13 @@ async function egressFor(sandbox: SandboxPolicy): Promise<CallEgress | undefined
   }
 }
 
+/** The workspace quota's notice, when the call reached it (measured once the call's processes are gone). */
+async function quotaNotices(quota: CallQuota, output: ToolOutput): Promise<string[]> {
+  const text = output.content.map((block) => (block.type === "text" ? block.text : "")).join("");
+  const notice = await quota.finish(text, (output.details as BashDetails | undefined)?.exitCode ?? null);
+  return notice ? [notice] : [];
+}
+
 /** The output with notice lines at its end: hosts the egress proxy refused, secrets the tenant lacks. */
 function withNotices(output: ToolOutput, lines: readonly string[]): ToolOutput {
   if (lines.length === 0) return output;
@@ -226,12 +237,14 @@ interface RunOptions extends Pick<ToolContext, "workspace" | "sandbox" | "signal
   /** The model's timeout argument, in seconds. */
   timeout?: number;
   cgroup?: CallCgroup;
+  /** The workspace quota: watched while the command runs, which it ends when the workspace is over it. */
+  quota?: CallQuota;
 }
 
 /** Runs one prepared command line to its end (exit, timeout or abort) and renders its result. */
 async function runCommand(
   line: CommandLine,
-  { workspace, sandbox, signal, onUpdate, timeout, cgroup }: RunOptions,
+  { workspace, sandbox, signal, onUpdate, timeout, cgroup, quota }: RunOptions,
 ): Promise<ToolOutput> {
   const limitMs = Math.min(
     timeout !== undefined ? timeout * 1000 : Number.POSITIVE_INFINITY,
@@ -270,6 +283,7 @@ async function runCommand(
     stop();
   }, limitMs);
   const stopCpuWatch = cgroup?.watchCpu(sandbox.limits.cpuSeconds, stop);
+  const stopQuotaWatch = quota?.watch(stop);
 
   let lastUpdate = 0;
   let writes = Promise.resolve();
@@ -298,6 +312,7 @@ async function runCommand(
   child.stderr.destroy();
   clearTimeout(timer);
   stopCpuWatch?.();
+  stopQuotaWatch?.();
   signal?.removeEventListener("abort", onAbort);
   if (stopping) await stopping;
   else if (child.pid !== undefined && (signal?.aborted || timedOut) && groupAlive(child.pid)) {
@@ -327,7 +342,10 @@ async function runCommand(
       isError: true,
     };
   }
-  const limit = limitNotice(output.text(), exit.code, sandbox.limits, cgroup?.hits());
+  const limit = limitNotice(output.text(), exit.code, sandbox.limits, {
+    ...(cgroup?.hits() ?? { processes: false, memory: false, cpu: false }),
+    workspace: quota !== undefined && (quota.ended || quota.boundsFileSize),
+  });
   const withLimit = (status: string) => withStatus(limit ? `${status} ${limit}` : status);
   if (timedOut) {
     return {

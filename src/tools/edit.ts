@@ -8,6 +8,7 @@ import { ToolError } from "./tool-error";
 import { explain, layerPath, replaceContent, withWorkspaceFs } from "./tool-fs";
 import { formatSize } from "./truncate";
 import { defineTool, type ToolOutput, textOutput } from "./types";
+import { assertWithinQuota } from "./workspace-quota";
 
 const EditParameters = z.object({
   path: z
@@ -54,7 +55,7 @@ export const editTool = defineTool({
     "Edit a file by replacing exact text. The oldText must match exactly (including whitespace) and be unique in the file; if no exact match exists, a match ignoring trailing whitespace, smart quotes, Unicode dashes and special spaces is tried. Use this for precise, surgical edits. Line endings and a UTF-8 BOM are preserved.",
   parameters: EditParameters,
   replay: TOOL_REPLAY_CLASSES.edit,
-  async execute(args, { workspace, signal }) {
+  async execute(args, { workspace, sandbox, signal }) {
     return withWorkspaceFs(workspace, async (ws) => {
       // Read and written through one descriptor: the file changed is the file that was read.
       const { handle, stats, relative } = await ws
@@ -72,7 +73,8 @@ export const editTool = defineTool({
             `Cannot edit ${args.path}: ${formatSize(stats.size)} exceeds ${formatSize(MAX_EDIT_FILE_BYTES)}.`,
           );
         }
-        return await editOpened(handle, relative, args, signal);
+        const withinQuota = (growth: number) => assertWithinQuota(ws.dir, sandbox.limits, growth, args.path);
+        return await editOpened(handle, relative, args, signal, withinQuota);
       } finally {
         await handle.close();
       }
@@ -86,6 +88,8 @@ async function editOpened(
   relative: string,
   { path, oldText, newText }: z.output<typeof EditParameters>,
   signal: AbortSignal | undefined,
+  /** Refuses a change that grows the file by `growth` bytes past the workspace quota. */
+  withinQuota: (growth: number) => Promise<void>,
 ): Promise<ToolOutput> {
   const raw = await handle.readFile();
   if (looksBinary(raw.subarray(0, 8192))) throw new ToolError(`Cannot edit ${path}: it is a binary file.`);
@@ -132,7 +136,9 @@ async function editOpened(
   const updated = content.slice(0, match.start) + newLF + content.slice(match.end);
   if (signal?.aborted) throw new ToolError("Operation aborted");
   const restored = ending === "\r\n" ? updated.replace(/\n/g, "\r\n") : updated;
-  await replaceContent(handle, Buffer.from(bom + restored, "utf8"));
+  const data = Buffer.from(bom + restored, "utf8");
+  await withinQuota(data.length - raw.length);
+  await replaceContent(handle, data);
 
   const details: EditDetails = {
     diff: createPatch(relative, content, updated, undefined, undefined, { context: 3 }),

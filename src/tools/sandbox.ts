@@ -73,6 +73,11 @@ export interface ProcessLimits {
   wallTimeMs: number;
   /** Size of the private /tmp (tmpfs, memory-backed). */
   tmpBytes: number;
+  /**
+   * Bytes of files the workspace may hold (KEEL_WORKSPACE_MAX_MB; absent: the default 2 GiB),
+   * enforced by the tools (workspace-quota.ts): a bash call's RLIMIT_FSIZE is at most what is left.
+   */
+  workspaceBytes?: number;
 }
 
 export const DEFAULT_PROCESS_LIMITS: ProcessLimits = {
@@ -82,6 +87,7 @@ export const DEFAULT_PROCESS_LIMITS: ProcessLimits = {
   fileSizeBytes: 1024 ** 3,
   wallTimeMs: 30 * 60_000,
   tmpBytes: 512 * 1024 ** 2,
+  workspaceBytes: 2 * 1024 ** 3,
 };
 
 /** A worker's sandbox configuration (KEEL_SANDBOX*, validated at start). */
@@ -166,12 +172,14 @@ export class SandboxUnavailableError extends Error {
  * The shell prelude that applies the per-call limits. `ulimit` without -S/-H sets both soft and
  * hard limits, and the sandboxed user has no capability to raise a hard limit again. CPU time has
  * a hard limit one second above the soft one: the kernel sends SIGKILL at the hard limit before
- * SIGXCPU at an equal soft one, and only SIGXCPU says which limit ended the process.
+ * SIGXCPU at an equal soft one, and only SIGXCPU says which limit ended the process. The file
+ * size may be 0 (a workspace at its quota): nothing can be written then, but files can be deleted.
  */
 function limitsPrelude(limits: ProcessLimits): string {
   const kib = (bytes: number) => Math.max(1, Math.floor(bytes / 1024));
+  const fileKib = Math.max(0, Math.floor(limits.fileSizeBytes / 1024));
   return (
-    `ulimit -c 0 -v ${kib(limits.memoryBytes)} -u ${limits.processes} -f ${kib(limits.fileSizeBytes)}` +
+    `ulimit -c 0 -v ${kib(limits.memoryBytes)} -u ${limits.processes} -f ${fileKib}` +
     ` && ulimit -S -t ${limits.cpuSeconds} && ulimit -H -t ${limits.cpuSeconds + 1} || exit 125\n`
   );
 }
@@ -444,6 +452,11 @@ export interface LimitHits {
   memory: boolean;
   /** The call's processes together used more CPU time than allowed (and were ended). */
   cpu: boolean;
+  /**
+   * The workspace quota bounded the call's file size or ended it: its own notice
+   * (workspace-quota.ts) replaces the file-size one.
+   */
+  workspace?: boolean;
 }
 
 /** A sentence about a command that failed on a sandbox limit, or undefined. */
@@ -455,7 +468,7 @@ export function limitNotice(
 ): string | undefined {
   const mib = (bytes: number) => `${Math.round(bytes / 1024 ** 2)} MB`;
   if (exitCode === 128 + 25 || /File size limit exceeded/.test(output))
-    return `[sandbox limit: files are limited to ${mib(limits.fileSizeBytes)}]`;
+    return hits.workspace ? undefined : `[sandbox limit: files are limited to ${mib(limits.fileSizeBytes)}]`;
   if (hits.processes || /fork: (retry: )?Resource temporarily unavailable|Cannot fork/i.test(output))
     return `[sandbox limit: at most ${limits.processes} processes and threads]`;
   if (

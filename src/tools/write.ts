@@ -3,6 +3,7 @@ import { TOOL_REPLAY_CLASSES } from "../core/tool-replay";
 import { ToolError } from "./tool-error";
 import { explain, layerPath, replaceContent, withWorkspaceFs } from "./tool-fs";
 import { defineTool, textOutput } from "./types";
+import { assertWithinQuota } from "./workspace-quota";
 
 const WriteParameters = z.object({
   path: z
@@ -17,7 +18,7 @@ export const writeTool = defineTool({
     "Write content to a file. Creates the file if it doesn't exist, overwrites if it does. Automatically creates parent directories.",
   parameters: WriteParameters,
   replay: TOOL_REPLAY_CLASSES.write,
-  async execute({ path: userPath, content }, { workspace, signal }) {
+  async execute({ path: userPath, content }, { workspace, sandbox, signal }) {
     const data = Buffer.from(content, "utf8");
     if (signal?.aborted) throw new ToolError("Operation aborted");
     return withWorkspaceFs(workspace, async (ws) => {
@@ -31,16 +32,20 @@ export const writeTool = defineTool({
           }),
         );
       try {
-        if (
-          !created &&
-          (await handle.stat()).size === data.length &&
-          (await handle.readFile()).equals(data)
-        ) {
+        const before = created ? 0 : (await handle.stat()).size;
+        if (!created && before === data.length && (await handle.readFile()).equals(data)) {
           return textOutput(
             `${relative} already contains exactly this content (${data.length} bytes); already written.`,
             { bytes: data.length, alreadyWritten: true },
           );
         }
+        await assertWithinQuota(ws.dir, sandbox.limits, data.length - before, userPath).catch(
+          async (error: unknown) => {
+            // Refused: a file this call created stays absent.
+            if (created) await ws.remove(relative).catch(() => undefined);
+            throw error;
+          },
+        );
         await replaceContent(handle, data);
       } finally {
         await handle.close();

@@ -135,6 +135,7 @@ export function workerConfigFromEnv(env: NodeJS.ProcessEnv): WorkerConfig {
         fileSizeBytes: values.KEEL_SANDBOX_MAX_FILE_MB * MIB,
         tmpBytes: values.KEEL_SANDBOX_TMP_MB * MIB,
         wallTimeMs: values.KEEL_SANDBOX_MAX_SECONDS * 1000,
+        workspaceBytes: values.KEEL_WORKSPACE_MAX_MB * MIB,
       },
     },
   };

@@ -176,6 +176,14 @@ export const WORKER_ENV = {
     .positive()
     .default(DEFAULT_PROCESS_LIMITS.tmpBytes / MIB)
     .describe("Size of a tool call's /tmp, in MiB."),
+  KEEL_WORKSPACE_MAX_MB: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default((DEFAULT_PROCESS_LIMITS.workspaceBytes ?? 0) / MIB)
+    .describe(
+      'Bytes of files one workspace may hold, in MiB: the file tools refuse a write past it, and a tool command\'s files stop growing at it (docs/tools.md, "Workspace quota").',
+    ),
   KEEL_SANDBOX_MAX_SECONDS: z.coerce
     .number()
     .positive()

@@ -26,6 +26,7 @@ describe("sandbox configuration", () => {
       KEEL_SANDBOX_MAX_FILE_MB: "5",
       KEEL_SANDBOX_TMP_MB: "7",
       KEEL_SANDBOX_MAX_SECONDS: "90",
+      KEEL_WORKSPACE_MAX_MB: "300",
       NODE_ENV: "production",
       OPENAI_API_KEY: "sk-never-kept",
     });
@@ -42,6 +43,7 @@ describe("sandbox configuration", () => {
         fileSizeBytes: 5 * MIB,
         tmpBytes: 7 * MIB,
         wallTimeMs: 90_000,
+        workspaceBytes: 300 * MIB,
       },
     });
     expect(singleTenant).toBe("acme");
