@@ -9,6 +9,7 @@ import { LambdaWorkers } from "./lambda-workers";
 import { KeelMonitoring } from "./monitoring";
 import { importKeelSecrets } from "./secrets";
 import { SessionBucket } from "./storage";
+import { VaultKey } from "./vault";
 
 export interface KeelStackProps extends StackProps {
   config: KeelInfraConfig;
@@ -23,6 +24,8 @@ export class KeelStack extends Stack {
   readonly api: KeelApi;
   readonly workers: EcsWorkers | LambdaWorkers;
   readonly monitoring: KeelMonitoring;
+  /** The tenant secrets' KMS key: the API's and the workers' KEEL_VAULT_KMS_KEY_ID. */
+  readonly vault: VaultKey;
   private readonly configuredZones?: string[];
 
   constructor(scope: Construct, id: string, props: KeelStackProps) {
@@ -45,6 +48,13 @@ export class KeelStack extends Stack {
 
     this.api = new KeelApi(this, "Api", { config, storage: this.storage, secrets: secrets.api, region });
     this.monitoring.watchApi(this.api);
+    this.vault = new VaultKey(this, "Vault", {
+      environment: config.environment,
+      production: config.production,
+    });
+    this.vault.grantUse(this.api.function);
+    for (const [name, value] of Object.entries(this.vault.environment()))
+      this.api.function.addEnvironment(name, value);
 
     const workers = config.workers;
     if (workers.mode !== "lambda") {
@@ -58,6 +68,10 @@ export class KeelStack extends Stack {
         image: props.workerImage,
       });
       this.monitoring.watchEcsService(ecsWorkers.cluster, ecsWorkers.service, workers.minCount);
+      // The workers' own task role only: a launched runner gets a call's values from the API.
+      this.vault.grantUse(ecsWorkers.taskDefinition.taskRole);
+      for (const [name, value] of Object.entries(this.vault.environment()))
+        ecsWorkers.taskDefinition.defaultContainer?.addEnvironment(name, value);
       this.workers = ecsWorkers;
       new CfnOutput(this, "WorkerService", { value: ecsWorkers.service.serviceName });
     } else {
@@ -70,6 +84,9 @@ export class KeelStack extends Stack {
         skipRuntimeFiles: props.skipLambdaRuntimeFiles,
       });
       this.monitoring.watchFunction("WorkerFunction", lambdaWorkers.function);
+      this.vault.grantUse(lambdaWorkers.function);
+      for (const [name, value] of Object.entries(this.vault.environment()))
+        lambdaWorkers.function.addEnvironment(name, value);
       this.workers = lambdaWorkers;
       new CfnOutput(this, "WorkerFunctionVersionArn", {
         description: "Qualified ARN Temporal invokes (--aws-lambda-function-arn)",

@@ -59,7 +59,7 @@ export interface SecretResolver {
 export const SECRET_NAME = /^[A-Z][A-Z0-9_]{0,63}$/;
 
 /** Names the sandbox sets itself or that steer programs inside it: a secret may not take them. */
-const RESERVED_NAMES = new Set([
+export const RESERVED_NAMES = new Set([
   "PATH",
   "HOME",
   "USER",
@@ -89,7 +89,7 @@ const RESERVED_NAMES = new Set([
   "AWS_CA_BUNDLE",
   "CARGO_HTTP_CAINFO",
 ]);
-const RESERVED_PREFIXES = ["KEEL_", "LD_", "LC_", "BASH_", "GIT_", "NPM_CONFIG_"];
+export const RESERVED_PREFIXES = ["KEEL_", "LD_", "LC_", "BASH_", "GIT_", "NPM_CONFIG_"];
 
 /** Why `name` cannot name a secret, or undefined when it can. */
 export function secretNameRefusal(name: string): string | undefined {

@@ -11,6 +11,8 @@ import { VAULT_SETTING_NAMES } from "../../vault/settings";
 import {
   MAX_SECRET_HOSTS,
   MAX_SECRET_VALUE_BYTES,
+  RESERVED_NAMES,
+  RESERVED_PREFIXES,
   SECRET_PLACEMENTS,
   type SecretPlacement,
   secretNameRefusal,
@@ -21,26 +23,55 @@ import type { RouteContext } from "../route-context";
 import { createRouter } from "../router";
 import { problemResponses } from "./common";
 
+/**
+ * The rules of types.ts as patterns, so the OpenAPI document states exactly what is accepted (the
+ * API fuzz holds the server to it): a name that is not reserved, a host as `parseAllowlist` reads
+ * it, a value without line breaks or NUL. The handler checks the same rules again with their own
+ * messages (and the value's length in bytes, which no pattern states).
+ */
+const NAME_PATTERN = new RegExp(
+  `^(?!(?:${[...RESERVED_NAMES].join("|")})$)(?!(?:${RESERVED_PREFIXES.join("|")}))[A-Z][A-Z0-9_]{0,63}$`,
+);
+const LABEL = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
+const PORT = "(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])";
+const HOST_PATTERN = new RegExp(`^(?:\\*\\.)?(?:${LABEL}\\.)+(?![0-9]+(?::|$))${LABEL}(?::${PORT})?$`);
+const VALUE_PATTERN = /^[^\r\n\x00]+$/;
+
 const SecretNameParamsSchema = z.object({
-  name: z.string().openapi({
-    param: { name: "name", in: "path" },
-    example: "GITHUB_TOKEN",
-    pattern: "^[A-Z][A-Z0-9_]{0,63}$",
-  }),
+  name: z
+    .string()
+    .regex(
+      NAME_PATTERN,
+      "a secret's name is an upper-case environment variable name (A-Z, 0-9, _; at most 64) that the sandbox does not set itself",
+    )
+    .openapi({ param: { name: "name", in: "path" }, example: "GITHUB_TOKEN" }),
 });
 
 const PlacementSchema = z.enum(SECRET_PLACEMENTS as [SecretPlacement, ...SecretPlacement[]]);
 
 const SetSecretBodySchema = z
   .object({
-    // Checked by the handler (secretValueRefusal): a schema refusal must never quote or measure it aloud.
-    value: z.string().openapi({
-      description: `The value (write-only: never answered). At most ${MAX_SECRET_VALUE_BYTES} bytes of UTF-8, no line breaks or NUL`,
-      format: "password",
-      writeOnly: true,
-    }),
+    // Zod's messages for these never quote the value; the handler checks its length in bytes.
+    value: z
+      .string()
+      .min(1)
+      .max(MAX_SECRET_VALUE_BYTES)
+      .regex(VALUE_PATTERN, "a secret's value may not contain line breaks or NUL characters")
+      .openapi({
+        description: `The value (write-only: never answered). At most ${MAX_SECRET_VALUE_BYTES} bytes of UTF-8, no line breaks or NUL`,
+        format: "password",
+        writeOnly: true,
+      }),
     hosts: z
-      .array(z.string().max(255))
+      .array(
+        z
+          .string()
+          .max(255)
+          .regex(
+            HOST_PATTERN,
+            "a host name (example.com, *.example.com, example.com:8443), not an address or a URL",
+          ),
+      )
       .min(1)
       .max(MAX_SECRET_HOSTS)
       .openapi({

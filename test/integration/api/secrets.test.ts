@@ -129,19 +129,20 @@ test("bad names, values, hosts and bodies are refused with 400, never quoting th
   const put = (name: string, body: unknown) => call("PUT", `/v1/secrets/${name}`, { json: body });
   const refusals: [string, unknown, RegExp][] = [
     ["lower", { value: secretValue, hosts: ["a.example.com"] }, /upper-case/],
-    ["PATH", { value: secretValue, hosts: ["a.example.com"] }, /sandbox sets/],
-    ["KEEL_X", { value: secretValue, hosts: ["a.example.com"] }, /sandbox sets/],
-    ["OK_NAME", { value: "", hosts: ["a.example.com"] }, /empty/],
+    ["PATH", { value: secretValue, hosts: ["a.example.com"] }, /sandbox does not set/],
+    ["KEEL_X", { value: secretValue, hosts: ["a.example.com"] }, /sandbox does not set/],
+    ["OK_NAME", { value: "", hosts: ["a.example.com"] }, /^The request .*value: /],
     ["OK_NAME", { value: `${secretValue}\r\nX-Evil: 1`, hosts: ["a.example.com"] }, /line breaks/],
     [
       "OK_NAME",
       { value: `${secretValue}${"x".repeat(16 * 1024)}`, hosts: ["a.example.com"] },
-      /at most 16384 bytes/,
+      /value: Too big/,
     ],
+    ["OK_NAME", { value: "é".repeat(9000), hosts: ["a.example.com"] }, /at most 16384 bytes/],
     ["OK_NAME", { value: secretValue, hosts: [] }, /hosts/],
-    ["OK_NAME", { value: secretValue, hosts: ["localhost"] }, /hosts\.0: .*not a host name/],
+    ["OK_NAME", { value: secretValue, hosts: ["localhost"] }, /hosts\.0: a host name/],
     ["OK_NAME", { value: secretValue, hosts: ["a.example.com", "10.0.0.1"] }, /hosts\.1/],
-    ["OK_NAME", { value: secretValue, hosts: ["https://a.example.com/"] }, /not a host name/],
+    ["OK_NAME", { value: secretValue, hosts: ["https://a.example.com/"] }, /hosts\.0: .*not an address or a URL/],
     [
       "OK_NAME",
       { value: secretValue, hosts: Array.from({ length: 11 }, (_, i) => `h${i}.example.com`) },

@@ -74,7 +74,7 @@ test("set from standard input, rotate, list, delete; the value is never printed"
   expect((await keel(["set", "GITHUB_TOKEN"], "v")).code).toBe(2);
   const badHost = await keel(["set", "GITHUB_TOKEN", "--host", "localhost"], second);
   expect(badHost.code).toBe(2);
-  expect(badHost.stderr).toMatch(/not a host name/);
+  expect(badHost.stderr).toMatch(/hosts.0: a host name/);
   expect((await keel(["set", "GITHUB_TOKEN", "--host", "github.com"], "")).code).toBe(2);
 
   expect(await keel(["delete", "GITHUB_TOKEN"])).toMatchObject({

@@ -296,12 +296,18 @@ describe("ECS workers on EC2 (default: the tool sandbox runs)", () => {
     expect(env.KEEL_SINGLE_TENANT).toBeUndefined();
   });
 
-  test("task role: read and put under the prefix, nothing else", () => {
+  test("task role: read and put under the prefix, and the tenant secrets' key (vault.test.ts), nothing else", () => {
     const tasks = ecsTemplate.findResources("AWS::ECS::TaskDefinition");
     const task = Object.values(tasks)[0]!;
     const roleId = (task.Properties.TaskRoleArn as { "Fn::GetAtt": [string, string] })["Fn::GetAtt"][0];
     const actions = roleStatements(ecsTemplate, roleId).flatMap(actionsOf).sort();
-    expect(actions).toEqual(["s3:GetObject", "s3:ListBucket", "s3:PutObject"]);
+    expect(actions).toEqual([
+      "kms:Decrypt",
+      "kms:GenerateDataKey",
+      "s3:GetObject",
+      "s3:ListBucket",
+      "s3:PutObject",
+    ]);
   });
 });
 
