@@ -35,6 +35,7 @@ const NAME_PATTERN = new RegExp(
 const LABEL = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
 const PORT = "(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])";
 const HOST_PATTERN = new RegExp(`^(?:\\*\\.)?(?:${LABEL}\\.)+(?![0-9]+(?::|$))${LABEL}(?::${PORT})?$`);
+// biome-ignore lint/suspicious/noControlCharactersInRegex: NUL is one of the characters the rule refuses.
 const VALUE_PATTERN = /^[^\r\n\x00]+$/;
 
 const SecretNameParamsSchema = z.object({

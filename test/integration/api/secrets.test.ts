@@ -142,7 +142,11 @@ test("bad names, values, hosts and bodies are refused with 400, never quoting th
     ["OK_NAME", { value: secretValue, hosts: [] }, /hosts/],
     ["OK_NAME", { value: secretValue, hosts: ["localhost"] }, /hosts\.0: a host name/],
     ["OK_NAME", { value: secretValue, hosts: ["a.example.com", "10.0.0.1"] }, /hosts\.1/],
-    ["OK_NAME", { value: secretValue, hosts: ["https://a.example.com/"] }, /hosts\.0: .*not an address or a URL/],
+    [
+      "OK_NAME",
+      { value: secretValue, hosts: ["https://a.example.com/"] },
+      /hosts\.0: .*not an address or a URL/,
+    ],
     [
       "OK_NAME",
       { value: secretValue, hosts: Array.from({ length: 11 }, (_, i) => `h${i}.example.com`) },
