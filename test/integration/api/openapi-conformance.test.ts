@@ -10,7 +10,9 @@ import Ajv2020, { type ValidateFunction } from "ajv/dist/2020";
 import { EnvironmentStore } from "../../../src/environments/store";
 import { parseModelUrls } from "../../../src/providers/model-urls";
 import { ToolCallMarkers } from "../../../src/store/tool-call-markers";
+import { SecretStore } from "../../../src/tenants/secrets";
 import { parseGitHosts } from "../../../src/tools/git-source";
+import { LocalKeyWrapper } from "../../../src/vault/key-wrapper";
 import { s3Client, s3Settings } from "../../support/integration-env";
 import { eventually } from "../../support/run-harness";
 import { type ApiResponse, type ApiStage, type CallOptions, createApiStage } from "./api-stage";
@@ -42,6 +44,7 @@ beforeAll(async () => {
         store: new EnvironmentStore(s3Client(), s3.bucket, s3.prefix),
         markers: new ToolCallMarkers(s3Client(), s3),
       },
+      vault: new SecretStore(s3Client(), s3, new LocalKeyWrapper(Buffer.alloc(32, 7))),
     },
     config: (stage) => ({
       outbound: {
@@ -260,6 +263,21 @@ test("the admin API and usage reads match the document (before the operations ar
       )
     ).status,
   ).toBe(404);
+});
+
+test("the secrets routes' answers match the document (before the operations are counted)", async () => {
+  const secret = "/v1/secrets/{name}";
+  const body = { value: "conformance-value", hosts: ["api.example.com"] };
+  expect((await call("PUT", secret, { name: "CONFORMANCE_TOKEN" }, { json: body })).status).toBe(201);
+  expect(
+    (await call("PUT", secret, { name: "CONFORMANCE_TOKEN" }, { json: { ...body, in: ["header"] } })).status,
+  ).toBe(200);
+  expect((await call("PUT", secret, { name: "PATH" }, { json: body })).status).toBe(400);
+  expect((await call("GET", "/v1/secrets", {})).status).toBe(200);
+  expect((await call("GET", secret, { name: "CONFORMANCE_TOKEN" })).status).toBe(200);
+  expect((await call("GET", secret, { name: "NO_SUCH_SECRET" })).status).toBe(404);
+  expect((await call("DELETE", secret, { name: "CONFORMANCE_TOKEN" })).status).toBe(204);
+  expect((await call("DELETE", secret, { name: "CONFORMANCE_TOKEN" })).status).toBe(404);
 });
 
 test("every operation's answers match the document", async () => {
