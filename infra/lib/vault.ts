@@ -11,7 +11,7 @@ import * as kms from "aws-cdk-lib/aws-kms";
 import { Construct } from "constructs";
 
 /** The setting the API and the workers read (src/vault/settings.ts). */
-export const VAULT_KMS_KEY_SETTING = "KEEL_VAULT_KMS_KEY_ID";
+const VAULT_KMS_KEY_SETTING = "KEEL_VAULT_KMS_KEY_ID";
 /** The encryption context key every data key is made and unwrapped with. */
 const TENANT_CONTEXT_KEY = "keel:tenant";
 

@@ -9,7 +9,7 @@ import { chmodSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 /** The file's name in the data folder. */
-export const DEV_VAULT_KEY_FILE = "vault.key";
+const DEV_VAULT_KEY_FILE = "vault.key";
 
 /** The vault setting the stack's API and worker get. */
 export function devVaultEnv(
