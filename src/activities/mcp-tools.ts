@@ -127,10 +127,13 @@ async function sessionContext(
 ): Promise<McpSessionContext> {
   const workspace = workspaceFor(deps.workspaceRoot, ref.tenantId, ref.sessionId);
   await prepareWorkspace(workspace);
+  const { vault } = deps;
   return {
     sessionKey: sessionKeyOf(ref),
     workspaceDir: await realpath(workspace.dir),
     sandbox: { ...deps.sandbox, network: network ?? "none", tenantId: ref.tenantId },
+    // The tenant's secrets its servers name, read when a connection opens (names never cross tenants).
+    ...(vault ? { secrets: (names: readonly string[]) => vault.resolve(ref.tenantId, names) } : {}),
   };
 }
 

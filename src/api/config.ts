@@ -38,7 +38,6 @@ export const API_ENV = {
   ANTHROPIC_BASE_URL: PROVIDER_ENV.ANTHROPIC_BASE_URL,
   KEEL_MODELS_FILE: PROVIDER_ENV.KEEL_MODELS_FILE,
   KEEL_MODEL_URLS: PROVIDER_ENV.KEEL_MODEL_URLS,
-  KEEL_MCP_SECRETS: MCP_ENV.KEEL_MCP_SECRETS,
   KEEL_MCP_HOSTS: MCP_ENV.KEEL_MCP_HOSTS,
   ...TELEMETRY_ENV,
   ...VAULT_ENV,
@@ -131,7 +130,7 @@ interface OutboundSettings {
   providerBaseUrls: Partial<Record<Family, string>>;
   /** KEEL_GIT_HOSTS. */
   gitHosts: GitHosts;
-  /** KEEL_MCP_SECRETS and KEEL_MCP_HOSTS. */
+  /** KEEL_MCP_HOSTS. */
   mcp?: McpPolicy;
 }
 

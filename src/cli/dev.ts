@@ -93,7 +93,7 @@ the API's and the worker's traces and metrics to it, and a trace viewer (each ru
 waterfall) whose address is printed beside the Temporal UI's. Without it, KEEL_OTEL_ENDPOINT
 (when set) is passed on to the API and the worker.
 
-Worker settings set here (KEEL_MCP_MOUNTS, KEEL_MCP_HOSTS, KEEL_MCP_SECRETS, KEEL_SANDBOX_*, every
+Worker settings set here (KEEL_MCP_MOUNTS, KEEL_MCP_HOSTS, KEEL_SANDBOX_*, every
 variable the worker reads, and the variables they name) are passed on to the worker; the summary's
 "worker env" line names them. The API's operator key (keel admin) is ${DEV_ADMIN_KEY}.
 
@@ -386,8 +386,7 @@ export async function runDev(
         ...outboundEnv,
         // The base URLs only (no keys): one-line models may name them, as on the worker.
         ...providerUrls,
-        // The API checks runs' MCP servers against the same secrets and hosts as the worker.
-        KEEL_MCP_SECRETS: env.KEEL_MCP_SECRETS,
+        // The API checks runs' MCP servers against the same hosts as the worker.
         KEEL_MCP_HOSTS: env.KEEL_MCP_HOSTS,
         KEEL_API_KEYS: JSON.stringify({ [sha256(DEV_API_KEY)]: DEMO_TENANT }),
         KEEL_ADMIN_KEY_SHA256: sha256(DEV_ADMIN_KEY),

@@ -27,6 +27,8 @@ function describeIssues(error: z.ZodError): string {
 export const RETIRED_SETTINGS: Readonly<Record<string, string>> = {
   KEEL_SLACK_TENANT:
     'replaced by KEEL_SLACK_TEAMS, which maps each Slack team to its tenant (e.g. {"T0123ABCD":"acme"}); see docs/integrations.md',
+  KEEL_MCP_SECRETS:
+    'replaced by tenant secrets: each tenant stores its own (keel secret set NAME --host HOST) and its MCP servers name them as {secret: NAME}; an operator-wide value any run could name is no longer offered; see docs/tools.md, "Secrets"',
 };
 
 /**
@@ -52,7 +54,7 @@ export const SECRET_ARN_SUFFIX = "_SECRET_ARN";
 const TOOLING_VARIABLE = /^KEEL_(TEST_|FUZZ_|KEEP_|RECORD_HISTORIES$)/;
 
 /**
- * Variables settings point at (a variable KEEL_SANDBOX_PASS_ENV or KEEL_MCP_SECRETS lists, the key
+ * Variables settings point at (a variable KEEL_SANDBOX_PASS_ENV lists, the key
  * variable of a KEEL_MODEL_URLS entry): read by name, so they may start with `KEEL_` too.
  */
 function variablesNamedBy(env: NodeJS.ProcessEnv): string[] {
@@ -63,7 +65,6 @@ function variablesNamedBy(env: NodeJS.ProcessEnv): string[] {
       .filter(Boolean);
   return [
     ...items(env.KEEL_SANDBOX_PASS_ENV),
-    ...items(env.KEEL_MCP_SECRETS),
     ...items(env.KEEL_MODEL_URLS).flatMap((entry) => entry.split(/\s+/).slice(1)),
   ];
 }

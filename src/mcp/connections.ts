@@ -3,9 +3,15 @@
  * while the session uses it (closed after an idle minute, or when it fails). A stdio server runs in
  * the session's sandbox (tools/sandbox.ts) with the workspace at /workspace, the run's network
  * ("none" unless the run has "full" and the worker allows it), and only the environment its
- * settings give (secrets resolved here, from variables the operator lists); an HTTP server is
- * reached through the guarded fetch (net/guarded-fetch.ts), so a name resolving to an internal
- * address is refused unless the operator allows that host.
+ * settings give; an HTTP server is reached through the guarded fetch (net/guarded-fetch.ts), so a
+ * name resolving to an internal address is refused unless the operator allows that host.
+ *
+ * A server's `{secret: NAME}` names one of the tenant's secrets (docs/tools.md, "Secrets"), read
+ * when the connection opens (a rotation reaches a server at its next connection). An HTTP
+ * server's header gets the value here, host-side, only when the server's URL is HTTPS and its host
+ * is one the secret is bound to; otherwise the server is unavailable, saying why. A stdio server's
+ * variable gets a placeholder, and its sandbox an egress proxy (for the connection's life) that
+ * reaches only the secrets' hosts and swaps the value in there, as for a bash call.
  */
 import { createHash } from "node:crypto";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -13,10 +19,18 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { guardedFetch } from "../net/guarded-fetch";
-import { bashCommandLine, type SandboxPolicy } from "../tools/sandbox";
-import { MCP_SECRETS_SETTING, type McpSettings } from "./policy";
+import { type CallEgress, isAllowed, parseAllowlist, startCallEgress } from "../tools/egress-proxy";
+import { bashCommandLine, findExecutable, type SandboxPolicy } from "../tools/sandbox";
+import type { SecretsForCall } from "../vault/types";
+import type { McpSettings } from "./policy";
 import { CommandLineTransport } from "./stdio-transport";
-import { isHttpServer, type McpServerSettings, type McpValue } from "./types";
+import {
+  isHttpServer,
+  type McpHttpServer,
+  type McpServerSettings,
+  type McpValue,
+  secretNamesOf,
+} from "./types";
 
 /** A connection unused this long is closed (its server process ends). */
 const IDLE_CLOSE_MS = 60_000;
@@ -31,6 +45,11 @@ export interface McpSessionContext {
   workspaceDir: string;
   /** The run's sandbox for tool processes; network allowlists are not offered to servers ("none"). */
   sandbox: SandboxPolicy;
+  /**
+   * Reads the tenant's secrets a server names (`{secret: NAME}`) when its connection opens
+   * (the worker's vault; on a runner, the secrets its claim carried). Absent: none can be read here.
+   */
+  secrets?: (names: readonly string[]) => Promise<SecretsForCall>;
 }
 
 /** A server that could not be reached or started; its message is what the run reports. */
@@ -54,7 +73,7 @@ interface Pooled {
 export class McpConnections {
   private readonly pool = new Map<string, Pooled>();
 
-  /** `settings`: the process's KEEL_MCP_* settings and the values of the secrets they list (mcpSettingsFromEnv). */
+  /** `settings`: the process's KEEL_MCP_* settings (mcpSettingsFromEnv). */
   constructor(private readonly settings: McpSettings) {}
 
   /**
@@ -149,9 +168,11 @@ export class McpConnections {
   ): Promise<Client> {
     let transport: Transport;
     let stdio: CommandLineTransport | undefined;
+    let egress: CallEgress | undefined;
     try {
+      const secrets = await secretsOf(context, server);
       if (isHttpServer(server)) {
-        const headers = this.resolve(server.headers);
+        const headers = httpHeaders(server, secrets);
         const allowed = (host: string) => this.settings.policy.privateHosts.includes(host);
         transport = new StreamableHTTPClientTransport(new URL(server.url), {
           fetch: guardedFetch(allowed),
@@ -159,26 +180,38 @@ export class McpConnections {
         });
       } else {
         const script = `exec ${[server.command, ...(server.args ?? [])].map(shellQuote).join(" ")}`;
-        const network = context.sandbox.network === "full" ? "full" : "none";
+        const named = secrets.secrets.length + secrets.missing.length > 0;
+        // With secrets the server reaches their hosts only, through its proxy ("full" would bypass it).
+        const network = context.sandbox.network === "full" && !named ? "full" : "none";
         const policy: SandboxPolicy = {
           ...context.sandbox,
           network,
           readOnlyPaths: this.settings.mounts,
-          extraEnv: this.resolve(server.env),
+          ...(named ? { secrets: secrets.secrets, missingSecrets: secrets.missing } : {}),
         };
-        stdio = new CommandLineTransport(bashCommandLine(context.workspaceDir, policy, script));
+        if (named) egress = await stdioEgress(policy);
+        policy.extraEnv = stdioEnv(server.env, egress);
+        stdio = new CommandLineTransport(
+          bashCommandLine(context.workspaceDir, policy, script, undefined, egress),
+        );
         transport = stdio;
       }
     } catch (error) {
+      await egress?.close();
       throw new McpServerUnavailable(server.name, messageOf(error));
     }
     const client = new Client({ name: "keel", version: "1" }, { capabilities: {} });
-    client.onclose = onClose;
+    // The server's proxy lives as long as its connection.
+    client.onclose = () => {
+      onClose();
+      void egress?.close();
+    };
     client.setNotificationHandler(ToolListChangedNotificationSchema, onToolsChanged);
     try {
       await client.connect(transport, { timeout: CONNECT_TIMEOUT_MS });
     } catch (error) {
       await client.close().catch(() => {});
+      await egress?.close();
       const stderr = stdio?.stderrTail();
       throw new McpServerUnavailable(
         server.name,
@@ -187,25 +220,77 @@ export class McpConnections {
     }
     return client;
   }
+}
 
-  /** Literal values as they are; `{secret}` from the worker's environment, only where the operator allows it. */
-  private resolve(values: Record<string, McpValue> | undefined): Record<string, string> {
-    const out: Record<string, string> = {};
-    for (const [name, value] of Object.entries(values ?? {})) {
-      if (typeof value === "string") {
-        out[name] = value;
-        continue;
-      }
-      if (!this.settings.policy.secrets.includes(value.secret))
-        throw new Error(
-          `the secret ${value.secret} is not one this worker lets MCP servers have (${MCP_SECRETS_SETTING})`,
-        );
-      const secret = this.settings.secretValues[value.secret];
-      if (secret === undefined) throw new Error(`the secret ${value.secret} is not set on this worker`);
-      out[name] = secret;
+/** The tenant secrets `server` names, read now; none read when it names none. */
+async function secretsOf(context: McpSessionContext, server: McpServerSettings): Promise<SecretsForCall> {
+  const names = secretNamesOf([server]);
+  if (names.length === 0) return { secrets: [], missing: [] };
+  if (!context.secrets)
+    throw new Error(
+      `it names tenant secrets (${names.join(", ")}), and no vault is configured here (KEEL_VAULT_KEY_FILE or KEEL_VAULT_KMS_KEY_ID)`,
+    );
+  return context.secrets(names);
+}
+
+/**
+ * An HTTP server's headers: literal values as they are, a `{secret}` its value, only over HTTPS
+ * and only when the URL's host is one the secret is bound to (the value never goes elsewhere).
+ */
+function httpHeaders(server: McpHttpServer, resolved: SecretsForCall): Record<string, string> {
+  const url = new URL(server.url);
+  const port = Number(url.port || (url.protocol === "https:" ? 443 : 80));
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(server.headers ?? {})) {
+    if (typeof value === "string") {
+      out[name] = value;
+      continue;
     }
-    return out;
+    const secret = resolved.secrets.find((candidate) => candidate.name === value.secret);
+    if (!secret) throw new Error(`the secret ${value.secret} is not set for this tenant (keel secret list)`);
+    if (url.protocol !== "https:")
+      throw new Error(`the secret ${value.secret} is sent over HTTPS only, and ${server.url} is plain HTTP`);
+    if (!isAllowed(parseAllowlist(secret.hosts), url.hostname, port))
+      throw new Error(
+        `the secret ${value.secret} is bound to ${secret.hosts.join(", ")}, not to ${url.host}: its value goes only to the hosts it is bound to (keel secret set ${value.secret} --host ${url.host} binds it there)`,
+      );
+    out[name] = secret.value;
   }
+  return out;
+}
+
+/** A stdio server's environment: literal values as they are, a `{secret}` its placeholder of the connection. */
+function stdioEnv(
+  values: Record<string, McpValue> | undefined,
+  egress: CallEgress | undefined,
+): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(values ?? {})) {
+    if (typeof value === "string") out[name] = value;
+    else {
+      const placeholder = egress?.env[value.secret];
+      if (placeholder === undefined) throw new Error(`no placeholder for the secret ${value.secret}`);
+      out[name] = placeholder;
+    }
+  }
+  return out;
+}
+
+/** The egress proxy of a stdio server naming secrets: their hosts only, values injected there. */
+async function stdioEgress(policy: SandboxPolicy): Promise<CallEgress> {
+  if (policy.isolation === "off")
+    throw new Error(
+      "it names tenant secrets, which only a sandboxed worker with its egress proxy can inject",
+    );
+  if (!findExecutable("socat"))
+    throw new Error(
+      "it names tenant secrets, and socat (the sandbox's bridge to the egress proxy) is not installed here",
+    );
+  return startCallEgress(
+    (policy.secrets ?? []).flatMap((secret) => secret.hosts),
+    { secrets: policy.secrets, missing: policy.missingSecrets },
+    policy.egressOptions,
+  );
 }
 
 function poolKey(context: McpSessionContext, server: McpServerSettings): string {

@@ -1,36 +1,31 @@
-/** The `mcpServers` run setting as the API validates it (the worker checks secrets and addresses again). */
+/** The `mcpServers` run setting as the API validates it (the worker checks secrets' hosts and addresses again). */
 
 import { isIP } from "node:net";
 import { z } from "@hono/zod-openapi";
 import { classifyAddress, normalizeHost } from "../net/egress-policy";
-import { MCP_HOSTS_SETTING, MCP_SECRETS_SETTING, type McpPolicy, mcpUrlRefusal } from "./policy";
+import { secretNameRefusal } from "../vault/types";
+import { MCP_HOSTS_SETTING, type McpPolicy, mcpUrlRefusal } from "./policy";
 import { MCP_SERVER_NAME } from "./tool-names";
 
 /** Most servers one run may name. */
 const MAX_MCP_SERVERS = 10;
 
-export function mcpServersSchema(policy: McpPolicy = { secrets: [], privateHosts: [] }) {
-  // The document names the secrets the operator lists; with none listed, values are text only.
-  const [firstSecret, ...otherSecrets] = policy.secrets;
-  const value =
-    firstSecret === undefined
-      ? z
-          .string({
-            error: (issue) =>
-              typeof issue.input === "object" && issue.input !== null
-                ? `no secrets are offered to MCP servers here: the operator lists them in ${MCP_SECRETS_SETTING}`
-                : undefined,
-          })
-          .max(4_096)
-      : z.union([
-          z.string().max(4_096),
-          z.object({
-            secret: z.enum([firstSecret, ...otherSecrets], {
-              error: (issue) =>
-                `the secret ${JSON.stringify(issue.input)} is not one the operator lets MCP servers have (${MCP_SECRETS_SETTING})`,
-            }),
+export function mcpServersSchema(policy: McpPolicy = { privateHosts: [] }) {
+  // `{secret: NAME}` names one of the tenant's secrets; the route checks that the tenant has it.
+  const value = z.union([
+    z.string().max(4_096),
+    z
+      .object({
+        secret: z
+          .string()
+          .max(64)
+          .superRefine((name, ctx) => {
+            const refusal = secretNameRefusal(name);
+            if (refusal) ctx.addIssue({ code: "custom", message: refusal });
           }),
-        ]);
+      })
+      .strict(),
+  ]);
   // The key pattern and the count are stated to the document too (it does not read a record's key schema).
   const values = (key: RegExp, what: string) =>
     z
@@ -80,7 +75,7 @@ export function mcpServersSchema(policy: McpPolicy = { secrets: [], privateHosts
     .max(MAX_MCP_SERVERS)
     .openapi({
       description:
-        "MCP tool servers of the run: {name, command, args?, env?} started inside the run's sandbox, or {name, url, headers?} (Streamable HTTP). Values are text or {secret: NAME}, a worker environment variable the operator lists in KEEL_MCP_SECRETS. The model sees their tools as <name>__<tool>. A later server of the same name replaces an earlier one.",
+        "MCP tool servers of the run: {name, command, args?, env?} started inside the run's sandbox, or {name, url, headers?} (Streamable HTTP). Values are text or {secret: NAME}, one of the tenant's secrets (PUT /v1/secrets/{name}): an HTTP server's header gets the value, sent by the worker only when the server's host is one the secret is bound to; a stdio server's variable gets a placeholder its egress proxy replaces toward the secret's hosts. The model sees their tools as <name>__<tool>. A later server of the same name replaces an earlier one.",
     });
 }
 

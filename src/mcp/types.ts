@@ -4,7 +4,7 @@
  */
 import type { ReplayClass } from "../tools/types";
 
-/** A value sent to a server: literal text, or the name of a worker environment variable holding a secret. */
+/** A value sent to a server: literal text, or the name of one of the tenant's secrets (docs/tools.md, "Secrets"). */
 export type McpValue = string | { secret: string };
 
 /** Replay classes an operator may give a tool by name, overriding its annotations. */
@@ -23,14 +23,14 @@ interface McpServerCommon {
 export interface McpStdioServer extends McpServerCommon {
   command: string;
   args?: string[];
-  /** Environment of the process; secrets by reference, resolved on the worker. */
+  /** Environment of the process; a `{secret}` gets the secret's placeholder (its egress proxy injects the value). */
   env?: Record<string, McpValue>;
 }
 
 /** A Streamable HTTP server reached through the worker's egress policy. */
 export interface McpHttpServer extends McpServerCommon {
   url: string;
-  /** Request headers; secrets by reference, resolved on the worker. */
+  /** Request headers; a `{secret}` gets the value host-side, only toward a host the secret is bound to. */
   headers?: Record<string, McpValue>;
 }
 
@@ -38,6 +38,16 @@ export type McpServerSettings = McpStdioServer | McpHttpServer;
 
 export function isHttpServer(server: McpServerSettings): server is McpHttpServer {
   return "url" in server;
+}
+
+/** The tenant secrets the servers name as `{secret: NAME}`, each once. */
+export function secretNamesOf(servers: readonly McpServerSettings[]): string[] {
+  const names = servers.flatMap((server) =>
+    Object.values((isHttpServer(server) ? server.headers : server.env) ?? {}).flatMap((value) =>
+      typeof value === "object" ? [value.secret] : [],
+    ),
+  );
+  return [...new Set(names)];
 }
 
 /** One tool of a server as the model sees it, with the replay class the run applies. */

@@ -2,11 +2,10 @@
  * Which of the caller's variables `keel dev` passes on to its worker. The worker starts with an
  * environment the stack builds (its servers, the local model server, the workflow bundle), so a
  * worker setting the docs tell a user to set (KEEL_MCP_MOUNTS, KEEL_SANDBOX_*, …) would otherwise
- * never reach it; and the variables those settings name (an MCP server's secret, a variable passed
- * to tool commands, the key of a listed model URL) must be in the worker's environment to be read.
+ * never reach it; and the variables those settings name (a variable passed to tool commands, the
+ * key of a listed model URL) must be in the worker's environment to be read.
  */
 import { TEMPORAL_ENV } from "../../core/temporal-settings";
-import { MCP_SECRETS_SETTING } from "../../mcp/policy";
 import { MODEL_URLS_SETTING, parseModelUrls } from "../../providers/model-urls";
 import { PROVIDER_ENV } from "../../providers/settings";
 import { S3_ENV } from "../../store/s3-config";
@@ -57,7 +56,7 @@ export function workerPassThrough(env: NodeJS.ProcessEnv): { env: Record<string,
   } catch {
     modelKeys = [];
   }
-  const named = [...names(env[MCP_SECRETS_SETTING]), ...names(env.KEEL_SANDBOX_PASS_ENV), ...modelKeys];
+  const named = [...names(env.KEEL_SANDBOX_PASS_ENV), ...modelKeys];
   const passed: Record<string, string> = {};
   for (const name of [...settings, ...named]) {
     const value = env[name];

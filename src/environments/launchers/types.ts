@@ -70,8 +70,8 @@ export const DEFAULT_LAUNCHED_IDLE_SECONDS = 300;
 /**
  * Where a launched runner's stdio MCP servers find their programs and which private hosts its HTTP
  * servers may reach: the worker's KEEL_MCP_MOUNTS and KEEL_MCP_HOSTS, passed on as they are (a
- * launched runner runs Keel's image or this machine's copy, whose paths they name). Never
- * KEEL_MCP_SECRETS: a launched runner holds none of the operator's secrets.
+ * launched runner runs Keel's image or this machine's copy, whose paths they name). A launched
+ * runner holds no secret: a call's tenant secrets come with its claim.
  */
 export interface LaunchedMcpSettings {
   mounts?: string;

@@ -92,18 +92,18 @@ test("the API refuses a git source on a host the operator did not list, and a no
   }
 });
 
-test("the API refuses an MCP server naming a secret the operator did not list, and says which setting lists them", async () => {
+test("the API refuses an MCP server naming a tenant secret where the deployment has no vault", async () => {
   const { status, body } = await postMessage(stage.newSession().sessionId, {
     mcpServers: [{ name: "leak", command: "node", env: { K: { secret: "OPENAI_API_KEY" } } }],
   });
   expect(status).toBe(400);
   expect(body.errors).toEqual([
     {
-      path: "mcpServers.0.env.K",
-      message: "no secrets are offered to MCP servers here: the operator lists them in KEEL_MCP_SECRETS",
+      path: "mcpServers",
+      message: "names tenant secrets, and this deployment has no vault configured (docs/deploy.md)",
     },
   ]);
-  expect(body.detail).toContain("KEEL_MCP_SECRETS");
+  expect(body.detail).toContain("no vault configured");
 });
 
 test("a one-line model on a listed URL runs through the API", async () => {

@@ -95,8 +95,6 @@ test("a KEEL_ variable no process reads is reported with the setting it most lik
     KEEL_SANDBOX: "on",
     KEEL_SANDBOX_PASS_ENV: "KEEL_PASSED_ON",
     KEEL_PASSED_ON: "1",
-    KEEL_MCP_SECRETS: "KEEL_TRACKER_TOKEN",
-    KEEL_TRACKER_TOKEN: "t",
     KEEL_MODEL_URLS: "https://gw.example KEEL_GW_KEY",
     KEEL_GW_KEY: "k",
     KEEL_TEST_SUMMARY_FILE: "/tmp/x",
@@ -123,6 +121,10 @@ test("a retired setting stops every process that parses its settings, and keel s
   expect(describeUnknownSettings(unknownSettings({ KEEL_SLACK_TENANT: "acme" }))).toEqual([
     `KEEL_SLACK_TENANT is no longer read: ${RETIRED_SETTINGS.KEEL_SLACK_TENANT}`,
   ]);
+  // The operator-wide MCP secrets: replaced by each tenant's own.
+  expect(() => parseSettings({}, { KEEL_MCP_SECRETS: "GITHUB_TOKEN" }, "runner")).toThrow(
+    "Invalid runner configuration: KEEL_MCP_SECRETS is replaced by tenant secrets: each tenant stores its own (keel secret set NAME --host HOST)",
+  );
 });
 
 test("the keel command warns of a mistyped setting, and still runs", () => {

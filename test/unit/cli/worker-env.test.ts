@@ -7,7 +7,6 @@ test("the worker settings the docs name reach the worker; the stack's own are le
     HOME: "/home/me",
     KEEL_MCP_MOUNTS: "/opt/node_modules",
     KEEL_MCP_HOSTS: "127.0.0.1",
-    KEEL_MCP_SECRETS: "GITHUB_TOKEN",
     GITHUB_TOKEN: "ghp_secret",
     KEEL_SANDBOX_PASS_ENV: "LANG",
     LANG: "C.UTF-8",
@@ -28,8 +27,6 @@ test("the worker settings the docs name reach the worker; the stack's own are le
   expect(passed.env).toEqual({
     KEEL_MCP_MOUNTS: "/opt/node_modules",
     KEEL_MCP_HOSTS: "127.0.0.1",
-    KEEL_MCP_SECRETS: "GITHUB_TOKEN",
-    GITHUB_TOKEN: "ghp_secret",
     KEEL_SANDBOX_PASS_ENV: "LANG",
     LANG: "C.UTF-8",
     KEEL_SANDBOX_MEMORY_MB: "2048",

@@ -149,11 +149,10 @@ test("RunTask carries the task's settings and, of the worker's, only the API URL
   expect(startedByFor(SESSION).length).toBeLessThanOrEqual(36);
 });
 
-test("the worker's MCP mounts and hosts go with the task, as they are; its MCP secrets never do", async () => {
+test("the worker's MCP mounts and hosts go with the task, as they are; none of its other variables do", async () => {
   const workerEnv = {
     KEEL_MCP_MOUNTS: "/opt/mcp/node:/opt/mcp/python",
     KEEL_MCP_HOSTS: "tracker.internal,10.0.0.7",
-    KEEL_MCP_SECRETS: "TRACKER_TOKEN",
     TRACKER_TOKEN: "worker-tracker-token",
   };
   const { mounts, policy } = mcpSettingsFromEnv(workerEnv);
