@@ -16,6 +16,7 @@ import type { LiveEvent } from "../core/events";
 import { UNKNOWN_OUTCOME_TEXT } from "../core/markers";
 import type { ToolCallBlock } from "../core/messages";
 import type { SessionRef } from "../store/session-keys";
+import { callNeedsSecrets, noVaultText, resolveCallSecrets } from "../tool-calls/call-secrets";
 import {
   attemptOf,
   markStarted,
@@ -89,6 +90,11 @@ export function executeToolActivity(deps: ActivityDeps) {
     // every attempt: the workflow schedules a moved call anew, at attempt 1 again.
     if (await startedBefore(lifecycle, attempt)) return refuse(UNKNOWN_OUTCOME_TEXT, "unknown_outcome");
 
+    // A call that starts processes gets the run's secrets; without a vault here it would run
+    // without them, unnoticed: refused instead (the API refuses such runs where it has none).
+    const secretNames = callNeedsSecrets(call.name, input.secrets) ? (input.secrets ?? []) : [];
+    if (secretNames.length > 0 && !deps.vault) return refuse(noVaultText(secretNames), "executed");
+
     const startedMs = Date.now();
     const workspace = workspaceFor(workspaceRoot, input.tenantId, input.sessionId);
     // The run claimed the workspace once, but this worker may not have it (any Lambda execution
@@ -100,6 +106,12 @@ export function executeToolActivity(deps: ActivityDeps) {
       // An abort that came while the workspace was made ready: the call never starts.
       if (ctx.cancellationSignal.aborted)
         throw new CancelledFailure("the call was cancelled before it started");
+      // Read fresh for this call (a rotation or deletion counts from the next call), before the
+      // start marker: a vault fault fails the attempt, and the retry runs the call with them.
+      const secrets =
+        secretNames.length > 0 && deps.vault
+          ? await resolveCallSecrets(deps.vault, input.tenantId, secretNames)
+          : {};
       // Marked once the workspace is ready, right before the call runs: an S3 failure while it
       // was made ready (taken, restored) leaves no marker, so the retry runs the call.
       if (!(await markStarted(lifecycle, attempt))) return STARTED_BY_ANOTHER_ATTEMPT;
@@ -124,7 +136,7 @@ export function executeToolActivity(deps: ActivityDeps) {
         }
         return runToolCall(toolCall, {
           workspace,
-          sandbox: { ...sandbox, network: input.network ?? "none", tenantId: input.tenantId },
+          sandbox: { ...sandbox, network: input.network ?? "none", tenantId: input.tenantId, ...secrets },
           signal: ctx.cancellationSignal,
           onUpdate,
         });

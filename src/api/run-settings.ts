@@ -28,6 +28,8 @@ export function runSettingsFrom(
   // The schema admits "none" or "full"; the route has already refused "full" for a tenant the
   // deployment does not enable it for (KEEL_SANDBOX_NETWORK_FULL).
   if (body.network !== undefined) settings.network = body.network;
+  // Names only; the route has checked that the tenant has each (`refuseUnusableSecrets`).
+  if (body.secrets !== undefined && body.secrets.length > 0) settings.secrets = [...new Set(body.secrets)];
   // The route has checked that the environment is one of the tenant's.
   if (body.environment !== undefined) settings.environment = body.environment;
   if (body.environmentWaitSeconds !== undefined)

@@ -7,6 +7,7 @@
  */
 import type { S3Client } from "@aws-sdk/client-s3";
 import { DeliveryRefusal } from "../core/failure-types";
+import { secretNamesOf } from "../mcp/types";
 import type { RunClient } from "../run-client/run-client";
 import type { DeliveryRefusalType, MessageRefusal, StartServices } from "../run-client/start-or-deliver";
 import type { S3Settings } from "../store/s3-config";
@@ -114,4 +115,40 @@ export function tenantServices(
     usage,
     quotas: quotaGate(store, usage, runs),
   };
+}
+
+/**
+ * 400 `invalid-request` for a body that names tenant secrets (`secrets`, an MCP server's
+ * `{secret: NAME}`) the run could not use: the deployment has no vault, `secrets` with network
+ * "full" (the values are injected by the egress proxy, which "full" bypasses), or a name the
+ * tenant does not have (a tenant only ever names its own: the check reads the tenant's names,
+ * never a value).
+ */
+export async function refuseUnusableSecrets(
+  deps: RouteContext,
+  tenantId: string,
+  body: Pick<RunFields, "secrets" | "network" | "mcpServers">,
+  what: string,
+): Promise<void> {
+  const secrets = body.secrets ?? [];
+  const named = [...new Set([...secrets, ...secretNamesOf(body.mcpServers ?? [])])];
+  if (named.length === 0) return;
+  const refuse = (path: string, message: string): never => {
+    throw new ProblemError("invalid-request", `This ${what} ${message}`, { errors: [{ path, message }] });
+  };
+  const path = secrets.length > 0 ? "secrets" : "mcpServers";
+  if (secrets.length > 0 && body.network === "full")
+    refuse(
+      "secrets",
+      'names tenant secrets and asks for network "full": secrets are injected by the egress proxy, which "full" bypasses; use "none" or an allowlist',
+    );
+  if (!deps.vault)
+    return refuse(path, "names tenant secrets, and this deployment has no vault configured (docs/deploy.md)");
+  const have = new Set(await deps.vault.names(tenantId));
+  const unknown = named.filter((name) => !have.has(name));
+  if (unknown.length > 0)
+    refuse(
+      secrets.some((name) => !have.has(name)) ? "secrets" : "mcpServers",
+      `names secrets the tenant does not have: ${unknown.join(", ")} (keel secret set NAME --host HOST)`,
+    );
 }

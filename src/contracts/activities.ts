@@ -1,3 +1,4 @@
+// Over 400 lines: every activity's input and result, the workflows' whole contract with their activities, kept in one file so it reads as one.
 /**
  * The activities' contract with the run workflow. Inputs name a session, entry placements and
  * settings — never the conversation, which activities read from the session store — and results
@@ -179,6 +180,8 @@ export interface ExecuteToolInput extends SessionRef {
   slot: EntrySlot;
   /** The run's network policy for processes the tool starts (RunSettings.network; default "none"). */
   network?: NetworkPolicy;
+  /** The run's tenant secrets (RunSettings.secrets), by name: resolved by the activity, never in the history. */
+  secrets?: string[];
   /** An MCP tool: its server and name, and the replay class the run recorded for it. */
   mcp?: McpCallTarget & { replay: ReplayClass };
 }

@@ -93,6 +93,14 @@ export interface RunSettings {
    */
   network?: NetworkPolicy;
   /**
+   * Names of the tenant's secrets the run's tool processes may use (docs/tools.md, "Secrets"):
+   * names only, never values. Each bash call resolves them fresh on its worker or runner; inside
+   * the sandbox each is a placeholder the egress proxy swaps for the value toward its bound hosts.
+   * Never with network "full" (the API refuses it, the sandbox too). A sub-agent inherits them, as
+   * it inherits `network`.
+   */
+  secrets?: string[];
+  /**
    * Where the run's tools run: absent or "worker" (the worker holding the session's workspace), or
    * the name of one of the tenant's runner environments (docs/architecture.md, "Environments").
    */

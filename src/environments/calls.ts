@@ -27,11 +27,12 @@ import { BoundedCache } from "../core/bounded-cache";
 import type { LiveEvent } from "../core/events";
 import { UNKNOWN_OUTCOME_TEXT } from "../core/markers";
 import { offeredToModel } from "../mcp/tool-names";
-import type { McpServerListing, McpServerSettings, McpToolList } from "../mcp/types";
+import { type McpServerListing, type McpServerSettings, type McpToolList, secretNamesOf } from "../mcp/types";
 import type { McpToolListings } from "../store/mcp-tool-listings";
 import type { SessionStore } from "../store/session-store";
 import type { ToolCallMarkers } from "../store/tool-call-markers";
 import type { TenantUsage } from "../tenants/usage";
+import { callNeedsSecrets, noVaultText, resolveCallSecrets } from "../tool-calls/call-secrets";
 import {
   attemptOf,
   markStarted,
@@ -43,6 +44,7 @@ import {
   toolCallOf,
 } from "../tool-calls/lifecycle";
 import type { ReplayClass, ToolOutput } from "../tools/types";
+import type { ResolvedSecret, SecretResolver } from "../vault/types";
 import {
   type EnvironmentStore,
   type McpListingCall,
@@ -58,6 +60,15 @@ interface ClaimedCommon {
   attempt: number;
   sessionId: string;
   network?: unknown;
+  /**
+   * The tenant secrets of the call, resolved at the claim (values included: only in this
+   * response, to the authenticated runner, over the API's TLS; never in the claim record): a call
+   * that starts processes in a run naming secrets, or the MCP servers it uses that name them. The
+   * runner runs the call with them as a worker does and drops them after.
+   */
+  secrets?: ResolvedSecret[];
+  /** Names the tenant no longer has (their placeholders carry nothing). */
+  missingSecrets?: string[];
   /** The session whose workspace this session's starts from (a sub-agent's parent). */
   forkOf?: string;
 }
@@ -119,6 +130,8 @@ export interface RunnerCallDeps {
   claimedHere?: ClaimedHere;
   /** Where tool time is counted per tenant (absent: not counted). */
   usage?: Pick<TenantUsage, "recordTool">;
+  /** Tenant secrets, resolved for each claimed call that names them (absent: no vault configured). */
+  vault?: SecretResolver;
   /** What is logged and never thrown (tool time that could not be recorded). */
   warn?: (message: string, fields: Record<string, unknown>) => void;
   now: () => number;
@@ -213,6 +226,11 @@ export async function claimCall(
     sessionId?: string;
     /** Who polls, as the Temporal UI shows the call's worker (the runner's token id). */
     identity?: string;
+    /**
+     * The runner says it runs calls with tenant secrets (`runs: ["secrets"]`); a runner of an
+     * earlier release would run them without: such a call gets an error result instead.
+     */
+    secrets?: boolean;
   } = {},
 ): Promise<ClaimedCall | undefined> {
   const deadline = deps.now() + Math.max(waitMs, MIN_POLL_MS);
@@ -243,6 +261,7 @@ export async function claimCall(
       environment,
       task,
       async () => (await authorized) !== false,
+      options.secrets === true,
     ).catch(async (error: unknown) => {
       // Not left to its heartbeat timeout: Temporal retries it now (a session read that failed),
       // or the run learns why it cannot run (an entry conflict is never retried).
@@ -261,6 +280,7 @@ async function claimTask(
   environment: string,
   task: PolledActivityTask,
   mayClaim: () => Promise<boolean>,
+  runsSecrets: boolean,
 ): Promise<ClaimedCall | undefined | "refused"> {
   const common = {
     tenantId,
@@ -294,11 +314,18 @@ async function claimTask(
       deps.environments.putCall(call),
     ]);
     if (!(await mayClaim())) return refuse(call);
+    // The servers' secrets, for a runner that runs them (another lists such servers as unavailable).
+    const names = secretNamesOf(call.servers);
+    const secrets =
+      names.length > 0 && runsSecrets && deps.vault
+        ? await resolveCallSecrets(deps.vault, tenantId, names)
+        : undefined;
     deps.claimedHere?.remember(call);
     return {
       ...claimedCommon(call, header?.parentSession),
       kind: "mcp-list",
       servers: call.servers,
+      ...(secrets ? { secrets: secrets.secrets, missingSecrets: secrets.missingSecrets } : {}),
     };
   }
   if (task.activityType !== TOOL_CALL_ACTIVITY) {
@@ -338,6 +365,26 @@ async function claimTask(
     await finishToolCall(deps, call, stored, false);
     return undefined;
   }
+  // The call's secrets, read now (a rotation counts from the next call), before the start marker:
+  // a vault fault fails the task back (retried), leaving no marker. Never run without them.
+  const secretNames = input.mcp
+    ? secretNamesOf([input.mcp.server])
+    : callNeedsSecrets(toolCall.name, input.secrets)
+      ? (input.secrets ?? [])
+      : [];
+  let secrets: Awaited<ReturnType<typeof resolveCallSecrets>> | undefined;
+  if (secretNames.length > 0) {
+    const refused = !runsSecrets
+      ? `This run names tenant secrets (${secretNames.join(", ")}), and the runner that claimed the call does not say it runs calls with secrets (an earlier release would run it without them): the call was not run. Run a \`keel runner\` of this release.`
+      : !deps.vault
+        ? noVaultText(secretNames, "API")
+        : undefined;
+    if (refused !== undefined) {
+      await storeToolResult(deps, call, refusal(refused), "executed");
+      return undefined;
+    }
+    if (deps.vault) secrets = await resolveCallSecrets(deps.vault, tenantId, secretNames);
+  }
   // The marker is written here, at the claim, the last moment the API knows of before the runner
   // runs the call (it cannot see when the runner's workspace is ready).
   if (!(await markStarted(deps, attempt))) {
@@ -354,6 +401,7 @@ async function claimTask(
       arguments: input.argumentsOverride ?? toolCall.arguments,
     },
     ...(call.mcp ? { mcp: call.mcp } : {}),
+    ...(secrets ? { secrets: secrets.secrets, missingSecrets: secrets.missingSecrets } : {}),
   };
 }
 

@@ -90,7 +90,7 @@ export async function runRunner(options: RunnerOptions): Promise<void> {
     try {
       const response = await client.response(
         client.api.v1.environments[":name"]["calls:claim"].$post(
-          { param: { name: environment }, json: { waitSeconds, runs: ["mcp"] } },
+          { param: { name: environment }, json: { waitSeconds, runs: ["mcp", "secrets"] } },
           { init: signal ? { signal } : {} },
         ),
       );
@@ -235,9 +235,14 @@ async function reportOf(
 ): Promise<RunnerReport> {
   if (workspace instanceof Error)
     return cannotOpen(call, `The runner cannot open the workspace: ${workspace.message}`);
+  // The call's tenant secrets, as its claim carried them: for this call only (dropped with it).
+  const claimed = call.secrets ?? [];
   const sandbox: SandboxPolicy = {
     ...options.sandbox,
     network: (call.network as NetworkPolicy | undefined) ?? "none",
+    ...(call.kind === "tool" && !call.mcp && (claimed.length > 0 || (call.missingSecrets?.length ?? 0) > 0)
+      ? { secrets: claimed, missingSecrets: call.missingSecrets ?? [] }
+      : {}),
   };
   if (call.kind === "mcp-list") {
     const session = await mcpSession(call, workspace, sandbox);
@@ -281,7 +286,17 @@ async function mcpSession(
   workspace: Workspace,
   sandbox: SandboxPolicy,
 ): Promise<McpSessionContext> {
-  return { sessionKey: call.sessionId, workspaceDir: await realpath(workspace.dir), sandbox };
+  const claimed = call.secrets ?? [];
+  return {
+    sessionKey: call.sessionId,
+    workspaceDir: await realpath(workspace.dir),
+    sandbox,
+    // The secrets the API read for this claim (a server naming others finds them missing).
+    secrets: async (names) => ({
+      secrets: claimed.filter((secret) => names.includes(secret.name)),
+      missing: names.filter((name) => !claimed.some((secret) => secret.name === name)),
+    }),
+  };
 }
 
 /**

@@ -101,17 +101,17 @@ const IssuedToken = z
 const ClaimBody = z.object({
   waitSeconds: z.number().int().min(0).max(MAX_CLAIM_WAIT_SECONDS).default(MAX_CLAIM_WAIT_SECONDS),
   runs: z
-    .array(z.enum(["mcp"]))
+    .array(z.enum(["mcp", "secrets"]))
     .max(8)
     .optional()
     .openapi({
       description:
-        "What this runner runs beyond the built-in tools: `mcp`, MCP listings and calls. Required: every runner of an environment takes its MCP calls too (a runner of an earlier release that does not say so is refused, 400)",
+        "What this runner runs beyond the built-in tools: `mcp`, MCP listings and calls (required: every runner of an environment takes its MCP calls too; a runner of an earlier release that does not say so is refused, 400); `secrets`, calls with the run's tenant secrets (a call naming secrets claimed by a runner that does not say so gets an error result: it would run without them)",
     }),
 });
 const McpServerView = z.record(z.string(), z.unknown()).openapi({
   description:
-    "An MCP server as the run names it (`mcpServers` of the message body); `{secret: NAME}` values are read from the runner's environment",
+    "An MCP server as the run names it (`mcpServers` of the message body); `{secret: NAME}` names one of the tenant's secrets, sent with the call (`secrets`)",
 });
 const ClaimedCallView = z
   .object({
@@ -139,6 +139,23 @@ const ClaimedCallView = z
       .optional()
       .openapi({ description: "The MCP servers to list (kind `mcp-list`)" }),
     network: z.unknown().optional(),
+    secrets: z
+      .array(
+        z.object({
+          name: z.string(),
+          hosts: z.array(z.string()),
+          in: z.array(z.enum(["header", "basic-auth"])),
+          value: z.string(),
+        }),
+      )
+      .optional()
+      .openapi({
+        description:
+          "A call that starts processes in a run naming tenant secrets: each secret with its value, for this call only (the runner's sandbox sees placeholders, its egress proxy injects the values toward the bound hosts; dropped after the call)",
+      }),
+    missingSecrets: z.array(z.string()).optional().openapi({
+      description: "Names the run gives that the tenant no longer has (their placeholders carry nothing)",
+    }),
     forkOf: z.string().optional().openapi({
       description:
         "The session this call's session was started from (a sub-agent's parent): a runner meeting the session first starts its workspace from that one's",
@@ -471,6 +488,7 @@ export function environmentRoutes(deps: RouteContext) {
       tasks: () => deps.runs(),
       claimedHere,
       ...(deps.tenants ? { usage: deps.tenants.usage } : {}),
+      ...(deps.vault ? { vault: deps.vault } : {}),
       warn: (msg, fields) => deps.log({ level: "warn", msg, ...fields }),
       publishLive: async (call, event) => {
         const ref = { tenantId: call.tenantId, sessionId: call.sessionId };
@@ -573,6 +591,7 @@ export function environmentRoutes(deps: RouteContext) {
           signal: c.req.raw.signal,
           ...(session !== undefined ? { sessionId: session } : {}),
           ...(tokenId !== undefined ? { identity: `keel runner (token ${tokenId})` } : {}),
+          secrets: body.runs?.includes("secrets") === true,
           stillAuthorized: async () => (await environments.tokenOwner(token)) !== undefined,
         });
         return call ? c.json(call, 200) : c.body(null, 204);

@@ -26,7 +26,13 @@ import {
   messageBodySchema,
   SessionParamsSchema,
 } from "../schemas";
-import { type RunFields, refusalProblem, startServices, withTenantSettings } from "../tenant-runs";
+import {
+  type RunFields,
+  refusalProblem,
+  refuseUnusableSecrets,
+  startServices,
+  withTenantSettings,
+} from "../tenant-runs";
 import { streamFailureMessage } from "../unavailable";
 import {
   idempotencyHeaderParam,
@@ -186,6 +192,7 @@ export async function tenantRunRequest<B extends RunFields>(
   const tenantSettings = (await deps.tenants?.store.getSettings(tenantId)) ?? {};
   const body = withTenantSettings(tenantSettings, request, options, deps.config.defaultModel);
   refuseFullNetwork(deps, tenantId, body.network, what);
+  await refuseUnusableSecrets(deps, tenantId, body, what);
   await requireEnvironment(deps, tenantId, body);
   const settings = runSettingsFrom(body, { ...DEFAULT_RUN_SETTINGS, model: deps.config.defaultModel });
   return { body, settings, tenantSettings };

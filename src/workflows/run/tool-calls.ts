@@ -185,6 +185,8 @@ async function executeCall(
     argumentsOverride: args,
     slot: call.slot,
     ...(run.settings.network !== undefined ? { network: run.settings.network } : {}),
+    // Names only: the activity resolves the values (a run without secrets schedules what it did).
+    ...(run.settings.secrets?.length ? { secrets: run.settings.secrets } : {}),
     ...(mcp ? { mcp } : {}),
   };
   const waitMs = run.settings.timeouts.environmentWaitMs ?? DEFAULT_ENVIRONMENT_WAIT_MS;
