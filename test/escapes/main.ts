@@ -14,6 +14,7 @@ import { startChaosStack } from "../chaos/stack";
 import { startAttacker } from "./attacker";
 import type { Attempt } from "./attempt";
 import { ALL_ATTEMPTS } from "./attempts";
+import { ESCAPES_WORKSPACE_MB } from "./attempts/quota";
 import { findTokens, layOutCanaries } from "./canaries";
 import { ATTACKER_TENANT, EscapeContext, type Form, PROBE_TENANT, VICTIM_TENANT } from "./context";
 import { type AttemptRecord, renderMarkdown, summarize, writeEscapeResults } from "./report";
@@ -102,6 +103,8 @@ async function main(): Promise<number> {
     env: {
       // The suite's operator keeps a call's CPU time short, so the burn attempt is judged in seconds.
       KEEL_SANDBOX_CPU_SECONDS: "5",
+      // And a small workspace quota, so filling it takes seconds.
+      KEEL_WORKSPACE_MAX_MB: String(ESCAPES_WORKSPACE_MB),
       KEEL_ADMIN_KEY_SHA256: createHash("sha256").update(operatorKey).digest("hex"),
       ...operatorEnv(),
       ESCAPES_CANARY_SECRET: secrets.ESCAPES_CANARY_SECRET,

@@ -113,6 +113,8 @@ interface Crafted {
   archive: (ctx: EscapeContext) => Promise<Buffer> | Buffer;
   /** Check that the API and the worker still answer afterwards (bombs). */
   bomb?: boolean;
+  /** The API must answer within this many milliseconds (a refusal that costs minutes of work escapes). */
+  answerWithinMs?: number;
 }
 
 const crafted: Crafted[] = [
@@ -234,6 +236,15 @@ const crafted: Crafted[] = [
         Array.from({ length: ctx.form === "short" ? 2_000 : 20_000 }, (_, i) => file(`workspace/f/${i}`, "")),
       ),
   },
+  {
+    id: "archive-entry-count-150k",
+    description:
+      "an archive of 150,000 empty files (over the 100,000-entry limit): refused within 15 s, before the files are written",
+    short: true,
+    bomb: true,
+    answerWithinMs: 15_000,
+    archive: () => archiveOf(Array.from({ length: 150_000 }, (_, i) => file(`workspace/f/${i}`, ""))),
+  },
 ];
 
 function archiveAttempt(attack: Crafted): Attempt {
@@ -253,7 +264,14 @@ function archiveAttempt(attack: Crafted): Attempt {
           if (!(error instanceof ApiGaveUpError) || !attack.bomb) throw error;
           return undefined;
         });
-      let stoppedBy = answer ? `API ${answerLine(answer)}` : "the import did not answer within 30 s";
+      const answeredMs = Date.now() - started;
+      if (attack.answerWithinMs !== undefined && (!answer || answeredMs > attack.answerWithinMs))
+        findings.push(
+          `the import ${answer ? `answered after ${answeredMs} ms` : "did not answer"} (bound ${attack.answerWithinMs} ms)`,
+        );
+      let stoppedBy = answer
+        ? `API ${answerLine(answer)} after ${(answeredMs / 1000).toFixed(1)} s`
+        : "the import did not answer within 30 s";
       const sessionId = typeof answer?.body?.sessionId === "string" ? answer.body.sessionId : undefined;
       if (answer && answer.status < 300 && sessionId) {
         // A run restores the workspace on the worker and spills a long output into `.keel/`.

@@ -6,6 +6,7 @@ import type { Attempt } from "../attempt";
 import { adminAttempts } from "./admin";
 import { apiAttempts } from "./api";
 import { archiveAttempts } from "./archive";
+import { quotaAttempts } from "./quota";
 import { raceAttempts } from "./races";
 import { runnerAttempts } from "./runners";
 import { sandboxAttempts } from "./sandbox";
@@ -16,6 +17,7 @@ export const ALL_ATTEMPTS: readonly Attempt[] = [
   ...apiAttempts,
   ...adminAttempts,
   ...sandboxAttempts,
+  ...quotaAttempts,
   ...raceAttempts,
   ...spillAttempts,
   ...archiveAttempts,

@@ -250,6 +250,34 @@ const attacks: BashAttack[] = [
     check: (ctx, sessionId) => dangerousFiles(ctx.workspaceOf(ATTACKER_TENANT, sessionId)),
   },
   {
+    id: "io-uring",
+    description: "io_uring_setup (python ctypes, syscall 425 on x86_64 and aarch64)",
+    short: true,
+    command: (_, mark) =>
+      `python3 -c 'import ctypes, os, sys; libc = ctypes.CDLL(None, use_errno=True); r = libc.syscall(425, 4, ctypes.create_string_buffer(120)); print("io_uring_setup:", r, os.strerror(ctypes.get_errno())); sys.exit(0 if r >= 0 else 1)' && ${mark.shell}`,
+  },
+  {
+    // The socket is bound alone, read-only, under a read-only /run (docs/tools.md, "Sandbox").
+    id: "egress-socket-replace",
+    description:
+      "with a network allowlist: remove, replace (a link, a file, a rename) and write beside the egress proxy's socket",
+    short: true,
+    settings: { network: { allow: ["example.com"] } },
+    command: (_, mark) =>
+      [
+        `rm -f /run/keel-egress/proxy.sock 2>&1 && ${mark.shell}`,
+        `ln -sf /etc/passwd /run/keel-egress/proxy.sock 2>&1 && ${mark.shell}`,
+        `mv /run/keel-egress/proxy.sock /run/keel-egress/moved 2>&1 && ${mark.shell}`,
+        `echo x > /run/keel-egress/planted 2>&1 && ${mark.shell}`,
+        `head -c 1M /dev/zero > /run/keel-egress/fill 2>&1 && ${mark.shell}`,
+        `mkdir /run/keel-egress/d 2>&1 && ${mark.shell}`,
+        `echo x > /run/planted 2>&1 && ${mark.shell}`,
+        `python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); s.bind("/run/keel-egress/other.sock")' 2>&1 && ${mark.shell}`,
+        "test -S /run/keel-egress/proxy.sock && echo socket-intact",
+        "ls -la /run /run/keel-egress 2>&1",
+      ].join("; "),
+  },
+  {
     id: "kill-all",
     description: "kill -9 -1, then the worker must still answer",
     short: false,
