@@ -6,13 +6,22 @@
  * the tool list across continue-as-new, a server down at start, and a server whose tool list
  * changes during the run, server-everything as a Streamable HTTP server, and the read-only hook.
  */
-import { existsSync, readFileSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Worker } from "@temporalio/worker";
 import { type RunSettings, runWorkflowId } from "../../../src/contracts/runs";
 import type { AgentEvent } from "../../../src/core/events";
+import { SecretStore } from "../../../src/tenants/secrets";
 import { workspaceFor } from "../../../src/tools/workspace";
-import { workflowBundlePath } from "../../support/integration-env";
+import { LocalKeyWrapper } from "../../../src/vault/key-wrapper";
+import {
+  s3Client,
+  s3Settings,
+  testTmpDir,
+  uniqueName,
+  workflowBundlePath,
+} from "../../support/integration-env";
 import {
   changingServer,
   crashingEverythingServer,
@@ -278,36 +287,74 @@ test("an HTTP server on a loopback address is refused by the egress policy", asy
   expect(existsSync(workspaceFor(stage.workspaceRoot, ref.tenantId, ref.sessionId).dir)).toBe(true);
 });
 
-test("secrets by reference: resolved on the worker when the operator lists them, refused otherwise", async () => {
-  // The worker of this file lists no secret: a run that names the provider key (sent past the
-  // API, straight to Temporal) gets a server that is refused before it starts.
+test("tenant secrets by reference: none without a vault; a stdio server gets a placeholder, an HTTP server's value goes to bound hosts over HTTPS only; KEEL_MCP_SECRETS stops a worker", async () => {
+  // This file's worker has no vault: a server naming a secret (sent past the API, straight to
+  // Temporal) is refused before it starts.
   const ref = await runCalling("mcp-secret-refused", [{ name: "leaky__get-env", arguments: {} }], {
     mcpServers: [everythingServer({ name: "leaky", env: { STOLEN: { secret: "OPENAI_API_KEY" } } })],
   });
   expect((await stage.result(ref)).status).toBe("completed");
   const down = (await allEvents(ref)).find((event) => event.type === "mcp_server_unavailable");
-  expect(JSON.stringify(down)).toContain("KEEL_MCP_SECRETS");
-  const entries = JSON.stringify(await stage.entries(ref));
-  expect(entries).not.toContain("local-key");
+  expect(JSON.stringify(down)).toContain("no vault is configured here");
+  expect(JSON.stringify(await stage.entries(ref))).not.toContain("local-key");
 
-  // A worker that lists the secret resolves it on its side: the server sees the value, the run's
-  // history holds only its name.
+  // The operator-wide setting is retired: a worker refuses to start while it is set.
+  await expect(stage.startWorker({ ...MCP_WORKER_ENV, KEEL_MCP_SECRETS: "MCP_TEST_TOKEN" })).rejects.toThrow(
+    /KEEL_MCP_SECRETS is replaced by tenant secrets: each tenant stores its own \(keel secret set NAME --host HOST\)/,
+  );
+
+  // A worker with the tenant's vault: the stdio server's variable holds a placeholder, never the value.
+  const key = randomBytes(32);
+  const keyFile = join(testTmpDir(), `${uniqueName("vault")}.key`);
+  writeFileSync(keyFile, key.toString("base64"), { mode: 0o600 });
+  const vault = new SecretStore(s3Client(), s3Settings(), new LocalKeyWrapper(key));
+  const value = `token-${randomBytes(8).toString("hex")}`;
+  await vault.set(
+    stage.tenantId,
+    { name: "MCP_TEST_TOKEN", hosts: ["api.example.com"], in: ["header"] },
+    value,
+  );
   await stage.stopWorkers();
-  await stage.startWorker({
-    ...MCP_WORKER_ENV,
-    KEEL_MCP_SECRETS: "MCP_TEST_TOKEN",
-    MCP_TEST_TOKEN: "token-value-31337",
-  });
-  const allowed = await runCalling("mcp-secret-allowed", [{ name: "tokened__get-env", arguments: {} }], {
+  await stage.startWorker({ ...MCP_WORKER_ENV, KEEL_VAULT_KEY_FILE: keyFile });
+  const stdio = await runCalling("mcp-secret-stdio", [{ name: "tokened__get-env", arguments: {} }], {
     mcpServers: [everythingServer({ name: "tokened", env: { TOKEN: { secret: "MCP_TEST_TOKEN" } } })],
   });
-  expect((await stage.result(allowed)).status).toBe("completed");
-  expect(textOf(toolResults(await stage.entries(allowed))[0]!)).toContain("token-value-31337");
-  const history = await stage.client.workflow.getHandle(runWorkflowId(allowed)).fetchHistory();
+  expect((await stage.result(stdio)).status).toBe("completed");
+  const env = textOf(toolResults(await expectIntactSession(stage, stdio))[0]!);
+  expect(env).toMatch(/keel-placeholder-MCP_TEST_TOKEN-[0-9a-f]{32}/);
+  expect(env).not.toContain(value);
+  const history = await stage.client.workflow.getHandle(runWorkflowId(stdio)).fetchHistory();
   const started = history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0]?.data;
   const input = Buffer.from(started ?? new Uint8Array()).toString();
   expect(input).toContain("MCP_TEST_TOKEN");
-  expect(input).not.toContain("token-value-31337");
+  expect(input).not.toContain(value);
+
+  // An HTTP server's header: never to a host the secret is not bound to, never over plain HTTP.
+  const http = await runCalling("mcp-secret-http", [{ name: "unbound__echo", arguments: { message: "x" } }], {
+    mcpServers: [
+      {
+        name: "unbound",
+        url: "https://mcp.elsewhere.example/mcp",
+        headers: { Authorization: { secret: "MCP_TEST_TOKEN" } },
+      },
+      {
+        name: "plain",
+        url: "http://api.example.com/mcp",
+        headers: { Authorization: { secret: "MCP_TEST_TOKEN" } },
+      },
+    ],
+  });
+  expect((await stage.result(http)).status).toBe("completed");
+  const unavailable = JSON.stringify(
+    (await allEvents(http)).filter((event) => event.type === "mcp_server_unavailable"),
+  );
+  expect(unavailable).toContain(
+    "the secret MCP_TEST_TOKEN is bound to api.example.com, not to mcp.elsewhere.example: its value goes only to the hosts it is bound to",
+  );
+  expect(unavailable).toContain("the secret MCP_TEST_TOKEN is sent over HTTPS only");
+  expect(unavailable).not.toContain(value);
+  await stage.stopWorkers();
+  await stage.startWorker(MCP_WORKER_ENV);
 });
 
 test("a server that announces a changed tool list is listed again; the model sees the new tool from the next turn, across continue-as-new and replay", async () => {
