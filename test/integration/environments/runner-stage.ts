@@ -6,6 +6,7 @@ import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { ServerType } from "@hono/node-server";
+import type { ApiDependencies } from "../../../src/api/route-context";
 import { startApiServer } from "../../../src/api/server";
 import { EnvironmentStore } from "../../../src/environments/store";
 import { McpToolListings } from "../../../src/store/mcp-tool-listings";
@@ -39,11 +40,14 @@ export interface RunnerStage {
   close(): Promise<void>;
 }
 
-export async function createRunnerStage(): Promise<RunnerStage> {
+export async function createRunnerStage(
+  options: { overrides?: Partial<ApiDependencies> } = {},
+): Promise<RunnerStage> {
   const settings = s3Settings();
   const s3 = s3Client();
   const api = await createApiStage({
     overrides: {
+      ...options.overrides,
       environments: {
         store: new EnvironmentStore(s3, settings.bucket, settings.prefix),
         markers: new ToolCallMarkers(s3, settings),
@@ -116,10 +120,13 @@ export async function createRunnerStage(): Promise<RunnerStage> {
  * Registers a suite's hooks around one stage: created before all tests (handed to `ready`), its
  * runners killed and mocks restored after each test, everything closed after all.
  */
-export function useRunnerStage(ready: (stage: RunnerStage) => void): void {
+export function useRunnerStage(
+  ready: (stage: RunnerStage) => void,
+  options: Parameters<typeof createRunnerStage>[0] = {},
+): void {
   let stage: RunnerStage | undefined;
   beforeAll(async () => {
-    stage = await createRunnerStage();
+    stage = await createRunnerStage(options);
     ready(stage);
   }, 240_000);
   afterEach(async () => {
