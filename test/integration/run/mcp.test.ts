@@ -8,13 +8,17 @@
  */
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import * as https from "node:https";
+import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { Worker } from "@temporalio/worker";
 import { type RunSettings, runWorkflowId } from "../../../src/contracts/runs";
 import type { AgentEvent } from "../../../src/core/events";
 import { SecretStore } from "../../../src/tenants/secrets";
+import { createCallCa } from "../../../src/tools/egress-tls";
 import { workspaceFor } from "../../../src/tools/workspace";
 import { LocalKeyWrapper } from "../../../src/vault/key-wrapper";
+import { forwardHttp } from "../../support/forward-http";
 import {
   s3Client,
   s3Settings,
@@ -49,6 +53,14 @@ beforeAll(async () => {
 afterAll(async () => {
   await stage?.close();
 });
+
+/** The vault of this file's tenant: one key (its data key is wrapped once), written where a worker reads it. */
+const vaultKey = randomBytes(32);
+function tenantVault() {
+  const keyFile = join(testTmpDir(), `${uniqueName("vault")}.key`);
+  writeFileSync(keyFile, vaultKey.toString("base64"), { mode: 0o600 });
+  return { keyFile, vault: new SecretStore(s3Client(), s3Settings(), new LocalKeyWrapper(vaultKey)) };
+}
 
 type Call = { name: string; arguments: Record<string, unknown> };
 
@@ -304,10 +316,7 @@ test("tenant secrets by reference: none without a vault; a stdio server gets a p
   );
 
   // A worker with the tenant's vault: the stdio server's variable holds a placeholder, never the value.
-  const key = randomBytes(32);
-  const keyFile = join(testTmpDir(), `${uniqueName("vault")}.key`);
-  writeFileSync(keyFile, key.toString("base64"), { mode: 0o600 });
-  const vault = new SecretStore(s3Client(), s3Settings(), new LocalKeyWrapper(key));
+  const { keyFile, vault } = tenantVault();
   const value = `token-${randomBytes(8).toString("hex")}`;
   await vault.set(
     stage.tenantId,
@@ -355,6 +364,71 @@ test("tenant secrets by reference: none without a vault; a stdio server gets a p
   expect(unavailable).not.toContain(value);
   await stage.stopWorkers();
   await stage.startWorker(MCP_WORKER_ENV);
+});
+
+test("an HTTP server's header carries the tenant's value, put in by the worker, when the server's host is one the secret is bound to", async () => {
+  const everything = await startEverythingHttp();
+  const ca = await createCallCa([]);
+  const seen: string[] = [];
+  const front = https.createServer(
+    {
+      SNICallback: (name, done) =>
+        ca.contextFor(name).then(
+          (context) => done(null, context),
+          (error: Error) => done(error),
+        ),
+    },
+    (request, response) => {
+      seen.push(request.headers.authorization ?? "");
+      forwardHttp(new URL(everything.url), request, response);
+    },
+  );
+  await new Promise<void>((listening) => front.listen(0, "127.0.0.1", listening));
+  const port = (front.address() as AddressInfo).port;
+  const caFile = join(testTmpDir(), `${uniqueName("ca")}.pem`);
+  writeFileSync(caFile, ca.certificatePem);
+  const { keyFile, vault } = tenantVault();
+  const value = `Bearer tracker-${randomBytes(8).toString("hex")}`;
+  await vault.set(
+    stage.tenantId,
+    { name: "TRACKER_TOKEN", hosts: [`mcp.keel.test:${port}`], in: ["header"] },
+    value,
+  );
+  await stage.stopWorkers();
+  await stage.startWorker({
+    ...MCP_WORKER_ENV,
+    KEEL_VAULT_KEY_FILE: keyFile,
+    // The test host resolves to this machine (allowed as a private host) and its CA is trusted.
+    KEEL_MCP_HOSTS: "mcp.keel.test",
+    NODE_OPTIONS: `--require ${join(__dirname, "../../support/resolve-test-hosts.cjs")}`,
+    NODE_EXTRA_CA_CERTS: caFile,
+  });
+  try {
+    const ref = await runCalling(
+      "mcp-secret-header",
+      [{ name: "tracker__echo", arguments: { message: "hi" } }],
+      {
+        mcpServers: [
+          {
+            name: "tracker",
+            url: `https://mcp.keel.test:${port}/mcp`,
+            headers: { Authorization: { secret: "TRACKER_TOKEN" } },
+          },
+        ],
+      },
+    );
+    expect((await stage.result(ref)).status).toBe("completed");
+    const entries = await expectIntactSession(stage, ref);
+    expect(textOf(toolResults(entries)[0]!)).toContain("hi");
+    expect(seen.length).toBeGreaterThan(0);
+    expect(new Set(seen)).toEqual(new Set([value]));
+    expect(JSON.stringify(entries)).not.toContain(value);
+  } finally {
+    await stage.stopWorkers();
+    await stage.startWorker(MCP_WORKER_ENV);
+    await new Promise<void>((closed) => front.close(() => closed()));
+    await everything.stop();
+  }
 });
 
 test("a server that announces a changed tool list is listed again; the model sees the new tool from the next turn, across continue-as-new and replay", async () => {

@@ -1,0 +1,16 @@
+// Preloaded into a worker process by a test (NODE_OPTIONS=--require): names under .keel.test
+// resolve to 127.0.0.1, as a DNS record of a test host would, so a process can reach a local
+// server by a host name a secret is bound to.
+const dns = require("node:dns");
+const lookup = dns.lookup;
+dns.lookup = function testLookup(hostname, options, callback) {
+  const done = typeof options === "function" ? options : callback;
+  const opts = typeof options === "function" || typeof options === "number" ? {} : (options ?? {});
+  if (typeof hostname === "string" && hostname.toLowerCase().endsWith(".keel.test")) {
+    process.nextTick(() =>
+      opts.all ? done(null, [{ address: "127.0.0.1", family: 4 }]) : done(null, "127.0.0.1", 4),
+    );
+    return {};
+  }
+  return lookup.call(this, hostname, options, callback);
+};
