@@ -106,7 +106,7 @@ export function launcherFromConfig(config: WorkerConfig, s3: S3Client): Launcher
   });
 }
 
-/** The worker's MCP connections (KEEL_MCP_SECRETS, KEEL_MCP_HOSTS, KEEL_MCP_MOUNTS); closed at shutdown. */
+/** The worker's MCP connections (KEEL_MCP_HOSTS, KEEL_MCP_MOUNTS); closed at shutdown. */
 export function workerMcpConnections(config: Pick<WorkerConfig, "mcp">): McpConnections {
   return new McpConnections(config.mcp ?? NO_MCP_SETTINGS);
 }

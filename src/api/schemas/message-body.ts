@@ -73,7 +73,7 @@ export interface MessageBodyOptions {
   gitHosts?: GitHosts;
   /** Network "full" is offered to some tenant (KEEL_SANDBOX_NETWORK_FULL is not off); default false. */
   fullNetworkOffered?: boolean;
-  /** Secrets and internal hosts runs' MCP servers may name (KEEL_MCP_SECRETS, KEEL_MCP_HOSTS). */
+  /** Internal hosts runs' MCP servers may name (KEEL_MCP_HOSTS). */
   mcp?: McpPolicy;
 }
 

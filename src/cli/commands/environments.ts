@@ -108,8 +108,8 @@ export const runnerCommand: Command = {
   --snapshots           restore each session's workspace from the API, store it there after each call (an ephemeral host)
   --idle-exit SECONDS   stop after this long without a call (launched runners)
 Commands and the runs' stdio MCP servers run in the bubblewrap sandbox; KEEL_SANDBOX=off runs them unsandboxed
-(a host without user namespaces). KEEL_MCP_SECRETS, KEEL_MCP_HOSTS and KEEL_MCP_MOUNTS apply here as on a worker:
-a server's {secret: NAME} is read from this runner's environment.`,
+(a host without user namespaces). KEEL_MCP_HOSTS and KEEL_MCP_MOUNTS apply here as on a worker; a call's tenant
+secrets (a run's secrets, a server's {secret: NAME}) come with the call from the API and are dropped after it.`,
   async run(argv, context) {
     const parsed = parseCommand(
       argv,
