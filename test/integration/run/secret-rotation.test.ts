@@ -7,19 +7,23 @@
  * never a value. (The bound host is reached through the proxy's test resolver, which a worker
  * process has no setting for: this is the worker's resolution and sandbox policy, in process.)
  */
-import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import * as https from "node:https";
 import type { AddressInfo } from "node:net";
 import { SecretStore } from "../../../src/tenants/secrets";
 import { resolveCallSecrets, SecretsUnavailableError } from "../../../src/tool-calls/call-secrets";
 import { createCallCa } from "../../../src/tools/egress-tls";
-import { DEFAULT_SANDBOX_POLICY, probeSandbox, type SandboxPolicy } from "../../../src/tools/sandbox";
+import {
+  DEFAULT_SANDBOX_POLICY,
+  findExecutable,
+  probeSandbox,
+  type SandboxPolicy,
+} from "../../../src/tools/sandbox";
 import { LocalKeyWrapper } from "../../../src/vault/key-wrapper";
 import { s3Client, s3Settings, uniqueName } from "../../support/integration-env";
 import { makeSandbox, removeSandbox, type Sandbox, textOf } from "../../unit/tools/helpers";
 
-const canRun = probeSandbox().ok && spawnSync("socat", ["-V"]).status === 0;
+const canRun = probeSandbox().ok && findExecutable("socat") !== undefined;
 const maybe = canRun ? describe : describe.skip;
 
 maybe("a call's secrets, resolved fresh by the worker", () => {
@@ -88,10 +92,8 @@ maybe("a call's secrets, resolved fresh by the worker", () => {
     const rotated = await call();
     expect(rotated).toContain("stand-in says hi");
     expect(received).toEqual([`Bearer ${first}`, `Bearer ${second}`]);
-    for (const text of [rotated]) {
-      expect(text).not.toContain(first);
-      expect(text).not.toContain(second);
-    }
+    expect(rotated).not.toContain(first);
+    expect(rotated).not.toContain(second);
 
     await vault.delete(tenant, "ROTATED");
     const deleted = await call();
