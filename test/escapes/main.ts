@@ -7,6 +7,9 @@
  * (the stack did not start, an attempt could not be carried out). docs/escapes.md.
  */
 import { createHash, randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
 import type { S3Client } from "@aws-sdk/client-s3";
 import { createS3Client } from "../../src/store/s3-config";
 import { ChaosApiClient } from "../chaos/api-client";
@@ -15,6 +18,7 @@ import { startAttacker } from "./attacker";
 import type { Attempt } from "./attempt";
 import { ALL_ATTEMPTS } from "./attempts";
 import { ESCAPES_WORKSPACE_MB } from "./attempts/quota";
+import { ATTACKER_SECRET, storeSecretCanaries, VICTIM_SECRET } from "./attempts/secrets";
 import { findTokens, layOutCanaries } from "./canaries";
 import { ATTACKER_TENANT, EscapeContext, type Form, PROBE_TENANT, VICTIM_TENANT } from "./context";
 import { type AttemptRecord, renderMarkdown, summarize, writeEscapeResults } from "./report";
@@ -95,6 +99,14 @@ async function main(): Promise<number> {
     ANTHROPIC_API_KEY: `sk-ant-canary-${randomBytes(16).toString("hex")}`,
     ESCAPES_CANARY_SECRET: `canary-${randomBytes(16).toString("hex")}`,
   };
+  // Tenant secrets' values: stored through the API, held by no process's environment.
+  const tenantSecrets = {
+    [ATTACKER_SECRET]: `tenant-canary-${randomBytes(16).toString("hex")}`,
+    [VICTIM_SECRET]: `tenant-canary-${randomBytes(16).toString("hex")}`,
+  };
+  // The operator's vault key (docs/deploy.md, "Tenant secrets"): a key file, as keel dev has.
+  const vaultKeyFile = join(mkdtempSync(join(tmpdir(), "keel-escapes-vault-")), "vault.key");
+  writeFileSync(vaultKeyFile, randomBytes(32).toString("base64"), { mode: 0o600 });
   // The operator's admin key: the stack serves the admin API, as a deployment with tenants does.
   const operatorKey = `keel-operator-${randomBytes(16).toString("hex")}`;
   const stack = await startChaosStack({
@@ -108,6 +120,7 @@ async function main(): Promise<number> {
       KEEL_ADMIN_KEY_SHA256: createHash("sha256").update(operatorKey).digest("hex"),
       ...operatorEnv(),
       ESCAPES_CANARY_SECRET: secrets.ESCAPES_CANARY_SECRET,
+      KEEL_VAULT_KEY_FILE: vaultKeyFile,
     },
     workerEnv: { OPENAI_API_KEY: secrets.OPENAI_API_KEY, ANTHROPIC_API_KEY: secrets.ANTHROPIC_API_KEY },
   });
@@ -121,6 +134,7 @@ async function main(): Promise<number> {
       new ChaosApiClient(stack.apiUrl, stack.apiKeys[tenant] as string, API_CALL_BOUND_MS);
     const canaries = layOutCanaries(stack.dir, {
       ...secrets,
+      ...tenantSecrets,
       KEEL_S3_SECRET_ACCESS_KEY: stack.s3().settings.secretAccessKey ?? secrets.ESCAPES_CANARY_SECRET,
     });
     const ctx = new EscapeContext(
@@ -135,6 +149,7 @@ async function main(): Promise<number> {
       "victim-session",
       new ChaosApiClient(stack.apiUrl, operatorKey, API_CALL_BOUND_MS),
     );
+    await storeSecretCanaries(ctx, tenantSecrets);
     const victim = await ctx.play(
       ctx.victimSession,
       [[{ name: "bash", arguments: { command: `echo ${canaries.victimContent} > victim.txt && echo ok` } }]],
@@ -186,6 +201,7 @@ async function main(): Promise<number> {
     s3.destroy();
     await attacker.close();
     await stack.close({ keepData: keep });
+    rmSync(dirname(vaultKeyFile), { recursive: true, force: true });
   }
 }
 

@@ -10,6 +10,7 @@ import { quotaAttempts } from "./quota";
 import { raceAttempts } from "./races";
 import { runnerAttempts } from "./runners";
 import { sandboxAttempts } from "./sandbox";
+import { secretAttempts } from "./secrets";
 import { spillAttempts } from "./spill";
 
 export const ALL_ATTEMPTS: readonly Attempt[] = [
@@ -17,6 +18,7 @@ export const ALL_ATTEMPTS: readonly Attempt[] = [
   ...apiAttempts,
   ...adminAttempts,
   ...sandboxAttempts,
+  ...secretAttempts,
   ...quotaAttempts,
   ...raceAttempts,
   ...spillAttempts,
