@@ -482,9 +482,9 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
 }
 
 /** Where the proxy's files appear inside the sandbox (each bound read-only on its own). */
-export const EGRESS_DIR_INSIDE = "/run/keel-egress";
+const EGRESS_DIR_INSIDE = "/run/keel-egress";
 /** The proxy socket's name, in the host folder and inside the sandbox. */
-export const EGRESS_SOCKET_NAME = "proxy.sock";
+const EGRESS_SOCKET_NAME = "proxy.sock";
 /** The call CA's certificate alone (NODE_EXTRA_CA_CERTS adds it to Node's own roots). */
 const CALL_CA_NAME = "call-ca.pem";
 /** The system bundle plus the call CA (also bound over the system bundle's path). */
@@ -502,7 +502,7 @@ const BUNDLE_VARIABLES = [
 ];
 
 /** A fresh placeholder for the secret `name`: what its variable holds inside one call's sandbox. */
-export function placeholderFor(name: string): string {
+function placeholderFor(name: string): string {
   return `keel-placeholder-${name}-${randomBytes(16).toString("hex")}`;
 }
 

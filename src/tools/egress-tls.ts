@@ -137,6 +137,7 @@ let systemRoots: string | undefined;
 /**
  * The certificates a public client trusts on this worker, PEM: the system bundle (`bundleFile`)
  * when present, else Node's own roots. Read once per process.
+ * @public (egress-proxy.ts loads this module lazily, with require, where knip cannot follow)
  */
 export function systemTrustPem(bundleFile: string): string {
   if (systemRoots === undefined) {
@@ -155,6 +156,7 @@ let lastTrust: { extraCaPem?: string; context: tls.SecureContext } | undefined;
  * The TLS context the proxy verifies upstream servers with: the system store plus `extraCaPem`.
  * Parsing the system store takes tens of milliseconds; the context is kept for the next call
  * with the same extra CA (the store is read once per process anyway).
+ * @public (loaded lazily by egress-proxy.ts)
  */
 export function upstreamTrust(bundleFile: string, extraCaPem?: string): tls.SecureContext {
   if (lastTrust?.extraCaPem !== extraCaPem || !lastTrust) {

@@ -127,7 +127,7 @@ export interface SandboxPolicy extends SandboxConfig {
 }
 
 /** Whether the call names tenant secrets (resolved or missing). */
-export function namesSecrets(policy: SandboxPolicy): boolean {
+function namesSecrets(policy: SandboxPolicy): boolean {
   return (policy.secrets?.length ?? 0) > 0 || (policy.missingSecrets?.length ?? 0) > 0;
 }
 

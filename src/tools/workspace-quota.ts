@@ -26,7 +26,7 @@ import { ToolError } from "./tool-error";
  * interval is how far it can overshoot (a tight loop wrote 485 MB in a second here, 120 MB in a
  * quarter), and a small workspace costs `du` a few milliseconds, so four times a second.
  */
-export const QUOTA_POLL_MS = 250;
+const QUOTA_POLL_MS = 250;
 /** A measurement may take at most this share of the time between two (a huge tree is measured less often). */
 const POLL_SHARE = 0.1;
 
@@ -34,7 +34,7 @@ const MIB = 1024 ** 2;
 const mib = (bytes: number): string => `${Math.round((bytes / MIB) * 10) / 10} MB`;
 
 /** The quota of a workspace under `limits`. */
-export const quotaOf = (limits: ProcessLimits): number =>
+const quotaOf = (limits: ProcessLimits): number =>
   limits.workspaceBytes ?? DEFAULT_PROCESS_LIMITS.workspaceBytes ?? Number.POSITIVE_INFINITY;
 
 /**
