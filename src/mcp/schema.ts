@@ -3,12 +3,26 @@
 import { isIP } from "node:net";
 import { z } from "@hono/zod-openapi";
 import { classifyAddress, normalizeHost } from "../net/egress-policy";
-import { secretNameRefusal } from "../vault/types";
+import { SECRET_NAME_PATTERN, secretNameRefusal } from "../vault/types";
 import { MCP_HOSTS_SETTING, type McpPolicy, mcpUrlRefusal } from "./policy";
 import { MCP_SERVER_NAME } from "./tool-names";
 
 /** Most servers one run may name. */
 const MAX_MCP_SERVERS = 10;
+
+/**
+ * A tenant secret's name in a request: checked with the rule's own message, and stated to the
+ * OpenAPI document as the one pattern holding every rule (the API fuzz holds the server to it).
+ */
+export function secretNameSchema() {
+  return z
+    .string()
+    .superRefine((name, ctx) => {
+      const refusal = secretNameRefusal(name);
+      if (refusal) ctx.addIssue({ code: "custom", message: refusal });
+    })
+    .openapi({ pattern: SECRET_NAME_PATTERN.source });
+}
 
 export function mcpServersSchema(policy: McpPolicy = { privateHosts: [] }) {
   // `{secret: NAME}` names one of the tenant's secrets; the route checks that the tenant has it.
@@ -16,13 +30,7 @@ export function mcpServersSchema(policy: McpPolicy = { privateHosts: [] }) {
     z.string().max(4_096),
     z
       .object({
-        secret: z
-          .string()
-          .max(64)
-          .superRefine((name, ctx) => {
-            const refusal = secretNameRefusal(name);
-            if (refusal) ctx.addIssue({ code: "custom", message: refusal });
-          }),
+        secret: secretNameSchema(),
       })
       .strict(),
   ]);

@@ -59,7 +59,7 @@ export interface SecretResolver {
 export const SECRET_NAME = /^[A-Z][A-Z0-9_]{0,63}$/;
 
 /** Names the sandbox sets itself or that steer programs inside it: a secret may not take them. */
-export const RESERVED_NAMES = new Set([
+const RESERVED_NAMES = new Set([
   "PATH",
   "HOME",
   "USER",
@@ -89,7 +89,17 @@ export const RESERVED_NAMES = new Set([
   "AWS_CA_BUNDLE",
   "CARGO_HTTP_CAINFO",
 ]);
-export const RESERVED_PREFIXES = ["KEEL_", "LD_", "LC_", "BASH_", "GIT_", "NPM_CONFIG_"];
+const RESERVED_PREFIXES = ["KEEL_", "LD_", "LC_", "BASH_", "GIT_", "NPM_CONFIG_"];
+
+/**
+ * Every rule of a secret's name as one pattern (not reserved, not a reserved prefix, upper-case),
+ * so request schemas state exactly what is accepted in the OpenAPI document.
+ */
+export const SECRET_NAME_PATTERN = new RegExp(
+  `^(?!(?:${[...RESERVED_NAMES].join("|")})$)(?!(?:${RESERVED_PREFIXES.join("|")}))[A-Z][A-Z0-9_]{0,63}$`,
+);
+export const SECRET_NAME_RULE =
+  "a secret's name is an upper-case environment variable name (A-Z, 0-9, _; at most 64) that the sandbox does not set itself";
 
 /** Why `name` cannot name a secret, or undefined when it can. */
 export function secretNameRefusal(name: string): string | undefined {

@@ -11,8 +11,8 @@ import { VAULT_SETTING_NAMES } from "../../vault/settings";
 import {
   MAX_SECRET_HOSTS,
   MAX_SECRET_VALUE_BYTES,
-  RESERVED_NAMES,
-  RESERVED_PREFIXES,
+  SECRET_NAME_PATTERN,
+  SECRET_NAME_RULE,
   SECRET_PLACEMENTS,
   type SecretPlacement,
   secretNameRefusal,
@@ -29,9 +29,6 @@ import { problemResponses } from "./common";
  * it, a value without line breaks or NUL. The handler checks the same rules again with their own
  * messages (and the value's length in bytes, which no pattern states).
  */
-const NAME_PATTERN = new RegExp(
-  `^(?!(?:${[...RESERVED_NAMES].join("|")})$)(?!(?:${RESERVED_PREFIXES.join("|")}))[A-Z][A-Z0-9_]{0,63}$`,
-);
 const LABEL = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
 const PORT = "(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])";
 const HOST_PATTERN = new RegExp(`^(?:\\*\\.)?(?:${LABEL}\\.)+(?![0-9]+(?::|$))${LABEL}(?::${PORT})?$`);
@@ -41,10 +38,7 @@ const VALUE_PATTERN = /^[^\r\n\x00]+$/;
 const SecretNameParamsSchema = z.object({
   name: z
     .string()
-    .regex(
-      NAME_PATTERN,
-      "a secret's name is an upper-case environment variable name (A-Z, 0-9, _; at most 64) that the sandbox does not set itself",
-    )
+    .regex(SECRET_NAME_PATTERN, SECRET_NAME_RULE)
     .openapi({ param: { name: "name", in: "path" }, example: "GITHUB_TOKEN" }),
 });
 

@@ -8,7 +8,7 @@
 import { z } from "@hono/zod-openapi";
 import { DELIVERY_MODES, POLICY_ACTIONS } from "../../contracts/runs";
 import type { McpPolicy } from "../../mcp/policy";
-import { mcpServersSchema } from "../../mcp/schema";
+import { mcpServersSchema, secretNameSchema } from "../../mcp/schema";
 import { MODEL_SPEC_APIS, modelFromSpec } from "../../providers/model-spec";
 import { ModelUrlPolicy } from "../../providers/model-urls";
 import { MAX_NETWORK_ALLOWLIST, parseAllowlist } from "../../tools/egress-proxy";
@@ -19,7 +19,7 @@ import {
   isLocalGitSource,
   parseGitHosts,
 } from "../../tools/git-source";
-import { MAX_TENANT_SECRETS, secretNameRefusal } from "../../vault/types";
+import { MAX_TENANT_SECRETS } from "../../vault/types";
 import { HOOK_SETS } from "../../workflows/hooks";
 import { agentDefinitionsSchema, RUN_TOOL_NAMES } from "./agents";
 
@@ -289,22 +289,10 @@ export function messageBodySchema(options: MessageBodyOptions) {
       workspace: workspaceSourceSchema(options.allowDirectoryWorkspaces, options.gitHosts).optional(),
       limits: RunLimitsSchema.optional(),
       network: networkPolicySchema(options.fullNetworkOffered ?? false).optional(),
-      secrets: z
-        .array(
-          z
-            .string()
-            .max(64)
-            .superRefine((name, ctx) => {
-              const refusal = secretNameRefusal(name);
-              if (refusal) ctx.addIssue({ code: "custom", message: refusal });
-            }),
-        )
-        .max(MAX_TENANT_SECRETS)
-        .optional()
-        .openapi({
-          description:
-            "Names of the tenant's secrets (PUT /v1/secrets/{name}) the run's tool processes may use: inside the sandbox each is an environment variable holding a placeholder, which the egress proxy replaces with the value only on HTTPS requests to the hosts the secret is bound to (those hosts join the run's network allowlist). 400 for a name the tenant does not have, with network \"full\", or where the deployment has no vault.",
-        }),
+      secrets: z.array(secretNameSchema()).max(MAX_TENANT_SECRETS).optional().openapi({
+        description:
+          "Names of the tenant's secrets (PUT /v1/secrets/{name}) the run's tool processes may use: inside the sandbox each is an environment variable holding a placeholder, which the egress proxy replaces with the value only on HTTPS requests to the hosts the secret is bound to (those hosts join the run's network allowlist). 400 for a name the tenant does not have, with network \"full\", or where the deployment has no vault.",
+      }),
       environment: z
         .string()
         .regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/)
