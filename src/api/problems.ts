@@ -53,6 +53,7 @@ const PROBLEMS = {
   "unsupported-media-type": { status: 415, title: "Unsupported content type" },
   "invalid-schedule": { status: 422, title: "The schedule cannot be made as asked" },
   "invalid-range": { status: 422, title: "The range asked for is not one that can be read" },
+  "unusable-secrets": { status: 422, title: "The run names tenant secrets it cannot use" },
   "idempotency-key-reused": {
     status: 422,
     title: "The Idempotency-Key was used with a different request",

@@ -118,7 +118,7 @@ export function tenantServices(
 }
 
 /**
- * 400 `invalid-request` for a body that names tenant secrets (`secrets`, an MCP server's
+ * 422 `unusable-secrets` for a body (valid by its schema) that names tenant secrets (`secrets`, an MCP server's
  * `{secret: NAME}`) the run could not use: the deployment has no vault, `secrets` with network
  * "full" (the values are injected by the egress proxy, which "full" bypasses), or a name the
  * tenant does not have (a tenant only ever names its own: the check reads the tenant's names,
@@ -134,7 +134,7 @@ export async function refuseUnusableSecrets(
   const named = [...new Set([...secrets, ...secretNamesOf(body.mcpServers ?? [])])];
   if (named.length === 0) return;
   const refuse = (path: string, message: string): never => {
-    throw new ProblemError("invalid-request", `This ${what} ${message}`, { errors: [{ path, message }] });
+    throw new ProblemError("unusable-secrets", `This ${what} ${message}`, { errors: [{ path, message }] });
   };
   const path = secrets.length > 0 ? "secrets" : "mcpServers";
   if (secrets.length > 0 && body.network === "full")

@@ -96,7 +96,7 @@ test("the API refuses an MCP server naming a tenant secret where the deployment 
   const { status, body } = await postMessage(stage.newSession().sessionId, {
     mcpServers: [{ name: "leak", command: "node", env: { K: { secret: "OPENAI_API_KEY" } } }],
   });
-  expect(status).toBe(400);
+  expect(status).toBe(422);
   expect(body.errors).toEqual([
     {
       path: "mcpServers",

@@ -2,7 +2,7 @@
  * Tenant secrets through a run (docs/tools.md, "Secrets"), on the API and a worker that share a
  * vault: a run naming a secret gets a placeholder in its bash call's environment and /proc, never
  * the value; the value is in no stored session entry, export, event, Temporal history, worker log
- * line or exported span. The API refuses (400) a name the tenant does not have (another tenant's
+ * line or exported span. The API refuses (422) a name the tenant does not have (another tenant's
  * included), secrets with network "full", and any secret where it has no vault. A deleted secret's
  * next call ends with the notice that it is not set.
  */
@@ -118,12 +118,12 @@ test("the API refuses names the tenant does not have (another tenant's too), sec
     key: api.keys.b,
     json: { text: "hi", secrets: ["DEPLOY_TOKEN"] },
   });
-  expectProblem(otherTenant, 400, "invalid-request");
+  expectProblem(otherTenant, 422, "unusable-secrets");
   expect(otherTenant.body.detail).toContain("names secrets the tenant does not have: DEPLOY_TOKEN");
   expect(otherTenant.text).not.toContain(value);
 
   const unknown = await runBash("true", { secrets: ["DEPLOY_TOKEN", "NOT_STORED"] });
-  expectProblem(unknown.response, 400, "invalid-request");
+  expectProblem(unknown.response, 422, "unusable-secrets");
   expect(unknown.response.body.errors).toEqual([
     {
       path: "secrets",
@@ -135,7 +135,7 @@ test("the API refuses names the tenant does not have (another tenant's too), sec
   expectProblem(invalid.response, 400, "invalid-request");
 
   const full = await runBash("true", { secrets: ["DEPLOY_TOKEN"], network: "full" });
-  expectProblem(full.response, 400, "invalid-request");
+  expectProblem(full.response, 422, "unusable-secrets");
   expect(full.response.body.detail).toContain('network "full"');
   // Network "full" alone is this tenant's to ask for.
   const fullAlone = await runBash("true", { network: "full" });
@@ -147,14 +147,14 @@ test("the API refuses names the tenant does not have (another tenant's too), sec
     `/v1/sessions/${api.sessionId()}/messages`,
     { json: { text: "hi", secrets: ["DEPLOY_TOKEN"] } },
   );
-  expectProblem(noVault, 400, "invalid-request");
+  expectProblem(noVault, 422, "unusable-secrets");
   expect(noVault.body.detail).toContain("no vault configured");
 
   // An MCP server's {secret} is one of the tenant's too.
   const mcp = await runBash("true", {
     mcpServers: [{ name: "tracker", command: "node", env: { TOKEN: { secret: "NOT_STORED" } } }],
   });
-  expectProblem(mcp.response, 400, "invalid-request");
+  expectProblem(mcp.response, 422, "unusable-secrets");
   expect(mcp.response.body.errors).toEqual([
     {
       path: "mcpServers",
