@@ -144,8 +144,8 @@ function modelAttempts(): Attempt[] {
 /**
  * MCP servers a caller names: a Streamable HTTP server at the attacker's loopback address (the API
  * and the worker's guarded fetch refuse internal hosts the operator did not list), and a stdio
- * server handed the operator's provider key by secret reference (only keys the operator lists in
- * KEEL_MCP_SECRETS may be named) that tries to send it to the attacker.
+ * server handed the operator's provider key by secret reference (a `{secret}` names one of the
+ * tenant's own secrets, and no variable of the worker is one) that tries to send it to the attacker.
  */
 function mcpAttempts(): Attempt[] {
   return [
