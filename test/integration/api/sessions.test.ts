@@ -574,6 +574,8 @@ test("GET /v1/openapi.json documents every route; /healthz answers without a key
       "/v1/sessions/{sessionId}/budget",
       "/v1/sessions/{sessionId}/resume",
       "/v1/usage",
+      "/v1/secrets",
+      "/v1/secrets/{name}",
       "/v1/admin/tenants",
       "/v1/admin/tenants/{tenantId}",
       "/v1/admin/tenants/{tenantId}/keys",
