@@ -7,10 +7,11 @@
  */
 
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { DEV_API_KEY } from "../../../src/cli/dev";
+import { freePort } from "../../../src/cli/devstack/ports";
 import { SCENARIO_HINT } from "../../../src/providers/local-server";
 import { testTmpDir, uniqueName } from "../../support/integration-env";
 import { processesMentioning, projectRoot, runKeel } from "./keel-process";
@@ -147,8 +148,12 @@ function untilEvent(
 let dataDir: string;
 let dev: NpmDev | undefined;
 
-beforeAll(() => {
+beforeAll(async () => {
   dataDir = mkdtempSync(join(testTmpDir(), "keel-npm-dev-"));
+  // The local LLM server's port, remembered in the data folder as keel dev remembers it: a port
+  // of this test's own, so another stack started beside it (on the default 8788) cannot take it
+  // between the two starts.
+  writeFileSync(join(dataDir, "llm-port"), String(await freePort()));
 });
 
 afterAll(async () => {
