@@ -58,6 +58,7 @@ export const MESSAGE_OPTIONS = {
   "workspace-ref": { type: "string" },
   env: { type: "string" },
   mcp: { type: "string", multiple: true },
+  secret: { type: "string", multiple: true },
   agents: { type: "string" },
 } as const;
 
@@ -151,6 +152,8 @@ export function messageBody(
   if (limits) body.limits = limits;
   const mcp = listOption(values.mcp).map(mcpServerFrom);
   if (mcp.length > 0) body.mcpServers = mcp;
+  const secrets = listOption(values.secret);
+  if (secrets.length > 0) body.secrets = [...new Set(secrets)];
   const dir = values["workspace-dir"];
   const git = values["workspace-git"];
   if (typeof dir === "string" && typeof git === "string") {
@@ -258,7 +261,7 @@ async function deliver(
 }
 
 const COMMON_FLAGS =
-  "[--follow [--no-stream]] [--model M] [--system TEXT] [--tools a,b] [--allow|--ask|--deny TOOL[:REGEX]]... [--default-policy allow|ask|deny] [--approval-timeout 10m] [--hooks a,b] [--max-turns N] [--max-tool-calls N] [--max-cost USD] [--max-tokens N] [--workspace-dir DIR | --workspace-git URL [--workspace-ref REF]] [--env NAME] [--mcp NAME=COMMAND…|NAME=URL]... [--agents FILE]";
+  "[--follow [--no-stream]] [--model M] [--system TEXT] [--tools a,b] [--allow|--ask|--deny TOOL[:REGEX]]... [--default-policy allow|ask|deny] [--approval-timeout 10m] [--hooks a,b] [--max-turns N] [--max-tool-calls N] [--max-cost USD] [--max-tokens N] [--workspace-dir DIR | --workspace-git URL [--workspace-ref REF]] [--env NAME] [--mcp NAME=COMMAND…|NAME=URL]... [--secret NAME]... [--agents FILE]";
 
 /** Explains the run options (shown by `keel run --help` and friends). */
 export const RUN_OPTIONS_HELP = `Run options (they apply when the message starts a run):
@@ -282,6 +285,9 @@ export const RUN_OPTIONS_HELP = `Run options (they apply when the message starts
                            an MCP tool server, repeatable: a command the worker starts inside the
                            run's sandbox (the workspace is /workspace), or a Streamable HTTP URL; the
                            model sees its tools as NAME__TOOL (docs/tools.md, "MCP servers")
+  --secret NAME            a tenant secret the run's tool processes may use, repeatable (keel secret
+                           list): inside the sandbox a placeholder, replaced by the egress proxy only
+                           toward the secret's hosts (docs/tools.md, "Secrets")
   --agents FILE            sub-agents the run may delegate to with the task tool (needs task in
                            --tools): a JSON array of {name, description, systemPrompt?, model?,
                            tools?, maxTurns?} (docs/tools.md, "task")

@@ -16,3 +16,11 @@ test("--max-tokens that is not a whole number is a usage error", () => {
   expect(() => messageBody("go", "auto", { "max-tokens": "lots" }, API)).toThrow(UsageError);
   expect(() => messageBody("go", "auto", { "max-tokens": "1.5" }, API)).toThrow(/--max-tokens/);
 });
+
+test("--secret, repeatable, becomes the run's secrets (names only, each once), which the API's schema takes", () => {
+  const body = messageBody("go", "auto", { secret: ["GITHUB_TOKEN", "NPM_TOKEN", "GITHUB_TOKEN"] }, API);
+  expect(body.secrets).toEqual(["GITHUB_TOKEN", "NPM_TOKEN"]);
+  const schema = messageBodySchema({ modelIds: [], allowDirectoryWorkspaces: false });
+  expect(schema.safeParse(body).success).toBe(true);
+  expect(schema.safeParse(messageBody("go", "auto", { secret: ["lower"] }, API)).success).toBe(false);
+});
