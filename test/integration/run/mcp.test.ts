@@ -8,17 +8,15 @@
  */
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import * as https from "node:https";
-import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { Worker } from "@temporalio/worker";
 import { type RunSettings, runWorkflowId } from "../../../src/contracts/runs";
 import type { AgentEvent } from "../../../src/core/events";
 import { SecretStore } from "../../../src/tenants/secrets";
-import { createCallCa } from "../../../src/tools/egress-tls";
 import { workspaceFor } from "../../../src/tools/workspace";
 import { LocalKeyWrapper } from "../../../src/vault/key-wrapper";
 import { forwardHttp } from "../../support/forward-http";
+import { startHttpsStandIn } from "../../support/https-stand-in";
 import {
   s3Client,
   s3Settings,
@@ -368,25 +366,14 @@ test("tenant secrets by reference: none without a vault; a stdio server gets a p
 
 test("an HTTP server's header carries the tenant's value, put in by the worker, when the server's host is one the secret is bound to", async () => {
   const everything = await startEverythingHttp();
-  const ca = await createCallCa([]);
   const seen: string[] = [];
-  const front = https.createServer(
-    {
-      SNICallback: (name, done) =>
-        ca.contextFor(name).then(
-          (context) => done(null, context),
-          (error: Error) => done(error),
-        ),
-    },
-    (request, response) => {
-      seen.push(request.headers.authorization ?? "");
-      forwardHttp(new URL(everything.url), request, response);
-    },
-  );
-  await new Promise<void>((listening) => front.listen(0, "127.0.0.1", listening));
-  const port = (front.address() as AddressInfo).port;
+  const front = await startHttpsStandIn((request, response) => {
+    seen.push(request.headers.authorization ?? "");
+    forwardHttp(new URL(everything.url), request, response);
+  });
+  const port = front.port;
   const caFile = join(testTmpDir(), `${uniqueName("ca")}.pem`);
-  writeFileSync(caFile, ca.certificatePem);
+  writeFileSync(caFile, front.caPem);
   const { keyFile, vault } = tenantVault();
   const value = `Bearer tracker-${randomBytes(8).toString("hex")}`;
   await vault.set(
@@ -426,7 +413,7 @@ test("an HTTP server's header carries the tenant's value, put in by the worker, 
   } finally {
     await stage.stopWorkers();
     await stage.startWorker(MCP_WORKER_ENV);
-    await new Promise<void>((closed) => front.close(() => closed()));
+    await front.close();
     await everything.stop();
   }
 });

@@ -8,11 +8,8 @@
  * process has no setting for: this is the worker's resolution and sandbox policy, in process.)
  */
 import { randomBytes } from "node:crypto";
-import * as https from "node:https";
-import type { AddressInfo } from "node:net";
 import { SecretStore } from "../../../src/tenants/secrets";
 import { resolveCallSecrets, SecretsUnavailableError } from "../../../src/tool-calls/call-secrets";
-import { createCallCa } from "../../../src/tools/egress-tls";
 import {
   DEFAULT_SANDBOX_POLICY,
   findExecutable,
@@ -20,6 +17,7 @@ import {
   type SandboxPolicy,
 } from "../../../src/tools/sandbox";
 import { LocalKeyWrapper } from "../../../src/vault/key-wrapper";
+import { type HttpsStandIn, startHttpsStandIn } from "../../support/https-stand-in";
 import { s3Client, s3Settings, uniqueName } from "../../support/integration-env";
 import { makeSandbox, removeSandbox, type Sandbox, textOf } from "../../unit/tools/helpers";
 
@@ -32,41 +30,30 @@ maybe("a call's secrets, resolved fresh by the worker", () => {
   const tenant = uniqueName("tenant");
   /** The Authorization header of each request the stand-in received. */
   const received: string[] = [];
-  let server: https.Server;
+  let standIn: HttpsStandIn;
   let port: number;
   let sandbox: Sandbox;
   let egressOptions: SandboxPolicy["egressOptions"];
 
   beforeAll(async () => {
-    const publicCa = await createCallCa([]);
-    server = https.createServer(
-      {
-        SNICallback: (name, done) =>
-          publicCa.contextFor(name).then(
-            (context) => done(null, context),
-            (error: Error) => done(error),
-          ),
-      },
-      (request, response) => {
-        received.push(request.headers.authorization ?? "");
-        response.end("stand-in says hi\n");
-      },
-    );
-    await new Promise<void>((listening) => server.listen(0, "127.0.0.1", listening));
-    port = (server.address() as AddressInfo).port;
+    standIn = await startHttpsStandIn((request, response) => {
+      received.push(request.headers.authorization ?? "");
+      response.end("stand-in says hi\n");
+    });
+    port = standIn.port;
     egressOptions = {
       resolve: async (host) => {
         if (!host.endsWith(".test")) throw new Error("ENOTFOUND");
         return ["127.0.0.1"];
       },
       isAllowedAddress: (address) => address === "127.0.0.1",
-      extraCaPem: publicCa.certificatePem,
+      extraCaPem: standIn.caPem,
     };
     sandbox = await makeSandbox();
   });
   afterAll(async () => {
     await removeSandbox(sandbox);
-    await new Promise<void>((closed) => server.close(() => closed()));
+    await standIn.close();
     s3.destroy();
   });
 

@@ -7,7 +7,6 @@
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import type * as http from "node:http";
-import * as https from "node:https";
 import type { AddressInfo } from "node:net";
 import * as net from "node:net";
 import { tmpdir } from "node:os";
@@ -16,11 +15,12 @@ import { Duplex, PassThrough } from "node:stream";
 import * as tls from "node:tls";
 import { type EgressProxy, parseAllowlist, startEgressProxy } from "../../../src/tools/egress-proxy";
 import { createCallCa } from "../../../src/tools/egress-tls";
+import { type HttpsStandIn, startHttpsStandIn } from "../../support/https-stand-in";
 
 describe("secret injection at the egress proxy", () => {
   let dir: string;
   let proxy: EgressProxy;
-  let upstream: https.Server;
+  let upstream: HttpsStandIn;
   let port: number;
   const seen: http.IncomingHttpHeaders[] = [];
   const A = "keel-placeholder-A-00000000000000000000000000000000";
@@ -28,23 +28,12 @@ describe("secret injection at the egress proxy", () => {
   const C = "keel-placeholder-C-22222222222222222222222222222222";
 
   beforeAll(async () => {
-    const publicCa = await createCallCa([]);
-    upstream = https.createServer(
-      {
-        SNICallback: (name, done) =>
-          publicCa.contextFor(name).then(
-            (context) => done(null, context),
-            (error: Error) => done(error),
-          ),
-      },
-      (request, response) => {
-        seen.push(request.headers);
-        request.resume();
-        request.on("end", () => response.end("ok"));
-      },
-    );
-    await new Promise<void>((resolve) => upstream.listen(0, "127.0.0.1", resolve));
-    port = (upstream.address() as AddressInfo).port;
+    upstream = await startHttpsStandIn((request, response) => {
+      seen.push(request.headers);
+      request.resume();
+      request.on("end", () => response.end("ok"));
+    });
+    port = upstream.port;
     dir = mkdtempSync(join(tmpdir(), "keel-egress-"));
     proxy = await startEgressProxy({
       socketPath: join(dir, "proxy.sock"),
@@ -57,13 +46,13 @@ describe("secret injection at the egress proxy", () => {
         { name: "C", value: "value-c", hosts: [`other.example.test:${port}`], in: ["header", "basic-auth"] },
       ],
       placeholders: { A, B, C },
-      extraCaPem: publicCa.certificatePem,
+      extraCaPem: upstream.caPem,
     });
   });
   afterAll(async () => {
     await proxy.close();
     rmSync(dir, { recursive: true, force: true });
-    await new Promise((resolve) => upstream.close(resolve));
+    await upstream.close();
   });
   beforeEach(() => {
     seen.length = 0;
