@@ -16,14 +16,16 @@ import { adminAuth } from "./admin-auth";
 import { allowedMethods, isAllowed, literalMethods } from "./allowed-methods";
 import { bearerAuth, singleTenantOnly } from "./auth";
 import { idempotency } from "./idempotency";
+import { MCP_PATH, mcpEndpoint } from "./mcp-endpoint";
 import { ProblemError, type ProblemSlug, problemResponse } from "./problems";
 import type { ApiDependencies, RouteContext } from "./route-context";
 import { createRouter } from "./router";
 import { adminRoutes } from "./routes/admin";
 import { budgetRoutes } from "./routes/budget";
+import { diffRoutes } from "./routes/diff";
 import { environmentRoutes, registerEnvironmentAuth } from "./routes/environments";
 import { mcpRoutes } from "./routes/mcp";
-import { runRoutes } from "./routes/runs";
+import { messageBodyOptions, runRoutes } from "./routes/runs";
 import { scheduleRoutes } from "./routes/schedules";
 import { secretRoutes } from "./routes/secrets";
 import { sessionRoutes } from "./routes/sessions";
@@ -147,8 +149,9 @@ export function createApp(dependencies: ApiDependencies) {
     if (singleTenant !== undefined) app.use(path, singleTenantOnly(singleTenant));
     app.use(path, limit, idempotency(deps.objects, deps.now, deps.log));
   }
-  // No idempotency records: the routes are PUT, GET and DELETE (and a record would keep the body's digest).
-  for (const path of ["/v1/secrets/*"]) {
+  // No idempotency records: the secrets routes are PUT, GET and DELETE (and a record would keep the
+  // body's digest); an MCP request is a JSON-RPC exchange whose tools pass their own keys on.
+  for (const path of ["/v1/secrets/*", MCP_PATH]) {
     app.use(path, bearerAuth(deps.config.apiKeys, deps.tenants?.keys));
     if (singleTenant !== undefined) app.use(path, singleTenantOnly(singleTenant));
     app.use(path, limit);
@@ -170,6 +173,11 @@ export function createApp(dependencies: ApiDependencies) {
     },
     security: [{ bearer: [] }],
   });
+  // Not in the document: a JSON-RPC endpoint that describes itself (tools/list); docs/integrations.md.
+  app.post(
+    MCP_PATH,
+    mcpEndpoint({ fetch: (request) => app.fetch(request), bodyOptions: messageBodyOptions(deps) }),
+  );
   // Mounted after the middleware above, which therefore runs before every one of them.
   return app
     .route("/", sessionRoutes(deps))
@@ -181,6 +189,7 @@ export function createApp(dependencies: ApiDependencies) {
     .route("/", scheduleRoutes(deps))
     .route("/", environmentRoutes(deps))
     .route("/", mcpRoutes(deps))
+    .route("/", diffRoutes(deps))
     .route("/", adminRoutes(deps))
     .route("/", usageRoutes(deps))
     .route("/", secretRoutes(deps));
