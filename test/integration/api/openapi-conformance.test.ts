@@ -329,6 +329,9 @@ test("every operation's answers match the document", async () => {
   // The session viewer: the page (open, holding no session data), its data, the offline export.
   expect((await call("GET", "/view/sessions/{sessionId}", { sessionId }, { key: null })).status).toBe(200);
   expect((await call("GET", `${SESSION}/view`, { sessionId })).status).toBe(200);
+  // The workspace diff (a session whose run ran no tool: no changes) and an unknown session's.
+  expect((await call("GET", `${SESSION}/diff`, { sessionId })).body.files).toEqual([]);
+  expect((await call("GET", `${SESSION}/diff`, { sessionId: api.sessionId() })).status).toBe(404);
   expect((await call("GET", `${SESSION}/export`, { sessionId }, { query: "?format=html" })).status).toBe(200);
   // Schedules: made paused (every day), read, paused and resumed, fired once by hand, deleted.
   const SCHEDULE = "/v1/schedules/{scheduleId}";

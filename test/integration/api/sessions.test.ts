@@ -556,6 +556,7 @@ test("GET /v1/openapi.json documents every route; /healthz answers without a key
       "/v1/sessions/{sessionId}/labels",
       "/v1/sessions/{sessionId}/messages",
       "/v1/sessions/{sessionId}/mcp-tools",
+      "/v1/sessions/{sessionId}/diff",
       "/v1/sessions/{sessionId}/view",
       "/view/sessions/{sessionId}",
       "/v1/schedules",

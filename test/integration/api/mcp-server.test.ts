@@ -1,0 +1,299 @@
+/**
+ * Keel as an MCP server (`/mcp`) on the real stack (Temporal, S3, worker, local LLM server),
+ * served over HTTP by the API's Node server: the official SDK's client drives a task end to end
+ * (the model writes a file through a tool call; the diff and the transcript show it), the MCP
+ * Inspector's CLI mode lists the tools and calls one as an independent client, requests without
+ * a tenant's key are refused before any MCP handling, another tenant's session is not found
+ * through the tools, and bad arguments are clear errors.
+ */
+import { execFile } from "node:child_process";
+import type { Server } from "node:http";
+import * as path from "node:path";
+import { promisify } from "node:util";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { startApiServer } from "../../../src/api/server";
+import { uniqueName } from "../../support/integration-env";
+import { expectIntactSession } from "../../support/run-harness";
+import { type ApiStage, createApiStage, PROBLEM_JSON } from "./api-stage";
+
+const run = promisify(execFile);
+/** The Inspector's CLI mode; run in its own folder, where it finds its package.json to name itself. */
+const INSPECTOR_CLI = path.join(__dirname, "../../../node_modules/@modelcontextprotocol/inspector-cli/build");
+const TOOLS = [
+  "abort_run",
+  "answer_approval",
+  "get_diff",
+  "get_run",
+  "get_transcript",
+  "list_sessions",
+  "send_message",
+  "start_task",
+  "wait_for_run",
+];
+
+let api: ApiStage;
+let server: Server;
+let mcpUrl: URL;
+const clients: Client[] = [];
+
+beforeAll(async () => {
+  api = await createApiStage();
+  const started = await startApiServer(api.app, 0);
+  server = started.server as Server;
+  mcpUrl = new URL(`http://127.0.0.1:${started.port}/mcp`);
+});
+
+afterAll(async () => {
+  await Promise.all(clients.map((client) => client.close()));
+  server?.closeAllConnections();
+  await new Promise((resolve) => server?.close(resolve));
+  await api?.close();
+});
+
+/** An SDK client connected to `/mcp` with `key` as its bearer token. */
+async function connect(key: string): Promise<Client> {
+  const client = new Client({ name: "keel-test", version: "1.0.0" });
+  const transport = new StreamableHTTPClientTransport(mcpUrl, {
+    requestInit: { headers: { authorization: `Bearer ${key}` } },
+  });
+  await client.connect(transport);
+  clients.push(client);
+  return client;
+}
+
+async function callTool(
+  client: Client,
+  name: string,
+  args: Record<string, unknown>,
+): Promise<CallToolResult> {
+  return (await client.callTool({ name, arguments: args })) as CallToolResult;
+}
+
+const textOf = (result: CallToolResult) =>
+  result.content.map((block) => (block.type === "text" ? block.text : "")).join("\n");
+
+/** A session the model works in: it writes `notes/hello.txt` through the `write` tool, then answers. */
+async function startWritingTask(client: Client): Promise<{ sessionId: string; runId: string }> {
+  const scenario = uniqueName("mcp-write");
+  api.stage.llm.addScenario(scenario, {
+    turns: [
+      {
+        text: "Writing the note.",
+        toolCalls: [
+          { name: "write", arguments: { path: "notes/hello.txt", content: "hello from the model\n" } },
+        ],
+      },
+    ],
+    after: { text: "Wrote notes/hello.txt." },
+  });
+  const started = await callTool(client, "start_task", {
+    text: `[scenario:${scenario}] write a note`,
+    limits: { maxTurns: 5 },
+  });
+  expect(started.isError).toBeFalsy();
+  const answer = started.structuredContent as { sessionId: string; runId: string; delivery: string };
+  expect(answer.delivery).toBe("started");
+  return answer;
+}
+
+/** wait_for_run until it answers something else than `running` (each call waits up to 20 s). */
+async function waitForRun(client: Client, sessionId: string) {
+  for (let attempt = 0; attempt < 4; attempt += 1) {
+    const waited = await callTool(client, "wait_for_run", { sessionId, timeoutSeconds: 20 });
+    expect(waited.isError).toBeFalsy();
+    const answer = waited.structuredContent as {
+      outcome: string;
+      session: { status: string; run: { runId: string; status: string } };
+    };
+    if (answer.outcome !== "running") return answer;
+  }
+  throw new Error(`${sessionId}: still running`);
+}
+
+test("the SDK client starts a task, waits for it, reads its diff and transcript, and steers it", async () => {
+  const client = await connect(api.keys.a);
+  const { tools } = await client.listTools();
+  expect(tools.map((tool) => tool.name).sort()).toEqual(TOOLS);
+  for (const tool of tools) {
+    expect(tool.description?.length).toBeGreaterThan(40);
+    expect(tool.inputSchema.type).toBe("object");
+  }
+  // start_task's schema is the message route's: the catalog's models, the workspace sources.
+  const startTask = tools.find((tool) => tool.name === "start_task");
+  expect(Object.keys(startTask?.inputSchema.properties ?? {})).toEqual(
+    expect.arrayContaining(["text", "sessionId", "workspace", "model", "limits", "agents", "network"]),
+  );
+  expect(startTask?.inputSchema.required).toEqual(["text"]);
+
+  const { sessionId, runId } = await startWritingTask(client);
+  const ended = await waitForRun(client, sessionId);
+  expect(ended.outcome).toBe("ended");
+  expect(ended.session.run).toMatchObject({ runId, status: "completed" });
+
+  const diff = await callTool(client, "get_diff", { sessionId });
+  expect(diff.isError).toBeFalsy();
+  expect(diff.structuredContent).toMatchObject({
+    sessionId,
+    baseEntryId: null,
+    files: [
+      { path: "notes", change: "added", type: "dir" },
+      { path: "notes/hello.txt", change: "added", type: "file" },
+    ],
+    truncated: false,
+  });
+  expect(textOf(diff)).toContain("+++ b/notes/hello.txt");
+  expect(textOf(diff)).toContain("+hello from the model");
+
+  const transcript = await callTool(client, "get_transcript", { sessionId });
+  expect(transcript.isError).toBeFalsy();
+  const text = textOf(transcript);
+  expect(text).toContain("write a note");
+  expect(text).toMatch(/→ write .*notes\/hello\.txt/);
+  expect(text).toContain("Wrote notes/hello.txt.");
+  expect(transcript.structuredContent).toMatchObject({ sessionId, status: "idle" });
+
+  // A follow-up to the idle session starts its next run, which sees the first one's history.
+  const followUp = await callTool(client, "send_message", { sessionId, text: "thanks" });
+  expect(followUp.isError).toBeFalsy();
+  expect(followUp.structuredContent).toMatchObject({ sessionId, delivery: "started" });
+  const second = await waitForRun(client, sessionId);
+  expect(second.session.run.status).toBe("completed");
+  expect(second.session.run.runId).not.toBe(runId);
+  expect(textOf(await callTool(client, "get_transcript", { sessionId }))).toContain("thanks");
+
+  const listed = await callTool(client, "list_sessions", { limit: 1000 });
+  const ids = (listed.structuredContent as { sessions: Array<{ sessionId: string }> }).sessions.map(
+    (session) => session.sessionId,
+  );
+  expect(ids).toContain(sessionId);
+
+  const entries = await expectIntactSession(api.stage, { tenantId: api.tenants.a, sessionId });
+  expect(entries.filter((entry) => entry.type === "message")).toHaveLength(6);
+}, 90_000);
+
+test("the MCP Inspector's CLI lists the tools and calls one with the tenant's key, and is refused without it", async () => {
+  const inspector = (...args: string[]) =>
+    run(process.execPath, ["index.js", mcpUrl.href, "--transport", "http", ...args], {
+      cwd: INSPECTOR_CLI,
+      timeout: 30_000,
+    });
+  const bearer = ["--header", `Authorization: Bearer ${api.keys.a}`];
+  const listed = JSON.parse((await inspector("--method", "tools/list", ...bearer)).stdout) as {
+    tools: Array<{ name: string }>;
+  };
+  expect(listed.tools.map((tool) => tool.name).sort()).toEqual(TOOLS);
+
+  const client = await connect(api.keys.a);
+  const { sessionId } = await startWritingTask(client);
+  const called = JSON.parse(
+    (
+      await inspector(
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "get_run",
+        "--tool-arg",
+        `sessionId=${sessionId}`,
+        ...bearer,
+      )
+    ).stdout,
+  ) as CallToolResult;
+  expect(called.isError).toBeFalsy();
+  expect(called.structuredContent).toMatchObject({ sessionId });
+  await waitForRun(client, sessionId);
+
+  const refused = await inspector("--method", "tools/list").catch(
+    (error: { code: number; stderr: string }) => error,
+  );
+  expect("code" in refused && refused.code).not.toBe(0);
+  expect(String((refused as { stderr: string }).stderr)).toMatch(/401/);
+}, 60_000);
+
+test("/mcp answers 401 before any MCP handling without a tenant's key, and another tenant's session is not found", async () => {
+  const initialize = {
+    jsonrpc: "2.0",
+    id: 1,
+    method: "initialize",
+    params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "x", version: "1" } },
+  };
+  for (const authorization of [undefined, "Bearer not-a-key", `Basic ${api.keys.a}`]) {
+    const response = await fetch(mcpUrl, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        ...(authorization ? { authorization } : {}),
+      },
+      body: JSON.stringify(initialize),
+    });
+    expect(response.status).toBe(401);
+    expect(response.headers.get("content-type")).toBe(PROBLEM_JSON);
+    expect(response.headers.get("www-authenticate")).toContain("Bearer");
+  }
+  // Stateless: no server stream to open (405, as for any method a path does not serve).
+  const stream = await fetch(mcpUrl, { headers: { authorization: `Bearer ${api.keys.a}` } });
+  expect(stream.status).toBe(405);
+  // Not in the OpenAPI document: the endpoint describes itself (tools/list).
+  expect((await api.call("GET", "/v1/openapi.json", { key: null })).body.paths["/mcp"]).toBeUndefined();
+
+  const owner = await connect(api.keys.a);
+  const { sessionId } = await startWritingTask(owner);
+  await waitForRun(owner, sessionId);
+  const stranger = await connect(api.keys.b);
+  for (const [name, args] of [
+    ["get_run", { sessionId }],
+    ["wait_for_run", { sessionId, timeoutSeconds: 1 }],
+    ["get_diff", { sessionId }],
+    ["get_transcript", { sessionId }],
+    ["abort_run", { sessionId }],
+    ["answer_approval", { sessionId, toolCallId: "call_1", decision: "approve" }],
+  ] as const) {
+    const refused = await callTool(stranger, name, args);
+    expect({ name, isError: refused.isError, text: textOf(refused) }).toEqual({
+      name,
+      isError: true,
+      text: expect.stringContaining("404 session-not-found"),
+    });
+  }
+  // The stranger's own start with the owner's session id would be a new session of its own tenant.
+  const listed = await callTool(stranger, "list_sessions", {});
+  expect(JSON.stringify(listed.structuredContent)).not.toContain(sessionId);
+  // The owner's session is unchanged: one run, its messages intact.
+  await expectIntactSession(api.stage, { tenantId: api.tenants.a, sessionId });
+}, 60_000);
+
+test("bad arguments and unknown sessions are clear tool errors, and the server goes on", async () => {
+  const client = await connect(api.keys.a);
+  /** A refusal, whether the SDK answers it as a tool error or a JSON-RPC error. */
+  const refusal = async (name: string, args: Record<string, unknown>) => {
+    const outcome = await callTool(client, name, args).catch((error: Error) => error);
+    if (outcome instanceof Error) return outcome.message;
+    expect({ name, args, isError: outcome.isError }).toEqual({ name, args, isError: true });
+    return textOf(outcome);
+  };
+  expect(await refusal("start_task", {})).toMatch(/text/);
+  expect(
+    await refusal("start_task", { text: "hi", workspace: { type: "git", url: "ssh://example.com/r" } }),
+  ).toMatch(/workspace/);
+  expect(await refusal("start_task", { text: "hi", model: "no-such-model" })).toMatch(/model/);
+  expect(await refusal("wait_for_run", { sessionId: "s", timeoutSeconds: 500 })).toMatch(/timeoutSeconds/);
+  expect(await refusal("get_run", { sessionId: "../etc" })).toMatch(/sessionId/);
+  expect(await refusal("answer_approval", { sessionId: "s", toolCallId: "c", decision: "maybe" })).toMatch(
+    /decision/,
+  );
+  expect(await refusal("no_such_tool", {})).toMatch(/no_such_tool/);
+  // Well-formed but naming nothing: the API's own problems.
+  const unknown = api.sessionId();
+  expect(await refusal("get_run", { sessionId: unknown })).toContain(
+    "No such session (404 session-not-found)",
+  );
+  expect(await refusal("get_diff", { sessionId: unknown })).toContain("404 session-not-found");
+  expect(
+    await refusal("answer_approval", { sessionId: unknown, toolCallId: "call_1", decision: "approve" }),
+  ).toContain("404 session-not-found");
+  expect(await refusal("abort_run", { sessionId: unknown })).toContain("404 session-not-found");
+  // And the server still answers.
+  expect((await client.listTools()).tools).toHaveLength(TOOLS.length);
+}, 30_000);
