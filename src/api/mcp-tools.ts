@@ -6,9 +6,11 @@
  * slug. The tools' input schemas are the routes' own zod schemas where a route has one, so an MCP
  * client is told what the API accepts.
  */
+import { randomUUID } from "node:crypto";
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
+import { sha256Hex } from "../store/digest";
 import { MAX_LIST_LIMIT } from "../store/session-store";
 import type { ViewModel } from "../viewer/view-model";
 import { transcriptSummary } from "./mcp-transcript";
@@ -77,6 +79,15 @@ const sessionPath = (sessionId: string, rest = "") => `/v1/sessions/${encodeURIC
 const idempotencyHeader = (key: string | undefined): Record<string, string> =>
   key === undefined ? {} : { "idempotency-key": key };
 
+/**
+ * The id of a session start_task makes: random, or, for a start with an idempotency key, derived
+ * from the key, so that a retry reaches the same session (and the route's idempotency record,
+ * which is kept per path, answers it as the first).
+ */
+function newSessionId(idempotencyKey: string | undefined): string {
+  return idempotencyKey === undefined ? randomUUID() : `task-${sha256Hex(idempotencyKey).slice(0, 40)}`;
+}
+
 /** Resolves after `ms`, or at once when `signal` aborts. */
 function pause(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
@@ -96,7 +107,7 @@ export function registerKeelTools(server: McpServer, call: ApiCall, bodyOptions:
     {
       title: "Start a coding task",
       description:
-        "Start a coding agent run on Keel: in a new session (omit sessionId; one is made) or in an existing idle session (its history and workspace carry over). `text` is the task. Optional: `workspace` (where the files come from, e.g. {type: 'git', url, ref}), `model`, `limits` ({maxTurns, maxToolCalls, maxCostUsd, maxTokens}), `tools`, `agents`, `network`, `secrets`, `policy` (approvals). Answers the session id and run id at once; the run goes on durably: follow it with wait_for_run, then read get_diff and get_transcript. A session whose run is still live answers a run-busy error: use send_message to steer it.",
+        "Start a coding agent run on Keel: in a new session (omit sessionId; one is made) or in an existing idle session (its history and workspace carry over). `text` is the task. Optional: `workspace` (where the files come from, e.g. {type: 'git', url, ref}), `model`, `limits` ({maxTurns, maxToolCalls, maxCostUsd, maxTokens}), `tools`, `agents`, `network`, `secrets`, `policy` (approvals). With an idempotencyKey and no sessionId, the new session's id is derived from the key, so a retry reaches the same session and starts nothing again. Answers the session id and run id at once; the run goes on durably: follow it with wait_for_run, then read get_diff and get_transcript. A session whose run is still live answers a run-busy error: use send_message to steer it.",
       inputSchema: messageBody.omit({ delivery: true }).extend({
         sessionId: SessionIdSchema.optional().describe(
           "An existing session to continue; omitted: a new session with a random id",
@@ -105,7 +116,7 @@ export function registerKeelTools(server: McpServer, call: ApiCall, bodyOptions:
       }),
     },
     async ({ sessionId, idempotencyKey, ...body }) => {
-      const id = sessionId ?? crypto.randomUUID();
+      const id = sessionId ?? newSessionId(idempotencyKey);
       return viaRoute(
         call("POST", sessionPath(id, "/messages"), {
           json: { ...body, delivery: "reject" },

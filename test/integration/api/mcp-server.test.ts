@@ -16,6 +16,7 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { startApiServer } from "../../../src/api/server";
 import { uniqueName } from "../../support/integration-env";
 import { expectIntactSession } from "../../support/run-harness";
+import { tarGzOf } from "../../support/tar-fixture";
 import { type ApiStage, createApiStage, PROBLEM_JSON } from "./api-stage";
 
 const run = promisify(execFile);
@@ -172,6 +173,127 @@ test("the SDK client starts a task, waits for it, reads its diff and transcript,
   const entries = await expectIntactSession(api.stage, { tenantId: api.tenants.a, sessionId });
   expect(entries.filter((entry) => entry.type === "message")).toHaveLength(6);
 }, 90_000);
+
+/** A session imported with files (a session archive): a user message, an answer, and the workspace. */
+async function importedSessionWithFiles(scenario: string, files: Record<string, string>): Promise<string> {
+  const line = (entry: Record<string, unknown>) => JSON.stringify(entry);
+  const zeroUsage = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0 };
+  const jsonl = [
+    line({ type: "session", version: 3, id: "imported", timestamp: "2026-01-05T10:00:00.000Z", cwd: "" }),
+    line({
+      type: "message",
+      id: "u1",
+      parentId: null,
+      timestamp: "2026-01-05T10:00:01.000Z",
+      message: {
+        role: "user",
+        content: [{ type: "text", text: `[scenario:${scenario}] a project` }],
+        timestamp: 0,
+      },
+    }),
+    line({
+      type: "message",
+      id: "a1",
+      parentId: "u1",
+      timestamp: "2026-01-05T10:00:02.000Z",
+      message: {
+        role: "assistant",
+        content: [{ type: "text", text: "Ready." }],
+        api: "openai-completions",
+        provider: "openai",
+        model: "local-chat",
+        usage: { ...zeroUsage, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
+        stopReason: "stop",
+        timestamp: 0,
+      },
+    }),
+  ].join("\n");
+  const archive = tarGzOf([
+    { path: "session.jsonl", body: `${jsonl}\n` },
+    ...Object.entries(files).map(([name, body]) => ({ path: `workspace/${name}`, body })),
+  ]);
+  const imported = await api.call("POST", "/v1/sessions/import", {
+    body: archive as unknown as string,
+    headers: { "content-type": "application/gzip" },
+  });
+  expect(imported.status).toBe(201);
+  expect(imported.body.workspace.files).toBe(Object.keys(files).length);
+  return imported.body.sessionId as string;
+}
+
+test("start_task continues an existing session with files: the diff shows the edit and the deletion against them", async () => {
+  const client = await connect(api.keys.a);
+  const scenario = uniqueName("mcp-edit");
+  api.stage.llm.addScenario(scenario, {
+    turns: [
+      { text: "(the imported answer)" },
+      {
+        toolCalls: [
+          { name: "edit", arguments: { path: "README.md", oldText: "old line", newText: "new line" } },
+          { name: "bash", arguments: { command: "rm obsolete.txt" } },
+        ],
+      },
+    ],
+    after: { text: "Edited." },
+  });
+  const sessionId = await importedSessionWithFiles(scenario, {
+    "README.md": "# Project\nold line\nkept\n",
+    "obsolete.txt": "remove me\n",
+    "same.txt": "untouched\n",
+  });
+  const started = await callTool(client, "start_task", { sessionId, text: "update the readme" });
+  expect(started.structuredContent).toMatchObject({ sessionId, delivery: "started" });
+  expect((await waitForRun(client, sessionId)).session.run.status).toBe("completed");
+
+  const diff = await callTool(client, "get_diff", { sessionId });
+  const answer = diff.structuredContent as { baseEntryId: string | null; files: unknown[]; patch: string };
+  expect(answer.baseEntryId).toBe("a1");
+  expect(answer.files).toEqual([
+    { path: "obsolete.txt", change: "deleted", type: "file" },
+    { path: "README.md", change: "modified", type: "file" },
+  ]);
+  expect(answer.patch).toContain("--- a/README.md\n+++ b/README.md");
+  expect(answer.patch).toContain("-old line\n+new line\n");
+  expect(answer.patch).toContain("--- a/obsolete.txt\n+++ /dev/null");
+  expect(answer.patch).not.toContain("same.txt");
+  await expectIntactSession(api.stage, { tenantId: api.tenants.a, sessionId });
+}, 60_000);
+
+test("approvals and aborts through the tools; a start retried with its idempotency key starts nothing again", async () => {
+  const client = await connect(api.keys.a);
+  const idempotencyKey = uniqueName("mcp-start");
+  const body = { ...api.waitingRunBody(), idempotencyKey };
+  const first = await callTool(client, "start_task", body);
+  const again = await callTool(client, "start_task", body);
+  expect(again.structuredContent).toEqual(first.structuredContent);
+  const { sessionId, runId } = first.structuredContent as { sessionId: string; runId: string };
+
+  const waiting = await waitForRun(client, sessionId);
+  expect(waiting.outcome).toBe("waiting_approval");
+  const [pending] = (waiting.session.run as unknown as { pendingToolCalls: Array<{ toolCallId: string }> })
+    .pendingToolCalls;
+  // A second task in a session whose run is live is refused (steer it instead).
+  expect(textOf(await callTool(client, "start_task", { sessionId, text: "another" }))).toContain(
+    "409 run-busy",
+  );
+  const approved = await callTool(client, "answer_approval", {
+    sessionId,
+    toolCallId: pending?.toolCallId,
+    decision: "approve",
+  });
+  expect(approved.structuredContent).toEqual({ accepted: true });
+  const ended = await waitForRun(client, sessionId);
+  expect(ended.session.run).toMatchObject({ runId, status: "completed" });
+
+  const second = await callTool(client, "start_task", api.waitingRunBody());
+  const other = (second.structuredContent as { sessionId: string }).sessionId;
+  expect((await waitForRun(client, other)).outcome).toBe("waiting_approval");
+  const aborted = await callTool(client, "abort_run", { sessionId: other, reason: "not needed" });
+  expect(aborted.structuredContent).toMatchObject({ accepted: true });
+  expect((await waitForRun(client, other)).session.run.status).toBe("aborted");
+  for (const id of [sessionId, other])
+    await expectIntactSession(api.stage, { tenantId: api.tenants.a, sessionId: id });
+}, 60_000);
 
 test("the MCP Inspector's CLI lists the tools and calls one with the tenant's key, and is refused without it", async () => {
   const inspector = (...args: string[]) =>
