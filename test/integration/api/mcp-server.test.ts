@@ -18,6 +18,7 @@ import { uniqueName } from "../../support/integration-env";
 import { expectIntactSession } from "../../support/run-harness";
 import { tarGzOf } from "../../support/tar-fixture";
 import { type ApiStage, createApiStage, PROBLEM_JSON } from "./api-stage";
+import { configureLambda, invoke } from "./lambda-events";
 
 const run = promisify(execFile);
 /** The Inspector's CLI mode; run in its own folder, where it finds its package.json to name itself. */
@@ -41,6 +42,7 @@ const clients: Client[] = [];
 
 beforeAll(async () => {
   api = await createApiStage();
+  configureLambda(api);
   const started = await startApiServer(api.app, 0);
   server = started.server as Server;
   mcpUrl = new URL(`http://127.0.0.1:${started.port}/mcp`);
@@ -331,6 +333,41 @@ test("the MCP Inspector's CLI lists the tools and calls one with the tenant's ke
   );
   expect("code" in refused && refused.code).not.toBe(0);
   expect(String((refused as { stderr: string }).stderr)).toMatch(/401/);
+}, 60_000);
+
+test("the Lambda handler serves the same endpoint (API Gateway v2 events): a task started and followed to its end", async () => {
+  let id = 0;
+  const rpc = async (method: string, params: Record<string, unknown>, key: string | null = api.keys.a) => {
+    id += 1;
+    const answer = await invoke({
+      method: "POST",
+      path: "/mcp",
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        ...(key !== null ? { authorization: `Bearer ${key}` } : {}),
+      },
+      body: JSON.stringify({ jsonrpc: "2.0", id, method, params }),
+    });
+    return { status: answer.status, body: JSON.parse(answer.body) };
+  };
+  const listed = await rpc("tools/list", {});
+  expect(listed.status).toBe(200);
+  expect(listed.body.result.tools.map((tool: { name: string }) => tool.name).sort()).toEqual(TOOLS);
+  expect((await rpc("tools/list", {}, null)).status).toBe(401);
+
+  const started = await rpc("tools/call", { name: "start_task", arguments: { text: "via lambda" } });
+  const { sessionId, delivery } = started.body.result.structuredContent;
+  expect(delivery).toBe("started");
+  const waited = await rpc("tools/call", {
+    name: "wait_for_run",
+    arguments: { sessionId, timeoutSeconds: 20 },
+  });
+  expect(waited.body.result.structuredContent).toMatchObject({
+    outcome: "ended",
+    session: { run: { status: "completed" } },
+  });
+  await expectIntactSession(api.stage, { tenantId: api.tenants.a, sessionId });
 }, 60_000);
 
 test("/mcp answers 401 before any MCP handling without a tenant's key, and another tenant's session is not found", async () => {
