@@ -31,7 +31,7 @@ export type ApiCall = (
 ) => Promise<Response>;
 
 /** Longest wait of one `wait_for_run` call: under API Gateway's 30 s limit on a request. */
-export const MAX_WAIT_SECONDS = 25;
+const MAX_WAIT_SECONDS = 25;
 const DEFAULT_WAIT_SECONDS = 20;
 const WAIT_POLL_MS = 500;
 const DEFAULT_TRANSCRIPT_CHARS = 20_000;

@@ -18,11 +18,11 @@ import type { WorkspaceSnapshots } from "./workspace-snapshots";
 /** Largest file whose lines the patch shows (either side). */
 const MAX_FILE_BYTES = 1024 * 1024;
 /** Default bound of the patch text. */
-export const DEFAULT_MAX_PATCH_CHARS = 200_000;
+const DEFAULT_MAX_PATCH_CHARS = 200_000;
 
-export type PathChangeKind = "added" | "modified" | "deleted";
+type PathChangeKind = "added" | "modified" | "deleted";
 
-export interface ChangedPath {
+interface ChangedPath {
   path: string;
   change: PathChangeKind;
   /** What the path is after the change (before it, for a deletion). */
