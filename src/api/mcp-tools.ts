@@ -30,9 +30,13 @@ export type ApiCall = (
   options?: { json?: unknown; headers?: Record<string, string> },
 ) => Promise<Response>;
 
-/** Longest wait of one `wait_for_run` call: under API Gateway's 30 s limit on a request. */
-const MAX_WAIT_SECONDS = 25;
-const DEFAULT_WAIT_SECONDS = 20;
+/**
+ * Longest wait of one `wait_for_run` call. A call answers within it plus one read of the session,
+ * which takes up to about 10 s when no worker answers the run's state query: together under API
+ * Gateway's 30 s limit on a request.
+ */
+const MAX_WAIT_SECONDS = 20;
+const DEFAULT_WAIT_SECONDS = 15;
 const WAIT_POLL_MS = 500;
 const DEFAULT_TRANSCRIPT_CHARS = 20_000;
 const MAX_TRANSCRIPT_CHARS = 100_000;
@@ -162,7 +166,7 @@ export function registerKeelTools(server: McpServer, call: ApiCall, bodyOptions:
     "wait_for_run",
     {
       title: "Wait for a session's run",
-      description: `Wait up to timeoutSeconds (1-${MAX_WAIT_SECONDS}, default ${DEFAULT_WAIT_SECONDS}) for the session's run to need nothing more from Keel. Answers {outcome, session}: outcome "ended" (the run finished: see session.run.status), "waiting_approval" (answer its pendingToolCalls with answer_approval), "paused" (a budget was reached), or "running" when the wait ended first (call again).`,
+      description: `Wait up to timeoutSeconds (1-${MAX_WAIT_SECONDS}, default ${DEFAULT_WAIT_SECONDS}) for the session's run to need nothing more from Keel. Answers {outcome, session}: outcome "ended" (the run finished: see session.run.status), "waiting_approval" (answer its pendingToolCalls with answer_approval), "paused" (a budget was reached), or "running" when the wait ended first (call again). While the run cannot be read (its workers are down: 503) it keeps waiting; a wait that ends so answers that error, and calling again is right.`,
       inputSchema: z.object({
         sessionId: SessionIdSchema,
         timeoutSeconds: z.number().int().min(1).max(MAX_WAIT_SECONDS).default(DEFAULT_WAIT_SECONDS),
@@ -173,6 +177,13 @@ export function registerKeelTools(server: McpServer, call: ApiCall, bodyOptions:
       const deadline = Date.now() + timeoutSeconds * 1000;
       for (;;) {
         const response = await call("GET", sessionPath(sessionId));
+        // 503: the run cannot be read now (no worker answers, Temporal or S3 down): the wait goes
+        // on, and answers the problem only when it ends on one.
+        const transient = response.status === 503 && Date.now() < deadline && !extra.signal.aborted;
+        if (transient) {
+          await pause(WAIT_POLL_MS, extra.signal);
+          continue;
+        }
         if (!response.ok) return problemResult(response);
         const session = (await response.json()) as Json;
         const status = session.status;

@@ -456,3 +456,36 @@ test("bad arguments and unknown sessions are clear tool errors, and the server g
   // And the server still answers.
   expect((await client.listTools()).tools).toHaveLength(TOOLS.length);
 }, 30_000);
+
+test("every worker down while a run waits for approval: the wait answers the 503 problem; once a worker is back the run is approved and ends", async () => {
+  const client = await connect(api.keys.a);
+  const started = await callTool(client, "start_task", api.waitingRunBody());
+  const { sessionId, runId } = started.structuredContent as { sessionId: string; runId: string };
+  expect((await waitForRun(client, sessionId)).outcome).toBe("waiting_approval");
+  await api.stage.stopWorkers();
+  let restarted = false;
+  try {
+    // The run cannot be read (no worker answers its state query): the wait goes on until its
+    // end, then answers the API's 503 problem, which says to retry.
+    const unreadable = await callTool(client, "wait_for_run", { sessionId, timeoutSeconds: 1 });
+    expect(unreadable.isError).toBe(true);
+    expect(textOf(unreadable)).toContain("503 run-not-answering");
+    await api.stage.startWorker();
+    restarted = true;
+  } finally {
+    if (!restarted) await api.stage.startWorker();
+  }
+  const waiting = await waitForRun(client, sessionId);
+  expect(waiting.outcome).toBe("waiting_approval");
+  const [pending] = (waiting.session.run as unknown as { pendingToolCalls: Array<{ toolCallId: string }> })
+    .pendingToolCalls;
+  const approved = await callTool(client, "answer_approval", {
+    sessionId,
+    toolCallId: pending?.toolCallId,
+    decision: "approve",
+  });
+  expect(approved.structuredContent).toEqual({ accepted: true });
+  const ended = await waitForRun(client, sessionId);
+  expect(ended).toMatchObject({ outcome: "ended", session: { run: { runId, status: "completed" } } });
+  await expectIntactSession(api.stage, { tenantId: api.tenants.a, sessionId });
+}, 90_000);
