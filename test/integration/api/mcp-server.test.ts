@@ -223,7 +223,7 @@ async function importedSessionWithFiles(scenario: string, files: Record<string, 
   return imported.body.sessionId as string;
 }
 
-test("start_task continues an existing session with files: the diff shows the edit and the deletion against them", async () => {
+test("start_task continues an existing session with files: the diff shows the edit, the deletion and a binary change against them", async () => {
   const client = await connect(api.keys.a);
   const scenario = uniqueName("mcp-edit");
   api.stage.llm.addScenario(scenario, {
@@ -232,7 +232,7 @@ test("start_task continues an existing session with files: the diff shows the ed
       {
         toolCalls: [
           { name: "edit", arguments: { path: "README.md", oldText: "old line", newText: "new line" } },
-          { name: "bash", arguments: { command: "rm obsolete.txt" } },
+          { name: "bash", arguments: { command: "rm obsolete.txt && printf 'a\\000c' > data.bin" } },
         ],
       },
     ],
@@ -242,6 +242,7 @@ test("start_task continues an existing session with files: the diff shows the ed
     "README.md": "# Project\nold line\nkept\n",
     "obsolete.txt": "remove me\n",
     "same.txt": "untouched\n",
+    "data.bin": "a\u0000b",
   });
   const started = await callTool(client, "start_task", { sessionId, text: "update the readme" });
   expect(started.structuredContent).toMatchObject({ sessionId, delivery: "started" });
@@ -252,8 +253,10 @@ test("start_task continues an existing session with files: the diff shows the ed
   expect(answer.baseEntryId).toBe("a1");
   expect(answer.files).toEqual([
     { path: "obsolete.txt", change: "deleted", type: "file" },
+    { path: "data.bin", change: "modified", type: "file", omitted: "binary" },
     { path: "README.md", change: "modified", type: "file" },
   ]);
+  expect(answer.patch).toContain("diff a/data.bin b/data.bin\n(binary: lines not shown)");
   expect(answer.patch).toContain("--- a/README.md\n+++ b/README.md");
   expect(answer.patch).toContain("-old line\n+new line\n");
   expect(answer.patch).toContain("--- a/obsolete.txt\n+++ /dev/null");
