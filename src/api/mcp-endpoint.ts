@@ -19,7 +19,7 @@ import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/
 import type { Context } from "hono";
 import { type ApiCall, registerKeelTools } from "./mcp-tools";
 import type { ApiEnv } from "./router";
-import type { MessageBodyOptions } from "./schemas";
+import { type MessageBodyOptions, messageBodySchema } from "./schemas";
 
 export const MCP_PATH = "/mcp";
 const SERVER_INFO = { name: "keel", version: "0.1.0" };
@@ -34,6 +34,7 @@ export interface McpEndpointDeps {
 
 /** The handler of `/mcp` (all methods): one stateless MCP exchange per request. */
 export function mcpEndpoint(deps: McpEndpointDeps) {
+  const messageBody = messageBodySchema(deps.bodyOptions);
   return async (c: Context<ApiEnv>): Promise<Response> => {
     const authorization = c.req.header("authorization") ?? "";
     const origin = new URL(c.req.url).origin;
@@ -52,7 +53,7 @@ export function mcpEndpoint(deps: McpEndpointDeps) {
         ),
       );
     const server = new McpServer(SERVER_INFO, { instructions: INSTRUCTIONS });
-    registerKeelTools(server, call, deps.bodyOptions);
+    registerKeelTools(server, call, messageBody);
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
       enableJsonResponse: true,

@@ -18,8 +18,7 @@ import {
   AbortBodySchema,
   ApprovalBodySchema,
   ApprovalParamsSchema,
-  type MessageBodyOptions,
-  messageBodySchema,
+  type messageBodySchema,
   SessionIdSchema,
 } from "./schemas";
 
@@ -103,9 +102,11 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
-export function registerKeelTools(server: McpServer, call: ApiCall, bodyOptions: MessageBodyOptions): void {
-  const messageBody = messageBodySchema(bodyOptions);
+/** The message route's body schema for this deployment, built once (it is not cheap to build). */
+export type MessageBodySchema = ReturnType<typeof messageBodySchema>;
 
+/** Registers the tools on `server` (one per request: see mcp-endpoint.ts). */
+export function registerKeelTools(server: McpServer, call: ApiCall, messageBody: MessageBodySchema): void {
   server.registerTool(
     "start_task",
     {
