@@ -12,8 +12,10 @@
  * it fails.
  */
 import { ApplicationFailure, type Context } from "@temporalio/activity";
+import type { ModelCallFailureDetails } from "../contracts/activities";
 import { FailureType } from "../core/failure-types";
 import { backoffMs, LLM_RETRY } from "../core/retry-policy";
+import { failoverReasonOf } from "../providers/errors";
 import type { ProviderError } from "../providers/types";
 
 /**
@@ -48,23 +50,36 @@ export function tallyBefore(ctx: Context): ModelCallTally {
  * at least the server's `retry-after`; not retried once the call has had
  * `LLM_RETRY.maximumAttempts` provider errors, this one included) or `NonRetryableLlmError`.
  * `attempt` (Temporal's) sets the backoff; `providerErrors` (this one included) where the call stops.
+ * A call that `canFailOver` also stops when its provider's circuit breaker is open. The details
+ * say whether the run may fail over (`ModelCallFailureDetails`).
  */
 export function llmFailure(
   message: string,
   error: ProviderError,
   attempt: number,
   providerErrors: number,
+  canFailOver = false,
 ): ApplicationFailure {
   if (error.kind !== "retryable") {
     return ApplicationFailure.create({ message, type: FailureType.nonRetryableLlm, nonRetryable: true });
   }
-  if (providerErrors >= LLM_RETRY.maximumAttempts) {
-    return ApplicationFailure.create({ message, type: FailureType.retryableLlm, nonRetryable: true });
+  const failover = failoverReasonOf(error);
+  const details: ModelCallFailureDetails[] = [failover ? { failover } : {}];
+  // With another model to go to, a provider its breaker calls down is not asked again.
+  const giveUp = providerErrors >= LLM_RETRY.maximumAttempts || (canFailOver && error.breaker !== undefined);
+  if (giveUp) {
+    return ApplicationFailure.create({
+      message,
+      type: FailureType.retryableLlm,
+      nonRetryable: true,
+      details,
+    });
   }
   return ApplicationFailure.create({
     message,
     type: FailureType.retryableLlm,
     nextRetryDelay: nextRetryDelayMs(attempt, error.retryAfterMs),
+    details,
   });
 }
 
@@ -79,9 +94,10 @@ export function providerErrorFailure(
   carried: ModelCallTally,
   message: string,
   error: ProviderError,
+  canFailOver = false,
 ): { failure: ApplicationFailure; tally: ModelCallTally } {
   const tally = { providerErrors: carried.providerErrors + 1 };
-  const failure = llmFailure(message, error, ctx.info.attempt, tally.providerErrors);
+  const failure = llmFailure(message, error, ctx.info.attempt, tally.providerErrors, canFailOver);
   if (!failure.nonRetryable) ctx.heartbeat(tally);
   return { failure, tally };
 }

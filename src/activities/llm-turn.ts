@@ -9,6 +9,9 @@
  * operator reset the workflow or the activity), the conditional write still finds it and the
  * stored entry wins, as below; only the model call is spent.
  *
+ * A call the workflow switched to another model (failover) records the switch as a
+ * `model_change` entry at `modelChange`, right before its answer: a failed call stores neither.
+ *
  * While the model streams, its deltas go to the run's stream as `message_update` live events
  * (coalesced; never stored: only the final message is). A retried attempt first publishes a
  * `reset`, so clients replace what an earlier attempt showed instead of appending to it.
@@ -24,7 +27,7 @@ import { FailureType } from "../core/failure-types";
 import { CONTEXT_OVERFLOW_PREFIX, FAILED_MARKER, INTERRUPTED_MARKER } from "../core/markers";
 import { type AssistantMessage, type ToolSpec, toolCallsOf } from "../core/messages";
 import { backoffMs, LLM_RETRY } from "../core/retry-policy";
-import { createMessageEntry } from "../core/session-entries";
+import { createMessageEntry, createModelChangeEntry } from "../core/session-entries";
 import type { SessionEntry } from "../core/session-types";
 import { mcpToolSpecs } from "../mcp/tool-names";
 import { withUniqueToolCallIds } from "../providers/tool-call-ids";
@@ -54,6 +57,7 @@ export function llmTurnActivity(deps: ActivityDeps) {
 
     for (const write of input.writesFirst)
       await storeWriteFailures(() => store.putEntry(ref, write.seq, write.entry));
+
     const live = liveEventSink(liveEvents);
     let result: LlmTurnResult;
     try {
@@ -89,6 +93,22 @@ export function llmTurnActivity(deps: ActivityDeps) {
       });
       return undefined;
     }
+  }
+
+  /**
+   * The switch to `model` the workflow asked to record (`modelChange`), written right before the
+   * call's answer, so a call that fails (and goes on to another model) leaves nothing behind.
+   */
+  async function recordModelChange(input: LlmTurnInput, model: ModelInfo): Promise<void> {
+    const at = input.modelChange;
+    if (!at) return;
+    await storeWriteFailures(() =>
+      store.putEntry(
+        { tenantId: input.tenantId, sessionId: input.sessionId },
+        at.seq,
+        createModelChangeEntry(at, model.provider, model.id),
+      ),
+    );
   }
 
   /** The call itself, streaming its deltas to `live` (see the module comment). */
@@ -142,6 +162,7 @@ export function llmTurnActivity(deps: ActivityDeps) {
             onProgress: (progress) =>
               heartbeat({ textChars: progress.textChars, toolCalls: progress.toolCalls }),
             onDelta: update,
+            canFailOver: input.canFailOver === true,
           },
         ),
       carried,
@@ -152,13 +173,20 @@ export function llmTurnActivity(deps: ActivityDeps) {
     const message = withUniqueToolCallIds(outcome.message, toolCallIdsOn(path), input.slot.id);
 
     if (error?.kind === "aborted" || ctx.cancellationSignal.aborted) {
+      await recordModelChange(input, model);
       await storeWriteFailures(() =>
         store.putEntry(ref, input.slot.seq, createMessageEntry(input.slot, interrupted(message))),
       );
       throw new CancelledFailure("the model call was cancelled; its partial answer is stored");
     }
     if (error?.kind === "retryable") {
-      const { failure, tally } = providerErrorFailure(ctx, carried, `${model.id}: ${error.message}`, error);
+      const { failure, tally } = providerErrorFailure(
+        ctx,
+        carried,
+        `${model.id}: ${error.message}`,
+        error,
+        input.canFailOver === true,
+      );
       if (!failure.nonRetryable)
         live.publish({
           type: "retry",
@@ -174,6 +202,7 @@ export function llmTurnActivity(deps: ActivityDeps) {
     if (error?.kind === "context_overflow") {
       // The call is stored as a failed answer (the model is not shown it again) with the usage
       // the server reported: a prompt it took is billed, and the session's usage is the run's.
+      await recordModelChange(input, model);
       const result = await storeWriteFailures(() =>
         store.putEntry(
           ref,
@@ -184,6 +213,7 @@ export function llmTurnActivity(deps: ActivityDeps) {
       return summarize(assistantOf(result.entry, input.slot.id), !result.written, model.contextWindow);
     }
 
+    await recordModelChange(input, model);
     const result = await storeWriteFailures(() =>
       store.putEntry(ref, input.slot.seq, createMessageEntry(input.slot, message)),
     );

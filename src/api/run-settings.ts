@@ -11,7 +11,13 @@ export function runSettingsFrom(
   defaults: RunSettings = DEFAULT_RUN_SETTINGS,
 ): RunSettings {
   const settings: RunSettings = { ...defaults };
-  if (body.model !== undefined) settings.model = body.model;
+  if (body.model !== undefined) {
+    // A list is the first model and the ones a failing turn goes to, in order (each once).
+    const [first, ...fallbacks] = [...new Set(typeof body.model === "string" ? [body.model] : body.model)];
+    if (first !== undefined) settings.model = first;
+    if (fallbacks.length > 0) settings.fallbackModels = fallbacks;
+    else delete settings.fallbackModels;
+  }
   if (body.systemPrompt !== undefined) settings.systemPrompt = body.systemPrompt;
   if (body.tools !== undefined) settings.tools = [...new Set(body.tools)];
   if (body.agents !== undefined) settings.agents = body.agents.map((agent) => ({ ...agent }));

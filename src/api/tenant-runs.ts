@@ -54,7 +54,7 @@ export function withTenantSettings<B extends Pick<MessageBody, "model" | "agents
     merged = { ...(parsed.data as RunFields), ...own } as B;
   }
   const models = [
-    merged.model ?? defaultModel,
+    ...runModels(merged.model ?? defaultModel),
     ...(merged.agents ?? []).flatMap((agent) => agent.model ?? []),
   ];
   for (const model of models) {
@@ -62,6 +62,11 @@ export function withTenantSettings<B extends Pick<MessageBody, "model" | "agents
     if (refusal) throw new ProblemError("model-not-allowed", refusal.message, { setting: refusal.setting });
   }
   return merged;
+}
+
+/** Every model a message's `model` names: one, or the list a failing turn goes down. */
+function runModels(model: string | readonly string[]): readonly string[] {
+  return typeof model === "string" ? [model] : model;
 }
 
 /** The problem each refusal of the start path is answered with (docs/api.md, "Errors"). */

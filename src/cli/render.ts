@@ -123,6 +123,8 @@ export function formatEvent(
       return `  ✗ MCP server ${event.server} unavailable: ${oneLine(event.error, 300)}`;
     case "mcp_tools_changed":
       return `  ⚙ MCP server ${event.server} changed its tools: ${event.tools.length} now`;
+    case "model_fallback":
+      return `  ⇄ model ${event.from} → ${event.to} (${event.reason}${event.error ? `: ${oneLine(event.error, 200)}` : ""})`;
     case "compaction_start":
       return `  ⇣ compacting (${event.reason}, ${event.tokensBefore} tokens)`;
     case "compaction_end":

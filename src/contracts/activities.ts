@@ -10,6 +10,7 @@ import type { ChatReplyTarget, SessionCursor } from "../core/run-types";
 import type { SessionRef } from "../core/session-ref";
 import type { SessionEntry } from "../core/session-types";
 import type { McpServerSettings, McpToolList, McpToolsOfTurn } from "../mcp/types";
+import type { FailoverReason } from "../providers/errors";
 import type { ThinkingLevel } from "../providers/types";
 import type { Isolation, NetworkPolicy } from "../tools/sandbox";
 import type { ReplayClass } from "../tools/types";
@@ -134,6 +135,26 @@ export interface LlmTurnInput extends SessionRef, McpToolsOfTurn {
   writesFirst: EntryWrite[];
   /** The assistant entry this call produces; its parent is the context's leaf. */
   slot: EntrySlot;
+  /**
+   * The run has another model to take the turn (failover): the call is not sent while its
+   * provider's circuit breaker is open, and an error that leaves the breaker open is not retried.
+   */
+  canFailOver?: boolean;
+  /**
+   * The run switched to `model` for this call: a `model_change` entry (with the model's provider)
+   * is written here right before the call's answer (nothing when the call fails); `slot`'s parent
+   * is this entry.
+   */
+  modelChange?: EntrySlot;
+}
+
+/**
+ * The details of a model call's failure (its `ApplicationFailure.details[0]`): why the run may
+ * take the turn to its next model (providers/errors.ts `failoverReasonOf`), absent for an error
+ * no other model would fix.
+ */
+export interface ModelCallFailureDetails {
+  failover?: FailoverReason;
 }
 
 export interface ToolCallSummary {

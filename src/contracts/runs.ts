@@ -70,6 +70,12 @@ interface RunCompactionSettings extends CompactionSettings {
 export interface RunSettings {
   /** Model id from the catalog (src/providers/models.json or KEEL_MODELS_FILE). */
   model: string;
+  /**
+   * Models that take a turn, in order, when the call to the ones before fails in a way retrying
+   * will not fix soon (docs/providers.md, "Failover"). The API's `model: [a, b, c]` is
+   * `model: a, fallbackModels: [b, c]`.
+   */
+  fallbackModels?: string[];
   systemPrompt?: string;
   thinkingLevel: ThinkingLevel;
   /** Names of the built-in tools the model may call (`task` offers the sub-agents: core/agents.ts). */
@@ -187,6 +193,8 @@ export interface CarriedState {
   mcpTools?: McpToolList;
   /** The tenant budget the run's last model call found used up (it pauses before its next turn). */
   tenantBudget?: TenantBudgetHold;
+  /** The model that answered the run's last call, when a failover made it other than `next.model`. */
+  activeModel?: string;
 }
 
 /**

@@ -52,6 +52,13 @@ export type AgentEventBody =
   | { type: "run_paused"; reason: { type: string; [field: string]: unknown }; message: string; until: number }
   /** A paused run goes on (its budget was raised, or someone resumed it), with these budgets (0 = none). */
   | { type: "run_resumed"; maxCostUsd: number; maxTokens: number }
+  /**
+   * The turn's call to `from` failed in a way retrying will not fix soon (`reason`: rate_limit,
+   * overloaded, server_error, connection, circuit_open; `error` says what it answered) and the
+   * turn goes to `to`. `to` back on the run's first model after its provider recovered has
+   * `reason` `recovered`.
+   */
+  | { type: "model_fallback"; from: string; to: string; reason: string; error?: string }
   | { type: "compaction_start"; reason: "threshold" | "overflow"; tokensBefore: number }
   | { type: "compaction_end"; entryId?: string; tokensBefore: number; error?: string }
   | { type: "approval_requested"; toolCallId: string; toolName: string; args: Record<string, unknown> }

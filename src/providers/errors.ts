@@ -1,7 +1,10 @@
 /**
- * Maps anything an SDK call can throw to a {@link ProviderError} a retry policy can act on.
+ * Maps anything an SDK call can throw to a {@link ProviderError} a retry policy can act on, and
+ * says which errors a run fails over on (`failoverReasonOf`) and how they count for a provider's
+ * circuit breaker (`breakerOutcomeOf`).
  */
 import { EGRESS_REFUSED } from "../net/egress-policy";
+import type { BreakerOutcome } from "./circuit-breaker";
 import type { ProviderError } from "./types";
 
 /** Provider wordings of "the prompt does not fit the context window". */
@@ -114,4 +117,36 @@ export function classifyError(error: unknown, signal?: AbortSignal): ProviderErr
   }
   if (bodyType && !RETRYABLE_ERROR_TYPES.has(bodyType)) return { kind: "non_retryable", message };
   return { kind: "retryable", message };
+}
+
+/** Why a call failed in a way that retrying the same provider will not fix soon. */
+export type FailoverReason = "rate_limit" | "overloaded" | "server_error" | "connection" | "circuit_open";
+
+const HTTP_SERVICE_UNAVAILABLE = 503;
+/** Anthropic's "overloaded". */
+const HTTP_OVERLOADED = 529;
+
+/**
+ * Whether a failed call is one the run takes to its next model, and why: every retryable error
+ * (rate limit, overload, 5xx, a timeout, a connection failure or cut stream) once the provider's
+ * breaker is open or the call's retries are spent, and a call not sent because the breaker was
+ * open. A request the provider refused (400, 401/403, 404) or a context overflow is not: the next
+ * provider would be asked the same thing, or the key is the operator's to fix (docs/providers.md,
+ * "Failover").
+ */
+export function failoverReasonOf(error: ProviderError): FailoverReason | undefined {
+  if (error.kind !== "retryable") return undefined;
+  if (error.breaker === "open") return "circuit_open";
+  const { status } = error;
+  if (status === HTTP_TOO_MANY_REQUESTS) return "rate_limit";
+  if (status === HTTP_OVERLOADED || status === HTTP_SERVICE_UNAVAILABLE) return "overloaded";
+  if (status !== undefined && status >= HTTP_SERVER_ERROR) return "server_error";
+  return "connection";
+}
+
+/** How a call's outcome counts for its provider's circuit breaker. */
+export function breakerOutcomeOf(error: ProviderError | undefined): BreakerOutcome {
+  if (error === undefined) return "success";
+  if (error.kind === "aborted") return "neutral";
+  return error.kind === "retryable" ? "failure" : "success";
 }

@@ -8,6 +8,8 @@ import { BoundedCache } from "../core/bounded-cache";
 import type { LlmContext } from "../core/messages";
 import { guardedFetch } from "../net/guarded-fetch";
 import { AnthropicProvider } from "./anthropic";
+import { type BreakerSettings, CircuitBreakers } from "./circuit-breaker";
+import { breakerOutcomeOf } from "./errors";
 import { sdkBaseUrl } from "./model-spec";
 import {
   configuredBaseUrls,
@@ -47,6 +49,8 @@ export interface ProviderConfig {
   modelUrls?: readonly ModelUrlEntry[];
   /** The operator's catalog, whose base URLs get the family's key; default: the built-in models. */
   catalog?: ModelCatalog;
+  /** When a provider endpoint's circuit breaker opens and for how long (circuit-breaker.ts). */
+  breaker?: BreakerSettings;
 }
 
 /** SDK clients kept at once; another is built again when needed (cheap: no connection is held open). */
@@ -90,6 +94,8 @@ export function createProvider(config: ProviderConfig = {}): Provider {
   const fetch = guardedFetch(policy.allowsHost);
   // One SDK client per API, base URL and key; bounded, as an allowlisted URL prefix covers many URLs.
   const instances = new BoundedCache<string, Provider>({ capacity: MAX_CLIENTS });
+  // One breaker per endpoint (API and base URL), whatever key reaches it: an outage is the endpoint's.
+  const breakers = new CircuitBreakers(config.breaker);
 
   /** The connection for `model`, or why there is none. */
   const connectionFor = (model: ModelInfo): AnthropicConnection | string => {
@@ -134,7 +140,20 @@ export function createProvider(config: ProviderConfig = {}): Provider {
         provider = instantiate(model.api, connection);
         instances.set(cacheKey, provider);
       }
-      return provider.complete(model, context, options);
+      const endpoint = `${model.api} ${connection.baseURL ?? "default"}`;
+      // A run with nowhere else to go still sends its call (the breaker only learns from it).
+      if (!breakers.admit(endpoint) && options.canFailOver) {
+        return new OutputBuilder(model, options).failWith({
+          kind: "retryable",
+          breaker: "open",
+          message: `not sent: the circuit breaker of ${model.api} at ${connection.baseURL ?? "its default URL"} is open after repeated failures`,
+        });
+      }
+      const result = await provider.complete(model, context, options);
+      breakers.record(endpoint, breakerOutcomeOf(result.error));
+      if (result.error?.kind === "retryable" && breakers.state(endpoint) !== "closed")
+        return { ...result, error: { ...result.error, breaker: "opened" } };
+      return result;
     },
   };
 }

@@ -55,6 +55,12 @@ export interface CompleteOptions {
   onProgress?: (progress: ProgressInfo) => void;
   /** Every non-empty delta as it arrives, with the index of the content block it extends. */
   onDelta?: (delta: ContentDelta) => void;
+  /**
+   * The caller has another model to go to: while the provider's circuit breaker is open the call
+   * is not sent (an error with `breaker: "open"`). Without it the call is always sent (the
+   * breaker only learns from it): a run with one model keeps trying it.
+   */
+  canFailOver?: boolean;
 }
 
 /** Characters appended to one content block of the message being built. */
@@ -74,6 +80,11 @@ export interface ProviderError {
   /** Server-requested delay before retrying (`retry-after-ms` / `retry-after`). */
   retryAfterMs?: number;
   message: string;
+  /**
+   * The provider's circuit breaker (providers/circuit-breaker.ts) is open: `open` when the call
+   * was not sent for that reason, `opened` when this failure opened it or found it open.
+   */
+  breaker?: "open" | "opened";
 }
 
 /**

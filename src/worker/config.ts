@@ -109,6 +109,10 @@ export function workerConfigFromEnv(env: NodeJS.ProcessEnv): WorkerConfig {
       }),
       env,
       modelUrls,
+      breaker: {
+        failures: values.KEEL_PROVIDER_BREAKER_FAILURES,
+        cooldownMs: values.KEEL_PROVIDER_BREAKER_COOLDOWN_MS,
+      },
     },
     gitHosts,
     ...(values.KEEL_SINGLE_TENANT !== undefined ? { singleTenant: values.KEEL_SINGLE_TENANT } : {}),

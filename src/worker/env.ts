@@ -10,6 +10,7 @@ import { isValidId } from "../core/ids";
 import { TEMPORAL_ENV } from "../core/temporal-settings";
 import { DEFAULT_LAUNCHED_IDLE_SECONDS } from "../environments/launchers/types";
 import { MCP_ENV } from "../mcp/policy";
+import { DEFAULT_BREAKER_SETTINGS } from "../providers/circuit-breaker";
 import { PROVIDER_ENV } from "../providers/settings";
 import { S3_ENV } from "../store/s3-config";
 import { DEFAULT_SNAPSHOT_MAX_BYTES } from "../store/workspace-snapshots";
@@ -87,6 +88,22 @@ export const WORKER_ENV = {
     .nonnegative()
     .default(60)
     .describe("On SIGTERM, how long in-flight activities get to finish before they are cancelled."),
+  KEEL_PROVIDER_BREAKER_FAILURES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(DEFAULT_BREAKER_SETTINGS.failures)
+    .describe(
+      'Failover-class errors in a row (rate limit, overload, 5xx, connection) that open a model provider\'s circuit breaker in this worker (docs/providers.md, "Failover").',
+    ),
+  KEEL_PROVIDER_BREAKER_COOLDOWN_MS: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(DEFAULT_BREAKER_SETTINGS.cooldownMs)
+    .describe(
+      "How long an open circuit breaker keeps a run's calls away from its provider before one probe call is let through, in milliseconds.",
+    ),
   KEEL_OPENAI_STREAM: booleanFlag.optional().describe("Stream OpenAI-API responses (default true)."),
   KEEL_OPENAI_TIMEOUT_MS: milliseconds
     .optional()

@@ -16,6 +16,7 @@ import {
 } from "@temporalio/workflow";
 import type { LlmTurnResult } from "../contracts/activities";
 import { type RunInput, type RunResult, sessionCwd, startedStatus } from "../contracts/runs";
+import { FailureType } from "../core/failure-types";
 import { EMPTY_RESPONSE_NUDGE, INTERRUPTED_TOOL_RESULT_TEXT } from "../core/markers";
 import { hooksNamed } from "./hooks";
 import { PATCHES, takesPatch } from "./patches";
@@ -44,7 +45,13 @@ import {
   writeEntries,
 } from "./run/lifecycle";
 import { listMcpServers } from "./run/mcp";
-import { callModel, closeInterruptedCall, compactAfterOverflow, compactNow } from "./run/model-calls";
+import {
+  callModel,
+  callModelFailingOver,
+  closeInterruptedCall,
+  compactAfterOverflow,
+  compactNow,
+} from "./run/model-calls";
 import { pauseAtBudget } from "./run/pause";
 import { createRunRecord, emit, newSlot, pushPending, queuedCount, recordModelUsage } from "./run/state";
 import { openRunStream } from "./run/stream";
@@ -145,13 +152,24 @@ async function runTurns(ctx: RunContext, input: RunInput): Promise<RunResult> {
       await compactNow(ctx, "threshold");
     }
 
-    const slot = newSlot(run);
+    let slot = newSlot(run);
     let result: LlmTurnResult;
     try {
-      result = await callModel(ctx, slot, writesFirst);
+      // Only a run with fallback models can fail over (and records the patch's marker).
+      if (run.settings.fallbackModels?.length && takesPatch(PATCHES.providerFailover, ctx.runVersion)) {
+        const called = await callModelFailingOver(ctx, slot, writesFirst);
+        if (called.kind === "all_failed") {
+          run.error = { type: FailureType.retryableLlm, message: called.reason };
+          return await failRun(ctx, called.reason);
+        }
+        ({ result, slot } = called);
+      } else {
+        result = await callModel(ctx, slot, writesFirst);
+      }
     } catch (error) {
       const why = stoppedBy(run, error);
-      await closeInterruptedCall(ctx, slot);
+      // A call that failed over closes at the slot of its last model.
+      await closeInterruptedCall(ctx, ctx.modelCall?.slot ?? slot);
       if (why === "abort") return abortRun(ctx);
       run.needsModel = false;
       continue;

@@ -79,6 +79,11 @@ export const PATCHES = {
    * an error result, no child.
    */
   subAgentShares: { id: "sub-agent-shares", addedIn: UNRELEASED },
+  /**
+   * A run with fallback models takes a turn whose call failed in a way retrying will not fix soon
+   * to its next model (run/model-calls.ts `callModelFailingOver`).
+   */
+  providerFailover: { id: "provider-failover", addedIn: UNRELEASED },
 } as const satisfies Record<string, PatchRecord>;
 
 /**

@@ -242,6 +242,9 @@ function oneLinePattern(modelUrls: ModelUrlPolicy): RegExp {
   return new RegExp(`^(${forms.join("|")})$`);
 }
 
+/** Models a run may name in order of preference (`model: [first, fallback, …]`). */
+export const MAX_RUN_MODELS = 5;
+
 /** The body of `POST …/messages` for a deployment's catalog and workspace policy. */
 export function messageBodySchema(options: MessageBodyOptions) {
   const [firstModel, ...otherModels] = options.modelIds;
@@ -278,10 +281,12 @@ export function messageBodySchema(options: MessageBodyOptions) {
     .object({
       text: z.string().min(1).max(MAX_MESSAGE_TEXT_CHARS),
       delivery: DeliveryModeSchema.default("auto"),
-      model: model.optional().openapi({
-        description:
-          "Model id from the catalog, or a model named in one line: openai-compatible:<model>@<base URL> (also openai-responses:, anthropic-compatible:); the base URL must be one the operator allows (its configured base URLs, the catalog's, KEEL_MODEL_URLS)",
-      }),
+      model: z
+        .union([model, z.array(model).min(1).max(MAX_RUN_MODELS)])
+        .optional()
+        .openapi({
+          description: `Model id from the catalog, or a model named in one line: openai-compatible:<model>@<base URL> (also openai-responses:, anthropic-compatible:); the base URL must be one the operator allows (its configured base URLs, the catalog's, KEEL_MODEL_URLS). A list (at most ${MAX_RUN_MODELS}) names the models in order of preference: a turn whose call fails in a way retrying will not fix soon (rate limit, overload, 5xx, an outage) is taken by the next (docs/providers.md, "Failover").`,
+        }),
       systemPrompt: z.string().max(MAX_SYSTEM_PROMPT_CHARS).optional(),
       tools: z.array(z.enum(RUN_TOOL_NAMES)).max(RUN_TOOL_NAMES.length).optional(),
       agents: agentDefinitionsSchema(model).optional(),

@@ -40,7 +40,7 @@ const POLICY_ACTIONS: readonly PolicyAction[] = ["allow", "ask", "deny"];
 export const MESSAGE_OPTIONS = {
   follow: { type: "boolean", short: "f", default: false },
   "no-stream": { type: "boolean", default: false },
-  model: { type: "string", short: "m" },
+  model: { type: "string", short: "m", multiple: true },
   system: { type: "string" },
   tools: { type: "string" },
   allow: { type: "string", multiple: true },
@@ -138,7 +138,10 @@ export function messageBody(
   apiUrl: string,
 ): MessageBody {
   const body: MessageBody = { text, delivery };
-  if (typeof values.model === "string") body.model = values.model;
+  // Repeated, the models in order of preference: a failing turn goes to the next (docs/providers.md).
+  const models = listOption(values.model);
+  if (models.length === 1) body.model = models[0];
+  else if (models.length > 1) body.model = models;
   if (typeof values.system === "string") body.systemPrompt = values.system;
   const tools = commaList(values.tools);
   if (tools) body.tools = tools;
@@ -261,11 +264,12 @@ async function deliver(
 }
 
 const COMMON_FLAGS =
-  "[--follow [--no-stream]] [--model M] [--system TEXT] [--tools a,b] [--allow|--ask|--deny TOOL[:REGEX]]... [--default-policy allow|ask|deny] [--approval-timeout 10m] [--hooks a,b] [--max-turns N] [--max-tool-calls N] [--max-cost USD] [--max-tokens N] [--workspace-dir DIR | --workspace-git URL [--workspace-ref REF]] [--env NAME] [--mcp NAME=COMMAND…|NAME=URL]... [--secret NAME]... [--agents FILE]";
+  "[--follow [--no-stream]] [--model M]... [--system TEXT] [--tools a,b] [--allow|--ask|--deny TOOL[:REGEX]]... [--default-policy allow|ask|deny] [--approval-timeout 10m] [--hooks a,b] [--max-turns N] [--max-tool-calls N] [--max-cost USD] [--max-tokens N] [--workspace-dir DIR | --workspace-git URL [--workspace-ref REF]] [--env NAME] [--mcp NAME=COMMAND…|NAME=URL]... [--secret NAME]... [--agents FILE]";
 
 /** Explains the run options (shown by `keel run --help` and friends). */
 export const RUN_OPTIONS_HELP = `Run options (they apply when the message starts a run):
-  --model M, -m M          model id from the catalog (default: the server's)
+  --model M, -m M          model id from the catalog (default: the server's); repeat it to name
+                           models a turn fails over to, in order (--model A --model B)
   --system TEXT            system prompt
   --tools a,b              built-in tools the run may use (read, write, edit, bash, grep, find, ls)
   --allow/--ask/--deny TOOL[:REGEX]

@@ -21,7 +21,7 @@ export interface RunContext {
    * The model call under way: what a failure or an interruption must close (its user messages and
    * its slot). Opened and settled by `run/model-calls.ts`, closed by `closeModelCall`.
    */
-  modelCall?: { slot: EntrySlot; writesFirst: EntryWrite[] };
+  modelCall?: { slot: EntrySlot; writesFirst: EntryWrite[]; model?: string };
   /** Task queue of the worker holding the workspace, once claimed (claimed once per run). */
   workspaceQueue?: Promise<string>;
   /** This run's openSession created the session, and no workspace claim was made since. */

@@ -7,7 +7,7 @@ import type { EntrySlot, EntryWrite } from "../../contracts/activities";
 import type { QueuedMessage } from "../../contracts/runs";
 import { FAILED_MARKER, INTERRUPTED_MARKER } from "../../core/markers";
 import type { AssistantMessage, ToolResultMessage } from "../../core/messages";
-import { createMessageEntry } from "../../core/session-entries";
+import { createMessageEntry, createModelChangeEntry } from "../../core/session-entries";
 import { emptyUsage } from "../../core/usage";
 import { type BatchCall, emit, newSlot, type RunRecord } from "./state";
 
@@ -79,4 +79,13 @@ export function unansweredAssistant(
     timestamp,
   };
   return { seq: slot.seq, entry: createMessageEntry(slot, message) };
+}
+
+/**
+ * The switch to `model` of a call closed before the model was asked (an abort while failing over):
+ * the activity writes it with the model's provider once the model answered; closing without an
+ * answer writes it as the run's (provider `keel`, like the unanswered answer after it).
+ */
+export function unaskedModelChange(slot: EntrySlot, model: string): EntryWrite {
+  return { seq: slot.seq, entry: createModelChangeEntry(slot, "keel", model) };
 }

@@ -104,7 +104,7 @@ export async function closeModelCall(
   const { run } = ctx;
   await writeEntries(ctx, [
     ...call.writesFirst,
-    unansweredAssistant(call.slot, run.next.model, answer, run.clock.now()),
+    unansweredAssistant(call.slot, call.model ?? run.next.model, answer, run.clock.now()),
   ]);
   ctx.modelCall = undefined;
 }

@@ -6,9 +6,25 @@ import { CancellationScope } from "@temporalio/workflow";
 import type { EntrySlot, EntryWrite, LlmTurnResult } from "../../contracts/activities";
 import { mcpToolsForTurn } from "../../mcp/tool-names";
 import type { RunContext } from "./context";
+import { unaskedModelChange } from "./entries";
+import {
+  allModelsFailedReason,
+  type FailoverCause,
+  failoverCauseOf,
+  sessionModel,
+  turnModels,
+} from "./failover";
 import { cancellable, closeModelCall } from "./lifecycle";
 import { emit, newSlot, releaseSlot } from "./state";
 import { taskAgentsFor } from "./task-calls";
+
+/** Which model a call asks and how (failover): by default the run's next model, no failover. */
+interface CallChoice {
+  model: string;
+  canFailOver: boolean;
+  /** The slot of the `model_change` entry that records a switch to `model` (before `slot`). */
+  modelChange?: EntrySlot;
+}
 
 /**
  * The turn's model call, cancellable by abort and interrupt; it writes the turn's user messages
@@ -20,16 +36,21 @@ export async function callModel(
   ctx: RunContext,
   slot: EntrySlot,
   writesFirst: EntryWrite[],
+  choice: CallChoice = { model: ctx.run.next.model, canFailOver: false },
 ): Promise<LlmTurnResult> {
   const { run } = ctx;
-  ctx.modelCall = { slot, writesFirst };
+  const { model, canFailOver, modelChange } = choice;
+  // Closed without an answer, a switched call still records its switch (the slot before `slot`).
+  ctx.modelCall = modelChange
+    ? { slot, writesFirst: [...writesFirst, unaskedModelChange(modelChange, model)], model }
+    : { slot, writesFirst, ...(model !== run.next.model ? { model } : {}) };
   emit(run, { type: "message_start", role: "assistant", entryId: slot.id });
   const result = await cancellable(ctx, () =>
-    ctx.llm.llmTurn.executeWithOptions({ summary: `llm ${run.next.model} turn ${run.turn}` }, [
+    ctx.llm.llmTurn.executeWithOptions({ summary: `llm ${model} turn ${run.turn}` }, [
       {
         ...run.ref,
         turn: run.turn,
-        model: run.next.model,
+        model,
         systemPrompt: run.settings.systemPrompt,
         thinkingLevel: run.next.thinkingLevel,
         tools: run.settings.tools,
@@ -37,6 +58,8 @@ export async function callModel(
         agents: taskAgentsFor(run.settings),
         writesFirst,
         slot,
+        ...(canFailOver ? { canFailOver } : {}),
+        ...(modelChange ? { modelChange } : {}),
       },
     ]),
   );
@@ -46,6 +69,68 @@ export async function callModel(
     result.errorKind === "context_overflow" && !result.overflowStored ? { slot, writesFirst: [] } : undefined;
   ctx.stream.publishLive(result.live);
   return result;
+}
+
+/** A turn's call after failover: the answer and its slot, or why every model failed. */
+export type FailedOverCall =
+  | { kind: "answered"; result: LlmTurnResult; slot: EntrySlot }
+  | { kind: "all_failed"; reason: string };
+
+/**
+ * The turn's model call on the run's models in order (run/failover.ts): a call that fails in a way
+ * retrying will not fix soon (its provider's breaker open, its retries spent) goes to the next
+ * model, on the same place in the session (nothing was stored at its slot). A switch of the
+ * session's model is recorded before the answer (a `model_change` entry) and in the events
+ * (`model_fallback`). An abort or interruption, or any other failure, ends the call as
+ * `callModel` does; when every model failed, the run fails naming each model's error.
+ */
+export async function callModelFailingOver(
+  ctx: RunContext,
+  slot: EntrySlot,
+  writesFirst: EntryWrite[],
+): Promise<FailedOverCall> {
+  const { run } = ctx;
+  const models = turnModels(run);
+  const failures: { model: string; cause: FailoverCause }[] = [];
+  let at = slot;
+  for (const [index, model] of models.entries()) {
+    const from = sessionModel(run);
+    const modelChange = model !== from ? at : undefined;
+    const callSlot = modelChange ? newSlot(run) : at;
+    const canFailOver = index < models.length - 1;
+    try {
+      const result = await callModel(ctx, callSlot, writesFirst, { model, canFailOver, modelChange });
+      if (modelChange) {
+        const failed = failures.at(-1)?.cause;
+        emit(run, {
+          type: "model_fallback",
+          from,
+          to: model,
+          reason: failed?.reason ?? "recovered",
+          ...(failed ? { error: failed.message } : {}),
+        });
+      }
+      run.activeModel = model;
+      return { kind: "answered", result, slot: callSlot };
+    } catch (error) {
+      const cause = failoverCauseOf(error);
+      if (cause === undefined || run.cancelling !== undefined) throw error;
+      failures.push({ model, cause });
+      emit(run, { type: "message_end", role: "assistant", entryId: callSlot.id });
+      // Nothing is stored at the call's slots (a failed call writes no answer): handed back.
+      releaseSlot(run, callSlot);
+      if (modelChange) releaseSlot(run, modelChange);
+      at = newSlot(run);
+      ctx.modelCall = { slot: at, writesFirst, ...(model !== run.next.model ? { model } : {}) };
+      if (run.abortReason !== undefined) {
+        // Aborted while failing over: the call closes unanswered, no other model is asked.
+        run.cancelling = { kind: "abort", reason: run.abortReason };
+        throw error;
+      }
+      if (!canFailOver) return { kind: "all_failed", reason: allModelsFailedReason(failures) };
+    }
+  }
+  throw new Error("a turn with no model to call");
 }
 
 /**
@@ -82,10 +167,11 @@ export async function compactNow(ctx: RunContext, reason: "threshold" | "overflo
   emit(run, { type: "compaction_start", reason, tokensBefore: run.contextTokens });
   const slot = newSlot(run);
   const result = await CancellationScope.nonCancellable(() =>
-    ctx.llm.compact.executeWithOptions({ summary: `compact ${run.next.model} (${reason})` }, [
+    ctx.llm.compact.executeWithOptions({ summary: `compact ${sessionModel(run)} (${reason})` }, [
       {
         ...run.ref,
-        model: run.next.model,
+        // After a failover, the model the session is on (the run's first may be down).
+        model: sessionModel(run),
         reserveTokens: run.settings.compaction.reserveTokens,
         keepRecentTokens: run.settings.compaction.keepRecentTokens,
         slot,

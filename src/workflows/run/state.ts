@@ -92,6 +92,11 @@ export interface RunRecord {
   emptyResponses: number;
   /** Model and thinking level of the next call; hooks may change them between turns. */
   next: NextTurnSettings;
+  /**
+   * The model the session is on: the one that last answered (or was switched to) in this run;
+   * undefined until a failover switched it, when it is `next.model`.
+   */
+  activeModel?: string;
   /** Tool results are waiting for the model. */
   needsModel: boolean;
   /** Context size the model last reported, and its window (the compaction check needs both). */
@@ -159,6 +164,7 @@ export function createRunRecord(input: RunInput, clock: RunClock): RunRecord {
     usage: carried?.usage ?? emptyUsage(),
     emptyResponses: carried?.emptyResponses ?? 0,
     next: carried?.next ?? { model: settings.model, thinkingLevel: settings.thinkingLevel },
+    ...(carried?.activeModel !== undefined ? { activeModel: carried.activeModel } : {}),
     needsModel: carried?.needsModel ?? false,
     contextTokens: carried?.contextTokens ?? 0,
     contextWindow: carried?.contextWindow ?? 0,

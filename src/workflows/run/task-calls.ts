@@ -76,11 +76,13 @@ export function childSettings(
   share: ChildShare,
   depth = 1,
 ): RunSettings {
-  const { chatReply: _chatReply, agents, systemPrompt: _systemPrompt, ...kept } = parent;
+  const { chatReply: _chatReply, agents, systemPrompt: _systemPrompt, fallbackModels, ...kept } = parent;
   const tools = childTools(parent.tools, agent, depth);
   return {
     ...kept,
+    // An agent without a model of its own takes the parent's, with the models it fails over to.
     model: agent.model ?? parent.model,
+    ...(agent.model === undefined && fallbackModels !== undefined ? { fallbackModels } : {}),
     ...(agent.systemPrompt !== undefined ? { systemPrompt: agent.systemPrompt } : {}),
     ...(agents !== undefined && tools.includes(TASK_TOOL_NAME) ? { agents } : {}),
     tools,

@@ -36,6 +36,7 @@ export function carry(run: RunRecord): CarriedState {
     recentDeliveries: run.recentDeliveries,
     ...(run.mcpTools ? { mcpTools: run.mcpTools } : {}),
     ...(run.tenantBudget ? { tenantBudget: run.tenantBudget } : {}),
+    ...(run.activeModel !== undefined ? { activeModel: run.activeModel } : {}),
   };
 }
 
