@@ -135,9 +135,11 @@ export function llmTurnActivity(deps: ActivityDeps) {
       }
     }
 
-    const entries = await entriesBefore(store, ref, input.slot.seq);
-    const path = pathOf(entries, input.slot.parentId);
-    const messages = modelMessages(entries, input.slot.parentId);
+    // A switch's `model_change` entry is written with the answer: the context ends before it.
+    const before = input.modelChange ?? input.slot;
+    const entries = await entriesBefore(store, ref, before.seq);
+    const path = pathOf(entries, before.parentId);
+    const messages = modelMessages(entries, before.parentId);
     const tools = input.tools.flatMap((name) => {
       const tool = toolNamed(name);
       return tool ? [tool] : [];

@@ -136,8 +136,8 @@ export interface LlmTurnInput extends SessionRef, McpToolsOfTurn {
   /** The assistant entry this call produces; its parent is the context's leaf. */
   slot: EntrySlot;
   /**
-   * The run has another model to take the turn (failover): the call is not sent while its
-   * provider's circuit breaker is open, and an error that leaves the breaker open is not retried.
+   * The run has models to fail over to (a list): the call is not sent while its provider's
+   * circuit breaker is open, and an error that leaves the breaker open is not retried.
    */
   canFailOver?: boolean;
   /**

@@ -284,14 +284,16 @@ export function slowEchoScenario(stage: RunStage, name: string, latencyMs: numbe
 
 /**
  * A run stage for one test file: created before its tests, closed after. By default one worker
- * serves the whole file; with `workersPerTest` each test starts the workers it needs (to kill them,
+ * serves the whole file (started with `workerEnv`); with `workersPerTest` each test starts the workers it needs (to kill them,
  * or to give them other settings) and every worker is stopped after each test.
  */
-export function runStageForSuite(options: { workersPerTest?: boolean } = {}): () => RunStage {
+export function runStageForSuite(
+  options: { workersPerTest?: boolean; workerEnv?: Record<string, string> } = {},
+): () => RunStage {
   let stage: RunStage | undefined;
   beforeAll(async () => {
     stage = await createRunStage();
-    if (!options.workersPerTest) await stage.startWorker();
+    if (!options.workersPerTest) await stage.startWorker(options.workerEnv);
   });
   if (options.workersPerTest) {
     afterEach(async () => {

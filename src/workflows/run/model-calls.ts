@@ -97,9 +97,10 @@ export async function callModelFailingOver(
     const from = sessionModel(run);
     const modelChange = model !== from ? at : undefined;
     const callSlot = modelChange ? newSlot(run) : at;
-    const canFailOver = index < models.length - 1;
     try {
-      const result = await callModel(ctx, callSlot, writesFirst, { model, canFailOver, modelChange });
+      // Every model of a list, the last too, gives up on a provider its breaker calls down: a run
+      // whose every provider is down fails at once rather than after minutes of retries.
+      const result = await callModel(ctx, callSlot, writesFirst, { model, canFailOver: true, modelChange });
       if (modelChange) {
         const failed = failures.at(-1)?.cause;
         emit(run, {
@@ -127,7 +128,7 @@ export async function callModelFailingOver(
         run.cancelling = { kind: "abort", reason: run.abortReason };
         throw error;
       }
-      if (!canFailOver) return { kind: "all_failed", reason: allModelsFailedReason(failures) };
+      if (index === models.length - 1) return { kind: "all_failed", reason: allModelsFailedReason(failures) };
     }
   }
   throw new Error("a turn with no model to call");
