@@ -1,5 +1,6 @@
 import { runSettingsFrom } from "../../../src/api/run-settings";
 import { messageBodySchema } from "../../../src/api/schemas";
+import { withTenantSettings } from "../../../src/api/tenant-runs";
 import { DEFAULT_RUN_SETTINGS } from "../../../src/contracts/runs";
 import { loadCatalog } from "../../../src/providers/models";
 
@@ -12,6 +13,22 @@ describe("run settings from a message body", () => {
   const MessageBodySchema = schemaFor(false);
   const settingsOf = (body: unknown, allowDirectoryWorkspaces = false) =>
     runSettingsFrom(schemaFor(allowDirectoryWorkspaces).parse(body));
+
+  test("model: a list is the first model and its fallbacks in order, each once; a string stays one model", () => {
+    expect(
+      settingsOf({ text: "x", model: ["local-anthropic", "local-chat", "local-anthropic"] }),
+    ).toMatchObject({
+      model: "local-anthropic",
+      fallbackModels: ["local-chat"],
+    });
+    const single = settingsOf({ text: "x", model: ["local-chat"] });
+    expect(single.model).toBe("local-chat");
+    expect(single.fallbackModels).toBeUndefined();
+    expect(settingsOf({ text: "x", model: "local-chat" }).fallbackModels).toBeUndefined();
+    // Every model of the list is checked like one; an empty or overlong list is refused.
+    for (const model of [[], ["local-chat", "nope"], Array(6).fill("local-chat")])
+      expect(MessageBodySchema.safeParse({ text: "x", model }).success).toBe(false);
+  });
 
   test("MCP servers: one per name, a later one of the same name replacing an earlier one", () => {
     const settings = settingsOf({
@@ -114,5 +131,30 @@ describe("run settings from a message body", () => {
       { text: "" },
     ];
     for (const body of invalid) expect(MessageBodySchema.safeParse(body).success).toBe(false);
+  });
+});
+
+describe("a tenant's allowed models and a list of models", () => {
+  const options = { modelIds: ["local-chat", "local-anthropic"], allowDirectoryWorkspaces: false };
+
+  test("every model of the list must be allowed: one refused model refuses the message", () => {
+    const settings = { models: ["local-chat"] };
+    expect(() =>
+      withTenantSettings(settings, { model: ["local-chat", "local-anthropic"] }, options, "local-chat"),
+    ).toThrow(/"local-anthropic" is not among this tenant's allowed models/);
+    expect(withTenantSettings(settings, { model: ["local-chat"] }, options, "local-chat").model).toEqual([
+      "local-chat",
+    ]);
+  });
+
+  test("a tenant's default may be a list, checked the same way", () => {
+    const settings = { models: ["local-*"], defaults: { model: ["local-anthropic", "local-chat"] } };
+    expect(withTenantSettings(settings, {}, options, "gpt-5").model).toEqual([
+      "local-anthropic",
+      "local-chat",
+    ]);
+    expect(() =>
+      withTenantSettings({ ...settings, models: ["local-anthropic"] }, {}, options, "gpt-5"),
+    ).toThrow(/"local-chat"/);
   });
 });
