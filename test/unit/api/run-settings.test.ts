@@ -149,12 +149,17 @@ describe("a tenant's allowed models and a list of models", () => {
 
   test("a tenant's default may be a list, checked the same way", () => {
     const settings = { models: ["local-*"], defaults: { model: ["local-anthropic", "local-chat"] } };
-    expect(withTenantSettings(settings, {}, options, "gpt-5").model).toEqual([
+    expect(withTenantSettings(settings, { model: undefined }, options, "gpt-5").model).toEqual([
       "local-anthropic",
       "local-chat",
     ]);
     expect(() =>
-      withTenantSettings({ ...settings, models: ["local-anthropic"] }, {}, options, "gpt-5"),
+      withTenantSettings(
+        { ...settings, models: ["local-anthropic"] },
+        { model: undefined },
+        options,
+        "gpt-5",
+      ),
     ).toThrow(/"local-chat"/);
   });
 });
