@@ -298,6 +298,21 @@ const representativeRuns: Array<{
       );
     },
   },
+  {
+    // A model that is overloaded until its breaker opens: the turn fails over to the next model.
+    name: "model-failover",
+    drive: async (stage, ref) => {
+      stage.llm.addScenario("replay-failover", { turns: [], after: { text: "You said: {{lastUser}}" } });
+      stage.llm.addFaults([
+        { kind: "overloaded", match: { model: "local-anthropic", scenario: "replay-failover" }, rate: 1 },
+      ]);
+      await stage.runs.deliver(
+        ref,
+        { text: "[scenario:replay-failover] go", mode: "auto" },
+        stage.settings({ model: "local-anthropic", fallbackModels: ["local-chat"] }),
+      );
+    },
+  },
 ];
 
 if (recording) {
