@@ -243,7 +243,7 @@ function oneLinePattern(modelUrls: ModelUrlPolicy): RegExp {
 }
 
 /** Models a run may name in order of preference (`model: [first, fallback, …]`). */
-export const MAX_RUN_MODELS = 5;
+const MAX_RUN_MODELS = 5;
 
 /** The body of `POST …/messages` for a deployment's catalog and workspace policy. */
 export function messageBodySchema(options: MessageBodyOptions) {

@@ -30,6 +30,18 @@ describe("sub-agent definitions", () => {
     expect(childTools(["read", "task"], lead, MAX_SUB_AGENT_DEPTH)).toEqual(["read"]);
   });
 
+  test("a child without a model of its own takes its parent's models, fallbacks included; one with its own has only it", () => {
+    const parent = { ...DEFAULT_RUN_SETTINGS, model: "a", fallbackModels: ["b", "c"] };
+    const share = { maxCostUsd: 0, maxTokens: 0, maxTurns: 5 };
+    expect(childSettings(parent, { name: "p", description: "p" }, share)).toMatchObject({
+      model: "a",
+      fallbackModels: ["b", "c"],
+    });
+    const own = childSettings(parent, { name: "p", description: "p", model: "d" }, share);
+    expect(own.model).toBe("d");
+    expect(own.fallbackModels).toBeUndefined();
+  });
+
   test("child settings narrow the parent's: model, prompt, turns, budgets of its share", () => {
     const parent = {
       ...DEFAULT_RUN_SETTINGS,
