@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 import { execFileSync } from "node:child_process";
 // Installs the Python MCP server the tests call (mcp-server-time, pinned in
-// scripts/tool-versions.json under "mcpServers") with its dependencies from PyPI into
+// scripts/tool-versions.json under "mcpServers") and the Python packages the tests verify with
+// ("testPython": standardwebhooks, the Standard Webhooks reference a webhook receiver checks
+// signatures with) with their dependencies from PyPI into
 // .keel/tools/mcp-python. It runs inside the tool sandbox, which sees only the system's own
 // folders: so it is installed for the system Python (/usr/bin/python3) when that has pip, and the
 // interpreter used is recorded beside it (`.installed`). Idempotent and quiet when in place.
@@ -11,7 +13,8 @@ import { fileURLToPath } from "node:url";
 import { pipInstall, pythonWithPip } from "./pip-install.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const versions = JSON.parse(readFileSync(join(root, "scripts/tool-versions.json"), "utf8")).mcpServers;
+const pinned = JSON.parse(readFileSync(join(root, "scripts/tool-versions.json"), "utf8"));
+const versions = { ...pinned.mcpServers, ...pinned.testPython };
 export const MCP_PYTHON_DIR = join(root, ".keel/tools/mcp-python");
 const stampFile = join(MCP_PYTHON_DIR, ".installed");
 

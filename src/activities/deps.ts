@@ -2,6 +2,7 @@
 import type { Launcher } from "../environments/launchers/types";
 import type { EnvironmentStore } from "../environments/store";
 import type { SlackClientSettings } from "../integrations/slack/reply";
+import type { WebhookSettings } from "../integrations/webhook-sender";
 import type { McpConnections } from "../mcp/connections";
 import type { ModelCatalog } from "../providers/models";
 import type { Provider } from "../providers/types";
@@ -12,10 +13,17 @@ import type { WorkspaceSnapshots } from "../store/workspace-snapshots";
 import type { TenantBudgetCheck } from "../tenants/budget-check";
 import type { TenantStore } from "../tenants/store";
 import type { TenantUsage } from "../tenants/usage";
+import type { WebhookStore } from "../tenants/webhooks";
 import type { GitHosts } from "../tools/git-source";
 import type { SandboxConfig } from "../tools/sandbox";
 import type { SecretResolver } from "../vault/types";
 import type { LiveEventOptions } from "./live-events";
+
+/** What the webhook activities need: the endpoints' store and the process's webhook settings. */
+export interface WebhookDeps {
+  store: WebhookStore;
+  settings: WebhookSettings;
+}
 
 export interface ActivityDeps {
   store: SessionStore;
@@ -73,4 +81,6 @@ export interface ActivityDeps {
   slack?: SlackClientSettings;
   /** Tenant secrets, read fresh for each call that names them (absent: no vault configured). */
   vault?: SecretResolver;
+  /** Webhook endpoints and the process's webhook settings (absent: no vault, so no webhooks). */
+  webhooks?: WebhookDeps;
 }

@@ -15,6 +15,7 @@ import { servingOnlyTenant } from "./single-tenant";
 import { subAgentMergeActivity } from "./sub-agent-merge";
 import { taskResultActivity } from "./task-result";
 import { checkTenantBudgetActivity } from "./tenant-budget";
+import { webhookActivities } from "./webhooks";
 import { workspaceActivities } from "./workspace-activities";
 
 export type { ActivityDeps } from "./deps";
@@ -36,6 +37,7 @@ export function createActivities(deps: ActivityDeps): KeelActivities {
     ...scheduledRunActivities(deps),
     listMcpTools: listMcpToolsActivity(deps),
     checkTenantBudget: checkTenantBudgetActivity(deps),
+    ...webhookActivities(deps),
   };
   return deps.singleTenant === undefined ? activities : servingOnlyTenant(deps.singleTenant, activities);
 }

@@ -7,14 +7,22 @@
  */
 import { ApplicationFailure, Context } from "@temporalio/activity";
 import { WorkflowFailedError } from "@temporalio/client";
-import type { ScheduledRunActivities, StartScheduledRunResult } from "../contracts/activities";
+import type {
+  ScheduledRunActivities,
+  StartScheduledRunInput,
+  StartScheduledRunResult,
+} from "../contracts/activities";
 import { type RunResult, runWorkflowId } from "../contracts/runs";
+import { subscribes } from "../contracts/webhooks";
 import { DeliveryRefusal, FailureType } from "../core/failure-types";
 import type { SessionRef } from "../core/session-ref";
+import { webhookRetryOf } from "../integrations/webhook-sender";
 import { RunClient } from "../run-client/run-client";
 import { deliveryOf, type MessageOutcome, startOrDeliver } from "../run-client/start-or-deliver";
+import { publishWebhookEvent } from "../run-client/webhook-publisher";
+import { sha256Hex } from "../store/digest";
 import { quotaGate } from "../tenants/run-quotas";
-import type { ActivityDeps } from "./deps";
+import type { ActivityDeps, WebhookDeps } from "./deps";
 
 /** How often the wait heartbeats (cancellation reaches it with a heartbeat). */
 const HEARTBEAT_EVERY_MS = 2_000;
@@ -49,8 +57,37 @@ export function firingStartOf(outcome: MessageOutcome): StartScheduledRunResult 
   }
 }
 
+/**
+ * The firing's `schedule.fired` webhook event, when the tenant's endpoints take it: published
+ * before the run starts (so it reaches them before the run's own events), with an id and a time
+ * a retried activity repeats.
+ */
+async function publishFiring(
+  webhooks: WebhookDeps | undefined,
+  input: StartScheduledRunInput,
+): Promise<void> {
+  if (!webhooks || input.scheduleId === undefined) return;
+  if (!subscribes(await webhooks.store.subscribedTypes(input.tenantId), "schedule.fired")) return;
+  const context = Context.current();
+  await publishWebhookEvent(
+    {
+      client: context.client,
+      taskQueue: context.info.taskQueue,
+      store: webhooks.store,
+      retry: webhookRetryOf(webhooks.settings),
+    },
+    input.tenantId,
+    {
+      id: `evt_${sha256Hex(input.deliveryId).slice(0, 32)}`,
+      type: "schedule.fired",
+      timestamp: new Date(context.info.scheduledTimestampMs).toISOString(),
+      data: { sessionId: input.sessionId, scheduleId: input.scheduleId },
+    },
+  );
+}
+
 export function scheduledRunActivities(
-  deps: Pick<ActivityDeps, "tenants" | "usage"> = {},
+  deps: Pick<ActivityDeps, "tenants" | "usage" | "webhooks"> = {},
 ): ScheduledRunActivities {
   const { tenants, usage } = deps;
   // One gate for the worker's firings; a slot's holder is looked up with the firing's own client.
@@ -58,6 +95,7 @@ export function scheduledRunActivities(
 
   return {
     async startScheduledRun(input) {
+      await publishFiring(deps.webhooks, input);
       const outcome = await startOrDeliver(
         {
           runs: runClient(),

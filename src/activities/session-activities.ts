@@ -12,7 +12,14 @@ import { planSessionRepair } from "../core/session-repair";
 import type { SessionEntry } from "../core/session-types";
 import type { ActivityDeps } from "./deps";
 
-export function sessionActivities({ store }: ActivityDeps) {
+export function sessionActivities({ store, webhooks }: ActivityDeps) {
+  /** The event types the run emits: those the tenant's endpoints take; a sub-agent emits none. */
+  async function webhookEventsOf(input: OpenSessionInput): Promise<{ webhookEvents?: string[] }> {
+    if (!webhooks || input.parentSession !== undefined) return {};
+    const types = await webhooks.store.subscribedTypes(input.tenantId);
+    return types.length > 0 ? { webhookEvents: types } : {};
+  }
+
   return {
     /**
      * Creates the session if new (header), repairs what an earlier run left open (gaps, tool
@@ -26,7 +33,8 @@ export function sessionActivities({ store }: ActivityDeps) {
         createSessionHeader(input.sessionId, new Date().toISOString(), input.cwd, input.parentSession),
       );
       // A session created just now has no entries: nothing to read or repair.
-      if (created) return { nextSeq: 0, leafId: null, created: true };
+      const subscribed = await webhookEventsOf(input);
+      if (created) return { nextSeq: 0, leafId: null, created: true, ...subscribed };
       const { entries } = await store.readEntries(ref);
       const repairs = planSessionRepair(entries, {
         makeId: () => randomBytes(8).toString("hex"),
@@ -39,7 +47,7 @@ export function sessionActivities({ store }: ActivityDeps) {
         (last, item) => (last === undefined || item.seq > last.seq ? item : last),
         undefined,
       );
-      return { nextSeq: leaf ? leaf.seq + 1 : 0, leafId: leaf ? leaf.entry.id : null };
+      return { nextSeq: leaf ? leaf.seq + 1 : 0, leafId: leaf ? leaf.entry.id : null, ...subscribed };
     },
 
     /**

@@ -33,6 +33,7 @@ import { transferRoutes } from "./routes/transfer";
 import { treeRoutes } from "./routes/tree";
 import { usageRoutes } from "./routes/usage";
 import { viewerRoutes } from "./routes/viewer";
+import { webhookRoutes } from "./routes/webhooks";
 import { registerSlackRoutes } from "./slack/events";
 import { UNAVAILABLE_PROBLEMS, unavailableDependency } from "./unavailable";
 
@@ -150,8 +151,9 @@ export function createApp(dependencies: ApiDependencies) {
     app.use(path, limit, idempotency(deps.objects, deps.now, deps.log));
   }
   // No idempotency records: the secrets routes are PUT, GET and DELETE (and a record would keep the
-  // body's digest); an MCP request is a JSON-RPC exchange whose tools pass their own keys on.
-  for (const path of ["/v1/secrets/*", MCP_PATH]) {
+  // body's digest); the webhook routes' answers carry signing secrets, which a record would keep;
+  // an MCP request is a JSON-RPC exchange whose tools pass their own keys on.
+  for (const path of ["/v1/secrets/*", "/v1/webhooks/*", MCP_PATH]) {
     app.use(path, bearerAuth(deps.config.apiKeys, deps.tenants?.keys));
     if (singleTenant !== undefined) app.use(path, singleTenantOnly(singleTenant));
     app.use(path, limit);
@@ -192,5 +194,6 @@ export function createApp(dependencies: ApiDependencies) {
     .route("/", diffRoutes(deps))
     .route("/", adminRoutes(deps))
     .route("/", usageRoutes(deps))
-    .route("/", secretRoutes(deps));
+    .route("/", secretRoutes(deps))
+    .route("/", webhookRoutes(deps));
 }

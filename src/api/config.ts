@@ -5,6 +5,7 @@ import { DEFAULT_RUN_SETTINGS } from "../contracts/runs";
 import { booleanFlag, parseSettings, type SettingsShape } from "../core/env-settings";
 import { isValidId } from "../core/ids";
 import { TEMPORAL_ENV, type TemporalSettings, temporalSettings } from "../core/temporal-settings";
+import { WEBHOOK_ENV, type WebhookSettings, webhookSettingsOf } from "../integrations/webhook-sender";
 import { MCP_ENV, type McpPolicy, mcpPolicyFromEnv } from "../mcp/policy";
 import { configuredBaseUrls, type Family, type ModelUrlEntry, parseModelUrls } from "../providers/model-urls";
 import { PROVIDER_ENV } from "../providers/settings";
@@ -41,6 +42,7 @@ export const API_ENV = {
   KEEL_MCP_HOSTS: MCP_ENV.KEEL_MCP_HOSTS,
   ...TELEMETRY_ENV,
   ...VAULT_ENV,
+  ...WEBHOOK_ENV,
   KEEL_DEFAULT_MODEL: z
     .string()
     .min(1)
@@ -177,6 +179,8 @@ export interface ApiConfig {
   telemetry?: TelemetrySettings;
   /** Tenant secrets' key (KEEL_VAULT_KEY_FILE or KEEL_VAULT_KMS_KEY_ID); absent: no secrets. */
   vault?: VaultSettings;
+  /** Webhook endpoints' hosts, rotation overlap and deliveries' retries (KEEL_WEBHOOK_*). */
+  webhooks: WebhookSettings;
 }
 
 interface ViewerLinks {
@@ -293,6 +297,7 @@ export function apiConfigFromEnv(env: NodeJS.ProcessEnv): ApiConfig {
     ...(values.KEEL_MODELS_FILE ? { modelsFile: values.KEEL_MODELS_FILE } : {}),
     ...(telemetry ? { telemetry } : {}),
     ...(vault ? { vault } : {}),
+    webhooks: webhookSettingsOf(values),
     viewer: {
       ...(values.KEEL_TEMPORAL_UI_URL !== undefined
         ? { temporalUi: { url: values.KEEL_TEMPORAL_UI_URL, namespace: values.KEEL_TEMPORAL_NAMESPACE } }

@@ -29,6 +29,7 @@ const PROBLEMS = {
   "environment-not-found": { status: 404, title: "No such environment" },
   "call-not-found": { status: 404, title: "No such call held by this runner" },
   "secret-not-found": { status: 404, title: "No such secret" },
+  "webhook-not-found": { status: 404, title: "No such webhook endpoint" },
   "method-not-allowed": { status: 405, title: "Method not allowed" },
   "run-busy": { status: 409, title: "The session's run is busy" },
   "run-ended": { status: 409, title: "The session's run ended while the message was delivered" },
@@ -54,6 +55,7 @@ const PROBLEMS = {
   "invalid-schedule": { status: 422, title: "The schedule cannot be made as asked" },
   "invalid-range": { status: 422, title: "The range asked for is not one that can be read" },
   "unusable-secrets": { status: 422, title: "The run names tenant secrets it cannot use" },
+  "webhook-url-refused": { status: 422, title: "The webhook endpoint's URL is refused" },
   "idempotency-key-reused": {
     status: 422,
     title: "The Idempotency-Key was used with a different request",

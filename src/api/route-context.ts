@@ -17,6 +17,7 @@ import type { SecretStore } from "../tenants/secrets";
 import type { StoredSlackTeams } from "../tenants/slack-teams";
 import type { TenantStore } from "../tenants/store";
 import type { TenantUsage } from "../tenants/usage";
+import type { WebhookStore } from "../tenants/webhooks";
 import type { ApiConfig } from "./config";
 
 /** `outbound` absent: the settings' defaults (no KEEL_MODEL_URLS, no base URLs, DEFAULT_GIT_HOSTS). */
@@ -31,7 +32,7 @@ type ApiConfigSubset = Pick<
   | "defaultModel"
   | "singleTenant"
 > &
-  Partial<Pick<ApiConfig, "adminKeyDigests" | "workerTools">> &
+  Partial<Pick<ApiConfig, "adminKeyDigests" | "workerTools" | "webhooks">> &
   Partial<Pick<ApiConfig, "outbound" | "viewer">>;
 
 export interface ApiDependencies {
@@ -63,6 +64,8 @@ export interface ApiDependencies {
   tenants?: TenantServices;
   /** Tenant secrets (absent: no KEEL_VAULT_* setting; the secrets routes answer 503). */
   vault?: SecretStore;
+  /** Webhook endpoints and deliveries (absent: no vault; the webhook routes answer 503). */
+  webhooks?: WebhookStore;
 }
 
 /** Context handed to the route modules. */

@@ -10,6 +10,7 @@ import { ToolCallMarkers } from "../store/tool-call-markers";
 import { WorkspaceSnapshots } from "../store/workspace-snapshots";
 import { startTelemetry, type Telemetry } from "../telemetry/sdk";
 import { createVault } from "../tenants/secrets";
+import { WebhookStore } from "../tenants/webhooks";
 import { type ApiApp, createApp } from "./app";
 import type { ApiConfig } from "./config";
 import { LazyRunClient } from "./temporal";
@@ -36,7 +37,7 @@ export function createApiRuntime(config: ApiConfig): ApiRuntime {
   const vault = createVault(config.vault, s3, config.s3);
   const app = createApp({
     config,
-    ...(vault ? { vault } : {}),
+    ...(vault ? { vault, webhooks: new WebhookStore(s3, config.s3, vault) } : {}),
     runs: () => temporal.get(),
     onFailure: (error) => temporal.reportFailure(error),
     store,

@@ -20,6 +20,8 @@ import type { RunSettings } from "./runs";
 import type { UnclaimedWhy } from "./unclaimed";
 
 /** A sequence number and an entry to write there (conditional create; a retry adopts). */
+import type { WebhookActivities } from "./webhooks";
+
 export interface EntryWrite {
   seq: number;
   entry: SessionEntry;
@@ -44,6 +46,11 @@ export interface OpenSessionInput extends SessionRef {
 export interface OpenSessionResult extends SessionCursor {
   /** This call created the session: it has no entries and no workspace snapshots. */
   created?: boolean;
+  /**
+   * The webhook event types the tenant's endpoints take (docs/integrations.md, "Webhooks"):
+   * the run emits only these. Absent: none (and for a sub-agent's session, always absent).
+   */
+  webhookEvents?: string[];
 }
 
 export interface AppendEntriesInput extends SessionRef {
@@ -367,7 +374,7 @@ export interface RunnerQueueActivities {
   listMcpToolsOnRunner(input: RunnerMcpListingInput): Promise<McpToolList>;
 }
 
-export interface KeelActivities extends ScheduledRunActivities {
+export interface KeelActivities extends ScheduledRunActivities, WebhookActivities {
   openSession(input: OpenSessionInput): Promise<OpenSessionResult>;
   appendEntries(input: AppendEntriesInput): Promise<AppendEntriesResult>;
   claimWorkspace(input: ClaimWorkspaceInput): Promise<ClaimWorkspaceResult>;
@@ -390,11 +397,13 @@ export interface KeelActivities extends ScheduledRunActivities {
 }
 
 /** The activities of a schedule's firing (activities/scheduled-runs.ts). */
-interface StartScheduledRunInput extends SessionRef {
+export interface StartScheduledRunInput extends SessionRef {
   text: string;
   settings: RunSettings;
   /** The delivery id: one per firing, so a retried start never delivers twice. */
   deliveryId: string;
+  /** The schedule firing (for its `schedule.fired` webhook event; absent in older histories). */
+  scheduleId?: string;
 }
 
 export interface StartScheduledRunResult {

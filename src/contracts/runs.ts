@@ -195,6 +195,8 @@ export interface CarriedState {
   tenantBudget?: TenantBudgetHold;
   /** The model that answered the run's last call, when a failover made it other than `next.model`. */
   activeModel?: string;
+  /** The webhook event types the run emits (learned when its session opened). */
+  webhookEvents?: string[];
 }
 
 /**

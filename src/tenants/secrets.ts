@@ -81,6 +81,11 @@ function valueContext(tenantId: string, name: string, version: number): Buffer {
   return Buffer.from(`keel-secret\0${tenantId}\0${name}\0${version}`, "utf8");
 }
 
+/** The additional data of a value sealed by `sealOwned` (never equal to a secret's: another label). */
+function ownedContext(tenantId: string, context: string): Buffer {
+  return Buffer.from(`keel-owned\0${tenantId}\0${context}`, "utf8");
+}
+
 export interface SetSecretResult {
   metadata: SecretMetadata;
   /** True when the name was new (version 1), false when an existing value was rotated. */
@@ -201,6 +206,22 @@ export class SecretStore implements SecretResolver {
       secrets.push({ name: found.name, hosts: found.hosts, in: found.in, value });
     });
     return { secrets, missing };
+  }
+
+  /**
+   * Encrypts another value the tenant owns (a webhook endpoint's signing secret) under the
+   * tenant's data key, binding `context` (what the value belongs to): the one mechanism for a
+   * tenant's secrets at rest. Returns base64 of nonce ‖ ciphertext ‖ tag.
+   */
+  async sealOwned(tenantId: string, context: string, value: string): Promise<string> {
+    const dataKey = await this.dataKey(tenantId);
+    return seal(dataKey, Buffer.from(value, "utf8"), ownedContext(tenantId, context)).toString("base64");
+  }
+
+  /** The value `sealOwned` sealed under the same tenant and context; throws when either differs. */
+  async openOwned(tenantId: string, context: string, sealed: string): Promise<string> {
+    const dataKey = await this.dataKey(tenantId);
+    return open(dataKey, Buffer.from(sealed, "base64"), ownedContext(tenantId, context)).toString("utf8");
   }
 
   /** The names of the tenant's secrets (one LIST), sorted. */

@@ -7,6 +7,7 @@ import { parseSettings } from "../core/env-settings";
 import { type TemporalSettings, temporalSettings } from "../core/temporal-settings";
 import type { LauncherConfig } from "../environments/launchers/types";
 import type { SlackClientSettings } from "../integrations/slack/reply";
+import { type WebhookSettings, webhookSettingsOf } from "../integrations/webhook-sender";
 import { type McpSettings, mcpSettingsFromEnv } from "../mcp/policy";
 import { MODEL_URLS_SETTING, type ModelUrlEntry, parseModelUrls } from "../providers/model-urls";
 import type { ProviderConfig } from "../providers/registry";
@@ -60,6 +61,8 @@ export interface WorkerConfig {
   failpoints?: string;
   /** Tenant secrets' key (KEEL_VAULT_KEY_FILE or KEEL_VAULT_KMS_KEY_ID); absent: no secrets. */
   vault?: VaultSettings;
+  /** Webhook deliveries' hosts, retries and timeout (KEEL_WEBHOOK_*). */
+  webhooks?: WebhookSettings;
 }
 
 /** Throws one readable error listing every invalid variable (values of secrets are never shown). */
@@ -122,6 +125,7 @@ export function workerConfigFromEnv(env: NodeJS.ProcessEnv): WorkerConfig {
     ...launcherSettings(values),
     mcp: invalidAsWorkerConfiguration(() => mcpSettingsFromEnv(env)),
     ...definedOnly({ vault: invalidAsWorkerConfiguration(() => vaultSettings(values)) }),
+    webhooks: webhookSettingsOf(values),
     ...(values.KEEL_MODELS_FILE ? { modelsFile: values.KEEL_MODELS_FILE } : {}),
     slack: definedOnly({ token: values.KEEL_SLACK_BOT_TOKEN, apiUrl: values.KEEL_SLACK_API_URL }),
     ...(telemetry ? { telemetry } : {}),

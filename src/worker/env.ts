@@ -9,6 +9,7 @@ import { booleanFlag, type SettingsShape } from "../core/env-settings";
 import { isValidId } from "../core/ids";
 import { TEMPORAL_ENV } from "../core/temporal-settings";
 import { DEFAULT_LAUNCHED_IDLE_SECONDS } from "../environments/launchers/types";
+import { WEBHOOK_ENV } from "../integrations/webhook-sender";
 import { MCP_ENV } from "../mcp/policy";
 import { DEFAULT_BREAKER_SETTINGS } from "../providers/circuit-breaker";
 import { PROVIDER_ENV } from "../providers/settings";
@@ -59,6 +60,7 @@ export const WORKER_ENV = {
   ...MCP_ENV,
   ...TELEMETRY_ENV,
   ...VAULT_ENV,
+  ...WEBHOOK_ENV,
   KEEL_WORKSPACE_ROOT: z
     .string()
     .optional()

@@ -6,7 +6,7 @@
 import { join } from "node:path";
 import { ECSClient } from "@aws-sdk/client-ecs";
 import type { S3Client } from "@aws-sdk/client-s3";
-import { createActivities } from "../activities";
+import { type ActivityDeps, createActivities } from "../activities";
 import { armFailpoints } from "../activities/failpoints";
 import { DEFAULT_LIVE_EVENT_OPTIONS } from "../activities/live-events";
 import type { KeelActivities } from "../contracts/activities";
@@ -14,6 +14,7 @@ import { FargateLauncher } from "../environments/launchers/fargate";
 import { LocalLauncher } from "../environments/launchers/local";
 import { type Launcher, launchedMcpSettings } from "../environments/launchers/types";
 import { EnvironmentStore } from "../environments/store";
+import { DEFAULT_WEBHOOK_SETTINGS } from "../integrations/webhook-sender";
 import { McpConnections } from "../mcp/connections";
 import { NO_MCP_SETTINGS } from "../mcp/policy";
 import { loadCatalog } from "../providers/models";
@@ -30,6 +31,7 @@ import { TenantBudgetCheck } from "../tenants/budget-check";
 import { createVault } from "../tenants/secrets";
 import { TenantStore } from "../tenants/store";
 import { TenantUsage } from "../tenants/usage";
+import { WebhookStore } from "../tenants/webhooks";
 import { probeSandbox, type SandboxConfig } from "../tools/sandbox";
 import type { WorkerConfig } from "./config";
 import { log } from "./log";
@@ -79,8 +81,19 @@ export function workerActivities(
     }),
     ...(launcher ? { launcher } : {}),
     ...(config.slack ? { slack: config.slack } : {}),
-    ...(config.vault ? { vault: createVault(config.vault, s3, config.s3) } : {}),
+    ...vaultAndWebhooks(config, s3),
   });
+}
+
+/** The vault, and the webhooks whose signing secrets it seals (none without a vault). */
+function vaultAndWebhooks(
+  config: WorkerConfig,
+  s3: S3Client,
+): Partial<Pick<ActivityDeps, "vault" | "webhooks">> {
+  const vault = createVault(config.vault, s3, config.s3);
+  if (!vault) return {};
+  const settings = config.webhooks ?? DEFAULT_WEBHOOK_SETTINGS;
+  return { vault, webhooks: { store: new WebhookStore(s3, config.s3, vault), settings } };
 }
 
 /** The launcher of `launched` environments' runners this worker's configuration asks for, if any. */

@@ -57,6 +57,7 @@ import { createRunRecord, emit, newSlot, pushPending, queuedCount, recordModelUs
 import { openRunStream } from "./run/stream";
 import { runTools } from "./run/tool-calls";
 import { carry } from "./run/views";
+import { webhookPublisher } from "./run/webhooks";
 import { runAttributes } from "./search-attributes";
 
 export async function agentRun(input: RunInput): Promise<RunResult> {
@@ -76,18 +77,24 @@ export async function agentRun(input: RunInput): Promise<RunResult> {
     ctx,
     runAttributes(input, run.status === "starting" ? startedStatus(ctx.runVersion) : run.status),
   );
+  const publishWebhook = webhookPublisher(ctx);
+  run.publish = (event) => {
+    stream.publish(event);
+    publishWebhook(event);
+  };
   registerHandlers(ctx);
 
   await condition(() => queuedCount(run) > 0 || run.needsModel || run.abortReason !== undefined);
   try {
     if (run.abortReason !== undefined && !run.cursor) return await finish(ctx, "aborted", run.abortReason);
     if (!run.cursor) {
-      const { created, ...cursor } = await storage.openSession({
+      const { created, webhookEvents, ...cursor } = await storage.openSession({
         ...run.ref,
         cwd: sessionCwd(run.ref),
         ...(input.parent ? { parentSession: input.parent.sessionId } : {}),
       });
       run.cursor = cursor;
+      if (webhookEvents && !ctx.subAgent) run.webhookEvents = webhookEvents;
       ctx.unclaimedNewSession = created === true;
     }
     if (!input.carried) emit(run, { type: "agent_start", runId: workflowInfo().runId });
@@ -119,6 +126,7 @@ async function runTurns(ctx: RunContext, input: RunInput): Promise<RunResult> {
     }
     if (start.kind === "finish") return finish(ctx, "completed", start.reason, { cutShort: true });
     if (start.kind === "continue_as_new") {
+      await ctx.webhooksPublished;
       ctx.stream.detach();
       await condition(allHandlersFinished);
       // What was handed over is in the carried state now (queues, deliveries): not sent again.

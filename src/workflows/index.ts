@@ -2,3 +2,4 @@
 export { agentRun } from "./agent-run";
 export { scheduledRun } from "./scheduled-run";
 export { branchSession, compactSession, labelSession } from "./session-maintenance";
+export { webhookDelivery } from "./webhook-delivery";

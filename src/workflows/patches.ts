@@ -84,6 +84,8 @@ export const PATCHES = {
    * to its next model (run/model-calls.ts `callModelFailingOver`).
    */
   providerFailover: { id: "provider-failover", addedIn: UNRELEASED },
+  /** A run whose tenant has webhook endpoints publishes the events they take (run/webhooks.ts). */
+  webhookEvents: { id: "webhook-events", addedIn: UNRELEASED },
 } as const satisfies Record<string, PatchRecord>;
 
 /**

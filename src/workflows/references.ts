@@ -15,4 +15,5 @@ export const WorkflowType = {
   branchSession: "branchSession",
   compactSession: "compactSession",
   labelSession: "labelSession",
+  webhookDelivery: "webhookDelivery",
 } as const satisfies { [Name in keyof Workflows]: Name };

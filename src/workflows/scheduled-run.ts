@@ -44,7 +44,13 @@ export async function scheduledRun(input: ScheduledRunInput): Promise<ScheduledR
   try {
     // Not cancellable: a cancel that arrives mid-start must still learn whether a run started.
     const started = await CancellationScope.nonCancellable(() =>
-      quick.startScheduledRun({ ...ref, text: input.text, settings: input.settings, deliveryId }),
+      quick.startScheduledRun({
+        ...ref,
+        text: input.text,
+        settings: input.settings,
+        deliveryId,
+        scheduleId: input.scheduleId,
+      }),
     );
     const end = await waiting.awaitScheduledRun({ ...ref, runId: started.runId });
     return { sessionId, runId: started.runId, ...end };

@@ -14,3 +14,12 @@ dns.lookup = function testLookup(hostname, options, callback) {
   }
   return lookup.call(this, hostname, options, callback);
 };
+// The promise form too (the egress policy's `resolveAllowed` uses it).
+const promisesLookup = dns.promises.lookup;
+dns.promises.lookup = function testPromisesLookup(hostname, options) {
+  if (typeof hostname === "string" && hostname.toLowerCase().endsWith(".keel.test")) {
+    const all = typeof options === "object" && options !== null && options.all;
+    return Promise.resolve(all ? [{ address: "127.0.0.1", family: 4 }] : { address: "127.0.0.1", family: 4 });
+  }
+  return promisesLookup.call(this, hostname, options);
+};

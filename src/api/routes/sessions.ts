@@ -16,6 +16,7 @@ import {
 } from "../schemas";
 import { recordDeletion } from "../session-tombstones";
 import { forgetSlackThread } from "../slack/threads";
+import { newEventId, publishFromApi } from "../webhook-publishing";
 import { liveState, problemResponses, refOf, requireSession } from "./common";
 
 const getSession = createRoute({
@@ -137,6 +138,19 @@ export function sessionRoutes(deps: RouteContext) {
         deps.log({
           level: "warn",
           msg: "run histories not deleted from Temporal (the tombstone keeps them unreadable)",
+          path: c.req.path,
+          error: String(error),
+        }),
+      );
+      await publishFromApi(deps, ref.tenantId, {
+        id: newEventId(),
+        type: "session.deleted",
+        timestamp: new Date(deps.now()).toISOString(),
+        data: { sessionId },
+      }).catch((error: unknown) =>
+        deps.log({
+          level: "warn",
+          msg: "the session.deleted webhook event was not published",
           path: c.req.path,
           error: String(error),
         }),

@@ -45,6 +45,8 @@ export interface RunContext {
   taskFork?: { entryId: string; taken: Promise<void> };
   /** The kind of the run's runner environment, asked once (run/runner-calls.ts). */
   environmentKind?: Promise<RunnerEnvironmentKind>;
+  /** Webhook events handed to their publisher, one after another; awaited before the run closes. */
+  webhooksPublished?: Promise<void>;
   /** MCP servers whose calls in this batch reported a changed tool list (listed again after it). */
   mcpToolsChanged?: Set<string>;
 }

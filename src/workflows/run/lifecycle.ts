@@ -179,6 +179,8 @@ export async function finish(
       log.warn("posting the run's answer to chat failed", { error: String(error) });
     }
   }
+  // Webhook events go to their publisher before the run closes (nothing to wait for without any).
+  await ctx.webhooksPublished;
   // Subscribers get the last items (`agent_end`) before the execution closes: an update still
   // running when it closes fails, and its items would be lost. No handler of the run's own
   // awaits, so waiting for handlers adds no wait (and no command) to older histories.

@@ -136,6 +136,8 @@ export interface RunRecord {
   tenantBudget?: TenantBudgetHold;
   /** A resume asked the paused run to check its tenant's budget now (run/pause.ts). */
   recheckTenantBudget?: boolean;
+  /** The webhook event types the tenant's endpoints take, learned when the session opened (carried). */
+  webhookEvents?: string[];
   /** Where emitted events go besides the buffer (the run's stream); unset in pure tests. */
   publish?: (event: AgentEvent) => void;
 }
@@ -187,6 +189,7 @@ export function createRunRecord(input: RunInput, clock: RunClock): RunRecord {
     recentDeliveries: [...(carried?.recentDeliveries ?? handedOver?.deliveries ?? [])],
     ...(carried?.mcpTools ? { mcpTools: carried.mcpTools } : {}),
     ...(carried?.tenantBudget ? { tenantBudget: carried.tenantBudget } : {}),
+    ...(carried?.webhookEvents ? { webhookEvents: carried.webhookEvents } : {}),
     late: [],
   };
 }

@@ -37,6 +37,7 @@ export function carry(run: RunRecord): CarriedState {
     ...(run.mcpTools ? { mcpTools: run.mcpTools } : {}),
     ...(run.tenantBudget ? { tenantBudget: run.tenantBudget } : {}),
     ...(run.activeModel !== undefined ? { activeModel: run.activeModel } : {}),
+    ...(run.webhookEvents ? { webhookEvents: run.webhookEvents } : {}),
   };
 }
 

@@ -1,0 +1,309 @@
+/**
+ * Signed durable webhooks (docs/integrations.md, "Webhooks") on the real stack: the API, a worker
+ * process, Temporal and S3, and a receiver that verifies every signature with the Standard
+ * Webhooks reference implementation for Python (test/support/webhook_receiver.py). The receiver
+ * is reached as hooks.keel.test (resolved to 127.0.0.1 by test/support/resolve-test-hosts.cjs in
+ * this process and the worker), the one host the operator allows (KEEL_WEBHOOK_HOSTS). Retries
+ * use a test-only short interval (KEEL_WEBHOOK_RETRY_INITIAL_MS=200, at most 1 s apart).
+ */
+import "../../support/resolve-test-hosts.cjs";
+import { randomBytes } from "node:crypto";
+import * as dns from "node:dns";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { DEFAULT_WEBHOOK_SETTINGS } from "../../../src/integrations/webhook-sender";
+import { SecretStore } from "../../../src/tenants/secrets";
+import { WebhookStore } from "../../../src/tenants/webhooks";
+import { LocalKeyWrapper } from "../../../src/vault/key-wrapper";
+import { s3Client, s3Settings, testTmpDir, uniqueName } from "../../support/integration-env";
+import { eventually, expectIntactSession, type WorkerProcess } from "../../support/run-harness";
+import { type Received, startWebhookReceiver, type WebhookReceiver } from "../../support/webhook-receiver";
+import { type ApiStage, createApiStage } from "./api-stage";
+
+const HOST = "hooks.keel.test";
+/** Resolves to a public address in this process (where the API checks it) and to 127.0.0.1 in the worker. */
+const REBINDING_HOST = "rebind.keel.test";
+const s3 = s3Client();
+const key = randomBytes(32);
+const vault = new SecretStore(s3, s3Settings(), new LocalKeyWrapper(key));
+const webhookEnv = {
+  KEEL_WEBHOOK_HOSTS: HOST,
+  KEEL_WEBHOOK_RETRY_INITIAL_MS: "200",
+  KEEL_WEBHOOK_RETRY_MAX_MS: "1000",
+  NODE_OPTIONS: `--require ${join(__dirname, "../../support/resolve-test-hosts.cjs")}`,
+};
+let keyFile: string;
+let api: ApiStage;
+let worker: WorkerProcess;
+let receiver: WebhookReceiver;
+
+const realLookup = dns.promises.lookup;
+
+beforeAll(async () => {
+  // DNS rebinding: the API's check sees a public address for this name; the worker connects to 127.0.0.1.
+  (dns.promises as { lookup: unknown }).lookup = (hostname: string, options?: unknown) =>
+    hostname === REBINDING_HOST
+      ? Promise.resolve([{ address: "93.184.216.34", family: 4 }])
+      : (realLookup as (h: string, o?: unknown) => Promise<unknown>)(hostname, options);
+  keyFile = join(testTmpDir(), `${uniqueName("vault")}.key`);
+  writeFileSync(keyFile, key.toString("base64"), { mode: 0o600 });
+  receiver = await startWebhookReceiver();
+  api = await createApiStage({
+    withWorker: false,
+    overrides: { vault, webhooks: new WebhookStore(s3, s3Settings(), vault) },
+    config: () => ({
+      webhooks: { ...DEFAULT_WEBHOOK_SETTINGS, hosts: [HOST], retryInitialMs: 200, retryMaxMs: 1000 },
+    }),
+  });
+  worker = await api.stage.startWorker({ KEEL_VAULT_KEY_FILE: keyFile, ...webhookEnv });
+});
+
+afterAll(async () => {
+  (dns.promises as { lookup: unknown }).lookup = realLookup;
+  await receiver?.stop();
+  await api?.close();
+  s3.destroy();
+});
+
+const url = (label: string) => `http://${HOST}:${receiver.port}/${label}`;
+
+async function addEndpoint(label: string, events: string[], caller = api.call) {
+  const response = await caller("POST", "/v1/webhooks", { json: { url: url(label), events } });
+  if (response.status !== 201) throw new Error(response.text);
+  expect(response.body.secret).toMatch(/^whsec_/);
+  return { id: response.body.id as string, secret: response.body.secret as string };
+}
+
+/** The first verified, accepted request of each event id at `path`, in arrival order. */
+function acceptedAt(path: string): Received[] {
+  const seen = new Set<string>();
+  return receiver.received.filter((request) => {
+    if (request.path !== `/${path}` || request.status !== 200 || seen.has(request.id)) return false;
+    seen.add(request.id);
+    return true;
+  });
+}
+
+/** Runs a session whose bash call asks for approval, approves it, and waits for the run's end. */
+async function approvedRun() {
+  const sessionId = api.sessionId();
+  const ref = { tenantId: api.tenants.a, sessionId };
+  expect(
+    (await api.call("POST", `/v1/sessions/${sessionId}/messages`, { json: api.waitingRunBody() })).status,
+  ).toBe(202);
+  await api.untilWaitingForApproval(ref);
+  const state = await api.stage.runs.state(ref);
+  const toolCallId = state?.pendingToolCalls?.[0]?.toolCallId as string;
+  const approved = await api.call("POST", `/v1/sessions/${sessionId}/approvals/${toolCallId}`, {
+    json: { decision: "approve" },
+  });
+  expect(approved.status).toBe(202);
+  expect((await api.stage.result(ref)).status).toBe("completed");
+  await expectIntactSession(api.stage, ref);
+  return { ref, toolCallId };
+}
+
+test("every event of a run reaches the endpoint once by id, in order, signed as Standard Webhooks verifies; the deliveries say so", async () => {
+  const endpoint = await addEndpoint("all", ["*"]);
+  await receiver.control({ secrets: [endpoint.secret], status: 200 });
+  const { ref, toolCallId } = await approvedRun();
+  expect((await api.call("DELETE", `/v1/sessions/${ref.sessionId}`)).status).toBe(200);
+
+  const expected = ["run.started", "approval.required", "run.completed", "session.deleted"];
+  const events = await receiver.until(() => {
+    const got = acceptedAt("all").filter((request) => request.sessionId === ref.sessionId);
+    return got.length >= expected.length ? got : undefined;
+  }, "the run's events");
+  expect(events.map((event) => event.type)).toEqual(expected);
+  expect(events.every((event) => event.verified[0] === true && event.body.id === event.id)).toBe(true);
+  const approval = events[1]?.body.data;
+  expect(approval).toMatchObject({ sessionId: ref.sessionId, toolCallId, toolName: "bash" });
+  expect(events[2]?.body.data.answerExcerpt).toBe("done");
+  // Nothing of the tenant's vault or the endpoint's secret in a payload.
+  expect(JSON.stringify(events)).not.toContain(endpoint.secret.slice(6));
+
+  const deliveries = await eventually(
+    async () => {
+      const listed = await api.call("GET", `/v1/webhooks/${endpoint.id}/deliveries`);
+      const mine = (listed.body.deliveries as { sessionId: string; status: string }[]).filter(
+        (delivery) => delivery.sessionId === ref.sessionId,
+      );
+      return mine.length === expected.length && mine.every((d) => d.status === "delivered")
+        ? mine
+        : undefined;
+    },
+    10_000,
+    "the deliveries recorded delivered",
+  );
+  expect(deliveries[0]).toMatchObject({ attempts: 1, lastResponse: { status: 200, excerpt: "ok" } });
+  expect((await api.call("DELETE", `/v1/webhooks/${endpoint.id}`)).status).toBe(204);
+});
+
+test("a receiver down (503, then closed), then up: every event arrives, none lost, in order per session", async () => {
+  const endpoint = await addEndpoint("down", ["run.started", "run.completed"]);
+  await receiver.control({ secrets: [endpoint.secret], status: 503 });
+  const sessions = [api.sessionId(), api.sessionId()];
+  for (const sessionId of sessions) {
+    const scenario = uniqueName("hello");
+    api.stage.llm.addScenario(scenario, { turns: [{ text: `answer of ${sessionId}` }] });
+    expect(
+      (
+        await api.call("POST", `/v1/sessions/${sessionId}/messages`, {
+          json: { text: `[scenario:${scenario}] hi` },
+        })
+      ).status,
+    ).toBe(202);
+  }
+  for (const sessionId of sessions) await api.stage.result({ tenantId: api.tenants.a, sessionId });
+  // Refused at least twice each, then the receiver is gone altogether for a while.
+  await receiver.until(
+    (all) => (all.filter((r) => r.path === "/down" && r.status === 503).length >= 4 ? all : undefined),
+    "refused attempts",
+  );
+  await receiver.stop();
+  const pending = await api.call("GET", `/v1/webhooks/${endpoint.id}/deliveries`);
+  expect(
+    pending.body.deliveries.some(
+      (d: { status: string; attempts: number }) => d.status === "pending" && d.attempts >= 1,
+    ),
+  ).toBe(true);
+  await new Promise((done) => setTimeout(done, 2_000));
+  await receiver.start();
+  await receiver.control({ status: 200 });
+
+  for (const sessionId of sessions) {
+    const got = await receiver.until(() => {
+      const mine = acceptedAt("down").filter((request) => request.sessionId === sessionId);
+      return mine.length >= 2 ? mine : undefined;
+    }, `both events of ${sessionId}`);
+    expect(got.map((request) => request.type)).toEqual(["run.started", "run.completed"]);
+    // Order per session on the wire: no completed was ever sent before its started was accepted.
+    const wire = receiver.received.filter((r) => r.path === "/down" && r.sessionId === sessionId);
+    const firstCompleted = wire.findIndex((r) => r.type === "run.completed");
+    const startedAccepted = wire.findIndex((r) => r.type === "run.started" && r.status === 200);
+    expect(startedAccepted).toBeGreaterThanOrEqual(0);
+    expect(startedAccepted).toBeLessThan(firstCompleted);
+  }
+  expect((await api.call("DELETE", `/v1/webhooks/${endpoint.id}`)).status).toBe(204);
+});
+
+test("a worker killed and the API restarted while a delivery is retried: the delivery still arrives", async () => {
+  const endpoint = await addEndpoint("restart", ["run.completed"]);
+  await receiver.control({ secrets: [endpoint.secret], status: 503 });
+  const sessionId = api.sessionId();
+  const scenario = uniqueName("hello");
+  api.stage.llm.addScenario(scenario, { turns: [{ text: "survives" }] });
+  expect(
+    (
+      await api.call("POST", `/v1/sessions/${sessionId}/messages`, {
+        json: { text: `[scenario:${scenario}] hi` },
+      })
+    ).status,
+  ).toBe(202);
+  await receiver.until(
+    (all) => (all.some((r) => r.path === "/restart" && r.status === 503) ? all : undefined),
+    "a refused attempt",
+  );
+  await worker.kill();
+  // A new API (nothing of the delivery lives in an API process) and a new worker.
+  const restartedApi = api.callerWith({ webhooks: new WebhookStore(s3, s3Settings(), vault) });
+  await receiver.control({ status: 200 });
+  worker = await api.stage.startWorker({ KEEL_VAULT_KEY_FILE: keyFile, ...webhookEnv });
+  const [arrived] = await receiver.until(() => {
+    const mine = acceptedAt("restart").filter((request) => request.sessionId === sessionId);
+    return mine.length > 0 ? mine : undefined;
+  }, "the delivery after the restart");
+  expect(arrived?.body.data.answerExcerpt).toBe("survives");
+  const listed = await eventually(
+    async () => {
+      const response = await restartedApi("GET", `/v1/webhooks/${endpoint.id}/deliveries`);
+      const delivery = response.body.deliveries?.[0];
+      return delivery?.status === "delivered" ? delivery : undefined;
+    },
+    10_000,
+    "the delivery recorded",
+  );
+  expect(listed.attempts).toBeGreaterThan(1);
+  expect((await api.call("DELETE", `/v1/webhooks/${endpoint.id}`)).status).toBe(204);
+});
+
+test("loopback, metadata, private and plain-http endpoints are refused when added; a name rebound to loopback is refused at delivery", async () => {
+  for (const refused of [
+    "https://127.0.0.1/hook",
+    "https://169.254.169.254/latest/meta-data",
+    "https://[::1]/hook",
+    "https://private.keel.test/hook",
+    "http://example.com/hook",
+  ]) {
+    const response = await api.call("POST", "/v1/webhooks", { json: { url: refused, events: ["*"] } });
+    expect(response.status).toBe(422);
+    expect(response.body.type).toContain("webhook-url-refused");
+  }
+  const rebound = await api.call("POST", "/v1/webhooks", {
+    json: { url: `https://${REBINDING_HOST}:${receiver.port}/rebound`, events: ["*"] },
+  });
+  expect(rebound.status).toBe(201);
+  expect((await api.call("POST", `/v1/webhooks/${rebound.body.id}/test`)).status).toBe(202);
+  const [failed] = await eventually(
+    async () => {
+      const listed = await api.call("GET", `/v1/webhooks/${rebound.body.id}/deliveries`);
+      return listed.body.deliveries?.[0]?.status === "failed" ? listed.body.deliveries : undefined;
+    },
+    15_000,
+    "the refused delivery recorded failed",
+  );
+  expect(failed.lastResponse.error).toMatch(/resolves to 127\.0\.0\.1, a loopback address/);
+  expect(receiver.received.some((request) => request.path === "/rebound")).toBe(false);
+});
+
+test("a rotated secret: during the overlap either secret verifies, after it only the new one", async () => {
+  const endpoint = await addEndpoint("rotate", ["*"]);
+  const rotated = await api.call("POST", `/v1/webhooks/${endpoint.id}/rotate`, {
+    json: { overlapSeconds: 3 },
+  });
+  expect(rotated.status).toBe(200);
+  const fresh = rotated.body.secret as string;
+  expect(fresh).not.toBe(endpoint.secret);
+  expect(rotated.body.endpoint.previousSecretExpiresAt).toBeDefined();
+  await receiver.control({ secrets: [endpoint.secret, fresh], status: 200 });
+
+  const during = await api.call("POST", `/v1/webhooks/${endpoint.id}/test`);
+  const [first] = await receiver.until((all) => {
+    const hit = all.filter((request) => request.id === during.body.event.id);
+    return hit.length > 0 ? hit : undefined;
+  }, "the test event during the overlap");
+  expect(first?.verified).toEqual([true, true]);
+
+  await new Promise((done) => setTimeout(done, 3_500));
+  const after = await api.call("POST", `/v1/webhooks/${endpoint.id}/test`);
+  const [second] = await receiver.until((all) => {
+    const hit = all.filter((request) => request.id === after.body.event.id);
+    return hit.length > 0 ? hit : undefined;
+  }, "the test event after the overlap");
+  expect(second?.verified).toEqual([false, true]);
+});
+
+test("another tenant's endpoint is not there for a tenant: 404 for get, test, rotate, deliveries and delete", async () => {
+  const endpoint = await addEndpoint("isolated", ["*"]);
+  const asB = { key: api.keys.b };
+  for (const [method, path] of [
+    ["GET", `/v1/webhooks/${endpoint.id}`],
+    ["POST", `/v1/webhooks/${endpoint.id}/test`],
+    ["POST", `/v1/webhooks/${endpoint.id}/rotate`],
+    ["GET", `/v1/webhooks/${endpoint.id}/deliveries`],
+    ["DELETE", `/v1/webhooks/${endpoint.id}`],
+  ] as const) {
+    const response = await api.call(method, path, asB);
+    expect([method, path, response.status]).toEqual([method, path, 404]);
+    expect(response.body.type).toContain("webhook-not-found");
+  }
+  const listed = await api.call("GET", "/v1/webhooks", asB);
+  expect(listed.status).toBe(200);
+  expect(listed.body.webhooks.map((e: { id: string }) => e.id)).not.toContain(endpoint.id);
+  expect((await api.call("GET", `/v1/webhooks/${endpoint.id}`)).status).toBe(200);
+  // Without a vault there are no webhooks at all: 503, as for secrets.
+  const noVault = api.callerWith({ webhooks: undefined });
+  const refused = await noVault("GET", "/v1/webhooks");
+  expect(refused.status).toBe(503);
+  expect(refused.body.type).toContain("vault-not-configured");
+});
