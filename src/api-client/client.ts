@@ -13,7 +13,9 @@ import { type ClientResponse, hc } from "hono/client";
 import type { SuccessStatusCode } from "hono/utils/http-status";
 import type { ApiApp } from "../api/app";
 import type { RunWait } from "../contracts/waits";
+import type { WebhookEvent } from "../contracts/webhooks";
 import type { AgentEvent, LiveEvent } from "../core/events";
+import type { WebhookDelivery, WebhookEndpoint } from "../tenants/webhooks";
 import type { SecretMetadata, SecretPlacement } from "../vault/types";
 
 /** Where the CLI's exit code comes from: see `exitCodeOf`. */
@@ -60,6 +62,8 @@ export function hintFor(error: ApiError): string | undefined {
     return "The API has no vault: set KEEL_VAULT_KEY_FILE (keel dev sets one) or KEEL_VAULT_KMS_KEY_ID on the API and the workers (docs/deploy.md).";
   }
   if (error.slug === "secret-not-found") return "`keel secret list` lists this API key's tenant's secrets.";
+  if (error.slug === "webhook-not-found")
+    return "`keel webhook list` lists this API key's tenant's endpoints.";
   if (error.slug === "session-not-found") {
     const id = /^\/v1\/sessions\/([^/?]+)/.exec(error.path ?? "")?.[1];
     const named = id === undefined ? "That session" : `Session ${JSON.stringify(decodeURIComponent(id))}`;
@@ -195,6 +199,52 @@ export class ApiClient {
   /** Deletes the secret (ApiError `secret-not-found` when the tenant has none by that name). */
   async deleteSecret(name: string): Promise<void> {
     await this.api.v1.secrets[":name"].$delete({ param: { name } });
+  }
+
+  /** Subscribes `url` to event types (`POST /v1/webhooks`): the endpoint and its secret, answered only now. */
+  async addWebhook(body: {
+    url: string;
+    events: string[];
+    description?: string;
+  }): Promise<WebhookEndpoint & { secret: string }> {
+    return (await this.json(this.api.v1.webhooks.$post({ json: body }))) as WebhookEndpoint & {
+      secret: string;
+    };
+  }
+
+  /** The tenant's webhook endpoints (never their secrets). */
+  async listWebhooks(): Promise<WebhookEndpoint[]> {
+    return (await this.json(this.api.v1.webhooks.$get())).webhooks as WebhookEndpoint[];
+  }
+
+  /** Deletes the endpoint (ApiError `webhook-not-found` when the tenant has none by that id). */
+  async deleteWebhook(id: string): Promise<void> {
+    await this.api.v1.webhooks[":id"].$delete({ param: { id } });
+  }
+
+  /** Sends a `webhook.test` event to the endpoint: the event sent. */
+  async testWebhook(id: string): Promise<WebhookEvent> {
+    return (
+      (await this.json(this.api.v1.webhooks[":id"].test.$post({ param: { id } }))) as { event: WebhookEvent }
+    ).event;
+  }
+
+  /** A new signing secret (answered only now); the old one signs too for `overlapSeconds`. */
+  async rotateWebhook(
+    id: string,
+    overlapSeconds?: number,
+  ): Promise<{ secret: string; endpoint: WebhookEndpoint }> {
+    const json = overlapSeconds === undefined ? {} : { overlapSeconds };
+    return (await this.json(this.api.v1.webhooks[":id"].rotate.$post({ param: { id }, json }))) as {
+      secret: string;
+      endpoint: WebhookEndpoint;
+    };
+  }
+
+  /** The endpoint's latest deliveries, newest first. */
+  async webhookDeliveries(id: string): Promise<WebhookDelivery[]> {
+    return (await this.json(this.api.v1.webhooks[":id"].deliveries.$get({ param: { id } })))
+      .deliveries as WebhookDelivery[];
   }
 
   /** A request to `path` (below the base URL) outside the typed routes (binary bodies): 2xx, else ApiError. */

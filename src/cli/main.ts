@@ -20,6 +20,7 @@ import { secretCommand } from "./commands/secret";
 import { sessionsCommand, showCommand } from "./commands/sessions";
 import { exportCommand, importCommand } from "./commands/transfer";
 import { branchCommand, compactCommand, entriesCommand, forkCommand, labelCommand } from "./commands/tree";
+import { webhookCommand } from "./commands/webhook";
 import { stdoutOutput } from "./output";
 
 const COMMANDS: Record<string, Command> = {
@@ -44,6 +45,7 @@ const COMMANDS: Record<string, Command> = {
   import: importCommand,
   delete: deleteCommand,
   schedule: scheduleCommand,
+  webhook: webhookCommand,
   env: envCommand,
   runner: runnerCommand,
   mcp: mcpCommand,

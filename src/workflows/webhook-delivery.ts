@@ -12,6 +12,7 @@ import {
   condition,
   continueAsNew,
   defineSignal,
+  log,
   proxyActivities,
   setHandler,
   workflowInfo,
@@ -31,7 +32,7 @@ const webhookEvent = defineSignal<[WebhookEvent]>(WEBHOOK_EVENT_SIGNAL);
 
 const bookkeeping = proxyActivities<WebhookActivities>({
   startToCloseTimeout: "1 minute",
-  retry: { initialInterval: "1 second", maximumInterval: "1 minute" },
+  retry: { initialInterval: "1 second", maximumInterval: "1 minute", maximumAttempts: 20 },
 });
 
 export async function webhookDelivery(input: WebhookDeliveryInput): Promise<void> {
@@ -66,7 +67,12 @@ export async function webhookDelivery(input: WebhookDeliveryInput): Promise<void
     } catch (error) {
       if (!(error instanceof ActivityFailure)) throw error;
       const why = error.cause instanceof Error ? error.cause.message : error.message;
-      await bookkeeping.recordWebhookFailure({ ...attempt, error: why });
+      // The record is bookkeeping: a store that stays down leaves it pending, and the next event goes.
+      await bookkeeping
+        .recordWebhookFailure({ ...attempt, error: why })
+        .catch((failure: unknown) =>
+          log.warn("recording a failed webhook delivery failed", { error: String(failure) }),
+        );
     }
     if (workflowInfo().continueAsNewSuggested) {
       return continueAsNew<typeof webhookDelivery>({ ...input, queued: queue, seen });

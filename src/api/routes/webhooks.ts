@@ -89,7 +89,10 @@ const SecretField = z.string().openapi({
   example: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
 });
 
-const CreatedWebhookSchema = WebhookEndpointSchema.extend({ secret: SecretField }).openapi("CreatedWebhook");
+// A schema of its own, not an extension: the document states one object, not an allOf.
+const CreatedWebhookSchema = z
+  .object({ ...WebhookEndpointSchema.shape, secret: SecretField })
+  .openapi("CreatedWebhook");
 
 const RotateBodySchema = z
   .object({

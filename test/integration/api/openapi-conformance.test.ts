@@ -8,9 +8,11 @@
  */
 import Ajv2020, { type ValidateFunction } from "ajv/dist/2020";
 import { EnvironmentStore } from "../../../src/environments/store";
+import { DEFAULT_WEBHOOK_SETTINGS } from "../../../src/integrations/webhook-sender";
 import { parseModelUrls } from "../../../src/providers/model-urls";
 import { ToolCallMarkers } from "../../../src/store/tool-call-markers";
 import { SecretStore } from "../../../src/tenants/secrets";
+import { WebhookStore } from "../../../src/tenants/webhooks";
 import { parseGitHosts } from "../../../src/tools/git-source";
 import { LocalKeyWrapper } from "../../../src/vault/key-wrapper";
 import { s3Client, s3Settings } from "../../support/integration-env";
@@ -38,13 +40,15 @@ const exercised = new Set<string>();
 beforeAll(async () => {
   // One-line models may name the local LLM server: a model without prices, whose usage says so.
   const s3 = s3Settings();
+  const vault = new SecretStore(s3Client(), s3, new LocalKeyWrapper(Buffer.alloc(32, 7)));
   api = await createApiStage({
     overrides: {
       environments: {
         store: new EnvironmentStore(s3Client(), s3.bucket, s3.prefix),
         markers: new ToolCallMarkers(s3Client(), s3),
       },
-      vault: new SecretStore(s3Client(), s3, new LocalKeyWrapper(Buffer.alloc(32, 7))),
+      vault,
+      webhooks: new WebhookStore(s3Client(), s3, vault),
     },
     config: (stage) => ({
       outbound: {
@@ -52,6 +56,7 @@ beforeAll(async () => {
         providerBaseUrls: {},
         gitHosts: parseGitHosts(undefined),
       },
+      webhooks: { ...DEFAULT_WEBHOOK_SETTINGS, hosts: ["hooks.example.test"] },
     }),
   });
   const response = await api.call("GET", "/v1/openapi.json", { key: null });
@@ -278,6 +283,35 @@ test("the secrets routes' answers match the document (before the operations are 
   expect((await call("GET", secret, { name: "NO_SUCH_SECRET" })).status).toBe(404);
   expect((await call("DELETE", secret, { name: "CONFORMANCE_TOKEN" })).status).toBe(204);
   expect((await call("DELETE", secret, { name: "CONFORMANCE_TOKEN" })).status).toBe(404);
+});
+
+test("the webhook routes' answers match the document (before the operations are counted)", async () => {
+  const created = await call(
+    "POST",
+    "/v1/webhooks",
+    {},
+    {
+      json: { url: "https://hooks.example.test/keel", events: ["run.completed"], description: "conformance" },
+    },
+  );
+  expect(created.status).toBe(201);
+  const id = created.body.id as string;
+  expect(
+    (await call("POST", "/v1/webhooks", {}, { json: { url: "https://127.0.0.1/x", events: ["*"] } })).status,
+  ).toBe(422);
+  expect(
+    (await call("POST", "/v1/webhooks", {}, { json: { url: "https://x.test", events: ["nope"] } })).status,
+  ).toBe(400);
+  expect((await call("GET", "/v1/webhooks", {})).status).toBe(200);
+  expect((await call("GET", "/v1/webhooks/{id}", { id })).status).toBe(200);
+  expect(
+    (await call("POST", "/v1/webhooks/{id}/rotate", { id }, { json: { overlapSeconds: 60 } })).status,
+  ).toBe(200);
+  expect((await call("POST", "/v1/webhooks/{id}/test", { id })).status).toBe(202);
+  expect((await call("GET", "/v1/webhooks/{id}/deliveries", { id })).status).toBe(200);
+  expect((await call("DELETE", "/v1/webhooks/{id}", { id })).status).toBe(204);
+  expect((await call("DELETE", "/v1/webhooks/{id}", { id })).status).toBe(404);
+  expect((await call("GET", "/v1/webhooks/{id}/deliveries", { id })).status).toBe(404);
 });
 
 test("every operation's answers match the document", async () => {
