@@ -170,7 +170,7 @@ export class WebhookStore {
     return found.filter((stored): stored is StoredEndpoint => stored !== undefined).map(publicOf);
   }
 
-  /** Removes the endpoint and its deliveries' records: false when the tenant has none by that id. */
+  /** Removes the endpoint (its delivery records stay in S3, listed nowhere): false when the tenant has none by that id. */
   async delete(tenantId: string, id: string): Promise<boolean> {
     if (!(await this.read(tenantId, id))) return false;
     await this.objects.remove(this.endpointKey(tenantId, id));
