@@ -21,7 +21,7 @@ export const WEBHOOK_EVENT_TYPES = [
   "session.deleted",
 ] as const;
 
-export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
 /** The sent-only event of `POST /v1/webhooks/{id}/test` (never subscribed, always accepted). */
 export const WEBHOOK_TEST_EVENT = "webhook.test";
@@ -32,7 +32,7 @@ export const ANSWER_EXCERPT_CHARS = 1000;
 const REASON_CHARS = 500;
 
 /** What a webhook event's `data` holds (fields absent when they do not apply). */
-export interface WebhookEventData {
+interface WebhookEventData {
   sessionId: string;
   /** The Temporal run id of the run (run.* and approval.required). */
   runId?: string;
@@ -89,7 +89,7 @@ export function webhookDeliveryWorkflowId(tenantId: string, endpointId: string, 
   return `keel-webhook/${tenantId}/${endpointId}/${sessionId}`;
 }
 
-export interface PublishWebhookEventInput {
+interface PublishWebhookEventInput {
   tenantId: string;
   event: WebhookEvent;
 }
@@ -101,7 +101,7 @@ export interface DeliverWebhookInput {
   retry: WebhookRetry;
 }
 
-export interface DeliverWebhookResult {
+interface DeliverWebhookResult {
   /** `delivered`, or `skipped` when the endpoint was deleted or is not subscribed any more. */
   outcome: "delivered" | "skipped";
 }

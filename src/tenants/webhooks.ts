@@ -22,9 +22,9 @@ import { assertValidId } from "../store/session-keys";
 import type { SecretStore } from "./secrets";
 
 /** Endpoints one tenant may have. */
-export const MAX_WEBHOOK_ENDPOINTS = 20;
+const MAX_WEBHOOK_ENDPOINTS = 20;
 /** Deliveries one listing answers at most. */
-export const MAX_DELIVERIES_LISTED = 100;
+const MAX_DELIVERIES_LISTED = 100;
 /** How long a worker trusts its copy of a tenant's subscribed event types (ms). */
 const SUBSCRIPTIONS_CACHE_MS = 10_000;
 const READ_CONCURRENCY = 8;
