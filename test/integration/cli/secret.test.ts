@@ -2,7 +2,8 @@
  * `keel secret set|list|delete` as subprocesses against the Node API built from its environment
  * with KEEL_VAULT_KEY_FILE: the value comes from standard input only and is never printed; a
  * rotation bumps the version; delete, then 404 with its hint; without a vault, the 503 names the
- * settings at once (no retries).
+ * settings at once (no retries). `keel webhook` against the same API: add prints the signing
+ * secret once, list, test, deliveries, rotate, delete (docs/integrations.md, "Webhooks").
  */
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -23,7 +24,11 @@ beforeAll(async () => {
   dir = mkdtempSync(path.join(tmpdir(), "keel-secret-cli-"));
   const keyFile = path.join(dir, "vault.key");
   writeFileSync(keyFile, `${randomBytes(32).toString("base64")}\n`, { mode: 0o600 });
-  api = await startCliApi(stage, { [KEY]: stage.tenantId }, { KEEL_VAULT_KEY_FILE: keyFile });
+  api = await startCliApi(
+    stage,
+    { [KEY]: stage.tenantId },
+    { KEEL_VAULT_KEY_FILE: keyFile, KEEL_WEBHOOK_HOSTS: "hooks.keel.test" },
+  );
   bare = await startCliApi(stage, { [KEY]: stage.tenantId });
 });
 
@@ -99,4 +104,34 @@ test("without a vault the API's 503 names the settings at once", async () => {
   expect(refused.stderr).toMatch(/KEEL_VAULT_KEY_FILE/);
   // Not retried after Retry-After: a configuration does not change between attempts.
   expect(Date.now() - started).toBeLessThan(30_000);
+});
+
+test("keel webhook: add prints the secret once; list, test, deliveries, rotate, delete", async () => {
+  const webhook = (args: string[]) =>
+    runKeel(["webhook", ...args], { KEEL_API_URL: api.url, KEEL_API_KEY: KEY });
+  const added = await webhook(["add", "https://hooks.keel.test/keel", "--event", "run.completed", "--json"]);
+  expect(added.code).toBe(0);
+  const endpoint = JSON.parse(added.stdout) as { id: string; secret: string };
+  expect(endpoint.secret).toMatch(/^whsec_/);
+  const refused = await webhook(["add", "https://127.0.0.1/x", "--event", "run.completed"]);
+  expect(refused.code).not.toBe(0);
+  expect(refused.stderr).toMatch(/loopback/);
+  expect((await webhook(["add", "https://hooks.keel.test/x", "--event", "run.nope"])).code).toBe(2);
+
+  const listed = await webhook(["list"]);
+  expect(listed.stdout).toContain(`${endpoint.id}  https://hooks.keel.test/keel  run.completed`);
+  expect(listed.stdout).not.toContain(endpoint.secret);
+  const sent = await webhook(["test", endpoint.id]);
+  expect(sent.stdout).toMatch(/^sent webhook\.test evt_/);
+  // No worker runs here: the delivery waits in Temporal, recorded pending.
+  expect((await webhook(["deliveries", endpoint.id])).stdout).toMatch(
+    /webhook\.test {2}webhook-test {2}pending {2}0 attempt/,
+  );
+  const rotated = await webhook(["rotate", endpoint.id, "--overlap", "60"]);
+  expect(rotated.stdout).toMatch(/old secret until .*\nnew signing secret \(shown only now\): whsec_/);
+  expect(rotated.stdout).not.toContain(endpoint.secret);
+  expect((await webhook(["delete", endpoint.id])).stdout).toBe(`deleted webhook endpoint ${endpoint.id}\n`);
+  const gone = await webhook(["delete", endpoint.id]);
+  expect(gone.code).toBe(3);
+  expect(gone.stderr).toMatch(/keel webhook list/);
 });
