@@ -11,6 +11,7 @@ import { randomBytes } from "node:crypto";
 import * as dns from "node:dns";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { runWorkflowId } from "../../../src/contracts/runs";
 import { DEFAULT_WEBHOOK_SETTINGS } from "../../../src/integrations/webhook-sender";
 import { SecretStore } from "../../../src/tenants/secrets";
 import { WebhookStore } from "../../../src/tenants/webhooks";
@@ -136,6 +137,71 @@ test("every event of a run reaches the endpoint once by id, in order, signed as 
     "the deliveries recorded delivered",
   );
   expect(deliveries[0]).toMatchObject({ attempts: 1, lastResponse: { status: 200, excerpt: "ok" } });
+  expect((await api.call("DELETE", `/v1/webhooks/${endpoint.id}`)).status).toBe(204);
+});
+
+test("a schedule's firing sends schedule.fired before its run's events; an aborted run sends run.aborted; a tenant without endpoints pays nothing in its run's history", async () => {
+  const endpoint = await addEndpoint("lifecycle", [
+    "schedule.fired",
+    "run.started",
+    "run.aborted",
+    "run.completed",
+  ]);
+  await receiver.control({ secrets: [endpoint.secret], status: 200 });
+  const scheduleId = uniqueName("nightly");
+  const sessionId = api.sessionId();
+  const scenario = uniqueName("hello");
+  api.stage.llm.addScenario(scenario, { turns: [{ text: "nightly done" }] });
+  const created = await api.call("POST", "/v1/schedules", {
+    json: { scheduleId, cron: "0 3 * * *", sessionId, paused: true, text: `[scenario:${scenario}] report` },
+  });
+  expect(created.status).toBe(201);
+  expect((await api.call("POST", `/v1/schedules/${scheduleId}/trigger`)).status).toBe(202);
+  const fired = await receiver.until(() => {
+    const mine = acceptedAt("lifecycle").filter((request) => request.sessionId === sessionId);
+    return mine.length >= 3 ? mine : undefined;
+  }, "the firing's events");
+  expect(fired.map((request) => request.type)).toEqual(["schedule.fired", "run.started", "run.completed"]);
+  expect(fired[0]?.body.data).toEqual({ sessionId, scheduleId });
+  expect((await api.call("DELETE", `/v1/schedules/${scheduleId}`)).status).toBe(200);
+
+  const aborted = api.sessionId();
+  const abortedRef = { tenantId: api.tenants.a, sessionId: aborted };
+  expect(
+    (await api.call("POST", `/v1/sessions/${aborted}/messages`, { json: api.waitingRunBody() })).status,
+  ).toBe(202);
+  await api.untilWaitingForApproval(abortedRef);
+  expect(
+    (await api.call("POST", `/v1/sessions/${aborted}/abort`, { json: { reason: "not tonight" } })).status,
+  ).toBe(202);
+  expect((await api.stage.result(abortedRef)).status).toBe("aborted");
+  const [, ended] = await receiver.until(() => {
+    const mine = acceptedAt("lifecycle").filter((request) => request.sessionId === aborted);
+    return mine.length >= 2 ? mine : undefined;
+  }, "the aborted run's events");
+  expect(ended).toMatchObject({ type: "run.aborted", body: { data: { reason: "not tonight" } } });
+
+  // Tenant B has no endpoint: its run schedules no webhook activity and records no marker.
+  const quiet = api.sessionId();
+  const scenarioB = uniqueName("hello");
+  api.stage.llm.addScenario(scenarioB, { turns: [{ text: "quiet" }] });
+  const startedB = await api.call("POST", `/v1/sessions/${quiet}/messages`, {
+    key: api.keys.b,
+    json: { text: `[scenario:${scenarioB}] hi` },
+  });
+  expect(startedB.status).toBe(202);
+  const refB = { tenantId: api.tenants.b, sessionId: quiet };
+  expect((await api.stage.result(refB)).status).toBe("completed");
+  const historyOf = async (ref: { tenantId: string; sessionId: string }) =>
+    JSON.stringify(await api.stage.client.workflow.getHandle(runWorkflowId(ref)).fetchHistory());
+  // The patch marker's id, as the marker's payload holds it in the history (JSON, base64).
+  const marker = Buffer.from('{"id":"webhook-events"').toString("base64").slice(0, 28);
+  const quietHistory = await historyOf(refB);
+  expect(quietHistory).not.toContain("publishWebhookEvent");
+  expect(quietHistory).not.toContain(marker);
+  const loudHistory = await historyOf(abortedRef);
+  expect(loudHistory).toContain("publishWebhookEvent");
+  expect(loudHistory).toContain(marker);
   expect((await api.call("DELETE", `/v1/webhooks/${endpoint.id}`)).status).toBe(204);
 });
 
