@@ -4,8 +4,8 @@
  * to the `publishWebhookEvent` activity, one after another in the order emitted (so the delivery
  * workflows get them in order), not cancellable, and awaited before the run closes. A run whose
  * tenant has no endpoint (its openSession said so) does nothing here: no activity, no marker.
- * The event id is `evt_<first execution's run id>_<event seq>`: the same on a replay, unique per
- * session.
+ * The event id is `evt_<execution's run id>_<event seq>`: the same on a replay, unique per session
+ * (a run handed over by continue-as-new numbers its events from 1 again, in an execution of its own).
  */
 import { CancellationScope, log, proxyActivities, workflowInfo } from "@temporalio/workflow";
 import { subscribes, type WebhookActivities, webhookEventOf } from "../../contracts/webhooks";
@@ -36,7 +36,7 @@ export function webhookPublisher(ctx: RunContext): (event: AgentEvent) => void {
     if (!patchTaken) return;
     const webhookEvent = {
       ...body,
-      id: `evt_${info.firstExecutionRunId.replace(/-/g, "")}_${event.seq}`,
+      id: `evt_${info.runId.replace(/-/g, "")}_${event.seq}`,
       timestamp: new Date(Date.now()).toISOString(),
     };
     const previous = ctx.webhooksPublished ?? Promise.resolve();
