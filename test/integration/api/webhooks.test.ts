@@ -140,12 +140,14 @@ test("every event of a run reaches the endpoint once by id, in order, signed as 
   expect((await api.call("DELETE", `/v1/webhooks/${endpoint.id}`)).status).toBe(204);
 });
 
-test("a schedule's firing sends schedule.fired before its run's events; an aborted run sends run.aborted; a tenant without endpoints pays nothing in its run's history", async () => {
+test("a schedule's firing sends schedule.fired before its run's events; an aborted run sends run.aborted; a paused and resumed run run.paused and run.resumed; a tenant without endpoints pays nothing in its run's history", async () => {
   const endpoint = await addEndpoint("lifecycle", [
     "schedule.fired",
     "run.started",
     "run.aborted",
     "run.completed",
+    "run.paused",
+    "run.resumed",
   ]);
   await receiver.control({ secrets: [endpoint.secret], status: 200 });
   const scheduleId = uniqueName("nightly");
@@ -180,6 +182,39 @@ test("a schedule's firing sends schedule.fired before its run's events; an abort
     return mine.length >= 2 ? mine : undefined;
   }, "the aborted run's events");
   expect(ended).toMatchObject({ type: "run.aborted", body: { data: { reason: "not tonight" } } });
+
+  // A run paused at its cost budget, then resumed.
+  const paused = api.sessionId();
+  const pausedRef = { tenantId: api.tenants.a, sessionId: paused };
+  const scenarioP = uniqueName("budget");
+  api.stage.llm.addScenario(scenarioP, {
+    turns: [{ toolCalls: [{ name: "ls", arguments: {} }] }],
+    after: { text: "Done" },
+  });
+  const startedP = await api.call("POST", `/v1/sessions/${paused}/messages`, {
+    json: { text: `[scenario:${scenarioP}] go`, limits: { maxCostUsd: 0.000_001 } },
+  });
+  expect(startedP.status).toBe(202);
+  const pause = await receiver.until(() => {
+    const mine = acceptedAt("lifecycle").filter((request) => request.sessionId === paused);
+    return mine.some((request) => request.type === "run.paused") ? mine : undefined;
+  }, "the pause's event");
+  expect(pause.find((request) => request.type === "run.paused")?.body.data).toMatchObject({
+    pauseType: "runBudget",
+    pausedUntil: expect.any(String),
+  });
+  expect((await api.call("POST", `/v1/sessions/${paused}/resume`, { json: {} })).status).toBe(202);
+  expect((await api.stage.result(pausedRef)).status).toBe("completed");
+  const resumed = await receiver.until(() => {
+    const mine = acceptedAt("lifecycle").filter((request) => request.sessionId === paused);
+    return mine.length >= 4 ? mine : undefined;
+  }, "the resumed run's events");
+  expect(resumed.map((request) => request.type)).toEqual([
+    "run.started",
+    "run.paused",
+    "run.resumed",
+    "run.completed",
+  ]);
 
   // Tenant B has no endpoint: its run schedules no webhook activity and records no marker.
   const quiet = api.sessionId();
