@@ -67,6 +67,11 @@ export interface WebhookRetry {
   maximumIntervalMs: number;
   /** How long one event is retried before it is marked failed. */
   giveUpAfterMs: number;
+  /**
+   * How long one attempt may take before Temporal retries it elsewhere (the request's timeout and
+   * the record's writes): what a worker killed mid-attempt costs. Absent in older inputs: 2 minutes.
+   */
+  attemptTimeoutMs?: number;
 }
 
 /** The input of `webhookDelivery`: one endpoint and one session, events in the order signalled. */

@@ -100,6 +100,7 @@ export function webhookRetryOf(settings: WebhookSettings): WebhookRetry {
     initialIntervalMs: settings.retryInitialMs,
     maximumIntervalMs: settings.retryMaxMs,
     giveUpAfterMs: settings.giveUpAfterMs,
+    attemptTimeoutMs: settings.timeoutMs + ATTEMPT_OVERHEAD_MS,
   };
 }
 
@@ -112,6 +113,8 @@ export const DEFAULT_WEBHOOK_SETTINGS: WebhookSettings = webhookSettingsOf({
   KEEL_WEBHOOK_ROTATION_OVERLAP_SECONDS: 86_400,
 });
 
+/** What an attempt may take besides its request: reading the endpoint, writing the record. */
+const ATTEMPT_OVERHEAD_MS = 5_000;
 /** Bytes of an answer's body kept as its excerpt (the rest is not read). */
 const RESPONSE_EXCERPT_BYTES = 1024;
 /** Longest URL an endpoint may have. */

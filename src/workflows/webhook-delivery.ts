@@ -46,8 +46,9 @@ export async function webhookDelivery(input: WebhookDeliveryInput): Promise<void
   });
   const { retry } = input;
   const delivering = proxyActivities<WebhookActivities>({
-    // One request: its own timeout (KEEL_WEBHOOK_TIMEOUT_MS) is shorter.
-    startToCloseTimeout: "2 minutes",
+    // One request (KEEL_WEBHOOK_TIMEOUT_MS) and its record: a worker killed mid-attempt is
+    // retried elsewhere once this has passed.
+    startToCloseTimeout: retry.attemptTimeoutMs ?? "2 minutes",
     scheduleToCloseTimeout: retry.giveUpAfterMs,
     retry: {
       initialInterval: retry.initialIntervalMs,

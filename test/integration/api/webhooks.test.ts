@@ -31,6 +31,8 @@ const webhookEnv = {
   KEEL_WEBHOOK_HOSTS: HOST,
   KEEL_WEBHOOK_RETRY_INITIAL_MS: "200",
   KEEL_WEBHOOK_RETRY_MAX_MS: "1000",
+  // A worker killed mid-attempt: the attempt is retried elsewhere after 3 s + 5 s.
+  KEEL_WEBHOOK_TIMEOUT_MS: "3000",
   NODE_OPTIONS: `--require ${join(__dirname, "../../support/resolve-test-hosts.cjs")}`,
 };
 let keyFile: string;
@@ -53,7 +55,13 @@ beforeAll(async () => {
     withWorker: false,
     overrides: { vault, webhooks: new WebhookStore(s3, s3Settings(), vault) },
     config: () => ({
-      webhooks: { ...DEFAULT_WEBHOOK_SETTINGS, hosts: [HOST], retryInitialMs: 200, retryMaxMs: 1000 },
+      webhooks: {
+        ...DEFAULT_WEBHOOK_SETTINGS,
+        hosts: [HOST],
+        retryInitialMs: 200,
+        retryMaxMs: 1000,
+        timeoutMs: 3000,
+      },
     }),
   });
   worker = await api.stage.startWorker({ KEEL_VAULT_KEY_FILE: keyFile, ...webhookEnv });
@@ -140,7 +148,7 @@ test("every event of a run reaches the endpoint once by id, in order, signed as 
   expect((await api.call("DELETE", `/v1/webhooks/${endpoint.id}`)).status).toBe(204);
 });
 
-test("a schedule's firing sends schedule.fired before its run's events; an aborted run sends run.aborted; a paused and resumed run run.paused and run.resumed; a tenant without endpoints pays nothing in its run's history", async () => {
+test("a schedule's firing sends schedule.fired before its run's events; an aborted run sends run.aborted; a paused and resumed run run.paused and run.resumed, a failed one run.failed; a tenant without endpoints pays nothing in its run's history", async () => {
   const endpoint = await addEndpoint("lifecycle", [
     "schedule.fired",
     "run.started",
@@ -148,6 +156,7 @@ test("a schedule's firing sends schedule.fired before its run's events; an abort
     "run.completed",
     "run.paused",
     "run.resumed",
+    "run.failed",
   ]);
   await receiver.control({ secrets: [endpoint.secret], status: 200 });
   const scheduleId = uniqueName("nightly");
@@ -215,6 +224,23 @@ test("a schedule's firing sends schedule.fired before its run's events; an abort
     "run.resumed",
     "run.completed",
   ]);
+
+  // A run whose model call fails for good (the provider refuses the request as invalid).
+  const failing = api.sessionId();
+  const scenarioF = uniqueName("refused");
+  api.stage.llm.addScenario(scenarioF, { turns: [{ text: "never" }] });
+  api.stage.llm.addFaults([{ kind: "bad_request", match: { scenario: scenarioF } }]);
+  const startedF = await api.call("POST", `/v1/sessions/${failing}/messages`, {
+    json: { text: `[scenario:${scenarioF}] go` },
+  });
+  expect(startedF.status).toBe(202);
+  expect((await api.stage.result({ tenantId: api.tenants.a, sessionId: failing })).status).toBe("failed");
+  const [, failed] = await receiver.until(() => {
+    const mine = acceptedAt("lifecycle").filter((request) => request.sessionId === failing);
+    return mine.length >= 2 ? mine : undefined;
+  }, "the failed run's events");
+  expect(failed?.type).toBe("run.failed");
+  expect(failed?.body.data.reason).toEqual(expect.any(String));
 
   // Tenant B has no endpoint: its run schedules no webhook activity and records no marker.
   const quiet = api.sessionId();
