@@ -13,6 +13,7 @@ import { z } from "zod";
 import { sha256Hex } from "../store/digest";
 import { MAX_LIST_LIMIT } from "../store/session-store";
 import type { ViewModel } from "../viewer/view-model";
+import { IDEMPOTENCY_KEY_PATTERN } from "./idempotency";
 import { transcriptSummary } from "./mcp-transcript";
 import {
   AbortBodySchema,
@@ -42,7 +43,7 @@ const MAX_TRANSCRIPT_CHARS = 100_000;
 
 const IdempotencyKeySchema = z
   .string()
-  .regex(/^[\x21-\x7e]{1,255}$/)
+  .regex(new RegExp(IDEMPOTENCY_KEY_PATTERN))
   .optional()
   .describe(
     "Sent as the Idempotency-Key header: a retried call with the same key answers as the first one and starts nothing again",

@@ -4,8 +4,12 @@
  * list of changed paths and one unified diff (`git apply`-style `a/` and `b/` names). Read from the
  * workspace snapshots (content-addressed trees and blobs); nothing is restored to disk.
  *
- * Bounded: a file over MAX_FILE_BYTES on either side, or one holding a NUL byte, is named
- * without its lines; the patch stops at `maxPatchChars` and says so (`truncated`).
+ * Bounded, since it runs in the API process on a caller's request: a file over MAX_FILE_BYTES on
+ * either side (measured before it is read), or one holding a NUL byte, is named without its
+ * lines; so is a file whose line diff does not finish within FILE_DIFF_TIMEOUT_MS (two large
+ * files with little in common cost the line diff the product of their sizes, and it blocks the
+ * event loop while it runs) or that comes after the patch spent PATCH_DIFF_BUDGET_MS diffing
+ * (`omitted: "too-complex"`); the patch stops at `maxPatchChars` and says so (`truncated`).
  */
 import { createTwoFilesPatch } from "diff";
 import type { SessionEntry } from "../core/session-types";
@@ -19,16 +23,27 @@ import type { WorkspaceSnapshots } from "./workspace-snapshots";
 const MAX_FILE_BYTES = 1024 * 1024;
 /** Default bound of the patch text. */
 const DEFAULT_MAX_PATCH_CHARS = 200_000;
+/** Longest one file's line diff may run (synchronously: nothing else of the API runs meanwhile). */
+const FILE_DIFF_TIMEOUT_MS = 200;
+/** Longest the line diffs of one patch may run in all; later files are named without their lines. */
+const PATCH_DIFF_BUDGET_MS = 1_000;
 
 type PathChangeKind = "added" | "modified" | "deleted";
+/** Why a file's lines are left out of the patch. */
+type Omitted = "binary" | "too-large" | "too-complex";
+const OMITTED_TEXT: Record<Omitted, string> = {
+  binary: "binary",
+  "too-large": "too large",
+  "too-complex": "too many differences to compute",
+};
 
 interface ChangedPath {
   path: string;
   change: PathChangeKind;
   /** What the path is after the change (before it, for a deletion). */
   type: PathEntry["type"];
-  /** Set when the patch names the file without its lines: `binary` or `too-large`. */
-  omitted?: "binary" | "too-large";
+  /** Set when the patch names the file without its lines: `binary`, `too-large` or `too-complex`. */
+  omitted?: Omitted;
 }
 
 export interface WorkspacePatch {
@@ -80,10 +95,10 @@ async function fileText(
   snapshots: WorkspaceSnapshots,
   ref: SessionRef,
   entry: PathEntry | undefined,
-): Promise<{ text: string } | { omitted: "binary" | "too-large" }> {
+): Promise<{ text: string } | { omitted: Omitted }> {
   if (entry?.type !== "file") return { text: "" };
+  if ((await snapshots.blobSize(ref, entry.hash)) > MAX_FILE_BYTES) return { omitted: "too-large" };
   const bytes = await snapshots.getBlob(ref, entry.hash);
-  if (bytes.length > MAX_FILE_BYTES) return { omitted: "too-large" };
   if (bytes.includes(0)) return { omitted: "binary" };
   return { text: bytes.toString("utf8") };
 }
@@ -108,6 +123,7 @@ export async function sessionWorkspacePatch(
   const parts: string[] = [];
   let length = 0;
   let truncated = false;
+  let diffMsLeft = PATCH_DIFF_BUDGET_MS;
   for (const { path, before: old, after: now } of changes) {
     const change: PathChangeKind = old === undefined ? "added" : now === undefined ? "deleted" : "modified";
     const shown = (now ?? old) as PathEntry;
@@ -119,21 +135,27 @@ export async function sessionWorkspacePatch(
       before ? fileText(snapshots, before.from, old) : Promise.resolve({ text: "" }),
       fileText(snapshots, after.from, now),
     ]);
-    let part: string;
-    if ("omitted" in oldText || "omitted" in newText) {
-      listed.omitted = "omitted" in oldText ? oldText.omitted : (newText as { omitted: "binary" }).omitted;
-      part = `diff a/${path} b/${path}\n(${listed.omitted === "binary" ? "binary" : "too large"}: lines not shown)\n`;
-    } else {
-      part = createTwoFilesPatch(
+    let lines: string | undefined;
+    if ("omitted" in oldText) listed.omitted = oldText.omitted;
+    else if ("omitted" in newText) listed.omitted = newText.omitted;
+    else if (diffMsLeft <= 0) listed.omitted = "too-complex";
+    else {
+      const began = Date.now();
+      lines = createTwoFilesPatch(
         old?.type === "file" ? `a/${path}` : "/dev/null",
         now?.type === "file" ? `b/${path}` : "/dev/null",
         oldText.text,
         newText.text,
         undefined,
         undefined,
-        { context: 3 },
-      ).replace(/^=+\n/, "");
+        { context: 3, timeout: Math.min(FILE_DIFF_TIMEOUT_MS, diffMsLeft) },
+      )?.replace(/^=+\n/, "");
+      diffMsLeft -= Date.now() - began;
+      if (lines === undefined) listed.omitted = "too-complex";
     }
+    const part =
+      lines ??
+      `diff a/${path} b/${path}\n(${OMITTED_TEXT[listed.omitted ?? "too-complex"]}: lines not shown)\n`;
     if (length + part.length > maxPatchChars) {
       truncated = true;
       continue;

@@ -12,7 +12,7 @@
 import * as fs from "node:fs/promises";
 import * as path from "node:path";
 import { gunzipSync, gzipSync } from "node:zlib";
-import { GetObjectCommand, type S3Client } from "@aws-sdk/client-s3";
+import { GetObjectCommand, HeadObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import { z } from "zod";
 import {
   createFileAt,
@@ -392,6 +392,13 @@ export class WorkspaceSnapshots {
     const text = gunzipSync(await this.getObject(key)).toString("utf8");
     if (sha256Hex(text) !== hash) throw new CorruptObjectError(key, "the tree does not match its hash");
     return TreeSchema.parse(JSON.parse(text));
+  }
+
+  /** The size in bytes of the blob `hash` of `ref`'s session, without reading it. */
+  async blobSize(ref: SessionRef, hash: string): Promise<number> {
+    const key = workspaceBlobKey(this.prefix, ref, hash);
+    const head = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }));
+    return head.ContentLength ?? 0;
   }
 
   /** The blob `hash` of `ref`'s session; refused when its bytes do not hash to `hash`. */

@@ -21,8 +21,9 @@ const WorkspaceDiffSchema = z
         path: z.string(),
         change: z.enum(["added", "modified", "deleted"]),
         type: z.enum(["file", "dir", "symlink"]),
-        omitted: z.enum(["binary", "too-large"]).optional().openapi({
-          description: "The patch names the file without its lines (a NUL byte, or over 1 MiB)",
+        omitted: z.enum(["binary", "too-large", "too-complex"]).optional().openapi({
+          description:
+            "The patch names the file without its lines: a NUL byte (binary), over 1 MiB (too-large), a line diff past its time bound (too-complex)",
         }),
       }),
     ),

@@ -223,7 +223,7 @@ async function importedSessionWithFiles(scenario: string, files: Record<string, 
   return imported.body.sessionId as string;
 }
 
-test("start_task continues an existing session with files: the diff shows the edit, the deletion and a binary change against them", async () => {
+test("start_task continues an existing session with files: the diff shows the edit, the deletion and a binary change against them, and bounds what it computes", async () => {
   const client = await connect(api.keys.a);
   const scenario = uniqueName("mcp-edit");
   api.stage.llm.addScenario(scenario, {
@@ -233,6 +233,9 @@ test("start_task continues an existing session with files: the diff shows the ed
         toolCalls: [
           { name: "edit", arguments: { path: "README.md", oldText: "old line", newText: "new line" } },
           { name: "bash", arguments: { command: "rm obsolete.txt && printf 'a\\000c' > data.bin" } },
+          // Every line moved: a line diff of these costs lines × differences, far past its time bound.
+          { name: "bash", arguments: { command: "tac numbers.txt > reversed && mv reversed numbers.txt" } },
+          { name: "bash", arguments: { command: "head -c 2000000 /dev/zero | tr '\\0' x > big.txt" } },
         ],
       },
     ],
@@ -243,6 +246,7 @@ test("start_task continues an existing session with files: the diff shows the ed
     "obsolete.txt": "remove me\n",
     "same.txt": "untouched\n",
     "data.bin": "a\u0000b",
+    "numbers.txt": Array.from({ length: 40_000 }, (_, i) => `${i + 1}\n`).join(""),
   });
   const started = await callTool(client, "start_task", { sessionId, text: "update the readme" });
   expect(started.structuredContent).toMatchObject({ sessionId, delivery: "started" });
@@ -251,11 +255,20 @@ test("start_task continues an existing session with files: the diff shows the ed
   const diff = await callTool(client, "get_diff", { sessionId });
   const answer = diff.structuredContent as { baseEntryId: string | null; files: unknown[]; patch: string };
   expect(answer.baseEntryId).toBe("a1");
-  expect(answer.files).toEqual([
-    { path: "obsolete.txt", change: "deleted", type: "file" },
-    { path: "data.bin", change: "modified", type: "file", omitted: "binary" },
-    { path: "README.md", change: "modified", type: "file" },
-  ]);
+  expect(answer.files).toHaveLength(5);
+  expect(answer.files).toEqual(
+    expect.arrayContaining([
+      { path: "obsolete.txt", change: "deleted", type: "file" },
+      { path: "data.bin", change: "modified", type: "file", omitted: "binary" },
+      { path: "README.md", change: "modified", type: "file" },
+      { path: "numbers.txt", change: "modified", type: "file", omitted: "too-complex" },
+      { path: "big.txt", change: "added", type: "file", omitted: "too-large" },
+    ]),
+  );
+  expect(answer.patch).toContain(
+    "diff a/numbers.txt b/numbers.txt\n(too many differences to compute: lines not shown)",
+  );
+  expect(answer.patch).toContain("diff a/big.txt b/big.txt\n(too large: lines not shown)");
   expect(answer.patch).toContain("diff a/data.bin b/data.bin\n(binary: lines not shown)");
   expect(answer.patch).toContain("--- a/README.md\n+++ b/README.md");
   expect(answer.patch).toContain("-old line\n+new line\n");
