@@ -50,7 +50,7 @@ export function tallyBefore(ctx: Context): ModelCallTally {
  * at least the server's `retry-after`; not retried once the call has had
  * `LLM_RETRY.maximumAttempts` provider errors, this one included) or `NonRetryableLlmError`.
  * `attempt` (Temporal's) sets the backoff; `providerErrors` (this one included) where the call stops.
- * A call that `canFailOver` also stops when its provider's circuit breaker is open. The details
+ * A call that `canFailOver` also stops when its model's circuit breaker (at its endpoint) is open. The details
  * say whether the run may fail over (`ModelCallFailureDetails`).
  */
 export function llmFailure(
@@ -65,7 +65,7 @@ export function llmFailure(
   }
   const failover = failoverReasonOf(error);
   const details: ModelCallFailureDetails[] = [failover ? { failover } : {}];
-  // With another model to go to, a provider its breaker calls down is not asked again.
+  // With another model to go to, a model its breaker calls down (at its endpoint) is not asked again.
   const giveUp = providerErrors >= LLM_RETRY.maximumAttempts || (canFailOver && error.breaker !== undefined);
   if (giveUp) {
     return ApplicationFailure.create({

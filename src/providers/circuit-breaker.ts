@@ -1,7 +1,7 @@
 /**
- * Circuit breakers of model providers, one per provider endpoint (its wire API and base URL), kept
- * in this process's memory: each worker learns on its own that a provider is down (the decision
- * and its trade-off: docs/providers.md, "Failover").
+ * Circuit breakers of model providers, one per model at a provider endpoint (its wire API, base URL
+ * and model id: `breakerKeyOf`), kept in this process's memory: each worker learns on its own that
+ * a provider is down (the decision and its trade-off: docs/providers.md, "Circuit breakers").
  *
  * - closed: requests go; `failures` failover-class errors in a row (`recordFailure`) open it.
  * - open: until `cooldownMs` has passed no request is admitted.
@@ -40,6 +40,15 @@ export type BreakerOutcome =
   | "failure"
   /** The caller gave up (an abort): says nothing about the provider. */
   | "neutral";
+
+/**
+ * The breaker a call counts against: its endpoint and its model. Rate limits and overload are
+ * commonly per model, so one model's failures must not keep a run from the next model of its list
+ * on the same endpoint; a provider-wide outage then costs each model its own few failures.
+ */
+export function breakerKeyOf(api: string, baseURL: string | undefined, modelId: string): string {
+  return `${api} ${baseURL ?? "default"} ${modelId}`;
+}
 
 const CLOSED: BreakerState = { kind: "closed", failures: 0 };
 

@@ -8,7 +8,7 @@ import { BoundedCache } from "../core/bounded-cache";
 import type { LlmContext } from "../core/messages";
 import { guardedFetch } from "../net/guarded-fetch";
 import { AnthropicProvider } from "./anthropic";
-import { type BreakerSettings, CircuitBreakers } from "./circuit-breaker";
+import { type BreakerSettings, breakerKeyOf, CircuitBreakers } from "./circuit-breaker";
 import { breakerOutcomeOf } from "./errors";
 import { sdkBaseUrl } from "./model-spec";
 import {
@@ -94,7 +94,7 @@ export function createProvider(config: ProviderConfig = {}): Provider {
   const fetch = guardedFetch(policy.allowsHost);
   // One SDK client per API, base URL and key; bounded, as an allowlisted URL prefix covers many URLs.
   const instances = new BoundedCache<string, Provider>({ capacity: MAX_CLIENTS });
-  // One breaker per endpoint (API and base URL), whatever key reaches it: an outage is the endpoint's.
+  // One breaker per model at an endpoint (API, base URL and model id), whatever key reaches it.
   const breakers = new CircuitBreakers(config.breaker);
 
   /** The connection for `model`, or why there is none. */
@@ -140,13 +140,13 @@ export function createProvider(config: ProviderConfig = {}): Provider {
         provider = instantiate(model.api, connection);
         instances.set(cacheKey, provider);
       }
-      const endpoint = `${model.api} ${connection.baseURL ?? "default"}`;
+      const endpoint = breakerKeyOf(model.api, connection.baseURL, model.id);
       // A run with nowhere else to go still sends its call (the breaker only learns from it).
       if (!breakers.admit(endpoint) && options.canFailOver) {
         return new OutputBuilder(model, options).failWith({
           kind: "retryable",
           breaker: "open",
-          message: `not sent: the circuit breaker of ${model.api} at ${connection.baseURL ?? "its default URL"} is open after repeated failures`,
+          message: `not sent: the circuit breaker of ${model.api} at ${connection.baseURL ?? "its default URL"} is open for ${model.id} after repeated failures`,
         });
       }
       const result = await provider.complete(model, context, options);

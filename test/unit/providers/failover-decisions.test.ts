@@ -5,7 +5,7 @@
  */
 import { llmFailure } from "../../../src/activities/llm-retry";
 import { LLM_RETRY } from "../../../src/core/retry-policy";
-import { CircuitBreakers } from "../../../src/providers/circuit-breaker";
+import { breakerKeyOf, CircuitBreakers } from "../../../src/providers/circuit-breaker";
 import { breakerOutcomeOf, classifyError, failoverReasonOf } from "../../../src/providers/errors";
 import type { ProviderError } from "../../../src/providers/types";
 
@@ -83,6 +83,20 @@ describe("a provider's circuit breaker", () => {
     expect(b.admit("x")).toBe(false);
     // Another endpoint is not affected.
     expect(b.admit("y")).toBe(true);
+  });
+
+  test("is kept per model: one model's failures leave another model at the same endpoint its calls", () => {
+    const b = breakers();
+    const url = "https://api.anthropic.com";
+    const opus = breakerKeyOf("anthropic-messages", url, "claude-opus-4-1");
+    const sonnet = breakerKeyOf("anthropic-messages", url, "claude-sonnet-4-5");
+    expect(new Set([opus, sonnet, breakerKeyOf("openai-completions", url, "claude-opus-4-1")]).size).toBe(3);
+    for (let i = 0; i < 3; i++) b.record(opus, "failure");
+    expect(b.admit(opus)).toBe(false);
+    expect(b.admit(sonnet)).toBe(true);
+    expect(b.state(sonnet)).toBe("closed");
+    // The same model at the same endpoint is one breaker, whatever else differs (the key).
+    expect(breakerKeyOf("anthropic-messages", url, "claude-opus-4-1")).toBe(opus);
   });
 
   test("after the cooldown one probe goes through; its success closes the breaker", () => {
