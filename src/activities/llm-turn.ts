@@ -97,18 +97,24 @@ export function llmTurnActivity(deps: ActivityDeps) {
 
   /**
    * The switch to `model` the workflow asked to record (`modelChange`), written right before the
-   * call's answer, so a call that fails (and goes on to another model) leaves nothing behind.
+   * call's answer, so a call that fails (and goes on to another model) leaves nothing behind. An
+   * earlier attempt's switch (or the workflow's closing one: same id) is kept; another entry at the
+   * slot is a conflict, never adopted: the answer would hang off an entry that is not there.
    */
   async function recordModelChange(input: LlmTurnInput, model: ModelInfo): Promise<void> {
     const at = input.modelChange;
     if (!at) return;
-    await storeWriteFailures(() =>
+    const result = await storeWriteFailures(() =>
       store.putEntry(
         { tenantId: input.tenantId, sessionId: input.sessionId },
         at.seq,
         createModelChangeEntry(at, model.provider, model.id),
       ),
     );
+    if (result.entry.id !== at.id || result.entry.type !== "model_change")
+      throw entryConflict(
+        `the entry stored at the model change's slot is not this call's switch (${result.entry.id})`,
+      );
   }
 
   /** The call itself, streaming its deltas to `live` (see the module comment). */

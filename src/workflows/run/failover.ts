@@ -5,11 +5,13 @@
  *
  * A turn always starts from the run's first model (`next.model`); a provider whose circuit
  * breaker is open answers at once without a request (`circuit_open`), so the turn goes on to the
- * next model, and comes back to the first once its provider recovered.
+ * next model, and comes back to the first once its provider recovered. The next model's entries
+ * take fresh slots (never the failed call's, which a late attempt of it may still write).
  */
 import { ActivityFailure, ApplicationFailure } from "@temporalio/common";
-import type { ModelCallFailureDetails } from "../../contracts/activities";
+import type { EntrySlot, EntryWrite, ModelCallFailureDetails } from "../../contracts/activities";
 import { FailureType } from "../../core/failure-types";
+import { unansweredAssistant, unaskedModelChange } from "./entries";
 import type { RunRecord } from "./state";
 
 /** The models a turn tries, in order: the run's next model, then its fallbacks (each once). */
@@ -44,4 +46,25 @@ export function failoverCauseOf(error: unknown): FailoverCause | undefined {
 /** Why a run whose every model failed ends: each model and what it answered. */
 export function allModelsFailedReason(failures: readonly { model: string; cause: FailoverCause }[]): string {
   return `every model failed: ${failures.map(({ model, cause }) => `${model} (${cause.reason}): ${cause.message}`).join("; ")}`;
+}
+
+/**
+ * The entries that close a call the turn failed over from, at that call's own slots (never handed
+ * out again): its switch, if it was one, and a failed answer saying why. They go with the next
+ * call's first writes; a partial answer an attempt of the failed call stored first is kept.
+ */
+export function failedOverWrites(
+  call: { modelChange?: EntrySlot | undefined; slot: EntrySlot; model: string },
+  cause: FailoverCause,
+  now: number,
+): EntryWrite[] {
+  return [
+    ...(call.modelChange ? [unaskedModelChange(call.modelChange, call.model)] : []),
+    unansweredAssistant(
+      call.slot,
+      call.model,
+      { stopReason: "error", errorMessage: `failed over (${cause.reason}): ${cause.message}` },
+      now,
+    ),
+  ];
 }

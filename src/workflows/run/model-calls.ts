@@ -10,12 +10,13 @@ import { unaskedModelChange } from "./entries";
 import {
   allModelsFailedReason,
   type FailoverCause,
+  failedOverWrites,
   failoverCauseOf,
   sessionModel,
   turnModels,
 } from "./failover";
 import { cancellable, closeModelCall } from "./lifecycle";
-import { emit, newSlot, releaseSlot } from "./state";
+import { branchFrom, emit, newSlot, releaseSlot } from "./state";
 import { taskAgentsFor } from "./task-calls";
 
 /** Which model a call asks and how (failover): by default the run's next model, no failover. */
@@ -78,11 +79,18 @@ export type FailedOverCall =
 
 /**
  * The turn's model call on the run's models in order (run/failover.ts): a call that fails in a way
- * retrying will not fix soon (its provider's breaker open, its retries spent) goes to the next
- * model, on the same place in the session (nothing was stored at its slot). A switch of the
- * session's model is recorded before the answer (a `model_change` entry) and in the events
- * (`model_fallback`). An abort or interruption, or any other failure, ends the call as
- * `callModel` does; when every model failed, the run fails naming each model's error.
+ * retrying will not fix soon (its model's breaker open, its retries spent) goes to the next model.
+ * A switch of the session's model is recorded before the answer (a `model_change` entry) and in
+ * the events (`model_fallback`). An abort or interruption, or any other failure, ends the call as
+ * `callModel` does; when every model failed, the run fails naming each model's error (the last
+ * call is closed at its own slots).
+ *
+ * The next model never reuses a failed call's slots: an attempt of the failed call may still write
+ * there (one cut off on its heartbeat stores its partial answer when it stops, possibly after the
+ * turn moved on). The next model's entries take fresh slots on a branch beside the failed call's
+ * (the same parent), and the failed call's closing entries (`failedOverWrites`) go with the next
+ * call's first writes, so the session has no gap; a late write finds them, or they find it, at the
+ * failed call's own slots, with its ids.
  */
 export async function callModelFailingOver(
   ctx: RunContext,
@@ -93,14 +101,15 @@ export async function callModelFailingOver(
   const models = turnModels(run);
   const failures: { model: string; cause: FailoverCause }[] = [];
   let at = slot;
+  let writes = writesFirst;
   for (const [index, model] of models.entries()) {
     const from = sessionModel(run);
     const modelChange = model !== from ? at : undefined;
     const callSlot = modelChange ? newSlot(run) : at;
     try {
-      // Every model of a list, the last too, gives up on a provider its breaker calls down: a run
-      // whose every provider is down fails at once rather than after minutes of retries.
-      const result = await callModel(ctx, callSlot, writesFirst, { model, canFailOver: true, modelChange });
+      // Every model of a list, the last too, gives up on a model its breaker calls down: a run
+      // whose every model is down fails at once rather than after minutes of retries.
+      const result = await callModel(ctx, callSlot, writes, { model, canFailOver: true, modelChange });
       if (modelChange) {
         const failed = failures.at(-1)?.cause;
         emit(run, {
@@ -118,17 +127,19 @@ export async function callModelFailingOver(
       if (cause === undefined || run.cancelling !== undefined) throw error;
       failures.push({ model, cause });
       emit(run, { type: "message_end", role: "assistant", entryId: callSlot.id });
-      // Nothing is stored at the call's slots (a failed call writes no answer): handed back.
-      releaseSlot(run, callSlot);
-      if (modelChange) releaseSlot(run, modelChange);
-      at = newSlot(run);
-      ctx.modelCall = { slot: at, writesFirst, ...(model !== run.next.model ? { model } : {}) };
+      // Aborted while failing over, or the last model failed: the call closes unanswered at its own
+      // slots (`ctx.modelCall`, as `callModel` left it); no other model is asked.
       if (run.abortReason !== undefined) {
-        // Aborted while failing over: the call closes unanswered, no other model is asked.
         run.cancelling = { kind: "abort", reason: run.abortReason };
         throw error;
       }
       if (index === models.length - 1) return { kind: "all_failed", reason: allModelsFailedReason(failures) };
+      writes = [
+        ...writes,
+        ...failedOverWrites({ modelChange, slot: callSlot, model }, cause, run.clock.now()),
+      ];
+      branchFrom(run, slot.parentId);
+      at = newSlot(run);
     }
   }
   throw new Error("a turn with no model to call");

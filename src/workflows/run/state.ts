@@ -247,6 +247,15 @@ export function newSlot(run: RunRecord): EntrySlot {
   return slot;
 }
 
+/**
+ * Makes the next slot a child of `parentId` again (a branch beside the slots taken after it),
+ * keeping every sequence number taken so far: none is handed out twice.
+ */
+export function branchFrom(run: RunRecord, parentId: string | null): void {
+  if (!run.cursor) throw new Error("session not opened");
+  run.cursor = { nextSeq: run.cursor.nextSeq, leafId: parentId };
+}
+
 /** Hands back a slot that nothing was written at (it must be the last one taken). */
 export function releaseSlot(run: RunRecord, slot: EntrySlot): void {
   run.cursor = { nextSeq: slot.seq, leafId: slot.parentId };

@@ -5,7 +5,8 @@
  * run with its session intact, and a run whose every model fails names each model's error.
  *
  * A is `local-anthropic` (Anthropic's Messages API) and B `local-chat` (OpenAI's Chat
- * Completions): two provider endpoints, two breakers, and the conversation crosses vendors.
+ * Completions): two provider endpoints, two breakers, and the conversation crosses vendors; one
+ * test falls back to a second model on A's own endpoint (breakers are kept per model).
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import type { AgentEvent } from "../../../src/core/events";
@@ -57,7 +58,10 @@ function requests(model: string, scenario: string) {
     .filter((entry) => entry.model === model && entry.scenario === scenario);
 }
 
-/** `model_change` entries and assistant messages of a session, as (kind, model) in order. */
+/**
+ * `model_change` entries and assistant messages of a session, as (kind, model) in order, on every
+ * branch: a call the turn failed over from is closed (`keel`) beside the next model's entries.
+ */
 function modelTrail(entries: SessionEntry[]): string[] {
   return entries.flatMap((entry) => {
     if (entry.type === "model_change") return [`change ${entry.provider}/${entry.modelId}`];
@@ -92,7 +96,15 @@ test.each([
     expect(requests(A, scenario).map((entry) => entry.status)).toEqual([status, status]);
     expect(requests(B, scenario).map((entry) => entry.status)).toEqual([200]);
     const entries = await expectIntactSession(stage(), ref);
-    expect(modelTrail(entries)).toEqual([`change local/${B}`, `answer local/${B}`]);
+    expect(modelTrail(entries)).toEqual([`answer keel/${A}`, `change local/${B}`, `answer local/${B}`]);
+    // A's call is closed at its own slot; B's entries took fresh slots on a branch beside it.
+    const [failedA, changeToB] = entries.filter(
+      (entry) => entry.type !== "message" || entry.message.role === "assistant",
+    );
+    expect(failedA).toMatchObject({
+      message: { stopReason: "error", errorMessage: expect.stringContaining(`failed over (${reason})`) },
+    });
+    expect(changeToB?.parentId).toBe(failedA?.parentId);
     const last = messagesOf(entries).at(-1);
     expect(last?.role === "assistant" && last.content).toEqual([{ type: "text", text: "You said: hello" }]);
     const [event, ...more] = await fallbacks(ref);
@@ -101,6 +113,35 @@ test.each([
     expect(event?.error).toContain(`${A}: ${status}`);
   },
 );
+
+test("a second model on A's endpoint is asked once A is rate limited: each model has its own breaker", async () => {
+  // A one-line model without a base URL: the configured Anthropic URL, A's own endpoint.
+  const sibling = "fo-sibling";
+  const scenario = "fo-same-endpoint";
+  stage().llm.addScenario(scenario, { turns: [], after: { text: "You said: {{lastUser}}" } });
+  stage().llm.addFaults([
+    { kind: "rate_limit", match: { model: A, scenario }, rate: 1, retryAfterSeconds: 1 },
+  ]);
+  const ref = stage().newSession();
+  await stage().runs.deliver(
+    ref,
+    { text: `[scenario:${scenario}] hello`, mode: "auto" },
+    stage().settings({ model: A, fallbackModels: [`anthropic-compatible:${sibling}`] }),
+  );
+  expect((await stage().result(ref)).status).toBe("completed");
+
+  expect(requests(A, scenario).map((entry) => entry.status)).toEqual([429, 429]);
+  expect(requests(sibling, scenario).map((entry) => entry.status)).toEqual([200]);
+  const entries = await expectIntactSession(stage(), ref);
+  expect(modelTrail(entries)).toEqual([
+    `answer keel/${A}`,
+    `change anthropic-compatible/${sibling}`,
+    `answer anthropic-compatible/${sibling}`,
+  ]);
+  expect((await fallbacks(ref)).map(({ from, to, reason }) => ({ from, to, reason }))).toEqual([
+    { from: A, to: `anthropic-compatible:${sibling}`, reason: "rate_limit" },
+  ]);
+});
 
 test("an open breaker keeps the next run's call away from A; after the cooldown the run is back on A", async () => {
   stage().llm.addScenario("fo-open", { turns: [], after: { text: "on {{turn}}" } });
@@ -133,6 +174,7 @@ test("an open breaker keeps the next run's call away from A; after the cooldown 
   expect(requests(A, "fo-back").map((entry) => [entry.turn, entry.status])).toEqual([[1, 200]]);
   const entries = await expectIntactSession(stage(), second);
   expect(modelTrail(entries)).toEqual([
+    `answer keel/${A}`,
     `change local/${B}`,
     `answer local/${B}`,
     `change local/${A}`,
@@ -173,7 +215,7 @@ test("an abort during a failover ends the run aborted, its session intact, no ca
   expect(await stage().runs.signalAbort(onB, "stop during failover")).toBe("sent");
   expect(await stage().result(onB)).toMatchObject({ status: "aborted", reason: "stop during failover" });
   const onBEntries = await expectIntactSession(stage(), onB);
-  expect(modelTrail(onBEntries)).toEqual([`change local/${B}`, `answer local/${B}`]);
+  expect(modelTrail(onBEntries)).toEqual([`answer keel/${A}`, `change local/${B}`, `answer local/${B}`]);
   expect(messagesOf(onBEntries).at(-1)).toMatchObject({ role: "assistant", stopReason: "aborted" });
 
   // Nothing was asked again after the aborts.
@@ -200,5 +242,6 @@ test("a run whose every model fails ends failed, naming each model's error", asy
   expect(requests(A, "fo-all")).toHaveLength(2);
   expect(requests(B, "fo-all")).toHaveLength(2);
   const entries = await expectIntactSession(stage(), ref);
+  expect(modelTrail(entries)).toEqual([`answer keel/${A}`, `change keel/${B}`, `answer keel/${B}`]);
   expect(messagesOf(entries).at(-1)).toMatchObject({ role: "assistant", stopReason: "error" });
 });
