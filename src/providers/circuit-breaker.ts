@@ -14,7 +14,7 @@
 import { BoundedCache } from "../core/bounded-cache";
 
 export interface BreakerSettings {
-  /** Failover-class errors in a row that open a provider's breaker. */
+  /** Failover-class errors in a row that open a model's breaker at its endpoint. */
   failures: number;
   /** How long an open breaker refuses requests before it lets one probe through. */
   cooldownMs: number;

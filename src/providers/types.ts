@@ -56,9 +56,9 @@ export interface CompleteOptions {
   /** Every non-empty delta as it arrives, with the index of the content block it extends. */
   onDelta?: (delta: ContentDelta) => void;
   /**
-   * The caller has another model to go to: while the provider's circuit breaker is open the call
-   * is not sent (an error with `breaker: "open"`). Without it the call is always sent (the
-   * breaker only learns from it): a run with one model keeps trying it.
+   * The caller has another model to go to: while the model's circuit breaker (at its endpoint) is
+   * open the call is not sent (an error with `breaker: "open"`). Without it the call is always
+   * sent (the breaker only learns from it): a run with one model keeps trying it.
    */
   canFailOver?: boolean;
 }
@@ -81,8 +81,8 @@ export interface ProviderError {
   retryAfterMs?: number;
   message: string;
   /**
-   * The provider's circuit breaker (providers/circuit-breaker.ts) is open: `open` when the call
-   * was not sent for that reason, `opened` when this failure opened it or found it open.
+   * The model's circuit breaker at its endpoint (providers/circuit-breaker.ts) is open: `open` when
+   * the call was not sent for that reason, `opened` when this failure opened it or found it open.
    */
   breaker?: "open" | "opened";
 }

@@ -96,7 +96,7 @@ export const WORKER_ENV = {
     .positive()
     .default(DEFAULT_BREAKER_SETTINGS.failures)
     .describe(
-      'Failover-class errors in a row (rate limit, overload, 5xx, connection) that open a model provider\'s circuit breaker in this worker (docs/providers.md, "Failover").',
+      'Failover-class errors in a row (rate limit, overload, 5xx, connection) that open the circuit breaker of a model at its provider endpoint in this worker (docs/providers.md, "Circuit breakers").',
     ),
   KEEL_PROVIDER_BREAKER_COOLDOWN_MS: z.coerce
     .number()
@@ -104,7 +104,7 @@ export const WORKER_ENV = {
     .positive()
     .default(DEFAULT_BREAKER_SETTINGS.cooldownMs)
     .describe(
-      "How long an open circuit breaker keeps a run's calls away from its provider before one probe call is let through, in milliseconds.",
+      "How long an open circuit breaker keeps a run's calls away from its model at that endpoint before one probe call is let through, in milliseconds.",
     ),
   KEEL_OPENAI_STREAM: booleanFlag.optional().describe("Stream OpenAI-API responses (default true)."),
   KEEL_OPENAI_TIMEOUT_MS: milliseconds

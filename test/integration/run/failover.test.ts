@@ -28,7 +28,7 @@ const stage = runStageForSuite({
 
 /**
  * Closes both breakers: a run with one model always sends its call (the breaker only learns from
- * it), and an answer closes its provider's breaker. Every test starts from closed breakers.
+ * it), and an answer closes its model's breaker. Every test starts from closed breakers.
  */
 async function closeBreakers(): Promise<void> {
   for (const model of [A, B]) {
