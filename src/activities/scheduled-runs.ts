@@ -95,7 +95,13 @@ export function scheduledRunActivities(
 
   return {
     async startScheduledRun(input) {
-      await publishFiring(deps.webhooks, input);
+      // `schedule.fired` is best effort (docs/integrations.md): an S3 or Temporal error publishing
+      // it is logged and must not hold back or fail the scheduled run, which is what the firing is for.
+      await publishFiring(deps.webhooks, input).catch((error: unknown) =>
+        Context.current().log.warn("the schedule.fired webhook event was not published", {
+          error: String(error),
+        }),
+      );
       const outcome = await startOrDeliver(
         {
           runs: runClient(),

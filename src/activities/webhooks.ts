@@ -14,7 +14,12 @@ import {
   type WebhookEvent,
   type WebhookRetry,
 } from "../contracts/webhooks";
-import { sendWebhook, type WebhookAttempt, webhookRetryOf } from "../integrations/webhook-sender";
+import {
+  attemptRequestTimeoutMs,
+  sendWebhook,
+  type WebhookAttempt,
+  webhookRetryOf,
+} from "../integrations/webhook-sender";
 import { publishWebhookEvent } from "../run-client/webhook-publisher";
 import type { WebhookDelivery } from "../tenants/webhooks";
 import type { ActivityDeps, WebhookDeps } from "./deps";
@@ -54,6 +59,12 @@ export function attemptRecord(
   };
 }
 
+function skippedBecause(endpoint: { disabled: boolean }): string {
+  return endpoint.disabled
+    ? "not sent: the endpoint is disabled"
+    : "not sent: the endpoint no longer takes this event type";
+}
+
 export function webhookActivities(deps: Pick<ActivityDeps, "webhooks">): WebhookActivities {
   const webhooks = deps.webhooks;
   const need = (): WebhookDeps => {
@@ -80,10 +91,28 @@ export function webhookActivities(deps: Pick<ActivityDeps, "webhooks">): Webhook
       const { store, settings } = need();
       const { tenantId, endpointId, event } = input;
       const endpoint = await store.forDelivery(tenantId, endpointId);
-      if (!endpoint || endpoint.disabled || !subscribes(endpoint.events, event.type))
+      if (!endpoint || endpoint.disabled || !subscribes(endpoint.events, event.type)) {
+        // A queued event of an endpoint since deleted, disabled (410) or unsubscribed: its record
+        // (when the endpoint's records still exist) ends `failed`, not `pending` forever.
+        const previous = endpoint && (await store.readDelivery(tenantId, endpointId, event));
+        if (endpoint && previous?.status === "pending") {
+          const { nextAttemptAt: _next, ...kept } = previous;
+          await store.recordDelivery(tenantId, event, {
+            ...kept,
+            status: "failed",
+            updatedAt: new Date().toISOString(),
+            lastResponse: { ...kept.lastResponse, error: skippedBecause(endpoint) },
+          });
+        }
         return { outcome: "skipped" };
+      }
       const attempt = Context.current().info.attempt;
-      const result = await sendWebhook({ url: endpoint.url, secrets: endpoint.secrets, event, settings });
+      const result = await sendWebhook({
+        url: endpoint.url,
+        secrets: endpoint.secrets,
+        event,
+        settings: { ...settings, timeoutMs: attemptRequestTimeoutMs(settings.timeoutMs, input.retry) },
+      });
       const now = Date.now();
       const previous = await store.readDelivery(tenantId, endpointId, event);
       const final = result.kind === "no-answer" ? result.refused : result.status === 410;

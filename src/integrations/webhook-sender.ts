@@ -104,6 +104,16 @@ export function webhookRetryOf(settings: WebhookSettings): WebhookRetry {
   };
 }
 
+/**
+ * The request timeout of an attempt: this worker's own, but never more than the attempt's
+ * start-to-close timeout (set by the process that started the delivery workflow) less the
+ * overhead, so Temporal never retries an attempt whose request may still be in flight.
+ */
+export function attemptRequestTimeoutMs(ownTimeoutMs: number, retry: WebhookRetry): number {
+  const attemptTimeoutMs = retry.attemptTimeoutMs ?? DEFAULT_ATTEMPT_TIMEOUT_MS;
+  return Math.max(1_000, Math.min(ownTimeoutMs, attemptTimeoutMs - ATTEMPT_OVERHEAD_MS));
+}
+
 /** Settings of a process whose environment sets none of WEBHOOK_ENV. */
 export const DEFAULT_WEBHOOK_SETTINGS: WebhookSettings = webhookSettingsOf({
   KEEL_WEBHOOK_RETRY_INITIAL_MS: 5_000,
@@ -115,6 +125,8 @@ export const DEFAULT_WEBHOOK_SETTINGS: WebhookSettings = webhookSettingsOf({
 
 /** What an attempt may take besides its request: reading the endpoint, writing the record. */
 const ATTEMPT_OVERHEAD_MS = 5_000;
+/** An attempt's start-to-close timeout when its input has none (older inputs; workflows/webhook-delivery.ts). */
+const DEFAULT_ATTEMPT_TIMEOUT_MS = 120_000;
 /** Bytes of an answer's body kept as its excerpt (the rest is not read). */
 const RESPONSE_EXCERPT_BYTES = 1024;
 /** Longest URL an endpoint may have. */
@@ -141,7 +153,11 @@ function urlRefusal(text: string, hosts: readonly string[]): string | undefined 
  * egress policy (loopback, private, link-local and metadata addresses refused unless the operator
  * listed the host). A name that does not resolve is refused too.
  */
-export async function webhookUrlRefusal(text: string, hosts: readonly string[]): Promise<string | undefined> {
+export async function webhookUrlRefusal(
+  text: string,
+  hosts: readonly string[],
+  logDetail: (detail: string) => void = () => {},
+): Promise<string | undefined> {
   const refusal = urlRefusal(text, hosts);
   if (refusal) return refusal;
   // A host the operator listed is vouched for (it may be reachable from the workers only).
@@ -150,10 +166,20 @@ export async function webhookUrlRefusal(text: string, hosts: readonly string[]):
     await resolveAllowed(new URL(text).hostname, allowanceOf(hosts));
     return undefined;
   } catch (error) {
-    if ((error as { code?: unknown }).code === EGRESS_REFUSED) return (error as Error).message;
-    return `the host does not resolve (${(error as { code?: string }).code ?? String(error)})`;
+    // One answer for every host not reachable in public: the address a name resolves to (or that
+    // it does not resolve) would let a tenant map internal DNS. The operator's log has the detail.
+    const code = (error as { code?: unknown }).code;
+    logDetail(
+      code === EGRESS_REFUSED
+        ? (error as Error).message
+        : `the host does not resolve (${String(code ?? error)})`,
+    );
+    return HOST_NOT_PUBLIC;
   }
 }
+
+/** The one refusal answered for an endpoint whose host does not resolve to public addresses. */
+export const HOST_NOT_PUBLIC = "the host does not resolve to an address that is public";
 
 /** The `webhook-signature` header: one `v1,<sig>` per secret, newest first, space separated. */
 export function signatureHeader(secrets: readonly string[], id: string, at: Date, body: string): string {

@@ -4,7 +4,8 @@
  * signal-with-start to the delivery workflow of (tenant, endpoint, session), which delivers its
  * session's events one after another in the order they were signalled. Used by the worker's
  * `publishWebhookEvent` activity (run events, schedule firings) and by the API (session deletes,
- * test events). A retried publish signals the same event again; the workflow takes an id once.
+ * test events). A retried publish signals the same event again; the workflow takes an id once;
+ * the record is created once (an existing one is kept), and one whose signal failed is `failed`.
  */
 import type { Client } from "@temporalio/client";
 import {
@@ -14,7 +15,7 @@ import {
   type WebhookRetry,
   webhookDeliveryWorkflowId,
 } from "../contracts/webhooks";
-import type { WebhookStore } from "../tenants/webhooks";
+import type { WebhookDelivery, WebhookStore } from "../tenants/webhooks";
 import { WorkflowType } from "../workflows/references";
 import { tenantPriority } from "./fairness";
 
@@ -44,7 +45,7 @@ export async function publishWebhookEvent(
   );
   const at = new Date().toISOString();
   for (const endpoint of endpoints) {
-    await store.createDelivery(tenantId, event, {
+    const record: WebhookDelivery = {
       eventId: event.id,
       eventType: event.type,
       sessionId: event.data.sessionId,
@@ -53,15 +54,34 @@ export async function publishWebhookEvent(
       attempts: 0,
       createdAt: at,
       updatedAt: at,
-    });
-    await client.workflow.signalWithStart(WorkflowType.webhookDelivery, {
-      workflowId: webhookDeliveryWorkflowId(tenantId, endpoint.id, event.data.sessionId),
-      taskQueue,
-      args: [{ tenantId, endpointId: endpoint.id, sessionId: event.data.sessionId, retry }],
-      signal: WEBHOOK_EVENT_SIGNAL,
-      signalArgs: [event],
-      priority: tenantPriority(tenantId),
-    });
+    };
+    await store.createDelivery(tenantId, event, record);
+    try {
+      await client.workflow.signalWithStart(WorkflowType.webhookDelivery, {
+        workflowId: webhookDeliveryWorkflowId(tenantId, endpoint.id, event.data.sessionId),
+        taskQueue,
+        args: [{ tenantId, endpointId: endpoint.id, sessionId: event.data.sessionId, retry }],
+        signal: WEBHOOK_EVENT_SIGNAL,
+        signalArgs: [event],
+        priority: tenantPriority(tenantId),
+      });
+    } catch (error) {
+      // Not `pending` with no workflow behind it: `failed`, until a retried publish gets the
+      // event to its workflow, whose first attempt rewrites the record. A record an attempt
+      // already wrote (an earlier signal of this event went through) is left as it is.
+      const current = await store.readDelivery(tenantId, endpoint.id, event).catch(() => undefined);
+      if (current?.status === "pending" && current.attempts === 0) {
+        await store
+          .recordDelivery(tenantId, event, {
+            ...current,
+            status: "failed",
+            updatedAt: new Date().toISOString(),
+            lastResponse: { error: `not handed to its delivery workflow: ${String(error).slice(0, 400)}` },
+          })
+          .catch(() => {});
+      }
+      throw error;
+    }
   }
   return endpoints.map((endpoint) => endpoint.id);
 }

@@ -256,7 +256,9 @@ export function webhookRoutes(deps: RouteContext) {
     .openapi(createWebhook, async (c) => {
       const store = storeOf(deps);
       const body = c.req.valid("json");
-      const refusal = await webhookUrlRefusal(body.url, settings().hosts);
+      const refusal = await webhookUrlRefusal(body.url, settings().hosts, (detail) =>
+        deps.log({ level: "info", msg: "webhook endpoint URL refused", path: c.req.path, detail }),
+      );
       if (refusal)
         throw new ProblemError("webhook-url-refused", `url: ${refusal}.`, {
           errors: [{ path: "url", message: refusal }],

@@ -13,9 +13,13 @@ import type { AgentEvent } from "../../core/events";
 import { PATCHES, takesPatch } from "../patches";
 import type { RunContext } from "./context";
 
+// Retried without an attempt cap until the default give-up time (KEEL_WEBHOOK_GIVE_UP_HOURS): an
+// S3 or Temporal outage delays the run's close (it awaits its publishes), it does not lose events.
+// Activity options are not part of the replay check: histories scheduled with the former options replay.
 const publishing = proxyActivities<WebhookActivities>({
   startToCloseTimeout: "1 minute",
-  retry: { initialInterval: "1 second", maximumInterval: "30 seconds", maximumAttempts: 30 },
+  scheduleToCloseTimeout: "72 hours",
+  retry: { initialInterval: "1 second", maximumInterval: "5 minutes" },
 });
 
 /** The function the run's emitted events go through for webhooks. */
@@ -47,7 +51,7 @@ export function webhookPublisher(ctx: RunContext): (event: AgentEvent) => void {
         ),
       )
       .catch((error: unknown) => {
-        // The run's outcome stands; the event's delivery records were not made.
+        // Only after the give-up time (or a worker without webhooks): the run's outcome stands.
         log.warn("publishing a webhook event failed", { type: webhookEvent.type, error: String(error) });
       });
   };

@@ -24,6 +24,8 @@ import { type ApiStage, createApiStage } from "./api-stage";
 const HOST = "hooks.keel.test";
 /** Resolves to a public address in this process (where the API checks it) and to 127.0.0.1 in the worker. */
 const REBINDING_HOST = "rebind.keel.test";
+/** Resolves to a private (10.x) address in this process. */
+const PRIVATE_HOST = "private.keel.test";
 const s3 = s3Client();
 const key = randomBytes(32);
 const vault = new SecretStore(s3, s3Settings(), new LocalKeyWrapper(key));
@@ -47,7 +49,9 @@ beforeAll(async () => {
   (dns.promises as { lookup: unknown }).lookup = (hostname: string, options?: unknown) =>
     hostname === REBINDING_HOST
       ? Promise.resolve([{ address: "93.184.216.34", family: 4 }])
-      : (realLookup as (h: string, o?: unknown) => Promise<unknown>)(hostname, options);
+      : hostname === PRIVATE_HOST
+        ? Promise.resolve([{ address: "10.1.2.3", family: 4 }])
+        : (realLookup as (h: string, o?: unknown) => Promise<unknown>)(hostname, options);
   keyFile = join(testTmpDir(), `${uniqueName("vault")}.key`);
   writeFileSync(keyFile, key.toString("base64"), { mode: 0o600 });
   receiver = await startWebhookReceiver();
@@ -145,6 +149,13 @@ test("every event of a run reaches the endpoint once by id, in order, signed as 
     "the deliveries recorded delivered",
   );
   expect(deliveries[0]).toMatchObject({ attempts: 1, lastResponse: { status: 200, excerpt: "ok" } });
+  // No fault, so no retry: every request the receiver got for this session is a distinct event
+  // (counted from everything received, not from acceptedAt, which drops repeated ids).
+  const requests = receiver.received.filter(
+    (request) => request.path === "/all" && request.sessionId === ref.sessionId,
+  );
+  expect(requests.map((request) => request.type)).toEqual(expected);
+  expect(new Set(requests.map((request) => request.id)).size).toBe(expected.length);
   expect((await api.call("DELETE", `/v1/webhooks/${endpoint.id}`)).status).toBe(204);
 });
 
@@ -359,12 +370,16 @@ test("loopback, metadata, private and plain-http endpoints are refused when adde
     "https://127.0.0.1/hook",
     "https://169.254.169.254/latest/meta-data",
     "https://[::1]/hook",
-    "https://private.keel.test/hook",
+    `https://${PRIVATE_HOST}/hook`,
     "http://example.com/hook",
   ]) {
     const response = await api.call("POST", "/v1/webhooks", { json: { url: refused, events: ["*"] } });
     expect(response.status).toBe(422);
     expect(response.body.type).toContain("webhook-url-refused");
+    // One answer for every internal host: no address, no kind of address, that maps internal DNS.
+    expect(JSON.stringify(response.body)).not.toMatch(
+      /10\.1\.2\.3|127\.0\.0\.1|169\.254|private address|loopback/,
+    );
   }
   const rebound = await api.call("POST", "/v1/webhooks", {
     json: { url: `https://${REBINDING_HOST}:${receiver.port}/rebound`, events: ["*"] },

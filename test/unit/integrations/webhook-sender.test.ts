@@ -6,7 +6,11 @@
  * Python reference verifier: test/integration/api/webhooks.test.ts.)
  */
 import { Webhook } from "standardwebhooks";
-import { signatureHeader, webhookUrlRefusal } from "../../../src/integrations/webhook-sender";
+import {
+  HOST_NOT_PUBLIC,
+  signatureHeader,
+  webhookUrlRefusal,
+} from "../../../src/integrations/webhook-sender";
 import { newSigningSecret } from "../../../src/tenants/webhooks";
 
 test("during an overlap the signature header verifies with the old secret and with the new one; a stranger's fails", () => {
@@ -39,6 +43,11 @@ test("endpoint URLs: https only; loopback, metadata and private literals refused
     "not a url",
   ])
     expect([url, await webhookUrlRefusal(url, [])]).toEqual([url, expect.any(String)]);
+  const logged: string[] = [];
+  expect(await webhookUrlRefusal("https://10.0.0.5/x", [], (detail) => logged.push(detail))).toBe(
+    HOST_NOT_PUBLIC,
+  );
+  expect(logged).toEqual([expect.stringContaining("10.0.0.5")]);
   expect(await webhookUrlRefusal("https://8.8.8.8/x", [])).toBeUndefined();
   expect(await webhookUrlRefusal("http://127.0.0.1:9/x", ["127.0.0.1"])).toBeUndefined();
 });
