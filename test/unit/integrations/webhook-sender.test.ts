@@ -7,6 +7,7 @@
  */
 import { Webhook } from "standardwebhooks";
 import {
+  attemptRequestTimeoutMs,
   HOST_NOT_PUBLIC,
   signatureHeader,
   webhookUrlRefusal,
@@ -50,4 +51,13 @@ test("endpoint URLs: https only; loopback, metadata and private literals refused
   expect(logged).toEqual([expect.stringContaining("10.0.0.5")]);
   expect(await webhookUrlRefusal("https://8.8.8.8/x", [])).toBeUndefined();
   expect(await webhookUrlRefusal("http://127.0.0.1:9/x", ["127.0.0.1"])).toBeUndefined();
+});
+
+test("an attempt's request never outlives the attempt's start-to-close timeout less the overhead", () => {
+  const retry = { initialIntervalMs: 1000, maximumIntervalMs: 8000, giveUpAfterMs: 86_400_000 };
+  // The publisher's timeout was 3 s (attempt 8 s); a worker whose own is 15 s waits 3 s at most.
+  expect(attemptRequestTimeoutMs(15_000, { ...retry, attemptTimeoutMs: 8_000 })).toBe(3_000);
+  expect(attemptRequestTimeoutMs(2_000, { ...retry, attemptTimeoutMs: 8_000 })).toBe(2_000);
+  // An input from before the attempt timeout travelled: the workflow's 2 minutes.
+  expect(attemptRequestTimeoutMs(300_000, retry)).toBe(115_000);
 });
