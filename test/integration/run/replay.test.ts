@@ -11,14 +11,25 @@
  */
 
 import { execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { historyFromJSON } from "@temporalio/common/lib/proto-utils";
 import { Worker } from "@temporalio/worker";
 import { toolPaths } from "../../../src/cli/devstack/tools";
 import { type RunSettings, runWorkflowId } from "../../../src/contracts/runs";
+import { SecretStore } from "../../../src/tenants/secrets";
+import { WebhookStore } from "../../../src/tenants/webhooks";
+import { LocalKeyWrapper } from "../../../src/vault/key-wrapper";
 import { UNRELEASED } from "../../../src/workflows/patches";
-import { temporalAddress, workflowBundlePath } from "../../support/integration-env";
+import {
+  s3Client,
+  s3Settings,
+  temporalAddress,
+  testTmpDir,
+  uniqueName,
+  workflowBundlePath,
+} from "../../support/integration-env";
 import {
   createRunStage,
   eventually,
@@ -31,6 +42,8 @@ import { collectRunStream } from "../../support/run-stream";
 const historiesDir = resolve(__dirname, "../../fixtures/histories");
 const historyReleasesPath = resolve(__dirname, "../../fixtures/history-releases.json");
 const recording = process.env.KEEL_RECORD_HISTORIES === "1";
+/** The vault key of the recording worker (webhooks need a vault): endpoints are sealed under it. */
+const vaultKey = randomBytes(32);
 
 /** A run that writes a file and lists the workspace in one turn, then answers (`scenario` names it). */
 function writeAndLs(scenario: string) {
@@ -313,12 +326,28 @@ const representativeRuns: Array<{
       );
     },
   },
+  {
+    // A run whose tenant has an endpoint taking every type: it publishes run.started and
+    // run.completed with publishWebhookEvent activities (patch webhook-events).
+    name: "webhook-events",
+    drive: async (stage, ref) => {
+      const s3 = s3Client();
+      const vault = new SecretStore(s3, s3Settings(), new LocalKeyWrapper(vaultKey));
+      await new WebhookStore(s3, s3Settings(), vault).create(ref.tenantId, {
+        url: "https://hooks.keel.test/replay",
+        events: ["*"],
+      });
+      await stage.runs.deliver(ref, { text: "hello", mode: "auto" }, stage.settings());
+    },
+  },
 ];
 
 if (recording) {
   test("record histories of representative runs", async () => {
     const stage = await createRunStage();
-    await stage.startWorker();
+    const keyFile = join(testTmpDir(), `${uniqueName("vault")}.key`);
+    writeFileSync(keyFile, vaultKey.toString("base64"), { mode: 0o600 });
+    await stage.startWorker({ KEEL_VAULT_KEY_FILE: keyFile });
     try {
       const recorded = new Set(readdirSync(historiesDir));
       for (const run of representativeRuns.filter((candidate) => !recorded.has(`${candidate.name}.json`))) {
