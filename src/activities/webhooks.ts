@@ -113,6 +113,11 @@ export function webhookActivities(deps: Pick<ActivityDeps, "webhooks">): Webhook
         event,
         settings: { ...settings, timeoutMs: attemptRequestTimeoutMs(settings.timeoutMs, input.retry) },
       });
+      if (result.kind === "no-answer" && result.detail)
+        Context.current().log.info("webhook delivery refused by the egress policy", {
+          endpointId,
+          detail: result.detail,
+        });
       const now = Date.now();
       const previous = await store.readDelivery(tenantId, endpointId, event);
       const final = result.kind === "no-answer" ? result.refused : result.status === 410;

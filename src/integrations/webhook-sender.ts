@@ -186,10 +186,13 @@ export function signatureHeader(secrets: readonly string[], id: string, at: Date
   return secrets.map((secret) => new Webhook(secret).sign(id, at, body)).join(" ");
 }
 
-/** What an attempt got: an HTTP answer, or no answer (`error`); `refused`: the egress policy said no. */
+/**
+ * What an attempt got: an HTTP answer, or no answer (`error`); `refused`: the egress policy said
+ * no (then `error` names no address, like the API's refusal; `detail`, for the worker's log, does).
+ */
 export type WebhookAttempt =
   | { kind: "answered"; status: number; excerpt: string }
-  | { kind: "no-answer"; error: string; refused: boolean };
+  | { kind: "no-answer"; error: string; refused: boolean; detail?: string };
 
 function refusedByPolicy(error: unknown): boolean {
   for (let cause = error; cause; cause = (cause as { cause?: unknown }).cause) {
@@ -253,6 +256,13 @@ export async function sendWebhook(options: {
     });
     return { kind: "answered", status: response.status, excerpt: await excerptOf(response) };
   } catch (error) {
-    return { kind: "no-answer", error: describe(error), refused: refusedByPolicy(error) };
+    if (refusedByPolicy(error))
+      return {
+        kind: "no-answer",
+        error: `the URL is refused: ${HOST_NOT_PUBLIC}`,
+        refused: true,
+        detail: describe(error),
+      };
+    return { kind: "no-answer", error: describe(error), refused: false };
   }
 }
