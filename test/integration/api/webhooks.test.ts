@@ -365,6 +365,34 @@ test("a worker killed and the API restarted while a delivery is retried: the del
   expect((await api.call("DELETE", `/v1/webhooks/${endpoint.id}`)).status).toBe(204);
 });
 
+test("410 Gone disables the endpoint, and its events still queued are recorded failed, not left pending", async () => {
+  const endpoint = await addEndpoint("gone", ["*"]);
+  // Both events queued behind a receiver that is down; up again, it answers 410.
+  await receiver.control({ secrets: [endpoint.secret], status: 410 });
+  await receiver.stop();
+  for (let i = 0; i < 2; i++)
+    expect((await api.call("POST", `/v1/webhooks/${endpoint.id}/test`)).status).toBe(202);
+  await receiver.start();
+  const deliveries = await eventually(
+    async () => {
+      const listed = await api.call("GET", `/v1/webhooks/${endpoint.id}/deliveries`);
+      const all = listed.body.deliveries as {
+        status: string;
+        lastResponse?: { status?: number; error?: string };
+      }[];
+      return all.length === 2 && all.every((delivery) => delivery.status === "failed") ? all : undefined;
+    },
+    15_000,
+    "both deliveries recorded failed",
+  );
+  expect(
+    deliveries.map((delivery) => delivery.lastResponse?.status ?? delivery.lastResponse?.error).sort(),
+  ).toEqual([410, "not sent: the endpoint is disabled"].sort());
+  expect((await api.call("GET", `/v1/webhooks/${endpoint.id}`)).body.disabledAt).toBeDefined();
+  await receiver.control({ status: 200 });
+  expect((await api.call("DELETE", `/v1/webhooks/${endpoint.id}`)).status).toBe(204);
+});
+
 test("loopback, metadata, private and plain-http endpoints are refused when added; a name rebound to loopback is refused at delivery", async () => {
   for (const refused of [
     "https://127.0.0.1/hook",
