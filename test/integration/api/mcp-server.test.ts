@@ -77,8 +77,8 @@ async function callTool(
 const textOf = (result: CallToolResult) =>
   result.content.map((block) => (block.type === "text" ? block.text : "")).join("\n");
 
-/** A session the model works in: it writes `notes/hello.txt` through the `write` tool, then answers. */
-async function startWritingTask(client: Client): Promise<{ sessionId: string; runId: string }> {
+/** A task whose model writes `notes/hello.txt` through the `write` tool, then answers: its text. */
+function writingTaskText(): string {
   const scenario = uniqueName("mcp-write");
   api.stage.llm.addScenario(scenario, {
     turns: [
@@ -91,10 +91,11 @@ async function startWritingTask(client: Client): Promise<{ sessionId: string; ru
     ],
     after: { text: "Wrote notes/hello.txt." },
   });
-  const started = await callTool(client, "start_task", {
-    text: `[scenario:${scenario}] write a note`,
-    limits: { maxTurns: 5 },
-  });
+  return `[scenario:${scenario}] write a note`;
+}
+
+async function startWritingTask(client: Client): Promise<{ sessionId: string; runId: string }> {
+  const started = await callTool(client, "start_task", { text: writingTaskText(), limits: { maxTurns: 5 } });
   expect(started.isError).toBeFalsy();
   const answer = started.structuredContent as { sessionId: string; runId: string; delivery: string };
   expect(answer.delivery).toBe("started");
@@ -313,7 +314,7 @@ test("approvals and aborts through the tools; a start retried with its idempoten
     await expectIntactSession(api.stage, { tenantId: api.tenants.a, sessionId: id });
 }, 60_000);
 
-test("the MCP Inspector's CLI lists the tools and calls one with the tenant's key, and is refused without it", async () => {
+test("the MCP Inspector's CLI drives a task end to end (start, wait, read the diff) with the tenant's key, and is refused without it", async () => {
   const inspector = (...args: string[]) =>
     run(process.execPath, ["index.js", mcpUrl.href, "--transport", "http", ...args], {
       cwd: INSPECTOR_CLI,
@@ -325,24 +326,28 @@ test("the MCP Inspector's CLI lists the tools and calls one with the tenant's ke
   };
   expect(listed.tools.map((tool) => tool.name).sort()).toEqual(TOOLS);
 
-  const client = await connect(api.keys.a);
-  const { sessionId } = await startWritingTask(client);
-  const called = JSON.parse(
-    (
-      await inspector(
-        "--method",
-        "tools/call",
-        "--tool-name",
-        "get_run",
-        "--tool-arg",
-        `sessionId=${sessionId}`,
-        ...bearer,
-      )
-    ).stdout,
-  ) as CallToolResult;
-  expect(called.isError).toBeFalsy();
-  expect(called.structuredContent).toMatchObject({ sessionId });
-  await waitForRun(client, sessionId);
+  const call = async (tool: string, ...args: string[]) => {
+    const toolArgs = args.flatMap((arg) => ["--tool-arg", arg]);
+    const { stdout } = await inspector("--method", "tools/call", "--tool-name", tool, ...toolArgs, ...bearer);
+    const result = JSON.parse(stdout) as CallToolResult;
+    expect({ tool, isError: result.isError ?? false }).toEqual({ tool, isError: false });
+    return result.structuredContent as Record<string, unknown>;
+  };
+  const started = await call("start_task", `text=${writingTaskText()}`);
+  expect(started).toMatchObject({ delivery: "started" });
+  const sessionId = String(started.sessionId);
+  let waited: Record<string, unknown> = {};
+  for (let attempt = 0; attempt < 4 && waited.outcome !== "ended"; attempt += 1) {
+    waited = await call("wait_for_run", `sessionId=${sessionId}`, "timeoutSeconds=20");
+  }
+  expect(waited).toMatchObject({ outcome: "ended", session: { run: { status: "completed" } } });
+  const diff = await call("get_diff", `sessionId=${sessionId}`);
+  expect(diff.files).toEqual([
+    { path: "notes", change: "added", type: "dir" },
+    { path: "notes/hello.txt", change: "added", type: "file" },
+  ]);
+  expect(diff.patch).toContain("+hello from the model");
+  await expectIntactSession(api.stage, { tenantId: api.tenants.a, sessionId });
 
   const refused = await inspector("--method", "tools/list").catch(
     (error: { code: number; stderr: string }) => error,
