@@ -7,7 +7,7 @@
  */
 
 import { randomUUID } from "node:crypto";
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { DEMO_DONE_LINE } from "../../../src/cli/demo";
@@ -100,9 +100,14 @@ test("keel dev --runner runs the tenant's tools on a runner that holds only its 
   expect(output).toContain("■ run completed");
   const workspace = printed(output, "workspace") as string;
   expect(workspace.startsWith(`${runnerRoot}/demo-`)).toBe(true);
-  expect(readFileSync(join(workspace, "README.md"), "utf8").split("\n")[2]).toContain(
-    "Touched by the Keel demo",
-  );
+  const readmeLine = readFileSync(join(workspace, "README.md"), "utf8").split("\n")[2] ?? "";
+  if (!readmeLine.includes("Touched by the Keel demo")) {
+    // Said in full when it fails: what the demo printed and what the runner claimed.
+    const claims = existsSync(runnerLog) ? runnerClaims(runnerLog).join("\n") : "(no runner log)";
+    throw new Error(
+      `the demo's edit is not in the runner's copy (README line 3: ${JSON.stringify(readmeLine)})\n--- keel dev printed:\n${output.slice(-6000)}\n--- runner claims:\n${claims.slice(-3000)}`,
+    );
+  }
 
   // A `keel run` without --env goes to the runner (the tenant's default): its `ls` lists a file
   // that exists only in the runner's directory of the session, and the runner's log has the call.
