@@ -14,6 +14,7 @@ import { DEV_API_KEY } from "../../../src/cli/dev";
 import { freePort } from "../../../src/cli/devstack/ports";
 import { SCENARIO_HINT } from "../../../src/providers/local-server";
 import { testTmpDir, uniqueName } from "../../support/integration-env";
+import { holdKeelDevLock, KEEL_DEV_LOCK_WAIT_MS } from "../../support/keel-dev-lock";
 import { processesMentioning, projectRoot, runKeel } from "./keel-process";
 
 const keelBin = join(projectRoot, "bin/keel.js");
@@ -148,6 +149,11 @@ function untilEvent(
 let dataDir: string;
 let dev: NpmDev | undefined;
 
+let releaseStackLock: (() => void) | undefined;
+beforeAll(async () => {
+  releaseStackLock = await holdKeelDevLock();
+}, KEEL_DEV_LOCK_WAIT_MS);
+
 beforeAll(async () => {
   dataDir = mkdtempSync(join(testTmpDir(), "keel-npm-dev-"));
   // The local LLM server's port, remembered in the data folder as keel dev remembers it: a port
@@ -157,13 +163,17 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  if (dev) await dev.signal("SIGKILL").catch(() => undefined);
-  for (const pid of processesMentioning(dataDir)) {
-    try {
-      process.kill(pid, "SIGKILL");
-    } catch {
-      // already gone
+  try {
+    if (dev) await dev.signal("SIGKILL").catch(() => undefined);
+    for (const pid of processesMentioning(dataDir)) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // already gone
+      }
     }
+  } finally {
+    releaseStackLock?.();
   }
 });
 

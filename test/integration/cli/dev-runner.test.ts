@@ -15,6 +15,7 @@ import { DEV_RUNNER_ENVIRONMENT, setDevRunnerDefault } from "../../../src/cli/de
 import { createS3Client } from "../../../src/store/s3-config";
 import { TenantStore } from "../../../src/tenants/store";
 import { s3Settings, testTmpDir } from "../../support/integration-env";
+import { holdKeelDevLock, KEEL_DEV_LOCK_WAIT_MS } from "../../support/keel-dev-lock";
 import { type KeelDev, printed, processesMentioning, runKeel, startKeelDev } from "./keel-process";
 
 const STACK_START_TIMEOUT_MS = 150_000;
@@ -25,12 +26,21 @@ jest.setTimeout(3 * STACK_START_TIMEOUT_MS + 120_000);
 let dataDir: string;
 let dev: KeelDev | undefined;
 
+let releaseStackLock: (() => void) | undefined;
+beforeAll(async () => {
+  releaseStackLock = await holdKeelDevLock();
+}, KEEL_DEV_LOCK_WAIT_MS);
+
 beforeAll(() => {
   dataDir = mkdtempSync(join(testTmpDir(), "keel-dev-runner-"));
 });
 
 afterAll(async () => {
-  await dev?.stop("SIGKILL");
+  try {
+    await dev?.stop("SIGKILL");
+  } finally {
+    releaseStackLock?.();
+  }
 });
 
 /** The variables a process was started with (`/proc/<pid>/environ`). */

@@ -13,6 +13,7 @@ import { LOCAL_ACCESS_KEY_ID, LOCAL_SECRET_ACCESS_KEY } from "../../../src/cli/d
 import { createS3Client } from "../../../src/store/s3-config";
 import { SessionStore } from "../../../src/store/session-store";
 import { testTmpDir } from "../../support/integration-env";
+import { holdKeelDevLock, KEEL_DEV_LOCK_WAIT_MS } from "../../support/keel-dev-lock";
 import { messagesOf } from "../../support/run-harness";
 import { type KeelDev, printed, processesMentioning, runKeel, startKeelDev } from "./keel-process";
 
@@ -28,13 +29,22 @@ let dev: KeelDev;
 /** Worker settings of the caller's environment that `keel dev` passes on to its worker. */
 const WORKER_SETTINGS = { KEEL_MCP_MOUNTS: "/usr/share", KEEL_LIVE_EVENTS_INTERVAL_MS: "200" };
 
+let releaseStackLock: (() => void) | undefined;
+beforeAll(async () => {
+  releaseStackLock = await holdKeelDevLock();
+}, KEEL_DEV_LOCK_WAIT_MS);
+
 beforeAll(() => {
   dataDir = mkdtempSync(join(testTmpDir(), "keel-dev-"));
   dev = startKeelDev(dataDir, [], WORKER_SETTINGS);
 });
 
 afterAll(async () => {
-  await dev?.stop("SIGKILL");
+  try {
+    await dev?.stop("SIGKILL");
+  } finally {
+    releaseStackLock?.();
+  }
 });
 
 test("keel dev brings the stack up, runs the steered demo, and stops without leftovers", async () => {

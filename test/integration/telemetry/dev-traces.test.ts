@@ -9,6 +9,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { DEMO_DONE_LINE } from "../../../src/cli/demo";
 import { ensureJaeger, JAEGER_BUILD_TIMEOUT_MS } from "../../../src/cli/devstack/jaeger-server";
 import { testTmpDir } from "../../support/integration-env";
+import { holdKeelDevLock, KEEL_DEV_LOCK_WAIT_MS } from "../../support/keel-dev-lock";
 import { eventually } from "../../support/run-harness";
 import { type KeelDev, printed, processesMentioning, startKeelDev } from "../cli/keel-process";
 
@@ -21,13 +22,22 @@ let dev: KeelDev;
 // Jaeger is built the first time a tracing test needs it (`npm run ensure` leaves it out).
 beforeAll(() => ensureJaeger(process.env), JAEGER_BUILD_TIMEOUT_MS);
 
+let releaseStackLock: (() => void) | undefined;
+beforeAll(async () => {
+  releaseStackLock = await holdKeelDevLock();
+}, KEEL_DEV_LOCK_WAIT_MS);
+
 beforeAll(() => {
   dataDir = mkdtempSync(join(testTmpDir(), "keel-dev-traces-"));
   dev = startKeelDev(dataDir, ["--traces"]);
 });
 
 afterAll(async () => {
-  await dev?.stop("SIGKILL");
+  try {
+    await dev?.stop("SIGKILL");
+  } finally {
+    releaseStackLock?.();
+  }
 });
 
 test("keel dev --traces prints Jaeger beside the Temporal UI and the demo run's trace is there", async () => {
