@@ -366,6 +366,42 @@ function gitAttempts(): Attempt[] {
   ];
 }
 
+/**
+ * Webhook endpoints naming internal addresses: the attacker's loopback server (plain http and
+ * https), the cloud metadata address and a private range. Outcome: any added (2xx) or any request
+ * reaching the attacker's server after a test delivery was asked for.
+ */
+const webhookAttempt: Attempt = {
+  id: "webhook-internal-endpoint",
+  class: "API",
+  description:
+    "webhook endpoints at the attacker's loopback server, the metadata address and a private address",
+  short: true,
+  async run(ctx) {
+    const targets = [
+      `http://127.0.0.1:${ctx.attacker.port}/a/webhook-internal`,
+      `https://127.0.0.1:${ctx.attacker.port}/a/webhook-internal`,
+      "https://169.254.169.254/latest/meta-data/",
+      "https://10.0.0.1/hook",
+    ];
+    const findings: string[] = [];
+    const answers: string[] = [];
+    for (const [index, url] of targets.entries()) {
+      const answer = await ctx.api.post("/v1/webhooks", { url, events: ["*"] }, `webhook-${index}`);
+      answers.push(String(answer.status));
+      if (answer.status < 300) {
+        findings.push(`${url} was added (${answer.status})`);
+        const id = (answer.body as { id?: string }).id;
+        if (id) await ctx.api.post(`/v1/webhooks/${id}/test`, {}, `webhook-test-${index}`);
+      }
+    }
+    await sleep(1_000);
+    if (ctx.attacker.hits("webhook-internal").length > 0)
+      findings.push("a request reached the attacker's server");
+    return judge(findings, `API ${answers.join(", ")}`);
+  },
+};
+
 const slackAttempt: Attempt = {
   id: "chat-reply-target",
   class: "API",
@@ -491,5 +527,6 @@ export const apiAttempts: Attempt[] = [
   ...gitAttempts(),
   ...mcpAttempts(),
   slackAttempt,
+  webhookAttempt,
   ...crossTenantAttempts(),
 ];
