@@ -54,10 +54,9 @@ export async function startInProcessWorkers(
   s3: S3Settings = stack.s3.settings,
   options: { liveEvents?: LiveEventOptions | false } = {},
 ): Promise<InProcessKeelWorkers> {
-  // The provider reads its endpoint and key from the environment when the workers are built.
-  process.env.OPENAI_BASE_URL = stack.llm.openaiBaseURL;
-  process.env.OPENAI_API_KEY = LOCAL_API_KEY;
-  const workers = await createKeelWorkers({ ...workerConfig(stack, taskQueue, s3), ...options });
+  // The provider reads keys and base URLs only from the environment its entry point passes down.
+  const providers = { env: { OPENAI_BASE_URL: stack.llm.openaiBaseURL, OPENAI_API_KEY: LOCAL_API_KEY } };
+  const workers = await createKeelWorkers({ ...workerConfig(stack, taskQueue, s3), providers, ...options });
   const running = workers.run();
   return {
     taskQueue,

@@ -62,15 +62,6 @@ export function llmTurnActivity(deps: ActivityDeps) {
     let result: LlmTurnResult;
     try {
       result = await callModel(input, model, live);
-      // Keyed by the turn's slot and the day it was first scheduled: a retry writes the same record.
-      await usage?.recordTurn(input.tenantId, {
-        sessionId: input.sessionId,
-        slotSeq: input.slot.seq,
-        atMs: Context.current().info.scheduledTimestampMs,
-        tokens: result.usage.totalTokens,
-        costUsd: result.usage.cost.total,
-      });
-      failpoint("llmTurn.afterUsage");
     } catch (error) {
       await live.close();
       throw error;
@@ -78,6 +69,26 @@ export function llmTurnActivity(deps: ActivityDeps) {
     const tenantBudget = await tenantBudgetAfterTurn(input.tenantId);
     return withLiveTail(tenantBudget ? { ...result, tenantBudget } : result, await live.settle());
   };
+
+  /**
+   * Adds the call this attempt made to its tenant's usage, before its answer is stored: every call
+   * paid is counted once, by the attempt that made it (one that finds the answer stored made none),
+   * on the day the turn was first scheduled. A failed write is logged, never thrown (usage.ts).
+   */
+  async function recordCallUsage(tenantId: string, message: AssistantMessage): Promise<void> {
+    try {
+      await usage?.recordTurn(tenantId, {
+        atMs: Context.current().info.scheduledTimestampMs,
+        tokens: message.usage.totalTokens,
+        costUsd: message.usage.cost.total,
+      });
+    } catch (error) {
+      Context.current().log.warn("the turn was not recorded in the tenant's usage", {
+        error: error instanceof Error ? error.message : String(error),
+      });
+    }
+    failpoint("llmTurn.afterUsage");
+  }
 
   /**
    * The tenant budget the tenant has used up after this turn, if any (a cached answer: see
@@ -210,6 +221,7 @@ export function llmTurnActivity(deps: ActivityDeps) {
     if (error?.kind === "context_overflow") {
       // The call is stored as a failed answer (the model is not shown it again) with the usage
       // the server reported: a prompt it took is billed, and the session's usage is the run's.
+      await recordCallUsage(input.tenantId, message);
       await recordModelChange(input, model);
       const result = await storeWriteFailures(() =>
         store.putEntry(
@@ -221,6 +233,7 @@ export function llmTurnActivity(deps: ActivityDeps) {
       return summarize(assistantOf(result.entry, input.slot.id), !result.written, model.contextWindow);
     }
 
+    await recordCallUsage(input.tenantId, message);
     await recordModelChange(input, model);
     const result = await storeWriteFailures(() =>
       store.putEntry(ref, input.slot.seq, createMessageEntry(input.slot, message)),

@@ -130,10 +130,10 @@ export function deliveryOf(outcome: MessageTaken): DeliveryOutcome | "pending" {
   return outcome.type === "delivered" ? outcome.delivery : outcome.type;
 }
 
-/** Counts the run in its tenant's usage (once per run id); a failed write is only told. */
+/** Counts the run in its tenant's usage (by the one delivery that started it); a failed write is only told. */
 async function recordStart(services: StartServices, ref: SessionRef, runId: string): Promise<void> {
   try {
-    await services.usage?.recordRun(ref.tenantId, { sessionId: ref.sessionId, runId, atMs: services.now() });
+    await services.usage?.recordRun(ref.tenantId, { atMs: services.now() });
   } catch (error) {
     services.warn("the run start was not recorded in usage", { ...ref, runId, error: String(error) });
   }

@@ -184,8 +184,6 @@ export async function storeResult(
 async function recordToolTime(deps: ToolCallDeps, call: ToolCallAttempt, startedMs: number): Promise<void> {
   try {
     await deps.usage?.recordTool(call.ref.tenantId, {
-      sessionId: call.ref.sessionId,
-      slotSeq: call.slot.seq,
       atMs: startedMs,
       ms: deps.now() - startedMs,
     });

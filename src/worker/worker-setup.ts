@@ -30,7 +30,7 @@ import { tracedProvider } from "../telemetry/model-calls";
 import { TenantBudgetCheck } from "../tenants/budget-check";
 import { createVault } from "../tenants/secrets";
 import { TenantStore } from "../tenants/store";
-import { TenantUsage } from "../tenants/usage";
+import { TenantUsage, WORKER_TOOL_SECONDS_WAIT_MS } from "../tenants/usage";
 import { WebhookStore } from "../tenants/webhooks";
 import { probeSandbox, type SandboxConfig } from "../tools/sandbox";
 import type { WorkerConfig } from "./config";
@@ -53,7 +53,12 @@ export function workerActivities(
   const catalog = loadCatalog(config.modelsFile ? { modelsFile: config.modelsFile } : {});
   // The catalog's base URLs are places the operator configured: they get the family's key.
   const provider = createProvider({ ...config.providers, catalog });
-  const usage = new TenantUsage(s3, config.s3.bucket, config.s3.prefix);
+  // Tool seconds ride with the next model call's usage write (docs/api.md, "Usage").
+  const usage = new TenantUsage(s3, config.s3.bucket, config.s3.prefix, {
+    toolSecondsWaitMs: WORKER_TOOL_SECONDS_WAIT_MS,
+    warn: (message, fields) => log("warn", message, fields),
+  });
+  stopping?.addEventListener("abort", () => void usage.stopWaiting(), { once: true });
   const tenants = new TenantStore(s3, config.s3.bucket, config.s3.prefix);
   return createActivities({
     store: new SessionStore(s3, config.s3, { cache: new EntryCache() }),

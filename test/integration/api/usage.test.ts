@@ -1,10 +1,12 @@
 /**
- * Usage per tenant per day on the real stack: each model turn is counted once even when the
- * worker dies after recording it (the retry writes the same record), runs and tool time are
- * counted, the tenant and the operator read the same totals, and a token quota refuses the next
- * start with 429 once the day's usage reaches it.
+ * Usage per tenant per day on the real stack: every model call the provider served is counted
+ * once, including one whose worker died after recording it and before storing its answer (the
+ * retry pays a second call, and both count); runs and tool time are counted, the tenant and the
+ * operator read the same totals, and a token quota refuses the next start with 429 once the day's
+ * usage reaches it.
  */
 import { dayOf } from "../../../src/tenants/usage";
+import { messagesOf } from "../../support/run-harness";
 import { type ApiStage, createApiStage, expectProblem } from "./api-stage";
 
 let api: ApiStage;
@@ -18,7 +20,7 @@ afterAll(async () => {
   await api?.close();
 });
 
-test("a turn recorded before its worker died is counted once; the tenant and the operator see the same day", async () => {
+test("every call the provider served is counted once, a worker's death between recording and storing included", async () => {
   api.stage.llm.addScenario("usage-crash", {
     turns: [{ toolCalls: [{ name: "ls", arguments: {} }] }],
     after: { text: "listed" },
@@ -38,8 +40,23 @@ test("a turn recorded before its worker died is counted once; the tenant and the
   const usage = await api.call("GET", `/v1/usage?from=${today}&to=${today}`);
   expect(usage.status).toBe(200);
   const [day] = usage.body.days;
-  // Two model turns (the tool call, then the answer), the first one retried after the crash.
-  expect(day).toMatchObject({ day: today, runs: 1, turns: 2, tokens: result.usage.totalTokens });
+  // Two model turns (the tool call, then the answer); the first one's call was made twice: the
+  // worker died after recording it, before storing its answer, and the retry called again.
+  const served = api.stage.llm
+    .journal()
+    .filter((call) => call.scenario === "usage-crash" && call.outcome === "completed");
+  expect(served).toHaveLength(3);
+  const [firstAnswer] = messagesOf(await api.stage.entries({ tenantId: api.tenants.a, sessionId })).filter(
+    (message) => message.role === "assistant",
+  );
+  const lostCallTokens = firstAnswer?.role === "assistant" ? firstAnswer.usage.totalTokens : 0;
+  expect(lostCallTokens).toBeGreaterThan(0);
+  expect(day).toMatchObject({
+    day: today,
+    runs: 1,
+    turns: served.length,
+    tokens: result.usage.totalTokens + lostCallTokens,
+  });
   expect(day.toolSeconds).toBeGreaterThan(0);
   const asOperator = await api.call(
     "GET",

@@ -80,11 +80,7 @@ test("a run of a session it creates lists nothing: entries come from the worker'
   const ref = stage.newSession();
   await stage.runs.deliver(ref, { text: "[scenario:no-listings] go", mode: "auto" }, stage.settings());
   expect((await stage.result(ref)).status).toBe("completed");
-  // The tenant's usage records (one per turn and per run, under tenants/{t}/usage/) name the
-  // session too; they are the usage ledger's, not the session's.
-  const sessionRequests = log
-    .requests()
-    .filter((request) => request.path.includes(ref.sessionId) && !request.path.includes("/usage/"));
+  const sessionRequests = log.requests().filter((request) => request.path.includes(ref.sessionId));
   const sessionListings = log.requests().filter((request) => request.listPrefix?.includes(ref.sessionId));
   // Header, user message, assistant, tool result, assistant: one PUT each, nothing else.
   expect(sessionRequests.map((request) => request.method)).toEqual(["PUT", "PUT", "PUT", "PUT", "PUT"]);

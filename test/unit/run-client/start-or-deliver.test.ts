@@ -24,7 +24,7 @@ import type { TenantUsage } from "../../../src/tenants/usage";
 const ref = { tenantId: "acme", sessionId: "s1" };
 const reached = { workflowId: "keel-run/acme/s1", runId: "run-1" };
 /** The usage record of the run started (under the tenant, at the clock's time). */
-const counted = { tenantId: "acme", sessionId: "s1", runId: "run-1", atMs: 1_000 };
+const counted = { tenantId: "acme", atMs: 1_000 };
 
 /** A start path over fakes: what the run answers (or throws), the gate's slot, the usage records. */
 function fakes(

@@ -11,7 +11,8 @@ const NOW = Date.UTC(2026, 11, 4, 12);
 function check(settings: TenantSettings, days: Partial<UsageDay>[], now = () => NOW) {
   const reads = { settings: 0, usage: 0 };
   const totals = days.map((day, index) => ({
-    day: `2026-12-0${index + 1}`,
+    // The last day given is today (NOW's day), the others the days before it.
+    day: `2026-12-0${4 - (days.length - 1 - index)}`,
     runs: 0,
     turns: 0,
     tokens: 0,
@@ -19,15 +20,24 @@ function check(settings: TenantSettings, days: Partial<UsageDay>[], now = () => 
     toolSeconds: 0,
     ...day,
   }));
-  // Only the two reads tenantBudgetState makes; everything else of the ledger is unused here.
+  // The one read tenantBudgetState makes: the month's ledger, a day's totals as the ledger keeps them.
   const usage = {
-    day: async () => {
+    month: async () => {
       reads.usage += 1;
-      return totals.at(-1);
-    },
-    days: async () => {
-      reads.usage += 1;
-      return totals;
+      return {
+        days: Object.fromEntries(
+          totals.map((day) => [
+            day.day,
+            {
+              runs: day.runs,
+              turns: day.turns,
+              tokens: day.tokens,
+              costMicroUsd: Math.round(day.costUsd * 1e6),
+              toolMs: day.toolSeconds * 1000,
+            },
+          ]),
+        ),
+      };
     },
   } as unknown as TenantUsage;
   const store = {

@@ -39,7 +39,7 @@ function fakes(stored?: SessionEntry) {
   let entry = stored;
   const marked = new Set<string>();
   const asked = { reads: 0, markerChecks: 0 };
-  const recorded: { tenantId: string; sessionId: string; slotSeq: number; atMs: number; ms: number }[] = [];
+  const recorded: { tenantId: string; atMs: number; ms: number }[] = [];
   const deps: ToolCallDeps = {
     store: {
       getEntry: async () => {
@@ -146,7 +146,7 @@ test("the result records an approved edit; only the attempt that stored it count
       },
     },
   });
-  expect(recorded).toEqual([{ tenantId: "t1", sessionId: "s1", slotSeq: 4, atMs: 7_500, ms: 2_500 }]);
+  expect(recorded).toEqual([{ tenantId: "t1", atMs: 7_500, ms: 2_500 }]);
   // Another attempt's output finds the stored result: adopted, its time not counted.
   const second = await storeResult(deps, attempt("bash", 2), output("again"), {
     outcome: "executed",
