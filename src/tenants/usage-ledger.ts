@@ -31,15 +31,14 @@ export type Ledger = z.infer<typeof LedgerSchema>;
 /** A ledger as read or last written by this process: its ETag names the version. */
 interface LedgerVersion {
   ledger: Ledger;
-  etag: string;
+  /** `absent`: no ledger is stored yet (a write creates it if none appeared meanwhile). */
+  etag: string | "absent";
 }
 
 /** Ledgers whose last version this process keeps for its next write (one GET saved on each). */
 const VERSIONS_KEPT = 10_000;
 /** Compare-and-swap attempts of one addition before it is given up (and its callers told). */
 const WRITE_ATTEMPTS = 40;
-const DAY_MS = 86_400_000;
-
 export const dayOf = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
 
 export const noTotals = (): DayTotals => ({ runs: 0, turns: 0, tokens: 0, costMicroUsd: 0, toolMs: 0 });
@@ -73,21 +72,20 @@ export class UsageLedgers {
     private readonly bucket: string,
     /** The deployment's S3 prefix, used verbatim. */
     private readonly prefix: string,
-    private readonly now: () => number,
   ) {
     this.objects = new ConditionalObjects(s3, bucket);
   }
 
   /** The month's ledger as stored now (YYYY-MM): one GET once it exists. */
   async read(tenantId: string, month: string): Promise<Ledger> {
-    return (await this.currentVersion(tenantId, month)).ledger;
+    return (await this.currentVersion(tenantId, month, "read")).ledger;
   }
 
   /** Adds `days` to the month's ledger by compare-and-swap; throws when every attempt lost a race. */
   async add(tenantId: string, month: string, days: ReadonlyMap<string, DayTotals>): Promise<void> {
     const key = this.ledgerKey(tenantId, month);
     for (let attempt = 1; attempt <= WRITE_ATTEMPTS; attempt++) {
-      const base = this.versions.get(key) ?? (await this.currentVersion(tenantId, month));
+      const base = this.versions.get(key) ?? (await this.currentVersion(tenantId, month, "add"));
       const next = withAdded(base.ledger, days);
       const etag = await this.objects.writeIfVersion(
         key,
@@ -106,8 +104,12 @@ export class UsageLedgers {
     throw new Error(`the usage ledger ${key} changed under every one of ${WRITE_ATTEMPTS} writes`);
   }
 
-  /** The ledger as stored now (created from older versions' records when missing), kept for writes. */
-  private async currentVersion(tenantId: string, month: string): Promise<LedgerVersion> {
+  /** The ledger as stored now, kept for writes; when missing, the records of older versions (see below). */
+  private async currentVersion(
+    tenantId: string,
+    month: string,
+    purpose: "read" | "add",
+  ): Promise<LedgerVersion> {
     const key = this.ledgerKey(tenantId, month);
     for (;;) {
       const stored = await this.readVersion(key);
@@ -116,6 +118,9 @@ export class UsageLedgers {
         return stored;
       }
       const ledger = await this.recordsOfOlderVersions(tenantId, month);
+      // An addition creates it with what it adds; a read only when there is something to keep
+      // (a read of a month never written writes nothing).
+      if (purpose === "add" || Object.keys(ledger.days).length === 0) return { ledger, etag: "absent" };
       const etag = await this.objects.writeIfVersion(
         key,
         JSON.stringify(ledger),
@@ -145,28 +150,24 @@ export class UsageLedgers {
 
   /**
    * A month's totals from the objects older versions wrote, one per record, under each day's
-   * folder: the key named the record and its amounts (`turn~{session}~{slot}~{tokens}~{micro-USD}`,
-   * `run~{session}~{run}`, `tool~{session}~{slot}~{ms}`). Listed once, when the ledger is created.
+   * folder (`usage/{YYYY-MM-DD}/`): the key named the record and its amounts
+   * (`turn~{session}~{slot}~{tokens}~{micro-USD}`, `run~{session}~{run}`, `tool~{session}~{slot}~{ms}`).
+   * One listing of the month's folders (a LIST request per 1,000 records); empty for most months.
    */
   private async recordsOfOlderVersions(tenantId: string, month: string): Promise<Ledger> {
     const ledger: Ledger = { days: {} };
-    const first = Date.parse(`${month}-01T00:00:00Z`);
-    const last = Math.min(this.now(), Date.UTC(Number(month.slice(0, 4)), Number(month.slice(5, 7)), 0));
-    for (let ms = first; ms <= last; ms += DAY_MS) {
-      const day = dayOf(ms);
-      const folder = `${this.tenantFolder(tenantId)}usage/${day}/`;
-      const totals = noTotals();
-      for await (const object of listObjects(this.s3, { Bucket: this.bucket, Prefix: folder })) {
-        const [kind, , , a, b] = (object.Key ?? "")
-          .slice(folder.length)
-          .replace(/\.json$/, "")
-          .split("~");
-        if (kind === "turn")
-          addTotals(totals, { turns: 1, tokens: Number(a) || 0, costMicroUsd: Number(b) || 0 });
-        else if (kind === "run") totals.runs += 1;
-        else if (kind === "tool") totals.toolMs += Number(a) || 0;
-      }
-      if (totals.runs + totals.turns + totals.toolMs > 0) ledger.days[day] = totals;
+    const usageFolder = `${this.tenantFolder(tenantId)}usage/`;
+    const prefix = `${usageFolder}${month}-`;
+    for await (const object of listObjects(this.s3, { Bucket: this.bucket, Prefix: prefix })) {
+      const [day = "", name = ""] = (object.Key ?? "").slice(usageFolder.length).split("/");
+      const [kind, , , a, b] = name.replace(/\.json$/, "").split("~");
+      const totals = ledger.days[day] ?? noTotals();
+      if (kind === "turn")
+        addTotals(totals, { turns: 1, tokens: Number(a) || 0, costMicroUsd: Number(b) || 0 });
+      else if (kind === "run") totals.runs += 1;
+      else if (kind === "tool") totals.toolMs += Number(a) || 0;
+      else continue;
+      ledger.days[day] = totals;
     }
     return ledger;
   }

@@ -99,7 +99,7 @@ export class TenantUsage {
     this.now = options.now ?? Date.now;
     this.toolSecondsWaitMs = options.toolSecondsWaitMs ?? 0;
     this.warn = options.warn ?? (() => {});
-    this.ledgers = new UsageLedgers(s3, bucket, prefix, this.now);
+    this.ledgers = new UsageLedgers(s3, bucket, prefix);
     this.pastMonths = new BoundedCache({
       capacity: PAST_MONTHS_CACHED,
       ttlMs: PAST_MONTH_CACHE_MS,
