@@ -25,7 +25,14 @@ const DayTotalsSchema = z.object({
 });
 export type DayTotals = z.infer<typeof DayTotalsSchema>;
 
-const LedgerSchema = z.object({ days: z.record(z.string(), DayTotalsSchema) });
+const LedgerSchema = z.object({
+  days: z.record(z.string(), DayTotalsSchema),
+  /**
+   * The ids of the last additions (RECENT_WRITES): a writer told 412 finds out whether the write
+   * refused was its own, landed by an attempt whose answer was lost and retried by the S3 client.
+   */
+  writes: z.array(z.string()).default([]),
+});
 export type Ledger = z.infer<typeof LedgerSchema>;
 
 /** A ledger as read or last written by this process: its ETag names the version. */
@@ -39,6 +46,8 @@ interface LedgerVersion {
 const VERSIONS_KEPT = 10_000;
 /** Compare-and-swap attempts of one addition before it is given up (and its callers told). */
 const WRITE_ATTEMPTS = 40;
+/** Addition ids a ledger keeps: far more than the writes that can land between one's try and its check. */
+const RECENT_WRITES = 32;
 export const dayOf = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
 
 export const noTotals = (): DayTotals => ({ runs: 0, turns: 0, tokens: 0, costMicroUsd: 0, toolMs: 0 });
@@ -52,8 +61,11 @@ export function addTotals(into: DayTotals, more: Partial<DayTotals>): void {
 }
 
 /** The ledger with `days` added (a new object: a version kept for the next write stays as read). */
-function withAdded(ledger: Ledger, days: ReadonlyMap<string, DayTotals>): Ledger {
-  const next: Ledger = { days: { ...ledger.days } };
+function withAdded(ledger: Ledger, days: ReadonlyMap<string, DayTotals>, writeId: string): Ledger {
+  const next: Ledger = {
+    days: { ...ledger.days },
+    writes: [...ledger.writes, writeId].slice(-RECENT_WRITES),
+  };
   for (const [day, totals] of days) {
     const sum = { ...(next.days[day] ?? noTotals()) };
     addTotals(sum, totals);
@@ -84,9 +96,10 @@ export class UsageLedgers {
   /** Adds `days` to the month's ledger by compare-and-swap; throws when every attempt lost a race. */
   async add(tenantId: string, month: string, days: ReadonlyMap<string, DayTotals>): Promise<void> {
     const key = this.ledgerKey(tenantId, month);
+    const writeId = randomBytes(9).toString("base64url");
+    let base = this.versions.get(key) ?? (await this.currentVersion(tenantId, month, "add"));
     for (let attempt = 1; attempt <= WRITE_ATTEMPTS; attempt++) {
-      const base = this.versions.get(key) ?? (await this.currentVersion(tenantId, month, "add"));
-      const next = withAdded(base.ledger, days);
+      const next = withAdded(base.ledger, days, writeId);
       const etag = await this.objects.writeIfVersion(
         key,
         JSON.stringify(next),
@@ -97,8 +110,10 @@ export class UsageLedgers {
         this.versions.set(key, { ledger: next, etag });
         return;
       }
-      // Another writer went first: read its version and add to that.
+      // Refused: another writer went first — or this one did, by an attempt whose answer was lost.
       this.versions.delete(key);
+      base = await this.currentVersion(tenantId, month, "add");
+      if (base.ledger.writes.includes(writeId)) return;
       await sleep(Math.random() * 10 * Math.min(attempt, 5));
     }
     throw new Error(`the usage ledger ${key} changed under every one of ${WRITE_ATTEMPTS} writes`);
@@ -155,7 +170,7 @@ export class UsageLedgers {
    * One listing of the month's folders (a LIST request per 1,000 records); empty for most months.
    */
   private async recordsOfOlderVersions(tenantId: string, month: string): Promise<Ledger> {
-    const ledger: Ledger = { days: {} };
+    const ledger: Ledger = { days: {}, writes: [] };
     const usageFolder = `${this.tenantFolder(tenantId)}usage/`;
     const prefix = `${usageFolder}${month}-`;
     for await (const object of listObjects(this.s3, { Bucket: this.bucket, Prefix: prefix })) {

@@ -170,7 +170,7 @@ export class TenantUsage {
   async month(tenantId: string, month: string): Promise<Ledger> {
     const current = dayOf(this.now()).slice(0, 7);
     // Nothing is recorded ahead of the clock: no ledger is made for a month still to come.
-    if (month > current) return { days: {} };
+    if (month > current) return { days: {}, writes: [] };
     const read = () => this.ledgers.read(tenantId, month);
     if (month === current) return read();
     return this.pastMonths.getOrLoad(this.ledgers.ledgerKey(tenantId, month), read);

@@ -3,11 +3,15 @@
  * "processes" (three TenantUsage instances) racing on one tenant lose nothing and count nothing
  * twice; records that arrive together go in fewer writes than records; reading a month is one
  * GET whatever the volume; a month written by older versions (one object per record) is folded
- * into the ledger once.
+ * into the ledger once; a write that landed but whose answer was lost (the S3 client retries it
+ * and is told 412) is not added again.
  */
+import { createServer, request } from "node:http";
+import type { AddressInfo } from "node:net";
 import { PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import { createS3Client } from "../../../src/store/s3-config";
 import { dayOf, TenantUsage, tenantBudgetState } from "../../../src/tenants/usage";
+import { forwardHttp } from "../../support/forward-http";
 import { s3Settings, uniqueName } from "../../support/integration-env";
 import { type S3RequestLog, startS3RequestLog } from "../../support/s3-request-log";
 
@@ -167,4 +171,54 @@ test("tool seconds that may wait ride with the next write, get their own after t
   const afterStop = await requestsOf(tenantId, () => usage.recordTool(tenantId, { atMs: NOW, ms: 250 }));
   expect(puts(afterStop)).toBe(1);
   expect(await usage.day(tenantId, dayOf(NOW))).toMatchObject({ turns: 1, toolSeconds: 2 });
+});
+
+test("a write that landed but whose answer was lost is not added again when the S3 client retries it", async () => {
+  const tenantId = uniqueName("lost-answer");
+  const upstream = new URL(log.endpoint);
+  let dropNextLedgerPut = false;
+  let dropped = 0;
+  let ledgerPuts = 0;
+  // Forwards everything; the armed PUT of a ledger reaches S3, and its answer is cut off.
+  const proxy = createServer((incoming, outgoing) => {
+    const ledgerPut = incoming.method === "PUT" && incoming.url?.includes(`/tenants/${tenantId}/usage/`);
+    if (ledgerPut) ledgerPuts += 1;
+    if (!(ledgerPut && dropNextLedgerPut)) return forwardHttp(upstream, incoming, outgoing);
+    dropNextLedgerPut = false;
+    const forward = request(
+      {
+        host: upstream.hostname,
+        port: upstream.port,
+        method: "PUT",
+        path: incoming.url,
+        headers: incoming.headers,
+      },
+      (response) => {
+        response.resume();
+        response.on("end", () => {
+          dropped += 1;
+          outgoing.socket?.destroy();
+        });
+      },
+    );
+    incoming.pipe(forward);
+  });
+  await new Promise<void>((ready) => proxy.listen(0, "127.0.0.1", ready));
+  const client = createS3Client({
+    ...settings,
+    endpoint: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
+  });
+  try {
+    const usage = new TenantUsage(client, settings.bucket, prefix, { now: () => NOW });
+    await usage.recordTurn(tenantId, { atMs: NOW, tokens: 10, costUsd: 0 });
+    dropNextLedgerPut = true;
+    await usage.recordTurn(tenantId, { atMs: NOW, tokens: 10, costUsd: 0 });
+    expect(dropped).toBe(1);
+    // The client sent the cut-off write again (refused: the version it was based on is gone).
+    expect(ledgerPuts).toBe(3);
+    expect(await usage.day(tenantId, dayOf(NOW))).toMatchObject({ turns: 2, tokens: 20 });
+  } finally {
+    client.destroy();
+    await new Promise((closed) => proxy.close(closed));
+  }
 });
