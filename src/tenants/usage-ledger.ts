@@ -7,6 +7,7 @@
  * once (docs/api.md: what a rolling upgrade misses).
  */
 
+import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { GetObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import { z } from "zod";
