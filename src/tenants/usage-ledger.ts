@@ -1,10 +1,13 @@
 /**
- * The usage ledger in S3 (docs/api.md, "Usage"): one object per tenant and UTC month,
- * `tenants/{t}/usage/{YYYY-MM}.json`, holding each day's totals as whole numbers. Read with one
- * GET; added to by compare-and-swap (`If-Match` on the version read), each process keeping the
- * version it last read or wrote so that an uncontended addition is one PUT. A missing month is
- * created at its first read or write from the per-record objects older versions kept, listed
- * once (docs/api.md: what a rolling upgrade misses).
+ * The usage ledger in S3 (docs/api.md, "Usage"): per tenant and UTC month, LEDGER_SHARDS objects
+ * `tenants/{t}/usage/{YYYY-MM}/{shard}.json`, each holding day totals as whole numbers, plus
+ * `older.json`, the fold of the per-record objects older versions kept. A month's usage is the
+ * sum of them all: a read is LEDGER_SHARDS + 1 GETs in parallel, whatever the volume.
+ *
+ * Writers add to one shard by compare-and-swap (`If-Match` on the version read). A process keeps
+ * to the shard it last wrote and the version it wrote, so an uncontended addition is one PUT; a
+ * writer refused because another wrote the same shard moves to another shard at random, so
+ * concurrent processes spread over the shards instead of retrying against each other.
  */
 
 import { randomBytes } from "node:crypto";
@@ -36,15 +39,19 @@ const LedgerSchema = z.object({
 });
 export type Ledger = z.infer<typeof LedgerSchema>;
 
-/** A ledger as read or last written by this process: its ETag names the version. */
+/** A shard as read or last written by this process: its ETag names the version. */
 interface LedgerVersion {
   ledger: Ledger;
   /** `absent`: no ledger is stored yet (a write creates it if none appeared meanwhile). */
   etag: string | "absent";
 }
 
-/** Ledgers whose last version this process keeps for its next write (one GET saved on each). */
+/** Shards of a month's ledger: a few times the processes that write one tenant at once. */
+const LEDGER_SHARDS = 8;
+/** Shards whose last version this process keeps for its next write (one GET saved on each). */
 const VERSIONS_KEPT = 10_000;
+/** Months (a tenant's, each) whose older records this process knows are folded. */
+const FOLDS_KNOWN = 10_000;
 /** Compare-and-swap attempts of one addition before it is given up (and its callers told). */
 const WRITE_ATTEMPTS = 40;
 /** Addition ids a ledger keeps: far more than the writes that can land between one's try and its check. */
@@ -77,8 +84,12 @@ function withAdded(ledger: Ledger, days: ReadonlyMap<string, DayTotals>, writeId
 
 export class UsageLedgers {
   private readonly objects: ConditionalObjects;
-  /** The version of each ledger this process last read or wrote, for its next write. */
+  /** The version of each shard this process last read or wrote, for its next write. */
   private readonly versions = new BoundedCache<string, LedgerVersion>({ capacity: VERSIONS_KEPT });
+  /** The shard this process writes each month's additions to, until another writer meets it there. */
+  private readonly shardOf = new BoundedCache<string, number>({ capacity: VERSIONS_KEPT });
+  /** Months whose `older.json` exists (the fold of older versions' records is done). */
+  private readonly folded = new BoundedCache<string, true>({ capacity: FOLDS_KNOWN });
 
   constructor(
     private readonly s3: S3Client,
@@ -89,17 +100,42 @@ export class UsageLedgers {
     this.objects = new ConditionalObjects(s3, bucket);
   }
 
-  /** The month's ledger as stored now (YYYY-MM): one GET once it exists. */
+  /** The month's usage as stored now (YYYY-MM): the sum of its shards and of its older records. */
   async read(tenantId: string, month: string): Promise<Ledger> {
-    return (await this.currentVersion(tenantId, month, "read")).ledger;
+    const folder = this.monthFolder(tenantId, month);
+    const keys = Array.from({ length: LEDGER_SHARDS }, (_, shard) => `${folder}${shard}.json`);
+    const [older, ...shards] = await Promise.all(
+      [`${folder}older.json`, ...keys].map((key) => this.readVersion(key)),
+    );
+    shards.forEach((shard, i) => {
+      if (shard) this.versions.set(keys[i] ?? "", shard);
+    });
+    const parts = shards.flatMap((shard) => (shard ? [shard.ledger] : []));
+    // Not folded yet (no write this month since the upgrade): read the older records themselves.
+    parts.push(older ? older.ledger : await this.recordsOfOlderVersions(tenantId, month));
+    const sum: Ledger = { days: {}, writes: [] };
+    for (const part of parts)
+      for (const [day, totals] of Object.entries(part.days)) {
+        const into = sum.days[day] ?? noTotals();
+        addTotals(into, totals);
+        sum.days[day] = into;
+      }
+    return sum;
   }
 
-  /** Adds `days` to the month's ledger by compare-and-swap; throws when every attempt lost a race. */
+  /**
+   * Adds `days` to one of the month's shards by compare-and-swap; throws when every attempt lost
+   * a race. The month's older records are folded first (once per month, by whichever writer comes
+   * first).
+   */
   async add(tenantId: string, month: string, days: ReadonlyMap<string, DayTotals>): Promise<void> {
-    const key = this.ledgerKey(tenantId, month);
+    await this.foldOlderRecords(tenantId, month);
+    const folder = this.monthFolder(tenantId, month);
     const writeId = randomBytes(9).toString("base64url");
-    let base = this.versions.get(key) ?? (await this.currentVersion(tenantId, month, "add"));
+    let shard = this.shardOf.get(folder) ?? randomShard();
     for (let attempt = 1; attempt <= WRITE_ATTEMPTS; attempt++) {
+      const key = `${folder}${shard}.json`;
+      const base = this.versions.get(key) ?? (await this.readVersion(key)) ?? ABSENT;
       const next = withAdded(base.ledger, days, writeId);
       const etag = await this.objects.writeIfVersion(
         key,
@@ -109,47 +145,41 @@ export class UsageLedgers {
       );
       if (etag !== undefined) {
         this.versions.set(key, { ledger: next, etag });
+        this.shardOf.set(folder, shard);
         return;
       }
       // Refused: another writer went first — or this one did, by an attempt whose answer was lost.
       this.versions.delete(key);
-      base = await this.currentVersion(tenantId, month, "add");
-      if (base.ledger.writes.includes(writeId)) return;
-      await sleep(Math.random() * 10 * Math.min(attempt, 5));
+      const now = await this.readVersion(key);
+      if (now?.ledger.writes.includes(writeId)) {
+        this.versions.set(key, now);
+        this.shardOf.set(folder, shard);
+        return;
+      }
+      if (now) this.versions.set(key, now);
+      // Someone else writes this shard: go where nobody may be.
+      shard = (shard + 1 + Math.floor(Math.random() * (LEDGER_SHARDS - 1))) % LEDGER_SHARDS;
+      if (attempt >= LEDGER_SHARDS)
+        await sleep(Math.random() * 10 * Math.min(attempt - LEDGER_SHARDS + 1, 5));
     }
-    throw new Error(`the usage ledger ${key} changed under every one of ${WRITE_ATTEMPTS} writes`);
+    throw new Error(`every shard of the usage ledger ${folder} changed under ${WRITE_ATTEMPTS} writes`);
   }
 
-  /** The ledger as stored now, kept for writes; when missing, the records of older versions (see below). */
-  private async currentVersion(
-    tenantId: string,
-    month: string,
-    purpose: "read" | "add",
-  ): Promise<LedgerVersion> {
-    const key = this.ledgerKey(tenantId, month);
-    for (;;) {
-      const stored = await this.readVersion(key);
-      if (stored) {
-        this.versions.set(key, stored);
-        return stored;
-      }
-      const ledger = await this.recordsOfOlderVersions(tenantId, month);
-      // An addition creates it with what it adds; a read only when there is something to keep
-      // (a read of a month never written writes nothing).
-      if (purpose === "add" || Object.keys(ledger.days).length === 0) return { ledger, etag: "absent" };
-      const etag = await this.objects.writeIfVersion(
-        key,
-        JSON.stringify(ledger),
-        "application/json",
-        "absent",
-      );
-      if (etag !== undefined) {
-        const created = { ledger, etag };
-        this.versions.set(key, created);
-        return created;
-      }
-      // Created meanwhile by another process: read that one.
+  /** The month folder's key of its ledger (a cache key for whole-month reads). */
+  ledgerKey(tenantId: string, month: string): string {
+    return this.monthFolder(tenantId, month);
+  }
+
+  /** Creates the month's `older.json` from the records older versions wrote, unless it exists. */
+  private async foldOlderRecords(tenantId: string, month: string): Promise<void> {
+    const key = `${this.monthFolder(tenantId, month)}older.json`;
+    if (this.folded.get(key)) return;
+    if (!(await this.readVersion(key))) {
+      const older = await this.recordsOfOlderVersions(tenantId, month);
+      // A concurrent fold of the same records may win: either is the month's one fold.
+      await this.objects.createIfAbsent(key, JSON.stringify(older), "application/json");
     }
+    this.folded.set(key, true);
   }
 
   private async readVersion(key: string): Promise<LedgerVersion | undefined> {
@@ -168,7 +198,7 @@ export class UsageLedgers {
    * A month's totals from the objects older versions wrote, one per record, under each day's
    * folder (`usage/{YYYY-MM-DD}/`): the key named the record and its amounts
    * (`turn~{session}~{slot}~{tokens}~{micro-USD}`, `run~{session}~{run}`, `tool~{session}~{slot}~{ms}`).
-   * One listing of the month's folders (a LIST request per 1,000 records); empty for most months.
+   * One listing of the month's days (a LIST request per 1,000 records); empty for most months.
    */
   private async recordsOfOlderVersions(tenantId: string, month: string): Promise<Ledger> {
     const ledger: Ledger = { days: {}, writes: [] };
@@ -188,8 +218,8 @@ export class UsageLedgers {
     return ledger;
   }
 
-  ledgerKey(tenantId: string, month: string): string {
-    return `${this.tenantFolder(tenantId)}usage/${month}.json`;
+  private monthFolder(tenantId: string, month: string): string {
+    return `${this.tenantFolder(tenantId)}usage/${month}/`;
   }
 
   private tenantFolder(tenantId: string): string {
@@ -197,3 +227,7 @@ export class UsageLedgers {
     return `${this.prefix}tenants/${tenantId}/`;
   }
 }
+
+const ABSENT: LedgerVersion = { ledger: { days: {}, writes: [] }, etag: "absent" };
+
+const randomShard = (): number => Math.floor(Math.random() * LEDGER_SHARDS);

@@ -1,7 +1,7 @@
 /**
  * Usage per tenant per UTC day (docs/api.md, "Usage"): runs started, model calls (tokens, cost)
- * and tool seconds, kept in one ledger per tenant and UTC month (usage-ledger.ts: one GET to read,
- * a compare-and-swap to add to).
+ * and tool seconds, kept in a ledger per tenant and UTC month (usage-ledger.ts: a fixed number of
+ * GETs to read, a compare-and-swap on one of its shards to add to).
  *
  * Records that arrive while a write of their ledger is in flight wait and go together in the next
  * one: under load a process writes each tenant's ledger once per round trip, whatever the number
@@ -75,7 +75,7 @@ function usageDay(day: string, totals: DayTotals = noTotals()): UsageDay {
 
 export class TenantUsage {
   private readonly ledgers: UsageLedgers;
-  /** Past months' ledgers by key; concurrent reads of one share its GET. */
+  /** Past months' ledgers by key; concurrent reads of one share its GETs. */
   private readonly pastMonths: BoundedCache<string, Ledger>;
   /** Records waiting, by ledger key, while a write of that ledger is in flight. */
   private readonly pending = new Map<string, PendingWrite>();
@@ -164,7 +164,7 @@ export class TenantUsage {
   }
 
   /**
-   * A month's ledger (YYYY-MM): the current month's read on every call (one GET), a past
+   * A month's ledger (YYYY-MM): the current month's read on every call, a past
    * month's from a short cache.
    */
   async month(tenantId: string, month: string): Promise<Ledger> {

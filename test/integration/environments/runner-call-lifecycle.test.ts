@@ -15,7 +15,7 @@ import { runWorkflowId } from "../../../src/contracts/runs";
 import { UNKNOWN_OUTCOME_TEXT } from "../../../src/core/markers";
 import { createMessageEntry } from "../../../src/core/session-entries";
 import { enableInstrumentation } from "../../../src/telemetry/instrumentation";
-import { dayOf, TenantUsage } from "../../../src/tenants/usage";
+import { dayOf, TenantUsage, WORKER_TOOL_SECONDS_WAIT_MS } from "../../../src/tenants/usage";
 import { s3Client, s3Settings } from "../../support/integration-env";
 import { eventually, expectIntactSession, messagesOf } from "../../support/run-harness";
 import { CAPTURED_TELEMETRY, captureTelemetry } from "../../support/telemetry-capture";
@@ -164,6 +164,8 @@ test("bash whose claim is lost after its start marker: the next attempt gets the
 test("a runner call counts its tool time in the tenant's usage and makes an execute_tool span and metric", async () => {
   const env = await stage.newEnvironment();
   stage.startRunner(env.name, env.token, ["--workspace-root", workspaceRoot()]);
+  // Tool seconds of the worker's calls in earlier tests may still be waiting to ride with a write.
+  await new Promise((settled) => setTimeout(settled, WORKER_TOOL_SECONDS_WAIT_MS + 500));
   const toolSeconds = await tenantToolSeconds(api.tenants.a);
   const ref = await bashOn(env.name, "runner-usage", "sleep 1; echo timed");
   expect((await api.stage.result(ref)).status).toBe("completed");

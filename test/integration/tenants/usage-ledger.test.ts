@@ -93,21 +93,24 @@ test("reading the current month is one GET, however much was recorded; a past mo
   await usage.recordTurn(tenantId, { atMs: LAST_MONTH, tokens: 7, costUsd: 0 });
   const reader = new TenantUsage(s3, settings.bucket, prefix, { now: () => NOW });
 
+  // The month's shards and its fold of older records, read in parallel: nothing listed, nothing written.
   const admission = await requestsOf(tenantId, () =>
     tenantBudgetState(reader, tenantId, { tokensPerDay: 500, tokensPerMonth: 1_000 }, NOW),
   );
-  expect(admission.map((request) => request.method)).toEqual(["GET"]);
+  expect(admission.map((request) => request.method)).toEqual(Array(9).fill("GET"));
+  expect(admission.filter((request) => request.listPrefix !== undefined)).toEqual([]);
   const state = await tenantBudgetState(reader, tenantId, { tokensPerDay: 500 }, NOW);
   expect(state).toMatchObject({ reached: "tokensPerDay", today: { turns: 50, tokens: 500 } });
   expect(state.month.tokens).toBe(500);
 
   const firstRead = await requestsOf(tenantId, () => reader.day(tenantId, dayOf(LAST_MONTH)));
-  expect(firstRead.map((request) => request.method)).toEqual(["GET"]);
+  expect(firstRead.map((request) => request.method)).toEqual(Array(9).fill("GET"));
   expect(await requestsOf(tenantId, () => reader.day(tenantId, dayOf(LAST_MONTH)))).toEqual([]);
   expect(await reader.day(tenantId, dayOf(LAST_MONTH))).toMatchObject({ turns: 1, tokens: 7 });
   // A month never written: read (and the records of older versions looked for), nothing written.
   const never = await requestsOf(tenantId, () => reader.day(tenantId, "2026-10-15"));
-  expect(never.map((request) => request.method)).toEqual(["GET", "GET"]);
+  expect(never.map((request) => request.method)).toEqual(Array(10).fill("GET"));
+  expect(never.filter((request) => request.listPrefix !== undefined)).toHaveLength(1);
   expect(await reader.day(tenantId, "2026-10-15")).toMatchObject({ runs: 0, turns: 0, tokens: 0 });
   // A month still to come is empty and costs nothing.
   expect(await requestsOf(tenantId, () => reader.day(tenantId, "2027-01-15"))).toEqual([]);
@@ -129,9 +132,10 @@ test("a month recorded by older versions (one object per record) is folded into 
   const first = await requestsOf(tenantId, () =>
     usage.recordTurn(tenantId, { atMs: NOW, tokens: 1, costUsd: 0 }),
   );
-  // The ledger was missing: the month's records listed once (one LIST), the ledger created.
-  expect(first.map((request) => request.method)).toEqual(["GET", "GET", "PUT"]);
+  // The month's first write folds the older records (one LIST, older.json), then adds to a shard.
+  expect(first.map((request) => request.method)).toEqual(["GET", "GET", "PUT", "GET", "PUT"]);
   expect(first[1]?.listPrefix).toBe(`${prefix}tenants/${tenantId}/usage/2026-12-`);
+  expect(first[2]?.path).toMatch(/\/usage\/2026-12\/older\.json$/);
   expect(await usage.days(tenantId, dayOf(YESTERDAY), dayOf(NOW))).toEqual([
     { day: dayOf(YESTERDAY), runs: 1, turns: 2, tokens: 200, costUsd: 0.004, toolSeconds: 0 },
     { day: dayOf(NOW), runs: 0, turns: 1, tokens: 1, costUsd: 0, toolSeconds: 2.25 },
@@ -139,7 +143,7 @@ test("a month recorded by older versions (one object per record) is folded into 
   const again = await requestsOf(tenantId, () =>
     new TenantUsage(s3, settings.bucket, prefix, { now: () => NOW }).day(tenantId, dayOf(NOW)),
   );
-  expect(again.map((request) => request.method)).toEqual(["GET"]);
+  expect(again.map((request) => request.method)).toEqual(Array(9).fill("GET"));
 });
 
 test("tool seconds that may wait ride with the next write, get their own after the wait, and are written at once when the process stops", async () => {
@@ -153,8 +157,8 @@ test("tool seconds that may wait ride with the next write, get their own after t
     await usage.recordTool(tenantId, { atMs: NOW, ms: 1_000 });
     await usage.recordTurn(tenantId, { atMs: NOW, tokens: 10, costUsd: 0 });
   });
-  // The ledger's creation holds both records.
-  expect(puts(together)).toBe(1);
+  // The month's fold of older records (none), then one write holding both records.
+  expect(puts(together)).toBe(2);
   expect(await usage.day(tenantId, dayOf(NOW))).toMatchObject({ turns: 1, toolSeconds: 1 });
 
   // Alone, they are written when the wait ends.
@@ -214,11 +218,31 @@ test("a write that landed but whose answer was lost is not added again when the 
     dropNextLedgerPut = true;
     await usage.recordTurn(tenantId, { atMs: NOW, tokens: 10, costUsd: 0 });
     expect(dropped).toBe(1);
-    // The client sent the cut-off write again (refused: the version it was based on is gone).
-    expect(ledgerPuts).toBe(3);
+    // The fold and the first write; then the cut-off write, sent again by the client (refused:
+    // the version it was based on is gone).
+    expect(ledgerPuts).toBe(4);
     expect(await usage.day(tenantId, dayOf(NOW))).toMatchObject({ turns: 2, tokens: 20 });
   } finally {
     client.destroy();
     await new Promise((closed) => proxy.close(closed));
   }
+});
+
+test("busy writers in three processes spread over the shards: about one PUT per write once spread", async () => {
+  const tenantId = uniqueName("spread");
+  const writers = [1, 2, 3].map(() => new TenantUsage(s3, settings.bucket, prefix, { now: () => NOW }));
+  await writers[0]?.recordRun(tenantId, { atMs: NOW });
+  const perWriter = 40;
+  // Each writer as a busy worker: one record after another, all three at once.
+  const requests = await requestsOf(tenantId, () =>
+    Promise.all(
+      writers.map(async (usage) => {
+        for (let i = 0; i < perWriter; i++)
+          await usage.recordTurn(tenantId, { atMs: NOW, tokens: 1, costUsd: 0 });
+      }),
+    ),
+  );
+  expect(await writers[0]?.day(tenantId, dayOf(NOW))).toMatchObject({ runs: 1, turns: 3 * perWriter });
+  // One object written by all three would make most writes a conflict (a GET and another PUT).
+  expect(requests.length).toBeLessThan(1.3 * 3 * perWriter);
 });
