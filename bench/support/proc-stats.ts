@@ -3,7 +3,7 @@
  * over an interval, and a process's resident memory (sampled for its peak).
  */
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 
 const CLOCK_TICKS_PER_SECOND = Number(execFileSync("getconf", ["CLK_TCK"]).toString().trim());
 
@@ -116,4 +116,41 @@ export async function measureCpu<T>(
       stealShare: machineTotal > 0 ? (machineAfter.steal - machineBefore.steal) / machineTotal : 0,
     },
   };
+}
+
+/** Live child pids of `pid` (all its threads' children), from /proc/<pid>/task/<tid>/children. */
+function childPids(pid: number): number[] {
+  const children: number[] = [];
+  let tasks: string[];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return children;
+  }
+  for (const task of tasks) {
+    try {
+      const text = readFileSync(`/proc/${pid}/task/${task}/children`, "utf8").trim();
+      if (text) children.push(...text.split(/\s+/).map(Number));
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return children;
+}
+
+/**
+ * CPU seconds of `pid` and of every live process below it, each with the children it has waited
+ * for: a server that forks per connection (PostgreSQL's backends, nginx's workers) read as one.
+ * A descendant that exits between two readings moves into its parent's waited-for time, so the
+ * difference of two readings stays whole. 0 for a process that is gone.
+ */
+export function treeCpuSeconds(pid: number): number {
+  let total: number;
+  try {
+    total = cpuSeconds(pid);
+  } catch {
+    return 0;
+  }
+  for (const child of childPids(pid)) total += treeCpuSeconds(child);
+  return total;
 }

@@ -161,7 +161,7 @@ async function startS3DevServerOnce(options: S3DevServerOptions): Promise<S3DevS
  * master a moment later: until then (most visible on a restart over existing data) reads fail
  * with `InternalError`.
  */
-async function waitUntilServing(
+export async function waitUntilServing(
   settings: S3Settings,
   timeoutMs: number,
   checkAlive: () => void,

@@ -1,0 +1,219 @@
+/**
+ * One step of the cluster ramp: `concurrency` lanes, each starting a new session through the API
+ * address as soon as its previous one ended, for `durationMs` (a session under way when the time
+ * is up is finished, not abandoned); then what the step cost, read around it: CPU per process
+ * kind, Temporal's `action` counter, S3 requests by kind (a counting proxy in front of the S3
+ * gateway), the model's own time (the local LLM server's journal) and, from a sample of sessions'
+ * histories, billable Actions and history bytes.
+ */
+import type { Client } from "@temporalio/client";
+import { runWorkflowId } from "../../src/contracts/runs";
+import type { CountingProxy } from "../support/counting-proxy";
+import { encodedBytes, fetchExecutionChain } from "../support/history";
+import { machineCpu, busyShare, treeCpuSeconds } from "../support/proc-stats";
+import { type ActionCounts, countsSince, historyActions, serverActions, sumCounts, totalOf } from "../support/temporal-actions";
+import { type Delivered, postMessage } from "./api-runs";
+import { llmUrl } from "./keel";
+import { TEMPORAL_FRONTEND_METRICS_URL, TEMPORAL_NAMESPACE, TENANT_KEYS } from "./layout";
+import type { ClusterPart, PartKind } from "./parts";
+
+/** A session's model turns: tool calls per turn (the last turn answers). */
+export const TOOL_CALLS_PER_TURN = [1, 2, 0];
+export const TURNS_PER_SESSION = TOOL_CALLS_PER_TURN.length;
+export const LOAD_SCENARIO = "cluster-load";
+const LOAD_TENANT = "load";
+/** Sessions whose histories are read per step (reading all would load the cluster being measured). */
+const HISTORY_SAMPLE = 8;
+const SESSION_TIMEOUT_MS = 300_000;
+
+const words = (count: number, topic: string) =>
+  Array.from({ length: count }, (_, index) => `${topic}${index % 7 === 6 ? "." : ""}`).join(" ");
+
+/** The scenario: each turn streams some text (about as long as a coding agent's), then its tool calls. */
+export function loadScenario() {
+  return {
+    turns: TOOL_CALLS_PER_TURN.map((calls, turn) =>
+      calls > 0
+        ? {
+            text: words(20, "checking"),
+            toolCalls: Array.from({ length: calls }, () => ({ name: "ls", arguments: { path: "." } })),
+          }
+        : { text: words(60, "done") },
+    ),
+    after: { text: "Done." },
+  };
+}
+
+export interface SessionResult {
+  sessionId: string;
+  ok: boolean;
+  error?: string;
+  wallMs: number;
+}
+
+export interface StepResult {
+  concurrency: number;
+  durationMs: number;
+  /** True when the stop time cut the step short. */
+  cutShort: boolean;
+  sessions: SessionResult[];
+  completedTurns: number;
+  turnsPerSecond: number;
+  errors: number;
+  /** Mean model time per model call (first byte wait + streaming), from the LLM server's journal. */
+  modelMsPerCall: number;
+  modelCalls: number;
+  /** Per completed session: (wall − its turns × modelMsPerCall) / turns. */
+  addedMsPerTurn: { p50: number; p95: number; mean: number };
+  /** Temporal's `action` counter (frontend), per turn, by action type. */
+  serverActionsPerTurn: number;
+  serverActionsByType: ActionCounts;
+  /** From the sampled histories: billable Actions per turn by category, and encoded bytes per turn. */
+  historyActionsPerTurn: number;
+  historyActionsByCategory: ActionCounts;
+  historyBytesPerTurn: number;
+  s3PerTurn: Record<string, number>;
+  cpuSecondsPerTurn: Partial<Record<PartKind, number>>;
+  cpuSecondsTotal: Partial<Record<PartKind, number>>;
+  machineBusyShare: number;
+}
+
+function percentile(values: number[], share: number): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(share * sorted.length))] as number;
+}
+
+function cpuByKind(parts: ClusterPart[]): Partial<Record<PartKind, number>> {
+  const byKind: Partial<Record<PartKind, number>> = {};
+  for (const part of parts) byKind[part.kind] = (byKind[part.kind] ?? 0) + treeCpuSeconds(part.current().pid);
+  return byKind;
+}
+
+interface JournalEntry {
+  time: string;
+  scenario: string;
+  outcome: string;
+  deltaSentAt?: number[];
+}
+
+/** Model calls of the scenario since `sinceMs` and their mean own time. */
+async function modelTime(sinceMs: number): Promise<{ calls: number; meanMs: number }> {
+  const response = await fetch(`${llmUrl}/_journal`);
+  const { entries } = (await response.json()) as { entries: JournalEntry[] };
+  const times = entries
+    .filter((entry) => entry.scenario === LOAD_SCENARIO && entry.outcome === "completed")
+    .map((entry) => ({ at: Date.parse(entry.time), last: entry.deltaSentAt?.at(-1) }))
+    .filter((entry) => entry.at >= sinceMs && entry.last !== undefined)
+    .map((entry) => (entry.last as number) - entry.at);
+  const sum = times.reduce((total, value) => total + value, 0);
+  return { calls: times.length, meanMs: times.length ? sum / times.length : Number.NaN };
+}
+
+async function driveSession(client: Client): Promise<SessionResult & { delivered?: Delivered }> {
+  const started = performance.now();
+  let delivered: Delivered | undefined;
+  try {
+    delivered = await postMessage(TENANT_KEYS.load, `[scenario:${LOAD_SCENARIO}] look around the workspace`);
+    const handle = client.workflow.getHandle(runWorkflowId({ tenantId: LOAD_TENANT, sessionId: delivered.sessionId }));
+    const result = (await Promise.race([
+      handle.result(),
+      new Promise((_, fail) => setTimeout(() => fail(new Error("session timed out")), SESSION_TIMEOUT_MS).unref()),
+    ])) as { status?: string; reason?: string };
+    const ok = result.status === "completed";
+    return {
+      sessionId: delivered.sessionId,
+      ok,
+      ...(ok ? {} : { error: `run ended ${result.status}: ${result.reason ?? ""}` }),
+      wallMs: performance.now() - started,
+      delivered,
+    };
+  } catch (error) {
+    return {
+      sessionId: delivered?.sessionId ?? "(not started)",
+      ok: false,
+      error: error instanceof Error ? error.message : String(error),
+      wallMs: performance.now() - started,
+    };
+  }
+}
+
+/** Billable Actions and encoded bytes of a sample of the step's completed sessions. */
+async function sampleHistories(client: Client, sessions: SessionResult[]) {
+  const sample = sessions.filter((session) => session.ok).slice(0, HISTORY_SAMPLE);
+  const actions: ActionCounts[] = [];
+  let bytes = 0;
+  for (const session of sample) {
+    const chain = await fetchExecutionChain(client, runWorkflowId({ tenantId: LOAD_TENANT, sessionId: session.sessionId }));
+    for (const events of chain) {
+      actions.push(historyActions(events));
+      bytes += encodedBytes(events);
+    }
+  }
+  const turns = sample.length * TURNS_PER_SESSION;
+  const byCategory = Object.fromEntries(
+    Object.entries(sumCounts(actions)).map(([key, value]) => [key, value / Math.max(1, turns)]),
+  );
+  return { byCategory, perTurn: totalOf(byCategory), bytesPerTurn: bytes / Math.max(1, turns) };
+}
+
+export async function runStep(options: {
+  client: Client;
+  parts: ClusterPart[];
+  s3: CountingProxy;
+  concurrency: number;
+  durationMs: number;
+  stopAt: number;
+}): Promise<StepResult> {
+  const { client, parts, s3, concurrency } = options;
+  const actionsBefore = await serverActions(TEMPORAL_FRONTEND_METRICS_URL, TEMPORAL_NAMESPACE);
+  s3.reset();
+  const cpuBefore = cpuByKind(parts);
+  const machineBefore = machineCpu();
+  const startedAt = Date.now();
+  const endAt = Math.min(startedAt + options.durationMs, options.stopAt);
+  const sessions: SessionResult[] = [];
+  const lane = async () => {
+    while (Date.now() < endAt) sessions.push(await driveSession(client));
+  };
+  await Promise.all(Array.from({ length: concurrency }, lane));
+  const elapsedMs = Date.now() - startedAt;
+  const machineAfter = machineCpu();
+  const cpuAfter = cpuByKind(parts);
+  const s3Counts = s3.counts();
+  const actionsAfter = await serverActions(TEMPORAL_FRONTEND_METRICS_URL, TEMPORAL_NAMESPACE);
+  const model = await modelTime(startedAt);
+  const completed = sessions.filter((session) => session.ok);
+  const turns = completed.length * TURNS_PER_SESSION;
+  const added = completed.map((session) => (session.wallMs - TURNS_PER_SESSION * model.meanMs) / TURNS_PER_SESSION);
+  const serverActionsByType = countsSince(actionsBefore, actionsAfter);
+  const histories = await sampleHistories(client, completed);
+  const cpuTotal: Partial<Record<PartKind, number>> = {};
+  for (const kind of Object.keys(cpuAfter) as PartKind[]) cpuTotal[kind] = (cpuAfter[kind] ?? 0) - (cpuBefore[kind] ?? 0);
+  const perTurn = (value: number) => value / Math.max(1, turns);
+  return {
+    concurrency,
+    durationMs: elapsedMs,
+    cutShort: endAt < startedAt + options.durationMs,
+    sessions,
+    completedTurns: turns,
+    turnsPerSecond: turns / (elapsedMs / 1000),
+    errors: sessions.length - completed.length,
+    modelMsPerCall: model.meanMs,
+    modelCalls: model.calls,
+    addedMsPerTurn: {
+      p50: percentile(added, 0.5),
+      p95: percentile(added, 0.95),
+      mean: added.reduce((sum, value) => sum + value, 0) / Math.max(1, added.length),
+    },
+    serverActionsPerTurn: perTurn(totalOf(serverActionsByType)),
+    serverActionsByType,
+    historyActionsPerTurn: histories.perTurn,
+    historyActionsByCategory: histories.byCategory,
+    historyBytesPerTurn: histories.bytesPerTurn,
+    s3PerTurn: Object.fromEntries(Object.entries(s3Counts).map(([kind, tally]) => [kind, perTurn(tally.count)])),
+    cpuSecondsPerTurn: Object.fromEntries(Object.entries(cpuTotal).map(([kind, seconds]) => [kind, perTurn(seconds)])),
+    cpuSecondsTotal: cpuTotal,
+    machineBusyShare: busyShare(machineBefore, machineAfter),
+  };
+}
