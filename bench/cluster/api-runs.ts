@@ -50,8 +50,12 @@ export async function postMessage(
   return { sessionId, runId: answer.runId };
 }
 
-/** Reads the session until its run `runId` (or a later one) ended; resolves with its status. */
-export async function waitForRunEnd(apiKey: string, delivered: Delivered, timeoutMs: number): Promise<string> {
+/** Reads the session until its run `runId` (or a later one) ended; resolves with its status and end reason. */
+export async function waitForRunEnd(
+  apiKey: string,
+  delivered: Delivered,
+  timeoutMs: number,
+): Promise<{ status: string; reason: string }> {
   const deadline = Date.now() + timeoutMs;
   let last = "unknown";
   while (Date.now() < deadline) {
@@ -62,7 +66,7 @@ export async function waitForRunEnd(apiKey: string, delivered: Delivered, timeou
     const body = (await response.json()) as { run?: { runId?: string; status?: string; endReason?: string } };
     last = `HTTP ${response.status} ${body.run?.status ?? ""}`;
     if (response.ok && body.run?.status && TERMINAL.has(body.run.status)) {
-      return body.run.endReason ? `${body.run.status} (${body.run.endReason})` : body.run.status;
+      return { status: body.run.status, reason: body.run.endReason ?? "" };
     }
     await sleep(POLL_INTERVAL_MS);
   }

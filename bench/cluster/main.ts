@@ -58,7 +58,8 @@ async function start(): Promise<void> {
       "Ctrl-C or `npm run cluster -- stop` stops it.",
     ].join("\n"),
   );
-  await new Promise(() => {});
+  // A pending promise alone does not keep Node running; a timer does, until a signal stops it.
+  setInterval(() => {}, 60_000);
 }
 
 async function stop(): Promise<void> {

@@ -24,7 +24,7 @@ export async function smokeRun(): Promise<string> {
     waitForRunEnd(TENANT_KEYS.load, onWorker, SMOKE_TIMEOUT_MS),
     waitForRunEnd(TENANT_KEYS.runners, onRunner, SMOKE_TIMEOUT_MS),
   ]);
-  const line = `worker session ${onWorker.sessionId} ${workerEnd}, runner session ${onRunner.sessionId} ${runnerEnd}`;
-  if (workerEnd !== "completed" || runnerEnd !== "completed") throw new Error(`smoke run failed: ${line}`);
+  const line = `worker session ${onWorker.sessionId} ${workerEnd.status} (${workerEnd.reason}), runner session ${onRunner.sessionId} ${runnerEnd.status} (${runnerEnd.reason})`;
+  if (workerEnd.status !== "completed" || runnerEnd.status !== "completed") throw new Error(`smoke run failed: ${line}`);
   return line;
 }

@@ -181,7 +181,16 @@ async function registerNamespace(): Promise<void> {
       TEMPORAL_NAMESPACE_RETENTION,
     ]);
   }
-  const existing = cli(["operator", "search-attribute", "list", "--namespace", TEMPORAL_NAMESPACE]);
+  // A new namespace reaches the frontend's namespace cache a few seconds after it is created.
+  let existing = "";
+  await waitUntil(
+    "namespace visible",
+    async () => {
+      existing = cli(["operator", "search-attribute", "list", "--namespace", TEMPORAL_NAMESPACE]);
+      return true;
+    },
+    { timeoutMs: 60_000, intervalMs: 1_000 },
+  );
   const missing = keelSearchAttributes.filter(({ name }) => !existing.includes(name));
   if (missing.length > 0) {
     await waitUntil(
@@ -197,7 +206,6 @@ async function registerNamespace(): Promise<void> {
         ]);
         return true;
       },
-      // The new namespace reaches the frontend's cache a few seconds after it is created.
       { timeoutMs: 60_000, intervalMs: 2_000 },
     );
   }

@@ -61,3 +61,19 @@ export function s3RequestsCost(requests: Record<string, number>): number {
   }
   return cost;
 }
+
+/**
+ * Compute, USD per vCPU-hour: AWS Fargate, Linux/x86, US East (N. Virginia), the per-vCPU part of
+ * its price (memory is billed apart, USD 0.004445 per GB-hour). The figure is Fargate's long-
+ * standing list price as widely quoted; AWS's page (aws.amazon.com/fargate/pricing) was not re-read
+ * for it. CPU seconds measured on a benchmark machine are priced as if a Fargate vCPU did the same
+ * work in the same time, which ignores the difference between the two CPUs.
+ */
+export const COMPUTE_USD_PER_VCPU_HOUR = 0.04048;
+export const COMPUTE_PRICE_SOURCE =
+  "AWS Fargate Linux/x86 us-east-1: USD 0.04048 per vCPU-hour (list price as widely quoted; aws.amazon.com/fargate/pricing not re-read), memory not included";
+
+/** USD for `cpuSeconds` of CPU time at the Fargate vCPU price. */
+export function computeCost(cpuSeconds: number): number {
+  return (cpuSeconds / 3600) * COMPUTE_USD_PER_VCPU_HOUR;
+}

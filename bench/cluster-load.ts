@@ -1,0 +1,104 @@
+/**
+ * The local cluster under load (bench/cluster/): a ramp of concurrent sessions through the API
+ * address, each session one message whose model (the local LLM server: first token after about
+ * 1 s, then streaming) takes three turns with 1, 2 and 0 `ls` calls. Per step: turns/s, Keel's
+ * added time per turn (end-to-end minus the model's own time) p50/p95, errors, Temporal Actions,
+ * S3 requests by kind and history bytes per turn, CPU seconds per turn per process kind, and the
+ * cost of 1,000 turns. The ramp stops at the knee (turns/s grows less than
+ * BENCH_KNEE_GROWTH while concurrency grows), on errors, or at BENCH_STOP_AT (UTC HH:MM), and says
+ * which. Results are written after every step, so a cut run keeps what it measured.
+ *
+ * Run: npm run bench:cluster   (BENCH_CONCURRENCY=10,50,100,200 BENCH_STEP_SECONDS=60
+ *      BENCH_KNEE_GROWTH=0.15 BENCH_STOP_AT=HH:MM)
+ * Starts its own cluster (a running `npm run cluster` must be stopped first), stops it at the end.
+ * Writes bench/results/cluster.md and .json.
+ */
+import { execFileSync } from "node:child_process";
+import { Client, Connection } from "@temporalio/client";
+import { clientInterceptors } from "../src/run-client/client-interceptors";
+import { registerScenario } from "./cluster/api-runs";
+import { type Cluster, startCluster } from "./cluster/cluster";
+import { LLM_LATENCY_MS, LLM_TOKENS_PER_SECOND, TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE } from "./cluster/layout";
+import { LOAD_SCENARIO, loadScenario, runStep, type StepResult } from "./cluster/load-step";
+import { clusterReport } from "./cluster/load-report";
+import { clusterS3Settings } from "./cluster/seaweedfs";
+import { startCountingProxy } from "./support/counting-proxy";
+import { intFromEnv, intListFromEnv, machineInfo, runBenchmark, writeResults } from "./support/report";
+
+const say = (line: string) => process.stdout.write(`cluster-load: ${line}\n`);
+
+/** `HH:MM` (UTC, today) → epoch ms; no value: never. */
+function stopTime(): number {
+  const raw = process.env.BENCH_STOP_AT;
+  if (!raw) return Number.POSITIVE_INFINITY;
+  const [hours, minutes] = raw.split(":").map(Number);
+  const at = new Date();
+  at.setUTCHours(hours ?? 0, minutes ?? 0, 0, 0);
+  return at.getTime();
+}
+
+function commitMeasured(): string {
+  return execFileSync("git", ["log", "-1", "--format=%h %s"], { encoding: "utf8" }).trim();
+}
+
+async function main(): Promise<void> {
+  const ramp = intListFromEnv("BENCH_CONCURRENCY", [10, 50, 100, 200]);
+  const stepMs = intFromEnv("BENCH_STEP_SECONDS", 60) * 1000;
+  const kneeGrowth = Number(process.env.BENCH_KNEE_GROWTH ?? "0.15");
+  const stopAt = stopTime();
+  const machine = machineInfo();
+  const commit = commitMeasured();
+  const s3 = await startCountingProxy(clusterS3Settings.endpoint as string);
+  let cluster: Cluster | undefined;
+  let connection: Connection | undefined;
+  const steps: StepResult[] = [];
+  let stopReason = "the ramp's last step ran";
+  const write = () => {
+    const parameters = { ramp, stepMs, kneeGrowth, llmLatencyMs: LLM_LATENCY_MS, llmTokensPerSecond: LLM_TOKENS_PER_SECOND, commit };
+    const path = writeResults(
+      "cluster",
+      clusterReport({ machine, parameters, steps, stopReason }),
+      { machine, parameters, stopReason, steps: steps.map(({ sessions: _sessions, ...step }) => step) },
+    );
+    say(`wrote ${path}`);
+  };
+  try {
+    cluster = await startCluster(say, { s3Endpoint: s3.endpoint });
+    connection = await Connection.connect({ address: TEMPORAL_ADDRESS, interceptors: clientInterceptors() });
+    const client = new Client({ connection, namespace: TEMPORAL_NAMESPACE });
+    await registerScenario(LOAD_SCENARIO, loadScenario());
+    for (const concurrency of ramp) {
+      if (Date.now() >= stopAt) {
+        stopReason = `stopped at ${process.env.BENCH_STOP_AT} UTC before the step of ${concurrency} (time budget)`;
+        break;
+      }
+      say(`step: ${concurrency} concurrent sessions for ${stepMs / 1000} s`);
+      const step = await runStep({ client, parts: cluster.parts, s3, concurrency, durationMs: stepMs, stopAt });
+      steps.push(step);
+      say(
+        `  ${step.turnsPerSecond.toFixed(2)} turns/s, added p50 ${step.addedMsPerTurn.p50.toFixed(0)} ms p95 ${step.addedMsPerTurn.p95.toFixed(0)} ms, errors ${step.errors}/${step.sessions.length}, busy ${(step.machineBusyShare * 100).toFixed(0)} %`,
+      );
+      write();
+      const previous = steps.at(-2);
+      if (step.cutShort) {
+        stopReason = `cut short at ${process.env.BENCH_STOP_AT} UTC during the step of ${concurrency} (time budget)`;
+        break;
+      }
+      if (step.errors > 0.05 * step.sessions.length) {
+        stopReason = `errors in more than 5 % of the sessions at ${concurrency}`;
+        break;
+      }
+      if (previous && step.turnsPerSecond < previous.turnsPerSecond * (1 + kneeGrowth)) {
+        stopReason = `knee: turns/s grew ${(((step.turnsPerSecond / previous.turnsPerSecond) - 1) * 100).toFixed(0)} % from ${previous.concurrency} to ${concurrency} sessions (threshold ${(kneeGrowth * 100).toFixed(0)} %)`;
+        break;
+      }
+    }
+  } finally {
+    write();
+    await connection?.close();
+    await cluster?.stop();
+    await s3.close();
+  }
+}
+
+runBenchmark(main);

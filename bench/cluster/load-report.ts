@@ -1,0 +1,220 @@
+/**
+ * The markdown of bench/results/cluster.md: the ramp, CPU per process kind, S3 requests by kind,
+ * Actions, where the ramp stopped and why, the first bottleneck, and the cost of 1,000 turns.
+ */
+import {
+  COMPUTE_PRICE_SOURCE,
+  computeCost,
+  S3_PRICE_SOURCE,
+  s3RequestsCost,
+  TEMPORAL_CLOUD_PRICE_SOURCE,
+  temporalCloudActionsCost,
+} from "../support/prices";
+import { fixed, type MachineInfo, machineLine, table } from "../support/report";
+import { TEMPORAL_HISTORY_SHARDS } from "./layout";
+import { TOOL_CALLS_PER_TURN, type StepResult } from "./load-step";
+import type { PartKind } from "./parts";
+
+/** Kinds in the order the tables show them: Keel's own, then the servers it uses. */
+const KIND_ORDER: PartKind[] = [
+  "api",
+  "keel-worker",
+  "runner",
+  "nginx",
+  "temporal-frontend",
+  "temporal-history",
+  "temporal-matching",
+  "temporal-worker",
+  "postgres",
+  "seaweedfs",
+  "llm",
+];
+const KEEL_KINDS: PartKind[] = ["api", "keel-worker", "nginx"];
+const SELF_HOSTED_KINDS: PartKind[] = [
+  "temporal-frontend",
+  "temporal-history",
+  "temporal-matching",
+  "temporal-worker",
+  "postgres",
+  "seaweedfs",
+];
+const TURNS = 1000;
+
+const sumKinds = (step: StepResult, kinds: PartKind[]) =>
+  kinds.reduce((sum, kind) => sum + (step.cpuSecondsPerTurn[kind] ?? 0), 0);
+const ms = (value: number) => (Number.isFinite(value) ? fixed(value, 0) : "–");
+const s3Total = (step: StepResult) => Object.values(step.s3PerTurn).reduce((sum, count) => sum + count, 0);
+
+function rampTable(steps: StepResult[]): string {
+  return table(
+    [
+      "sessions at once",
+      "s",
+      "sessions (failed)",
+      "turns/s",
+      "model ms / call",
+      "Keel added ms / turn p50",
+      "p95",
+      "Actions / turn (server counter)",
+      "Actions / turn (histories)",
+      "S3 requests / turn",
+      "history KB / turn",
+      "CPU s / turn (all)",
+      "machine busy",
+    ],
+    steps.map((step) => [
+      `${step.concurrency}${step.cutShort ? " (cut short)" : ""}`,
+      fixed(step.durationMs / 1000, 0),
+      `${step.sessions.length} (${step.errors})`,
+      fixed(step.turnsPerSecond, 2),
+      ms(step.modelMsPerCall),
+      ms(step.addedMsPerTurn.p50),
+      ms(step.addedMsPerTurn.p95),
+      fixed(step.serverActionsPerTurn, 2),
+      fixed(step.historyActionsPerTurn, 2),
+      fixed(s3Total(step), 2),
+      fixed(step.historyBytesPerTurn / 1024, 1),
+      fixed(sumKinds(step, KIND_ORDER), 3),
+      `${fixed(step.machineBusyShare * 100, 0)} %`,
+    ]),
+  );
+}
+
+function cpuTable(steps: StepResult[]): string {
+  const kinds = KIND_ORDER.filter((kind) => steps.some((step) => step.cpuSecondsPerTurn[kind] !== undefined));
+  return table(
+    ["process kind", ...steps.map((step) => `${step.concurrency} at once: ms / turn (share)`)],
+    kinds.map((kind) => [
+      kind,
+      ...steps.map((step) => {
+        const value = step.cpuSecondsPerTurn[kind] ?? 0;
+        const all = sumKinds(step, KIND_ORDER);
+        return `${fixed(value * 1000, 1)} (${fixed((100 * value) / Math.max(all, 1e-9), 0)} %)`;
+      }),
+    ]),
+    ["---", ...steps.map(() => "---:")],
+  );
+}
+
+function s3Table(steps: StepResult[]): string {
+  const kinds = [...new Set(steps.flatMap((step) => Object.keys(step.s3PerTurn)))].sort();
+  return table(
+    ["S3 request", ...steps.map((step) => `${step.concurrency} at once / turn`)],
+    kinds.map((kind) => [kind, ...steps.map((step) => fixed(step.s3PerTurn[kind] ?? 0, 2))]),
+    ["---", ...steps.map(() => "---:")],
+  );
+}
+
+function actionsTable(step: StepResult): string {
+  const rows = Object.entries(step.historyActionsByCategory).sort((a, b) => b[1] - a[1]);
+  const server = Object.entries(step.serverActionsByType)
+    .sort((a, b) => b[1] - a[1])
+    .map(([type, count]) => `${type} ${fixed(count / Math.max(1, step.completedTurns), 2)}`)
+    .join(", ");
+  return `${table(
+    ["billable Action (from histories)", "per turn"],
+    rows.map(([category, perTurn]) => [category, fixed(perTurn, 2)]),
+    ["---", "---:"],
+  )}
+
+The server's own \`action\` counter per turn by type: ${server || "(none read)"}.`;
+}
+
+/** The busiest process kind of a step and its share of the machine's two CPUs. */
+function busiest(step: StepResult, nproc: number): string {
+  const seconds = step.durationMs / 1000;
+  const ranked = KIND_ORDER.map((kind) => ({ kind, cpu: step.cpuSecondsTotal[kind] ?? 0 })).sort(
+    (a, b) => b.cpu - a.cpu,
+  );
+  return ranked
+    .slice(0, 4)
+    .map(({ kind, cpu }) => `${kind} ${fixed((100 * cpu) / (seconds * nproc), 0)} %`)
+    .join(", ");
+}
+
+function costTable(steps: StepResult[]): string {
+  return `${table(
+    [
+      "sessions at once",
+      "Temporal Cloud Actions USD",
+      "S3 requests USD",
+      "Keel compute USD (API, workers, proxy)",
+      "self-hosted Temporal + PostgreSQL + SeaweedFS compute USD",
+      "total with Temporal Cloud + S3",
+    ],
+    steps.map((step) => {
+      const actions = temporalCloudActionsCost(step.historyActionsPerTurn * TURNS);
+      const s3 = s3RequestsCost(
+        Object.fromEntries(Object.entries(step.s3PerTurn).map(([kind, count]) => [kind, count * TURNS])),
+      );
+      const keel = computeCost(sumKinds(step, KEEL_KINDS) * TURNS);
+      const selfHosted = computeCost(sumKinds(step, SELF_HOSTED_KINDS) * TURNS);
+      return [
+        step.concurrency,
+        fixed(actions, 4),
+        fixed(s3, 4),
+        fixed(keel, 4),
+        fixed(selfHosted, 4),
+        fixed(actions + s3 + keel, 4),
+      ];
+    }),
+  )}
+
+USD per ${TURNS.toLocaleString("en")} turns. Inputs: billable Actions per turn from the sampled histories (the
+categories above), Temporal Cloud's first price tier; S3 requests per turn by kind as counted at the proxy in front of
+the S3 gateway; compute = the measured CPU seconds per turn of the process kinds named, priced per vCPU-hour. With
+Temporal Cloud and S3 the self-hosted column is not paid (it says what running them yourself costs in CPU). The
+model's tokens, S3 storage, memory and the Temporal Cloud plan fee are left out. Prices: ${TEMPORAL_CLOUD_PRICE_SOURCE}.
+${S3_PRICE_SOURCE}. ${COMPUTE_PRICE_SOURCE}.`;
+}
+
+export function clusterReport(input: {
+  machine: MachineInfo;
+  parameters: { ramp: number[]; stepMs: number; kneeGrowth: number; llmLatencyMs: number; llmTokensPerSecond: number; commit: string };
+  steps: StepResult[];
+  stopReason: string;
+}): string {
+  const { machine, parameters, steps, stopReason } = input;
+  const last = steps.at(-1);
+  return `# Keel on a production-shaped local cluster: a ramp of concurrent sessions
+
+${machineLine(machine)} Commit measured: ${parameters.commit}.
+
+The cluster (\`npm run cluster\`, bench/cluster/): PostgreSQL 15; the Temporal server 1.32.2 built from its Go
+module as separate processes (2 history with ${TEMPORAL_HISTORY_SHARDS} shards, 2 matching, frontend, worker) with SQL
+visibility and fairness on; SeaweedFS with a master, 3 volume servers (replication 001) and a filer with its S3
+gateway; 2 API processes behind nginx; 3 Keel workers on separate workspace roots; 2 runners (idle here). Every
+process shares this machine's ${machine.nproc} CPUs with the load generator, the counting S3 proxy and the model.
+
+Load (\`npm run bench:cluster\`, bench/cluster-load.ts): each step keeps N sessions going through the API address
+for ${parameters.stepMs / 1000} s: a lane posts a message to a new session, waits for the run's result, starts the next.
+Each session is ${TOOL_CALLS_PER_TURN.length} model turns with ${TOOL_CALLS_PER_TURN.join(", ")} \`ls\` calls (a turn = one model call and its tool
+calls). The model is the local LLM server: first byte after ${parameters.llmLatencyMs} ms, then streaming at ${parameters.llmTokensPerSecond} words/s
+(20 words per tool turn, 60 in the answer). Keel's added time per turn = (session wall time − turns × the model's
+mean own time per call, from the LLM server's journal) / turns, p50 and p95 over the step's sessions. The step's
+CPU is read from /proc for every process tree (PostgreSQL's exited backends included). Ramp asked: ${parameters.ramp.join(", ")};
+stop rule: turns/s growing less than ${fixed(parameters.kneeGrowth * 100, 0)} % from one step to the next, or errors in more than 5 % of sessions.
+
+## Ramp
+
+${steps.length > 0 ? rampTable(steps) : "No step ran."}
+
+**Where the ramp stopped:** ${stopReason}.
+${last ? `\n**Busiest processes in the last step** (share of the machine's ${machine.nproc} CPUs): ${busiest(last, machine.nproc)}; the machine was ${fixed(last.machineBusyShare * 100, 0)} % busy.\n` : ""}
+## CPU per turn by process kind
+
+${steps.length > 0 ? cpuTable(steps) : ""}
+
+## S3 requests per turn by kind
+
+${steps.length > 0 ? s3Table(steps) : ""}
+
+## Temporal Actions per turn (step of ${last?.concurrency ?? "–"})
+
+${last ? actionsTable(last) : ""}
+
+## Cost of 1,000 turns
+
+${steps.length > 0 ? costTable(steps) : ""}
+`;
+}
