@@ -16,11 +16,23 @@
 import { execFileSync } from "node:child_process";
 import { Client, Connection } from "@temporalio/client";
 import { clientInterceptors } from "../src/run-client/client-interceptors";
-import { registerScenario } from "./cluster/api-runs";
+import { paceScenario, registerScenario } from "./cluster/api-runs";
 import { type Cluster, startCluster } from "./cluster/cluster";
-import { LLM_LATENCY_MS, LLM_TOKENS_PER_SECOND, TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE } from "./cluster/layout";
-import { LOAD_SCENARIO, loadScenario, runStep, type StepResult } from "./cluster/load-step";
+import {
+  LLM_LATENCY_MS,
+  LLM_TOKENS_PER_SECOND,
+  TEMPORAL_ADDRESS,
+  TEMPORAL_NAMESPACE,
+} from "./cluster/layout";
 import { clusterReport } from "./cluster/load-report";
+import {
+  lengthWorkload,
+  RAMP_TOOL_CALLS,
+  RAMP_WORKLOAD,
+  runStep,
+  type StepResult,
+  scenarioOf,
+} from "./cluster/load-step";
 import { clusterS3Settings } from "./cluster/seaweedfs";
 import { startCountingProxy } from "./support/counting-proxy";
 import { intFromEnv, intListFromEnv, machineInfo, runBenchmark, writeResults } from "./support/report";
@@ -41,8 +53,13 @@ function commitMeasured(): string {
   return execFileSync("git", ["log", "-1", "--format=%h %s"], { encoding: "utf8" }).trim();
 }
 
+/** Concurrent sessions of the length series, and about how many turns each lane runs per length. */
+const LENGTH_LANES = 4;
+const LENGTH_TURNS_PER_LANE = 20;
+
 async function main(): Promise<void> {
   const ramp = intListFromEnv("BENCH_CONCURRENCY", [10, 50, 100, 200]);
+  const lengths = intListFromEnv("BENCH_LENGTHS", [1, 10, 100]);
   const stepMs = intFromEnv("BENCH_STEP_SECONDS", 60) * 1000;
   const kneeGrowth = Number(process.env.BENCH_KNEE_GROWTH ?? "0.15");
   const stopAt = stopTime();
@@ -52,28 +69,56 @@ async function main(): Promise<void> {
   let cluster: Cluster | undefined;
   let connection: Connection | undefined;
   const steps: StepResult[] = [];
+  const lengthSteps: StepResult[] = [];
   let stopReason = "the ramp's last step ran";
+  let lengthNote = "not run";
   const write = () => {
-    const parameters = { ramp, stepMs, kneeGrowth, llmLatencyMs: LLM_LATENCY_MS, llmTokensPerSecond: LLM_TOKENS_PER_SECOND, commit };
+    const parameters = {
+      ramp,
+      stepMs,
+      kneeGrowth,
+      lengths,
+      llmLatencyMs: LLM_LATENCY_MS,
+      llmTokensPerSecond: LLM_TOKENS_PER_SECOND,
+      commit,
+    };
+    const withoutSessions = (list: StepResult[]) => list.map(({ sessions: _sessions, ...step }) => step);
     const path = writeResults(
       "cluster",
-      clusterReport({ machine, parameters, steps, stopReason }),
-      { machine, parameters, stopReason, steps: steps.map(({ sessions: _sessions, ...step }) => step) },
+      clusterReport({ machine, parameters, steps, stopReason, lengthSteps, lengthNote }),
+      {
+        machine,
+        parameters,
+        stopReason,
+        steps: withoutSessions(steps),
+        lengthNote,
+        lengthSteps: withoutSessions(lengthSteps),
+      },
     );
     say(`wrote ${path}`);
   };
   try {
-    cluster = await startCluster(say, { s3Endpoint: s3.endpoint });
+    // The ramp's scenario is paced (below); the length series' scenarios answer at once.
+    cluster = await startCluster(say, { s3Endpoint: s3.endpoint, llmUnpaced: true });
     connection = await Connection.connect({ address: TEMPORAL_ADDRESS, interceptors: clientInterceptors() });
     const client = new Client({ connection, namespace: TEMPORAL_NAMESPACE });
-    await registerScenario(LOAD_SCENARIO, loadScenario());
+    await registerScenario(RAMP_WORKLOAD.scenario, scenarioOf(RAMP_TOOL_CALLS));
+    await paceScenario(RAMP_WORKLOAD.scenario, LLM_LATENCY_MS, LLM_TOKENS_PER_SECOND);
     for (const concurrency of ramp) {
       if (Date.now() >= stopAt) {
         stopReason = `stopped at ${process.env.BENCH_STOP_AT} UTC before the step of ${concurrency} (time budget)`;
         break;
       }
       say(`step: ${concurrency} concurrent sessions for ${stepMs / 1000} s`);
-      const step = await runStep({ client, parts: cluster.parts, s3, concurrency, durationMs: stepMs, stopAt });
+      const step = await runStep({
+        client,
+        parts: cluster.parts,
+        s3,
+        workload: RAMP_WORKLOAD,
+        concurrency,
+        durationMs: stepMs,
+        stopAt,
+      });
       steps.push(step);
       say(
         `  ${step.turnsPerSecond.toFixed(2)} turns/s, added p50 ${step.addedMsPerTurn.p50.toFixed(0)} ms p95 ${step.addedMsPerTurn.p95.toFixed(0)} ms, errors ${step.errors}/${step.sessions.length}, busy ${(step.machineBusyShare * 100).toFixed(0)} %`,
@@ -89,9 +134,32 @@ async function main(): Promise<void> {
         break;
       }
       if (previous && step.turnsPerSecond < previous.turnsPerSecond * (1 + kneeGrowth)) {
-        stopReason = `knee: turns/s grew ${(((step.turnsPerSecond / previous.turnsPerSecond) - 1) * 100).toFixed(0)} % from ${previous.concurrency} to ${concurrency} sessions (threshold ${(kneeGrowth * 100).toFixed(0)} %)`;
+        stopReason = `knee: turns/s grew ${((step.turnsPerSecond / previous.turnsPerSecond - 1) * 100).toFixed(0)} % from ${previous.concurrency} to ${concurrency} sessions (threshold ${(kneeGrowth * 100).toFixed(0)} %)`;
         break;
       }
+    }
+    lengthNote = "ran";
+    for (const turns of lengths) {
+      if (Date.now() >= stopAt) {
+        lengthNote = `stopped at ${process.env.BENCH_STOP_AT} UTC before sessions of ${turns} turns (time budget)`;
+        break;
+      }
+      const { workload, toolCalls } = lengthWorkload(turns);
+      await registerScenario(workload.scenario, scenarioOf(toolCalls));
+      say(`length series: ${LENGTH_LANES} sessions at once of ${turns} turns`);
+      const step = await runStep({
+        client,
+        parts: cluster.parts,
+        s3,
+        workload,
+        concurrency: LENGTH_LANES,
+        durationMs: 0,
+        sessionsPerLane: Math.max(1, Math.ceil(LENGTH_TURNS_PER_LANE / turns)),
+        stopAt,
+      });
+      lengthSteps.push(step);
+      say(`  ${step.turnsPerSecond.toFixed(2)} turns/s, errors ${step.errors}/${step.sessions.length}`);
+      write();
     }
   } finally {
     write();

@@ -18,7 +18,28 @@ export async function registerScenario(name: string, scenario: Scenario): Promis
     headers: { "content-type": "application/json" },
     body: JSON.stringify({ [name]: scenario }),
   });
-  if (!response.ok) throw new Error(`registering scenario ${name}: HTTP ${response.status} ${await response.text()}`);
+  if (!response.ok)
+    throw new Error(`registering scenario ${name}: HTTP ${response.status} ${await response.text()}`);
+}
+
+/**
+ * Makes every request of `scenario` wait `latencyMs` before its first byte and stream at
+ * `tokensPerSecond` (the LLM server's `slow` fault, on every matching request).
+ */
+export async function paceScenario(
+  scenario: string,
+  latencyMs: number,
+  tokensPerSecond: number,
+): Promise<void> {
+  const response = await fetch(`${llmUrl}/_faults`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({
+      faults: [{ kind: "slow", match: { scenario }, rate: 1, latencyMs, tokensPerSecond }],
+    }),
+  });
+  if (!response.ok)
+    throw new Error(`pacing scenario ${scenario}: HTTP ${response.status} ${await response.text()}`);
 }
 
 export interface Delivered {
@@ -70,5 +91,7 @@ export async function waitForRunEnd(
     }
     await sleep(POLL_INTERVAL_MS);
   }
-  throw new Error(`run ${delivered.runId} of ${delivered.sessionId} did not end within ${timeoutMs} ms (last: ${last})`);
+  throw new Error(
+    `run ${delivered.runId} of ${delivered.sessionId} did not end within ${timeoutMs} ms (last: ${last})`,
+  );
 }

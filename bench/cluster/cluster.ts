@@ -35,7 +35,9 @@ async function checkPortsFree(): Promise<void> {
   const taken: number[] = [];
   for (const port of allFixedPorts()) if (!(await portIsFree(port))) taken.push(port);
   if (taken.length > 0) {
-    throw new Error(`ports in use: ${taken.join(", ")} (is a cluster already running? \`npm run cluster -- stop\`)`);
+    throw new Error(
+      `ports in use: ${taken.join(", ")} (is a cluster already running? \`npm run cluster -- stop\`)`,
+    );
   }
 }
 
@@ -45,11 +47,16 @@ async function stopParts(parts: ClusterPart[]): Promise<void> {
 }
 
 /** Builds the Temporal server when missing, then starts everything; `say` hears each step. */
-export async function startCluster(say: (line: string) => void, keelOptions: KeelOptions = {}): Promise<Cluster> {
+export async function startCluster(
+  say: (line: string) => void,
+  keelOptions: KeelOptions = {},
+): Promise<Cluster> {
   if (process.env.CI === "true") throw new Error("the local cluster does not run under CI (CI=true)");
   await checkPortsFree();
   mkdirSync(clusterDir, { recursive: true });
-  execFileSync(process.execPath, [join(projectRoot, "scripts/ensure-temporal-server.mjs")], { stdio: "inherit" });
+  execFileSync(process.execPath, [join(projectRoot, "scripts/ensure-temporal-server.mjs")], {
+    stdio: "inherit",
+  });
   const parts: ClusterPart[] = [];
   const steps: Array<[string, () => Promise<ClusterPart | ClusterPart[]>]> = [
     ["PostgreSQL", startPostgres],

@@ -48,6 +48,11 @@ export interface KeelOptions {
    * request-counting proxy in front of it.
    */
   s3Endpoint?: string;
+  /**
+   * The model answers at once and as fast as it can (default: after LLM_LATENCY_MS, at
+   * LLM_TOKENS_PER_SECOND): a benchmark paces some scenarios itself (the LLM server's `slow` fault).
+   */
+  llmUnpaced?: boolean;
 }
 
 /** Where Temporal and S3 are, for the API and the workers alike. */
@@ -83,19 +88,14 @@ async function startNodeService(
   return process;
 }
 
-function startLlm(): Promise<ClusterPart> {
+function startLlm(options: KeelOptions): Promise<ClusterPart> {
+  const pacing = options.llmUnpaced
+    ? []
+    : ["--latency-ms", String(LLM_LATENCY_MS), "--tokens-per-second", String(LLM_TOKENS_PER_SECOND)];
   return startPart("llm", "llm", () =>
     startNodeService(
       "llm",
-      [
-        join(projectRoot, "src/providers/local-server/main.ts"),
-        "--port",
-        String(LLM_PORT),
-        "--latency-ms",
-        String(LLM_LATENCY_MS),
-        "--tokens-per-second",
-        String(LLM_TOKENS_PER_SECOND),
-      ],
+      [join(projectRoot, "src/providers/local-server/main.ts"), "--port", String(LLM_PORT), ...pacing],
       {},
       `${llmUrl}/_health`,
     ),
@@ -165,10 +165,18 @@ function startNginx(): Promise<ClusterPart> {
   const config = join(dir, "nginx.conf");
   writeFileSync(config, nginxConfig(dir));
   return startPart("nginx", "nginx", async () => {
-    const process = startServiceProcess("nginx", "nginx", ["-p", dir, "-c", config, "-e", join(dir, "error.log")], {
-      logFile: join(dir, "nginx.log"),
+    const process = startServiceProcess(
+      "nginx",
+      "nginx",
+      ["-p", dir, "-c", config, "-e", join(dir, "error.log")],
+      {
+        logFile: join(dir, "nginx.log"),
+      },
+    );
+    await waitUntil("nginx", () => httpOk(`${apiUrl}/healthz`), {
+      timeoutMs: 30_000,
+      isAlive: process.isAlive,
     });
-    await waitUntil("nginx", () => httpOk(`${apiUrl}/healthz`), { timeoutMs: 30_000, isAlive: process.isAlive });
     return process;
   });
 }
@@ -200,7 +208,9 @@ async function issueRunnerToken(): Promise<string> {
   } catch (error) {
     if (!(error instanceof ApiError && error.slug === "environment-exists")) throw error;
   }
-  const issued = await client.json(environments[":name"].tokens.$post({ param: { name: RUNNER_ENVIRONMENT } }));
+  const issued = await client.json(
+    environments[":name"].tokens.$post({ param: { name: RUNNER_ENVIRONMENT } }),
+  );
   return issued.token;
 }
 
@@ -222,11 +232,12 @@ export async function startKeel(options: KeelOptions = {}): Promise<ClusterPart[
   const parts: ClusterPart[] = [];
   try {
     const bundle = writeWorkflowBundle(join(keelDir, "workflow-bundle.js"));
-    parts.push(await startLlm());
+    parts.push(await startLlm(options));
     for (const [index, port] of API_PORTS.entries()) parts.push(await startApi(port, index, options));
     parts.push(await startNginx());
     const bundlePath = await bundle;
-    for (let index = 0; index < WORKER_COUNT; index++) parts.push(await startKeelWorker(index, bundlePath, options));
+    for (let index = 0; index < WORKER_COUNT; index++)
+      parts.push(await startKeelWorker(index, bundlePath, options));
     for (let index = 0; index < RUNNER_COUNT; index++) parts.push(await startRunner(index));
   } catch (error) {
     await Promise.all(parts.map((part) => part.current().stop()));

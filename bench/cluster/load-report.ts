@@ -12,7 +12,7 @@ import {
 } from "../support/prices";
 import { fixed, type MachineInfo, machineLine, table } from "../support/report";
 import { TEMPORAL_HISTORY_SHARDS } from "./layout";
-import { TOOL_CALLS_PER_TURN, type StepResult } from "./load-step";
+import { RAMP_TOOL_CALLS, type StepResult } from "./load-step";
 import type { PartKind } from "./parts";
 
 /** Kinds in the order the tables show them: Keel's own, then the servers it uses. */
@@ -45,10 +45,15 @@ const sumKinds = (step: StepResult, kinds: PartKind[]) =>
 const ms = (value: number) => (Number.isFinite(value) ? fixed(value, 0) : "–");
 const s3Total = (step: StepResult) => Object.values(step.s3PerTurn).reduce((sum, count) => sum + count, 0);
 
-function rampTable(steps: StepResult[]): string {
+/** How a step is named in the tables: by its concurrency (ramp) or its session length (series). */
+type StepLabel = (step: StepResult) => string;
+const byConcurrency: StepLabel = (step) => `${step.concurrency} at once`;
+const byLength: StepLabel = (step) => `${step.turnsPerSession} turns`;
+
+function rampTable(steps: StepResult[], label: StepLabel): string {
   return table(
     [
-      "sessions at once",
+      "step",
       "s",
       "sessions (failed)",
       "turns/s",
@@ -63,7 +68,7 @@ function rampTable(steps: StepResult[]): string {
       "machine busy",
     ],
     steps.map((step) => [
-      `${step.concurrency}${step.cutShort ? " (cut short)" : ""}`,
+      `${label(step)}${step.cutShort ? " (cut short)" : ""}`,
       fixed(step.durationMs / 1000, 0),
       `${step.sessions.length} (${step.errors})`,
       fixed(step.turnsPerSecond, 2),
@@ -75,15 +80,15 @@ function rampTable(steps: StepResult[]): string {
       fixed(s3Total(step), 2),
       fixed(step.historyBytesPerTurn / 1024, 1),
       fixed(sumKinds(step, KIND_ORDER), 3),
-      `${fixed(step.machineBusyShare * 100, 0)} %`,
+      `${fixed(step.machineBusyShare * 100, 0)} % (others ${fixed(step.othersShare * 100, 0)} %)`,
     ]),
   );
 }
 
-function cpuTable(steps: StepResult[]): string {
+function cpuTable(steps: StepResult[], label: StepLabel): string {
   const kinds = KIND_ORDER.filter((kind) => steps.some((step) => step.cpuSecondsPerTurn[kind] !== undefined));
   return table(
-    ["process kind", ...steps.map((step) => `${step.concurrency} at once: ms / turn (share)`)],
+    ["process kind", ...steps.map((step) => `${label(step)}: ms / turn (share)`)],
     kinds.map((kind) => [
       kind,
       ...steps.map((step) => {
@@ -96,10 +101,10 @@ function cpuTable(steps: StepResult[]): string {
   );
 }
 
-function s3Table(steps: StepResult[]): string {
+function s3Table(steps: StepResult[], label: StepLabel): string {
   const kinds = [...new Set(steps.flatMap((step) => Object.keys(step.s3PerTurn)))].sort();
   return table(
-    ["S3 request", ...steps.map((step) => `${step.concurrency} at once / turn`)],
+    ["S3 request", ...steps.map((step) => `${label(step)} / turn`)],
     kinds.map((kind) => [kind, ...steps.map((step) => fixed(step.s3PerTurn[kind] ?? 0, 2))]),
     ["---", ...steps.map(() => "---:")],
   );
@@ -132,10 +137,10 @@ function busiest(step: StepResult, nproc: number): string {
     .join(", ");
 }
 
-function costTable(steps: StepResult[]): string {
+function costTable(steps: StepResult[], label: StepLabel): string {
   return `${table(
     [
-      "sessions at once",
+      "step",
       "Temporal Cloud Actions USD",
       "S3 requests USD",
       "Keel compute USD (API, workers, proxy)",
@@ -150,7 +155,7 @@ function costTable(steps: StepResult[]): string {
       const keel = computeCost(sumKinds(step, KEEL_KINDS) * TURNS);
       const selfHosted = computeCost(sumKinds(step, SELF_HOSTED_KINDS) * TURNS);
       return [
-        step.concurrency,
+        label(step),
         fixed(actions, 4),
         fixed(s3, 4),
         fixed(keel, 4),
@@ -170,11 +175,21 @@ ${S3_PRICE_SOURCE}. ${COMPUTE_PRICE_SOURCE}.`;
 
 export function clusterReport(input: {
   machine: MachineInfo;
-  parameters: { ramp: number[]; stepMs: number; kneeGrowth: number; llmLatencyMs: number; llmTokensPerSecond: number; commit: string };
+  parameters: {
+    ramp: number[];
+    stepMs: number;
+    kneeGrowth: number;
+    lengths: number[];
+    llmLatencyMs: number;
+    llmTokensPerSecond: number;
+    commit: string;
+  };
   steps: StepResult[];
   stopReason: string;
+  lengthSteps: StepResult[];
+  lengthNote: string;
 }): string {
-  const { machine, parameters, steps, stopReason } = input;
+  const { machine, parameters, steps, stopReason, lengthSteps, lengthNote } = input;
   const last = steps.at(-1);
   return `# Keel on a production-shaped local cluster: a ramp of concurrent sessions
 
@@ -188,7 +203,7 @@ process shares this machine's ${machine.nproc} CPUs with the load generator, the
 
 Load (\`npm run bench:cluster\`, bench/cluster-load.ts): each step keeps N sessions going through the API address
 for ${parameters.stepMs / 1000} s: a lane posts a message to a new session, waits for the run's result, starts the next.
-Each session is ${TOOL_CALLS_PER_TURN.length} model turns with ${TOOL_CALLS_PER_TURN.join(", ")} \`ls\` calls (a turn = one model call and its tool
+Each session is ${RAMP_TOOL_CALLS.length} model turns with ${RAMP_TOOL_CALLS.join(", ")} \`ls\` calls (a turn = one model call and its tool
 calls). The model is the local LLM server: first byte after ${parameters.llmLatencyMs} ms, then streaming at ${parameters.llmTokensPerSecond} words/s
 (20 words per tool turn, 60 in the answer). Keel's added time per turn = (session wall time − turns × the model's
 mean own time per call, from the LLM server's journal) / turns, p50 and p95 over the step's sessions. The step's
@@ -197,24 +212,41 @@ stop rule: turns/s growing less than ${fixed(parameters.kneeGrowth * 100, 0)} % 
 
 ## Ramp
 
-${steps.length > 0 ? rampTable(steps) : "No step ran."}
+${steps.length > 0 ? rampTable(steps, byConcurrency) : "No step ran."}
 
 **Where the ramp stopped:** ${stopReason}.
 ${last ? `\n**Busiest processes in the last step** (share of the machine's ${machine.nproc} CPUs): ${busiest(last, machine.nproc)}; the machine was ${fixed(last.machineBusyShare * 100, 0)} % busy.\n` : ""}
 ## CPU per turn by process kind
 
-${steps.length > 0 ? cpuTable(steps) : ""}
+${steps.length > 0 ? cpuTable(steps, byConcurrency) : ""}
 
 ## S3 requests per turn by kind
 
-${steps.length > 0 ? s3Table(steps) : ""}
+${steps.length > 0 ? s3Table(steps, byConcurrency) : ""}
 
 ## Temporal Actions per turn (step of ${last?.concurrency ?? "–"})
 
 ${last ? actionsTable(last) : ""}
 
+## How cost grows with session length
+
+Sessions of ${parameters.lengths.join(", ")} turns (one \`ls\` call per turn, then the answer), ${"4"} at once, the model answering at
+once and unpaced (this series measures what a turn costs as a session grows, not latency: "added ms" here is all of a
+turn's time but the model's). Runs continue as new after 100 turns (the default \`turnsPerExecution\`); history
+bytes are those of every execution of the session. Series: ${lengthNote}.
+
+${
+  lengthSteps.length > 0
+    ? `${rampTable(lengthSteps, byLength)}
+
+${s3Table(lengthSteps, byLength)}
+
+${cpuTable(lengthSteps, byLength)}`
+    : ""
+}
+
 ## Cost of 1,000 turns
 
-${steps.length > 0 ? costTable(steps) : ""}
-`;
+${steps.length > 0 ? costTable([...steps], byConcurrency) : ""}
+${lengthSteps.length > 0 ? `\n${costTable(lengthSteps, byLength)}\n` : ""}`;
 }

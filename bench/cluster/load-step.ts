@@ -10,37 +10,63 @@ import type { Client } from "@temporalio/client";
 import { runWorkflowId } from "../../src/contracts/runs";
 import type { CountingProxy } from "../support/counting-proxy";
 import { encodedBytes, fetchExecutionChain } from "../support/history";
-import { machineCpu, busyShare, treeCpuSeconds } from "../support/proc-stats";
-import { type ActionCounts, countsSince, historyActions, serverActions, sumCounts, totalOf } from "../support/temporal-actions";
+import { busySeconds, busyShare, cpuSeconds, machineCpu, treeCpuSeconds } from "../support/proc-stats";
+import {
+  type ActionCounts,
+  countsSince,
+  historyActions,
+  serverActions,
+  sumCounts,
+  totalOf,
+} from "../support/temporal-actions";
 import { type Delivered, postMessage } from "./api-runs";
 import { llmUrl } from "./keel";
 import { TEMPORAL_FRONTEND_METRICS_URL, TEMPORAL_NAMESPACE, TENANT_KEYS } from "./layout";
 import type { ClusterPart, PartKind } from "./parts";
 
-/** A session's model turns: tool calls per turn (the last turn answers). */
-export const TOOL_CALLS_PER_TURN = [1, 2, 0];
-export const TURNS_PER_SESSION = TOOL_CALLS_PER_TURN.length;
-export const LOAD_SCENARIO = "cluster-load";
+/** What each session of a step does: one message whose scenario takes `turns` model turns. */
+export interface Workload {
+  scenario: string;
+  turns: number;
+  /** Added to the message body (run limits for long sessions). */
+  body?: Record<string, unknown>;
+}
+
+/** The ramp's session: model turns with 1, 2 and 0 tool calls (the last turn answers). */
+export const RAMP_TOOL_CALLS = [1, 2, 0];
+export const RAMP_WORKLOAD: Workload = { scenario: "cluster-load", turns: RAMP_TOOL_CALLS.length };
 const LOAD_TENANT = "load";
 /** Sessions whose histories are read per step (reading all would load the cluster being measured). */
 const HISTORY_SAMPLE = 8;
-const SESSION_TIMEOUT_MS = 300_000;
+const SESSION_TIMEOUT_MS = 900_000;
 
 const words = (count: number, topic: string) =>
   Array.from({ length: count }, (_, index) => `${topic}${index % 7 === 6 ? "." : ""}`).join(" ");
 
-/** The scenario: each turn streams some text (about as long as a coding agent's), then its tool calls. */
-export function loadScenario() {
+const toolTurn = (calls: number) => ({
+  text: words(20, "checking"),
+  toolCalls: Array.from({ length: calls }, () => ({ name: "ls", arguments: { path: "." } })),
+});
+const answerTurn = { text: words(60, "done") };
+
+/** A scenario whose turns make `toolCalls[i]` `ls` calls each and answer (streamed text) at a 0. */
+export function scenarioOf(toolCalls: number[]) {
   return {
-    turns: TOOL_CALLS_PER_TURN.map((calls, turn) =>
-      calls > 0
-        ? {
-            text: words(20, "checking"),
-            toolCalls: Array.from({ length: calls }, () => ({ name: "ls", arguments: { path: "." } })),
-          }
-        : { text: words(60, "done") },
-    ),
+    turns: toolCalls.map((calls) => (calls > 0 ? toolTurn(calls) : answerTurn)),
     after: { text: "Done." },
+  };
+}
+
+/** A session of `turns` model turns: one `ls` call each, then the answer; limits above its length. */
+export function lengthWorkload(turns: number): { workload: Workload; toolCalls: number[] } {
+  const toolCalls = [...Array.from({ length: turns - 1 }, () => 1), 0];
+  return {
+    toolCalls,
+    workload: {
+      scenario: `cluster-length-${turns}`,
+      turns,
+      body: { limits: { maxTurns: turns + 10, maxToolCalls: turns + 10 } },
+    },
   };
 }
 
@@ -52,6 +78,8 @@ export interface SessionResult {
 }
 
 export interface StepResult {
+  scenario: string;
+  turnsPerSession: number;
   concurrency: number;
   durationMs: number;
   /** True when the stop time cut the step short. */
@@ -76,6 +104,8 @@ export interface StepResult {
   cpuSecondsPerTurn: Partial<Record<PartKind, number>>;
   cpuSecondsTotal: Partial<Record<PartKind, number>>;
   machineBusyShare: number;
+  /** Busy share of the machine not used by the cluster or this benchmark process (other work, steal). */
+  othersShare: number;
 }
 
 function percentile(values: number[], share: number): number {
@@ -97,12 +127,12 @@ interface JournalEntry {
   deltaSentAt?: number[];
 }
 
-/** Model calls of the scenario since `sinceMs` and their mean own time. */
-async function modelTime(sinceMs: number): Promise<{ calls: number; meanMs: number }> {
+/** Model calls of `scenario` since `sinceMs` and their mean own time. */
+async function modelTime(scenario: string, sinceMs: number): Promise<{ calls: number; meanMs: number }> {
   const response = await fetch(`${llmUrl}/_journal`);
   const { entries } = (await response.json()) as { entries: JournalEntry[] };
   const times = entries
-    .filter((entry) => entry.scenario === LOAD_SCENARIO && entry.outcome === "completed")
+    .filter((entry) => entry.scenario === scenario && entry.outcome === "completed")
     .map((entry) => ({ at: Date.parse(entry.time), last: entry.deltaSentAt?.at(-1) }))
     .filter((entry) => entry.at >= sinceMs && entry.last !== undefined)
     .map((entry) => (entry.last as number) - entry.at);
@@ -110,15 +140,28 @@ async function modelTime(sinceMs: number): Promise<{ calls: number; meanMs: numb
   return { calls: times.length, meanMs: times.length ? sum / times.length : Number.NaN };
 }
 
-async function driveSession(client: Client): Promise<SessionResult & { delivered?: Delivered }> {
+async function driveSession(
+  client: Client,
+  workload: Workload,
+): Promise<SessionResult & { delivered?: Delivered }> {
   const started = performance.now();
   let delivered: Delivered | undefined;
   try {
-    delivered = await postMessage(TENANT_KEYS.load, `[scenario:${LOAD_SCENARIO}] look around the workspace`);
-    const handle = client.workflow.getHandle(runWorkflowId({ tenantId: LOAD_TENANT, sessionId: delivered.sessionId }));
+    delivered = await postMessage(
+      TENANT_KEYS.load,
+      `[scenario:${workload.scenario}] look around the workspace`,
+      {
+        ...(workload.body ? { body: workload.body } : {}),
+      },
+    );
+    const handle = client.workflow.getHandle(
+      runWorkflowId({ tenantId: LOAD_TENANT, sessionId: delivered.sessionId }),
+    );
     const result = (await Promise.race([
       handle.result(),
-      new Promise((_, fail) => setTimeout(() => fail(new Error("session timed out")), SESSION_TIMEOUT_MS).unref()),
+      new Promise((_, fail) =>
+        setTimeout(() => fail(new Error("session timed out")), SESSION_TIMEOUT_MS).unref(),
+      ),
     ])) as { status?: string; reason?: string };
     const ok = result.status === "completed";
     return {
@@ -139,18 +182,21 @@ async function driveSession(client: Client): Promise<SessionResult & { delivered
 }
 
 /** Billable Actions and encoded bytes of a sample of the step's completed sessions. */
-async function sampleHistories(client: Client, sessions: SessionResult[]) {
+async function sampleHistories(client: Client, sessions: SessionResult[], turnsPerSession: number) {
   const sample = sessions.filter((session) => session.ok).slice(0, HISTORY_SAMPLE);
   const actions: ActionCounts[] = [];
   let bytes = 0;
   for (const session of sample) {
-    const chain = await fetchExecutionChain(client, runWorkflowId({ tenantId: LOAD_TENANT, sessionId: session.sessionId }));
+    const chain = await fetchExecutionChain(
+      client,
+      runWorkflowId({ tenantId: LOAD_TENANT, sessionId: session.sessionId }),
+    );
     for (const events of chain) {
       actions.push(historyActions(events));
       bytes += encodedBytes(events);
     }
   }
-  const turns = sample.length * TURNS_PER_SESSION;
+  const turns = sample.length * turnsPerSession;
   const byCategory = Object.fromEntries(
     Object.entries(sumCounts(actions)).map(([key, value]) => [key, value / Math.max(1, turns)]),
   );
@@ -161,40 +207,62 @@ export async function runStep(options: {
   client: Client;
   parts: ClusterPart[];
   s3: CountingProxy;
+  workload: Workload;
   concurrency: number;
+  /** Lanes start new sessions until then (the closed loop of the ramp)… */
   durationMs: number;
+  /** …or each lane runs exactly this many sessions (the length series). */
+  sessionsPerLane?: number;
+  /** No session starts after this (epoch ms): the time budget. */
   stopAt: number;
 }): Promise<StepResult> {
-  const { client, parts, s3, concurrency } = options;
+  const { client, parts, s3, concurrency, workload } = options;
+  const turnsPerSession = workload.turns;
   const actionsBefore = await serverActions(TEMPORAL_FRONTEND_METRICS_URL, TEMPORAL_NAMESPACE);
   s3.reset();
   const cpuBefore = cpuByKind(parts);
+  const ownBefore = cpuSeconds(process.pid);
   const machineBefore = machineCpu();
   const startedAt = Date.now();
   const endAt = Math.min(startedAt + options.durationMs, options.stopAt);
   const sessions: SessionResult[] = [];
   const lane = async () => {
-    while (Date.now() < endAt) sessions.push(await driveSession(client));
+    for (let count = 0; ; count++) {
+      const more =
+        options.sessionsPerLane === undefined ? Date.now() < endAt : count < options.sessionsPerLane;
+      if (!more || Date.now() >= options.stopAt) return;
+      sessions.push(await driveSession(client, workload));
+    }
   };
   await Promise.all(Array.from({ length: concurrency }, lane));
   const elapsedMs = Date.now() - startedAt;
   const machineAfter = machineCpu();
   const cpuAfter = cpuByKind(parts);
+  const ownSeconds = cpuSeconds(process.pid) - ownBefore;
   const s3Counts = s3.counts();
   const actionsAfter = await serverActions(TEMPORAL_FRONTEND_METRICS_URL, TEMPORAL_NAMESPACE);
-  const model = await modelTime(startedAt);
+  const model = await modelTime(workload.scenario, startedAt);
   const completed = sessions.filter((session) => session.ok);
-  const turns = completed.length * TURNS_PER_SESSION;
-  const added = completed.map((session) => (session.wallMs - TURNS_PER_SESSION * model.meanMs) / TURNS_PER_SESSION);
+  const turns = completed.length * turnsPerSession;
+  const added = completed.map(
+    (session) => (session.wallMs - turnsPerSession * model.meanMs) / turnsPerSession,
+  );
   const serverActionsByType = countsSince(actionsBefore, actionsAfter);
-  const histories = await sampleHistories(client, completed);
+  const histories = await sampleHistories(client, completed, turnsPerSession);
   const cpuTotal: Partial<Record<PartKind, number>> = {};
-  for (const kind of Object.keys(cpuAfter) as PartKind[]) cpuTotal[kind] = (cpuAfter[kind] ?? 0) - (cpuBefore[kind] ?? 0);
+  for (const kind of Object.keys(cpuAfter) as PartKind[])
+    cpuTotal[kind] = (cpuAfter[kind] ?? 0) - (cpuBefore[kind] ?? 0);
   const perTurn = (value: number) => value / Math.max(1, turns);
+  const clusterSeconds = Object.values(cpuTotal).reduce((sum, seconds) => sum + (seconds ?? 0), 0);
+  const machineSeconds = machineAfter.total - machineBefore.total;
   return {
+    scenario: workload.scenario,
+    turnsPerSession,
     concurrency,
     durationMs: elapsedMs,
-    cutShort: endAt < startedAt + options.durationMs,
+    cutShort:
+      Date.now() >= options.stopAt &&
+      (options.sessionsPerLane !== undefined || endAt < startedAt + options.durationMs),
     sessions,
     completedTurns: turns,
     turnsPerSecond: turns / (elapsedMs / 1000),
@@ -211,9 +279,17 @@ export async function runStep(options: {
     historyActionsPerTurn: histories.perTurn,
     historyActionsByCategory: histories.byCategory,
     historyBytesPerTurn: histories.bytesPerTurn,
-    s3PerTurn: Object.fromEntries(Object.entries(s3Counts).map(([kind, tally]) => [kind, perTurn(tally.count)])),
-    cpuSecondsPerTurn: Object.fromEntries(Object.entries(cpuTotal).map(([kind, seconds]) => [kind, perTurn(seconds)])),
+    s3PerTurn: Object.fromEntries(
+      Object.entries(s3Counts).map(([kind, tally]) => [kind, perTurn(tally.count)]),
+    ),
+    cpuSecondsPerTurn: Object.fromEntries(
+      Object.entries(cpuTotal).map(([kind, seconds]) => [kind, perTurn(seconds)]),
+    ),
     cpuSecondsTotal: cpuTotal,
     machineBusyShare: busyShare(machineBefore, machineAfter),
+    othersShare:
+      machineSeconds > 0
+        ? Math.max(0, busySeconds(machineBefore, machineAfter) - clusterSeconds - ownSeconds) / machineSeconds
+        : 0,
   };
 }

@@ -32,19 +32,26 @@ async function start(): Promise<void> {
   if (runningPid() !== undefined) throw new Error(`a cluster already runs (pid ${runningPid()})`);
   const cluster = await startCluster(say);
   writeFileSync(pidFile, String(process.pid));
-  let stopping: Promise<void> | undefined;
-  const stop = () => {
-    stopping ??= (async () => {
-      say("stopping");
-      await cluster.stop();
-      rmSync(pidFile, { force: true });
-      say("stopped");
-      process.exit(0);
-    })();
+  let stopping = false;
+  const stop = async (exitCode: number) => {
+    if (stopping) return;
+    stopping = true;
+    say("stopping");
+    await cluster.stop();
+    rmSync(pidFile, { force: true });
+    say("stopped");
+    process.exit(exitCode);
   };
-  process.on("SIGINT", stop);
-  process.on("SIGTERM", stop);
-  const smoke = await smokeRun();
+  process.on("SIGINT", () => void stop(0));
+  process.on("SIGTERM", () => void stop(0));
+  let smoke: string;
+  try {
+    smoke = await smokeRun();
+  } catch (error) {
+    say(error instanceof Error ? error.message : String(error));
+    await stop(1);
+    return;
+  }
   say(`smoke run through ${apiUrl}: ${smoke}`);
   say(
     [

@@ -80,6 +80,8 @@ export function run(command: string, args: string[], env: NodeJS.ProcessEnv = pr
     return execFileSync(command, args, { encoding: "utf8", env, stdio: ["ignore", "pipe", "pipe"] });
   } catch (error) {
     const failed = error as { stderr?: string; stdout?: string; message: string };
-    throw new Error(`${command} ${args.join(" ")} failed: ${failed.stderr || failed.stdout || failed.message}`);
+    throw new Error(
+      `${command} ${args.join(" ")} failed: ${failed.stderr || failed.stdout || failed.message}`,
+    );
   }
 }

@@ -8,9 +8,9 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { waitForPort } from "../../src/cli/devstack/ports";
+import { waitUntilServing } from "../../src/cli/devstack/s3-server";
 import { type ServiceProcess, startServiceProcess } from "../../src/cli/devstack/service-process";
 import { toolPaths } from "../../src/cli/devstack/tools";
-import { waitUntilServing } from "../../src/cli/devstack/s3-server";
 import type { S3Settings } from "../../src/store/s3-config";
 import {
   clusterDir,
@@ -48,7 +48,9 @@ function startWeed(name: string, args: string[], port: number): Promise<ServiceP
     () => process,
     async (error) => {
       await process.stop();
-      throw new Error(`seaweedfs ${name} did not start (${(error as Error).message}); see ${process.logFile}`);
+      throw new Error(
+        `seaweedfs ${name} did not start (${(error as Error).message}); see ${process.logFile}`,
+      );
     },
   );
 }

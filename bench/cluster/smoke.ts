@@ -3,7 +3,7 @@
  * calls `ls` once and then answers, its tool run by a worker; and one on the runners' environment,
  * its tool run by a `keel runner`. Both must complete.
  */
-import { registerScenario, postMessage, waitForRunEnd } from "./api-runs";
+import { postMessage, registerScenario, waitForRunEnd } from "./api-runs";
 import { RUNNER_ENVIRONMENT, TENANT_KEYS } from "./layout";
 
 const SMOKE_SCENARIO = "cluster-smoke";
@@ -19,12 +19,15 @@ export async function smokeRun(): Promise<string> {
   });
   const prompt = `[scenario:${SMOKE_SCENARIO}] list the workspace`;
   const onWorker = await postMessage(TENANT_KEYS.load, prompt);
-  const onRunner = await postMessage(TENANT_KEYS.runners, prompt, { body: { environment: RUNNER_ENVIRONMENT } });
+  const onRunner = await postMessage(TENANT_KEYS.runners, prompt, {
+    body: { environment: RUNNER_ENVIRONMENT },
+  });
   const [workerEnd, runnerEnd] = await Promise.all([
     waitForRunEnd(TENANT_KEYS.load, onWorker, SMOKE_TIMEOUT_MS),
     waitForRunEnd(TENANT_KEYS.runners, onRunner, SMOKE_TIMEOUT_MS),
   ]);
   const line = `worker session ${onWorker.sessionId} ${workerEnd.status} (${workerEnd.reason}), runner session ${onRunner.sessionId} ${runnerEnd.status} (${runnerEnd.reason})`;
-  if (workerEnd.status !== "completed" || runnerEnd.status !== "completed") throw new Error(`smoke run failed: ${line}`);
+  if (workerEnd.status !== "completed" || runnerEnd.status !== "completed")
+    throw new Error(`smoke run failed: ${line}`);
   return line;
 }

@@ -51,7 +51,8 @@ function sqlStore(database: string, maxConns: number): string {
 
 /** One file for every process: `# enable-template` lets each take its ports from its environment. */
 function serverConfig(): string {
-  const first = (service: string) => TEMPORAL_SERVICES.find((instance) => instance.service === service)!.ports;
+  const first = (service: string) =>
+    TEMPORAL_SERVICES.find((instance) => instance.service === service)!.ports;
   const portsOf = (service: string) =>
     `{ grpcPort: {{ env "TEMPORAL_GRPC_PORT" | default "${first(service).grpc}" }}, membershipPort: {{ env "TEMPORAL_MEMBERSHIP_PORT" | default "${first(service).membership}" }}, bindOnIP: 127.0.0.1`;
   return `# enable-template
@@ -147,7 +148,9 @@ function startServiceProcessOf(instance: TemporalServiceInstance): Promise<Servi
     () => process,
     async (error) => {
       await process.stop();
-      throw new Error(`temporal ${instance.name} did not start (${(error as Error).message}); see ${process.logFile}`);
+      throw new Error(
+        `temporal ${instance.name} did not start (${(error as Error).message}); see ${process.logFile}`,
+      );
     },
   );
 }
@@ -223,7 +226,14 @@ async function registerNamespace(): Promise<void> {
     "history reachable",
     async () => {
       try {
-        cli(["workflow", "describe", "--namespace", TEMPORAL_NAMESPACE, "--workflow-id", "keel-cluster-probe"]);
+        cli([
+          "workflow",
+          "describe",
+          "--namespace",
+          TEMPORAL_NAMESPACE,
+          "--workflow-id",
+          "keel-cluster-probe",
+        ]);
         return true;
       } catch (error) {
         return /not found/i.test((error as Error).message);
