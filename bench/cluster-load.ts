@@ -18,6 +18,7 @@ import { Client, Connection } from "@temporalio/client";
 import { clientInterceptors } from "../src/run-client/client-interceptors";
 import { paceScenario, registerScenario } from "./cluster/api-runs";
 import { type Cluster, startCluster } from "./cluster/cluster";
+import { type FaultRunResult, runFaults } from "./cluster/fault-run";
 import {
   LLM_LATENCY_MS,
   LLM_TOKENS_PER_SECOND,
@@ -60,6 +61,7 @@ const LENGTH_TURNS_PER_LANE = 20;
 async function main(): Promise<void> {
   const ramp = intListFromEnv("BENCH_CONCURRENCY", [10, 50, 100, 200]);
   const lengths = intListFromEnv("BENCH_LENGTHS", [1, 10, 100]);
+  const faultSessions = intFromEnv("BENCH_FAULT_SESSIONS", 10);
   const stepMs = intFromEnv("BENCH_STEP_SECONDS", 60) * 1000;
   const kneeGrowth = Number(process.env.BENCH_KNEE_GROWTH ?? "0.15");
   const stopAt = stopTime();
@@ -72,12 +74,15 @@ async function main(): Promise<void> {
   const lengthSteps: StepResult[] = [];
   let stopReason = "the ramp's last step ran";
   let lengthNote = "not run";
+  let faultRun: FaultRunResult | undefined;
+  let faultNote = process.env.BENCH_FAULTS === "0" ? "not run (BENCH_FAULTS=0)" : "not run";
   const write = () => {
     const parameters = {
       ramp,
       stepMs,
       kneeGrowth,
       lengths,
+      faultSessions,
       llmLatencyMs: LLM_LATENCY_MS,
       llmTokensPerSecond: LLM_TOKENS_PER_SECOND,
       commit,
@@ -85,7 +90,7 @@ async function main(): Promise<void> {
     const withoutSessions = (list: StepResult[]) => list.map(({ sessions: _sessions, ...step }) => step);
     const path = writeResults(
       "cluster",
-      clusterReport({ machine, parameters, steps, stopReason, lengthSteps, lengthNote }),
+      clusterReport({ machine, parameters, steps, stopReason, lengthSteps, lengthNote, faultRun, faultNote }),
       {
         machine,
         parameters,
@@ -93,6 +98,8 @@ async function main(): Promise<void> {
         steps: withoutSessions(steps),
         lengthNote,
         lengthSteps: withoutSessions(lengthSteps),
+        faultNote,
+        faultRun,
       },
     );
     say(`wrote ${path}`);
@@ -160,6 +167,20 @@ async function main(): Promise<void> {
       lengthSteps.push(step);
       say(`  ${step.turnsPerSecond.toFixed(2)} turns/s, errors ${step.errors}/${step.sessions.length}`);
       write();
+    }
+    // About three minutes: five faults 15 s apart, each part down 8 s, and the sessions' tails.
+    const faultRunMs = 180_000;
+    if (process.env.BENCH_FAULTS !== "0") {
+      if (Date.now() + faultRunMs >= stopAt) {
+        faultNote = `not run: it takes about ${faultRunMs / 60_000} minutes and BENCH_STOP_AT ${process.env.BENCH_STOP_AT} UTC came first (time budget)`;
+      } else {
+        say(`fault run: ${faultSessions} sessions at once`);
+        faultRun = await runFaults({ client, parts: cluster.parts, concurrency: faultSessions, say });
+        faultNote = "ran";
+        say(
+          `  ${faultRun.completed}/${faultRun.sessions} sessions completed, ${faultRun.violations.length} violations`,
+        );
+      }
     }
   } finally {
     write();

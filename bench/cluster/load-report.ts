@@ -11,6 +11,7 @@ import {
   temporalCloudActionsCost,
 } from "../support/prices";
 import { fixed, type MachineInfo, machineLine, table } from "../support/report";
+import type { FaultRunResult } from "./fault-run";
 import { TEMPORAL_HISTORY_SHARDS } from "./layout";
 import { RAMP_TOOL_CALLS, type StepResult } from "./load-step";
 import type { PartKind } from "./parts";
@@ -173,6 +174,40 @@ model's tokens, S3 storage, memory and the Temporal Cloud plan fee are left out.
 ${S3_PRICE_SOURCE}. ${COMPUTE_PRICE_SOURCE}.`;
 }
 
+function faultSection(run: FaultRunResult | undefined, note: string, sessions: number): string {
+  const intro = `${sessions} sessions at once of the ramp's shape (paced model) through the API address, with the chaos suite's
+client (every POST retried with its Idempotency-Key through 5xx and refused connections), while one part after
+another is SIGKILLed (PostgreSQL: stopped) and started again 8 s later, 15 s apart. Then every session is checked with
+the chaos suite's checks (test/chaos/checks.ts): stored entries intact (no seq gap, parent chain, tool calls answered
+once, message invariants), the message stored exactly once, the run completed (stuck: not over 180 s after the last
+fault). Fault run: ${note}.`;
+  if (!run) return intro;
+  const faults = table(
+    ["part", "fault", "at s", "healthy again after s", "error"],
+    run.faults.map((fault) => [
+      fault.part,
+      fault.how,
+      fault.atSecond,
+      fixed(fault.backAfterMs / 1000, 1),
+      fault.error ?? "",
+    ]),
+    ["---", "---", "---:", "---:", "---"],
+  );
+  const kinds = new Map<string, number>();
+  for (const violation of run.violations) kinds.set(violation.kind, (kinds.get(violation.kind) ?? 0) + 1);
+  const examples = run.violations
+    .slice(0, 5)
+    .map((violation) => `- ${violation.sessionId} ${violation.kind}: ${violation.detail.slice(0, 300)}`)
+    .join("\n");
+  return `${intro}
+
+${faults}
+
+**${run.completed} of ${run.sessions} sessions completed in ${fixed(run.durationMs / 1000, 0)} s; ${run.violations.length} violations${
+    kinds.size > 0 ? ` (${[...kinds].map(([kind, count]) => `${kind} ×${count}`).join(", ")})` : ""
+  }.**${examples ? `\n\n${examples}` : ""}`;
+}
+
 export function clusterReport(input: {
   machine: MachineInfo;
   parameters: {
@@ -180,6 +215,7 @@ export function clusterReport(input: {
     stepMs: number;
     kneeGrowth: number;
     lengths: number[];
+    faultSessions: number;
     llmLatencyMs: number;
     llmTokensPerSecond: number;
     commit: string;
@@ -188,8 +224,10 @@ export function clusterReport(input: {
   stopReason: string;
   lengthSteps: StepResult[];
   lengthNote: string;
+  faultRun: FaultRunResult | undefined;
+  faultNote: string;
 }): string {
-  const { machine, parameters, steps, stopReason, lengthSteps, lengthNote } = input;
+  const { machine, parameters, steps, stopReason, lengthSteps, lengthNote, faultRun, faultNote } = input;
   const last = steps.at(-1);
   return `# Keel on a production-shaped local cluster: a ramp of concurrent sessions
 
@@ -244,6 +282,10 @@ ${s3Table(lengthSteps, byLength)}
 ${cpuTable(lengthSteps, byLength)}`
     : ""
 }
+
+## Faults of the cluster
+
+${faultSection(faultRun, faultNote, parameters.faultSessions)}
 
 ## Cost of 1,000 turns
 
