@@ -57,10 +57,12 @@ function commitMeasured(): string {
 /** Concurrent sessions of the length series, and about how many turns each lane runs per length. */
 const LENGTH_LANES = 4;
 const LENGTH_TURNS_PER_LANE = 20;
+/** Sessions longer than this run after the fault run (a 1,000-turn session takes minutes). */
+const LONG_SESSION_TURNS = 100;
 
 async function main(): Promise<void> {
   const ramp = intListFromEnv("BENCH_CONCURRENCY", [10, 50, 100, 200]);
-  const lengths = intListFromEnv("BENCH_LENGTHS", [1, 10, 100]);
+  const lengths = intListFromEnv("BENCH_LENGTHS", [1, 10, 100, 1000]);
   const faultSessions = intFromEnv("BENCH_FAULT_SESSIONS", 10);
   const stepMs = intFromEnv("BENCH_STEP_SECONDS", 60) * 1000;
   const kneeGrowth = Number(process.env.BENCH_KNEE_GROWTH ?? "0.15");
@@ -104,6 +106,15 @@ async function main(): Promise<void> {
     );
     say(`wrote ${path}`);
   };
+  // Stopped from outside (the time budget): keep what was measured and stop the cluster.
+  process.once("SIGTERM", () => {
+    stopReason = `${stopReason}; the benchmark was stopped (SIGTERM) before it finished`;
+    write();
+    void (async () => {
+      await cluster?.stop();
+      process.exit(1);
+    })();
+  });
   try {
     // The ramp's scenario is paced (below); the length series' scenarios answer at once.
     cluster = await startCluster(say, { s3Endpoint: s3.endpoint, llmUnpaced: true });
@@ -145,29 +156,33 @@ async function main(): Promise<void> {
         break;
       }
     }
-    lengthNote = "ran";
-    for (const turns of lengths) {
-      if (Date.now() >= stopAt) {
-        lengthNote = `stopped at ${process.env.BENCH_STOP_AT} UTC before sessions of ${turns} turns (time budget)`;
-        break;
+    const runLengths = async (series: number[]) => {
+      for (const turns of series) {
+        if (Date.now() >= stopAt) {
+          lengthNote = `stopped at ${process.env.BENCH_STOP_AT} UTC before sessions of ${turns} turns (time budget)`;
+          return;
+        }
+        const { workload, toolCalls } = lengthWorkload(turns);
+        await registerScenario(workload.scenario, scenarioOf(toolCalls));
+        say(`length series: ${LENGTH_LANES} sessions at once of ${turns} turns`);
+        const step = await runStep({
+          client,
+          parts: cluster!.parts,
+          s3,
+          workload,
+          concurrency: LENGTH_LANES,
+          durationMs: 0,
+          sessionsPerLane: Math.max(1, Math.ceil(LENGTH_TURNS_PER_LANE / turns)),
+          stopAt,
+        });
+        lengthSteps.push(step);
+        lengthNote = "ran";
+        say(`  ${step.turnsPerSecond.toFixed(2)} turns/s, errors ${step.errors}/${step.sessions.length}`);
+        write();
       }
-      const { workload, toolCalls } = lengthWorkload(turns);
-      await registerScenario(workload.scenario, scenarioOf(toolCalls));
-      say(`length series: ${LENGTH_LANES} sessions at once of ${turns} turns`);
-      const step = await runStep({
-        client,
-        parts: cluster.parts,
-        s3,
-        workload,
-        concurrency: LENGTH_LANES,
-        durationMs: 0,
-        sessionsPerLane: Math.max(1, Math.ceil(LENGTH_TURNS_PER_LANE / turns)),
-        stopAt,
-      });
-      lengthSteps.push(step);
-      say(`  ${step.turnsPerSecond.toFixed(2)} turns/s, errors ${step.errors}/${step.sessions.length}`);
-      write();
-    }
+    };
+    // Short sessions first; the long ones (minutes each) after the fault run, as far as time allows.
+    await runLengths(lengths.filter((turns) => turns <= LONG_SESSION_TURNS));
     // About three minutes: five faults 15 s apart, each part down 8 s, and the sessions' tails.
     const faultRunMs = 180_000;
     if (process.env.BENCH_FAULTS !== "0") {
@@ -182,6 +197,7 @@ async function main(): Promise<void> {
         );
       }
     }
+    await runLengths(lengths.filter((turns) => turns > LONG_SESSION_TURNS));
   } finally {
     write();
     await connection?.close();

@@ -258,6 +258,13 @@ ${last ? `\n**Busiest processes in the last step** (share of the machine's ${mac
 
 ${steps.length > 0 ? cpuTable(steps, byConcurrency) : ""}
 
+${
+  last
+    ? `Resident memory at the end of the last step, MB: ${Object.entries(last.rssMbByPart)
+        .map(([part, mb]) => `${part} ${mb}`)
+        .join(", ")} (PostgreSQL: 1 GB of shared buffers configured, not read).\n`
+    : ""
+}
 ## S3 requests per turn by kind
 
 ${steps.length > 0 ? s3Table(steps, byConcurrency) : ""}

@@ -10,7 +10,14 @@ import type { Client } from "@temporalio/client";
 import { runWorkflowId } from "../../src/contracts/runs";
 import type { CountingProxy } from "../support/counting-proxy";
 import { encodedBytes, fetchExecutionChain } from "../support/history";
-import { busySeconds, busyShare, cpuSeconds, machineCpu, treeCpuSeconds } from "../support/proc-stats";
+import {
+  busySeconds,
+  busyShare,
+  cpuSeconds,
+  machineCpu,
+  procStatusBytes,
+  treeCpuSeconds,
+} from "../support/proc-stats";
 import {
   type ActionCounts,
   countsSince,
@@ -106,6 +113,22 @@ export interface StepResult {
   machineBusyShare: number;
   /** Busy share of the machine not used by the cluster or this benchmark process (other work, steal). */
   othersShare: number;
+  /** Resident memory of each part's process at the step's end, MB (PostgreSQL left out: runuser's process, not its backends). */
+  rssMbByPart: Record<string, number>;
+}
+
+/** Resident set of each part's process, MB. */
+function residentMb(parts: ClusterPart[]): Record<string, number> {
+  const byPart: Record<string, number> = {};
+  for (const part of parts) {
+    if (part.kind === "postgres") continue;
+    try {
+      byPart[part.name] = Math.round(procStatusBytes(part.current().pid, "VmRSS") / 1024 ** 2);
+    } catch {
+      // the process is gone (a fault): no reading
+    }
+  }
+  return byPart;
 }
 
 function percentile(values: number[], share: number): number {
@@ -239,6 +262,7 @@ export async function runStep(options: {
   const machineAfter = machineCpu();
   const cpuAfter = cpuByKind(parts);
   const ownSeconds = cpuSeconds(process.pid) - ownBefore;
+  const rssMbByPart = residentMb(parts);
   const s3Counts = s3.counts();
   const actionsAfter = await serverActions(TEMPORAL_FRONTEND_METRICS_URL, TEMPORAL_NAMESPACE);
   const model = await modelTime(workload.scenario, startedAt);
@@ -291,5 +315,6 @@ export async function runStep(options: {
       machineSeconds > 0
         ? Math.max(0, busySeconds(machineBefore, machineAfter) - clusterSeconds - ownSeconds) / machineSeconds
         : 0,
+    rssMbByPart,
   };
 }
