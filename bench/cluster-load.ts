@@ -9,7 +9,8 @@
  * which. Results are written after every step, so a cut run keeps what it measured.
  *
  * Run: npm run bench:cluster   (BENCH_CONCURRENCY=10,50,100,200 BENCH_STEP_SECONDS=60
- *      BENCH_KNEE_GROWTH=0.15 BENCH_STOP_AT=HH:MM)
+ *      BENCH_KNEE_GROWTH=0.15 BENCH_LENGTHS=1,10,100,1000 (or none) BENCH_FAULTS=1 (0: no fault run)
+ *      BENCH_FAULT_SESSIONS=10 BENCH_STOP_AT=HH:MM BENCH_RESULT_NAME=cluster)
  * Starts its own cluster (a running `npm run cluster` must be stopped first), stops it at the end.
  * Writes bench/results/cluster.md and .json.
  */
@@ -62,7 +63,8 @@ const LONG_SESSION_TURNS = 100;
 
 async function main(): Promise<void> {
   const ramp = intListFromEnv("BENCH_CONCURRENCY", [10, 50, 100, 200]);
-  const lengths = intListFromEnv("BENCH_LENGTHS", [1, 10, 100, 1000]);
+  const lengths =
+    process.env.BENCH_LENGTHS === "none" ? [] : intListFromEnv("BENCH_LENGTHS", [1, 10, 100, 1000]);
   const faultSessions = intFromEnv("BENCH_FAULT_SESSIONS", 10);
   const stepMs = intFromEnv("BENCH_STEP_SECONDS", 60) * 1000;
   const kneeGrowth = Number(process.env.BENCH_KNEE_GROWTH ?? "0.15");
@@ -91,7 +93,7 @@ async function main(): Promise<void> {
     };
     const withoutSessions = (list: StepResult[]) => list.map(({ sessions: _sessions, ...step }) => step);
     const path = writeResults(
-      "cluster",
+      process.env.BENCH_RESULT_NAME ?? "cluster",
       clusterReport({ machine, parameters, steps, stopReason, lengthSteps, lengthNote, faultRun, faultNote }),
       {
         machine,

@@ -111,6 +111,18 @@ function s3Table(steps: StepResult[], label: StepLabel): string {
   );
 }
 
+/** The step's S3 requests per turn by kind and key area, largest first (areas under 0.01 left out). */
+function s3AreaTable(step: StepResult): string {
+  const rows = Object.entries(step.s3PerTurnByArea ?? {})
+    .filter(([, perTurn]) => perTurn >= 0.01)
+    .sort((a, b) => b[1] - a[1]);
+  return table(
+    ["request and key area", "per turn"],
+    rows.map(([area, perTurn]) => [area, fixed(perTurn, 2)]),
+    ["---", "---:"],
+  );
+}
+
 function actionsTable(step: StepResult): string {
   const rows = Object.entries(step.historyActionsByCategory).sort((a, b) => b[1] - a[1]);
   const server = Object.entries(step.serverActionsByType)
@@ -164,15 +176,16 @@ function costTable(steps: StepResult[], label: StepLabel): string {
         fixed(actions + s3 + keel, 4),
       ];
     }),
-  )}
+  )}`;
+}
 
-USD per ${TURNS.toLocaleString("en")} turns. Inputs: billable Actions per turn from the sampled histories (the
+/** What the cost tables count and the prices they use. */
+const COST_NOTE = `USD per ${TURNS.toLocaleString("en")} turns. Inputs: billable Actions per turn from the sampled histories (the
 categories above), Temporal Cloud's first price tier; S3 requests per turn by kind as counted at the proxy in front of
 the S3 gateway; compute = the measured CPU seconds per turn of the process kinds named, priced per vCPU-hour. With
 Temporal Cloud and S3 the self-hosted column is not paid (it says what running them yourself costs in CPU). The
 model's tokens, S3 storage, memory and the Temporal Cloud plan fee are left out. Prices: ${TEMPORAL_CLOUD_PRICE_SOURCE}.
 ${S3_PRICE_SOURCE}. ${COMPUTE_PRICE_SOURCE}.`;
-}
 
 function faultSection(run: FaultRunResult | undefined, note: string, sessions: number): string {
   const intro = `${sessions} sessions at once of the ramp's shape (paced model) through the API address, with the chaos suite's
@@ -229,6 +242,7 @@ export function clusterReport(input: {
 }): string {
   const { machine, parameters, steps, stopReason, lengthSteps, lengthNote, faultRun, faultNote } = input;
   const last = steps.at(-1);
+  const first = steps.at(0);
   return `# Keel on a production-shaped local cluster: a ramp of concurrent sessions
 
 ${machineLine(machine)} Commit measured: ${parameters.commit}.
@@ -268,6 +282,16 @@ ${
 ## S3 requests per turn by kind
 
 ${steps.length > 0 ? s3Table(steps, byConcurrency) : ""}
+${
+  first
+    ? `
+What they are for at ${first.concurrency} sessions at once (key areas of Keel's S3 layout: \`sessions/entries\` one object per
+session entry, \`usage\` the tenant's usage ledger, \`idempotency\` the API's Idempotency-Key records, …):
+
+${s3AreaTable(first)}
+`
+    : ""
+}
 
 ## Temporal Actions per turn (step of ${last?.concurrency ?? "–"})
 
@@ -297,5 +321,7 @@ ${faultSection(faultRun, faultNote, parameters.faultSessions)}
 ## Cost of 1,000 turns
 
 ${steps.length > 0 ? costTable([...steps], byConcurrency) : ""}
-${lengthSteps.length > 0 ? `\n${costTable(lengthSteps, byLength)}\n` : ""}`;
+${lengthSteps.length > 0 ? `\n${costTable(lengthSteps, byLength)}\n` : ""}
+${COST_NOTE}
+`;
 }

@@ -108,6 +108,8 @@ export interface StepResult {
   historyActionsByCategory: ActionCounts;
   historyBytesPerTurn: number;
   s3PerTurn: Record<string, number>;
+  /** S3 requests per turn by kind and key area (what each request was for). */
+  s3PerTurnByArea: Record<string, number>;
   cpuSecondsPerTurn: Partial<Record<PartKind, number>>;
   cpuSecondsTotal: Partial<Record<PartKind, number>>;
   machineBusyShare: number;
@@ -264,6 +266,7 @@ export async function runStep(options: {
   const ownSeconds = cpuSeconds(process.pid) - ownBefore;
   const rssMbByPart = residentMb(parts);
   const s3Counts = s3.counts();
+  const s3ByArea = s3.countsByArea();
   const actionsAfter = await serverActions(TEMPORAL_FRONTEND_METRICS_URL, TEMPORAL_NAMESPACE);
   const model = await modelTime(workload.scenario, startedAt);
   const completed = sessions.filter((session) => session.ok);
@@ -305,6 +308,9 @@ export async function runStep(options: {
     historyBytesPerTurn: histories.bytesPerTurn,
     s3PerTurn: Object.fromEntries(
       Object.entries(s3Counts).map(([kind, tally]) => [kind, perTurn(tally.count)]),
+    ),
+    s3PerTurnByArea: Object.fromEntries(
+      Object.entries(s3ByArea).map(([area, count]) => [area, perTurn(count)]),
     ),
     cpuSecondsPerTurn: Object.fromEntries(
       Object.entries(cpuTotal).map(([kind, seconds]) => [kind, perTurn(seconds)]),
