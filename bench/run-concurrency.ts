@@ -173,7 +173,7 @@ async function measureBatch(
   worker: WorkerProcess,
   start: () => Promise<{ workflowId: string; wallMs: number }>,
 ): Promise<Batch> {
-  const pids = [worker.pid, stack.temporal.process.pid, stack.s3.process.pid, process.pid];
+  const pids = [worker.pid, ...stack.servers().map((server) => server.pid), process.pid];
   const rssBefore = procStatusBytes(worker.pid, "VmRSS");
   const actionsBefore = await serverActions(stack.temporal.metricsUrl, stack.temporal.namespace);
   const rss = sampleRss(worker.pid, RSS_SAMPLE_MS);

@@ -4,15 +4,18 @@
  * "tool" per turn, one "llm" for the answer) on the same Temporal server, alternated in rounds:
  * once with no-op activities, once with activities doing a turn's unavoidable I/O (a model call
  * over HTTP, one S3 write each). Per run: CPU of each process and the machine's busy share; from the histories and the
- * dev server's \`action\` counter, billable Temporal Actions per turn and their cost. A separate
+ * server's \`action\` counter, billable Temporal Actions per turn and their cost. A separate
  * counted run goes through an S3 proxy to count round trips per turn.
  *
  * Run: npx tsx bench/run-overhead.ts   (BENCH_TURNS=30, BENCH_ROUNDS=7)
- * Writes bench/results/run-overhead.md and .json.
+ * Writes bench/results/run-overhead.md and .json. With BENCH_ON_CLUSTER=1 the same runs go to the
+ * local cluster's Temporal and S3 (bench/cluster/, started and stopped here; outside CI) and the
+ * results to run-overhead-cluster.md and .json.
  */
 
 import { join } from "node:path";
 import { runWorkflowId } from "../src/contracts/runs";
+import { startClusterBenchStack } from "./cluster/bench-stack";
 import { bareActivities } from "./support/bare-activities";
 import { bareIoActivities, registerBareIoScenario } from "./support/bare-io-activities";
 import type { bareTurns } from "./support/bare-workflow";
@@ -50,7 +53,8 @@ const WARMUP_ROUNDS = 1;
 const TARGET_RATIO = 1.2;
 /** Share of the machine used by processes other than the benchmark's that flags a round noisy. */
 const NOISY_OTHERS_SHARE = 0.2;
-const PROCESS_NAMES = ["benchmark (workers, client, LLM server)", "Temporal dev server", "S3 server"];
+const BENCH_PROCESS = "benchmark (workers, client, LLM server)";
+const ON_CLUSTER = process.env.BENCH_ON_CLUSTER === "1";
 const MONTHLY_TURNS = 1_000_000;
 
 function breakdownRows(
@@ -96,7 +100,7 @@ function kind(label: string, runOnce: Kind["runOnce"]): Kind {
 async function main(): Promise<void> {
   const machine = machineInfo();
   console.log(`run-overhead: ${TURNS} turns per run, ${ROUNDS} rounds (+${WARMUP_ROUNDS} warm-up)`);
-  const stack = await startBenchStack();
+  const stack = ON_CLUSTER ? await startClusterBenchStack() : await startBenchStack();
   try {
     const benchBundle = await bundleWorkflows("bench/support/workflows.ts", stack.dir, "bench-workflows");
     const keelWorkers = await startInProcessWorkers(stack, "bench-overhead-keel");
@@ -131,7 +135,9 @@ async function main(): Promise<void> {
     const bareIo = kind("bare + I/O", bareRun("bench-overhead-bare-io"));
     const kinds = [keel, bare, bareIo];
 
-    const pids = [process.pid, stack.temporal.process.pid, stack.s3.process.pid];
+    const measuredProcesses = [{ name: BENCH_PROCESS, pid: process.pid }, ...stack.servers()];
+    const pids = measuredProcesses.map((measured) => measured.pid);
+    const processNames = [...new Set(measuredProcesses.map((measured) => measured.name))];
     const actionsNow = () => serverActions(stack.temporal.metricsUrl, stack.temporal.namespace);
     for (let round = 0; round < WARMUP_ROUNDS + ROUNDS; round++) {
       const line: string[] = [];
@@ -245,10 +251,16 @@ async function main(): Promise<void> {
     const [keelCpuMedian, bareCpuMedian, bareIoCpuMedian] = kinds.map((measured) =>
       median(measured.cpu.map(cpuPerTurn)),
     ) as [number, number, number];
-    const cpuByProcess = PROCESS_NAMES.map((name, index) => [
+    /** CPU seconds of the processes named `name` (a cluster service may run as several). */
+    const cpuOfName = (window: CpuWindow, name: string) =>
+      measuredProcesses.reduce(
+        (sum, measured, index) => sum + (measured.name === name ? window.cpuSeconds[index]! : 0),
+        0,
+      );
+    const cpuByProcess = processNames.map((name) => [
       name,
       ...kinds.map((measured) =>
-        fixed((1000 * median(measured.cpu.map((window) => window.cpuSeconds[index]!))) / TURNS, 1),
+        fixed((1000 * median(measured.cpu.map((window) => cpuOfName(window, name)))) / TURNS, 1),
       ),
     ]);
     const actionsPerTurn = (counts: ActionCounts[]) => totalOf(sumCounts(counts)) / timedTurns;
@@ -284,8 +296,7 @@ async function main(): Promise<void> {
     const markdown = `# Run overhead benchmark
 
 Wall time per turn of a Keel run (model \`local-chat\` on the local LLM server with zero latency,
-one \`ls\` call per turn, then the answer) against two bare workflows on the same Temporal dev
-server, each doing the same number of activities (\`bench/support/bare-workflow.ts\`: "llm" +
+one \`ls\` call per turn, then the answer) against two bare workflows on ${stack.label}, each doing the same number of activities (\`bench/support/bare-workflow.ts\`: "llm" +
 "tool" per turn, a last "llm"):
 
 - **bare**: the activities do nothing (\`bench/support/bare-activities.ts\`). The issue's target is
@@ -303,10 +314,10 @@ the run's result, the bare workflows' from their start to their result.
 
 **Shared machine.** ${machineLine(machine)} Other engineers were running tests on the same
 machine: each run records the machine's busy share (/proc/stat) and the part of it not used by the
-benchmark's three processes ("others"; in brackets the part of it the hypervisor gave to other
+benchmark's processes ("others"; in brackets the part of it the hypervisor gave to other
 machines, steal); ${noisyRounds} of ${ROUNDS} rounds had others above ${fixed(100 * NOISY_OTHERS_SHARE, 0)}% of the
 machine in one of its runs and are flagged noisy (kept, not dropped).
-Generated by \`npx tsx bench/run-overhead.ts\` (BENCH_TURNS=${TURNS}, BENCH_ROUNDS=${ROUNDS}).
+Generated by \`${ON_CLUSTER ? "BENCH_ON_CLUSTER=1 " : ""}npx tsx bench/run-overhead.ts\` (BENCH_TURNS=${TURNS}, BENCH_ROUNDS=${ROUNDS}).
 
 ${table(
   [
@@ -328,12 +339,12 @@ ${table(
 **Median: Keel ${fixed(keelMedian)} ms/turn, bare ${fixed(bareMedian)} ms/turn: ${ratio(overhead)}**
 (target ≤ ${TARGET_RATIO}×: ${overhead <= TARGET_RATIO ? "met" : "NOT met"}).
 **Against bare + I/O (${fixed(bareIoMedian)} ms/turn): ${ratio(overIo)}.**
-**CPU per turn, all three processes (median): Keel ${fixed(1000 * keelCpuMedian)} ms, bare ${fixed(1000 * bareCpuMedian)} ms (${ratio(keelCpuMedian / bareCpuMedian)}), bare + I/O ${fixed(1000 * bareIoCpuMedian)} ms (${ratio(keelCpuMedian / bareIoCpuMedian)}).**
+**CPU per turn, all measured processes (median): Keel ${fixed(1000 * keelCpuMedian)} ms, bare ${fixed(1000 * bareCpuMedian)} ms (${ratio(keelCpuMedian / bareCpuMedian)}), bare + I/O ${fixed(1000 * bareIoCpuMedian)} ms (${ratio(keelCpuMedian / bareIoCpuMedian)}).**
 
 ${table(["process", "Keel CPU ms/turn", "bare CPU ms/turn", "bare + I/O CPU ms/turn"], cpuByProcess, ["---", "---:", "---:", "---:"])}
 
-CPU from /proc/<pid>/stat (user + system) over each run; the workers, the client and the LLM
-server share the benchmark process.
+CPU from /proc/<pid>/stat (user + system, each process with every process below it) over each
+run; the workers, the client and the LLM server share the benchmark process.
 
 ## Where the time goes
 
@@ -405,10 +416,10 @@ LLM requests: ${llmCalls} (${TURNS} turns + the answer).
 ## Temporal Actions and cost per turn
 
 Billable Temporal Cloud Actions per turn of the timed runs (the run's start spread over its ${TURNS}
-turns): from the histories' event types (bench/support/temporal-actions.ts), and from the dev server's
-own \`action\` counter, which also sees activity heartbeats.
+turns): from the histories' event types (bench/support/temporal-actions.ts), and from the Temporal
+server's own \`action\` counter, which also sees activity heartbeats.
 
-${table(["workflow", "from histories", "by category", "dev server counter", "by type"], actionRows, [
+${table(["workflow", "from histories", "by category", "server counter", "by type"], actionRows, [
   "---",
   "---:",
   "---",
@@ -416,11 +427,11 @@ ${table(["workflow", "from histories", "by category", "dev server counter", "by 
   "---",
 ])}
 
-Cost of turns at list prices (Actions from the dev server's counter; S3 requests from the counted run above):
+Cost of turns at list prices (Actions from the server's counter; S3 requests from the counted run above):
 
 ${cost.markdown}
 `;
-    const path = writeResults("run-overhead", markdown, {
+    const path = writeResults(ON_CLUSTER ? "run-overhead-cluster" : "run-overhead", markdown, {
       machine,
       parameters: { turns: TURNS, rounds: ROUNDS, warmupRounds: WARMUP_ROUNDS },
       keelPerTurnMs: keel.perTurnMs,
@@ -437,7 +448,7 @@ ${cost.markdown}
       parts,
       s3Requests: s3Counts,
       llmRequests: llmCalls,
-      cpu: { keel: keel.cpu, bare: bare.cpu, bareIo: bareIo.cpu, processes: PROCESS_NAMES },
+      cpu: { keel: keel.cpu, bare: bare.cpu, bareIo: bareIo.cpu, processes: processNames },
       actionsPerTurn: {
         keelFromHistories: totalOf(historyActionsOf[0]!) / timedTurns,
         bareFromHistories: totalOf(historyActionsOf[1]!) / timedTurns,

@@ -75,7 +75,7 @@ async function measureRound(stack: BenchStack, count: number): Promise<Round> {
     const samplers = workers.map((worker) => sampleRss(worker.pid, RSS_SAMPLE_MS));
     const pids = workers.map((worker) => worker.pid);
     // The stack's own processes are measured too, so "others" is only work from outside the benchmark.
-    const stackPids = [stack.temporal.process.pid, stack.s3.process.pid, process.pid];
+    const stackPids = [...stack.servers().map((server) => server.pid), process.pid];
     const started = performance.now();
     const { result: batch, cpu } = await measureCpu([...pids, ...stackPids], () =>
       Promise.all(Array.from({ length: RUNS }, () => runLsLoop(stack, runs, TOOL_TURNS))),

@@ -46,10 +46,15 @@ async function stopParts(parts: ClusterPart[]): Promise<void> {
   for (const part of [...parts].reverse()) await part.current().stop();
 }
 
-/** Builds the Temporal server when missing, then starts everything; `say` hears each step. */
+/**
+ * Builds the Temporal server when missing, then starts everything; `say` hears each step.
+ * `serversOnly`: PostgreSQL, Temporal and SeaweedFS without Keel's processes (a benchmark that
+ * runs its own workers against them).
+ */
 export async function startCluster(
   say: (line: string) => void,
   keelOptions: KeelOptions = {},
+  options: { serversOnly?: boolean } = {},
 ): Promise<Cluster> {
   if (process.env.CI === "true") throw new Error("the local cluster does not run under CI (CI=true)");
   await checkPortsFree();
@@ -64,6 +69,7 @@ export async function startCluster(
     ["SeaweedFS (master, 3 volume servers, filer + S3)", startSeaweedfs],
     ["Keel (LLM server, 2 APIs, nginx, 3 workers, 2 runners)", () => startKeel(keelOptions)],
   ];
+  if (options.serversOnly) steps.pop();
   try {
     for (const [label, start] of steps) {
       const began = Date.now();

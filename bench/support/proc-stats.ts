@@ -94,16 +94,19 @@ export interface CpuWindow {
   stealShare: number;
 }
 
-/** Runs `work` and reads the CPU the processes `pids` and the whole machine used meanwhile. */
+/**
+ * Runs `work` and reads the CPU the processes `pids` (each with every process below it: a server
+ * that forks per connection counts as one) and the whole machine used meanwhile.
+ */
 export async function measureCpu<T>(
   pids: number[],
   work: () => Promise<T>,
 ): Promise<{ result: T; cpu: CpuWindow }> {
-  const before = pids.map(cpuSeconds);
+  const before = pids.map(treeCpuSeconds);
   const machineBefore = machineCpu();
   const result = await work();
   const machineAfter = machineCpu();
-  const used = pids.map((pid, index) => cpuSeconds(pid) - before[index]!);
+  const used = pids.map((pid, index) => treeCpuSeconds(pid) - before[index]!);
   const ours = used.reduce((sum, seconds) => sum + seconds, 0);
   const machineTotal = machineAfter.total - machineBefore.total;
   return {

@@ -33,10 +33,20 @@ const quietBundlerLogger = {
   log() {},
 };
 
+/** A server process of the stack, named as the results name it (several may share a name). */
+export interface StackProcess {
+  name: string;
+  pid: number;
+}
+
 export interface BenchStack {
   dir: string;
-  temporal: TemporalDevServer;
-  s3: S3DevServer;
+  /** Where the stack runs, as the results say it ("the Temporal dev server", "the local cluster"). */
+  label: string;
+  temporal: Pick<TemporalDevServer, "address" | "namespace" | "metricsUrl">;
+  s3: Pick<S3DevServer, "settings">;
+  /** The Temporal and S3 server processes running now (their CPU is measured by process tree). */
+  servers(): StackProcess[];
   llm: LocalLlmServer;
   connection: Connection;
   client: Client;
@@ -92,8 +102,13 @@ export async function startBenchStack(
   const client = new Client({ connection, namespace: temporal.namespace });
   return {
     dir,
+    label: "the Temporal dev server",
     temporal,
     s3,
+    servers: () => [
+      { name: "Temporal dev server", pid: temporal.process.pid },
+      { name: "S3 server", pid: s3.process.pid },
+    ],
     llm,
     connection,
     client,
