@@ -1,6 +1,8 @@
 /** What activities need from the worker process: created once per process, shared by every call. */
+
 import type { Launcher } from "../environments/launchers/types";
 import type { EnvironmentStore } from "../environments/store";
+import type { EvalStore } from "../evals/eval-store";
 import type { SlackClientSettings } from "../integrations/slack/reply";
 import type { WebhookSettings } from "../integrations/webhook-sender";
 import type { McpConnections } from "../mcp/connections";
@@ -83,4 +85,6 @@ export interface ActivityDeps {
   vault?: SecretResolver;
   /** Webhook endpoints and the process's webhook settings (absent: no vault, so no webhooks). */
   webhooks?: WebhookDeps;
+  /** Evals and their trials' results (absent: eval trials fail, saying so). */
+  evals?: EvalStore;
 }

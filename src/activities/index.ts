@@ -5,6 +5,7 @@ import { branchActivity } from "./branch";
 import { chatReplyActivity, pauseNoticeActivity } from "./chat-reply";
 import { compactActivity } from "./compact";
 import type { ActivityDeps } from "./deps";
+import { evalTrialActivities } from "./eval-trials";
 import { executeToolActivity } from "./execute-tool";
 import { llmTurnActivity } from "./llm-turn";
 import { listMcpToolsActivity } from "./mcp-tools";
@@ -38,6 +39,7 @@ export function createActivities(deps: ActivityDeps): KeelActivities {
     listMcpTools: listMcpToolsActivity(deps),
     checkTenantBudget: checkTenantBudgetActivity(deps),
     ...webhookActivities(deps),
+    ...evalTrialActivities(deps),
   };
   return deps.singleTenant === undefined ? activities : servingOnlyTenant(deps.singleTenant, activities);
 }

@@ -86,13 +86,39 @@ async function publishFiring(
   );
 }
 
+/**
+ * The worker's door to the one start path: a message started (or delivered) with `startOrDeliver`
+ * under the tenant's quotas, counted in its usage, exactly as `POST …/messages` would. Used by a
+ * schedule's firings and an eval's trials.
+ */
+export function workerRunStarter(deps: Pick<ActivityDeps, "tenants" | "usage">) {
+  const { tenants, usage } = deps;
+  // One gate per worker; a slot's holder is looked up with the calling activity's own client.
+  const admission = tenants && usage && { tenants, gate: quotaGate(tenants, usage, async () => runClient()) };
+  return async (input: StartScheduledRunInput): Promise<MessageOutcome> =>
+    startOrDeliver(
+      {
+        runs: runClient(),
+        ...(admission ? { quotas: admission.gate } : {}),
+        ...(usage ? { usage } : {}),
+        warn: (msg, fields) => Context.current().log.warn(msg, fields),
+        now: Date.now,
+      },
+      {
+        ref: ref(input),
+        // A follow-up: a run already live in a named session reads the prompt when it would stop.
+        request: { text: input.text, mode: "followUp" },
+        settings: input.settings,
+        quotas: admission && (await admission.tenants.getSettings(input.tenantId)).quotas,
+        deliveryId: input.deliveryId,
+      },
+    );
+}
+
 export function scheduledRunActivities(
   deps: Pick<ActivityDeps, "tenants" | "usage" | "webhooks"> = {},
 ): ScheduledRunActivities {
-  const { tenants, usage } = deps;
-  // One gate for the worker's firings; a slot's holder is looked up with the firing's own client.
-  const admission = tenants && usage && { tenants, gate: quotaGate(tenants, usage, async () => runClient()) };
-
+  const start = workerRunStarter(deps);
   return {
     async startScheduledRun(input) {
       // `schedule.fired` is best effort (docs/integrations.md): an S3 or Temporal error publishing
@@ -102,24 +128,7 @@ export function scheduledRunActivities(
           error: String(error),
         }),
       );
-      const outcome = await startOrDeliver(
-        {
-          runs: runClient(),
-          ...(admission ? { quotas: admission.gate } : {}),
-          ...(usage ? { usage } : {}),
-          warn: (msg, fields) => Context.current().log.warn(msg, fields),
-          now: Date.now,
-        },
-        {
-          ref: ref(input),
-          // A follow-up: a run already live in a named session reads the prompt when it would stop.
-          request: { text: input.text, mode: "followUp" },
-          settings: input.settings,
-          quotas: admission && (await admission.tenants.getSettings(input.tenantId)).quotas,
-          deliveryId: input.deliveryId,
-        },
-      );
-      return firingStartOf(outcome);
+      return firingStartOf(await start(input));
     },
 
     async awaitScheduledRun(input) {

@@ -3,6 +3,7 @@
  * handler (`lambda.ts`). Routes are declared with `@hono/zod-openapi`, so the schemas that
  * validate requests also produce `GET /v1/openapi.json`. Docs: docs/api.md.
  */
+
 import type { Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
@@ -24,6 +25,7 @@ import { adminRoutes } from "./routes/admin";
 import { budgetRoutes } from "./routes/budget";
 import { diffRoutes } from "./routes/diff";
 import { environmentRoutes, registerEnvironmentAuth } from "./routes/environments";
+import { evalRoutes } from "./routes/evals";
 import { mcpRoutes } from "./routes/mcp";
 import { messageBodyOptions, runRoutes } from "./routes/runs";
 import { scheduleRoutes } from "./routes/schedules";
@@ -145,7 +147,7 @@ export function createApp(dependencies: ApiDependencies) {
   const { singleTenant } = deps.config;
   // `/v1/schedules/*` matches `/v1/schedules` too: listed once, so its middleware runs once per
   // request (twice would claim the Idempotency-Key twice and refuse the create as in use).
-  for (const path of ["/v1/sessions", "/v1/sessions/*", "/v1/schedules/*", "/v1/usage"]) {
+  for (const path of ["/v1/sessions", "/v1/sessions/*", "/v1/schedules/*", "/v1/evals/*", "/v1/usage"]) {
     app.use(path, bearerAuth(deps.config.apiKeys, deps.tenants?.keys));
     if (singleTenant !== undefined) app.use(path, singleTenantOnly(singleTenant));
     app.use(path, limit, idempotency(deps.objects, deps.now, deps.log));
@@ -195,5 +197,6 @@ export function createApp(dependencies: ApiDependencies) {
     .route("/", adminRoutes(deps))
     .route("/", usageRoutes(deps))
     .route("/", secretRoutes(deps))
-    .route("/", webhookRoutes(deps));
+    .route("/", webhookRoutes(deps))
+    .route("/", evalRoutes(deps));
 }

@@ -2,7 +2,9 @@
  * What the API's route modules are given: the app's dependencies, a clock and a logger. Apart from
  * app.ts, so the routes depend on this and app.ts on the routes, never the reverse.
  */
+
 import type { EnvironmentStore } from "../environments/store";
+import type { EvalStore } from "../evals/eval-store";
 import type { SlackReply } from "../integrations/slack/reply";
 import type { ModelCatalog } from "../providers/models";
 import type { RunClient } from "../run-client/run-client";
@@ -46,6 +48,8 @@ export interface ApiDependencies {
   snapshots: WorkspaceSnapshots;
   /** Idempotency records and chat thread mappings. */
   objects: JsonObjects;
+  /** Evals and their trials' results (absent: the eval routes answer 501). */
+  evals?: EvalStore;
   catalog: ModelCatalog;
   /** Posts a chat reply (Slack); default: `postSlackReply` with the configured token. */
   slackReply?: SlackReply;

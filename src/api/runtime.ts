@@ -1,5 +1,7 @@
 /** Builds the app's dependencies from configuration (shared by the Lambda and the Node server). */
+
 import { EnvironmentStore } from "../environments/store";
+import { EvalStore } from "../evals/eval-store";
 import { loadCatalog } from "../providers/models";
 import { JsonObjects } from "../store/json-objects";
 import { McpToolListings } from "../store/mcp-tool-listings";
@@ -43,6 +45,7 @@ export function createApiRuntime(config: ApiConfig): ApiRuntime {
     store,
     snapshots: new WorkspaceSnapshots(s3, config.s3),
     objects: new JsonObjects(s3, config.s3.bucket, config.s3.prefix),
+    evals: new EvalStore(s3, config.s3.bucket, config.s3.prefix),
     catalog: loadCatalog(config.modelsFile ? { modelsFile: config.modelsFile } : {}),
     tenants: tenantServices(s3, config.s3, () => temporal.get()),
     environments: {

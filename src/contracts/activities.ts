@@ -374,7 +374,7 @@ export interface RunnerQueueActivities {
   listMcpToolsOnRunner(input: RunnerMcpListingInput): Promise<McpToolList>;
 }
 
-export interface KeelActivities extends ScheduledRunActivities, WebhookActivities {
+export interface KeelActivities extends ScheduledRunActivities, WebhookActivities, EvalActivities {
   openSession(input: OpenSessionInput): Promise<OpenSessionResult>;
   appendEntries(input: AppendEntriesInput): Promise<AppendEntriesResult>;
   claimWorkspace(input: ClaimWorkspaceInput): Promise<ClaimWorkspaceResult>;
@@ -429,4 +429,39 @@ export interface ScheduledRunActivities {
   startScheduledRun(input: StartScheduledRunInput): Promise<StartScheduledRunResult>;
   awaitScheduledRun(input: AwaitScheduledRunInput): Promise<ScheduledRunEnd>;
   abortScheduledRun(input: AbortScheduledRunInput): Promise<{ aborted: boolean }>;
+}
+
+/** The activities of an eval's trials (activities/eval-trials.ts); start-to-end waits use `awaitScheduledRun`. */
+interface EvalTrialInput {
+  tenantId: string;
+  evalId: string;
+  index: number;
+}
+
+export type StartEvalTrialResult =
+  | {
+      type: "started";
+      sessionId: string;
+      runId: string;
+      /** Entries the trial's session inherited from the case's origin (not the trial's own). */
+      inherited: number;
+      startedAtMs: number;
+    }
+  /** The tenant's quotas hold the start back for now: the eval waits and tries again. */
+  | { type: "held"; message: string; retryAfterSeconds: number }
+  /** The trial cannot start (its origin entry is gone, the message was refused): judged as failed. */
+  | { type: "refused"; sessionId: string; message: string };
+
+export interface JudgeEvalTrialInput extends EvalTrialInput {
+  sessionId: string;
+  status: string;
+  reason?: string;
+  inherited: number;
+  startedAtMs: number;
+}
+
+export interface EvalActivities {
+  startEvalTrial(input: EvalTrialInput): Promise<StartEvalTrialResult>;
+  /** Runs the case's checks, stores the trial's result once, and returns what the eval counts. */
+  judgeEvalTrial(input: JudgeEvalTrialInput): Promise<{ passed: boolean; costUsd: number }>;
 }

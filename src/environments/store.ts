@@ -16,7 +16,7 @@
  * `recentOwner` and api/runner-auth.ts).
  */
 import { randomBytes } from "node:crypto";
-import { GetObjectCommand, ListObjectsV2Command, type S3Client } from "@aws-sdk/client-s3";
+import { GetObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import { z } from "zod";
 import { BoundedCache } from "../core/bounded-cache";
 import { ID_PATTERN } from "../core/ids";
@@ -24,7 +24,7 @@ import type { McpServerSettings } from "../mcp/types";
 import { ConditionalObjects } from "../store/conditional-objects";
 import { sha256Hex } from "../store/digest";
 import { JsonObjects } from "../store/json-objects";
-import { isNotFound, s3HttpStatus } from "../store/s3-requests";
+import { isNotFound, listKeys, s3HttpStatus } from "../store/s3-requests";
 
 /** Where a session's tools run. `worker` is the built-in default and cannot be created. */
 const WORKER_ENVIRONMENT = "worker";
@@ -369,23 +369,8 @@ export class EnvironmentStore {
   }
 
   /** Keys under `folder` (with a delimiter: the common prefixes instead). */
-  private async keys(folder: string, delimiter?: string): Promise<string[]> {
-    const keys: string[] = [];
-    let token: string | undefined;
-    do {
-      const page = await this.s3.send(
-        new ListObjectsV2Command({
-          Bucket: this.bucket,
-          Prefix: folder,
-          ContinuationToken: token,
-          ...(delimiter ? { Delimiter: delimiter } : {}),
-        }),
-      );
-      if (delimiter) keys.push(...(page.CommonPrefixes ?? []).flatMap((p) => (p.Prefix ? [p.Prefix] : [])));
-      else keys.push(...(page.Contents ?? []).flatMap((object) => (object.Key ? [object.Key] : [])));
-      token = page.IsTruncated ? page.NextContinuationToken : undefined;
-    } while (token);
-    return keys;
+  private keys(folder: string, delimiter?: string): Promise<string[]> {
+    return listKeys(this.s3, this.bucket, folder, delimiter);
   }
 }
 

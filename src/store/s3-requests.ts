@@ -40,3 +40,24 @@ export async function* listObjects(
     yield* page.Contents ?? [];
   }
 }
+
+/**
+ * The keys under `folder` — or, with `delimiter`, the "folders" one level down (S3's common
+ * prefixes, each ending in the delimiter) — page after page.
+ */
+export async function listKeys(
+  client: S3Client,
+  bucket: string,
+  folder: string,
+  delimiter?: string,
+): Promise<string[]> {
+  const keys: string[] = [];
+  for await (const page of paginateListObjectsV2(
+    { client },
+    { Bucket: bucket, Prefix: folder, ...(delimiter ? { Delimiter: delimiter } : {}) },
+  )) {
+    if (delimiter) keys.push(...(page.CommonPrefixes ?? []).flatMap((p) => (p.Prefix ? [p.Prefix] : [])));
+    else keys.push(...(page.Contents ?? []).flatMap((object) => (object.Key ? [object.Key] : [])));
+  }
+  return keys;
+}

@@ -395,18 +395,23 @@ export class SessionStore {
   /**
    * Stores a whole session: the header (throws `SessionExistsError` when the session exists),
    * then `entries` at sequence numbers 0..n-1 in parallel, then every complete chunk. An
-   * interrupted import leaves a partial session behind; it is not resumable under the same id.
+   * interrupted import leaves a partial session behind; with `resume` it is finished by the same
+   * call again (a header stored with the same `parentSession` is taken as that import's, and
+   * entries already stored with the same ids are adopted: a retried activity that imports a
+   * session under an id of its own). Without it, a stored header is `SessionExistsError`.
    */
   async importEntries(
     ref: SessionRef,
     header: SessionHeader,
     entries: readonly SessionEntry[],
+    options: { resume?: boolean } = {},
   ): Promise<ImportResult> {
     const key = headerKey(this.prefix, ref);
     const written = prepareWrite(key, header, HEADER_KIND);
-    if (!(await this.conditional.createIfAbsent(key, written.body, JSON_CONTENT_TYPE)))
+    if (await this.conditional.createIfAbsent(key, written.body, JSON_CONTENT_TYPE))
+      this.cacheWritten(key, written);
+    else if (!options.resume || (await this.getHeader(ref))?.parentSession !== header.parentSession)
       throw new SessionExistsError(ref);
-    this.cacheWritten(key, written);
 
     await mapWithLimit(entries, this.concurrency, (entry, seq) => this.writeEntry(ref, seq, entry));
     const chunkStarts: number[] = [];

@@ -14,6 +14,7 @@ import { FargateLauncher } from "../environments/launchers/fargate";
 import { LocalLauncher } from "../environments/launchers/local";
 import { type Launcher, launchedMcpSettings } from "../environments/launchers/types";
 import { EnvironmentStore } from "../environments/store";
+import { EvalStore } from "../evals/eval-store";
 import { DEFAULT_WEBHOOK_SETTINGS } from "../integrations/webhook-sender";
 import { McpConnections } from "../mcp/connections";
 import { NO_MCP_SETTINGS } from "../mcp/policy";
@@ -84,6 +85,7 @@ export function workerActivities(
     tenantBudget: new TenantBudgetCheck(tenants, usage, {
       ...(config.tenantBudgetRecheckMs !== undefined ? { recheckAfterMs: config.tenantBudgetRecheckMs } : {}),
     }),
+    evals: new EvalStore(s3, config.s3.bucket, config.s3.prefix),
     ...(launcher ? { launcher } : {}),
     ...(config.slack ? { slack: config.slack } : {}),
     ...vaultAndWebhooks(config, s3),

@@ -11,6 +11,7 @@ export type Workflows = typeof workflows;
 /** The type name a worker registers each workflow under: its exported function's name. */
 export const WorkflowType = {
   agentRun: "agentRun",
+  evalRun: "evalRun",
   scheduledRun: "scheduledRun",
   branchSession: "branchSession",
   compactSession: "compactSession",

@@ -9,6 +9,7 @@ import { type ApiApp, createApp } from "../../../src/api/app";
 import type { SlackConfig } from "../../../src/api/config";
 import type { ApiDependencies } from "../../../src/api/route-context";
 import { tenantServices } from "../../../src/api/tenant-runs";
+import { EvalStore } from "../../../src/evals/eval-store";
 import { loadCatalog } from "../../../src/providers/models";
 import { JsonObjects } from "../../../src/store/json-objects";
 import { WorkspaceSnapshots } from "../../../src/store/workspace-snapshots";
@@ -108,6 +109,7 @@ export async function createApiStage(
     store: stage.store,
     snapshots: new WorkspaceSnapshots(s3, settings),
     objects,
+    evals: new EvalStore(s3, settings.bucket, settings.prefix),
     catalog: loadCatalog(),
     log: () => undefined,
     tenants: tenantServices(s3, settings, async () => stage.runs),

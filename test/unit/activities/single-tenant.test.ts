@@ -34,6 +34,8 @@ function recordingActivities(reached: string[]): KeelActivities {
     abortScheduledRun: record("abortScheduledRun"),
     listMcpTools: record("listMcpTools"),
     checkTenantBudget: record("checkTenantBudget"),
+    startEvalTrial: record("startEvalTrial"),
+    judgeEvalTrial: record("judgeEvalTrial"),
   };
 }
 

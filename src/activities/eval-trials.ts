@@ -1,0 +1,219 @@
+/**
+ * The activities of an eval's trials (workflows/eval-run.ts). A trial is a run like any other:
+ * its session is a fork of the case's origin (with the files as they were there) or a new one,
+ * and its prompt starts the run through the one start path (`workerRunStarter`: admission under
+ * the tenant's quotas, usage, the delivery id that makes a retried start deliver nothing twice).
+ * After the run, `judgeEvalTrial` runs the case's checks in a sandbox on a copy of the
+ * workspace restored from the run's last snapshot — the run's own workspace is never touched —
+ * and stores the trial's result once.
+ */
+import { randomUUID } from "node:crypto";
+import path from "node:path";
+import { ApplicationFailure, Context } from "@temporalio/activity";
+import type { EvalActivities, JudgeEvalTrialInput, StartEvalTrialResult } from "../contracts/activities";
+import { makeUniqueEntryId, seededRandom } from "../core/ids";
+import { type StoredEval, trialPlan, trialSessionId } from "../evals/eval-store";
+import { judgeByNumbers, summarizeRun } from "../evals/report";
+import { type CheckOutcome, DEFAULT_CHECK_TIMEOUT_SECONDS, type EvalCheck } from "../evals/types";
+import { isRefusal } from "../run-client/start-or-deliver";
+import { sha256Hex } from "../store/digest";
+import { forkSession } from "../store/session-fork";
+import { snapshotAncestry, snapshotForAncestry } from "../store/workspace-lookup";
+import { runToolCall } from "../tools";
+import { prepareWorkspace } from "../tools/workspace";
+import { removeTree } from "../tools/workspace-fs";
+import type { ActivityDeps } from "./deps";
+import { whileHeartbeating } from "./heartbeat";
+import { workerRunStarter } from "./scheduled-runs";
+
+/** The folder under a worker's workspace root where checks get their copies (no tenant id starts with "."). */
+const CHECKS_FOLDER = ".eval-checks";
+
+export function evalTrialActivities(
+  deps: Pick<
+    ActivityDeps,
+    "evals" | "store" | "snapshots" | "workspaceRoot" | "sandbox" | "gitHosts" | "tenants" | "usage"
+  >,
+): EvalActivities {
+  const start = workerRunStarter(deps);
+  const evalOf = async (tenantId: string, evalId: string): Promise<StoredEval> => {
+    if (!deps.evals) throw ApplicationFailure.nonRetryable("this worker has no eval store");
+    const stored = await deps.evals.get(tenantId, evalId);
+    if (!stored) throw ApplicationFailure.nonRetryable(`no eval ${evalId} of tenant ${tenantId}`);
+    return stored;
+  };
+
+  return {
+    async startEvalTrial({ tenantId, evalId, index }): Promise<StartEvalTrialResult> {
+      const stored = await evalOf(tenantId, evalId);
+      const plan = trialPlan(stored, index);
+      const evalCase = stored.cases.find((candidate) => candidate.id === plan.caseId);
+      const settings = evalCase?.settings[stored.models.indexOf(plan.model)];
+      if (!evalCase || !settings) throw ApplicationFailure.nonRetryable(`trial ${index} has no settings`);
+      const ref = { tenantId, sessionId: trialSessionId(evalId, index) };
+      let inherited = 0;
+      if (evalCase.from) {
+        // Ids of closing results seeded by the trial: a retried fork writes the same entries.
+        const random = seededRandom(Number.parseInt(sha256Hex(`${evalId}/${index}`).slice(0, 8), 16));
+        const forked = await forkSession(
+          deps.store,
+          { tenantId, sessionId: evalCase.from.sessionId },
+          evalCase.from.entryId,
+          ref,
+          {
+            makeId: (taken) => makeUniqueEntryId(random, taken),
+            now: Date.parse(stored.createdAt),
+            resume: true,
+          },
+        );
+        if (!forked) {
+          const message = `the case's origin entry ${evalCase.from.entryId} is not in session ${evalCase.from.sessionId}`;
+          return { type: "refused", sessionId: ref.sessionId, message };
+        }
+        inherited = forked.entryCount;
+      }
+      const outcome = await start({
+        ...ref,
+        text: evalCase.prompt,
+        settings,
+        deliveryId: `keel-eval/${tenantId}/${evalId}/${index}`,
+      });
+      if (isRefusal(outcome)) {
+        if (outcome.type === "quota-exceeded")
+          return { type: "held", message: outcome.message, retryAfterSeconds: outcome.retryAfterSeconds };
+        return { type: "refused", sessionId: ref.sessionId, message: outcome.message };
+      }
+      return {
+        type: "started",
+        sessionId: ref.sessionId,
+        runId: outcome.runId,
+        inherited,
+        startedAtMs: Date.now(),
+      };
+    },
+
+    async judgeEvalTrial(input: JudgeEvalTrialInput) {
+      const { tenantId, evalId, index } = input;
+      const stored = await evalOf(tenantId, evalId);
+      const evals = deps.evals as NonNullable<typeof deps.evals>;
+      const already = await evals.getTrial(tenantId, evalId, index);
+      if (already) return { passed: already.passed, costUsd: already.costUsd };
+      const plan = trialPlan(stored, index);
+      const evalCase = stored.cases.find((candidate) => candidate.id === plan.caseId);
+      if (!evalCase) throw ApplicationFailure.nonRetryable(`trial ${index} has no case`);
+      const ref = { tenantId, sessionId: input.sessionId };
+      const { entries } = await deps.store
+        .readEntries(ref, { untilGap: true })
+        .catch(() => ({ entries: [] }));
+      const summary = summarizeRun(
+        entries.map(({ entry }) => entry),
+        input.inherited,
+      );
+      const checks: CheckOutcome[] = [];
+      const inSandbox = evalCase.checks.filter((check) => judgeByNumbers(check, summary) === undefined);
+      if (inSandbox.length > 0 && input.status !== "not-started") {
+        const settings = evalCase.settings[stored.models.indexOf(plan.model)];
+        checks.push(
+          ...(await whileHeartbeating(Context.current(), "checking", () =>
+            runSandboxChecks(deps, ref, entries.at(-1)?.entry.id, inSandbox, settings?.workspace),
+          )),
+        );
+      }
+      for (const check of evalCase.checks) {
+        const byNumbers = judgeByNumbers(check, summary);
+        if (byNumbers) checks.push(byNumbers);
+      }
+      const passed = input.status === "completed" && checks.every((outcome) => outcome.passed);
+      const result = await evals.putTrial(tenantId, evalId, {
+        ...plan,
+        sessionId: input.sessionId,
+        status: input.status,
+        ...(input.reason ? { reason: input.reason } : {}),
+        passed,
+        checks,
+        ...summary,
+        durationMs: Math.max(0, Date.now() - input.startedAtMs),
+        finishedAt: new Date().toISOString(),
+      });
+      return { passed: result.passed, costUsd: result.costUsd };
+    },
+  };
+}
+
+/**
+ * The sandboxed checks of a trial, in order, on a fresh copy of its workspace: restored from the
+ * snapshot that applies to `leafId` (the run's last state, or its origin's), else made from the
+ * run's workspace source. Commands run as the bash tool runs a model's (same sandbox, no
+ * network, the check's timeout); file checks read through the read tool, which refuses what the
+ * model's reads are refused (links out of the workspace, binaries). The copy is removed after.
+ */
+async function runSandboxChecks(
+  deps: Pick<ActivityDeps, "store" | "snapshots" | "workspaceRoot" | "sandbox" | "gitHosts">,
+  ref: { tenantId: string; sessionId: string },
+  leafId: string | undefined,
+  checks: readonly EvalCheck[],
+  source: Parameters<typeof prepareWorkspace>[1],
+): Promise<CheckOutcome[]> {
+  const workspace = { dir: path.join(path.resolve(deps.workspaceRoot), CHECKS_FOLDER, randomUUID()) };
+  try {
+    const { entries } = await deps.store.readEntries(ref, { untilGap: true });
+    const ancestry = leafId
+      ? snapshotAncestry(
+          entries.map(({ entry }) => entry),
+          leafId,
+        )
+      : undefined;
+    const found = ancestry && (await snapshotForAncestry(deps.store, deps.snapshots, ref, ancestry));
+    if (found) await deps.snapshots.restore(found.from, found.record, workspace.dir);
+    else await prepareWorkspace(workspace, source, { ...(deps.gitHosts ? { gitHosts: deps.gitHosts } : {}) });
+    const context = {
+      workspace,
+      sandbox: { ...deps.sandbox, network: "none" as const, tenantId: ref.tenantId },
+      signal: Context.current().cancellationSignal,
+    };
+    const outcomes: CheckOutcome[] = [];
+    for (const check of checks) outcomes.push(await runCheck(check, context));
+    return outcomes;
+  } finally {
+    await removeTree(workspace.dir).catch(() => undefined);
+  }
+}
+
+type CheckContext = Parameters<typeof runToolCall>[1];
+
+const textOf = (output: Awaited<ReturnType<typeof runToolCall>>): string =>
+  output.content.flatMap((block) => (block.type === "text" ? [block.text] : [])).join("\n");
+
+/** Last characters of a tool's output kept in a check's detail. */
+const DETAIL_CHARS = 2_000;
+
+async function runCheck(check: EvalCheck, context: CheckContext): Promise<CheckOutcome> {
+  if (check.type === "command") {
+    const timeout = check.timeoutSeconds ?? DEFAULT_CHECK_TIMEOUT_SECONDS;
+    const output = await runToolCall(
+      { name: "bash", arguments: { command: check.command, timeout } },
+      context,
+    );
+    const details = output.details as { exitCode?: number | null; timedOut?: boolean } | undefined;
+    const detail = textOf(output).slice(-DETAIL_CHARS);
+    return { check, passed: !output.isError && details?.exitCode === 0, detail };
+  }
+  if (check.type === "file") {
+    const output = await runToolCall({ name: "read", arguments: { path: check.path } }, context);
+    const present = !output.isError;
+    const wanted = check.exists ?? true;
+    if (present !== wanted || !present)
+      return {
+        check,
+        passed: present === wanted,
+        detail: present ? "the file exists" : textOf(output).slice(0, DETAIL_CHARS),
+      };
+    const text = textOf(output);
+    if (check.contains !== undefined && !text.includes(check.contains))
+      return { check, passed: false, detail: `the file does not contain ${JSON.stringify(check.contains)}` };
+    if (check.matches !== undefined && !new RegExp(check.matches, "m").test(text))
+      return { check, passed: false, detail: `the file does not match /${check.matches}/` };
+    return { check, passed: true, detail: "the file is as required" };
+  }
+  throw new Error(`check ${check.type} is judged by the run's numbers, not in the sandbox`);
+}
