@@ -49,6 +49,11 @@ entry: each fork ends at it and is sent --message, else the next user message af
 Prints one line per started run: the fork's session id. --wait waits for every run to end and
 then prints \`keel compare\` of the forks (exit 1 when a run did not complete).
 
+  --times N                forks, each with its own run (1 to 20, default 1)
+  --message TEXT           the message every run is sent
+  --system-prompt-file F   the system prompt, read from F (instead of --system)
+  --wait                   wait for the runs to end, then compare them
+
 ${RUN_OPTIONS_HELP.split("\n  --follow")[0]}`,
   async run(argv, context) {
     const parsed = parseCommand(argv, REPLAY_OPTIONS, { min: 1, max: 1, names: "<session>" }, context);
