@@ -14,6 +14,8 @@ export interface ComparisonRow {
   sessionId: string;
   /** The session it was forked from, when it is a fork. */
   parentSession?: string;
+  /** A fork's last entry copied from its parent (the fork point), when any was. */
+  forkedAt?: string;
   /** The status of its latest run (else the session's). */
   status: string;
   /** The models of its assistant messages, in order of first use; empty: no model answered. */
@@ -64,9 +66,11 @@ export function comparisonRow(
     if (message.model && !models.includes(message.model)) models.push(message.model);
   }
   const last = assistants.at(-1);
+  const forkedAt = entries.findLast((entry) => inherited.has(entry.id))?.id;
   return {
     sessionId: session.sessionId,
     ...(session.parentSession !== undefined ? { parentSession: session.parentSession } : {}),
+    ...(forkedAt !== undefined ? { forkedAt } : {}),
     status: session.status,
     models,
     turns: assistants.length,
@@ -89,6 +93,7 @@ export function comparisonTable(rows: readonly ComparisonRow[]): string {
   const measures: Array<[string, (row: ComparisonRow) => string]> = [
     ["session", (row) => row.sessionId],
     ["forked from", (row) => row.parentSession ?? "-"],
+    ["forked at", (row) => row.forkedAt ?? "-"],
     ["status", (row) => row.status],
     ["model", (row) => row.models.join(", ") || "-"],
     ["turns", (row) => String(row.turns)],

@@ -57,7 +57,7 @@ const userMessages = (entries: SessionEntry[]) =>
   entries.filter((entry) => entry.type === "message" && entry.message.role === "user");
 
 /** The origin: turn 1 writes a.txt "one", turn 2 overwrites it with "two". */
-let origin: { sessionId: string; secondUserId: string; lastId: string };
+let origin: { sessionId: string; secondUserId: string; secondParentId: string; lastId: string };
 
 beforeAll(async () => {
   const sessionId = api.sessionId();
@@ -66,7 +66,12 @@ beforeAll(async () => {
   const entries = await api.stage.entries(refOf(sessionId));
   const second = userMessages(entries)[1];
   if (!second) throw new Error("no second user message");
-  origin = { sessionId, secondUserId: second.id, lastId: entries.at(-1)?.id as string };
+  origin = {
+    sessionId,
+    secondUserId: second.id,
+    secondParentId: second.parentId as string,
+    lastId: entries.at(-1)?.id as string,
+  };
 }, 120_000);
 
 /** The text of the session's read results. */
@@ -141,6 +146,7 @@ test("keel compare shows both replays with the turns and cost their own entries 
     expected.map((row) => ({
       ...row,
       parentSession: origin.sessionId,
+      forkedAt: origin.secondParentId,
       status: "completed",
       toolCalls: { read: 1 },
       finalText: expect.stringContaining("The file says:"),

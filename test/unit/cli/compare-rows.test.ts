@@ -47,6 +47,7 @@ test("a fork is counted from the entries it did not inherit", () => {
   expect(row).toEqual({
     sessionId: "fork",
     parentSession: "origin",
+    forkedAt: "a1",
     status: "completed",
     models: ["local-responses"],
     turns: 2,
