@@ -27,6 +27,7 @@ import { diffRoutes } from "./routes/diff";
 import { environmentRoutes, registerEnvironmentAuth } from "./routes/environments";
 import { evalRoutes } from "./routes/evals";
 import { mcpRoutes } from "./routes/mcp";
+import { replayRoutes } from "./routes/replay";
 import { messageBodyOptions, runRoutes } from "./routes/runs";
 import { scheduleRoutes } from "./routes/schedules";
 import { secretRoutes } from "./routes/secrets";
@@ -188,6 +189,7 @@ export function createApp(dependencies: ApiDependencies) {
     .route("/", runRoutes(deps))
     .route("/", budgetRoutes(deps))
     .route("/", treeRoutes(deps))
+    .route("/", replayRoutes(deps))
     .route("/", transferRoutes(deps))
     .route("/", viewerRoutes(deps))
     .route("/", scheduleRoutes(deps))

@@ -9,12 +9,14 @@ import { describeUnknownSettings, unknownSettings } from "../core/env-settings";
 import type { Command, CommandContext } from "./command";
 import { adminCommand, usageCommand } from "./commands/admin";
 import { budgetCommand, resumeCommand } from "./commands/budget";
+import { compareCommand } from "./commands/compare";
 import { abortCommand, approveCommand } from "./commands/control";
 import { deleteCommand } from "./commands/delete";
 import { envCommand, runnerCommand } from "./commands/environments";
 import { eventsCommand } from "./commands/events";
 import { mcpCommand } from "./commands/mcp";
 import { followUpCommand, interruptCommand, runCommand, sendCommand, steerCommand } from "./commands/message";
+import { replayCommand } from "./commands/replay";
 import { scheduleCommand } from "./commands/schedule";
 import { secretCommand } from "./commands/secret";
 import { sessionsCommand, showCommand } from "./commands/sessions";
@@ -41,6 +43,8 @@ const COMMANDS: Record<string, Command> = {
   branch: branchCommand,
   label: labelCommand,
   compact: compactCommand,
+  replay: replayCommand,
+  compare: compareCommand,
   export: exportCommand,
   import: importCommand,
   delete: deleteCommand,

@@ -1,7 +1,15 @@
-/** What the import and fork routes share: a new session made from entries, with fresh entry ids where needed. */
+/**
+ * What the import, fork and replay routes share: a new session made from entries, with fresh entry
+ * ids where needed, and a fork of a session at an entry.
+ */
 import { randomBytes, randomUUID } from "node:crypto";
+import type { SessionRef } from "../../contracts/runs";
+import { makeUniqueEntryId } from "../../core/ids";
 import { createSessionHeader } from "../../core/session-entries";
+import { closeForkedPath } from "../../core/session-repair";
+import { indexSession, pathToRoot, type SessionIndex } from "../../core/session-tree";
 import type { SessionEntry, SessionHeader } from "../../core/session-types";
+import { ProblemError } from "../problems";
 import type { RouteContext } from "../route-context";
 
 /** A uniform random number in [0, 1) from the system CSPRNG (entry ids of imports). */
@@ -21,8 +29,8 @@ export async function createSessionFrom(
   tenantId: string,
   source: { header: SessionHeader | null; entries: SessionEntry[] },
   parentSession?: string,
+  sessionId: string = randomUUID(),
 ) {
-  const sessionId = randomUUID();
   const timestamp = new Date(deps.now()).toISOString();
   const header: SessionHeader = source.header
     ? {
@@ -40,4 +48,45 @@ function withoutParent({
   ...header
 }: SessionHeader): Omit<SessionHeader, "parentSession"> {
   return header;
+}
+
+/** The session's stored entries (the contiguous prefix while a run writes), indexed. */
+export async function sessionIndexOf(deps: RouteContext, ref: SessionRef): Promise<SessionIndex> {
+  const { entries } = await deps.store.readEntries(ref, { untilGap: true });
+  return indexSession(entries.map((stored) => stored.entry));
+}
+
+/** The path root → `entryId` (entry-not-found when the session has no such entry). */
+export function pathOrRefuse(index: SessionIndex, entryId: string): SessionEntry[] {
+  const path = pathToRoot(index.byId, entryId);
+  if (path.length === 0) throw new ProblemError("entry-not-found", `No entry ${JSON.stringify(entryId)}.`);
+  return path;
+}
+
+/**
+ * A new session holding `path` (root first; empty: no entries) of the session `ref`, header
+ * `parentSession` = `ref`'s id. A path ending in tool calls without results (a fork at an
+ * assistant entry with tool calls) would leave them unanswered: each gets an error result saying
+ * it was not run here. `sessionId` names the new session (default: a random UUID).
+ */
+export async function forkAt(
+  deps: RouteContext,
+  ref: SessionRef,
+  header: SessionHeader | undefined,
+  path: SessionEntry[],
+  sessionId?: string,
+) {
+  const taken = new Set(path.map((entry) => entry.id));
+  const closing = closeForkedPath(path, {
+    makeId: () => makeUniqueEntryId(secureRandom, taken),
+    now: deps.now(),
+  });
+  const created = await createSessionFrom(
+    deps,
+    ref.tenantId,
+    { header: header ?? null, entries: [...path, ...closing] },
+    ref.sessionId,
+    sessionId,
+  );
+  return { ...created, parentSession: ref.sessionId };
 }

@@ -4,9 +4,6 @@
  */
 import { createRoute, type z } from "@hono/zod-openapi";
 import { DEFAULT_RUN_SETTINGS, type SessionRef } from "../../contracts/runs";
-import { makeUniqueEntryId } from "../../core/ids";
-import { closeForkedPath } from "../../core/session-repair";
-import { indexSession, pathToRoot } from "../../core/session-tree";
 import { SessionBusyError } from "../../run-client/maintenance";
 import type { RunClient } from "../../run-client/run-client";
 import { ProblemError } from "../problems";
@@ -27,7 +24,7 @@ import {
   SessionParamsSchema,
 } from "../schemas";
 import { idempotencyHeaderParam, problemResponses, refOf, requireSession } from "./common";
-import { createSessionFrom, secureRandom } from "./new-session";
+import { forkAt, pathOrRefuse, sessionIndexOf } from "./new-session";
 
 const getEntries = createRoute({
   method: "get",
@@ -105,12 +102,8 @@ const compactSession = createRoute({
 
 export function treeRoutes(deps: RouteContext) {
   /** The session's entries and the path root → `entryId` (entry-not-found when absent). */
-  const pathTo = async (ref: SessionRef, entryId: string) => {
-    const { entries } = await deps.store.readEntries(ref, { untilGap: true });
-    const path = pathToRoot(indexSession(entries.map((stored) => stored.entry)).byId, entryId);
-    if (path.length === 0) throw new ProblemError("entry-not-found", `No entry ${JSON.stringify(entryId)}.`);
-    return path;
-  };
+  const pathTo = async (ref: SessionRef, entryId: string) =>
+    pathOrRefuse(await sessionIndexOf(deps, ref), entryId);
 
   /** Runs a maintenance task; a live run on the session makes it a 409. */
   async function exclusive<T>(work: (runs: RunClient) => Promise<T>): Promise<T> {
@@ -143,21 +136,8 @@ export function treeRoutes(deps: RouteContext) {
         const { entryId } = c.req.valid("json");
         const ref = refOf(c, sessionId);
         const { header } = await requireSession(deps, ref);
-        const path = await pathTo(ref, entryId);
-        // A fork at an assistant entry with tool calls would leave them unanswered: their results
-        // (if any) are not on the path. They get error results saying they were not run here.
-        const taken = new Set(path.map((entry) => entry.id));
-        const closing = closeForkedPath(path, {
-          makeId: () => makeUniqueEntryId(secureRandom, taken),
-          now: deps.now(),
-        });
-        const created = await createSessionFrom(
-          deps,
-          ref.tenantId,
-          { header: header ?? null, entries: [...path, ...closing] },
-          sessionId,
-        );
-        return c.json({ ...created, parentSession: sessionId }, 201);
+        const created = await forkAt(deps, ref, header, await pathTo(ref, entryId));
+        return c.json(created, 201);
       })
       .openapi(labelEntry, async (c) => {
         const { sessionId } = c.req.valid("param");

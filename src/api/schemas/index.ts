@@ -8,6 +8,7 @@ export * from "./budget";
 export * from "./message-body";
 export * from "./params";
 export * from "./problem";
+export * from "./replay";
 export * from "./runs";
 export * from "./session-tree";
 export * from "./sessions";

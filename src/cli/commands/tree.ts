@@ -90,7 +90,7 @@ export async function resolveEntryRef(
 }
 
 /** `resolveEntryRef` over the API. */
-function entryIdOf(client: ApiClient, sessionId: string, ref: string): Promise<string> {
+export function entryIdOf(client: ApiClient, sessionId: string, ref: string): Promise<string> {
   return resolveEntryRef(sessionId, ref, (after, limit) =>
     client.json(
       client.api.v1.sessions[":sessionId"].entries.$get({

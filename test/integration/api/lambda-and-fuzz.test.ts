@@ -95,6 +95,7 @@ const ROUTES: Array<{ method: string; path: (id: string, extra: string) => strin
   { method: "GET", path: (id) => `/v1/sessions/${id}/export` },
   { method: "POST", path: () => "/v1/sessions/import" },
   { method: "POST", path: (id) => `/v1/sessions/${id}/fork` },
+  { method: "POST", path: (id) => `/v1/sessions/${id}/replay` },
   { method: "POST", path: (id) => `/v1/sessions/${id}/branch` },
   { method: "POST", path: (id) => `/v1/sessions/${id}/compact` },
   { method: "POST", path: () => "/v1/integrations/slack/events" },

@@ -456,6 +456,17 @@ test("every operation's answers match the document", async () => {
   expect(branch.status).toBe(200);
   const fork = await call("POST", `${SESSION}/fork`, { sessionId }, { json: { entryId: leafId } });
   expect(fork.status).toBe(201);
+  const replay = await call(
+    "POST",
+    `${SESSION}/replay`,
+    { sessionId },
+    { json: { fromEntryId: first?.entry.id, times: 1 } },
+  );
+  expect(replay.status).toBe(201);
+  await sessionWhere(replay.body.runs[0].sessionId, "idle");
+  expect(
+    (await call("POST", `${SESSION}/replay`, { sessionId }, { json: { fromEntryId: leafId } })).status,
+  ).toBe(422);
   const imported = await call(
     "POST",
     "/v1/sessions/import",
