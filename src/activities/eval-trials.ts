@@ -17,7 +17,7 @@ import { judgeByNumbers, summarizeRun } from "../evals/report";
 import { type CheckOutcome, DEFAULT_CHECK_TIMEOUT_SECONDS, type EvalCheck } from "../evals/types";
 import { isRefusal } from "../run-client/start-or-deliver";
 import { sha256Hex } from "../store/digest";
-import { forkSession } from "../store/session-fork";
+import { forkSession, pathTo } from "../store/session-fork";
 import { snapshotAncestry, snapshotForAncestry } from "../store/workspace-lookup";
 import { runToolCall } from "../tools";
 import { prepareWorkspace } from "../tools/workspace";
@@ -55,21 +55,17 @@ export function evalTrialActivities(
       if (evalCase.from) {
         // Ids of closing results seeded by the trial: a retried fork writes the same entries.
         const random = seededRandom(Number.parseInt(sha256Hex(`${evalId}/${index}`).slice(0, 8), 16));
-        const forked = await forkSession(
-          deps.store,
-          { tenantId, sessionId: evalCase.from.sessionId },
-          evalCase.from.entryId,
-          ref,
-          {
-            makeId: (taken) => makeUniqueEntryId(random, taken),
-            now: Date.parse(stored.createdAt),
-            resume: true,
-          },
-        );
-        if (!forked) {
+        const origin = { tenantId, sessionId: evalCase.from.sessionId };
+        const path = await pathTo(deps.store, origin, evalCase.from.entryId);
+        if (path.length === 0) {
           const message = `the case's origin entry ${evalCase.from.entryId} is not in session ${evalCase.from.sessionId}`;
           return { type: "refused", sessionId: ref.sessionId, message };
         }
+        const forked = await forkSession(deps.store, origin, await deps.store.getHeader(origin), path, ref, {
+          makeId: (taken) => makeUniqueEntryId(random, taken),
+          now: Date.parse(stored.createdAt),
+          resume: true,
+        });
         inherited = forked.entryCount;
       }
       const outcome = await start({

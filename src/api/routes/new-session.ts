@@ -4,11 +4,12 @@
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import type { SessionRef } from "../../contracts/runs";
-import { makeUniqueEntryId } from "../../core/ids";
+import { makeUniqueEntryId, seededRandom } from "../../core/ids";
 import { createSessionHeader } from "../../core/session-entries";
-import { closeForkedPath } from "../../core/session-repair";
 import { indexSession, pathToRoot, type SessionIndex } from "../../core/session-tree";
 import type { SessionEntry, SessionHeader } from "../../core/session-types";
+import { sha256Hex } from "../../store/digest";
+import { forkSession } from "../../store/session-fork";
 import { ProblemError } from "../problems";
 import type { RouteContext } from "../route-context";
 
@@ -65,9 +66,9 @@ export function pathOrRefuse(index: SessionIndex, entryId: string): SessionEntry
 
 /**
  * A new session holding `path` (root first; empty: no entries) of the session `ref`, header
- * `parentSession` = `ref`'s id. A path ending in tool calls without results (a fork at an
- * assistant entry with tool calls) would leave them unanswered: each gets an error result saying
- * it was not run here. `sessionId` names the new session (default: a random UUID).
+ * `parentSession` = `ref`'s id (`forkSession`, the one fork). `sessionId` names the new session
+ * (default: a random UUID); a named one is a keyed fork a retried request makes again: its closing
+ * ids are seeded by the name, and a fork of `ref` already stored under it is finished, not refused.
  */
 export async function forkAt(
   deps: RouteContext,
@@ -76,17 +77,15 @@ export async function forkAt(
   path: SessionEntry[],
   sessionId?: string,
 ) {
-  const taken = new Set(path.map((entry) => entry.id));
-  const closing = closeForkedPath(path, {
-    makeId: () => makeUniqueEntryId(secureRandom, taken),
+  const target = { tenantId: ref.tenantId, sessionId: sessionId ?? randomUUID() };
+  const random =
+    sessionId === undefined
+      ? secureRandom
+      : seededRandom(Number.parseInt(sha256Hex(sessionId).slice(0, 8), 16));
+  const created = await forkSession(deps.store, ref, header, path, target, {
+    makeId: (taken) => makeUniqueEntryId(random, taken),
     now: deps.now(),
+    resume: sessionId !== undefined,
   });
-  const created = await createSessionFrom(
-    deps,
-    ref.tenantId,
-    { header: header ?? null, entries: [...path, ...closing] },
-    ref.sessionId,
-    sessionId,
-  );
-  return { ...created, parentSession: ref.sessionId };
+  return { sessionId: target.sessionId, ...created, parentSession: ref.sessionId };
 }

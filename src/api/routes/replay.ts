@@ -107,8 +107,8 @@ export function replayRoutes(deps: RouteContext) {
 }
 
 /**
- * The fork named `forkId`, made now or by an earlier request with the same key (a session of that
- * id forked from another session is refused: `session-exists`).
+ * The fork named `forkId`, made now or finished after an earlier request with the same key (a
+ * session of that id that is not a fork of `ref` is refused: `session-exists`).
  */
 async function keyedFork(
   deps: RouteContext,
@@ -121,12 +121,10 @@ async function keyedFork(
     await forkAt(deps, ref, header, path, forkId);
   } catch (error) {
     if (!(error instanceof SessionExistsError)) throw error;
-    const existing = await deps.store.getHeader({ tenantId: ref.tenantId, sessionId: forkId });
-    if (existing.parentSession !== ref.sessionId)
-      throw new ProblemError(
-        "session-exists",
-        `Session ${forkId} exists and is not a fork of ${ref.sessionId}.`,
-      );
+    throw new ProblemError(
+      "session-exists",
+      `Session ${forkId} exists and is not a fork of ${ref.sessionId}.`,
+    );
   }
   return forkId;
 }
