@@ -13,6 +13,7 @@ import { compareCommand } from "./commands/compare";
 import { abortCommand, approveCommand } from "./commands/control";
 import { deleteCommand } from "./commands/delete";
 import { envCommand, runnerCommand } from "./commands/environments";
+import { evalCommand } from "./commands/eval";
 import { eventsCommand } from "./commands/events";
 import { mcpCommand } from "./commands/mcp";
 import { followUpCommand, interruptCommand, runCommand, sendCommand, steerCommand } from "./commands/message";
@@ -54,6 +55,7 @@ const COMMANDS: Record<string, Command> = {
   runner: runnerCommand,
   mcp: mcpCommand,
   secret: secretCommand,
+  eval: evalCommand,
   usage: usageCommand,
   admin: adminCommand,
 };

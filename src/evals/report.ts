@@ -60,7 +60,7 @@ export function wilsonInterval(passed: number, n: number, z = 1.96): [number, nu
   return [Math.max(0, center - half), Math.min(1, center + half)];
 }
 
-export interface ModelSummary {
+interface ModelSummary {
   model: string;
   /** Trials planned for this model, and how many have a result. */
   trials: number;
@@ -75,13 +75,13 @@ export interface ModelSummary {
   meanDurationMs: number;
 }
 
-export interface CaseRow {
+interface CaseRow {
   caseId: string;
   /** Per model, in the eval's order: passed / finished of its repeats. */
   results: Array<{ model: string; passed: number; finished: number; sessions: string[] }>;
 }
 
-export interface FailingTrial {
+interface FailingTrial {
   index: number;
   caseId: string;
   model: string;
@@ -106,7 +106,7 @@ export interface EvalReport {
 }
 
 /** One line naming a check, for failure lists. */
-export function describeCheck(check: EvalCheck): string {
+function describeCheck(check: EvalCheck): string {
   switch (check.type) {
     case "command":
       return `command \`${check.command}\``;
@@ -183,7 +183,7 @@ export function evalReport(stored: StoredEval, results: readonly TrialResult[]):
   };
 }
 
-export interface CaseChange {
+interface CaseChange {
   caseId: string;
   model: string;
   before: { passed: number; finished: number };

@@ -18,7 +18,7 @@ export const EvalCheckSchema = z.discriminatedUnion("type", [
   z
     .object({
       type: z.literal("command"),
-      command: z.string().min(1).max(8_000),
+      command: z.string().min(1).max(200_000),
       timeoutSeconds: z.number().int().min(1).max(MAX_CHECK_TIMEOUT_SECONDS).optional(),
     })
     .strict(),
@@ -61,7 +61,7 @@ export const EvalOriginSchema = z
  * as such for every model of the eval; `from` forks a stored session's entry instead of starting
  * an empty session.
  */
-export const EvalCaseSchema = z
+const EvalCaseSchema = z
   .object({
     id: idString("case ids"),
     prompt: z.string().min(1).max(100_000),
@@ -71,7 +71,7 @@ export const EvalCaseSchema = z
   })
   .strict();
 
-export const EvalSuiteSchema = z
+const EvalSuiteSchema = z
   .object({
     name: z.string().min(1).max(200).optional(),
     /** Run fields every case starts from (a case's own `settings` go over them). */
@@ -83,7 +83,6 @@ export const EvalSuiteSchema = z
       .refine((cases) => new Set(cases.map((c) => c.id)).size === cases.length, "case ids must be unique"),
   })
   .strict();
-export type EvalSuite = z.infer<typeof EvalSuiteSchema>;
 
 /** `POST /v1/evals`: the suite, the models to compare, how often each case runs, and a budget. */
 export const EvalRequestSchema = z

@@ -20,7 +20,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ["contracts"],
   ["workflows"],
   ["integrations"],
-  ["tenants"],
+  ["tenants", "evals"],
   ["tool-calls"],
   ["environments"],
   ["run-client"],
