@@ -1,25 +1,8 @@
-/**
- * `keel eval`: run a suite of cases against models and read the results (docs/evals.md).
- *
- *   keel eval run SUITE.json --model A [--model B …] [--repeat N] [--concurrency N] [--max-cost-usd X] [--wait]
- *   keel eval show EVAL · keel eval list · keel eval compare EVAL EVAL
- *   keel eval budget EVAL [--max-cost-usd X] · keel eval cancel EVAL
- *   keel eval case-from SESSION [--entry E] [--check CMD] [--id ID]
- *   keel eval import-swebench TASKS.jsonl --repos DIR [--test-cmd CMD]
- *   keel eval schema
- */
-import { readFileSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { type ApiClient, EXIT, type ExitCode, UsageError } from "../../api-client/client";
 import { compareReports, type EvalReport } from "../../evals/report";
-import {
-  caseFromSweInstance,
-  type FileCase,
-  SuiteFileSchema,
-  SweInstanceSchema,
-  suiteFileJsonSchema,
-} from "../../evals/suite-file";
+import { SuiteFileSchema, suiteFileJsonSchema } from "../../evals/suite-file";
 import {
   type Command,
   type CommandContext,
@@ -31,7 +14,6 @@ import {
 import { readSuiteFile, uploadedSuite } from "../eval-workspaces";
 import { formatUsd, oneLine } from "../render";
 import { caseFrom, importSwebench } from "./eval-cases";
-import { resolveEntryRef } from "./tree";
 
 const SUBCOMMANDS = `Subcommands:
   run SUITE.json --model M [--model M …] [--repeat N] [--concurrency N] [--max-cost-usd X] [--wait]
