@@ -1,9 +1,12 @@
 /** The suite file and the mapping of SWE-bench-style task instances to cases. */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import {
   caseFromSweInstance,
   caseIdOf,
   SuiteFileSchema,
   SweInstanceSchema,
+  suiteFileJsonSchema,
 } from "../../../src/evals/suite-file";
 
 const instance = {
@@ -72,4 +75,9 @@ test("a suite file is refused for what is wrong with it", () => {
   const messages = bad.error?.issues.map((issue) => issue.message).join("\n") ?? "";
   expect(messages).toContain("a local repository needs `commit`");
   expect(messages).toContain("must be a valid regular expression");
+});
+
+test("docs/eval-suite.schema.json is the suite file's schema (keel eval schema > docs/eval-suite.schema.json)", () => {
+  const committed = JSON.parse(readFileSync(join(__dirname, "../../../docs/eval-suite.schema.json"), "utf8"));
+  expect(committed).toEqual(suiteFileJsonSchema());
 });
