@@ -56,6 +56,7 @@ const PROBLEMS = {
   "unsupported-media-type": { status: 415, title: "Unsupported content type" },
   "invalid-schedule": { status: 422, title: "The schedule cannot be made as asked" },
   "invalid-range": { status: 422, title: "The range asked for is not one that can be read" },
+  "invalid-eval": { status: 422, title: "The eval cannot be run as asked" },
   "no-replay-message": { status: 422, title: "The replay has no message to send" },
   "unusable-secrets": { status: 422, title: "The run names tenant secrets it cannot use" },
   "webhook-url-refused": { status: 422, title: "The webhook endpoint's URL is refused" },

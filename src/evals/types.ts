@@ -76,25 +76,27 @@ const EvalSuiteSchema = z
     name: z.string().min(1).max(200).optional(),
     /** Run fields every case starts from (a case's own `settings` go over them). */
     settings: z.record(z.string(), z.unknown()).optional(),
-    cases: z
-      .array(EvalCaseSchema)
-      .min(1)
-      .max(MAX_EVAL_CASES)
-      .refine((cases) => new Set(cases.map((c) => c.id)).size === cases.length, "case ids must be unique"),
+    /** Ids unique (the API refuses a repeated one with 422: no schema can state it of a field). */
+    cases: z.array(EvalCaseSchema).min(1).max(MAX_EVAL_CASES),
   })
   .strict();
 
-/** `POST /v1/evals`: the suite, the models to compare, how often each case runs, and a budget. */
-export const EvalRequestSchema = z
-  .object({
-    suite: EvalSuiteSchema,
-    models: z.array(z.string().min(1).max(256)).min(1).max(16),
-    repeat: z.number().int().min(1).max(100).default(1),
-    concurrency: z.number().int().min(1).max(64).default(4),
-    /** Pause the eval (no new trial starts) once its finished trials cost this many US dollars. */
-    maxCostUsd: z.number().min(0).max(1_000_000).optional(),
-  })
-  .strict();
+/**
+ * `POST /v1/evals`: the suite, the models to compare (`model`: one model as the deployment takes
+ * it for a run), how often each case runs, and a budget.
+ */
+export function evalRequestSchema(model: z.ZodType<string>) {
+  return z
+    .object({
+      suite: EvalSuiteSchema,
+      models: z.array(model).min(1).max(16),
+      repeat: z.number().int().min(1).max(100).default(1),
+      concurrency: z.number().int().min(1).max(64).default(4),
+      /** Pause the eval (no new trial starts) once its finished trials cost this many US dollars. */
+      maxCostUsd: z.number().min(0).max(1_000_000).optional(),
+    })
+    .strict();
+}
 
 /** What one trial ran: the settings (as the core's run settings) are kept in the stored eval. */
 export interface TrialPlan {

@@ -16,7 +16,7 @@ import type { ViewModel } from "./view-model";
  */
 const { viewerClient } = require("./browser/client") as { viewerClient: () => void };
 
-const STYLE = `
+export const VIEWER_STYLE = `
 :root { color-scheme: light dark; --muted: #777; --line: #8884; --add: #2a2; --del: #c33; }
 body { font: 14px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 1100px; padding: 1rem; }
 h1 { font-size: 1.2rem; margin: 0 0 .25rem; }
@@ -78,7 +78,7 @@ function page(title: string, config: object, model: ViewModel | undefined, conne
   const policy = [
     "default-src 'none'",
     `script-src ${cspHash(CLIENT_SCRIPT)}`,
-    `style-src ${cspHash(STYLE)}`,
+    `style-src ${cspHash(VIEWER_STYLE)}`,
     `connect-src ${connect}`,
     "img-src 'none'",
     "base-uri 'none'",
@@ -92,7 +92,7 @@ function page(title: string, config: object, model: ViewModel | undefined, conne
 <meta name="referrer" content="no-referrer">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtmlText(title)}</title>
-<style>${STYLE}</style>
+<style>${VIEWER_STYLE}</style>
 </head><body>
 <div id="app"><noscript>The transcript needs JavaScript.</noscript></div>
 <script type="application/json" id="keel-config">${jsonInHtml(config)}</script>

@@ -19,14 +19,15 @@ import {
 import type { RunSettings } from "../../contracts/runs";
 import { type StoredEval, trialCount } from "../../evals/eval-store";
 import { evalReport } from "../../evals/report";
-import { EvalRequestSchema, MAX_EVAL_TRIALS } from "../../evals/types";
+import { evalRequestSchema, MAX_EVAL_TRIALS } from "../../evals/types";
 import { pathTo } from "../../store/session-fork";
 import { WorkflowType } from "../../workflows/references";
+import { unattendedSettings } from "../../workflows/schedules";
 import { ProblemError } from "../problems";
 import type { RouteContext } from "../route-context";
 import { createRouter } from "../router";
 import { reportedIssues } from "../schema-issues";
-import { messageBodySchema } from "../schemas";
+import { messageBodySchema, runModelSchema } from "../schemas";
 import { idempotencyHeaderParam, problemResponses } from "./common";
 import { messageBodyOptions, tenantRunRequest } from "./runs";
 
@@ -75,17 +76,18 @@ const EvalBudgetBodySchema = z.object({
 });
 const AcceptedEvalSchema = z.object({ evalId: z.string(), accepted: z.literal(true) });
 
-const startEval = createRoute({
-  method: "post",
-  path: "/v1/evals",
-  summary: "Start an eval: every case × model × repeat of the suite as a run, judged by the case's checks",
-  request: { body: { required: true, ...json(EvalRequestSchema) } },
-  responses: {
-    201: { description: "Started", ...json(EvalStartedSchema) },
-    ...problemResponses(403, 413, 415, 422),
-  },
-  parameters: [idempotencyHeaderParam],
-});
+const startEval = (model: z.ZodType<string>) =>
+  createRoute({
+    method: "post",
+    path: "/v1/evals",
+    summary: "Start an eval: every case × model × repeat of the suite as a run, judged by the case's checks",
+    request: { body: { required: true, ...json(evalRequestSchema(model)) } },
+    responses: {
+      201: { description: "Started", ...json(EvalStartedSchema) },
+      ...problemResponses(403, 413, 415, 422),
+    },
+    parameters: [idempotencyHeaderParam],
+  });
 
 const listEvals = createRoute({
   method: "get",
@@ -179,18 +181,26 @@ export function evalRoutes(deps: RouteContext) {
   }
 
   return createRouter()
-    .openapi(startEval, async (c) => {
+    .openapi(startEval(runModelSchema(bodyOptions)), async (c) => {
       const tenantId = c.get("tenantId");
       const request = c.req.valid("json");
-      const trials = request.suite.cases.length * request.models.length * request.repeat;
+      // A model named twice is one model of the comparison.
+      const models = [...new Set(request.models)];
+      const trials = request.suite.cases.length * models.length * request.repeat;
       if (trials > MAX_EVAL_TRIALS)
         throw new ProblemError(
-          "invalid-request",
+          "invalid-eval",
           `An eval runs at most ${MAX_EVAL_TRIALS} trials; this one ${trials}.`,
           {
             errors: [{ path: "repeat", message: `cases × models × repeat is ${trials}` }],
           },
         );
+      const ids = request.suite.cases.map((evalCase) => evalCase.id);
+      const repeated = ids.find((id, index) => ids.indexOf(id) !== index);
+      if (repeated !== undefined)
+        throw new ProblemError("invalid-eval", `Two cases have the id ${JSON.stringify(repeated)}.`, {
+          errors: [{ path: "suite.cases", message: "case ids must be unique" }],
+        });
       const cases: StoredEval["cases"] = [];
       for (const [caseIndex, evalCase] of request.suite.cases.entries()) {
         if (evalCase.from) {
@@ -202,7 +212,7 @@ export function evalRoutes(deps: RouteContext) {
             );
         }
         const settings: RunSettings[] = [];
-        for (const model of request.models) {
+        for (const model of models) {
           const parsed = bodySchema.safeParse({
             ...request.suite.settings,
             ...evalCase.settings,
@@ -220,10 +230,14 @@ export function evalRoutes(deps: RouteContext) {
                 })),
               },
             );
-          settings.push(
-            (await tenantRunRequest(deps, tenantId, parsed.data, bodyOptions, `eval case ${evalCase.id}`))
-              .settings,
+          const run = await tenantRunRequest(
+            deps,
+            tenantId,
+            parsed.data,
+            bodyOptions,
+            `eval case ${evalCase.id}`,
           );
+          settings.push(trialSettings(run.settings, parsed.data.limits?.pauseTimeoutSeconds !== undefined));
         }
         cases.push({
           id: evalCase.id,
@@ -239,7 +253,7 @@ export function evalRoutes(deps: RouteContext) {
         tenantId,
         ...(request.suite.name !== undefined ? { name: request.suite.name } : {}),
         createdAt: new Date(deps.now()).toISOString(),
-        models: request.models,
+        models,
         repeat: request.repeat,
         concurrency: request.concurrency,
         ...(request.maxCostUsd !== undefined ? { maxCostUsd: request.maxCostUsd } : {}),
@@ -302,6 +316,19 @@ export function evalRoutes(deps: RouteContext) {
       await (await running(stored.tenantId, evalId)).cancel().catch(endedEval);
       return c.json({ evalId, accepted: true as const }, 202);
     });
+}
+
+/**
+ * A trial's run settings: nobody watches a trial, so an approval it asks for is refused (as an
+ * unattended schedule's `deny`), and a trial that reaches its own cost or token budget ends at
+ * once instead of waiting a day paused (unless the case set `pauseTimeoutSeconds`): its checks
+ * judge it as it stands.
+ */
+function trialSettings(settings: RunSettings, pauseTimeoutGiven: boolean): RunSettings {
+  const unattended = unattendedSettings(settings, "deny", false);
+  const budgeted = unattended.limits.maxCostUsd > 0 || (unattended.limits.maxTokens ?? 0) > 0;
+  if (!budgeted || pauseTimeoutGiven) return unattended;
+  return { ...unattended, limits: { ...unattended.limits, pauseTimeoutSeconds: 1 } };
 }
 
 /** A signal or cancel to an eval whose workflow has closed: 409. */

@@ -245,8 +245,11 @@ function oneLinePattern(modelUrls: ModelUrlPolicy): RegExp {
 /** Models a run may name in order of preference (`model: [first, fallback, …]`). */
 const MAX_RUN_MODELS = 5;
 
-/** The body of `POST …/messages` for a deployment's catalog and workspace policy. */
-export function messageBodySchema(options: MessageBodyOptions) {
+/**
+ * One model a run may name on this deployment: a catalog id, or a one-line model whose base URL
+ * the operator allows (what `POST …/messages` and an eval's `models` take).
+ */
+export function runModelSchema(options: MessageBodyOptions) {
   const [firstModel, ...otherModels] = options.modelIds;
   // A model named in one line (`openai-compatible:<model>@<base URL>`, see providers/model-spec).
   const unknownModel = (input: unknown) =>
@@ -265,7 +268,7 @@ export function messageBodySchema(options: MessageBodyOptions) {
     // the URL again); the refinement applies the provider's own parser.
     .regex(oneLinePattern(modelUrls), { error: (issue) => refusal(issue.input) })
     .refine((spec) => modelFromSpec(spec) !== undefined, { error: (issue) => unknownModel(issue.input) });
-  const model =
+  const model: z.ZodType<string> =
     firstModel === undefined
       ? z
           .string()
@@ -277,6 +280,12 @@ export function messageBodySchema(options: MessageBodyOptions) {
               ctx.addIssue({ code: "custom", message });
           })
       : z.union([z.enum([firstModel, ...otherModels]), oneLine], { error: (issue) => refusal(issue.input) });
+  return model;
+}
+
+/** The body of `POST …/messages` for a deployment's catalog and workspace policy. */
+export function messageBodySchema(options: MessageBodyOptions) {
+  const model = runModelSchema(options);
   return z
     .object({
       text: z.string().min(1).max(MAX_MESSAGE_TEXT_CHARS),

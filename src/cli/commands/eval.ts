@@ -1,3 +1,4 @@
+import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { type ApiClient, EXIT, type ExitCode, UsageError } from "../../api-client/client";
@@ -11,6 +12,7 @@ import {
   parseCommand,
   printJson,
 } from "../command";
+import { evalReportHtml } from "../eval-report-page";
 import { readSuiteFile, uploadedSuite } from "../eval-workspaces";
 import { formatUsd, oneLine } from "../render";
 import { caseFrom, importSwebench } from "./eval-cases";
@@ -18,7 +20,8 @@ import { caseFrom, importSwebench } from "./eval-cases";
 const SUBCOMMANDS = `Subcommands:
   run SUITE.json --model M [--model M …] [--repeat N] [--concurrency N] [--max-cost-usd X] [--wait]
       start an eval: every case × model × repeat as a run, judged by the case's checks
-  show EVAL                 progress, per-model pass rates (95 % interval), cost, failing cases
+  show EVAL [--html FILE]   progress, per-model pass rates (95 % interval), cost, failing cases;
+                            --html: the report as one offline page, failing trials linked to their transcripts
   list                      the tenant's evals, newest first
   compare EVAL EVAL         per model, before and after; the cases whose pass rate changed
   budget EVAL [--max-cost-usd X]   raise (or, without X, lift) the budget of a paused eval
@@ -182,9 +185,13 @@ function costOption(value: string): number {
 }
 
 async function show(argv: string[], context: CommandContext): Promise<ExitCode> {
-  const parsed = parseCommand(argv, {}, { min: 1, max: 1, names: "EVAL" }, context);
+  const parsed = parseCommand(argv, { html: { type: "string" } }, { min: 1, max: 1, names: "EVAL" }, context);
   const data = await view(parsed.client, parsed.positionals[0] as string);
-  if (parsed.json) printJson(context, data);
+  const html = parsed.values.html;
+  if (typeof html === "string") {
+    writeFileSync(html, evalReportHtml(data, parsed.apiUrl).html);
+    context.out.write(`wrote ${html}\n`);
+  } else if (parsed.json) printJson(context, data);
   else context.out.write(formatEval(data, parsed.apiUrl));
   return EXIT.ok;
 }

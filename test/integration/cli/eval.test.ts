@@ -5,7 +5,7 @@
  * `show`, `list`, `compare`, a case made from a stored session (`case-from`), and the schema.
  */
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { TurnContext } from "../../../src/providers/local-server";
 import { testTmpDir, uniqueName } from "../../support/integration-env";
@@ -153,6 +153,11 @@ test("a suite from a directory and a SWE-bench-style instance: model A passes, m
   expect(shown.stdout).toMatch(new RegExp(`${BAD}\\s+0%`));
   expect(shown.stdout).toContain(`${api.url}/view/sessions/${sweFailure.sessionId}`);
   expect((await keel(["eval", "list"])).stdout).toContain(view.eval.evalId);
+  const page = join(root, "report.html");
+  expect((await keel(["eval", "show", view.eval.evalId, "--html", page])).code).toBe(0);
+  const html = readFileSync(page, "utf8");
+  expect(html).toContain(`href="${api.url}/view/sessions/${sweFailure.sessionId}"`);
+  expect(html).not.toContain("<script");
 
   // A case from real work: the good model's session of the directory case, with a check by hand.
   const goodAnswer = view.report.cases[0].results[0].sessions[0];

@@ -157,6 +157,7 @@ test("model A passes what model B fails: pass rates, per-case results and failin
 
 test("a check that runs too long fails its case; an eval over its budget pauses until the budget is raised", async () => {
   const talk = scenario(() => ({ text: "Fine." }));
+  const tool = scenario(() => ({ toolCalls: [{ name: "bash", arguments: { command: "echo > done.txt" } }] }));
   const hostDir = join(tmpdir(), uniqueName("eval-escape"));
   const suite = {
     cases: [
@@ -172,6 +173,20 @@ test("a check that runs too long fails its case; an eval over its budget pauses 
         checks: [{ type: "command", command: `mkdir -p ${hostDir} && echo escaped > ${hostDir}/out; true` }],
       },
       { id: "third", prompt: `[scenario:${talk}] three`, checks: [] },
+      // Nobody watches a trial: a run over its own budget ends instead of waiting a day paused,
+      // and a call the policy would ask about is refused instead of waiting for an approval.
+      {
+        id: "own-budget",
+        prompt: `[scenario:${tool}] four`,
+        settings: { limits: { maxCostUsd: 0.0000001 } },
+        checks: [{ type: "file", path: "done.txt" }],
+      },
+      {
+        id: "asks",
+        prompt: `[scenario:${tool}] five`,
+        settings: { policy: { rules: [{ tool: "bash", action: "ask" }] } },
+        checks: [{ type: "file", path: "done.txt", exists: false }],
+      },
     ],
   };
   const started = await api.call("POST", "/v1/evals", {
@@ -188,7 +203,7 @@ test("a check that runs too long fails its case; an eval over its budget pauses 
 
   expect((await api.call("POST", `/v1/evals/${evalId}/budget`, { json: {} })).status).toBe(202);
   const done = await finished(evalId);
-  expect(done.report.models[0]).toMatchObject({ finished: 3, passed: 2 });
+  expect(done.report.models[0]).toMatchObject({ finished: 5, passed: 4 });
   expectProblem(await api.call("POST", `/v1/evals/${evalId}/cancel`), 409, "eval-ended");
   expect(existsSync(hostDir)).toBe(false);
 }, 180_000);
@@ -222,6 +237,22 @@ test("bad requests are refused with what is wrong, and nothing starts", async ()
     }),
     400,
     "invalid-request",
+  );
+  expectProblem(
+    await api.call("POST", "/v1/evals", { json: { suite: { cases: [base, base] }, models: [GOOD] } }),
+    422,
+    "invalid-eval",
+  );
+  expectProblem(
+    await api.call("POST", "/v1/evals", {
+      json: {
+        suite: { cases: Array.from({ length: 60 }, (_, i) => ({ ...base, id: `c${i}` })) },
+        models: [GOOD],
+        repeat: 100,
+      },
+    }),
+    422,
+    "invalid-eval",
   );
   expectProblem(await api.call("GET", "/v1/evals/ev0000000000000000"), 404, "eval-not-found");
   expect(modelCalls([talk])).toBe(0);
