@@ -77,7 +77,7 @@ test("a suite file is refused for what is wrong with it", () => {
   expect(messages).toContain("must be a valid regular expression");
 });
 
-test("docs/eval-suite.schema.json is the suite file's schema (keel eval schema > docs/eval-suite.schema.json)", () => {
+test("docs/eval-suite.schema.json is the suite file's schema (keel eval schema > docs/eval-suite.schema.json, then npx biome format --write)", () => {
   const committed = JSON.parse(readFileSync(join(__dirname, "../../../docs/eval-suite.schema.json"), "utf8"));
   expect(committed).toEqual(suiteFileJsonSchema());
 });
