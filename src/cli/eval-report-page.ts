@@ -5,7 +5,7 @@
  * script at all, and its Content-Security-Policy allows nothing but its one inline style.
  */
 import type { EvalReport } from "../evals/report";
-import { cspHash, VIEWER_STYLE } from "../viewer/page";
+import { cspHash, escapeHtml, VIEWER_STYLE } from "../viewer/page";
 
 /** What the report shows of an eval: the API's `GET /v1/evals/{id}` answer. */
 export interface EvalReportView {
@@ -19,8 +19,6 @@ table { border-collapse: collapse; margin: .6rem 0; } th, td { padding: .2rem .6
 td.num { text-align: right; font-variant-numeric: tabular-nums; } .pass { color: var(--add); } .fail { color: var(--del); }
 `;
 
-const escape = (text: string) =>
-  text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
 const percent = (value: number) => `${(value * 100).toFixed(0)} %`;
 const usd = (value: number) => `$${value.toFixed(4)}`;
 
@@ -28,17 +26,17 @@ const usd = (value: number) => `$${value.toFixed(4)}`;
 export function evalReportHtml(view: EvalReportView, viewerBase: string): { html: string } {
   const { report, progress } = view;
   const transcript = (sessionId: string) =>
-    `<a href="${escape(`${viewerBase}/view/sessions/${encodeURIComponent(sessionId)}`)}">${escape(sessionId)}</a>`;
+    `<a href="${escapeHtml(`${viewerBase}/view/sessions/${encodeURIComponent(sessionId)}`)}">${escapeHtml(sessionId)}</a>`;
   const models = report.models
     .map(
       (model) =>
-        `<tr><td>${escape(model.model)}</td><td class="num">${percent(model.passRate)}</td><td class="num">${percent(model.interval[0])}–${percent(model.interval[1])}</td><td class="num">${model.passed}/${model.finished}</td><td class="num">${usd(model.costUsd)}</td><td class="num">${model.tokens.input} / ${model.tokens.output}</td><td class="num">${model.meanTurns.toFixed(1)}</td><td class="num">${(model.meanDurationMs / 1000).toFixed(1)} s</td></tr>`,
+        `<tr><td>${escapeHtml(model.model)}</td><td class="num">${percent(model.passRate)}</td><td class="num">${percent(model.interval[0])}–${percent(model.interval[1])}</td><td class="num">${model.passed}/${model.finished}</td><td class="num">${usd(model.costUsd)}</td><td class="num">${model.tokens.input} / ${model.tokens.output}</td><td class="num">${model.meanTurns.toFixed(1)}</td><td class="num">${(model.meanDurationMs / 1000).toFixed(1)} s</td></tr>`,
     )
     .join("\n");
   const cases = report.cases
     .map(
       (row) =>
-        `<tr><td>${escape(row.caseId)}</td>${row.results
+        `<tr><td>${escapeHtml(row.caseId)}</td>${row.results
           .map((result) => {
             const kind = result.finished === 0 ? "" : result.passed === result.finished ? "pass" : "fail";
             return `<td class="num ${kind}">${result.passed}/${result.finished}</td>`;
@@ -49,7 +47,7 @@ export function evalReportHtml(view: EvalReportView, viewerBase: string): { html
   const failing = report.failing
     .map(
       (trial) =>
-        `<div class="entry kind-tool_result"><div class="title"><span class="kind">${escape(trial.caseId)}</span><span>${escape(trial.model)} #${trial.repeat + 1}</span><span class="error">${escape(trial.status)}</span>${transcript(trial.sessionId)}</div>${trial.reason ? `<pre class="text">${escape(trial.reason)}</pre>` : ""}${trial.failed.map((line) => `<pre class="output error">${escape(line)}</pre>`).join("")}</div>`,
+        `<div class="entry kind-tool_result"><div class="title"><span class="kind">${escapeHtml(trial.caseId)}</span><span>${escapeHtml(trial.model)} #${trial.repeat + 1}</span><span class="error">${escapeHtml(trial.status)}</span>${transcript(trial.sessionId)}</div>${trial.reason ? `<pre class="text">${escapeHtml(trial.reason)}</pre>` : ""}${trial.failed.map((line) => `<pre class="output error">${escapeHtml(line)}</pre>`).join("")}</div>`,
     )
     .join("\n");
   const title = `Keel eval ${view.eval.evalId}${view.eval.name ? ` · ${view.eval.name}` : ""}`;
@@ -59,14 +57,14 @@ export function evalReportHtml(view: EvalReportView, viewerBase: string): { html
 <meta http-equiv="Content-Security-Policy" content="${policy}">
 <meta name="referrer" content="no-referrer">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escape(title)}</title>
+<title>${escapeHtml(title)}</title>
 <style>${REPORT_STYLE}</style>
 </head><body>
-<h1>${escape(title)}</h1>
-<div class="facts">${escape(progress.state)} · ${progress.finished}/${progress.trials} trials · ${usd(progress.costUsd)}${progress.maxCostUsd !== undefined ? ` of ${usd(progress.maxCostUsd)}` : ""} · started ${escape(view.eval.createdAt)}</div>
+<h1>${escapeHtml(title)}</h1>
+<div class="facts">${escapeHtml(progress.state)} · ${progress.finished}/${progress.trials} trials · ${usd(progress.costUsd)}${progress.maxCostUsd !== undefined ? ` of ${usd(progress.maxCostUsd)}` : ""} · started ${escapeHtml(view.eval.createdAt)}</div>
 <table><thead><tr><th>model</th><th>pass</th><th>95 % interval</th><th>passed</th><th>cost</th><th>tokens in / out</th><th>turns</th><th>time</th></tr></thead>
 <tbody>${models}</tbody></table>
-<table><thead><tr><th>case</th>${report.models.map((model) => `<th>${escape(model.model)}</th>`).join("")}</tr></thead>
+<table><thead><tr><th>case</th>${report.models.map((model) => `<th>${escapeHtml(model.model)}</th>`).join("")}</tr></thead>
 <tbody>${cases}</tbody></table>
 ${report.failing.length > 0 ? `<h1>Failing trials</h1>\n${failing}` : ""}
 </body></html>

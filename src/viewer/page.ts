@@ -91,7 +91,7 @@ function page(title: string, config: object, model: ViewModel | undefined, conne
 <meta http-equiv="Content-Security-Policy" content="${policy}">
 <meta name="referrer" content="no-referrer">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escapeHtmlText(title)}</title>
+<title>${escapeHtml(title)}</title>
 <style>${VIEWER_STYLE}</style>
 </head><body>
 <div id="app"><noscript>The transcript needs JavaScript.</noscript></div>
@@ -117,6 +117,7 @@ export function jsonInHtml(value: unknown): string {
     .replace(/\u2029/g, "\\u2029");
 }
 
-function escapeHtmlText(text: string): string {
-  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+/** `text` safe as HTML text and inside a double-quoted attribute. */
+export function escapeHtml(text: string): string {
+  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
 }
