@@ -164,20 +164,21 @@ export function evalRoutes(deps: RouteContext) {
     return workflow;
   };
 
-  /** Where the eval's workflow is: its live answer, or its result once closed. */
-  async function progressOf(stored: StoredEval, finished: number, passed: number, costUsd: number) {
+  /**
+   * The eval's workflow's own count: its answer while it runs, its result once completed;
+   * undefined once it was cancelled, terminated or is gone (its trials' results say the rest).
+   * Read before the trials' results: a trial is stored before the workflow counts it, so the
+   * results read after are at least as many as the count says (a completed eval's are all there).
+   */
+  async function workflowProgress(stored: StoredEval): Promise<EvalProgress | EvalRunResult | undefined> {
     const workflow = await handle(stored.tenantId, stored.evalId);
-    const description = await workflow.describe();
-    if (description.status.name === "RUNNING")
-      return { ...(await workflow.query<EvalProgress>(EVAL_PROGRESS_QUERY)), finished, passed, costUsd };
-    if (description.status.name === "COMPLETED") return (await workflow.result()) as EvalRunResult;
-    return {
-      state: "cancelled" as const,
-      trials: trialCount(stored),
-      finished,
-      passed,
-      costUsd,
-    };
+    const description = await workflow.describe().catch((error: unknown) => {
+      if (error instanceof WorkflowNotFoundError) return undefined;
+      throw error;
+    });
+    if (description?.status.name === "RUNNING") return workflow.query<EvalProgress>(EVAL_PROGRESS_QUERY);
+    if (description?.status.name === "COMPLETED") return (await workflow.result()) as EvalRunResult;
+    return undefined;
   }
 
   return createRouter()
@@ -283,21 +284,18 @@ export function evalRoutes(deps: RouteContext) {
     .openapi(getEval, async (c) => {
       const { evalId } = c.req.valid("param");
       const stored = await requireEval(c.get("tenantId"), evalId);
+      const counted = await workflowProgress(stored);
       const report = evalReport(stored, await evals().trials(stored.tenantId, evalId));
-      const passed = report.models.reduce((total, model) => total + model.passed, 0);
-      const progress = await progressOf(stored, report.finished, passed, report.costUsd).catch(
-        (error: unknown) => {
-          if (error instanceof WorkflowNotFoundError)
-            return {
-              state: "cancelled" as const,
-              trials: report.trials,
-              finished: report.finished,
-              passed,
-              costUsd: report.costUsd,
-            };
-          throw error;
-        },
-      );
+      const { started: _started, ...progress } = {
+        started: 0,
+        ...(counted ?? {
+          state: "cancelled" as const,
+          trials: report.trials,
+          finished: report.finished,
+          passed: report.models.reduce((total, model) => total + model.passed, 0),
+          costUsd: report.costUsd,
+        }),
+      };
       return c.json({ eval: summaryOf(stored), progress, report: { ...report } }, 200);
     })
     .openapi(budgetEval, async (c) => {
