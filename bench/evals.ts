@@ -102,6 +102,16 @@ interface ThroughputSample {
   passed: number;
   actionsPerCase: number;
   cpu: CpuWindow;
+  /** The same runs started directly by as many lanes (POST …/messages, waited for), no eval. */
+  direct: {
+    wallMs: number;
+    casesPerMinute: number;
+    /** Each run from its POST to its result. */
+    p50Ms: number;
+    p95Ms: number;
+    actionsPerCase: number;
+    cpu: CpuWindow;
+  };
 }
 
 async function main(): Promise<void> {
@@ -180,26 +190,47 @@ async function main(): Promise<void> {
     return { evalId, workflowId, wallMs };
   }
 
+  /** One run started directly (POST …/messages) and waited for: its answer time and its whole time. */
+  async function directRun(scenario: string, index: number) {
+    const sessionId = `direct-${randomUUID().slice(0, 12)}`;
+    const posted = performance.now();
+    const response = await call("POST", `/v1/sessions/${sessionId}/messages`, {
+      text: `[scenario:${scenario}] case ${index}: write out.txt`,
+      model: MODEL,
+    });
+    const postMs = performance.now() - posted;
+    if (response.status !== 202)
+      throw new Error(`POST messages: ${response.status} ${JSON.stringify(response.body)}`);
+    const result = (await stack.client.workflow
+      .getHandle(runWorkflowId({ tenantId: TENANT, sessionId }))
+      .result()) as RunResult;
+    if (result.status !== "completed") throw new Error(`direct run ended ${result.status}`);
+    return { postMs, runMs: performance.now() - posted };
+  }
+
   /** The same runs started directly, one after the other, each waited for. */
   async function runDirect(scenario: string, count: number) {
     const started = performance.now();
     let postMs = 0;
-    for (let index = 0; index < count; index++) {
-      const sessionId = `direct-${randomUUID().slice(0, 12)}`;
-      const posted = performance.now();
-      const response = await call("POST", `/v1/sessions/${sessionId}/messages`, {
-        text: `[scenario:${scenario}] case ${index}: write out.txt`,
-        model: MODEL,
-      });
-      postMs += performance.now() - posted;
-      if (response.status !== 202)
-        throw new Error(`POST messages: ${response.status} ${JSON.stringify(response.body)}`);
-      const result = (await stack.client.workflow
-        .getHandle(runWorkflowId({ tenantId: TENANT, sessionId }))
-        .result()) as RunResult;
-      if (result.status !== "completed") throw new Error(`direct run ended ${result.status}`);
-    }
+    for (let index = 0; index < count; index++) postMs += (await directRun(scenario, index)).postMs;
     return { wallMs: performance.now() - started, postMs };
+  }
+
+  /** The same runs started directly by `concurrency` lanes, each starting its next run once its last ended. */
+  async function runDirectLanes(scenario: string, count: number, concurrency: number) {
+    const started = performance.now();
+    const runMs: number[] = [];
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (next < count) {
+          const index = next;
+          next += 1;
+          runMs.push((await directRun(scenario, index)).runMs);
+        }
+      }),
+    );
+    return { wallMs: performance.now() - started, runMs };
   }
 
   const pids = [process.pid, ...stack.servers().map((server) => server.pid)];
@@ -283,9 +314,18 @@ async function main(): Promise<void> {
         notes.push(`concurrency ${concurrency} not run: BENCH_STOP_AT ${process.env.BENCH_STOP_AT} UTC`);
         continue;
       }
-      const { result, cpu, actions } = await measured(() =>
-        runEval(throughputScenario, THROUGHPUT_CASES, concurrency),
-      );
+      // Alternate which side goes first.
+      const evalFirst = samples.length % 2 === 0;
+      const doEval = () => measured(() => runEval(throughputScenario, THROUGHPUT_CASES, concurrency));
+      const doDirect = () =>
+        measured(() => runDirectLanes(throughputScenario, THROUGHPUT_CASES, concurrency));
+      const firstSide = evalFirst ? await doEval() : await doDirect();
+      const secondSide = evalFirst ? await doDirect() : await doEval();
+      const [evalSide, directSide] = (evalFirst ? [firstSide, secondSide] : [secondSide, firstSide]) as [
+        Awaited<ReturnType<typeof doEval>>,
+        Awaited<ReturnType<typeof doDirect>>,
+      ];
+      const { result, cpu, actions } = evalSide;
       const trials = await evalStore.trials(TENANT, result.evalId);
       const durations = trials.map((trial) => trial.durationMs);
       const sample: ThroughputSample = {
@@ -299,10 +339,18 @@ async function main(): Promise<void> {
         passed: trials.filter((trial) => trial.passed).length,
         actionsPerCase: actions / THROUGHPUT_CASES,
         cpu,
+        direct: {
+          wallMs: directSide.result.wallMs,
+          casesPerMinute: casesPerMinute(THROUGHPUT_CASES, directSide.result.wallMs),
+          p50Ms: percentile(directSide.result.runMs, 50),
+          p95Ms: percentile(directSide.result.runMs, 95),
+          actionsPerCase: directSide.actions / THROUGHPUT_CASES,
+          cpu: directSide.cpu,
+        },
       };
       samples.push(sample);
       say(
-        `concurrency ${concurrency}: ${fixed(sample.casesPerMinute)} cases/min, p50 ${fixed(sample.p50Ms, 0)} ms, p95 ${fixed(sample.p95Ms, 0)} ms (busy ${fixed(100 * cpu.machineBusyShare, 0)}%)`,
+        `concurrency ${concurrency}: ${fixed(sample.casesPerMinute)} cases/min, p50 ${fixed(sample.p50Ms, 0)} ms, p95 ${fixed(sample.p95Ms, 0)} ms (busy ${fixed(100 * cpu.machineBusyShare, 0)}%); direct ${fixed(sample.direct.casesPerMinute)} runs/min, p50 ${fixed(sample.direct.p50Ms, 0)} ms, p95 ${fixed(sample.direct.p95Ms, 0)} ms`,
       );
     }
 
@@ -398,11 +446,16 @@ ${fixed(evalActions - directActions, 1)} per case (its workflow's tasks and its 
 
 ## 2. Throughput of a ${THROUGHPUT_CASES}-case eval
 
-One eval of ${THROUGHPUT_CASES} cases per concurrency. The model answers each call after
+One eval of ${THROUGHPUT_CASES} cases per concurrency, and as its baseline the same ${THROUGHPUT_CASES} runs
+started directly by as many lanes (each lane \`POST …/messages\`, waits for the run's result, starts
+the next), alternating which goes first. The model answers each call after
 ${LATENCY_MS} ms, then streams at full speed (the local server's \`slow\` fault on every call of the
 scenario); a case makes two calls (the \`write\` turn and the answer), so its floor is
 ${fixed(modelFloorMs / 1000, 1)} s of model time and the ideal at concurrency c is c × ${fixed(60_000 / modelFloorMs, 0)} cases per minute.
-Case time: a trial's \`durationMs\` as the eval stores it, from its run's start to its judged result.
+Case time: a trial's \`durationMs\` as the eval stores it, from its run's start (once
+\`startEvalTrial\` has started it) to its judged result; a direct run's time is from its \`POST\` to its result.
+Actions per case from the server's counter, which also counts activity heartbeats (the eval's
+wait activity heartbeats while its run goes on, so a longer case costs more of them).
 
 ${table(
   [
@@ -439,6 +492,36 @@ ${table(
     ];
   }),
   ["---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---"],
+)}
+
+Direct runs, same concurrency:
+
+${table(
+  [
+    "concurrency",
+    "wall s",
+    "runs/min",
+    "run p50 ms",
+    "run p95 ms",
+    "Actions/run",
+    "machine busy",
+    "others",
+    "",
+    "eval ÷ direct throughput",
+  ],
+  samples.map((sample) => [
+    sample.concurrency,
+    fixed(sample.direct.wallMs / 1000),
+    fixed(sample.direct.casesPerMinute),
+    fixed(sample.direct.p50Ms, 0),
+    fixed(sample.direct.p95Ms, 0),
+    fixed(sample.direct.actionsPerCase, 1),
+    share(sample.direct.cpu.machineBusyShare),
+    share(sample.direct.cpu.othersShare),
+    noisy(sample.direct.cpu),
+    ratio(sample.casesPerMinute / sample.direct.casesPerMinute),
+  ]),
+  ["---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---", "---:"],
 )}
 ${notes.length > 0 ? `\nNot measured: ${notes.join("; ")}.\n` : ""}`;
     const path = writeResults("evals", markdown, {
