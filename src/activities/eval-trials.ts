@@ -9,9 +9,16 @@
  */
 import { randomUUID } from "node:crypto";
 import path from "node:path";
+import { runInNewContext } from "node:vm";
 import { ApplicationFailure, Context } from "@temporalio/activity";
-import type { EvalActivities, JudgeEvalTrialInput, StartEvalTrialResult } from "../contracts/activities";
+import type {
+  EvalActivities,
+  EvalTrialInput,
+  JudgeEvalTrialInput,
+  StartEvalTrialResult,
+} from "../contracts/activities";
 import { makeUniqueEntryId, seededRandom } from "../core/ids";
+import type { SessionEntry } from "../core/session-types";
 import { type StoredEval, trialPlan, trialSessionId } from "../evals/eval-store";
 import { judgeByNumbers, summarizeRun } from "../evals/report";
 import { type CheckOutcome, DEFAULT_CHECK_TIMEOUT_SECONDS, type EvalCheck } from "../evals/types";
@@ -44,101 +51,106 @@ export function evalTrialActivities(
   };
 
   return {
-    async startEvalTrial({ tenantId, evalId, index }): Promise<StartEvalTrialResult> {
-      const stored = await evalOf(tenantId, evalId);
-      const plan = trialPlan(stored, index);
-      const evalCase = stored.cases.find((candidate) => candidate.id === plan.caseId);
-      const settings = evalCase?.settings[stored.models.indexOf(plan.model)];
-      if (!evalCase || !settings) throw ApplicationFailure.nonRetryable(`trial ${index} has no settings`);
-      const ref = { tenantId, sessionId: trialSessionId(evalId, index) };
-      let inherited = 0;
-      if (evalCase.from) {
-        // Ids of closing results seeded by the trial: a retried fork writes the same entries.
-        const random = seededRandom(Number.parseInt(sha256Hex(`${evalId}/${index}`).slice(0, 8), 16));
-        const origin = { tenantId, sessionId: evalCase.from.sessionId };
-        const path = await pathTo(deps.store, origin, evalCase.from.entryId);
-        if (path.length === 0) {
-          const message = `the case's origin entry ${evalCase.from.entryId} is not in session ${evalCase.from.sessionId}`;
-          return { type: "refused", sessionId: ref.sessionId, message };
-        }
-        const forked = await forkSession(deps.store, origin, await deps.store.getHeader(origin), path, ref, {
-          makeId: (taken) => makeUniqueEntryId(random, taken),
-          now: Date.parse(stored.createdAt),
-          resume: true,
-        });
-        inherited = forked.entryCount;
-      }
-      const outcome = await start({
-        ...ref,
-        text: evalCase.prompt,
-        settings,
-        deliveryId: `keel-eval/${tenantId}/${evalId}/${index}`,
-      });
-      if (isRefusal(outcome)) {
-        if (outcome.type === "quota-exceeded")
-          return { type: "held", message: outcome.message, retryAfterSeconds: outcome.retryAfterSeconds };
-        return { type: "refused", sessionId: ref.sessionId, message: outcome.message };
-      }
-      return {
-        type: "started",
-        sessionId: ref.sessionId,
-        runId: outcome.runId,
-        inherited,
-        startedAtMs: Date.now(),
-      };
+    startEvalTrial(input) {
+      // Heartbeats throughout: a worker that dies here is noticed within the heartbeat timeout.
+      return whileHeartbeating(Context.current(), "starting", () => startTrial(input));
     },
 
-    async judgeEvalTrial(input: JudgeEvalTrialInput) {
-      const { tenantId, evalId, index } = input;
-      const stored = await evalOf(tenantId, evalId);
-      const evals = deps.evals as NonNullable<typeof deps.evals>;
-      const already = await evals.getTrial(tenantId, evalId, index);
-      if (already) return { passed: already.passed, costUsd: already.costUsd };
-      const plan = trialPlan(stored, index);
-      const evalCase = stored.cases.find((candidate) => candidate.id === plan.caseId);
-      if (!evalCase) throw ApplicationFailure.nonRetryable(`trial ${index} has no case`);
-      const ref = { tenantId, sessionId: input.sessionId };
-      const { entries } = await deps.store
-        .readEntries(ref, { untilGap: true })
-        .catch(() => ({ entries: [] }));
-      const summary = summarizeRun(
-        entries.map(({ entry }) => entry),
-        input.inherited,
-      );
-      const checks: CheckOutcome[] = [];
-      const inSandbox = evalCase.checks.filter((check) => judgeByNumbers(check, summary) === undefined);
-      if (inSandbox.length > 0 && input.status !== "not-started") {
-        const settings = evalCase.settings[stored.models.indexOf(plan.model)];
-        checks.push(
-          ...(await whileHeartbeating(Context.current(), "checking", () =>
-            runSandboxChecks(deps, ref, entries.at(-1)?.entry.id, inSandbox, settings?.workspace),
-          )),
-        );
-      }
-      for (const check of evalCase.checks) {
-        const byNumbers = judgeByNumbers(check, summary);
-        if (byNumbers) checks.push(byNumbers);
-      }
-      const passed = input.status === "completed" && checks.every((outcome) => outcome.passed);
-      const result = await evals.putTrial(tenantId, evalId, {
-        ...plan,
-        sessionId: input.sessionId,
-        status: input.status,
-        ...(input.reason ? { reason: input.reason } : {}),
-        passed,
-        checks,
-        ...summary,
-        durationMs: Math.max(0, Date.now() - input.startedAtMs),
-        finishedAt: new Date().toISOString(),
-      });
-      return { passed: result.passed, costUsd: result.costUsd };
+    judgeEvalTrial(input) {
+      return whileHeartbeating(Context.current(), "judging", () => judgeTrial(input));
     },
   };
+
+  async function startTrial({ tenantId, evalId, index }: EvalTrialInput): Promise<StartEvalTrialResult> {
+    const stored = await evalOf(tenantId, evalId);
+    const plan = trialPlan(stored, index);
+    const evalCase = stored.cases.find((candidate) => candidate.id === plan.caseId);
+    const settings = evalCase?.settings[stored.models.indexOf(plan.model)];
+    if (!evalCase || !settings) throw ApplicationFailure.nonRetryable(`trial ${index} has no settings`);
+    const ref = { tenantId, sessionId: trialSessionId(evalId, index) };
+    let inherited = 0;
+    if (evalCase.from) {
+      // Ids of closing results seeded by the trial: a retried fork writes the same entries.
+      const random = seededRandom(Number.parseInt(sha256Hex(`${evalId}/${index}`).slice(0, 8), 16));
+      const origin = { tenantId, sessionId: evalCase.from.sessionId };
+      const path = await pathTo(deps.store, origin, evalCase.from.entryId);
+      if (path.length === 0) {
+        const message = `the case's origin entry ${evalCase.from.entryId} is not in session ${evalCase.from.sessionId}`;
+        return { type: "refused", sessionId: ref.sessionId, message };
+      }
+      const forked = await forkSession(deps.store, origin, await deps.store.getHeader(origin), path, ref, {
+        makeId: (taken) => makeUniqueEntryId(random, taken),
+        now: Date.parse(stored.createdAt),
+        resume: true,
+      });
+      inherited = forked.entryCount;
+    }
+    const outcome = await start({
+      ...ref,
+      text: evalCase.prompt,
+      settings,
+      deliveryId: `keel-eval/${tenantId}/${evalId}/${index}`,
+    });
+    if (isRefusal(outcome)) {
+      if (outcome.type === "quota-exceeded")
+        return { type: "held", message: outcome.message, retryAfterSeconds: outcome.retryAfterSeconds };
+      return { type: "refused", sessionId: ref.sessionId, message: outcome.message };
+    }
+    return {
+      type: "started",
+      sessionId: ref.sessionId,
+      runId: outcome.runId,
+      inherited,
+      startedAtMs: Date.now(),
+    };
+  }
+
+  async function judgeTrial(input: JudgeEvalTrialInput): Promise<{ passed: boolean; costUsd: number }> {
+    const { tenantId, evalId, index } = input;
+    const stored = await evalOf(tenantId, evalId);
+    const evals = deps.evals as NonNullable<typeof deps.evals>;
+    const already = await evals.getTrial(tenantId, evalId, index);
+    if (already) return { passed: already.passed, costUsd: already.costUsd };
+    const plan = trialPlan(stored, index);
+    const evalCase = stored.cases.find((candidate) => candidate.id === plan.caseId);
+    if (!evalCase) throw ApplicationFailure.nonRetryable(`trial ${index} has no case`);
+    const ref = { tenantId, sessionId: input.sessionId };
+    // A trial that never started may have no session; any other read that fails fails the
+    // attempt (retried), never a result judged on nothing.
+    const entries =
+      input.status === "not-started"
+        ? []
+        : (await deps.store.readEntries(ref, { untilGap: true })).entries.map(({ entry }) => entry);
+    const summary = summarizeRun(entries, input.inherited);
+    const checks: CheckOutcome[] = [];
+    const inSandbox = evalCase.checks.filter((check) => judgeByNumbers(check, summary) === undefined);
+    if (inSandbox.length > 0 && input.status !== "not-started") {
+      const settings = evalCase.settings[stored.models.indexOf(plan.model)];
+      checks.push(...(await runSandboxChecks(deps, ref, entries, inSandbox, settings?.workspace)));
+    }
+    for (const check of evalCase.checks) {
+      const byNumbers = judgeByNumbers(check, summary);
+      if (byNumbers) checks.push(byNumbers);
+    }
+    const passed = input.status === "completed" && checks.every((outcome) => outcome.passed);
+    const result = await evals.putTrial(tenantId, evalId, {
+      ...plan,
+      sessionId: input.sessionId,
+      status: input.status,
+      ...(input.reason ? { reason: input.reason } : {}),
+      passed,
+      checks,
+      ...summary,
+      durationMs: Math.max(0, Date.now() - input.startedAtMs),
+      finishedAt: new Date().toISOString(),
+    });
+    return { passed: result.passed, costUsd: result.costUsd };
+  }
 }
 
 /**
  * The sandboxed checks of a trial, in order, on a fresh copy of its workspace: restored from the
- * snapshot that applies to `leafId` (the run's last state, or its origin's), else made from the
+ * snapshot that applies to the last of `entries` (the run's last state, or its origin's), else made from the
  * run's workspace source. Commands run as the bash tool runs a model's (same sandbox, no
  * network, the check's timeout); file checks read through the read tool, which refuses what the
  * model's reads are refused (links out of the workspace, binaries). The copy is removed after.
@@ -146,19 +158,14 @@ export function evalTrialActivities(
 async function runSandboxChecks(
   deps: Pick<ActivityDeps, "store" | "snapshots" | "workspaceRoot" | "sandbox" | "gitHosts">,
   ref: { tenantId: string; sessionId: string },
-  leafId: string | undefined,
+  entries: readonly SessionEntry[],
   checks: readonly EvalCheck[],
   source: Parameters<typeof prepareWorkspace>[1],
 ): Promise<CheckOutcome[]> {
   const workspace = { dir: path.join(path.resolve(deps.workspaceRoot), CHECKS_FOLDER, randomUUID()) };
   try {
-    const { entries } = await deps.store.readEntries(ref, { untilGap: true });
-    const ancestry = leafId
-      ? snapshotAncestry(
-          entries.map(({ entry }) => entry),
-          leafId,
-        )
-      : undefined;
+    const leafId = entries.at(-1)?.id;
+    const ancestry = leafId ? snapshotAncestry(entries, leafId) : undefined;
     const found = ancestry && (await snapshotForAncestry(deps.store, deps.snapshots, ref, ancestry));
     if (found) await deps.snapshots.restore(found.from, found.record, workspace.dir);
     else await prepareWorkspace(workspace, source, { ...(deps.gitHosts ? { gitHosts: deps.gitHosts } : {}) });
@@ -179,6 +186,30 @@ type CheckContext = Parameters<typeof runToolCall>[1];
 
 const textOf = (output: Awaited<ReturnType<typeof runToolCall>>): string =>
   output.content.flatMap((block) => (block.type === "text" ? [block.text] : [])).join("\n");
+
+/** Longest a file check's pattern may run on the file's text. */
+const PATTERN_TIME_MS = 200;
+
+/**
+ * Whether `pattern` (the tenant's) matches `text` (the model's), given at most `PATTERN_TIME_MS`:
+ * a pattern that backtracks without end would otherwise hold this worker's one thread, and every
+ * run on it, for as long as it likes. V8 stops a script past its `vm` timeout, regular
+ * expressions included.
+ */
+function matchesWithin(pattern: string, text: string): boolean | "too-slow" {
+  try {
+    return (
+      runInNewContext(
+        'new RegExp(pattern, "m").test(text)',
+        { pattern, text },
+        { timeout: PATTERN_TIME_MS },
+      ) === true
+    );
+  } catch (error) {
+    if ((error as { code?: unknown }).code === "ERR_SCRIPT_EXECUTION_TIMEOUT") return "too-slow";
+    throw error;
+  }
+}
 
 /** Last characters of a tool's output kept in a check's detail. */
 const DETAIL_CHARS = 2_000;
@@ -207,8 +238,16 @@ async function runCheck(check: EvalCheck, context: CheckContext): Promise<CheckO
     const text = textOf(output);
     if (check.contains !== undefined && !text.includes(check.contains))
       return { check, passed: false, detail: `the file does not contain ${JSON.stringify(check.contains)}` };
-    if (check.matches !== undefined && !new RegExp(check.matches, "m").test(text))
-      return { check, passed: false, detail: `the file does not match /${check.matches}/` };
+    if (check.matches !== undefined) {
+      const matched = matchesWithin(check.matches, text);
+      if (matched === "too-slow")
+        return {
+          check,
+          passed: false,
+          detail: `matching /${check.matches}/ took over ${PATTERN_TIME_MS} ms: refused`,
+        };
+      if (!matched) return { check, passed: false, detail: `the file does not match /${check.matches}/` };
+    }
     return { check, passed: true, detail: "the file is as required" };
   }
   throw new Error(`check ${check.type} is judged by the run's numbers, not in the sandbox`);

@@ -432,7 +432,7 @@ export interface ScheduledRunActivities {
 }
 
 /** The activities of an eval's trials (activities/eval-trials.ts); start-to-end waits use `awaitScheduledRun`. */
-interface EvalTrialInput {
+export interface EvalTrialInput {
   tenantId: string;
   evalId: string;
   index: number;

@@ -31,10 +31,14 @@ import {
 
 const RETRY = { initialInterval: "1 second", maximumInterval: "30 seconds" } as const;
 
-/** A start forks a session and starts a run; a judge restores a workspace and runs the checks. */
+/**
+ * A start forks a session and starts a run; a judge restores a workspace and runs the checks
+ * (each at most an hour). Both heartbeat while they work, so a dead worker's attempt moves to
+ * another within seconds.
+ */
 const quick = proxyActivities<EvalActivities & ScheduledRunActivities>({
-  startToCloseTimeout: "10 minutes",
-  heartbeatTimeout: "1 minute",
+  startToCloseTimeout: "2 hours",
+  heartbeatTimeout: "15 seconds",
   retry: RETRY,
 });
 

@@ -158,6 +158,9 @@ test("model A passes what model B fails: pass rates, per-case results and failin
 test("a check that runs too long fails its case; an eval over its budget pauses until the budget is raised", async () => {
   const talk = scenario(() => ({ text: "Fine." }));
   const tool = scenario(() => ({ toolCalls: [{ name: "bash", arguments: { command: "echo > done.txt" } }] }));
+  const longLine = scenario(() => ({
+    toolCalls: [{ name: "write", arguments: { path: "line.txt", content: `${"a".repeat(64)}b\n` } }],
+  }));
   const hostDir = join(tmpdir(), uniqueName("eval-escape"));
   const suite = {
     cases: [
@@ -181,6 +184,12 @@ test("a check that runs too long fails its case; an eval over its budget pauses 
         settings: { limits: { maxCostUsd: 0.0000001 } },
         checks: [{ type: "file", path: "done.txt" }],
       },
+      // A pattern that backtracks without end is stopped, not left to hold the worker.
+      {
+        id: "backtracks",
+        prompt: `[scenario:${longLine}] six`,
+        checks: [{ type: "file", path: "line.txt", matches: "^(a+)+$" }],
+      },
       {
         id: "asks",
         prompt: `[scenario:${tool}] five`,
@@ -203,7 +212,11 @@ test("a check that runs too long fails its case; an eval over its budget pauses 
 
   expect((await api.call("POST", `/v1/evals/${evalId}/budget`, { json: {} })).status).toBe(202);
   const done = await finished(evalId);
-  expect(done.report.models[0]).toMatchObject({ finished: 5, passed: 4 });
+  expect(done.report.models[0]).toMatchObject({ finished: 6, passed: 4 });
+  const backtracks = done.report.failing.find(
+    (failing: { caseId: string }) => failing.caseId === "backtracks",
+  );
+  expect(backtracks.failed[0]).toContain("took over 200 ms");
   expectProblem(await api.call("POST", `/v1/evals/${evalId}/cancel`), 409, "eval-ended");
   expect(existsSync(hostDir)).toBe(false);
 }, 180_000);
@@ -353,3 +366,35 @@ test("a worker killed and the API replaced in the middle of an eval: every trial
   expect(calls).toBeGreaterThanOrEqual(12);
   expect(calls).toBeLessThanOrEqual(12 + 2);
 }, 240_000);
+
+test("a cancelled eval starts no more trials and aborts the runs still going", async () => {
+  const slow = scenario(() => ({ toolCalls: [{ name: "bash", arguments: { command: "sleep 20" } }] }));
+  const suite = {
+    cases: Array.from({ length: 4 }, (_, i) => ({
+      id: `slow-${i}`,
+      prompt: `[scenario:${slow}] case ${i}`,
+      checks: [],
+    })),
+  };
+  const started = await api.call("POST", "/v1/evals", { json: { suite, models: [GOOD], concurrency: 2 } });
+  expect(started.status).toBe(201);
+  const { evalId } = started.body;
+  // Both lanes' runs are in their bash calls.
+  for (const sessionId of [`${evalId}-t0`, `${evalId}-t1`])
+    await eventually(
+      async () =>
+        (await api.call("GET", `/v1/sessions/${sessionId}`)).body?.status === "running" ? true : undefined,
+      60_000,
+      `trial ${sessionId} running`,
+    );
+  expect((await api.call("POST", `/v1/evals/${evalId}/cancel`)).status).toBe(202);
+  const view = await finished(evalId, "cancelled");
+  expect(view.progress.finished).toBe(0);
+  for (const sessionId of [`${evalId}-t0`, `${evalId}-t1`]) {
+    const result = await api.stage.result({ tenantId: api.tenants.a, sessionId });
+    expect(result.status).toBe("aborted");
+  }
+  // The other trials never started.
+  expectProblem(await api.call("GET", `/v1/sessions/${evalId}-t2`), 404, "session-not-found");
+  expectProblem(await api.call("POST", `/v1/evals/${evalId}/cancel`), 409, "eval-ended");
+}, 120_000);
