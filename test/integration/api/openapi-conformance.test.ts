@@ -384,6 +384,44 @@ test("every operation's answers match the document", async () => {
   expect((await call("POST", `${SCHEDULE}/trigger`, { scheduleId }, { json: {} })).status).toBe(202);
   expect((await call("DELETE", SCHEDULE, { scheduleId })).status).toBe(200);
   expect((await call("GET", SCHEDULE, { scheduleId })).status).toBe(404);
+  // Evals: one paused at its budget after its first trial (so it is still running when its
+  // budget changes and it is cancelled), listed, read, refused once it has ended.
+  const EVAL = "/v1/evals/{evalId}";
+  const evalStart = await call(
+    "POST",
+    "/v1/evals",
+    {},
+    {
+      json: {
+        suite: {
+          cases: [
+            { id: "one", prompt: "conformance one" },
+            { id: "two", prompt: "conformance two" },
+          ],
+        },
+        models: ["local-chat"],
+        concurrency: 1,
+        maxCostUsd: 0.000001,
+      },
+    },
+  );
+  expect(evalStart.status).toBe(201);
+  const evalId = evalStart.body.evalId as string;
+  expect((await call("GET", "/v1/evals", {})).status).toBe(200);
+  await eventually(async () => {
+    const view = await call("GET", EVAL, { evalId });
+    return view.body.progress.state === "paused" ? view : undefined;
+  });
+  expect((await call("POST", `${EVAL}/budget`, { evalId }, { json: { maxCostUsd: 0.000002 } })).status).toBe(
+    202,
+  );
+  expect((await call("POST", `${EVAL}/cancel`, { evalId })).status).toBe(202);
+  await eventually(async () => {
+    const view = await call("GET", EVAL, { evalId });
+    return view.body.progress.state === "cancelled" ? view : undefined;
+  });
+  expect((await call("POST", `${EVAL}/cancel`, { evalId })).status).toBe(409);
+  expect((await call("GET", EVAL, { evalId: "ev0000000000000000" })).status).toBe(404);
   // The MCP tool list the session's run recorded (none here).
   expect((await call("GET", `${SESSION}/mcp-tools`, { sessionId })).status).toBe(200);
   // Runner environments: made, read, a token issued; the runner's side with that token (no call
