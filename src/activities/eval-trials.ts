@@ -19,13 +19,14 @@ import type {
 } from "../contracts/activities";
 import { makeUniqueEntryId, seededRandom } from "../core/ids";
 import type { SessionEntry } from "../core/session-types";
-import { type StoredEval, trialPlan, trialSessionId } from "../evals/eval-store";
+import { type StoredEval, trialRun, trialSessionId } from "../evals/eval-store";
 import { judgeByNumbers, summarizeRun } from "../evals/report";
 import { type CheckOutcome, DEFAULT_CHECK_TIMEOUT_SECONDS, type EvalCheck } from "../evals/types";
 import { isRefusal } from "../run-client/start-or-deliver";
 import { sha256Hex } from "../store/digest";
 import { forkSession, pathTo } from "../store/session-fork";
 import { snapshotAncestry, snapshotForAncestry } from "../store/workspace-lookup";
+import { recordToolTime } from "../tool-calls/lifecycle";
 import { runToolCall } from "../tools";
 import { prepareWorkspace } from "../tools/workspace";
 import { removeTree } from "../tools/workspace-fs";
@@ -43,6 +44,11 @@ export function evalTrialActivities(
   >,
 ): EvalActivities {
   const start = workerRunStarter(deps);
+  const toolTimeDeps = {
+    ...(deps.usage ? { usage: deps.usage } : {}),
+    now: Date.now,
+    warn: (message: string, fields: Record<string, unknown>) => Context.current().log.warn(message, fields),
+  };
   const evalOf = async (tenantId: string, evalId: string): Promise<StoredEval> => {
     if (!deps.evals) throw ApplicationFailure.nonRetryable("this worker has no eval store");
     const stored = await deps.evals.get(tenantId, evalId);
@@ -63,10 +69,7 @@ export function evalTrialActivities(
 
   async function startTrial({ tenantId, evalId, index }: EvalTrialInput): Promise<StartEvalTrialResult> {
     const stored = await evalOf(tenantId, evalId);
-    const plan = trialPlan(stored, index);
-    const evalCase = stored.cases.find((candidate) => candidate.id === plan.caseId);
-    const settings = evalCase?.settings[stored.models.indexOf(plan.model)];
-    if (!evalCase || !settings) throw ApplicationFailure.nonRetryable(`trial ${index} has no settings`);
+    const { evalCase, settings } = trialRun(stored, index);
     const ref = { tenantId, sessionId: trialSessionId(evalId, index) };
     let inherited = 0;
     if (evalCase.from) {
@@ -107,13 +110,10 @@ export function evalTrialActivities(
 
   async function judgeTrial(input: JudgeEvalTrialInput): Promise<{ passed: boolean; costUsd: number }> {
     const { tenantId, evalId, index } = input;
-    const stored = await evalOf(tenantId, evalId);
+    const { plan, evalCase, settings } = trialRun(await evalOf(tenantId, evalId), index);
     const evals = deps.evals as NonNullable<typeof deps.evals>;
     const already = await evals.getTrial(tenantId, evalId, index);
     if (already) return { passed: already.passed, costUsd: already.costUsd };
-    const plan = trialPlan(stored, index);
-    const evalCase = stored.cases.find((candidate) => candidate.id === plan.caseId);
-    if (!evalCase) throw ApplicationFailure.nonRetryable(`trial ${index} has no case`);
     const ref = { tenantId, sessionId: input.sessionId };
     // A trial that never started may have no session; any other read that fails fails the
     // attempt (retried), never a result judged on nothing.
@@ -124,16 +124,16 @@ export function evalTrialActivities(
     const summary = summarizeRun(entries, input.inherited);
     const checks: CheckOutcome[] = [];
     const inSandbox = evalCase.checks.filter((check) => judgeByNumbers(check, summary) === undefined);
-    if (inSandbox.length > 0 && input.status !== "not-started") {
-      const settings = evalCase.settings[stored.models.indexOf(plan.model)];
-      checks.push(...(await runSandboxChecks(deps, ref, entries, inSandbox, settings?.workspace)));
-    }
+    const checkedSinceMs = Date.now();
+    if (inSandbox.length > 0 && input.status !== "not-started")
+      checks.push(...(await runSandboxChecks(deps, ref, entries, inSandbox, settings.workspace)));
+    const sandboxed = checks.length > 0;
     for (const check of evalCase.checks) {
       const byNumbers = judgeByNumbers(check, summary);
       if (byNumbers) checks.push(byNumbers);
     }
     const passed = input.status === "completed" && checks.every((outcome) => outcome.passed);
-    const result = await evals.putTrial(tenantId, evalId, {
+    const { result, written } = await evals.putTrial(tenantId, evalId, {
       ...plan,
       sessionId: input.sessionId,
       status: input.status,
@@ -144,6 +144,9 @@ export function evalTrialActivities(
       durationMs: Math.max(0, Date.now() - input.startedAtMs),
       finishedAt: new Date().toISOString(),
     });
+    // The checks' sandbox time is the tenant's tool time, as a tool call's is: counted by the
+    // attempt whose result was stored, so a retried judge does not count it twice.
+    if (written && sandboxed) await recordToolTime(toolTimeDeps, ref, checkedSinceMs);
     return { passed: result.passed, costUsd: result.costUsd };
   }
 }

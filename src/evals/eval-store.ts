@@ -10,6 +10,7 @@
 import type { S3Client } from "@aws-sdk/client-s3";
 import { z } from "zod";
 import type { RunSettings } from "../contracts/runs";
+import { BoundedCache } from "../core/bounded-cache";
 import { isValidId } from "../core/ids";
 import { mapWithLimit } from "../store/bounded-map";
 import { JsonObjects } from "../store/json-objects";
@@ -31,8 +32,8 @@ export interface StoredEval {
     prompt: string;
     from?: z.infer<typeof EvalOriginSchema>;
     checks: z.infer<typeof EvalCheckSchema>[];
-    /** The run settings of this case for each model, in the order of `models`. */
-    settings: RunSettings[];
+    /** The run settings of this case; a trial runs them with its own model (`trialSettings`). */
+    settings: RunSettings;
   }>;
 }
 
@@ -53,7 +54,7 @@ const StoredEvalSchema = z
         prompt: z.string(),
         from: EvalOriginSchema.optional(),
         checks: z.array(EvalCheckSchema),
-        settings: z.array(z.custom<RunSettings>((value) => typeof value === "object" && value !== null)),
+        settings: z.custom<RunSettings>((value) => typeof value === "object" && value !== null),
       }),
     ),
   })
@@ -79,13 +80,25 @@ export function trialPlan(stored: Pick<StoredEval, "cases" | "models" | "repeat"
   return { index, caseId: evalCase.id, model, repeat: index % stored.repeat };
 }
 
+/** What trial `index` runs: its case, and the case's settings with the trial's model. */
+export function trialRun(stored: StoredEval, index: number) {
+  const plan = trialPlan(stored, index);
+  const evalCase = stored.cases.find((candidate) => candidate.id === plan.caseId);
+  if (!evalCase) throw new RangeError(`no case ${plan.caseId} in this eval`);
+  return { plan, evalCase, settings: { ...evalCase.settings, model: plan.model } };
+}
+
 /** The session a trial runs in: the eval's id and the trial's index (the eval's sessions group together). */
 export function trialSessionId(evalId: string, index: number): string {
   return `${evalId}-t${index}`;
 }
 
+/** Evals a process keeps read (an eval never changes once stored; a large one is megabytes). */
+const CACHED_EVALS = 16;
+
 export class EvalStore {
   private readonly objects: JsonObjects;
+  private readonly cache = new BoundedCache<string, StoredEval | undefined>({ capacity: CACHED_EVALS });
 
   constructor(
     private readonly s3: S3Client,
@@ -104,18 +117,27 @@ export class EvalStore {
     return this.objects.createIfAbsent(`${this.folder(stored.tenantId, stored.evalId)}eval.json`, stored);
   }
 
-  get(tenantId: string, evalId: string): Promise<StoredEval | undefined> {
-    if (!isValidId(evalId)) return Promise.resolve(undefined);
-    return this.objects.read(`${this.folder(tenantId, evalId)}eval.json`, StoredEvalSchema);
+  /** The eval (read once per process: it never changes once stored); undefined when there is none. */
+  async get(tenantId: string, evalId: string): Promise<StoredEval | undefined> {
+    if (!isValidId(evalId)) return undefined;
+    const key = `${this.folder(tenantId, evalId)}eval.json`;
+    const found = await this.cache.getOrLoad(key, () => this.objects.read(key, StoredEvalSchema));
+    // An absent eval is asked again next time (it may be stored by then).
+    if (!found) this.cache.delete(key);
+    return found;
   }
 
-  /** Stores a trial's result unless one is stored; returns the stored one. */
-  async putTrial(tenantId: string, evalId: string, result: TrialResult): Promise<TrialResult> {
+  /** Stores a trial's result unless one is stored; returns the stored one, and whether this call wrote it. */
+  async putTrial(
+    tenantId: string,
+    evalId: string,
+    result: TrialResult,
+  ): Promise<{ result: TrialResult; written: boolean }> {
     const key = `${this.folder(tenantId, evalId)}trials/${result.index}.json`;
-    if (await this.objects.createIfAbsent(key, result)) return result;
+    if (await this.objects.createIfAbsent(key, result)) return { result, written: true };
     const stored = await this.objects.read(key, TrialResultSchema);
     if (!stored) throw new Error(`the trial result ${key} was refused as present and then not found`);
-    return stored;
+    return { result: stored, written: false };
   }
 
   getTrial(tenantId: string, evalId: string, index: number): Promise<TrialResult | undefined> {

@@ -171,7 +171,7 @@ export async function storeResult(
   );
   const counted =
     written && options.ranSinceMs !== undefined
-      ? recordToolTime(deps, call, options.ranSinceMs)
+      ? recordToolTime(deps, call.ref, options.ranSinceMs)
       : Promise.resolve();
   return {
     result: summarize(resultOf(entry, call.slot.id), written ? options.outcome : "adopted"),
@@ -180,16 +180,23 @@ export async function storeResult(
   };
 }
 
-/** Adds the call's duration to its tenant's usage; a failure is logged, never thrown. */
-async function recordToolTime(deps: ToolCallDeps, call: ToolCallAttempt, startedMs: number): Promise<void> {
+/**
+ * Adds the sandbox time since `startedMs` to the tenant's usage as tool time (a tool call's, an
+ * eval's checks): a failure is logged, never thrown.
+ */
+export async function recordToolTime(
+  deps: Pick<ToolCallDeps, "usage" | "now" | "warn">,
+  ref: SessionRef,
+  startedMs: number,
+): Promise<void> {
   try {
-    await deps.usage?.recordTool(call.ref.tenantId, {
+    await deps.usage?.recordTool(ref.tenantId, {
       atMs: startedMs,
       ms: deps.now() - startedMs,
     });
   } catch (error) {
     deps.warn?.("the tool call's usage was not recorded", {
-      sessionId: call.ref.sessionId,
+      sessionId: ref.sessionId,
       error: error instanceof Error ? error.message : String(error),
     });
   }

@@ -17,10 +17,10 @@ import {
   evalWorkflowId,
 } from "../../contracts/evals";
 import type { RunSettings } from "../../contracts/runs";
+import { pathToRoot, type SessionIndex } from "../../core/session-tree";
 import { type StoredEval, trialCount } from "../../evals/eval-store";
-import { evalReport } from "../../evals/report";
+import { type EvalReport, evalReport } from "../../evals/report";
 import { evalRequestSchema, MAX_EVAL_TRIALS } from "../../evals/types";
-import { pathTo } from "../../store/session-fork";
 import { WorkflowType } from "../../workflows/references";
 import { unattendedSettings } from "../../workflows/schedules";
 import { ProblemError } from "../problems";
@@ -28,7 +28,9 @@ import type { RouteContext } from "../route-context";
 import { createRouter } from "../router";
 import { reportedIssues } from "../schema-issues";
 import { messageBodySchema, runModelSchema } from "../schemas";
+import { withTenantSettings } from "../tenant-runs";
 import { idempotencyHeaderParam, problemResponses } from "./common";
+import { sessionIndexOf } from "./new-session";
 import { messageBodyOptions, tenantRunRequest } from "./runs";
 
 const json = <T>(schema: T) => ({ content: { "application/json": { schema } } });
@@ -63,11 +65,11 @@ const EvalViewSchema = z
   .object({
     eval: EvalSummarySchema,
     progress: EvalProgressSchema,
-    report: z.record(z.string(), z.unknown()),
+    report: z.record(z.string(), z.unknown()).optional(),
   })
   .openapi("Eval", {
     description:
-      "`report`: per model (pass rate and its 95 % Wilson interval, cost, tokens, mean turns and time), per case, and every failing trial with its session (docs/evals.md)",
+      "`report` (absent with `?report=false`, which reads no trial result: for polling): per model (pass rate and its 95 % Wilson interval, cost, tokens, mean turns and time), per case, and every failing trial with its session (docs/evals.md)",
   });
 const EvalBudgetBodySchema = z.object({
   maxCostUsd: z.number().min(0).max(1_000_000).optional().openapi({
@@ -103,7 +105,10 @@ const getEval = createRoute({
   method: "get",
   path: "/v1/evals/{evalId}",
   summary: "An eval: its progress and its report so far",
-  request: { params: EvalParamsSchema },
+  request: {
+    params: EvalParamsSchema,
+    query: z.object({ report: z.enum(["true", "false"]).optional() }),
+  },
   responses: { 200: { description: "The eval", ...json(EvalViewSchema) }, ...problemResponses() },
 });
 
@@ -203,16 +208,26 @@ export function evalRoutes(deps: RouteContext) {
           errors: [{ path: "suite.cases", message: "case ids must be unique" }],
         });
       const cases: StoredEval["cases"] = [];
+      // Read once for the whole suite: the tenant's settings, and each origin session's entries.
+      const tenantSettings = (await deps.tenants?.store.getSettings(tenantId)) ?? {};
+      const origins = new Map<string, Promise<SessionIndex>>();
       for (const [caseIndex, evalCase] of request.suite.cases.entries()) {
         if (evalCase.from) {
           const origin = { tenantId, sessionId: evalCase.from.sessionId };
-          if ((await pathTo(deps.store, origin, evalCase.from.entryId)).length === 0)
+          let index = origins.get(origin.sessionId);
+          if (!index) {
+            index = sessionIndexOf(deps, origin);
+            origins.set(origin.sessionId, index);
+          }
+          if (pathToRoot((await index).byId, evalCase.from.entryId).length === 0)
             throw new ProblemError(
               "entry-not-found",
               `Case ${evalCase.id}: no entry ${evalCase.from.entryId} in session ${evalCase.from.sessionId}.`,
             );
         }
-        const settings: RunSettings[] = [];
+        // Checked for every model as its message would be (the first fully: secrets, environment;
+        // the others for their model); stored once, each trial with its own model.
+        let settings: RunSettings | undefined;
         for (const model of models) {
           const parsed = bodySchema.safeParse({
             ...request.suite.settings,
@@ -231,15 +246,21 @@ export function evalRoutes(deps: RouteContext) {
                 })),
               },
             );
+          if (settings) {
+            withTenantSettings(tenantSettings, parsed.data, bodyOptions, deps.config.defaultModel);
+            continue;
+          }
           const run = await tenantRunRequest(
             deps,
             tenantId,
             parsed.data,
             bodyOptions,
             `eval case ${evalCase.id}`,
+            tenantSettings,
           );
-          settings.push(trialSettings(run.settings, parsed.data.limits?.pauseTimeoutSeconds !== undefined));
+          settings = trialSettings(run.settings, parsed.data.limits?.pauseTimeoutSeconds !== undefined);
         }
+        if (!settings) throw new Error("an eval has at least one model");
         cases.push({
           id: evalCase.id,
           prompt: evalCase.prompt,
@@ -284,19 +305,19 @@ export function evalRoutes(deps: RouteContext) {
     .openapi(getEval, async (c) => {
       const { evalId } = c.req.valid("param");
       const stored = await requireEval(c.get("tenantId"), evalId);
+      const wanted = c.req.valid("query").report !== "false";
       const counted = await workflowProgress(stored);
-      const report = evalReport(stored, await evals().trials(stored.tenantId, evalId));
-      const { started: _started, ...progress } = {
-        started: 0,
-        ...(counted ?? {
-          state: "cancelled" as const,
-          trials: report.trials,
-          finished: report.finished,
-          passed: report.models.reduce((total, model) => total + model.passed, 0),
-          costUsd: report.costUsd,
-        }),
-      };
-      return c.json({ eval: summaryOf(stored), progress, report: { ...report } }, 200);
+      // The report reads every trial's result (one GET each): only when asked, or when the
+      // workflow can no longer count for it.
+      const report =
+        wanted || !counted ? evalReport(stored, await evals().trials(stored.tenantId, evalId)) : undefined;
+      // `started` is the workflow's own bookkeeping (trials taken), not part of the answer.
+      const { started: _started, ...progress }: Partial<EvalProgress> & EvalRunResult =
+        counted ?? closedProgress(report as EvalReport);
+      return c.json(
+        { eval: summaryOf(stored), progress, ...(wanted && report ? { report: { ...report } } : {}) },
+        200,
+      );
     })
     .openapi(budgetEval, async (c) => {
       const { evalId } = c.req.valid("param");
@@ -327,6 +348,18 @@ function trialSettings(settings: RunSettings, pauseTimeoutGiven: boolean): RunSe
   const budgeted = unattended.limits.maxCostUsd > 0 || (unattended.limits.maxTokens ?? 0) > 0;
   if (!budgeted || pauseTimeoutGiven) return unattended;
   return { ...unattended, limits: { ...unattended.limits, pauseTimeoutSeconds: 1 } };
+}
+
+/** What an eval whose workflow is gone (cancelled, terminated) finished, from its stored trials. */
+function closedProgress(report: EvalReport): EvalProgress {
+  return {
+    state: "cancelled",
+    trials: report.trials,
+    started: report.finished,
+    finished: report.finished,
+    passed: report.models.reduce((total, model) => total + model.passed, 0),
+    costUsd: report.costUsd,
+  };
 }
 
 /** A signal or cancel to an eval whose workflow has closed: 409. */

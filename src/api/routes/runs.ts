@@ -181,6 +181,7 @@ export async function requireEnvironment(
  * "full" refused where the tenant does not have it (`refuseFullNetwork`, naming the body as
  * `what`), its environment checked (`requireEnvironment`), and the run settings it asks for over
  * the deployment's defaults. The tenant's settings come back too: their quotas admit a start.
+ * A caller checking many bodies of one request passes the tenant's settings it read once.
  */
 export async function tenantRunRequest<B extends RunFields>(
   deps: RouteContext,
@@ -188,8 +189,9 @@ export async function tenantRunRequest<B extends RunFields>(
   request: B,
   options: MessageBodyOptions,
   what: string,
+  readSettings?: TenantSettings,
 ): Promise<{ body: B; settings: RunSettings; tenantSettings: TenantSettings }> {
-  const tenantSettings = (await deps.tenants?.store.getSettings(tenantId)) ?? {};
+  const tenantSettings = readSettings ?? (await deps.tenants?.store.getSettings(tenantId)) ?? {};
   const body = withTenantSettings(tenantSettings, request, options, deps.config.defaultModel);
   refuseFullNetwork(deps, tenantId, body.network, what);
   await refuseUnusableSecrets(deps, tenantId, body, what);

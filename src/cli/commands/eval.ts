@@ -57,8 +57,16 @@ interface EvalView {
 
 async function view(client: ApiClient, evalId: string): Promise<EvalView> {
   return (await client.json(
-    client.api.v1.evals[":evalId"].$get({ param: { evalId } }),
+    client.api.v1.evals[":evalId"].$get({ param: { evalId }, query: {} }),
   )) as unknown as EvalView;
+}
+
+/** The eval's progress only (the API reads no trial result for it): what `--wait` polls. */
+async function progressOf(client: ApiClient, evalId: string): Promise<EvalView["progress"]> {
+  const answer = await client.json(
+    client.api.v1.evals[":evalId"].$get({ param: { evalId }, query: { report: "false" } }),
+  );
+  return (answer as unknown as EvalView).progress;
 }
 
 const percent = (value: number) => `${(value * 100).toFixed(0)}%`;
@@ -159,14 +167,15 @@ async function run(argv: string[], context: CommandContext): Promise<ExitCode> {
   context.err(`eval ${started.evalId}: ${started.trials} trials\n`);
   let last = "";
   for (;;) {
-    const data = await view(client, started.evalId);
-    const line = `${data.progress.state}: ${data.progress.finished}/${data.progress.trials} finished, ${data.progress.passed} passed, ${formatUsd(data.progress.costUsd)}\n`;
+    const progress = await progressOf(client, started.evalId);
+    const line = `${progress.state}: ${progress.finished}/${progress.trials} finished, ${progress.passed} passed, ${formatUsd(progress.costUsd)}\n`;
     if (line !== last) context.err(line);
     last = line;
-    if (data.progress.state !== "running") {
+    if (progress.state !== "running") {
+      const data = await view(client, started.evalId);
       if (parsed.json) printJson(context, data);
       else context.out.write(formatEval(data, parsed.apiUrl));
-      return data.progress.state === "completed" ? EXIT.ok : EXIT.failed;
+      return progress.state === "completed" ? EXIT.ok : EXIT.failed;
     }
     await sleep(2_000);
   }

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TurnContext } from "../../../src/providers/local-server/types";
 import { uniqueName } from "../../support/integration-env";
-import { eventually, type WorkerProcess } from "../../support/run-harness";
+import { eventually, expectIntactSession, type WorkerProcess } from "../../support/run-harness";
 import { type ApiStage, createApiStage, expectProblem } from "../api/api-stage";
 
 let api: ApiStage;
@@ -48,6 +48,22 @@ async function evalView(evalId: string, call = api.call) {
   const response = await call("GET", `/v1/evals/${evalId}`);
   expect(response.status).toBe(200);
   return response.body;
+}
+
+/** The stage tenant's tool seconds of today (`GET /v1/usage`). */
+async function toolSecondsToday(): Promise<number> {
+  const today = new Date().toISOString().slice(0, 10);
+  const usage = await api.call("GET", `/v1/usage?from=${today}&to=${today}`);
+  expect(usage.status).toBe(200);
+  return usage.body.days[0]?.toolSeconds ?? 0;
+}
+
+/** Every trial session of the eval, checked as every run test checks its stored session. */
+async function expectIntactTrials(view: { report: { cases: { results: { sessions: string[] }[] }[] } }) {
+  const sessions = view.report.cases.flatMap((row) => row.results.flatMap((result) => result.sessions));
+  for (const sessionId of sessions)
+    await expectIntactSession(api.stage, { tenantId: api.tenants.a, sessionId });
+  return sessions;
 }
 
 const finished = (evalId: string, state = "completed", call = api.call) =>
@@ -145,6 +161,7 @@ test("model A passes what model B fails: pass rates, per-case results and failin
   expect(modelCalls([build])).toBe(4 + 2);
   expect(modelCalls([talk])).toBe(4);
 
+  expect(await expectIntactTrials(view)).toHaveLength(12);
   const list = await api.call("GET", "/v1/evals");
   expect(list.body.evals.map((entry: { evalId: string }) => entry.evalId)).toContain(started.body.evalId);
   // Another tenant does not see it.
@@ -198,6 +215,7 @@ test("a check that runs too long fails its case; an eval over its budget pauses 
       },
     ],
   };
+  const toolSecondsBefore = await toolSecondsToday();
   const started = await api.call("POST", "/v1/evals", {
     json: { suite, models: [GOOD], concurrency: 1, maxCostUsd: 0.000001 },
   });
@@ -219,6 +237,12 @@ test("a check that runs too long fails its case; an eval over its budget pauses 
   expect(backtracks.failed[0]).toContain("took over 200 ms");
   expectProblem(await api.call("POST", `/v1/evals/${evalId}/cancel`), 409, "eval-ended");
   expect(existsSync(hostDir)).toBe(false);
+  expect(await expectIntactTrials(done)).toHaveLength(6);
+  // The checks' sandbox time is the tenant's tool time, as a tool call's is: the check that ran
+  // into its 1 s timeout alone is a second (the runs' own tool calls take milliseconds). A
+  // worker writes tool time within 2 s.
+  await new Promise((resolve) => setTimeout(resolve, 3_000));
+  expect((await toolSecondsToday()) - toolSecondsBefore).toBeGreaterThanOrEqual(1);
 }, 180_000);
 
 test("bad requests are refused with what is wrong, and nothing starts", async () => {
@@ -320,6 +344,8 @@ test("a case from a stored session's entry runs on that entry's files, not the s
   const trialSession = view.report.cases[0].results[0].sessions[0];
   const header = await api.stage.store.getHeader({ tenantId: api.tenants.a, sessionId: trialSession });
   expect(header?.parentSession).toBe(origin);
+  await expectIntactTrials(view);
+  await expectIntactSession(api.stage, ref);
 }, 180_000);
 
 test("a worker killed and the API replaced in the middle of an eval: every trial runs once and is judged once", async () => {
@@ -353,13 +379,11 @@ test("a worker killed and the API replaced in the middle of an eval: every trial
     (row: { results: { sessions: string[] }[] }) => row.results[0]?.sessions ?? [],
   );
   expect(new Set(sessions).size).toBe(6);
-  // Each trial's session holds one run: one request, and no model answer stored twice.
+  // Each trial's session is intact and holds one run: one request, no model answer stored twice.
   for (const sessionId of sessions) {
-    const stored = await api.stage.entries({ tenantId: api.tenants.a, sessionId });
+    const stored = await expectIntactSession(api.stage, { tenantId: api.tenants.a, sessionId });
     const users = stored.filter((entry) => entry.type === "message" && entry.message.role === "user");
     expect(users).toHaveLength(1);
-    const ids = stored.map((entry) => entry.id);
-    expect(new Set(ids).size).toBe(ids.length);
   }
   // Two calls per trial, plus at most one retried call per trial cut by the kill.
   const calls = modelCalls([slow]);
@@ -393,6 +417,7 @@ test("a cancelled eval starts no more trials and aborts the runs still going", a
   for (const sessionId of [`${evalId}-t0`, `${evalId}-t1`]) {
     const result = await api.stage.result({ tenantId: api.tenants.a, sessionId });
     expect(result.status).toBe("aborted");
+    await expectIntactSession(api.stage, { tenantId: api.tenants.a, sessionId });
   }
   // The other trials never started.
   expectProblem(await api.call("GET", `/v1/sessions/${evalId}-t2`), 404, "session-not-found");

@@ -1,5 +1,6 @@
 /** An eval's numbers: trial order, the Wilson interval, the report and the comparison of two evals. */
-import { type StoredEval, trialCount, trialPlan } from "../../../src/evals/eval-store";
+import { DEFAULT_RUN_SETTINGS } from "../../../src/contracts/runs";
+import { type StoredEval, trialCount, trialPlan, trialRun } from "../../../src/evals/eval-store";
 import { compareReports, evalReport, wilsonInterval } from "../../../src/evals/report";
 import type { TrialResult } from "../../../src/evals/types";
 
@@ -10,7 +11,7 @@ const stored = (models: string[], caseIds: string[], repeat: number): StoredEval
   models,
   repeat,
   concurrency: 2,
-  cases: caseIds.map((id) => ({ id, prompt: id, checks: [], settings: [] })),
+  cases: caseIds.map((id) => ({ id, prompt: id, checks: [], settings: DEFAULT_RUN_SETTINGS })),
 });
 
 function trial(eval_: StoredEval, index: number, passed: boolean, costUsd = 0.01): TrialResult {
@@ -50,6 +51,9 @@ test("trials run case by case, each case's models, each model's repeats", () => 
     "c2/b/2",
   ]);
   expect(() => trialPlan(eval_, 12)).toThrow(RangeError);
+  // A case's settings are stored once; each trial runs them with its own model.
+  expect(trialRun(eval_, 4)).toMatchObject({ evalCase: { id: "c1" }, settings: { model: "b" } });
+  expect(trialRun(eval_, 6).settings).toEqual({ ...DEFAULT_RUN_SETTINGS, model: "a" });
 });
 
 test("the Wilson interval: known values, and never outside [0, 1]", () => {
