@@ -5,7 +5,7 @@
  * script at all, and its Content-Security-Policy allows nothing but its one inline style.
  */
 import type { EvalReport } from "../evals/report";
-import { cspHash, escapeHtml, VIEWER_STYLE } from "../viewer/page";
+import { cspHash, escapeHtml, htmlDocument, VIEWER_STYLE } from "../viewer/page";
 
 /** What the report shows of an eval: the API's `GET /v1/evals/{id}` answer. */
 export interface EvalReportView {
@@ -52,22 +52,12 @@ export function evalReportHtml(view: EvalReportView, viewerBase: string): { html
     .join("\n");
   const title = `Keel eval ${view.eval.evalId}${view.eval.name ? ` · ${view.eval.name}` : ""}`;
   const policy = `default-src 'none'; style-src ${cspHash(REPORT_STYLE)}; img-src 'none'; base-uri 'none'; form-action 'none'`;
-  const html = `<!doctype html>
-<html lang="en"><head><meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="${policy}">
-<meta name="referrer" content="no-referrer">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escapeHtml(title)}</title>
-<style>${REPORT_STYLE}</style>
-</head><body>
-<h1>${escapeHtml(title)}</h1>
+  const body = `<h1>${escapeHtml(title)}</h1>
 <div class="facts">${escapeHtml(progress.state)} · ${progress.finished}/${progress.trials} trials · ${usd(progress.costUsd)}${progress.maxCostUsd !== undefined ? ` of ${usd(progress.maxCostUsd)}` : ""} · started ${escapeHtml(view.eval.createdAt)}</div>
 <table><thead><tr><th>model</th><th>pass</th><th>95 % interval</th><th>passed</th><th>cost</th><th>tokens in / out</th><th>turns</th><th>time</th></tr></thead>
 <tbody>${models}</tbody></table>
 <table><thead><tr><th>case</th>${report.models.map((model) => `<th>${escapeHtml(model.model)}</th>`).join("")}</tr></thead>
 <tbody>${cases}</tbody></table>
-${report.failing.length > 0 ? `<h1>Failing trials</h1>\n${failing}` : ""}
-</body></html>
-`;
-  return { html };
+${report.failing.length > 0 ? `<h1>Failing trials</h1>\n${failing}` : ""}`;
+  return { html: htmlDocument({ title, policy, style: REPORT_STYLE, body }) };
 }

@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import { ID_PATTERN } from "../core/ids";
+import { compilesAsRegExp } from "../core/patterns";
 
 /** Most cases in one suite, and most trials (cases × models × repeat) in one eval. */
 const MAX_EVAL_CASES = 1_000;
@@ -31,22 +32,18 @@ export const EvalCheckSchema = z.discriminatedUnion("type", [
       /** The file's text must contain this. */
       contains: z.string().min(1).max(10_000).optional(),
       /** The file's text must match this regular expression (JavaScript syntax). */
-      matches: z.string().min(1).max(1_000).refine(isRegExp, "must be a valid regular expression").optional(),
+      matches: z
+        .string()
+        .min(1)
+        .max(1_000)
+        .refine(compilesAsRegExp, "must be a valid regular expression")
+        .optional(),
     })
     .strict(),
   z.object({ type: z.literal("maxCostUsd"), value: z.number().min(0).max(1_000_000) }).strict(),
   z.object({ type: z.literal("maxTurns"), value: z.number().int().min(1).max(100_000) }).strict(),
 ]);
 export type EvalCheck = z.infer<typeof EvalCheckSchema>;
-
-function isRegExp(source: string): boolean {
-  try {
-    new RegExp(source);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 const idString = (what: string) => z.string().regex(ID_PATTERN, `${what} match ${ID_PATTERN.source}`);
 

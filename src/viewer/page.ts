@@ -86,21 +86,32 @@ function page(title: string, config: object, model: ViewModel | undefined, conne
   ].join("; ");
   const data =
     model === undefined ? "" : `<script type="application/json" id="keel-view">${jsonInHtml(model)}</script>`;
-  const html = `<!doctype html>
-<html lang="en"><head><meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="${policy}">
-<meta name="referrer" content="no-referrer">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escapeHtml(title)}</title>
-<style>${VIEWER_STYLE}</style>
-</head><body>
-<div id="app"><noscript>The transcript needs JavaScript.</noscript></div>
+  const body = `<div id="app"><noscript>The transcript needs JavaScript.</noscript></div>
 <script type="application/json" id="keel-config">${jsonInHtml(config)}</script>
 ${data}
-<script>${CLIENT_SCRIPT}</script>
+<script>${CLIENT_SCRIPT}</script>`;
+  return {
+    html: htmlDocument({ title, policy, style: VIEWER_STYLE, body }),
+    contentSecurityPolicy: `${policy}; frame-ancestors 'none'`,
+  };
+}
+
+/**
+ * A whole page: `policy` as its meta Content-Security-Policy, no referrer, `style` inline, the
+ * escaped `title`, and `body` as it is (the caller's, already safe HTML).
+ */
+export function htmlDocument(page: { title: string; policy: string; style: string; body: string }): string {
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="${page.policy}">
+<meta name="referrer" content="no-referrer">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escapeHtml(page.title)}</title>
+<style>${page.style}</style>
+</head><body>
+${page.body}
 </body></html>
 `;
-  return { html, contentSecurityPolicy: `${policy}; frame-ancestors 'none'` };
 }
 
 /**

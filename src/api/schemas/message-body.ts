@@ -7,6 +7,7 @@
 
 import { z } from "@hono/zod-openapi";
 import { DELIVERY_MODES, POLICY_ACTIONS } from "../../contracts/runs";
+import { compilesAsRegExp } from "../../core/patterns";
 import type { McpPolicy } from "../../mcp/policy";
 import { mcpServersSchema, secretNameSchema } from "../../mcp/schema";
 import { MODEL_SPEC_APIS, modelFromSpec } from "../../providers/model-spec";
@@ -31,15 +32,6 @@ const MAX_PATTERN_CHARS = 1_000;
 const MAX_APPROVAL_TIMEOUT_MS = 7 * 24 * 60 * 60 * 1000;
 const MIN_APPROVAL_TIMEOUT_MS = 1_000;
 
-function compiles(pattern: string): boolean {
-  try {
-    new RegExp(pattern);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 const PolicyActionSchema = z.enum(POLICY_ACTIONS);
 
 const ToolPolicyRuleSchema = z.object({
@@ -47,7 +39,7 @@ const ToolPolicyRuleSchema = z.object({
   argumentsPattern: z
     .string()
     .max(MAX_PATTERN_CHARS)
-    .refine(compiles, "must be a valid regular expression")
+    .refine(compilesAsRegExp, "must be a valid regular expression")
     .optional()
     .openapi({ description: "Regular expression over the JSON arguments", format: "regex" }),
   action: PolicyActionSchema,

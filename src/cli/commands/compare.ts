@@ -8,6 +8,7 @@ import { type ApiClient, ApiError, EXIT } from "../../api-client/client";
 import type { AgentMessage, AssistantMessage } from "../../core/messages";
 import { type Command, parseCommand, printJson } from "../command";
 import { formatUsd, oneLine, textOf } from "../render";
+import { storedEntries } from "../session-entries";
 
 /** What is compared of one session. */
 export interface ComparisonRow {
@@ -127,25 +128,11 @@ export function comparisonTable(rows: readonly ComparisonRow[]): string {
     .concat("\n");
 }
 
-const ENTRIES_PAGE_LIMIT = 1_000;
-
-/** Every stored entry of the session, page by page. */
+/** Every stored entry of the session. */
 async function allEntries(client: ApiClient, sessionId: string): Promise<EntryView[]> {
   const entries: EntryView[] = [];
-  for (let after: number | undefined; ; ) {
-    const page = await client.json(
-      client.api.v1.sessions[":sessionId"].entries.$get({
-        param: { sessionId },
-        query: {
-          limit: String(ENTRIES_PAGE_LIMIT),
-          ...(after !== undefined ? { after: String(after) } : {}),
-        },
-      }),
-    );
-    for (const { entry } of page.entries) entries.push(entry as EntryView);
-    if (page.nextAfter === undefined || page.entries.length === 0) return entries;
-    after = page.nextAfter;
-  }
+  for await (const { entry } of storedEntries(client, sessionId)) entries.push(entry as EntryView);
+  return entries;
 }
 
 /** The ids of the entries of `parentSession` (none when it cannot be read: deleted, another tenant's). */

@@ -8,7 +8,8 @@ import path from "node:path";
 import { EXIT, type ExitCode, UsageError } from "../../api-client/client";
 import { caseFromSweInstance, type FileCase, SweInstanceSchema } from "../../evals/suite-file";
 import { type CommandContext, integerOption, listOption, parseCommand, printJson } from "../command";
-import { resolveEntryRef } from "./tree";
+import { storedEntries } from "../session-entries";
+import { entryIdOf } from "./tree";
 
 type EntryRecord = {
   id: string;
@@ -37,25 +38,12 @@ export async function caseFrom(argv: string[], context: CommandContext): Promise
   );
   const sessionId = parsed.positionals[0] as string;
   const { client } = parsed;
-  const reader = async (after: number | undefined, limit: number) =>
-    await client.json(
-      client.api.v1.sessions[":sessionId"].entries.$get({
-        param: { sessionId },
-        query:
-          after === undefined ? { limit: String(limit) } : { after: String(after), limit: String(limit) },
-      }),
-    );
   const entries: EntryRecord[] = [];
-  for (let after: number | undefined; ; ) {
-    const page = await reader(after, 1_000);
-    entries.push(...page.entries.map((stored) => stored.entry as unknown as EntryRecord));
-    if (page.nextAfter === undefined) break;
-    after = page.nextAfter;
-  }
+  for await (const { entry } of storedEntries(client, sessionId))
+    entries.push(entry as unknown as EntryRecord);
   const entryArg = parsed.values.entry;
   // The request: the given entry (a user message) or the session's first user message.
-  const requestId =
-    typeof entryArg === "string" ? await resolveEntryRef(sessionId, entryArg, reader) : undefined;
+  const requestId = typeof entryArg === "string" ? await entryIdOf(client, sessionId, entryArg) : undefined;
   const request = requestId
     ? entries.find((entry) => entry.id === requestId)
     : entries.find((entry) => entry.type === "message" && entry.message?.role === "user");

@@ -11,8 +11,8 @@ import { childSessionId, TASK_TOOL_NAME } from "../../core/agents";
 import type { AgentMessage, Usage } from "../../core/messages";
 import { addUsage, emptyUsage } from "../../core/usage";
 import { formatUsd, oneLine, textOf } from "../render";
+import { storedEntries } from "../session-entries";
 
-const ENTRIES_PAGE_LIMIT = 1_000;
 const PROMPT_CHARS = 80;
 
 /** What a `task` result's `details` holds (src/activities/task-result.ts). */
@@ -148,22 +148,8 @@ async function forEachMessage(
   sessionId: string,
   visit: (message: AgentMessage) => void,
 ): Promise<void> {
-  let after: number | undefined;
-  for (;;) {
-    const page = await client.json(
-      client.api.v1.sessions[":sessionId"].entries.$get({
-        param: { sessionId },
-        query: {
-          limit: String(ENTRIES_PAGE_LIMIT),
-          ...(after !== undefined ? { after: String(after) } : {}),
-        },
-      }),
-    );
-    for (const { seq, entry } of page.entries) {
-      after = seq;
-      const { type, message } = entry as EntryView;
-      if (type === "message" && message) visit(message);
-    }
-    if (page.nextAfter === undefined || page.entries.length === 0) return;
+  for await (const { entry } of storedEntries(client, sessionId)) {
+    const { type, message } = entry as EntryView;
+    if (type === "message" && message) visit(message);
   }
 }

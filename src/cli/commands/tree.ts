@@ -8,6 +8,7 @@ import { ENTRY_ID_HEX_DIGITS } from "../../core/ids";
 import type { AgentMessage } from "../../core/messages";
 import { type Command, integerOption, parseCommand, printJson } from "../command";
 import { oneLine, textOf } from "../render";
+import { entriesPage } from "../session-entries";
 
 /** The fields of a stored entry shown in a listing (the API types entries as plain records). */
 type EntryView = {
@@ -91,13 +92,10 @@ export async function resolveEntryRef(
 
 /** `resolveEntryRef` over the API. */
 export function entryIdOf(client: ApiClient, sessionId: string, ref: string): Promise<string> {
-  return resolveEntryRef(sessionId, ref, (after, limit) =>
-    client.json(
-      client.api.v1.sessions[":sessionId"].entries.$get({
-        param: { sessionId },
-        query: { limit: String(limit), ...(after !== undefined ? { after: String(after) } : {}) },
-      }),
-    ),
+  return resolveEntryRef(
+    sessionId,
+    ref,
+    (after, limit) => entriesPage(client, sessionId, after, limit) as Promise<EntriesPage>,
   );
 }
 
