@@ -472,6 +472,25 @@ function crossTenantAttempts(): Attempt[] {
     ["POST", "compact", (ctx, id) => ctx.api.post(`/v1/sessions/${id}/compact`, {}, `compact-${id}`)],
     [
       "POST",
+      "replay",
+      (ctx, id, leaf) =>
+        ctx.api.post(`/v1/sessions/${id}/replay`, { fromEntryId: leaf, message: "pwned" }, `replay-${id}`),
+    ],
+    [
+      "POST",
+      "eval-from",
+      (ctx, id, leaf) =>
+        ctx.api.post(
+          "/v1/evals",
+          {
+            suite: { cases: [{ id: "pwned", prompt: "pwned", from: { sessionId: id, entryId: leaf } }] },
+            models: ["local-chat"],
+          },
+          `eval-from-${id}`,
+        ),
+    ],
+    [
+      "POST",
       "approve",
       (ctx, id) =>
         ctx.api.post(`/v1/sessions/${id}/approvals/call_1`, { decision: "approve" }, `approve-${id}`),
@@ -502,10 +521,22 @@ function crossTenantAttempts(): Attempt[] {
           findings.push(`the victim's ${mark === leaf ? "leaf id" : "file content"} in the answer`);
       if (route === "list" && seen.includes(ctx.victimSession))
         findings.push("the victim's session id listed");
-      if (route === "fork" && answer.status < 300 && typeof answer.body?.sessionId === "string") {
-        const copy = await ctx.api.get(`/v1/sessions/${answer.body.sessionId}/export`);
+      // A session made from the victim's (a fork, a replay's forks, an eval's trial) must not hold it.
+      const madeSessions =
+        answer.status >= 300
+          ? []
+          : route === "fork" && typeof answer.body?.sessionId === "string"
+            ? [answer.body.sessionId]
+            : route === "replay" && Array.isArray(answer.body?.runs)
+              ? answer.body.runs.map((run: { sessionId: string }) => run.sessionId)
+              : route === "eval-from" && typeof answer.body?.evalId === "string"
+                ? [`${answer.body.evalId}-t0`]
+                : [];
+      if (route === "eval-from" && madeSessions.length > 0) await sleep(5_000);
+      for (const made of madeSessions) {
+        const copy = await ctx.api.get(`/v1/sessions/${made}/export`);
         if (marks.some((mark) => copy.text.includes(mark)))
-          findings.push("the fork holds the victim's entries");
+          findings.push(`a session made by ${route} holds the victim's entries`);
       }
       // A steer (a new run of the attacker's own session of that id) may still be running.
       if (route === "steer" && answer.status < 300) await ctx.waitRun(ctx.victimSession, 30_000);
